@@ -1,0 +1,1094 @@
+//! The contract rules, one method per concern.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::routing::{Destination, Edge, Graph, KeyTemplate, Reach};
+use super::{keys, list, suggest};
+use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::format::{
+    ArgumentValue, ContractFile, ExchangeKind, Exhausted, OnPoison, Overflow, Queue, QueueKind,
+    RetryMode,
+};
+use crate::load::LoadedContract;
+use crate::model::{RetryPolicy, retry_policy};
+use crate::naming::{Case, ident};
+
+/// AMQP short strings, which carry every name, hold at most 255 bytes.
+const MAX_NAME_BYTES: usize = 255;
+
+/// Queue arguments that a typed field sets; writing them in `arguments` too is ambiguous.
+const TYPED_QUEUE_ARGUMENTS: &[(&str, &str)] = &[
+    ("x-queue-type", "type"),
+    ("x-dead-letter-exchange", "dead_letter.exchange"),
+    ("x-dead-letter-routing-key", "dead_letter.routing_key"),
+    ("x-delivery-limit", "delivery_limit"),
+    ("x-message-ttl", "message_ttl"),
+    ("x-expires", "expires"),
+    ("x-max-length", "max_length"),
+    ("x-max-length-bytes", "max_length_bytes"),
+    ("x-overflow", "overflow"),
+    ("x-single-active-consumer", "single_active_consumer"),
+    ("x-max-priority", "max_priority"),
+];
+
+pub(super) struct Checker<'a> {
+    contract: &'a LoadedContract,
+    file: &'a ContractFile,
+    out: &'a mut Diagnostics,
+    graph: Graph,
+}
+
+impl<'a> Checker<'a> {
+    pub(super) fn new(contract: &'a LoadedContract, out: &'a mut Diagnostics) -> Self {
+        let file = &contract.file;
+        Self {
+            contract,
+            file,
+            out,
+            graph: graph(file),
+        }
+    }
+
+    fn error(&mut self, code: &'static str, path: &str, message: String, help: impl Into<String>) {
+        let diagnostic = self.contract.error_at(code, path, message).with_help(help);
+        self.out.push(diagnostic);
+    }
+
+    fn warn(&mut self, code: &'static str, path: &str, message: String, help: impl Into<String>) {
+        let diagnostic = self
+            .contract
+            .warning_at(code, path, message)
+            .with_help(help);
+        self.out.push(diagnostic);
+    }
+
+    fn push(&mut self, diagnostic: Diagnostic) {
+        self.out.push(diagnostic);
+    }
+
+    /// Name syntax: empty, too long for AMQP, or in the broker's reserved `amq.` space.
+    pub(super) fn names(&mut self) {
+        let exchanges: Vec<String> = self.file.exchanges.keys().cloned().collect();
+        let queues: Vec<String> = self.file.queues.keys().cloned().collect();
+        for (kind, section, names) in [
+            ("exchange", "exchanges", exchanges),
+            ("queue", "queues", queues),
+        ] {
+            for name in names {
+                let path = format!("{section}.{name}");
+                if name.trim().is_empty() {
+                    self.error(
+                        "bad-name",
+                        &path,
+                        format!("{kind} name `{name}` is empty"),
+                        format!("give the {kind} a name"),
+                    );
+                } else if name.len() > MAX_NAME_BYTES {
+                    self.error(
+                        "name-too-long",
+                        &path,
+                        format!(
+                            "{kind} name is {} bytes; AMQP names hold at most 255",
+                            name.len()
+                        ),
+                        format!("shorten the {kind} name"),
+                    );
+                } else if name.starts_with("amq.") {
+                    self.error(
+                        "reserved-name",
+                        &path,
+                        format!("{kind} name `{name}` starts with `amq.`, which RabbitMQ reserves"),
+                        format!("choose a {kind} name without the `amq.` prefix"),
+                    );
+                }
+            }
+        }
+        for (name, queue) in &self.file.queues {
+            if let RetryPolicy::TtlBackoff { tiers, .. } = retry_policy(name, queue) {
+                if let Some(long) = tiers.iter().find(|t| t.queue.len() > MAX_NAME_BYTES) {
+                    let message = format!(
+                        "queue `{name}` needs a wait queue `{}` of {} bytes; AMQP names hold at most 255",
+                        long.queue,
+                        long.queue.len()
+                    );
+                    let diagnostic = self
+                        .contract
+                        .error_at("name-too-long", &format!("queues.{name}"), message)
+                        .with_help(
+                            "shorten the queue name: wait queues are named `<queue>.wait.<delay>`",
+                        );
+                    self.push(diagnostic);
+                }
+            }
+        }
+        for (section, names) in [
+            (
+                "messages",
+                self.file.messages.keys().cloned().collect::<Vec<_>>(),
+            ),
+            ("publishers", self.file.publishers.keys().cloned().collect()),
+            ("consumers", self.file.consumers.keys().cloned().collect()),
+        ] {
+            for name in names.iter().filter(|n| n.len() > MAX_NAME_BYTES) {
+                self.error(
+                    "name-too-long",
+                    &format!("{section}.{name}"),
+                    format!(
+                        "name is {} bytes; warren names hold at most 255",
+                        name.len()
+                    ),
+                    "shorten the name",
+                );
+            }
+        }
+    }
+
+    /// Every name used must be declared.
+    pub(super) fn references(&mut self) {
+        let file = self.file;
+        for (name, exchange) in &file.exchanges {
+            if let Some(alternate) = &exchange.alternate_exchange {
+                self.exchange_exists(
+                    alternate,
+                    &format!("exchanges.{name}.alternate_exchange"),
+                    false,
+                );
+            }
+        }
+        for (name, queue) in &file.queues {
+            if let Some(dl) = &queue.dead_letter {
+                self.exchange_exists(
+                    &dl.exchange,
+                    &format!("queues.{name}.dead_letter.exchange"),
+                    true,
+                );
+            }
+        }
+        for (i, binding) in file.bindings.iter().enumerate() {
+            self.exchange_exists(&binding.exchange, &format!("bindings[{i}].exchange"), false);
+            if let Some(queue) = &binding.queue {
+                self.queue_exists(queue, &format!("bindings[{i}].queue"));
+            }
+            if let Some(exchange) = &binding.to_exchange {
+                self.exchange_exists(exchange, &format!("bindings[{i}].to_exchange"), false);
+            }
+        }
+        for (name, publisher) in &file.publishers {
+            self.exchange_exists(
+                &publisher.exchange,
+                &format!("publishers.{name}.exchange"),
+                true,
+            );
+            self.message_exists(&publisher.message, &format!("publishers.{name}.message"));
+        }
+        for (name, consumer) in &file.consumers {
+            self.queue_exists(&consumer.queue, &format!("consumers.{name}.queue"));
+            self.message_exists(&consumer.message, &format!("consumers.{name}.message"));
+        }
+    }
+
+    fn exchange_exists(&mut self, name: &str, path: &str, default_allowed: bool) {
+        if name.is_empty() && default_allowed || self.file.exchanges.contains_key(name) {
+            return;
+        }
+        let help = if name.is_empty() {
+            "the default exchange `\"\"` cannot be used here; name a declared exchange".to_owned()
+        } else {
+            match suggest(name, keys(&self.file.exchanges)) {
+                Some(close) => {
+                    format!("did you mean `{close}`? Otherwise declare `{name}` under `exchanges`")
+                }
+                None => format!("declare `{name}` under `exchanges`, or fix the name"),
+            }
+        };
+        self.error(
+            "unknown-exchange",
+            path,
+            format!("exchange `{name}` is not declared"),
+            help,
+        );
+    }
+
+    fn queue_exists(&mut self, name: &str, path: &str) {
+        if self.file.queues.contains_key(name) {
+            return;
+        }
+        let help = match suggest(name, keys(&self.file.queues)) {
+            Some(close) => {
+                format!("did you mean `{close}`? Otherwise declare `{name}` under `queues`")
+            }
+            None => format!("declare `{name}` under `queues`, or fix the name"),
+        };
+        self.error(
+            "unknown-queue",
+            path,
+            format!("queue `{name}` is not declared"),
+            help,
+        );
+    }
+
+    fn message_exists(&mut self, name: &str, path: &str) {
+        if self.file.messages.contains_key(name) {
+            return;
+        }
+        let help = match suggest(name, keys(&self.file.messages)) {
+            Some(close) => {
+                format!("did you mean `{close}`? Otherwise declare `{name}` under `messages`")
+            }
+            None => format!("declare `{name}` under `messages`, or fix the name"),
+        };
+        self.error(
+            "unknown-message",
+            path,
+            format!("message `{name}` is not declared"),
+            help,
+        );
+    }
+
+    /// Exchange arguments that the typed fields already set.
+    pub(super) fn exchanges(&mut self) {
+        for (name, exchange) in &self.file.exchanges {
+            if exchange.arguments.contains_key("alternate-exchange")
+                && exchange.alternate_exchange.is_some()
+            {
+                self.error(
+                    "duplicate-argument",
+                    &format!("exchanges.{name}.arguments.alternate-exchange"),
+                    "`alternate-exchange` is set both here and by `alternate_exchange`".to_owned(),
+                    "keep only `alternate_exchange`",
+                );
+            }
+            if exchange.alternate_exchange.as_deref() == Some(name.as_str()) {
+                self.error(
+                    "bad-alternate-exchange",
+                    &format!("exchanges.{name}.alternate_exchange"),
+                    format!("exchange `{name}` is its own alternate exchange"),
+                    "an alternate exchange must be another exchange, usually a fanout bound to an `unrouted` queue",
+                );
+            }
+        }
+    }
+
+    /// Queue properties by queue type, retry sanity, and arguments the typed fields set.
+    pub(super) fn queues(&mut self) {
+        for (name, queue) in &self.file.queues {
+            let path = format!("queues.{name}");
+            self.queue_type_rules(name, queue, &path);
+            self.retry_rules(name, queue, &path);
+            for (argument, field) in TYPED_QUEUE_ARGUMENTS {
+                if queue.arguments.contains_key(*argument) && typed_field_set(queue, argument) {
+                    self.error(
+                        "duplicate-argument",
+                        &format!("{path}.arguments.{argument}"),
+                        format!("`{argument}` is set both here and by `{field}`"),
+                        format!("keep only `{field}`"),
+                    );
+                }
+            }
+            if queue.expires.is_some_and(|e| e.as_millis() == 0) {
+                self.error(
+                    "bad-duration",
+                    &format!("{path}.expires"),
+                    "`expires` must be longer than 0".to_owned(),
+                    "RabbitMQ refuses `x-expires: 0`; remove it to keep the queue",
+                );
+            }
+            if queue.overflow.is_some()
+                && queue.max_length.is_none()
+                && queue.max_length_bytes.is_none()
+            {
+                self.warn(
+                    "overflow-without-limit",
+                    &format!("{path}.overflow"),
+                    "`overflow` has no effect without `max_length` or `max_length_bytes`"
+                        .to_owned(),
+                    "set a length limit, or remove `overflow`",
+                );
+            }
+        }
+    }
+
+    fn queue_type_rules(&mut self, name: &str, queue: &Queue, path: &str) {
+        let kind = queue.kind.unwrap_or_default();
+        let kind_name = crate::model::queue_kind_name(kind);
+        let flags = [
+            ("exclusive", queue.exclusive == Some(true)),
+            ("auto_delete", queue.auto_delete == Some(true)),
+            ("durable", queue.durable == Some(false)),
+        ];
+        if kind != QueueKind::Classic {
+            for (field, bad) in flags {
+                if bad {
+                    let value = if field == "durable" { "false" } else { "true" };
+                    self.error(
+                        "bad-queue-property",
+                        &format!("{path}.{field}"),
+                        format!("{kind_name} queue `{name}` cannot be `{field}: {value}`"),
+                        format!("{kind_name} queues are always durable, shared and kept; use `type: classic` for a temporary queue"),
+                    );
+                }
+            }
+        }
+        if queue.delivery_limit.is_some() && kind != QueueKind::Quorum {
+            self.error(
+                "bad-queue-property",
+                &format!("{path}.delivery_limit"),
+                format!(
+                    "`delivery_limit` applies to quorum queues, and `{name}` is a {kind_name} queue"
+                ),
+                "remove `delivery_limit`, or make the queue `type: quorum`",
+            );
+        }
+        if queue.max_priority.is_some() && kind != QueueKind::Classic {
+            self.error(
+                "bad-queue-property",
+                &format!("{path}.max_priority"),
+                format!(
+                    "`max_priority` applies to classic queues, and `{name}` is a {kind_name} queue"
+                ),
+                "remove `max_priority`, or make the queue `type: classic`",
+            );
+        }
+        if queue.max_priority == Some(0) {
+            self.error(
+                "bad-queue-property",
+                &format!("{path}.max_priority"),
+                "`max_priority` must be between 1 and 255".to_owned(),
+                "remove it for a queue without priorities",
+            );
+        }
+        if kind == QueueKind::Quorum && queue.overflow == Some(Overflow::RejectPublishDlx) {
+            self.error(
+                "bad-queue-property",
+                &format!("{path}.overflow"),
+                "quorum queues do not support `overflow: reject-publish-dlx`".to_owned(),
+                "use `drop-head` or `reject-publish`",
+            );
+        }
+        if kind == QueueKind::Stream {
+            for (field, set) in [
+                ("retry", queue.retry.is_some()),
+                ("dead_letter", queue.dead_letter.is_some()),
+                ("message_ttl", queue.message_ttl.is_some()),
+            ] {
+                if set {
+                    self.error(
+                        "bad-queue-property",
+                        &format!("{path}.{field}"),
+                        format!("stream queue `{name}` takes no `{field}`: streams keep messages and never dead-letter or requeue"),
+                        format!("remove `{field}`, or use a quorum queue"),
+                    );
+                }
+            }
+        }
+    }
+
+    fn retry_rules(&mut self, name: &str, queue: &Queue, path: &str) {
+        let Some(retry) = &queue.retry else { return };
+        let path = format!("{path}.retry");
+        let mode = retry.mode.unwrap_or_default();
+        let kind = queue.kind.unwrap_or_default();
+        let backoff_fields = [
+            ("initial_delay", retry.initial_delay.is_some()),
+            ("max_delay", retry.max_delay.is_some()),
+            ("multiplier", retry.multiplier.is_some()),
+            ("jitter", retry.jitter.is_some()),
+        ];
+        let mode_name = match mode {
+            RetryMode::None => "none",
+            RetryMode::ImmediateRequeue => "immediate-requeue",
+            RetryMode::TtlBackoff => "ttl-backoff",
+            RetryMode::QuorumNative => "quorum-native",
+        };
+        if mode != RetryMode::TtlBackoff {
+            for (field, set) in backoff_fields {
+                if set {
+                    self.error(
+                        "bad-retry",
+                        &format!("{path}.{field}"),
+                        format!("`{field}` only applies to `mode: ttl-backoff`, and this queue uses `{mode_name}`"),
+                        format!("remove `{field}`, or set `mode: ttl-backoff`"),
+                    );
+                }
+            }
+        }
+        match mode {
+            RetryMode::None => {
+                if retry.max_retries.is_some() || retry.exhausted.is_some() {
+                    self.warn(
+                        "retry-ignored",
+                        &path,
+                        "retry settings are ignored with `mode: none` (the default)".to_owned(),
+                        "set a `mode`, or remove the other retry settings",
+                    );
+                }
+            }
+            RetryMode::QuorumNative => {
+                if kind != QueueKind::Quorum {
+                    let kind_name = crate::model::queue_kind_name(kind);
+                    self.error(
+                        "bad-retry",
+                        &format!("{path}.mode"),
+                        format!("`quorum-native` retries need a quorum queue, and `{name}` is a {kind_name} queue"),
+                        "use `immediate-requeue` or `ttl-backoff`, or make the queue `type: quorum`",
+                    );
+                } else if queue.delivery_limit.is_none() {
+                    self.error(
+                        "bad-retry",
+                        &format!("{path}.mode"),
+                        format!("`quorum-native` retries count against the queue's `delivery_limit`, and `{name}` has none"),
+                        "set `delivery_limit` on the queue (N allows N+1 deliveries)",
+                    );
+                }
+                if retry.max_retries.is_some() {
+                    self.error(
+                        "bad-retry",
+                        &format!("{path}.max_retries"),
+                        "`quorum-native` retries are bounded by the queue's `delivery_limit`, not `max_retries`".to_owned(),
+                        "remove `max_retries` and set `delivery_limit` on the queue",
+                    );
+                }
+            }
+            RetryMode::ImmediateRequeue | RetryMode::TtlBackoff => {
+                if retry.max_retries == Some(0) {
+                    self.error(
+                        "bad-retry",
+                        &format!("{path}.max_retries"),
+                        "`max_retries` must be at least 1".to_owned(),
+                        "to never retry, use `mode: none`",
+                    );
+                }
+            }
+        }
+        if mode == RetryMode::ImmediateRequeue && kind == QueueKind::Quorum {
+            let retries = retry
+                .max_retries
+                .unwrap_or(crate::model::DEFAULT_MAX_RETRIES);
+            if let Some(limit) = queue.delivery_limit.filter(|limit| *limit <= retries) {
+                self.error(
+                    "bad-retry",
+                    &format!("queues.{name}.delivery_limit"),
+                    format!("`delivery_limit: {limit}` lets the broker dead-letter before the {retries} retries are spent, without failure context"),
+                    format!("set `delivery_limit` above `max_retries` (at least {}), or remove it", retries + 1),
+                );
+            }
+        }
+        if mode == RetryMode::TtlBackoff {
+            let initial = retry
+                .initial_delay
+                .unwrap_or(crate::model::DEFAULT_INITIAL_DELAY);
+            let max = retry.max_delay.unwrap_or(crate::model::DEFAULT_MAX_DELAY);
+            for (field, value) in [("initial_delay", initial), ("max_delay", max)] {
+                if value.as_millis() == 0 {
+                    self.error(
+                        "bad-retry",
+                        &format!("{path}.{field}"),
+                        format!("`{field}` must be longer than 0"),
+                        "use `immediate-requeue` for retries without delay",
+                    );
+                }
+            }
+            if max < initial {
+                self.error(
+                    "bad-retry",
+                    &format!("{path}.max_delay"),
+                    format!("`max_delay` ({max}) is shorter than `initial_delay` ({initial})"),
+                    format!("raise `max_delay` to at least {initial}, or lower `initial_delay`"),
+                );
+            }
+            if let Some(multiplier) = retry.multiplier {
+                if !multiplier.is_finite() || multiplier < 1.0 {
+                    self.error(
+                        "bad-retry",
+                        &format!("{path}.multiplier"),
+                        format!("`multiplier` must be at least 1 (got {multiplier}); delays never shrink"),
+                        "use 1 for a constant delay, 2 to double it each time",
+                    );
+                }
+            }
+        }
+        if retry.exhausted == Some(Exhausted::Requeue) {
+            self.warn(
+                "exhausted-requeue",
+                &format!("{path}.exhausted"),
+                "`exhausted: requeue` returns a message that keeps failing to the queue forever"
+                    .to_owned(),
+                "use `dead-letter` (the default) unless the failures are known to be temporary",
+            );
+        }
+        let dead_letters = retry.exhausted.unwrap_or_default() == Exhausted::DeadLetter;
+        if mode != RetryMode::None && dead_letters && !has_dead_letter_exchange(queue) {
+            self.error(
+                "exhausted-without-dlx",
+                &format!("{path}.exhausted"),
+                format!("queue `{name}` dead-letters exhausted messages but has no dead-letter exchange, so they would be lost"),
+                "set `dead_letter` on the queue, or `exhausted: drop` to discard them knowingly",
+            );
+        }
+    }
+
+    /// Binding shape by exchange type.
+    pub(super) fn bindings(&mut self) {
+        for (i, binding) in self.file.bindings.iter().enumerate() {
+            let path = format!("bindings[{i}]");
+            match (&binding.queue, &binding.to_exchange) {
+                (Some(_), Some(_)) => self.error(
+                    "bad-binding",
+                    &path,
+                    "a binding has one destination: `queue` or `to_exchange`, not both".to_owned(),
+                    "split it into two bindings",
+                ),
+                (None, None) => self.error(
+                    "bad-binding",
+                    &path,
+                    "the binding has no destination".to_owned(),
+                    "add `queue: <name>` or `to_exchange: <name>`",
+                ),
+                _ => {}
+            }
+            let Some(exchange) = self.file.exchanges.get(&binding.exchange) else {
+                continue;
+            };
+            let kind = exchange.kind.unwrap_or_default();
+            match kind {
+                ExchangeKind::Topic | ExchangeKind::Direct if binding.routing_key.is_none() => {
+                    let kind_name = if kind == ExchangeKind::Topic {
+                        "topic"
+                    } else {
+                        "direct"
+                    };
+                    self.error(
+                        "bad-binding",
+                        &path,
+                        format!(
+                            "a binding on {kind_name} exchange `{}` needs a `routing_key`",
+                            binding.exchange
+                        ),
+                        if kind == ExchangeKind::Topic {
+                            "add `routing_key`, e.g. `orders.*` or `#` for every message"
+                        } else {
+                            "add the exact `routing_key` to match"
+                        },
+                    );
+                }
+                ExchangeKind::Topic => {
+                    let key = binding.routing_key.as_deref().unwrap_or_default();
+                    if key
+                        .split('.')
+                        .any(|w| w.len() > 1 && w.contains(['*', '#']))
+                    {
+                        self.warn(
+                            "literal-wildcard",
+                            &format!("{path}.routing_key"),
+                            format!(
+                                "`{key}` has `*` or `#` inside a word, where they match literally"
+                            ),
+                            "wildcards only work as whole words: `orders.*`, not `orders*`",
+                        );
+                    }
+                }
+                ExchangeKind::Direct => {
+                    let key = binding.routing_key.as_deref().unwrap_or_default();
+                    if key.split('.').any(|w| w == "*" || w == "#") {
+                        self.warn(
+                            "literal-wildcard",
+                            &format!("{path}.routing_key"),
+                            format!("`{key}` binds a direct exchange, where `*` and `#` are literal characters, not wildcards"),
+                            "make the exchange `type: topic`, or bind the exact key",
+                        );
+                    }
+                }
+                ExchangeKind::Fanout | ExchangeKind::Headers => {}
+            }
+            let headers_written = !binding.headers.is_empty() || binding.headers_match.is_some();
+            if headers_written && kind != ExchangeKind::Headers {
+                self.error(
+                    "bad-binding",
+                    &format!("{path}.headers"),
+                    format!("`headers` and `match` only apply to headers exchanges, and `{}` is not one", binding.exchange),
+                    "remove them, or make the exchange `type: headers`",
+                );
+            }
+            if kind == ExchangeKind::Headers && binding.headers.is_empty() {
+                self.warn(
+                    "headers-binding-matches-all",
+                    &path,
+                    "a headers binding without `headers` matches every message".to_owned(),
+                    "list the header values to match under `headers`",
+                );
+            }
+        }
+    }
+
+    /// Routing keys, their placeholders, and whether they reach a queue.
+    pub(super) fn publishers(&mut self) {
+        for (name, publisher) in &self.file.publishers {
+            let path = format!("publishers.{name}");
+            let kind = self
+                .file
+                .exchanges
+                .get(&publisher.exchange)
+                .map(|e| e.kind.unwrap_or_default());
+            let needs_key = publisher.exchange.is_empty()
+                || matches!(kind, Some(ExchangeKind::Topic | ExchangeKind::Direct));
+            let Some(text) = publisher.routing_key.as_deref() else {
+                if needs_key {
+                    self.error(
+                        "missing-routing-key",
+                        &path,
+                        format!("publisher `{name}` publishes to a {} exchange without a `routing_key`", exchange_kind_text(kind)),
+                        "add `routing_key`; `{placeholders}` become parameters of the publish method",
+                    );
+                }
+                continue;
+            };
+            let template = match KeyTemplate::parse(text) {
+                Ok(template) => template,
+                Err(problem) => {
+                    self.error(
+                        "bad-routing-key",
+                        &format!("{path}.routing_key"),
+                        problem,
+                        "placeholders look like `{region}`",
+                    );
+                    continue;
+                }
+            };
+            let mut seen = BTreeSet::new();
+            for placeholder in template.placeholders() {
+                if !seen.insert(placeholder) {
+                    self.error(
+                        "bad-routing-key",
+                        &format!("{path}.routing_key"),
+                        format!("placeholder `{{{placeholder}}}` appears twice"),
+                        "give each placeholder its own name",
+                    );
+                }
+                if let Err(problem) = ident(placeholder, Case::Value) {
+                    self.error(
+                        "bad-routing-key",
+                        &format!("{path}.routing_key"),
+                        format!(
+                            "placeholder names a parameter of the publish method, and {problem}"
+                        ),
+                        "name placeholders with ASCII letters, digits and `_`",
+                    );
+                }
+            }
+            if publisher.external_consumers == Some(true)
+                || (kind.is_none() && !publisher.exchange.is_empty())
+            {
+                continue;
+            }
+            let reach = self.graph.route(&publisher.exchange, &template);
+            if !reach.is_routable() {
+                let target = if publisher.exchange.is_empty() {
+                    "the default exchange".to_owned()
+                } else {
+                    format!("exchange `{}`", publisher.exchange)
+                };
+                let help = if publisher.exchange.is_empty() {
+                    format!(
+                        "on the default exchange the routing key must be a queue name; declared queues: {}",
+                        list(self.file.queues.keys().map(String::as_str))
+                    )
+                } else {
+                    format!(
+                        "bindings seen: {}. Bind a queue with a matching key, or set `external_consumers: true` if another service declares the queue",
+                        describe_visited(&reach)
+                    )
+                };
+                self.error(
+                    "unroutable-publisher",
+                    &format!("{path}.routing_key"),
+                    format!("publisher `{name}` sends `{text}` to {target}, which routes it to no queue: RabbitMQ would confirm the publish and drop the message"),
+                    help,
+                );
+            }
+        }
+    }
+
+    /// Consumer settings, what their queues receive, and what happens to poison messages.
+    pub(super) fn consumers(&mut self) {
+        let mut by_queue: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (name, consumer) in &self.file.consumers {
+            let path = format!("consumers.{name}");
+            by_queue.entry(&consumer.queue).or_default().push(name);
+            let prefetch = consumer.prefetch.unwrap_or(crate::model::DEFAULT_PREFETCH);
+            if consumer.prefetch == Some(0) {
+                self.error(
+                    "bad-consumer",
+                    &format!("{path}.prefetch"),
+                    "`prefetch: 0` means unlimited: the broker would push the whole queue into the worker".to_owned(),
+                    "set a bound such as 10 (the default)",
+                );
+            }
+            if consumer.concurrency == Some(0) {
+                self.error(
+                    "bad-consumer",
+                    &format!("{path}.concurrency"),
+                    "`concurrency` must be at least 1".to_owned(),
+                    "use 1 to handle one message at a time",
+                );
+            }
+            if let Some(concurrency) = consumer
+                .concurrency
+                .filter(|c| prefetch > 0 && *c > prefetch)
+            {
+                self.warn(
+                    "concurrency-above-prefetch",
+                    &format!("{path}.concurrency"),
+                    format!("`concurrency: {concurrency}` exceeds `prefetch: {prefetch}`, so some handlers would always be idle"),
+                    "raise `prefetch` to at least the concurrency",
+                );
+            }
+            if let Some(batch) = &consumer.batch {
+                if batch.size == 0 {
+                    self.error(
+                        "bad-consumer",
+                        &format!("{path}.batch.size"),
+                        "a batch holds at least 1 message".to_owned(),
+                        "set `size` to 1 or more",
+                    );
+                } else if prefetch > 0 && batch.size > prefetch {
+                    self.error(
+                        "bad-consumer",
+                        &format!("{path}.batch.size"),
+                        format!(
+                            "a batch of {} can never fill with `prefetch: {prefetch}`",
+                            batch.size
+                        ),
+                        format!("raise `prefetch` to at least {}", batch.size),
+                    );
+                }
+                if batch.timeout.as_millis() == 0 {
+                    self.error(
+                        "bad-consumer",
+                        &format!("{path}.batch.timeout"),
+                        "the batch `timeout` must be longer than 0".to_owned(),
+                        "use e.g. `200ms`",
+                    );
+                }
+            }
+            let Some(queue) = self.file.queues.get(&consumer.queue) else {
+                continue;
+            };
+            if queue.on_poison.unwrap_or_default() == OnPoison::DeadLetter
+                && !has_dead_letter_exchange(queue)
+            {
+                let stream = queue.kind == Some(QueueKind::Stream);
+                self.error(
+                    "poison-loss",
+                    &format!("{path}.queue"),
+                    format!("consumer `{name}` reads queue `{}`, which has no dead-letter exchange: messages that cannot be decoded or validated would be lost", consumer.queue),
+                    if stream {
+                        "streams cannot dead-letter; set `on_poison: drop` on the queue to discard them knowingly".to_owned()
+                    } else {
+                        format!("set `dead_letter` on queue `{}`, or `on_poison: drop` to discard them knowingly", consumer.queue)
+                    },
+                );
+            }
+            self.message_mismatch(name, &consumer.queue, &consumer.message);
+        }
+        for (queue, consumers) in by_queue {
+            let messages: BTreeSet<&str> = consumers
+                .iter()
+                .filter_map(|c| self.file.consumers.get(*c).map(|c| c.message.as_str()))
+                .collect();
+            if messages.len() > 1 {
+                let path = format!("consumers.{}.message", consumers[consumers.len() - 1]);
+                self.error(
+                    "conflicting-consumers",
+                    &path,
+                    format!(
+                        "consumers {} of queue `{queue}` expect different messages ({})",
+                        list(consumers.iter().copied()),
+                        list(messages.iter().copied())
+                    ),
+                    "a queue carries one message type; give each message its own queue",
+                );
+            }
+        }
+    }
+
+    /// A consumer expecting one message type on a queue that publishers fill with another.
+    fn message_mismatch(&mut self, consumer: &str, queue: &str, message: &str) {
+        for (publisher, p) in &self.file.publishers {
+            if p.message == message {
+                continue;
+            }
+            let Ok(template) = KeyTemplate::parse(p.routing_key.as_deref().unwrap_or_default())
+            else {
+                continue;
+            };
+            if self
+                .graph
+                .route(&p.exchange, &template)
+                .queues
+                .contains(queue)
+            {
+                self.error(
+                    "message-mismatch",
+                    &format!("consumers.{consumer}.message"),
+                    format!("consumer `{consumer}` expects `{message}`, but publisher `{publisher}` sends `{}` to its queue `{queue}`", p.message),
+                    "make the consumer and the publisher use the same message, or route them to different queues",
+                );
+            }
+        }
+    }
+
+    /// A dead-letter exchange must route the dead letters of its queue somewhere.
+    pub(super) fn dead_letters(&mut self) {
+        for (name, queue) in &self.file.queues {
+            let Some(dl) = &queue.dead_letter else {
+                continue;
+            };
+            let path = format!("queues.{name}.dead_letter");
+            if dl.exchange.is_empty() {
+                match &dl.routing_key {
+                    None => self.error(
+                        "unroutable-dead-letter",
+                        &path,
+                        format!("queue `{name}` dead-letters through the default exchange without a `routing_key`, so dead letters keep their own key and reach no queue"),
+                        "set `routing_key` to the name of the dead-letter queue",
+                    ),
+                    Some(key) if !self.file.queues.contains_key(key) => self.error(
+                        "unroutable-dead-letter",
+                        &format!("{path}.routing_key"),
+                        format!("dead letters of `{name}` go through the default exchange to queue `{key}`, which is not declared"),
+                        "declare the dead-letter queue, or fix the name",
+                    ),
+                    Some(_) => {}
+                }
+                continue;
+            }
+            let Some(exchange) = self.file.exchanges.get(&dl.exchange) else {
+                continue;
+            };
+            let kind = exchange.kind.unwrap_or_default();
+            // The keys dead letters carry: the configured one, else the keys of the messages
+            // that reach this queue.
+            let keys: Vec<(String, KeyTemplate)> = match &dl.routing_key {
+                Some(key) => KeyTemplate::parse(key)
+                    .map(|t| vec![(key.clone(), t)])
+                    .unwrap_or_default(),
+                None => self.keys_reaching(name),
+            };
+            let any_binding = self
+                .graph
+                .edges
+                .get(&dl.exchange)
+                .is_some_and(|e| !e.is_empty());
+            let unrouted: Vec<String> = if keys.is_empty() {
+                // Nothing is known to reach the queue: at least one binding must exist.
+                if any_binding
+                    || exchange.alternate_exchange.is_some()
+                    || matches!(kind, ExchangeKind::Fanout) && any_binding
+                {
+                    Vec::new()
+                } else {
+                    vec![String::new()]
+                }
+            } else {
+                keys.iter()
+                    .filter(|(_, template)| !self.graph.route(&dl.exchange, template).is_routable())
+                    .map(|(text, _)| text.clone())
+                    .collect()
+            };
+            if unrouted.is_empty() {
+                continue;
+            }
+            let what = if unrouted == [String::new()] {
+                format!(
+                    "dead-letter exchange `{}` of queue `{name}` has nothing bound: every dead letter would be lost",
+                    dl.exchange
+                )
+            } else {
+                format!(
+                    "dead-letter exchange `{}` of queue `{name}` routes dead letters with key {} to no queue: they would be lost",
+                    dl.exchange,
+                    list(unrouted.iter().map(String::as_str))
+                )
+            };
+            let mut help =
+                "bind a dead-letter queue to the exchange with a key that matches".to_owned();
+            if kind == ExchangeKind::Direct {
+                help.push_str("; on a direct exchange `#` is a literal key, not a wildcard");
+            }
+            if dl.routing_key.is_none() {
+                help.push_str(", or set `dead_letter.routing_key`");
+            }
+            self.error("unroutable-dead-letter", &path, what, help);
+        }
+    }
+
+    /// The routing keys of the publishers whose messages reach `queue`.
+    fn keys_reaching(&self, queue: &str) -> Vec<(String, KeyTemplate)> {
+        self.file
+            .publishers
+            .values()
+            .filter_map(|p| {
+                let text = p.routing_key.clone().unwrap_or_default();
+                let template = KeyTemplate::parse(&text).ok()?;
+                self.graph
+                    .route(&p.exchange, &template)
+                    .queues
+                    .contains(queue)
+                    .then_some((text, template))
+            })
+            .collect()
+    }
+
+    /// Names that become Rust identifiers must give valid, distinct ones.
+    pub(super) fn identifiers(&mut self) {
+        let groups: [(&str, &str, Case, Vec<&String>); 4] = [
+            (
+                "messages",
+                "type",
+                Case::Type,
+                self.file.messages.keys().collect(),
+            ),
+            (
+                "publishers",
+                "method",
+                Case::Value,
+                self.file.publishers.keys().collect(),
+            ),
+            (
+                "consumers",
+                "trait",
+                Case::Type,
+                self.file.consumers.keys().collect(),
+            ),
+            (
+                "consumers",
+                "field",
+                Case::Value,
+                self.file.consumers.keys().collect(),
+            ),
+        ];
+        for (section, role, case, names) in groups {
+            let mut taken: BTreeMap<String, &String> = BTreeMap::new();
+            for name in names {
+                let path = format!("{section}.{name}");
+                match ident(name, case) {
+                    Err(problem) => {
+                        if role != "field" {
+                            self.error(
+                                "bad-identifier",
+                                &path,
+                                format!(
+                                    "the Rust {role} name of `{name}` would come from {problem}"
+                                ),
+                                "use ASCII letters and digits, starting with a letter",
+                            );
+                        }
+                    }
+                    Ok(id) => {
+                        if let Some(first) = taken.insert(id.text.clone(), name) {
+                            self.error(
+                                "identifier-clash",
+                                &path,
+                                format!("`{first}` and `{name}` would both become the Rust {role} `{id}`"),
+                                "rename one of them so their words differ",
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn exchange_kind_text(kind: Option<ExchangeKind>) -> &'static str {
+    match kind {
+        None => "default",
+        Some(ExchangeKind::Topic) => "topic",
+        Some(ExchangeKind::Direct) => "direct",
+        Some(ExchangeKind::Fanout) => "fanout",
+        Some(ExchangeKind::Headers) => "headers",
+    }
+}
+
+fn describe_visited(reach: &Reach) -> String {
+    let parts: Vec<String> = reach
+        .visited
+        .iter()
+        .map(|(exchange, keys)| {
+            if keys.is_empty() {
+                format!("none on `{exchange}`")
+            } else {
+                format!("{} on `{exchange}`", list(keys.iter().map(String::as_str)))
+            }
+        })
+        .collect();
+    parts.join("; ")
+}
+
+/// A dead-letter exchange set by `dead_letter` or by a raw `x-dead-letter-exchange`.
+fn has_dead_letter_exchange(queue: &Queue) -> bool {
+    queue.dead_letter.is_some()
+        || matches!(
+            queue.arguments.get("x-dead-letter-exchange"),
+            Some(ArgumentValue::String(_))
+        )
+}
+
+fn typed_field_set(queue: &Queue, argument: &str) -> bool {
+    match argument {
+        "x-queue-type" => queue.kind.is_some(),
+        "x-dead-letter-exchange" => queue.dead_letter.is_some(),
+        "x-dead-letter-routing-key" => queue
+            .dead_letter
+            .as_ref()
+            .is_some_and(|d| d.routing_key.is_some()),
+        "x-delivery-limit" => {
+            queue.delivery_limit.is_some() || queue.kind.unwrap_or_default() == QueueKind::Quorum
+        }
+        "x-message-ttl" => queue.message_ttl.is_some(),
+        "x-expires" => queue.expires.is_some(),
+        "x-max-length" => queue.max_length.is_some(),
+        "x-max-length-bytes" => queue.max_length_bytes.is_some(),
+        "x-overflow" => queue.overflow.is_some(),
+        "x-single-active-consumer" => queue.single_active_consumer.is_some(),
+        "x-max-priority" => queue.max_priority.is_some(),
+        _ => false,
+    }
+}
+
+/// The exchange graph of the contract's declared exchanges and bindings.
+fn graph(file: &ContractFile) -> Graph {
+    let mut graph = Graph {
+        exchanges: file
+            .exchanges
+            .iter()
+            .map(|(name, e)| {
+                let alternate = e.alternate_exchange.clone().or_else(|| {
+                    match e.arguments.get("alternate-exchange") {
+                        Some(ArgumentValue::String(name)) => Some(name.clone()),
+                        _ => None,
+                    }
+                });
+                (name.clone(), (e.kind.unwrap_or_default(), alternate))
+            })
+            .collect(),
+        queues: file.queues.keys().cloned().collect(),
+        edges: BTreeMap::new(),
+    };
+    for binding in &file.bindings {
+        let to = match (&binding.queue, &binding.to_exchange) {
+            (Some(queue), _) => Destination::Queue(queue.clone()),
+            (None, Some(exchange)) => Destination::Exchange(exchange.clone()),
+            (None, None) => continue,
+        };
+        graph
+            .edges
+            .entry(binding.exchange.clone())
+            .or_default()
+            .push(Edge {
+                key: binding.routing_key.clone(),
+                to,
+            });
+    }
+    graph
+}

@@ -1,0 +1,85 @@
+//! Bundles the schemas every message names, reporting bad entries at the contract node that
+//! names them and everything else at the schema file and JSON pointer.
+
+use std::collections::BTreeMap;
+
+use crate::diagnostics::Diagnostics;
+use crate::load::LoadedContract;
+use crate::schema::{Bundler, EntryError, NodeKey, SchemaBundle};
+
+/// The output of the schema stage.
+pub(crate) struct SchemaStage {
+    /// The bundle.
+    pub bundle: SchemaBundle,
+    /// Per message, its payload node and headers node.
+    pub entries: BTreeMap<String, (NodeKey, Option<NodeKey>)>,
+    /// The Rust type name of every node.
+    pub type_names: BTreeMap<NodeKey, String>,
+}
+
+/// Resolves the schema roots, then bundles every message's schemas.
+pub(crate) fn bundle_schemas(contract: &LoadedContract, out: &mut Diagnostics) -> SchemaStage {
+    let mut roots = vec![contract.paths.contract_dir().to_owned()];
+    for (i, root) in contract.file.schema_roots.iter().enumerate() {
+        match contract.paths.contract_dir().join(root).canonicalize() {
+            Ok(path) if path.is_dir() => roots.push(path),
+            _ => out.push(
+                contract
+                    .error_at(
+                        "missing-schema-root",
+                        &format!("schema_roots[{i}]"),
+                        format!("schema root `{root}` is not a folder"),
+                    )
+                    .with_help("schema roots are folders, relative to the contract's folder"),
+            ),
+        }
+    }
+    let mut bundler = Bundler::new(&contract.paths, roots);
+    let mut entries = BTreeMap::new();
+    for (name, message) in &contract.file.messages {
+        let mut entry = |field: &str, file: &str| match bundler.add_entry(file) {
+            Ok(key) => Some(key),
+            Err(problem) => {
+                let path = format!("messages.{name}.{field}");
+                let help = match &problem {
+                    EntryError::Missing(_) => {
+                        "fix the path; it is relative to the contract's folder"
+                    }
+                    EntryError::OutsideRoots(_) => {
+                        "move the schema under the contract's folder, or list its folder in \
+                         `schema_roots`"
+                    }
+                    EntryError::Invalid(_) => "fix the schema file; its problems are listed too",
+                };
+                out.push(
+                    contract
+                        .error_at(
+                            "bad-schema-file",
+                            &path,
+                            format!("message `{name}`: {problem}"),
+                        )
+                        .with_help(help),
+                );
+                None
+            }
+        };
+        let payload = entry("payload", &message.payload);
+        let headers = message.headers.as_deref().map(|h| entry("headers", h));
+        match (payload, headers) {
+            (Some(payload), None) => {
+                entries.insert(name.clone(), (payload, None));
+            }
+            (Some(payload), Some(Some(headers))) => {
+                entries.insert(name.clone(), (payload, Some(headers)));
+            }
+            _ => {}
+        }
+    }
+    let (bundle, type_names, problems) = bundler.finish();
+    out.extend(problems);
+    SchemaStage {
+        bundle,
+        entries,
+        type_names,
+    }
+}

@@ -1,0 +1,330 @@
+//! Problems found in a contract, collected rather than first-only, and rendered with source
+//! context.
+//!
+//! Every check pushes [`Diagnostic`]s into one [`Diagnostics`]; the caller decides what to do
+//! once all checks ran. A diagnostic names the file, where in it (a YAML path such as
+//! `queues.orders.retry.max_delay` with its line and column, or a JSON pointer in a schema
+//! file), what is wrong and how to fix it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
+
+/// How serious a problem is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// The contract cannot be used until it is fixed.
+    Error,
+    /// The contract works, but probably not the way its author meant.
+    Warning,
+}
+
+/// A byte range in a source file, with the line and column (both 1-based) where it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// Byte offset of the first byte.
+    pub offset: usize,
+    /// Length in bytes (0 for a point).
+    pub len: usize,
+    /// Line of the first byte, from 1.
+    pub line: usize,
+    /// Column of the first character, from 1.
+    pub column: usize,
+}
+
+/// Where in a file a problem is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// A node of the contract YAML, by path (`queues.orders.retry`), with its span when the
+    /// node is written in the file.
+    Yaml {
+        /// Dotted path of the node; sequence items are `[index]`.
+        path: String,
+        /// Where the node is written; `None` when it is not (a default).
+        span: Option<Span>,
+    },
+    /// A node of a schema file, by JSON pointer (`/properties/total/$ref`).
+    Pointer(String),
+    /// A position in a file that could not be parsed into a tree.
+    Position(Span),
+    /// The file as a whole.
+    File,
+}
+
+/// One problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Error or warning.
+    pub severity: Severity,
+    /// A stable kebab-case identifier of the check, such as `unroutable-publisher`.
+    pub code: &'static str,
+    /// What is wrong, in one sentence.
+    pub message: String,
+    /// How to fix it.
+    pub help: Option<String>,
+    /// The file, as the user would write its path.
+    pub file: PathBuf,
+    /// Where in the file.
+    pub place: Place,
+}
+
+impl Diagnostic {
+    /// An error about `file`.
+    pub fn error(code: &'static str, file: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        Self {
+            severity: Severity::Error,
+            code,
+            message: message.into(),
+            help: None,
+            file: file.into(),
+            place: Place::File,
+        }
+    }
+
+    /// A warning about `file`.
+    pub fn warning(
+        code: &'static str,
+        file: impl Into<PathBuf>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            severity: Severity::Warning,
+            ..Self::error(code, file, message)
+        }
+    }
+
+    /// Adds how to fix the problem.
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// Sets where in the file the problem is.
+    pub fn at(mut self, place: Place) -> Self {
+        self.place = place;
+        self
+    }
+
+    /// The location as `file:line:column`, followed by the YAML path or JSON pointer.
+    pub fn location(&self) -> String {
+        let file = self.file.display();
+        match &self.place {
+            Place::Yaml {
+                path,
+                span: Some(span),
+            } => format!("{file}:{}:{} ({path})", span.line, span.column),
+            Place::Yaml { path, span: None } => format!("{file} ({path})"),
+            Place::Pointer(pointer) => format!("{file}#{pointer}"),
+            Place::Position(span) => format!("{file}:{}:{}", span.line, span.column),
+            Place::File => file.to_string(),
+        }
+    }
+
+    fn span(&self) -> Option<Span> {
+        match &self.place {
+            Place::Yaml { span, .. } => *span,
+            Place::Position(span) => Some(*span),
+            Place::Pointer(_) | Place::File => None,
+        }
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        write!(
+            f,
+            "{kind}[{}]: {}: {}",
+            self.code,
+            self.location(),
+            self.message
+        )?;
+        if let Some(help) = &self.help {
+            write!(f, " (help: {help})")?;
+        }
+        Ok(())
+    }
+}
+
+/// How rendered diagnostics look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RenderStyle {
+    /// Unicode frames, no colour: stable text for logs, build output and snapshots.
+    #[default]
+    Plain,
+    /// Unicode frames with ANSI colours, for a terminal.
+    Color,
+}
+
+/// All problems found in one contract, with the text of the files they point into.
+#[derive(Debug, Clone, Default)]
+pub struct Diagnostics {
+    items: Vec<Diagnostic>,
+    sources: BTreeMap<PathBuf, Arc<str>>,
+}
+
+impl Diagnostics {
+    /// An empty collection.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records a problem.
+    pub fn push(&mut self, diagnostic: Diagnostic) {
+        self.items.push(diagnostic);
+    }
+
+    /// Keeps the text of `file` so problems in it are shown with source context.
+    pub fn add_source(&mut self, file: impl Into<PathBuf>, text: Arc<str>) {
+        self.sources.insert(file.into(), text);
+    }
+
+    /// Moves the problems and sources of `other` into `self`.
+    pub fn extend(&mut self, other: Diagnostics) {
+        self.items.extend(other.items);
+        self.sources.extend(other.sources);
+    }
+
+    /// Every problem, errors first, then in file order.
+    pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.items.iter()
+    }
+
+    /// Puts errors first and orders each group by file and position, so output is stable.
+    pub fn sort(&mut self) {
+        self.items.sort_by(|a, b| {
+            let offset = |d: &Diagnostic| d.span().map_or(usize::MAX, |s| s.offset);
+            (a.severity, &a.file, offset(a), &a.message).cmp(&(
+                b.severity,
+                &b.file,
+                offset(b),
+                &b.message,
+            ))
+        });
+        self.items.dedup();
+    }
+
+    /// Number of errors.
+    pub fn error_count(&self) -> usize {
+        self.items
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count()
+    }
+
+    /// Number of warnings.
+    pub fn warning_count(&self) -> usize {
+        self.items.len() - self.error_count()
+    }
+
+    /// True when at least one problem is an error.
+    pub fn has_errors(&self) -> bool {
+        self.error_count() > 0
+    }
+
+    /// True when there is no problem at all.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Renders every problem with source context, followed by a one-line summary.
+    pub fn render(&self, style: RenderStyle) -> String {
+        let theme = match style {
+            RenderStyle::Plain => GraphicalTheme::unicode_nocolor(),
+            RenderStyle::Color => GraphicalTheme::unicode(),
+        };
+        let handler = GraphicalReportHandler::new_themed(theme)
+            .with_width(100)
+            .with_links(false);
+        let mut out = String::new();
+        for diagnostic in &self.items {
+            let report = self.to_report(diagnostic);
+            if handler.render_report(&mut out, report.as_ref()).is_err() {
+                // Rendering only fails on a broken formatter; fall back to the one-line form.
+                out.push_str(&diagnostic.to_string());
+            }
+            out.push('\n');
+        }
+        out.push_str(&self.summary());
+        out.push('\n');
+        out
+    }
+
+    /// `2 errors, 1 warning`.
+    pub fn summary(&self) -> String {
+        let plural = |n: usize, word: &str| {
+            if n == 1 {
+                format!("{n} {word}")
+            } else {
+                format!("{n} {word}s")
+            }
+        };
+        format!(
+            "{}, {}",
+            plural(self.error_count(), "error"),
+            plural(self.warning_count(), "warning")
+        )
+    }
+
+    fn to_report(&self, diagnostic: &Diagnostic) -> miette::Report {
+        let severity = match diagnostic.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+        };
+        let mut report = MietteDiagnostic::new(diagnostic.message.clone())
+            .with_code(diagnostic.code)
+            .with_severity(severity);
+        let place = match &diagnostic.place {
+            Place::Yaml { path, .. } => format!("at `{path}`"),
+            Place::Pointer(pointer) => format!("at JSON pointer `{pointer}`"),
+            Place::Position(_) | Place::File => String::new(),
+        };
+        if let Some(help) = &diagnostic.help {
+            report = report.with_help(help.clone());
+        }
+        let source = self.sources.get(&diagnostic.file);
+        match (diagnostic.span(), source) {
+            (Some(span), Some(text)) => {
+                let label = if place.is_empty() {
+                    "here".to_owned()
+                } else {
+                    place
+                };
+                report = report.with_label(LabeledSpan::new(Some(label), span.offset, span.len));
+                let name = diagnostic.file.display().to_string();
+                miette::Report::new(report)
+                    .with_source_code(NamedSource::new(name, text.to_string()))
+            }
+            _ => {
+                let mut headline = format!("{}: {}", diagnostic.location(), diagnostic.message);
+                if !place.is_empty() && matches!(diagnostic.place, Place::Yaml { .. }) {
+                    headline = format!("{} ({place})", headline);
+                }
+                report.message = headline;
+                miette::Report::new(report)
+            }
+        }
+    }
+}
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render(RenderStyle::Plain))
+    }
+}
+
+impl std::error::Error for Diagnostics {}
+
+impl IntoIterator for Diagnostics {
+    type Item = Diagnostic;
+    type IntoIter = std::vec::IntoIter<Diagnostic>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter()
+    }
+}

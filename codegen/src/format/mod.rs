@@ -1,0 +1,380 @@
+//! The `warren.yaml` format: serde types exactly as a contract is written.
+//!
+//! These types are the *syntax* of a contract. They keep every optional field optional so the
+//! checks can tell "not written" from "written with the default value"; defaults are applied
+//! when the checked contract becomes the [`crate::model`]. The JSON Schema of this format
+//! (`schemas/warren.schema.json`) is generated from these types with `schemars`.
+
+mod duration;
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use duration::Duration;
+
+/// A whole `warren.yaml` file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "warren contract")]
+pub struct ContractFile {
+    /// Folders, relative to this file, from which payload and headers schemas may be read
+    /// besides the contract's own folder (for example a shared `common/` folder or a git
+    /// submodule). A `$ref` that resolves outside every root is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schema_roots: Vec<String>,
+    /// Exchanges by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub exchanges: BTreeMap<String, Exchange>,
+    /// Queues by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub queues: BTreeMap<String, Queue>,
+    /// Bindings from an exchange to a queue or to another exchange.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bindings: Vec<Binding>,
+    /// Message types by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub messages: BTreeMap<String, Message>,
+    /// Publishers by name; each becomes one typed publish method.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub publishers: BTreeMap<String, Publisher>,
+    /// Consumers by name; each becomes one handler trait.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub consumers: BTreeMap<String, Consumer>,
+}
+
+/// The kind of an exchange, which decides how routing keys are matched.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ExchangeKind {
+    /// Routing keys are dot-separated words matched against patterns with `*` and `#`.
+    #[default]
+    Topic,
+    /// The routing key must equal the binding key.
+    Direct,
+    /// Every bound queue gets every message.
+    Fanout,
+    /// Messages are matched on their headers, not their routing key.
+    Headers,
+}
+
+/// An exchange.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Exchange {
+    /// Exchange type (default `topic`).
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ExchangeKind>,
+    /// Survives a broker restart (default `true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durable: Option<bool>,
+    /// Deleted when its last binding is removed (default `false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_delete: Option<bool>,
+    /// Only other exchanges may publish to it (default `false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub internal: Option<bool>,
+    /// Exchange that receives messages this exchange cannot route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alternate_exchange: Option<String>,
+    /// Extra `x-` arguments passed to `exchange.declare` as they are.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub arguments: BTreeMap<String, ArgumentValue>,
+}
+
+/// The kind of a queue.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueKind {
+    /// Replicated, durable, with delivery counting (the default).
+    #[default]
+    Quorum,
+    /// The classic single-node queue.
+    Classic,
+    /// An append-only log; consumers read by offset.
+    Stream,
+}
+
+/// What happens when a queue's length limit is reached (`x-overflow`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Overflow {
+    /// Drop (or dead-letter) the oldest message.
+    DropHead,
+    /// Refuse new publishes (nack under confirms).
+    RejectPublish,
+    /// Refuse new publishes and dead-letter them.
+    RejectPublishDlx,
+}
+
+/// What the worker does with a message it cannot decode or validate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnPoison {
+    /// Send it to the queue's dead-letter exchange (the default; requires one).
+    #[default]
+    DeadLetter,
+    /// Acknowledge and discard it, with a log line.
+    Drop,
+}
+
+/// A queue.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Queue {
+    /// Queue type (default `quorum`).
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<QueueKind>,
+    /// Survives a broker restart (default `true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durable: Option<bool>,
+    /// Used by one connection only and deleted when it closes (default `false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclusive: Option<bool>,
+    /// Deleted when its last consumer goes (default `false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_delete: Option<bool>,
+    /// Where messages go when they are dead-lettered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_letter: Option<DeadLetter>,
+    /// How failed deliveries are retried (default: not at all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Retry>,
+    /// Quorum queues: deliveries after which the broker dead-letters a message
+    /// (`x-delivery-limit`; N allows N+1 deliveries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_limit: Option<u32>,
+    /// How long a message may wait in the queue (`x-message-ttl`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_ttl: Option<Duration>,
+    /// Delete the queue after it has been unused this long (`x-expires`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<Duration>,
+    /// Maximum number of ready messages (`x-max-length`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<u64>,
+    /// Maximum total body size of ready messages (`x-max-length-bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_length_bytes: Option<u64>,
+    /// Behaviour when a length limit is reached (`x-overflow`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overflow: Option<Overflow>,
+    /// Only one consumer receives at a time; the others stand by (`x-single-active-consumer`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub single_active_consumer: Option<bool>,
+    /// Classic queues: number of priority levels (`x-max-priority`, 1 to 255).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_priority: Option<u8>,
+    /// What to do with messages that cannot be decoded or fail their schema
+    /// (default `dead-letter`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_poison: Option<OnPoison>,
+    /// Extra `x-` arguments passed to `queue.declare` as they are.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub arguments: BTreeMap<String, ArgumentValue>,
+}
+
+/// A queue's dead-letter target.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeadLetter {
+    /// The dead-letter exchange (`x-dead-letter-exchange`); `""` is the default exchange.
+    pub exchange: String,
+    /// Routing key for dead letters (`x-dead-letter-routing-key`); when absent, each message
+    /// keeps its own routing key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_key: Option<String>,
+}
+
+/// How retries happen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetryMode {
+    /// No retries: a retryable failure is dead-lettered like a non-retryable one.
+    #[default]
+    None,
+    /// Return the message to the queue at once.
+    ImmediateRequeue,
+    /// Park the message in a wait queue for an exponentially growing delay.
+    TtlBackoff,
+    /// Let the broker count deliveries against the queue's `delivery_limit`.
+    QuorumNative,
+}
+
+/// What happens once the retries are spent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Exhausted {
+    /// Dead-letter the message (the default).
+    #[default]
+    DeadLetter,
+    /// Acknowledge and discard it, with a log line.
+    Drop,
+    /// Return it to the queue again, with a warning; it may loop forever.
+    Requeue,
+}
+
+/// A queue's retry policy.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Retry {
+    /// The retry mechanism (default `none`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<RetryMode>,
+    /// Retries after the first delivery (default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
+    /// `ttl-backoff`: delay before the first retry (default `1s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_delay: Option<Duration>,
+    /// `ttl-backoff`: upper bound of the delay (default `30s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_delay: Option<Duration>,
+    /// `ttl-backoff`: factor between consecutive delays (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiplier: Option<f64>,
+    /// `ttl-backoff`: spread retries of messages that failed together (default `true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<bool>,
+    /// What happens when retries are spent (default `dead-letter`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exhausted: Option<Exhausted>,
+}
+
+/// How a headers-exchange binding combines its header values (`x-match`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum HeadersMatch {
+    /// Every listed header must match.
+    #[default]
+    All,
+    /// At least one listed header must match.
+    Any,
+}
+
+/// A binding from an exchange to a queue, or to another exchange.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Binding {
+    /// The source exchange.
+    pub exchange: String,
+    /// The destination queue (exactly one of `queue` and `to_exchange`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// The destination exchange (exactly one of `queue` and `to_exchange`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_exchange: Option<String>,
+    /// Binding key: a pattern with `*` (one word) and `#` (zero or more words) on a topic
+    /// exchange, the exact key on a direct exchange; unused by fanout and headers exchanges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_key: Option<String>,
+    /// Headers exchanges: the header values to match.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, ArgumentValue>,
+    /// Headers exchanges: whether `all` (default) or `any` of `headers` must match.
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub headers_match: Option<HeadersMatch>,
+    /// Extra binding arguments passed as they are.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub arguments: BTreeMap<String, ArgumentValue>,
+}
+
+/// A message type.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Message {
+    /// JSON Schema file of the payload (JSON or YAML), relative to the contract.
+    pub payload: String,
+    /// JSON Schema file of the application headers, relative to the contract.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<String>,
+    /// Content type of the body (default `application/json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// What the message means; becomes documentation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// Body compression applied by a publisher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    /// gzip (`content-encoding: gzip`).
+    Gzip,
+    /// zlib deflate (`content-encoding: deflate`).
+    Deflate,
+}
+
+/// A publisher: one message type sent to one exchange with one routing key.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Publisher {
+    /// The exchange to publish to; `""` is the default exchange.
+    pub exchange: String,
+    /// The routing key; `{name}` placeholders become typed parameters of the publish method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_key: Option<String>,
+    /// The message type published.
+    pub message: String,
+    /// Compress bodies before publishing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compression: Option<Compression>,
+    /// The queues that receive these messages are declared by someone else: skip the check
+    /// that the routing key reaches a queue of this contract.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_consumers: Option<bool>,
+}
+
+/// A consumer: one handler for the messages of one queue.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Consumer {
+    /// The queue consumed.
+    pub queue: String,
+    /// The message type the queue carries.
+    pub message: String,
+    /// Unacknowledged deliveries the broker may send ahead (`basic.qos`, default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefetch: Option<u16>,
+    /// Handlers running at once (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u16>,
+    /// Hand messages to the handler in batches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<Batch>,
+}
+
+/// Batch delivery settings of a consumer.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Batch {
+    /// Most messages in one batch.
+    pub size: u16,
+    /// Longest wait for a batch to fill before it is handled as it is.
+    pub timeout: Duration,
+}
+
+/// A scalar argument value (`x-` arguments and header-match values).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ArgumentValue {
+    /// `true` or `false`.
+    Bool(bool),
+    /// A whole number.
+    Int(i64),
+    /// A floating-point number.
+    Float(f64),
+    /// A string.
+    String(String),
+}
+
+/// The JSON Schema of the contract format, as checked in at `schemas/warren.schema.json`.
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(ContractFile);
+    // Serializing a schemars schema to a string cannot fail: it holds only JSON values.
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}

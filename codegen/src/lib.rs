@@ -1,0 +1,64 @@
+//! The warren contract front end: from `warren.yaml` and its JSON Schema files to a checked,
+//! plain model of the topology and its message types.
+//!
+//! The pipeline has one module per stage, each testable alone:
+//! [`load`] (YAML → typed [`format`] with positions) → [`schema`] (load payload schemas and
+//! bundle every cross-file `$ref`) → checks (every contract rule, all problems collected into
+//! [`Diagnostics`]) → [`model`] (the plain IR code generation reads).
+//!
+//! ```no_run
+//! match warren_codegen::check_contract("examples/orders/warren.yaml") {
+//!     Ok(checked) => println!("{} queues", checked.contract.queues.len()),
+//!     Err(warren_codegen::Error::Invalid(problems)) => eprint!("{problems}"),
+//!     Err(other) => eprintln!("{other}"),
+//! }
+//! ```
+
+mod check;
+pub mod diagnostics;
+pub mod format;
+pub mod load;
+pub mod model;
+pub mod naming;
+pub mod schema;
+
+use std::path::Path;
+
+pub use check::routing;
+pub use diagnostics::{Diagnostic, Diagnostics, RenderStyle, Severity};
+pub use load::LoadError as Error;
+
+/// A contract that passed every check.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The model, ready for code generation.
+    pub contract: model::Contract,
+    /// Problems that do not stop generation but deserve a look.
+    pub warnings: Diagnostics,
+}
+
+/// Loads the contract at `path`, bundles its schemas and runs every check.
+///
+/// Returns [`Error::Io`] when the contract file itself cannot be read, and
+/// [`Error::Invalid`] with every problem found (errors and warnings) otherwise.
+pub fn check_contract(path: impl AsRef<Path>) -> Result<Checked, Error> {
+    let loaded = load::load(path.as_ref())?;
+    let mut problems = Diagnostics::new();
+    problems.add_source(loaded.path(), loaded.text.clone());
+    let schemas = check::bundle_schemas(&loaded, &mut problems);
+    check::run(&loaded, &mut problems);
+    problems.sort();
+    if problems.has_errors() {
+        return Err(Error::Invalid(problems));
+    }
+    let contract = model::build(
+        &loaded,
+        schemas.bundle,
+        &schemas.entries,
+        &schemas.type_names,
+    );
+    Ok(Checked {
+        contract,
+        warnings: problems,
+    })
+}

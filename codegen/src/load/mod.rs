@@ -1,0 +1,152 @@
+//! Stage 1: read `warren.yaml` into the typed [`ContractFile`], keeping its text and the
+//! position of every node for diagnostics.
+
+mod paths;
+mod spans;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use paths::PathDisplay;
+pub use spans::YamlSpans;
+
+use crate::diagnostics::{Diagnostic, Diagnostics, Place, Span};
+use crate::format::ContractFile;
+
+/// A contract file as read from disk.
+#[derive(Debug, Clone)]
+pub struct LoadedContract {
+    /// The typed contents.
+    pub file: ContractFile,
+    /// The file's text.
+    pub text: Arc<str>,
+    /// Where each node is written.
+    pub spans: YamlSpans,
+    /// How to show paths to the user, relative to how they named the contract.
+    pub paths: PathDisplay,
+}
+
+impl LoadedContract {
+    /// The contract's path as the user gave it.
+    pub fn path(&self) -> &Path {
+        self.paths.contract()
+    }
+
+    /// An error about the node at `path`, pointing at its value.
+    pub fn error_at(&self, code: &'static str, path: &str, message: String) -> Diagnostic {
+        Diagnostic::error(code, self.path(), message).at(self.place(path))
+    }
+
+    /// A warning about the node at `path`, pointing at its value.
+    pub fn warning_at(&self, code: &'static str, path: &str, message: String) -> Diagnostic {
+        Diagnostic::warning(code, self.path(), message).at(self.place(path))
+    }
+
+    /// The place of the node at `path`, with its span when it is written in the file.
+    pub fn place(&self, path: &str) -> Place {
+        Place::Yaml {
+            path: path.to_owned(),
+            span: self.spans.find(path),
+        }
+    }
+}
+
+/// Why a contract could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The contract file could not be read at all.
+    #[error("cannot read contract `{}`: {source}", path.display())]
+    Io {
+        /// The path as given.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The contract was read but has problems.
+    #[error("{0}")]
+    Invalid(Diagnostics),
+}
+
+/// Reads and parses the contract at `path`.
+pub fn load(path: &Path) -> Result<LoadedContract, LoadError> {
+    let io = |source| LoadError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let text: Arc<str> = std::fs::read_to_string(path).map_err(io)?.into();
+    let paths = PathDisplay::new(path).map_err(io)?;
+    parse(text, paths).map_err(LoadError::Invalid)
+}
+
+/// Parses contract text; `paths` says where it came from.
+pub fn parse(text: Arc<str>, paths: PathDisplay) -> Result<LoadedContract, Diagnostics> {
+    let typed = if text.trim().is_empty() {
+        Ok(ContractFile::default())
+    } else {
+        yaml_serde::from_str::<ContractFile>(&text)
+    };
+    match typed {
+        Ok(file) => Ok(LoadedContract {
+            file,
+            spans: YamlSpans::index(&text),
+            text,
+            paths,
+        }),
+        Err(error) => {
+            let mut diagnostics = Diagnostics::new();
+            diagnostics.push(yaml_error(paths.contract(), &text, &error));
+            diagnostics.add_source(paths.contract(), text);
+            Err(diagnostics)
+        }
+    }
+}
+
+/// Turns a YAML or serde error into a diagnostic at the position the parser reported.
+pub(crate) fn yaml_error(file: &Path, text: &str, error: &yaml_serde::Error) -> Diagnostic {
+    let full = error.to_string();
+    // The position is shown by the renderer; drop the parser's own " at line X column Y".
+    let message = match full.rfind(" at line ") {
+        Some(cut) => full[..cut].to_owned(),
+        None => full.clone(),
+    };
+    let help = if message.contains("unknown field") {
+        "remove the field or fix its spelling; the fields allowed here are listed above"
+    } else if message.contains("unknown variant") {
+        "use one of the values listed above"
+    } else if message.contains("missing field") {
+        "add the field"
+    } else if message.contains("duplicate") {
+        "names must be unique: rename or remove one of the entries"
+    } else {
+        "fix the YAML at this position; `warren schema` prints the format's JSON Schema"
+    };
+    let diagnostic = Diagnostic::error("invalid-contract", file, message).with_help(help);
+    match error.location() {
+        Some(location) => diagnostic.at(Place::Position(point(
+            text,
+            location.line(),
+            location.column(),
+        ))),
+        None => diagnostic,
+    }
+}
+
+/// A zero-length span at 1-based `line` and `column`.
+pub(crate) fn point(text: &str, line: usize, column: usize) -> Span {
+    let line_start = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum::<usize>();
+    let offset = text[line_start.min(text.len())..]
+        .char_indices()
+        .nth(column.saturating_sub(1))
+        .map_or(text.len(), |(i, _)| line_start + i);
+    Span {
+        offset,
+        len: 0,
+        line,
+        column,
+    }
+}

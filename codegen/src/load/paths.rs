@@ -1,0 +1,97 @@
+//! Showing file paths the way the user wrote them.
+//!
+//! Files are resolved to canonical absolute paths (so one file reached two ways is one file
+//! and symlinks cannot escape the schema roots), but diagnostics show paths relative to the
+//! contract path the user typed: `examples/common/money.json`, not `/home/…/money.json`.
+
+use std::path::{Component, Path, PathBuf};
+
+/// Maps canonical paths back to paths relative to the contract as the user named it.
+#[derive(Debug, Clone)]
+pub struct PathDisplay {
+    contract: PathBuf,
+    shown_dir: PathBuf,
+    canonical_dir: PathBuf,
+}
+
+impl PathDisplay {
+    /// For a contract at `contract` (as given by the user). The file must exist.
+    pub fn new(contract: &Path) -> std::io::Result<Self> {
+        let canonical = contract.canonicalize()?;
+        let canonical_dir = canonical
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let shown_dir = contract.parent().map(Path::to_path_buf).unwrap_or_default();
+        Ok(Self {
+            contract: contract.to_owned(),
+            shown_dir,
+            canonical_dir,
+        })
+    }
+
+    /// The contract path as given.
+    pub fn contract(&self) -> &Path {
+        &self.contract
+    }
+
+    /// The canonical folder of the contract, against which its relative paths resolve.
+    pub fn contract_dir(&self) -> &Path {
+        &self.canonical_dir
+    }
+
+    /// How to show the canonical path `path`.
+    pub fn show(&self, path: &Path) -> PathBuf {
+        normalize(&self.shown_dir.join(relative(&self.canonical_dir, path)))
+    }
+}
+
+/// `path` relative to `base`; both absolute.
+fn relative(base: &Path, path: &Path) -> PathBuf {
+    let base: Vec<_> = base.components().collect();
+    let target: Vec<_> = path.components().collect();
+    let common = base.iter().zip(&target).take_while(|(a, b)| a == b).count();
+    let mut out = PathBuf::new();
+    for _ in common..base.len() {
+        out.push("..");
+    }
+    for part in &target[common..] {
+        out.push(part);
+    }
+    out
+}
+
+/// Removes `.` and folds `dir/..` without touching the file system.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out: Vec<Component<'_>> = Vec::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(out.last(), Some(Component::Normal(_))) => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out.iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::{normalize, relative};
+
+    #[test]
+    fn relative_paths_climb_and_descend() {
+        assert_eq!(
+            relative(Path::new("/a/b/c"), Path::new("/a/d/e.json")),
+            Path::new("../../d/e.json")
+        );
+        assert_eq!(
+            normalize(Path::new("examples/orders/../common/./m.json")),
+            Path::new("examples/common/m.json")
+        );
+        assert_eq!(normalize(Path::new("../x/../y")), Path::new("../y"));
+    }
+}

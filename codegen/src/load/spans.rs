@@ -1,0 +1,221 @@
+//! Where each node of a YAML document is written, by path.
+//!
+//! serde gives typed values but forgets positions; the checks need the line and column of
+//! `queues.orders.retry.max_delay` to point at it. This walks the parser's event stream once
+//! and records the span of every key and value under the same dotted path the checks use.
+
+use std::collections::BTreeMap;
+
+use saphyr_parser::{Event, Parser};
+
+use crate::diagnostics::Span;
+
+/// Spans of a YAML document's nodes, by path (`queues.orders.retry`, `bindings[0].queue`).
+#[derive(Debug, Clone, Default)]
+pub struct YamlSpans {
+    values: BTreeMap<String, Span>,
+    keys: BTreeMap<String, Span>,
+}
+
+impl YamlSpans {
+    /// Indexes `text`. A document the parser rejects yields an empty index: the typed parse
+    /// reports that error with its own position.
+    pub fn index(text: &str) -> Self {
+        let lines = LineStarts::new(text);
+        let mut walker = Walker {
+            spans: Self::default(),
+            stack: Vec::new(),
+        };
+        for event in Parser::new_from_str(text) {
+            let Ok((event, span)) = event else { break };
+            let start = lines.span(span.start.line(), span.start.col(), 0);
+            let end = lines.offset(span.end.line(), span.end.col());
+            walker.on_event(event, start, end);
+        }
+        walker.spans
+    }
+
+    /// The span of the value at `path`, else of its key, else of the nearest ancestor that is
+    /// written in the file.
+    pub fn find(&self, path: &str) -> Option<Span> {
+        let mut path = path;
+        loop {
+            if let Some(span) = self.values.get(path).or_else(|| self.keys.get(path)) {
+                return Some(*span);
+            }
+            path = parent(path)?;
+        }
+    }
+
+    /// The span of the key that introduces `path` (`max_delay` in `retry: {max_delay: 1s}`),
+    /// falling back to [`YamlSpans::find`].
+    pub fn find_key(&self, path: &str) -> Option<Span> {
+        self.keys.get(path).copied().or_else(|| self.find(path))
+    }
+}
+
+/// The path of the parent node: `a.b[2].c` → `a.b[2]` → `a.b` → `a` → ``.
+fn parent(path: &str) -> Option<&str> {
+    if path.is_empty() {
+        return None;
+    }
+    let cut = path.rfind(['.', '[']).unwrap_or(0);
+    Some(&path[..cut])
+}
+
+enum Frame {
+    Mapping { path: String, key: Option<String> },
+    Sequence { path: String, index: usize },
+}
+
+struct Walker {
+    spans: YamlSpans,
+    stack: Vec<(Frame, Span)>,
+}
+
+impl Walker {
+    /// The path of the node that starts now, or `None` when the node is a mapping key.
+    fn next_path(&mut self) -> Option<String> {
+        match self.stack.last_mut() {
+            None => Some(String::new()),
+            Some((Frame::Mapping { path, key }, _)) => key.take().map(|key| join(path, &key)),
+            Some((Frame::Sequence { path, index }, _)) => {
+                let child = format!("{path}[{index}]");
+                *index += 1;
+                Some(child)
+            }
+        }
+    }
+
+    fn on_event(&mut self, event: Event<'_>, start: Span, end: usize) {
+        match event {
+            Event::Scalar(value, ..) => match self.next_path() {
+                Some(path) => {
+                    self.spans.values.insert(path, with_end(start, end));
+                }
+                None => {
+                    if let Some((Frame::Mapping { path, key }, _)) = self.stack.last_mut() {
+                        self.spans
+                            .keys
+                            .insert(join(path, &value), with_end(start, end));
+                        *key = Some(value.into_owned());
+                    }
+                }
+            },
+            Event::Alias(_) => {
+                if let Some(path) = self.next_path() {
+                    self.spans.values.insert(path, with_end(start, end));
+                }
+            }
+            Event::MappingStart(..) | Event::SequenceStart(..) => {
+                // A collection used as a mapping key has no path of its own; index it under
+                // a placeholder so its children do not land on real paths.
+                let path = self.next_path().unwrap_or_else(|| "?".to_owned());
+                let frame = if matches!(event, Event::MappingStart(..)) {
+                    Frame::Mapping { path, key: None }
+                } else {
+                    Frame::Sequence { path, index: 0 }
+                };
+                self.stack.push((frame, start));
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                if let Some((frame, start)) = self.stack.pop() {
+                    let (Frame::Mapping { path, .. } | Frame::Sequence { path, .. }) = frame;
+                    self.spans.values.insert(path, with_end(start, end));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn with_end(start: Span, end: usize) -> Span {
+    Span {
+        len: end.saturating_sub(start.offset),
+        ..start
+    }
+}
+
+/// Byte offsets of line starts, to turn the parser's (line, column) markers into byte offsets.
+struct LineStarts<'a> {
+    text: &'a str,
+    starts: Vec<usize>,
+}
+
+impl<'a> LineStarts<'a> {
+    fn new(text: &'a str) -> Self {
+        let starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        Self { text, starts }
+    }
+
+    /// Byte offset of 1-based `line` and 0-based character `col`.
+    fn offset(&self, line: usize, col: usize) -> usize {
+        let Some(&start) = self.starts.get(line.saturating_sub(1)) else {
+            return self.text.len();
+        };
+        self.text[start..]
+            .char_indices()
+            .nth(col)
+            .map_or(self.text.len(), |(i, _)| start + i)
+    }
+
+    fn span(&self, line: usize, col: usize, len: usize) -> Span {
+        Span {
+            offset: self.offset(line, col),
+            len,
+            line,
+            column: col + 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::YamlSpans;
+
+    const DOC: &str = "\
+queues:
+  orders:
+    retry: { mode: ttl-backoff, max_delay: 1s }
+  \"naïve\": {}
+bindings:
+  - exchange: orders
+    queue: orders
+";
+
+    fn at(spans: &YamlSpans, path: &str) -> (usize, usize, String) {
+        let span = spans.find(path).unwrap();
+        let text = DOC[span.offset..span.offset + span.len].to_owned();
+        (span.line, span.column, text)
+    }
+
+    #[test]
+    fn finds_values_keys_and_items_by_path() {
+        let spans = YamlSpans::index(DOC);
+        assert_eq!(
+            at(&spans, "queues.orders.retry.max_delay"),
+            (3, 44, "1s".into())
+        );
+        assert_eq!(at(&spans, "bindings[0].queue"), (7, 12, "orders".into()));
+        assert_eq!(at(&spans, "queues.naïve"), (4, 12, "{}".into()));
+        let key = spans.find_key("queues.orders.retry").unwrap();
+        assert_eq!((key.line, key.column), (3, 5));
+    }
+
+    #[test]
+    fn falls_back_to_the_nearest_written_ancestor() {
+        let spans = YamlSpans::index(DOC);
+        assert_eq!(at(&spans, "queues.orders.retry.jitter").0, 3);
+        assert_eq!(at(&spans, "bindings[0].routing_key").0, 6);
+    }
+}

@@ -1,0 +1,138 @@
+//! How contract names become Rust identifiers.
+//!
+//! Names in a contract are free text (`order.placed`, `fulfil-order`); generated code needs
+//! identifiers. The rules live here, in one place, so the checks that reject colliding names
+//! and the emitter that writes them agree by construction:
+//! - words are split by `heck` and joined in `UpperCamelCase` (types, traits) or `snake_case`
+//!   (methods, fields);
+//! - only ASCII letters, digits and `_` survive; a name with other letters is refused rather
+//!   than silently shortened, so two names can never meet by losing characters;
+//! - a Rust keyword stays usable as a raw identifier (`r#type`), except the few that cannot
+//!   be raw (`self`, `Self`, `super`, `crate`), which get a trailing `_`.
+
+use heck::{ToSnakeCase, ToUpperCamelCase};
+
+/// The case of a derived identifier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Case {
+    /// `UpperCamelCase`, for types and traits.
+    Type,
+    /// `snake_case`, for functions, methods and fields.
+    Value,
+}
+
+/// A Rust identifier derived from a contract name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Ident {
+    /// The identifier without any `r#` prefix.
+    pub text: String,
+    /// True when the identifier is a keyword and must be written `r#text`.
+    pub raw: bool,
+}
+
+/// Why a name cannot become an identifier.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    /// Nothing usable is left once punctuation is dropped.
+    #[error("`{0}` has no letters or digits to make a Rust identifier from")]
+    Empty(String),
+    /// The identifier would start with a digit.
+    #[error("`{0}` would give a Rust identifier starting with a digit")]
+    LeadingDigit(String),
+    /// Letters outside ASCII.
+    #[error("`{name}` contains `{ch}`, which warren does not put in Rust identifiers")]
+    NonAscii {
+        /// The name.
+        name: String,
+        /// The first offending character.
+        ch: char,
+    },
+}
+
+/// Keywords that are valid as raw identifiers (`r#type`).
+const RAW_KEYWORDS: &[&str] = &[
+    "abstract", "as", "async", "await", "become", "box", "break", "const", "continue", "do", "dyn",
+    "else", "enum", "extern", "false", "final", "fn", "for", "gen", "if", "impl", "in", "let",
+    "loop", "macro", "match", "mod", "move", "mut", "override", "priv", "pub", "ref", "return",
+    "static", "struct", "trait", "true", "try", "type", "typeof", "unsafe", "unsized", "use",
+    "virtual", "where", "while", "yield",
+];
+
+/// Keywords that cannot be raw identifiers.
+const RESERVED: &[&str] = &["self", "Self", "super", "crate", "_"];
+
+/// Derives the identifier for `name` in `case`.
+pub fn ident(name: &str, case: Case) -> Result<Ident, NameError> {
+    if let Some(ch) = name.chars().find(|c| !c.is_ascii() && c.is_alphanumeric()) {
+        return Err(NameError::NonAscii {
+            name: name.to_owned(),
+            ch,
+        });
+    }
+    let words = match case {
+        Case::Type => name.to_upper_camel_case(),
+        Case::Value => name.to_snake_case(),
+    };
+    let mut text: String = words
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    if text.trim_matches('_').is_empty() {
+        return Err(NameError::Empty(name.to_owned()));
+    }
+    if text.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(NameError::LeadingDigit(name.to_owned()));
+    }
+    if RESERVED.contains(&text.as_str()) {
+        text.push('_');
+    }
+    let raw = RAW_KEYWORDS.contains(&text.as_str());
+    Ok(Ident { text, raw })
+}
+
+impl std::fmt::Display for Ident {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.raw {
+            f.write_str("r#")?;
+        }
+        f.write_str(&self.text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Case, NameError, ident};
+
+    #[test]
+    fn derives_cased_identifiers() {
+        let cases = [
+            ("order.placed", Case::Type, "OrderPlaced"),
+            ("order-placed", Case::Value, "order_placed"),
+            ("OrderPlaced", Case::Value, "order_placed"),
+            ("type", Case::Value, "r#type"),
+            ("self", Case::Value, "self_"),
+            ("self", Case::Type, "Self_"),
+            ("it's \"quoted\"", Case::Type, "ItSQuoted"),
+            ("a*/b", Case::Value, "a_b"),
+        ];
+        for (name, case, expected) in cases {
+            assert_eq!(ident(name, case).unwrap().to_string(), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn refuses_names_without_an_identifier() {
+        assert_eq!(
+            ident("...", Case::Type),
+            Err(NameError::Empty("...".into()))
+        );
+        assert_eq!(
+            ident("9lives", Case::Value),
+            Err(NameError::LeadingDigit("9lives".into()))
+        );
+        assert!(matches!(
+            ident("café", Case::Type),
+            Err(NameError::NonAscii { ch: 'é', .. })
+        ));
+    }
+}

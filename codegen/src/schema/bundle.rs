@@ -1,0 +1,508 @@
+//! Bundling: every schema node reachable from the contract's messages, across files, becomes
+//! one definition of one root schema.
+//!
+//! typify panics on a `$ref` that leaves its document, and a runtime validator should not
+//! read files, so the front end follows every `$ref` itself:
+//! 1. **discover**: from each entry file, walk the schema, resolve each `$ref` (same file,
+//!    relative file, `file#/pointer`) to a canonical (file, pointer) node, refuse remote URIs
+//!    and anything outside the schema roots, and queue the target; cycles are fine because a
+//!    node is visited once;
+//! 2. **name**: a file's root is named by its `title`, else its file stem; any other node by
+//!    the last segment of its pointer (`#/$defs/Money` → `Money`); the Rust type name is that
+//!    name in `UpperCamelCase` ([`crate::naming`]);
+//! 3. **merge or refuse**: nodes that get the same Rust name are one definition when their
+//!    bodies are identical (a shared file copied into two folders), and an error naming both
+//!    places otherwise;
+//! 4. **rewrite**: every `$ref` becomes `#/$defs/<Name>`; nested `$defs`, `$id` and `$schema`
+//!    are dropped, since the bundle is the only document left.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::reference::{self, NodeKey};
+use crate::diagnostics::{Diagnostic, Diagnostics, Place};
+use crate::load::PathDisplay;
+use crate::naming::{Case, ident};
+
+/// Keywords whose values are data, not schemas: a `$ref` key inside them is not a reference.
+const DATA_KEYWORDS: &[&str] = &["const", "default", "enum", "examples", "example"];
+/// Keywords that hold definitions rather than the schema itself.
+const DEFINITION_KEYWORDS: &[&str] = &["$defs", "definitions"];
+/// Keywords that only make sense in a standalone document.
+const DOCUMENT_KEYWORDS: &[&str] = &["$id", "$schema", "$anchor", "$dynamicAnchor"];
+
+/// The JSON Schema dialect of bundled schemas.
+pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// Every schema definition of a contract, in one root.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SchemaBundle {
+    /// Definitions by Rust type name; every `$ref` in them is `#/$defs/<Name>`.
+    pub definitions: BTreeMap<String, Value>,
+    /// Every schema file read, canonical paths.
+    pub files: BTreeSet<PathBuf>,
+}
+
+impl SchemaBundle {
+    /// One document holding every definition under `$defs`.
+    pub fn root(&self) -> Value {
+        let defs: Map<String, Value> = self
+            .definitions
+            .iter()
+            .map(|(name, body)| (name.clone(), body.clone()))
+            .collect();
+        serde_json::json!({ "$schema": DIALECT, "$defs": defs })
+    }
+
+    /// A self-contained schema for the definition `name`: a `$ref` to it plus every
+    /// definition it reaches.
+    pub fn standalone(&self, name: &str) -> Value {
+        let mut reached = BTreeSet::new();
+        let mut stack = vec![name.to_owned()];
+        while let Some(next) = stack.pop() {
+            if !reached.insert(next.clone()) {
+                continue;
+            }
+            if let Some(body) = self.definitions.get(&next) {
+                for_each_ref(body, &mut |target| {
+                    if let Some(target) = target.strip_prefix("#/$defs/") {
+                        stack.push(target.to_owned());
+                    }
+                });
+            }
+        }
+        let defs: Map<String, Value> = reached
+            .into_iter()
+            .filter_map(|n| self.definitions.get(&n).map(|b| (n, b.clone())))
+            .collect();
+        serde_json::json!({
+            "$schema": DIALECT,
+            "$ref": format!("#/$defs/{name}"),
+            "$defs": defs,
+        })
+    }
+}
+
+/// Why an entry schema (a message's `payload` or `headers` file) cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EntryError {
+    /// No such file.
+    #[error("schema file `{}` does not exist", .0.display())]
+    Missing(PathBuf),
+    /// The file resolves outside every schema root.
+    #[error("schema file `{}` is outside the schema roots", .0.display())]
+    OutsideRoots(PathBuf),
+    /// The file exists but could not be parsed; the parse error is reported on its own.
+    #[error("schema file `{}` could not be read", .0.display())]
+    Invalid(PathBuf),
+}
+
+/// Collects the schema nodes reachable from a contract's entry files.
+pub struct Bundler<'a> {
+    paths: &'a PathDisplay,
+    roots: Vec<PathBuf>,
+    /// Parsed files; `None` when a file failed to parse (already reported).
+    files: BTreeMap<PathBuf, Option<Value>>,
+    /// Per node, what each `$ref` string written in it resolves to.
+    nodes: BTreeMap<NodeKey, BTreeMap<String, NodeKey>>,
+    queue: Vec<NodeKey>,
+    diagnostics: Diagnostics,
+}
+
+impl<'a> Bundler<'a> {
+    /// A bundler reading schemas under `roots` (canonical folders); paths are shown through
+    /// `paths`.
+    pub fn new(paths: &'a PathDisplay, roots: Vec<PathBuf>) -> Self {
+        Self {
+            paths,
+            roots,
+            files: BTreeMap::new(),
+            nodes: BTreeMap::new(),
+            queue: Vec::new(),
+            diagnostics: Diagnostics::new(),
+        }
+    }
+
+    /// Adds the schema file at `relative` (to the contract's folder) and everything it
+    /// references; returns the node of its root.
+    pub fn add_entry(&mut self, relative: &str) -> Result<NodeKey, EntryError> {
+        let path = self.paths.contract_dir().join(relative);
+        let file = self.open(&path)?;
+        let key = NodeKey {
+            file,
+            pointer: String::new(),
+        };
+        self.visit(key.clone());
+        Ok(key)
+    }
+
+    /// Resolves everything queued, names and rewrites the definitions. Returns the bundle,
+    /// the Rust type name of every node, and the problems found in schema files.
+    pub fn finish(mut self) -> (SchemaBundle, BTreeMap<NodeKey, String>, Diagnostics) {
+        while let Some(key) = self.queue.pop() {
+            self.discover(&key);
+        }
+        let names = self.name_nodes();
+        let mut bundle = SchemaBundle {
+            definitions: BTreeMap::new(),
+            files: self.files.keys().cloned().collect(),
+        };
+        // Group nodes by Rust name; identical bodies merge, different ones clash.
+        let mut groups: BTreeMap<&str, Vec<(&NodeKey, Value)>> = BTreeMap::new();
+        for (key, name) in &names {
+            if let Some(body) = self.rewritten(key, &names) {
+                groups.entry(name).or_default().push((key, body));
+            }
+        }
+        for (name, members) in groups {
+            let (first_key, first_body) = &members[0];
+            for (key, body) in &members[1..] {
+                if body != first_body {
+                    self.clash(name, first_key, key);
+                }
+            }
+            bundle
+                .definitions
+                .insert(name.to_owned(), first_body.clone());
+        }
+        (bundle, names, self.diagnostics)
+    }
+
+    fn visit(&mut self, key: NodeKey) {
+        if !self.nodes.contains_key(&key) {
+            self.nodes.insert(key.clone(), BTreeMap::new());
+            self.queue.push(key);
+        }
+    }
+
+    /// Reads, parses and remembers the file at `path`; returns its canonical path.
+    fn open(&mut self, path: &Path) -> Result<PathBuf, EntryError> {
+        let canonical = path
+            .canonicalize()
+            .map_err(|_| EntryError::Missing(self.show_uncanonical(path)))?;
+        if !self.roots.iter().any(|root| canonical.starts_with(root)) {
+            return Err(EntryError::OutsideRoots(self.paths.show(&canonical)));
+        }
+        if !self.files.contains_key(&canonical) {
+            let parsed = self.parse_file(&canonical);
+            self.files.insert(canonical.clone(), parsed);
+        }
+        match self.files.get(&canonical) {
+            Some(Some(_)) => Ok(canonical),
+            _ => Err(EntryError::Invalid(self.paths.show(&canonical))),
+        }
+    }
+
+    /// A missing file has no canonical path; show it relative to its existing parent.
+    fn show_uncanonical(&self, path: &Path) -> PathBuf {
+        match (
+            path.parent().and_then(|p| p.canonicalize().ok()),
+            path.file_name(),
+        ) {
+            (Some(parent), Some(name)) => self.paths.show(&parent.join(name)),
+            _ => path.to_owned(),
+        }
+    }
+
+    fn parse_file(&mut self, path: &Path) -> Option<Value> {
+        let shown = self.paths.show(path);
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) => {
+                self.diagnostics.push(Diagnostic::error(
+                    "unreadable-schema",
+                    &shown,
+                    format!("cannot read schema file: {error}"),
+                ));
+                return None;
+            }
+        };
+        let is_yaml = matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml")
+        );
+        let parsed = if is_yaml {
+            yaml_serde::from_str::<Value>(&text)
+                .map_err(|e| crate::load::yaml_error(&shown, &text, &e))
+        } else {
+            serde_json::from_str::<Value>(&text).map_err(|e| {
+                let message = e.to_string();
+                let message = message
+                    .rfind(" at line ")
+                    .map_or(message.clone(), |cut| message[..cut].to_owned());
+                Diagnostic::error(
+                    "invalid-schema-file",
+                    &shown,
+                    format!("invalid JSON: {message}"),
+                )
+                .with_help("fix the JSON syntax at this position")
+                .at(Place::Position(crate::load::point(
+                    &text,
+                    e.line(),
+                    e.column(),
+                )))
+            })
+        };
+        match parsed {
+            Ok(value) if value.is_object() || value.is_boolean() => Some(value),
+            Ok(_) => {
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        "invalid-schema-file",
+                        &shown,
+                        "a JSON Schema must be an object or a boolean",
+                    )
+                    .with_help("write the schema as an object, e.g. `{\"type\": \"object\"}`"),
+                );
+                None
+            }
+            Err(mut diagnostic) => {
+                diagnostic.code = "invalid-schema-file";
+                self.diagnostics.add_source(&shown, Arc::from(text));
+                self.diagnostics.push(diagnostic);
+                None
+            }
+        }
+    }
+
+    /// Resolves every `$ref` written in the node `key` and queues their targets.
+    fn discover(&mut self, key: &NodeKey) {
+        let Some(Some(document)) = self.files.get(&key.file) else {
+            return;
+        };
+        let Some(node) = reference::lookup(document, &key.pointer) else {
+            return;
+        };
+        let mut found = Vec::new();
+        collect_refs(node, &key.pointer, true, &mut found);
+        let mut resolved = BTreeMap::new();
+        for (at, written) in found {
+            if let Some(target) = self.resolve(&key.file, &at, &written) {
+                self.visit(target.clone());
+                resolved.insert(written, target);
+            }
+        }
+        self.nodes.insert(key.clone(), resolved);
+    }
+
+    /// Resolves the `$ref` `written` found at pointer `at` of `file`, reporting problems.
+    fn resolve(&mut self, file: &Path, at: &str, written: &str) -> Option<NodeKey> {
+        let shown = self.paths.show(file);
+        let error = |message: String, help: String| {
+            Diagnostic::error("bad-ref", &shown, message)
+                .with_help(help)
+                .at(Place::Pointer(at.to_owned()))
+        };
+        let parsed = match reference::parse(written) {
+            Ok(parsed) => parsed,
+            Err(problem) => {
+                let help = problem.help().to_owned();
+                self.diagnostics.push(error(problem.to_string(), help));
+                return None;
+            }
+        };
+        let target_path = reference::target_file(file, &parsed);
+        let target_file = match self.open(&target_path) {
+            Ok(canonical) => canonical,
+            Err(EntryError::Missing(path)) => {
+                self.diagnostics.push(error(
+                    format!("`$ref` `{written}` points to `{}`, which does not exist", path.display()),
+                    "fix the path; it is relative to the folder of the schema that holds the `$ref`"
+                        .to_owned(),
+                ));
+                return None;
+            }
+            Err(EntryError::OutsideRoots(path)) => {
+                self.diagnostics.push(error(
+                    format!(
+                        "`$ref` `{written}` resolves to `{}`, outside the schema roots",
+                        path.display()
+                    ),
+                    "move the file under the contract's folder, or add its folder to \
+                     `schema_roots` in the contract"
+                        .to_owned(),
+                ));
+                return None;
+            }
+            Err(EntryError::Invalid(_)) => return None,
+        };
+        let document = self.files.get(&target_file).and_then(Option::as_ref)?;
+        if reference::lookup(document, &parsed.pointer).is_none() {
+            let available = definition_names(document);
+            let help = if available.is_empty() {
+                "that file defines nothing under `$defs` or `definitions`".to_owned()
+            } else {
+                format!("definitions there: {}", available.join(", "))
+            };
+            let target_shown = self.paths.show(&target_file);
+            self.diagnostics.push(error(
+                format!(
+                    "`$ref` `{written}`: `{}` has nothing at `#{}`",
+                    target_shown.display(),
+                    parsed.pointer
+                ),
+                help,
+            ));
+            return None;
+        }
+        Some(NodeKey {
+            file: target_file,
+            pointer: parsed.pointer,
+        })
+    }
+
+    /// The Rust type name of every node, reporting names that make no identifier.
+    fn name_nodes(&mut self) -> BTreeMap<NodeKey, String> {
+        let mut names = BTreeMap::new();
+        for key in self.nodes.keys() {
+            let document = self.files.get(&key.file).and_then(Option::as_ref);
+            let candidate = if key.pointer.is_empty() {
+                document
+                    .and_then(|d| d.get("title"))
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.trim().is_empty())
+                    .map_or_else(|| file_stem(&key.file), str::to_owned)
+            } else {
+                reference::last_segment(&key.pointer)
+            };
+            match ident(&candidate, Case::Type) {
+                Ok(ident) => {
+                    names.insert(key.clone(), ident.text);
+                }
+                Err(problem) => self.diagnostics.push(
+                    Diagnostic::error(
+                        "bad-definition-name",
+                        self.paths.show(&key.file),
+                        format!("this schema's Rust type name would come from {problem}"),
+                    )
+                    .with_help(if key.pointer.is_empty() {
+                        "give the schema a `title` made of ASCII letters and digits"
+                    } else {
+                        "rename the definition with ASCII letters and digits"
+                    })
+                    .at(Place::Pointer(key.pointer.clone())),
+                ),
+            }
+        }
+        names
+    }
+
+    /// The body of node `key` with every `$ref` rewritten to a bundle definition.
+    fn rewritten(&self, key: &NodeKey, names: &BTreeMap<NodeKey, String>) -> Option<Value> {
+        let document = self.files.get(&key.file)?.as_ref()?;
+        let mut body = reference::lookup(document, &key.pointer)?.clone();
+        if let Value::Object(map) = &mut body {
+            for keyword in DEFINITION_KEYWORDS.iter().chain(DOCUMENT_KEYWORDS) {
+                map.remove(*keyword);
+            }
+        }
+        let refs = self.nodes.get(key)?;
+        rewrite_refs(&mut body, &mut |written| {
+            refs.get(written)
+                .and_then(|target| names.get(target))
+                .map(|name| format!("#/$defs/{name}"))
+        });
+        Some(body)
+    }
+
+    fn clash(&mut self, name: &str, first: &NodeKey, second: &NodeKey) {
+        let place =
+            |key: &NodeKey| format!("{}#{}", self.paths.show(&key.file).display(), key.pointer);
+        let (a, b) = (place(first), place(second));
+        self.diagnostics.push(
+            Diagnostic::error(
+                "type-name-clash",
+                self.paths.show(&second.file),
+                format!("`{a}` and `{b}` are different schemas that would both become the Rust type `{name}`"),
+            )
+            .with_help(
+                "rename one definition (a file's root is named by its `title`, else its file \
+                 name; any other node by its key), or make both refer to one shared file",
+            )
+            .at(Place::Pointer(second.pointer.clone())),
+        );
+    }
+}
+
+/// Collects `(pointer, $ref)` pairs in `node`, which sits at `pointer`. The node's own
+/// definition containers are skipped at the top: definitions are bundled only when reached.
+fn collect_refs(node: &Value, pointer: &str, top: bool, out: &mut Vec<(String, String)>) {
+    match node {
+        Value::Object(map) => {
+            for (key, value) in map {
+                if DATA_KEYWORDS.contains(&key.as_str())
+                    || (top && DEFINITION_KEYWORDS.contains(&key.as_str()))
+                {
+                    continue;
+                }
+                let at = reference::child(pointer, key);
+                match (key.as_str(), value) {
+                    ("$ref", Value::String(target)) => out.push((at, target.clone())),
+                    _ => collect_refs(value, &at, false, out),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                collect_refs(item, &format!("{pointer}/{i}"), false, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Replaces each `$ref` string for which `map` returns a value.
+fn rewrite_refs(node: &mut Value, map: &mut dyn FnMut(&str) -> Option<String>) {
+    match node {
+        Value::Object(object) => {
+            for (key, value) in object.iter_mut() {
+                if DATA_KEYWORDS.contains(&key.as_str()) {
+                    continue;
+                }
+                match value {
+                    Value::String(target) if key == "$ref" => {
+                        if let Some(new) = map(target) {
+                            *target = new;
+                        }
+                    }
+                    other => rewrite_refs(other, map),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| rewrite_refs(item, map)),
+        _ => {}
+    }
+}
+
+/// Calls `f` with every `$ref` string in `node`.
+fn for_each_ref(node: &Value, f: &mut dyn FnMut(&str)) {
+    let mut found = Vec::new();
+    collect_refs(node, "", false, &mut found);
+    for (_, target) in found {
+        f(&target);
+    }
+}
+
+fn definition_names(document: &Value) -> Vec<String> {
+    DEFINITION_KEYWORDS
+        .iter()
+        .filter_map(|k| document.get(k).and_then(Value::as_object))
+        .flat_map(|defs| defs.keys().cloned())
+        .collect()
+}
+
+/// `order_placed` for `order_placed.schema.json`.
+fn file_stem(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut stem = name.as_str();
+    for suffix in [".json", ".yaml", ".yml", ".schema"] {
+        stem = stem.strip_suffix(suffix).unwrap_or(stem);
+    }
+    stem.to_owned()
+}

@@ -1,0 +1,8 @@
+//! Stage 2: payload and headers schemas, loaded from JSON or YAML files and bundled into one
+//! root with every cross-file `$ref` resolved.
+
+mod bundle;
+pub mod reference;
+
+pub use bundle::{Bundler, DIALECT, EntryError, SchemaBundle};
+pub use reference::NodeKey;
