@@ -46,8 +46,14 @@ pub enum Place {
         /// Where the node is written; `None` when it is not (a default).
         span: Option<Span>,
     },
-    /// A node of a schema file, by JSON pointer (`/properties/total/$ref`).
-    Pointer(String),
+    /// A node of a schema file, by JSON pointer (`/properties/total/$ref`), with its span
+    /// when the file could be indexed.
+    Pointer {
+        /// The JSON pointer.
+        pointer: String,
+        /// Where the node is written.
+        span: Option<Span>,
+    },
     /// A position in a file that could not be parsed into a tree.
     Position(Span),
     /// The file as a whole.
@@ -117,7 +123,14 @@ impl Diagnostic {
                 span: Some(span),
             } => format!("{file}:{}:{} ({path})", span.line, span.column),
             Place::Yaml { path, span: None } => format!("{file} ({path})"),
-            Place::Pointer(pointer) => format!("{file}#{pointer}"),
+            Place::Pointer {
+                pointer,
+                span: Some(span),
+            } => format!("{file}:{}:{} (#{pointer})", span.line, span.column),
+            Place::Pointer {
+                pointer,
+                span: None,
+            } => format!("{file}#{pointer}"),
             Place::Position(span) => format!("{file}:{}:{}", span.line, span.column),
             Place::File => file.to_string(),
         }
@@ -125,9 +138,9 @@ impl Diagnostic {
 
     fn span(&self) -> Option<Span> {
         match &self.place {
-            Place::Yaml { span, .. } => *span,
+            Place::Yaml { span, .. } | Place::Pointer { span, .. } => *span,
             Place::Position(span) => Some(*span),
-            Place::Pointer(_) | Place::File => None,
+            Place::File => None,
         }
     }
 }
@@ -278,11 +291,11 @@ impl Diagnostics {
             Severity::Warning => miette::Severity::Warning,
         };
         let mut report = MietteDiagnostic::new(diagnostic.message.clone())
-            .with_code(diagnostic.code)
+            .with_code(format!("warren::{}", diagnostic.code))
             .with_severity(severity);
         let place = match &diagnostic.place {
             Place::Yaml { path, .. } => format!("at `{path}`"),
-            Place::Pointer(pointer) => format!("at JSON pointer `{pointer}`"),
+            Place::Pointer { pointer, .. } => format!("at JSON pointer `#{pointer}`"),
             Place::Position(_) | Place::File => String::new(),
         };
         if let Some(help) = &diagnostic.help {
@@ -304,7 +317,7 @@ impl Diagnostics {
             _ => {
                 let mut headline = format!("{}: {}", diagnostic.location(), diagnostic.message);
                 if !place.is_empty() && matches!(diagnostic.place, Place::Yaml { .. }) {
-                    headline = format!("{} ({place})", headline);
+                    headline = format!("{headline} ({place})");
                 }
                 report.message = headline;
                 miette::Report::new(report)

@@ -34,13 +34,13 @@ pub struct Ident {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
     /// Nothing usable is left once punctuation is dropped.
-    #[error("`{0}` has no letters or digits to make a Rust identifier from")]
+    #[error("it has no letters or digits")]
     Empty(String),
     /// The identifier would start with a digit.
-    #[error("`{0}` would give a Rust identifier starting with a digit")]
+    #[error("it starts with a digit")]
     LeadingDigit(String),
     /// Letters outside ASCII.
-    #[error("`{name}` contains `{ch}`, which warren does not put in Rust identifiers")]
+    #[error("it contains `{ch}`, and warren keeps identifiers ASCII")]
     NonAscii {
         /// The name.
         name: String,

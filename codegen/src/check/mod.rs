@@ -19,6 +19,7 @@ use crate::load::LoadedContract;
 /// Runs every check on `contract`, adding problems to `out`.
 pub(crate) fn run(contract: &LoadedContract, out: &mut Diagnostics) {
     let mut checker = rules::Checker::new(contract, out);
+    checker.duplicates();
     checker.names();
     checker.references();
     checker.exchanges();
@@ -70,6 +71,18 @@ pub(crate) fn list<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
         "none".to_owned()
     } else {
         quoted.join(", ")
+    }
+}
+
+/// A name as shown in a message: control characters escaped, long names shortened.
+pub(crate) fn shown(name: &str) -> String {
+    const MAX_CHARS: usize = 48;
+    let escaped: String = name.escape_debug().collect();
+    if escaped.chars().count() <= MAX_CHARS {
+        escaped
+    } else {
+        let head: String = escaped.chars().take(MAX_CHARS - 1).collect();
+        format!("{head}…")
     }
 }
 

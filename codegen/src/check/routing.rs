@@ -246,10 +246,10 @@ impl Graph {
             .get(exchange)
             .map(Vec::as_slice)
             .unwrap_or_default();
-        reach.visited.push((
-            exchange.to_owned(),
-            edges.iter().filter_map(|e| e.key.clone()).collect(),
-        ));
+        let mut keys: Vec<String> = edges.iter().filter_map(|e| e.key.clone()).collect();
+        keys.sort();
+        keys.dedup();
+        reach.visited.push((exchange.to_owned(), keys));
         let mut routed = false;
         for edge in edges {
             let matches = match kind {

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::routing::{Destination, Edge, Graph, KeyTemplate, Reach};
-use super::{keys, list, suggest};
+use super::{keys, list, shown, suggest};
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::format::{
     ArgumentValue, ContractFile, ExchangeKind, Exhausted, OnPoison, Overflow, Queue, QueueKind,
@@ -66,6 +66,33 @@ impl<'a> Checker<'a> {
         self.out.push(diagnostic);
     }
 
+    /// Keys written twice: YAML keeps the last one silently, so a second queue `orders`
+    /// would replace the first without a word.
+    pub(super) fn duplicates(&mut self) {
+        for (path, span) in self.contract.spans.duplicates() {
+            let (parent, name) = path.rsplit_once('.').unwrap_or(("", path));
+            let what = match parent {
+                "exchanges" => "exchange",
+                "queues" => "queue",
+                "messages" => "message",
+                "publishers" => "publisher",
+                "consumers" => "consumer",
+                _ => "key",
+            };
+            let diagnostic = Diagnostic::error(
+                "duplicate-name",
+                self.contract.path(),
+                format!("{what} `{}` is written twice; the second entry would silently replace the first", shown(name)),
+            )
+            .with_help("rename one of them, or merge them into one entry")
+            .at(crate::diagnostics::Place::Yaml {
+                path: path.clone(),
+                span: Some(*span),
+            });
+            self.push(diagnostic);
+        }
+    }
+
     /// Name syntax: empty, too long for AMQP, or in the broker's reserved `amq.` space.
     pub(super) fn names(&mut self) {
         let exchanges: Vec<String> = self.file.exchanges.keys().cloned().collect();
@@ -81,7 +108,7 @@ impl<'a> Checker<'a> {
                         "bad-name",
                         &path,
                         format!("{kind} name `{name}` is empty"),
-                        format!("give the {kind} a name"),
+                        format!("give every {kind} a name"),
                     );
                 } else if name.len() > MAX_NAME_BYTES {
                     self.error(
@@ -91,14 +118,14 @@ impl<'a> Checker<'a> {
                             "{kind} name is {} bytes; AMQP names hold at most 255",
                             name.len()
                         ),
-                        format!("shorten the {kind} name"),
+                        format!("shorten the name of {kind} `{}`", shown(&name)),
                     );
                 } else if name.starts_with("amq.") {
                     self.error(
                         "reserved-name",
                         &path,
                         format!("{kind} name `{name}` starts with `amq.`, which RabbitMQ reserves"),
-                        format!("choose a {kind} name without the `amq.` prefix"),
+                        format!("choose {kind} names without the `amq.` prefix"),
                     );
                 }
             }
@@ -107,8 +134,9 @@ impl<'a> Checker<'a> {
             if let RetryPolicy::TtlBackoff { tiers, .. } = retry_policy(name, queue) {
                 if let Some(long) = tiers.iter().find(|t| t.queue.len() > MAX_NAME_BYTES) {
                     let message = format!(
-                        "queue `{name}` needs a wait queue `{}` of {} bytes; AMQP names hold at most 255",
-                        long.queue,
+                        "queue `{}` needs a wait queue `{}` of {} bytes; AMQP names hold at most 255",
+                        shown(name),
+                        shown(&long.queue),
                         long.queue.len()
                     );
                     let diagnostic = self
@@ -669,7 +697,7 @@ impl<'a> Checker<'a> {
                         "bad-routing-key",
                         &format!("{path}.routing_key"),
                         format!(
-                            "placeholder names a parameter of the publish method, and {problem}"
+                            "placeholder `{{{placeholder}}}` cannot become a parameter of the publish method: {problem}"
                         ),
                         "name placeholders with ASCII letters, digits and `_`",
                     );
@@ -912,11 +940,11 @@ impl<'a> Checker<'a> {
             };
             let mut help =
                 "bind a dead-letter queue to the exchange with a key that matches".to_owned();
-            if kind == ExchangeKind::Direct {
-                help.push_str("; on a direct exchange `#` is a literal key, not a wildcard");
-            }
             if dl.routing_key.is_none() {
                 help.push_str(", or set `dead_letter.routing_key`");
+            }
+            if kind == ExchangeKind::Direct {
+                help.push_str(". On a direct exchange `#` is a literal key, not a wildcard");
             }
             self.error("unroutable-dead-letter", &path, what, help);
         }
@@ -978,7 +1006,8 @@ impl<'a> Checker<'a> {
                                 "bad-identifier",
                                 &path,
                                 format!(
-                                    "the Rust {role} name of `{name}` would come from {problem}"
+                                    "`{}` cannot become a Rust {role} name: {problem}",
+                                    shown(name)
                                 ),
                                 "use ASCII letters and digits, starting with a letter",
                             );
@@ -989,7 +1018,11 @@ impl<'a> Checker<'a> {
                             self.error(
                                 "identifier-clash",
                                 &path,
-                                format!("`{first}` and `{name}` would both become the Rust {role} `{id}`"),
+                                format!(
+                                    "`{}` and `{}` would both become the Rust {role} `{id}`",
+                                    shown(first),
+                                    shown(name)
+                                ),
                                 "rename one of them so their words differ",
                             );
                         }

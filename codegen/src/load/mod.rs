@@ -95,31 +95,35 @@ pub fn parse(text: Arc<str>, paths: PathDisplay) -> Result<LoadedContract, Diagn
         }),
         Err(error) => {
             let mut diagnostics = Diagnostics::new();
-            diagnostics.push(yaml_error(paths.contract(), &text, &error));
+            let help =
+                "fix the YAML at this position; `warren schema` prints the format's JSON Schema";
+            diagnostics.push(yaml_error(paths.contract(), &text, &error, help));
             diagnostics.add_source(paths.contract(), text);
             Err(diagnostics)
         }
     }
 }
 
-/// Turns a YAML or serde error into a diagnostic at the position the parser reported.
-pub(crate) fn yaml_error(file: &Path, text: &str, error: &yaml_serde::Error) -> Diagnostic {
-    let full = error.to_string();
+/// Turns a YAML or serde error into a diagnostic at the position the parser reported;
+/// `fallback_help` is the advice when the error is not one of the well-known kinds.
+pub(crate) fn yaml_error(
+    file: &Path,
+    text: &str,
+    error: &yaml_serde::Error,
+    fallback_help: &str,
+) -> Diagnostic {
     // The position is shown by the renderer; drop the parser's own " at line X column Y".
-    let message = match full.rfind(" at line ") {
-        Some(cut) => full[..cut].to_owned(),
-        None => full.clone(),
-    };
+    let message = strip_position(&error.to_string());
     let help = if message.contains("unknown field") {
         "remove the field or fix its spelling; the fields allowed here are listed above"
     } else if message.contains("unknown variant") {
         "use one of the values listed above"
     } else if message.contains("missing field") {
         "add the field"
-    } else if message.contains("duplicate") {
-        "names must be unique: rename or remove one of the entries"
+    } else if message.contains("while parsing") || message.contains("while scanning") {
+        "check the indentation, quotes and brackets around this position"
     } else {
-        "fix the YAML at this position; `warren schema` prints the format's JSON Schema"
+        fallback_help
     };
     let diagnostic = Diagnostic::error("invalid-contract", file, message).with_help(help);
     match error.location() {
@@ -130,6 +134,18 @@ pub(crate) fn yaml_error(file: &Path, text: &str, error: &yaml_serde::Error) -> 
         ))),
         None => diagnostic,
     }
+}
+
+/// Removes a parser's " at line N column M" from an error message.
+pub(crate) fn strip_position(message: &str) -> String {
+    let Some(start) = message.find(" at line ") else {
+        return message.to_owned();
+    };
+    let rest = &message[start + " at line ".len()..];
+    let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+    let rest = rest.strip_prefix(" column ").unwrap_or(rest);
+    let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+    format!("{}{rest}", &message[..start])
 }
 
 /// A zero-length span at 1-based `line` and `column`.

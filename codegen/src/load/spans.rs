@@ -4,7 +4,7 @@
 //! `queues.orders.retry.max_delay` to point at it. This walks the parser's event stream once
 //! and records the span of every key and value under the same dotted path the checks use.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use saphyr_parser::{Event, Parser};
 
@@ -15,6 +15,10 @@ use crate::diagnostics::Span;
 pub struct YamlSpans {
     values: BTreeMap<String, Span>,
     keys: BTreeMap<String, Span>,
+    /// Values written over several lines, where the key is the better place to point at.
+    multiline: BTreeSet<String>,
+    /// Keys written twice in one mapping: the path and the span of the second one.
+    duplicates: Vec<(String, Span)>,
 }
 
 impl YamlSpans {
@@ -30,21 +34,33 @@ impl YamlSpans {
             let Ok((event, span)) = event else { break };
             let start = lines.span(span.start.line(), span.start.col(), 0);
             let end = lines.offset(span.end.line(), span.end.col());
-            walker.on_event(event, start, end);
+            walker.on_event(event, start, end, span.end.line());
         }
         walker.spans
     }
 
-    /// The span of the value at `path`, else of its key, else of the nearest ancestor that is
-    /// written in the file.
+    /// The span of the value at `path` (of its key when the value spans several lines), else
+    /// of the nearest ancestor that is written in the file.
     pub fn find(&self, path: &str) -> Option<Span> {
         let mut path = path;
         loop {
-            if let Some(span) = self.values.get(path).or_else(|| self.keys.get(path)) {
+            let key = self.keys.get(path);
+            let value = self.values.get(path);
+            let span = match (key, value) {
+                (Some(key), Some(_)) if self.multiline.contains(path) => Some(key),
+                (key, value) => value.or(key),
+            };
+            if let Some(span) = span {
                 return Some(*span);
             }
             path = parent(path)?;
         }
+    }
+
+    /// Keys written twice in one mapping, as (path, span of the repeated key). YAML parsers
+    /// keep the last entry silently; a contract must not.
+    pub fn duplicates(&self) -> &[(String, Span)] {
+        &self.duplicates
     }
 
     /// The span of the key that introduces `path` (`max_delay` in `retry: {max_delay: 1s}`),
@@ -64,8 +80,15 @@ fn parent(path: &str) -> Option<&str> {
 }
 
 enum Frame {
-    Mapping { path: String, key: Option<String> },
-    Sequence { path: String, index: usize },
+    Mapping {
+        path: String,
+        key: Option<String>,
+        seen: BTreeSet<String>,
+    },
+    Sequence {
+        path: String,
+        index: usize,
+    },
 }
 
 struct Walker {
@@ -78,7 +101,7 @@ impl Walker {
     fn next_path(&mut self) -> Option<String> {
         match self.stack.last_mut() {
             None => Some(String::new()),
-            Some((Frame::Mapping { path, key }, _)) => key.take().map(|key| join(path, &key)),
+            Some((Frame::Mapping { path, key, .. }, _)) => key.take().map(|key| join(path, &key)),
             Some((Frame::Sequence { path, index }, _)) => {
                 let child = format!("{path}[{index}]");
                 *index += 1;
@@ -87,17 +110,24 @@ impl Walker {
         }
     }
 
-    fn on_event(&mut self, event: Event<'_>, start: Span, end: usize) {
+    fn on_event(&mut self, event: Event<'_>, start: Span, end: usize, end_line: usize) {
         match event {
             Event::Scalar(value, ..) => match self.next_path() {
                 Some(path) => {
-                    self.spans.values.insert(path, with_end(start, end));
+                    self.spans
+                        .values
+                        .entry(path)
+                        .or_insert(with_end(start, end));
                 }
                 None => {
-                    if let Some((Frame::Mapping { path, key }, _)) = self.stack.last_mut() {
-                        self.spans
-                            .keys
-                            .insert(join(path, &value), with_end(start, end));
+                    if let Some((Frame::Mapping { path, key, seen }, _)) = self.stack.last_mut() {
+                        let child = join(path, &value);
+                        if !seen.insert(value.to_string()) {
+                            self.spans
+                                .duplicates
+                                .push((child.clone(), with_end(start, end)));
+                        }
+                        self.spans.keys.entry(child).or_insert(with_end(start, end));
                         *key = Some(value.into_owned());
                     }
                 }
@@ -112,7 +142,11 @@ impl Walker {
                 // a placeholder so its children do not land on real paths.
                 let path = self.next_path().unwrap_or_else(|| "?".to_owned());
                 let frame = if matches!(event, Event::MappingStart(..)) {
-                    Frame::Mapping { path, key: None }
+                    Frame::Mapping {
+                        path,
+                        key: None,
+                        seen: BTreeSet::new(),
+                    }
                 } else {
                     Frame::Sequence { path, index: 0 }
                 };
@@ -121,7 +155,13 @@ impl Walker {
             Event::MappingEnd | Event::SequenceEnd => {
                 if let Some((frame, start)) = self.stack.pop() {
                     let (Frame::Mapping { path, .. } | Frame::Sequence { path, .. }) = frame;
-                    self.spans.values.insert(path, with_end(start, end));
+                    if end_line > start.line {
+                        self.spans.multiline.insert(path.clone());
+                    }
+                    self.spans
+                        .values
+                        .entry(path)
+                        .or_insert(with_end(start, end));
                 }
             }
             _ => {}
@@ -210,6 +250,17 @@ bindings:
         assert_eq!(at(&spans, "queues.naïve"), (4, 12, "{}".into()));
         let key = spans.find_key("queues.orders.retry").unwrap();
         assert_eq!((key.line, key.column), (3, 5));
+    }
+
+    #[test]
+    fn multi_line_values_point_at_their_key_and_duplicates_are_kept() {
+        let spans = YamlSpans::index("queues:\n  a:\n    x: 1\n  a: {}\n");
+        let span = spans.find("queues.a").unwrap();
+        assert_eq!((span.line, span.column, span.len), (2, 3, 1));
+        let [(path, dup)] = spans.duplicates() else {
+            panic!("one duplicate expected")
+        };
+        assert_eq!((path.as_str(), dup.line), ("queues.a", 4));
     }
 
     #[test]

@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 
 use super::reference::{self, NodeKey};
 use crate::diagnostics::{Diagnostic, Diagnostics, Place};
-use crate::load::PathDisplay;
+use crate::load::{PathDisplay, YamlSpans};
 use crate::naming::{Case, ident};
 
 /// Keywords whose values are data, not schemas: a `$ref` key inside them is not a reference.
@@ -106,6 +106,8 @@ pub struct Bundler<'a> {
     roots: Vec<PathBuf>,
     /// Parsed files; `None` when a file failed to parse (already reported).
     files: BTreeMap<PathBuf, Option<Value>>,
+    /// Where each node of each parsed file is written, for diagnostics.
+    spans: BTreeMap<PathBuf, YamlSpans>,
     /// Per node, what each `$ref` string written in it resolves to.
     nodes: BTreeMap<NodeKey, BTreeMap<String, NodeKey>>,
     queue: Vec<NodeKey>,
@@ -120,6 +122,7 @@ impl<'a> Bundler<'a> {
             paths,
             roots,
             files: BTreeMap::new(),
+            spans: BTreeMap::new(),
             nodes: BTreeMap::new(),
             queue: Vec::new(),
             diagnostics: Diagnostics::new(),
@@ -226,13 +229,10 @@ impl<'a> Bundler<'a> {
         );
         let parsed = if is_yaml {
             yaml_serde::from_str::<Value>(&text)
-                .map_err(|e| crate::load::yaml_error(&shown, &text, &e))
+                .map_err(|e| crate::load::yaml_error(&shown, &text, &e, "fix the YAML syntax here"))
         } else {
             serde_json::from_str::<Value>(&text).map_err(|e| {
-                let message = e.to_string();
-                let message = message
-                    .rfind(" at line ")
-                    .map_or(message.clone(), |cut| message[..cut].to_owned());
+                let message = crate::load::strip_position(&e.to_string());
                 Diagnostic::error(
                     "invalid-schema-file",
                     &shown,
@@ -246,8 +246,14 @@ impl<'a> Bundler<'a> {
                 )))
             })
         };
+        let text: Arc<str> = Arc::from(text);
+        self.diagnostics.add_source(&shown, text.clone());
         match parsed {
-            Ok(value) if value.is_object() || value.is_boolean() => Some(value),
+            Ok(value) if value.is_object() || value.is_boolean() => {
+                // JSON is YAML, so one span index serves both.
+                self.spans.insert(path.to_owned(), YamlSpans::index(&text));
+                Some(value)
+            }
             Ok(_) => {
                 self.diagnostics.push(
                     Diagnostic::error(
@@ -261,7 +267,6 @@ impl<'a> Bundler<'a> {
             }
             Err(mut diagnostic) => {
                 diagnostic.code = "invalid-schema-file";
-                self.diagnostics.add_source(&shown, Arc::from(text));
                 self.diagnostics.push(diagnostic);
                 None
             }
@@ -291,10 +296,11 @@ impl<'a> Bundler<'a> {
     /// Resolves the `$ref` `written` found at pointer `at` of `file`, reporting problems.
     fn resolve(&mut self, file: &Path, at: &str, written: &str) -> Option<NodeKey> {
         let shown = self.paths.show(file);
+        let place = self.pointer_place(file, at);
         let error = |message: String, help: String| {
             Diagnostic::error("bad-ref", &shown, message)
                 .with_help(help)
-                .at(Place::Pointer(at.to_owned()))
+                .at(place.clone())
         };
         let parsed = match reference::parse(written) {
             Ok(parsed) => parsed,
@@ -376,14 +382,14 @@ impl<'a> Bundler<'a> {
                     Diagnostic::error(
                         "bad-definition-name",
                         self.paths.show(&key.file),
-                        format!("this schema's Rust type name would come from {problem}"),
+                        format!("`{candidate}` cannot become a Rust type name: {problem}"),
                     )
                     .with_help(if key.pointer.is_empty() {
                         "give the schema a `title` made of ASCII letters and digits"
                     } else {
                         "rename the definition with ASCII letters and digits"
                     })
-                    .at(Place::Pointer(key.pointer.clone())),
+                    .at(self.pointer_place(&key.file, &key.pointer)),
                 ),
             }
         }
@@ -422,8 +428,21 @@ impl<'a> Bundler<'a> {
                 "rename one definition (a file's root is named by its `title`, else its file \
                  name; any other node by its key), or make both refer to one shared file",
             )
-            .at(Place::Pointer(second.pointer.clone())),
+            .at(self.pointer_place(&second.file, &second.pointer)),
         );
+    }
+
+    /// The place of `pointer` in `file`, with its span when the file was indexed.
+    fn pointer_place(&self, file: &Path, pointer: &str) -> Place {
+        let document = self.files.get(file).and_then(Option::as_ref);
+        let span = match (document, self.spans.get(file)) {
+            (Some(document), Some(spans)) => spans.find(&yaml_path(document, pointer)),
+            _ => None,
+        };
+        Place::Pointer {
+            pointer: pointer.to_owned(),
+            span,
+        }
     }
 }
 
@@ -484,6 +503,29 @@ fn for_each_ref(node: &Value, f: &mut dyn FnMut(&str)) {
     for (_, target) in found {
         f(&target);
     }
+}
+
+/// The [`YamlSpans`] path of a JSON pointer: `/properties/items/0` → `properties.items[0]`.
+fn yaml_path(document: &Value, pointer: &str) -> String {
+    let mut path = String::new();
+    let mut node = Some(document);
+    for segment in pointer.split('/').skip(1) {
+        let key = segment.replace("~1", "/").replace("~0", "~");
+        match node {
+            Some(Value::Array(items)) => {
+                path.push_str(&format!("[{key}]"));
+                node = key.parse::<usize>().ok().and_then(|i| items.get(i));
+            }
+            other => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(&key);
+                node = other.and_then(|n| n.get(&key));
+            }
+        }
+    }
+    path
 }
 
 fn definition_names(document: &Value) -> Vec<String> {

@@ -1,0 +1,1 @@
+//! Cross-crate tests of warren; everything lives under `tests/`.
