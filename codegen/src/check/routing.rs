@@ -270,10 +270,10 @@ impl Graph {
         }
         // An alternate exchange receives what this exchange cannot route. Matching is
         // "some key may", so take it whenever a key may miss every binding too.
-        if let Some(alternate) = alternate {
-            if !routed || key.placeholders().next().is_some() {
-                self.visit(alternate, key, reach, seen);
-            }
+        if let Some(alternate) = alternate
+            && (!routed || key.placeholders().next().is_some())
+        {
+            self.visit(alternate, key, reach, seen);
         }
     }
 }

@@ -131,22 +131,22 @@ impl<'a> Checker<'a> {
             }
         }
         for (name, queue) in &self.file.queues {
-            if let RetryPolicy::TtlBackoff { tiers, .. } = retry_policy(name, queue) {
-                if let Some(long) = tiers.iter().find(|t| t.queue.len() > MAX_NAME_BYTES) {
-                    let message = format!(
-                        "queue `{}` needs a wait queue `{}` of {} bytes; AMQP names hold at most 255",
-                        shown(name),
-                        shown(&long.queue),
-                        long.queue.len()
+            if let RetryPolicy::TtlBackoff { tiers, .. } = retry_policy(name, queue)
+                && let Some(long) = tiers.iter().find(|t| t.queue.len() > MAX_NAME_BYTES)
+            {
+                let message = format!(
+                    "queue `{}` needs a wait queue `{}` of {} bytes; AMQP names hold at most 255",
+                    shown(name),
+                    shown(&long.queue),
+                    long.queue.len()
+                );
+                let diagnostic = self
+                    .contract
+                    .error_at("name-too-long", &format!("queues.{name}"), message)
+                    .with_help(
+                        "shorten the queue name: wait queues are named `<queue>.wait.<delay>`",
                     );
-                    let diagnostic = self
-                        .contract
-                        .error_at("name-too-long", &format!("queues.{name}"), message)
-                        .with_help(
-                            "shorten the queue name: wait queues are named `<queue>.wait.<delay>`",
-                        );
-                    self.push(diagnostic);
-                }
+                self.push(diagnostic);
             }
         }
         for (section, names) in [
@@ -524,15 +524,17 @@ impl<'a> Checker<'a> {
                     format!("raise `max_delay` to at least {initial}, or lower `initial_delay`"),
                 );
             }
-            if let Some(multiplier) = retry.multiplier {
-                if !multiplier.is_finite() || multiplier < 1.0 {
-                    self.error(
-                        "bad-retry",
-                        &format!("{path}.multiplier"),
-                        format!("`multiplier` must be at least 1 (got {multiplier}); delays never shrink"),
-                        "use 1 for a constant delay, 2 to double it each time",
-                    );
-                }
+            if let Some(multiplier) = retry.multiplier
+                && (!multiplier.is_finite() || multiplier < 1.0)
+            {
+                self.error(
+                    "bad-retry",
+                    &format!("{path}.multiplier"),
+                    format!(
+                        "`multiplier` must be at least 1 (got {multiplier}); delays never shrink"
+                    ),
+                    "use 1 for a constant delay, 2 to double it each time",
+                );
             }
         }
         if retry.exhausted == Some(Exhausted::Requeue) {
@@ -909,10 +911,7 @@ impl<'a> Checker<'a> {
                 .is_some_and(|e| !e.is_empty());
             let unrouted: Vec<String> = if keys.is_empty() {
                 // Nothing is known to reach the queue: at least one binding must exist.
-                if any_binding
-                    || exchange.alternate_exchange.is_some()
-                    || matches!(kind, ExchangeKind::Fanout) && any_binding
-                {
+                if any_binding || exchange.alternate_exchange.is_some() {
                     Vec::new()
                 } else {
                     vec![String::new()]

@@ -60,7 +60,7 @@ impl fmt::Display for Duration {
         let (unit, scale) = UNITS
             .iter()
             .rev()
-            .find(|(_, scale)| self.millis > 0 && self.millis % scale == 0)
+            .find(|(_, scale)| self.millis > 0 && self.millis.is_multiple_of(*scale))
             .copied()
             .unwrap_or(("ms", 1));
         write!(f, "{}{unit}", self.millis / scale)

@@ -402,7 +402,7 @@ impl<'a> Bundler<'a> {
         let mut body = reference::lookup(document, &key.pointer)?.clone();
         if let Value::Object(map) = &mut body {
             for keyword in DEFINITION_KEYWORDS.iter().chain(DOCUMENT_KEYWORDS) {
-                map.remove(*keyword);
+                map.shift_remove(*keyword);
             }
         }
         let refs = self.nodes.get(key)?;
