@@ -28,9 +28,11 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Check a contract: its YAML, every schema it reaches through `$ref`, and every topology
-    /// rule (routability, dead-lettering, retry settings, names). All problems are reported
-    /// at once, each with its file, line and a fix.
+    /// Check a contract and every schema it reaches
+    ///
+    /// Reads the contract's YAML, every schema it reaches through `$ref`, and checks every
+    /// topology rule (routability, dead-lettering, retry settings, names). All problems are
+    /// reported at once, each with its file, line, YAML path or JSON pointer, and a fix.
     Validate {
         /// The contract file, usually `warren.yaml`.
         contract: PathBuf,
@@ -38,8 +40,10 @@ enum Command {
         #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
         color: String,
     },
-    /// Print the JSON Schema of the contract format. Point editors at it with
-    /// `# yaml-language-server: $schema=<path>` on the first line of a contract.
+    /// Print the JSON Schema of the contract format
+    ///
+    /// Point editors at it with `# yaml-language-server: $schema=<path>` on the first line of
+    /// a contract for completion and validation as you type.
     Schema,
 }
 
