@@ -1,3 +1,280 @@
 //! `build.rs` support for warren: turn a `warren.yaml` contract into Rust at build time.
 //!
-//! Empty for now: it arrives with code generation, on top of `warren-codegen`'s front end.
+//! ```no_run
+//! // build.rs
+//! fn main() -> Result<(), warren_build::Error> {
+//!     warren_build::compile("warren.yaml")?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! ```text
+//! // src/lib.rs
+//! include!(concat!(env!("OUT_DIR"), "/orders.rs"));
+//! ```
+//!
+//! The build script checks the contract and every schema it reaches, writes the generated
+//! file under `OUT_DIR` (only when its bytes changed, so nothing downstream rebuilds for
+//! nothing), and tells Cargo to rerun it only when the contract or one of those schema files
+//! changes. A contract with errors fails the build with the same diagnostics as
+//! `warren validate`: file, line, what is wrong and how to fix it.
+//!
+//! The generated code depends on the `warren-runtime` crate alone: add it to
+//! `[dependencies]` and `warren-build` to `[build-dependencies]`.
+
+// The examples are build scripts, whose `fn main` is the point.
+#![allow(clippy::needless_doctest_main)]
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use warren_codegen::RenderStyle;
+
+/// Generates the Rust for the contract at `contract` with the default [`Config`].
+///
+/// ```no_run
+/// // build.rs
+/// fn main() -> Result<(), warren_build::Error> {
+///     warren_build::compile("warren.yaml")?;
+///     Ok(())
+/// }
+/// ```
+pub fn compile(contract: impl AsRef<Path>) -> Result<PathBuf, Error> {
+    Config::new().compile(contract)
+}
+
+/// Settings for generating a contract's Rust from a build script.
+#[derive(Debug, Clone)]
+pub struct Config {
+    out_dir: Option<PathBuf>,
+    file_name: Option<String>,
+    emit_rerun_if_changed: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Config {
+    /// The defaults: write under `OUT_DIR`, name the file after the contract, and print
+    /// `cargo:rerun-if-changed` lines.
+    ///
+    /// ```no_run
+    /// // build.rs
+    /// fn main() {
+    ///     warren_build::Config::new().compile("warren.yaml").unwrap();
+    /// }
+    /// ```
+    pub fn new() -> Self {
+        Self {
+            out_dir: None,
+            file_name: None,
+            emit_rerun_if_changed: true,
+        }
+    }
+
+    /// Writes the generated file into `dir` instead of the `OUT_DIR` Cargo gives build
+    /// scripts.
+    ///
+    /// ```no_run
+    /// // build.rs
+    /// fn main() {
+    ///     let dir = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("contracts");
+    ///     std::fs::create_dir_all(&dir).unwrap();
+    ///     warren_build::Config::new()
+    ///         .out_dir(dir)
+    ///         .compile("warren.yaml")
+    ///         .unwrap();
+    /// }
+    /// ```
+    pub fn out_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.out_dir = Some(dir.into());
+        self
+    }
+
+    /// Names the generated file. By default it is named after the contract: `billing.yaml`
+    /// gives `billing.rs`, and a contract called `warren.yaml` is named after its folder
+    /// (`orders/warren.yaml` gives `orders.rs`).
+    ///
+    /// ```no_run
+    /// // build.rs
+    /// fn main() {
+    ///     warren_build::Config::new()
+    ///         .file_name("contract.rs")
+    ///         .compile("warren.yaml")
+    ///         .unwrap();
+    /// }
+    /// // src/lib.rs: include!(concat!(env!("OUT_DIR"), "/contract.rs"));
+    /// ```
+    pub fn file_name(&mut self, name: impl Into<String>) -> &mut Self {
+        self.file_name = Some(name.into());
+        self
+    }
+
+    /// Whether to print `cargo:rerun-if-changed` for the contract and every schema file it
+    /// reads (on by default). Turn it off when the build script decides about reruns itself;
+    /// Cargo then reruns it whenever any file of the package changes.
+    ///
+    /// ```no_run
+    /// // build.rs
+    /// fn main() {
+    ///     println!("cargo:rerun-if-changed=contracts");
+    ///     warren_build::Config::new()
+    ///         .emit_rerun_if_changed(false)
+    ///         .compile("contracts/warren.yaml")
+    ///         .unwrap();
+    /// }
+    /// ```
+    pub fn emit_rerun_if_changed(&mut self, emit: bool) -> &mut Self {
+        self.emit_rerun_if_changed = emit;
+        self
+    }
+
+    /// Checks the contract at `contract`, generates its Rust, and writes it (when its bytes
+    /// changed). Returns the path of the generated file.
+    ///
+    /// ```no_run
+    /// // build.rs
+    /// fn main() {
+    ///     let file = warren_build::Config::new().compile("warren.yaml").unwrap();
+    ///     println!("cargo:warning=generated {}", file.display());
+    /// }
+    /// ```
+    pub fn compile(&self, contract: impl AsRef<Path>) -> Result<PathBuf, Error> {
+        let contract = contract.as_ref();
+        if self.emit_rerun_if_changed {
+            // Printed first, so a contract that fails to check is still watched.
+            println!("cargo:rerun-if-changed={}", contract.display());
+        }
+        let generated = match warren_codegen::generate(contract) {
+            Ok(generated) => generated,
+            Err(warren_codegen::Error::Invalid(problems)) => {
+                if self.emit_rerun_if_changed {
+                    // Watch every file read so far: fixing a schema must rerun the script.
+                    for file in problems.files() {
+                        println!("cargo:rerun-if-changed={}", file.display());
+                    }
+                }
+                return Err(Error::new(problems.render(RenderStyle::Plain)));
+            }
+            Err(other) => return Err(Error::new(format!("{other}\n"))),
+        };
+        if self.emit_rerun_if_changed {
+            for input in &generated.checked.contract.inputs {
+                println!("cargo:rerun-if-changed={}", input.display());
+            }
+        }
+        for warning in generated.checked.warnings.iter() {
+            println!("cargo:warning={}", warning.to_string().replace('\n', " "));
+        }
+        let dir = match &self.out_dir {
+            Some(dir) => dir.clone(),
+            None => std::env::var_os("OUT_DIR")
+                .map(PathBuf::from)
+                .ok_or_else(|| {
+                    Error::new(
+                        "OUT_DIR is not set: call warren_build from a build script, or set \
+                         Config::out_dir\n"
+                            .to_owned(),
+                    )
+                })?,
+        };
+        let name = match &self.file_name {
+            Some(name) => name.clone(),
+            None => default_file_name(contract),
+        };
+        let path = dir.join(name);
+        write_if_changed(&path, generated.code.as_bytes())
+            .map_err(|e| Error::new(format!("cannot write `{}`: {e}\n", path.display())))?;
+        Ok(path)
+    }
+}
+
+/// `billing.yaml` → `billing.rs`; `orders/warren.yaml` → `orders.rs`.
+fn default_file_name(contract: &Path) -> String {
+    let stem = contract
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = if stem == "warren" {
+        contract
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.parent().and_then(Path::file_name).map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or(stem)
+    } else {
+        stem
+    };
+    let cleaned: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .collect();
+    format!("{cleaned}.rs")
+}
+
+/// Writes `bytes` to `path` unless the file already holds exactly them, so its modification
+/// time only moves when its content does.
+fn write_if_changed(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if std::fs::read(path).is_ok_and(|old| old == bytes) {
+        return Ok(());
+    }
+    std::fs::write(path, bytes)
+}
+
+/// Why a contract could not be turned into Rust. Both `Display` and `Debug` show the rendered
+/// diagnostics, so `.unwrap()` and `fn main() -> Result<(), Error>` in a build script print
+/// them readably.
+pub struct Error {
+    rendered: String,
+}
+
+impl Error {
+    fn new(rendered: String) -> Self {
+        Self { rendered }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.rendered)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `unwrap()` prints Debug: make it the readable report, not a struct dump.
+        write!(f, "\n{}", self.rendered)
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::{default_file_name, write_if_changed};
+
+    #[test]
+    fn file_names_follow_the_contract() {
+        assert_eq!(default_file_name(Path::new("billing.yaml")), "billing.rs");
+        assert_eq!(default_file_name(Path::new("Order Events.yml")), "order_events.rs");
+        let orders = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/orders/warren.yaml");
+        assert_eq!(default_file_name(&orders), "orders.rs");
+    }
+
+    #[test]
+    fn unchanged_bytes_are_not_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.rs");
+        write_if_changed(&path, b"one").unwrap();
+        let written = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        write_if_changed(&path, b"one").unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), written);
+        write_if_changed(&path, b"two").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+    }
+}

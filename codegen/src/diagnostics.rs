@@ -198,6 +198,12 @@ impl Diagnostics {
         self.sources.insert(file.into(), text);
     }
 
+    /// The files whose text was kept: the contract and every schema file read before the
+    /// problems were found. A build script watches them so a fix anywhere triggers a rerun.
+    pub fn files(&self) -> impl Iterator<Item = &std::path::Path> {
+        self.sources.keys().map(PathBuf::as_path)
+    }
+
     /// Moves the problems and sources of `other` into `self`.
     pub fn extend(&mut self, other: Diagnostics) {
         self.items.extend(other.items);

@@ -4,7 +4,7 @@
 //! The pipeline has one module per stage, each testable alone:
 //! [`load`] (YAML → typed [`format`] with positions) → [`schema`] (load payload schemas and
 //! bundle every cross-file `$ref`) → checks (every contract rule, all problems collected into
-//! [`Diagnostics`]) → [`model`] (the plain IR code generation reads).
+//! [`Diagnostics`]) → [`model`] (a plain IR) → [`emit`] (one Rust file per contract).
 //!
 //! ```no_run
 //! match warren_codegen::check_contract("examples/orders/warren.yaml") {
@@ -16,6 +16,7 @@
 
 mod check;
 pub mod diagnostics;
+pub mod emit;
 pub mod format;
 pub mod load;
 pub mod model;
@@ -26,7 +27,45 @@ use std::path::Path;
 
 pub use check::routing;
 pub use diagnostics::{Diagnostic, Diagnostics, RenderStyle, Severity};
-pub use load::LoadError as Error;
+pub use emit::GenerateError;
+
+/// Why a contract could not be checked or turned into Rust.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The contract file itself could not be read.
+    #[error("cannot read contract `{}`: {source}", path.display())]
+    Io {
+        /// The path as given.
+        path: std::path::PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The contract has problems; every one found is listed.
+    #[error("{0}")]
+    Invalid(Diagnostics),
+    /// Code generation failed on a checked contract.
+    #[error("{0}")]
+    Generate(#[from] GenerateError),
+}
+
+impl From<load::LoadError> for Error {
+    fn from(error: load::LoadError) -> Self {
+        match error {
+            load::LoadError::Io { path, source } => Self::Io { path, source },
+            load::LoadError::Invalid(problems) => Self::Invalid(problems),
+        }
+    }
+}
+
+/// Rust generated from a contract.
+#[derive(Debug, Clone)]
+pub struct Generated {
+    /// The generated file's text.
+    pub code: String,
+    /// The checked contract it was generated from (its model, inputs and warnings).
+    pub checked: Checked,
+}
 
 /// A contract that passed every check.
 #[derive(Debug, Clone)]
@@ -61,4 +100,11 @@ pub fn check_contract(path: impl AsRef<Path>) -> Result<Checked, Error> {
         contract,
         warnings: problems,
     })
+}
+
+/// Checks the contract at `path` and generates its Rust file.
+pub fn generate(path: impl AsRef<Path>) -> Result<Generated, Error> {
+    let checked = check_contract(path)?;
+    let code = emit::generate(&checked.contract)?;
+    Ok(Generated { code, checked })
 }

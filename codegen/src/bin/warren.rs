@@ -1,27 +1,29 @@
 //! The `warren` command line.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use warren_codegen::{Error, RenderStyle};
+use warren_codegen::{Diagnostics, Error, RenderStyle};
 
 /// Typed RabbitMQ messaging from a contract: JSON Schema files for payloads plus one
 /// `warren.yaml` for exchanges, queues, bindings, publishers, consumers and retry policy.
 #[derive(Debug, Parser)]
-#[command(
-    name = "warren",
-    version,
-    after_help = "\
+#[command(name = "warren", version, after_help = "\
 Examples:
-  warren validate examples/orders/warren.yaml   check a contract and its schemas
-  warren schema > schemas/warren.schema.json     the format's JSON Schema, for editors
+  warren validate examples/orders/warren.yaml              check a contract and its schemas
+  warren generate examples/orders/warren.yaml -o orders.rs  write the Rust for a contract
+  warren check examples/orders/warren.yaml --against src/orders.rs
+                                                            in CI: fail when orders.rs is stale
+  warren schema > schemas/warren.schema.json                the format's JSON Schema, for editors
 
-Exit status: 0 when the contract is valid (warnings are shown), 1 when it has errors,
-2 when the command itself failed (bad arguments, unreadable contract)."
-)]
+Exit status: 0 on success (warnings are shown), 1 when the contract has errors or a checked
+file is stale, 2 when the command itself failed (bad arguments, unreadable files).")]
 struct Cli {
+    /// Colour diagnostics: auto (when stderr is a terminal), always or never.
+    #[arg(long, global = true, default_value = "auto", value_parser = ["auto", "always", "never"])]
+    color: String,
     #[command(subcommand)]
     command: Command,
 }
@@ -36,9 +38,30 @@ enum Command {
     Validate {
         /// The contract file, usually `warren.yaml`.
         contract: PathBuf,
-        /// Colour the output: auto (when stderr is a terminal), always or never.
-        #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
-        color: String,
+    },
+    /// Generate the Rust for a contract
+    ///
+    /// Writes one file: payload and headers types, a marker type per message, typed
+    /// publishers, one handler trait per consumer, and `topology()`. The file names only the
+    /// `warren-runtime` crate. A file whose bytes would not change is not rewritten.
+    Generate {
+        /// The contract file, usually `warren.yaml`.
+        contract: PathBuf,
+        /// Where to write the Rust file; `-` (the default) writes to standard output.
+        #[arg(short, long, default_value = "-")]
+        output: PathBuf,
+    },
+    /// Fail when a checked-in generated file is stale
+    ///
+    /// Generates the contract's Rust in memory and compares it with FILE. Exits 0 when they
+    /// are identical, and 1 with a unified diff when they differ. Writes nothing: run
+    /// `warren generate` to update the file.
+    Check {
+        /// The contract file, usually `warren.yaml`.
+        contract: PathBuf,
+        /// The checked-in generated file to compare with.
+        #[arg(long, value_name = "FILE")]
+        against: PathBuf,
     },
     /// Print the JSON Schema of the contract format
     ///
@@ -47,46 +70,127 @@ enum Command {
     Schema,
 }
 
+/// A command's failure: its exit status and what to print.
+struct Failure {
+    status: u8,
+    message: String,
+}
+
+impl Failure {
+    fn usage(message: String) -> Self {
+        Self { status: 2, message }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    let style = match cli.color.as_str() {
+        "always" => RenderStyle::Color,
+        "never" => RenderStyle::Plain,
+        _ if std::io::stderr().is_terminal() => RenderStyle::Color,
+        _ => RenderStyle::Plain,
+    };
+    let outcome = match cli.command {
         Command::Schema => {
             print!("{}", warren_codegen::format::json_schema());
-            ExitCode::SUCCESS
+            Ok(())
         }
-        Command::Validate { contract, color } => {
-            let style = match color.as_str() {
-                "always" => RenderStyle::Color,
-                "never" => RenderStyle::Plain,
-                _ if std::io::stderr().is_terminal() => RenderStyle::Color,
-                _ => RenderStyle::Plain,
-            };
-            match warren_codegen::check_contract(&contract) {
-                Ok(checked) => {
-                    if !checked.warnings.is_empty() {
-                        eprint!("{}", checked.warnings.render(style));
-                    }
-                    let c = &checked.contract;
-                    eprintln!(
-                        "{}: valid ({} exchanges, {} queues, {} messages, {} publishers, {} consumers)",
-                        contract.display(),
-                        c.exchanges.len(),
-                        c.queues.len(),
-                        c.messages.len(),
-                        c.publishers.len(),
-                        c.consumers.len()
-                    );
-                    ExitCode::SUCCESS
-                }
-                Err(Error::Invalid(problems)) => {
-                    eprint!("{}", problems.render(style));
-                    ExitCode::from(1)
-                }
-                Err(error) => {
-                    eprintln!("error: {error}");
-                    ExitCode::from(2)
-                }
-            }
+        Command::Validate { contract } => validate(&contract, style),
+        Command::Generate { contract, output } => generate(&contract, &output, style),
+        Command::Check { contract, against } => check(&contract, &against, style),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprint!("{}", failure.message);
+            ExitCode::from(failure.status)
         }
     }
+}
+
+/// Maps a front-end error to its exit status and rendered text.
+fn failure(error: Error, style: RenderStyle) -> Failure {
+    match error {
+        Error::Invalid(problems) => Failure {
+            status: 1,
+            message: problems.render(style),
+        },
+        Error::Io { .. } => Failure::usage(format!("error: {error}\n")),
+        Error::Generate(error) => Failure {
+            status: 1,
+            message: format!("error: {error}\n"),
+        },
+    }
+}
+
+fn show_warnings(warnings: &Diagnostics, style: RenderStyle) {
+    if !warnings.is_empty() {
+        eprint!("{}", warnings.render(style));
+    }
+}
+
+fn validate(contract: &Path, style: RenderStyle) -> Result<(), Failure> {
+    let checked = warren_codegen::check_contract(contract).map_err(|e| failure(e, style))?;
+    show_warnings(&checked.warnings, style);
+    let c = &checked.contract;
+    eprintln!(
+        "{}: valid ({} exchanges, {} queues, {} messages, {} publishers, {} consumers)",
+        contract.display(),
+        c.exchanges.len(),
+        c.queues.len(),
+        c.messages.len(),
+        c.publishers.len(),
+        c.consumers.len()
+    );
+    Ok(())
+}
+
+fn generate(contract: &Path, output: &Path, style: RenderStyle) -> Result<(), Failure> {
+    let generated = warren_codegen::generate(contract).map_err(|e| failure(e, style))?;
+    show_warnings(&generated.checked.warnings, style);
+    if output == Path::new("-") {
+        print!("{}", generated.code);
+        return Ok(());
+    }
+    let unchanged = std::fs::read(output).is_ok_and(|old| old == generated.code.as_bytes());
+    if !unchanged {
+        std::fs::write(output, &generated.code).map_err(|e| {
+            Failure::usage(format!("error: cannot write `{}`: {e}\n", output.display()))
+        })?;
+    }
+    eprintln!(
+        "{}: {}",
+        output.display(),
+        if unchanged { "unchanged" } else { "written" }
+    );
+    Ok(())
+}
+
+fn check(contract: &Path, against: &Path, style: RenderStyle) -> Result<(), Failure> {
+    let generated = warren_codegen::generate(contract).map_err(|e| failure(e, style))?;
+    show_warnings(&generated.checked.warnings, style);
+    let current = std::fs::read_to_string(against).map_err(|e| {
+        Failure::usage(format!("error: cannot read `{}`: {e}\n", against.display()))
+    })?;
+    if current == generated.code {
+        eprintln!("{}: up to date", against.display());
+        return Ok(());
+    }
+    let diff = similar::TextDiff::from_lines(&current, &generated.code)
+        .unified_diff()
+        .context_radius(3)
+        .header(
+            &against.display().to_string(),
+            &format!("{} (generated)", contract.display()),
+        )
+        .to_string();
+    Err(Failure {
+        status: 1,
+        message: format!(
+            "{diff}\n{} is stale: run `warren generate {} -o {}`\n",
+            against.display(),
+            contract.display(),
+            against.display()
+        ),
+    })
 }

@@ -1,0 +1,212 @@
+//! One handler trait per consumer, and `Handlers`, which needs all of them.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::{code, doc, ident, type_ident};
+use crate::model::{Consumer, Contract, Message};
+use crate::naming::Case;
+
+/// `pub mod consumers`, `pub struct Handlers` and the adapters to the runtime's handler traits.
+pub(super) fn emit(contract: &Contract) -> TokenStream {
+    let consumers: Vec<(&Consumer, &Message)> = contract
+        .consumers
+        .values()
+        .filter_map(|c| contract.messages.get(&c.message).map(|m| (c, m)))
+        .collect();
+    let traits = consumers.iter().map(|(c, m)| handler_trait(c, m));
+    let adapters = consumers.iter().map(|(c, m)| adapter(c, m));
+    let handlers = handlers(&consumers);
+    quote! {
+        /// One handler trait per consumer of the contract. Implement each with an
+        /// `async fn`; its future must be `Send`.
+        pub mod consumers {
+            #( #traits )*
+        }
+
+        #handlers
+
+        /// Adapters from the generated traits to the runtime's.
+        mod __adapters {
+            #( #adapters )*
+        }
+    }
+}
+
+/// The delivery type of a message: `Delivery<Payload, Headers>`.
+fn delivery(message: &Message, types: &TokenStream) -> TokenStream {
+    let payload = type_ident(&message.payload.type_name);
+    match &message.headers {
+        Some(headers) => {
+            let headers = type_ident(&headers.type_name);
+            quote! { ::warren_runtime::Delivery<#types::#payload, #types::#headers> }
+        }
+        None => quote! { ::warren_runtime::Delivery<#types::#payload> },
+    }
+}
+
+fn handler_trait(consumer: &Consumer, message: &Message) -> TokenStream {
+    let name = ident(&consumer.name, Case::Type);
+    let delivery = delivery(message, &quote! { super::types });
+    let mut text = format!(
+        "Handles message {} from queue {} (consumer {}).",
+        code(&message.name),
+        code(&consumer.queue),
+        code(&consumer.name)
+    );
+    if let Some(description) = &message.description {
+        text = format!("{text}\n\n{description}");
+    }
+    text.push_str(
+        "\n\nReturn `Ok(())` to acknowledge, `HandlerError::non_retryable` for a failure that \
+         can never succeed (dead-lettered at once), or any other error to let the queue's \
+         retry policy decide.",
+    );
+    let docs = doc(&text);
+    let returns = quote! {
+        impl ::core::future::Future<
+            Output = ::core::result::Result<(), ::warren_runtime::HandlerError>,
+        > + ::core::marker::Send
+    };
+    let method = if consumer.batch.is_some() {
+        quote! {
+            /// Handles one batch; an error applies to every message of the batch.
+            fn handle_batch(&self, batch: ::std::vec::Vec<#delivery>) -> #returns;
+        }
+    } else {
+        quote! {
+            /// Handles one delivery.
+            fn handle(&self, delivery: #delivery) -> #returns;
+        }
+    };
+    quote! {
+        #docs
+        pub trait #name: ::core::marker::Send + ::core::marker::Sync + 'static {
+            #method
+        }
+    }
+}
+
+fn adapter(consumer: &Consumer, message: &Message) -> TokenStream {
+    let name = ident(&consumer.name, Case::Type);
+    let marker = ident(&message.name, Case::Type);
+    let delivery = delivery(message, &quote! { super::types });
+    let returns = quote! {
+        impl ::core::future::Future<
+            Output = ::core::result::Result<(), ::warren_runtime::HandlerError>,
+        > + ::core::marker::Send
+    };
+    let body = if consumer.batch.is_some() {
+        quote! {
+            impl<H: super::consumers::#name> ::warren_runtime::BatchHandler<super::messages::#marker> for #name<H> {
+                fn handle_batch(&self, batch: ::std::vec::Vec<#delivery>) -> #returns {
+                    super::consumers::#name::handle_batch(&self.0, batch)
+                }
+            }
+        }
+    } else {
+        quote! {
+            impl<H: super::consumers::#name> ::warren_runtime::Handler<super::messages::#marker> for #name<H> {
+                fn handle(&self, delivery: #delivery) -> #returns {
+                    super::consumers::#name::handle(&self.0, delivery)
+                }
+            }
+        }
+    };
+    quote! {
+        pub(super) struct #name<H>(pub(super) H);
+        #body
+    }
+}
+
+fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
+    let params: Vec<_> = consumers
+        .iter()
+        .map(|(c, _)| ident(&c.name, Case::Type))
+        .collect();
+    let fields: Vec<_> = consumers
+        .iter()
+        .map(|(c, _)| ident(&c.name, Case::Value))
+        .collect();
+    let field_docs = consumers.iter().map(|(c, _)| {
+        doc(&format!(
+            "The handler of consumer {} (queue {}).",
+            code(&c.name),
+            code(&c.queue)
+        ))
+    });
+    let registrations = consumers.iter().zip(&fields).map(|((consumer, message), field)| {
+        let adapter = ident(&consumer.name, Case::Type);
+        let marker = ident(&message.name, Case::Type);
+        let name = &consumer.name;
+        let queue = &consumer.queue;
+        let prefetch = consumer.prefetch;
+        let concurrency = consumer.concurrency;
+        let spec = quote! {
+            ::warren_runtime::ConsumerSpec {
+                name: #name,
+                queue: #queue,
+                prefetch: #prefetch,
+                concurrency: #concurrency,
+            }
+        };
+        match &consumer.batch {
+            Some(batch) => {
+                let size = batch.size;
+                let millis = batch.timeout.as_millis();
+                quote! {
+                    worker.add_batch::<messages::#marker, _>(
+                        #spec,
+                        ::warren_runtime::BatchSpec {
+                            size: #size,
+                            timeout: ::core::time::Duration::from_millis(#millis),
+                        },
+                        __adapters::#adapter(self.#field),
+                    );
+                }
+            }
+            None => quote! {
+                worker.add::<messages::#marker, _>(#spec, __adapters::#adapter(self.#field));
+            },
+        }
+    });
+    let unused = if consumers.is_empty() {
+        quote! { let _ = worker; }
+    } else {
+        quote! {}
+    };
+    let generics = if params.is_empty() {
+        quote! {}
+    } else {
+        quote! { <#( #params ),*> }
+    };
+    let bounds = if params.is_empty() {
+        quote! {}
+    } else {
+        quote! { <#( #params: consumers::#params ),*> }
+    };
+    quote! {
+        /// The handler of every consumer of the contract. Each field is required, so a
+        /// consumer without a handler is a compile error.
+        pub struct Handlers #generics {
+            #( #field_docs pub #fields: #params, )*
+        }
+
+        impl #bounds Handlers #generics {
+            /// Adds every consumer to `worker`.
+            pub fn register(self, worker: &mut ::warren_runtime::Worker) {
+                #unused
+                #( #registrations )*
+            }
+
+            /// Adds every consumer to `worker` and runs it until it stops.
+            pub async fn run(
+                self,
+                mut worker: ::warren_runtime::Worker,
+            ) -> ::core::result::Result<(), ::warren_runtime::WorkerError> {
+                self.register(&mut worker);
+                worker.run().await
+            }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! `Publishers`: one async method per publisher of the contract.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::{code, doc, ident};
+use crate::model::{Compression, Contract, KeyWord, Publisher};
+use crate::naming::Case;
+
+/// `pub struct Publishers` and its methods.
+pub(super) fn emit(contract: &Contract) -> TokenStream {
+    let methods = contract
+        .publishers
+        .values()
+        .filter_map(|publisher| method(contract, publisher));
+    quote! {
+        /// The contract's publishers: one method per publisher, with the exchange, routing
+        /// key and compression of the contract baked in. Each publish waits for the broker's
+        /// confirm and fails when the message reaches no queue.
+        #[derive(Debug, Clone)]
+        pub struct Publishers {
+            publisher: ::warren_runtime::Publisher,
+        }
+
+        impl Publishers {
+            /// Publishes through `publisher`.
+            pub fn new(publisher: ::warren_runtime::Publisher) -> Self {
+                Self { publisher }
+            }
+
+            #( #methods )*
+        }
+    }
+}
+
+fn method(contract: &Contract, publisher: &Publisher) -> Option<TokenStream> {
+    let message = contract.messages.get(&publisher.message)?;
+    let name = ident(&publisher.name, Case::Value);
+    let marker = ident(&message.name, Case::Type);
+    let payload = super::type_ident(&message.payload.type_name);
+    let placeholders: Vec<_> = publisher
+        .routing_key
+        .placeholders()
+        .map(|p| ident(p, Case::Value))
+        .collect();
+    let (headers_param, headers_arg) = match &message.headers {
+        Some(headers) => {
+            let headers = super::type_ident(&headers.type_name);
+            (
+                quote! { headers: &types::#headers, },
+                quote! { headers },
+            )
+        }
+        None => (quote! {}, quote! { &::warren_runtime::NoHeaders {} }),
+    };
+    let exchange = &publisher.exchange;
+    let (build_key, key) = if placeholders.is_empty() {
+        let text = &publisher.routing_key_text;
+        (quote! {}, quote! { #text })
+    } else {
+        let parts = key_parts(publisher);
+        (
+            quote! {
+                let routing_key = ::warren_runtime::RoutingKey::build(&[ #( #parts ),* ])?;
+            },
+            quote! { routing_key.as_str() },
+        )
+    };
+    let compression = match publisher.compression {
+        None => quote! { ::core::option::Option::None },
+        Some(Compression::Gzip) => {
+            quote! { ::core::option::Option::Some(::warren_runtime::Compression::Gzip) }
+        }
+        Some(Compression::Deflate) => {
+            quote! { ::core::option::Option::Some(::warren_runtime::Compression::Deflate) }
+        }
+    };
+    let exchange_text = if exchange.is_empty() {
+        "the default exchange".to_owned()
+    } else {
+        format!("exchange {}", code(exchange))
+    };
+    let mut text = format!(
+        "Publishes message {} to {exchange_text} with routing key {}",
+        code(&message.name),
+        code(&publisher.routing_key_text)
+    );
+    if let Some(compression) = publisher.compression {
+        let name = match compression {
+            Compression::Gzip => "gzip",
+            Compression::Deflate => "deflate",
+        };
+        text.push_str(&format!(", compressed with {name}"));
+    }
+    text.push_str(&format!(" (publisher {}).", code(&publisher.name)));
+    let docs = doc(&text);
+    Some(quote! {
+        #docs
+        pub async fn #name(
+            &self,
+            #( #placeholders: &str, )*
+            payload: &types::#payload,
+            #headers_param
+        ) -> ::core::result::Result<(), ::warren_runtime::PublishError> {
+            #build_key
+            self.publisher
+                .publish::<messages::#marker>(
+                    ::warren_runtime::Publication {
+                        exchange: #exchange,
+                        routing_key: #key,
+                        compression: #compression,
+                    },
+                    payload,
+                    #headers_arg,
+                )
+                .await
+        }
+    })
+}
+
+/// The routing key as literal text and placeholder values, separators folded into the text.
+fn key_parts(publisher: &Publisher) -> Vec<TokenStream> {
+    let mut parts = Vec::new();
+    let mut literal = String::new();
+    for (i, word) in publisher.routing_key.words().iter().enumerate() {
+        if i > 0 {
+            literal.push('.');
+        }
+        match word {
+            KeyWord::Literal(text) => literal.push_str(text),
+            KeyWord::Placeholder(name) => {
+                if !literal.is_empty() {
+                    parts.push(quote! { ::warren_runtime::KeyPart::Literal(#literal) });
+                    literal.clear();
+                }
+                let value = ident(name, Case::Value);
+                parts.push(quote! { ::warren_runtime::KeyPart::Value { name: #name, value: #value } });
+            }
+        }
+    }
+    if !literal.is_empty() {
+        parts.push(quote! { ::warren_runtime::KeyPart::Literal(#literal) });
+    }
+    parts
+}

@@ -1,0 +1,62 @@
+//! The orders example: the contract in `warren.yaml`, compiled by `build.rs`.
+//!
+//! Everything below `include!` is generated: `types` (payloads), `messages`, `Publishers`,
+//! `consumers` (one handler trait per consumer), `Handlers` and `topology()`.
+
+include!(concat!(env!("OUT_DIR"), "/orders.rs"));
+
+/// Example handlers, as a service would write them.
+pub mod handlers {
+    use warren_runtime::{Delivery, HandlerError};
+
+    use crate::types::{OrderCancelled, OrderHeaders, OrderPlaced};
+
+    /// Ships orders.
+    pub struct Fulfilment;
+
+    impl crate::consumers::FulfilOrder for Fulfilment {
+        async fn handle(
+            &self,
+            delivery: Delivery<OrderPlaced, OrderHeaders>,
+        ) -> Result<(), HandlerError> {
+            let order = delivery.payload();
+            if order.items.is_empty() {
+                // Deterministic: retrying cannot help.
+                return Err(HandlerError::non_retryable("an order without items"));
+            }
+            Ok(())
+        }
+    }
+
+    /// Bills orders in batches.
+    pub struct Billing;
+
+    impl crate::consumers::BillOrders for Billing {
+        async fn handle_batch(
+            &self,
+            batch: Vec<Delivery<OrderPlaced, OrderHeaders>>,
+        ) -> Result<(), HandlerError> {
+            let _total: u64 = batch.iter().map(|d| d.payload().total.amount_minor).sum();
+            Ok(())
+        }
+    }
+
+    /// Tells customers about cancellations.
+    pub struct Notifications;
+
+    impl crate::consumers::NotifyCancellation for Notifications {
+        async fn handle(&self, delivery: Delivery<OrderCancelled>) -> Result<(), HandlerError> {
+            let _reason = delivery.payload().reason;
+            Ok(())
+        }
+    }
+
+    /// Every handler the contract needs: leaving one out does not compile.
+    pub fn all() -> crate::Handlers<Billing, Fulfilment, Notifications> {
+        crate::Handlers {
+            fulfil_order: Fulfilment,
+            bill_orders: Billing,
+            notify_cancellation: Notifications,
+        }
+    }
+}

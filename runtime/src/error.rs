@@ -1,0 +1,159 @@
+//! Errors: what handlers return, and what publishing and running workers can fail with.
+
+use std::fmt;
+
+type Source = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a handler failed, and whether trying again could ever help.
+///
+/// The handler decides *whether* a failure is worth retrying; the queue's retry policy in the
+/// contract decides *how*:
+///
+/// | returned | outcome |
+/// |---|---|
+/// | `Ok(())` | acknowledged |
+/// | [`HandlerError::non_retryable`] | dead-lettered at once, whatever the retry mode |
+/// | [`HandlerError::retryable`], or any error converted with `?` | the queue's retry mode decides |
+///
+/// Any error converts into a retryable `HandlerError` with `?`, so an unclassified failure
+/// is retried. Mark the deterministic ones (a business rule refusing the message) with
+/// [`HandlerError::non_retryable`].
+pub struct HandlerError {
+    retryable: bool,
+    source: Source,
+}
+
+impl HandlerError {
+    /// A failure that may succeed later (a downstream service is down, a lock timed out).
+    pub fn retryable(source: impl Into<Source>) -> Self {
+        Self {
+            retryable: true,
+            source: source.into(),
+        }
+    }
+
+    /// A failure that can never succeed (the order does not exist, the amount is negative):
+    /// the message is dead-lettered at once.
+    pub fn non_retryable(source: impl Into<Source>) -> Self {
+        Self {
+            retryable: false,
+            source: source.into(),
+        }
+    }
+
+    /// Whether the queue's retry policy may try again.
+    pub fn is_retryable(&self) -> bool {
+        self.retryable
+    }
+
+    /// The underlying error.
+    pub fn source(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        self.source.as_ref()
+    }
+
+    /// Takes the underlying error.
+    pub fn into_source(self) -> Source {
+        self.source
+    }
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for HandlerError {
+    fn from(error: E) -> Self {
+        Self::retryable(error)
+    }
+}
+
+impl fmt::Debug for HandlerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HandlerError")
+            .field("retryable", &self.retryable)
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+impl fmt::Display for HandlerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = if self.retryable {
+            "retryable"
+        } else {
+            "non-retryable"
+        };
+        write!(f, "{kind}: {}", self.source)
+    }
+}
+
+/// Why a publish did not succeed. Every variant means the broker did not confirm the message
+/// as routed to a queue.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PublishError {
+    /// The payload or headers could not be serialized.
+    #[error("cannot serialize the {what} of message `{message}`: {source}")]
+    Serialize {
+        /// The message name.
+        message: &'static str,
+        /// `payload` or `headers`.
+        what: &'static str,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The headers type did not serialize to a JSON object.
+    #[error("the headers of message `{message}` must serialize to a JSON object")]
+    HeadersNotAnObject {
+        /// The message name.
+        message: &'static str,
+    },
+    /// A routing-key placeholder was given an empty value.
+    #[error("routing key placeholder `{{{placeholder}}}` was given an empty value")]
+    EmptyPlaceholder {
+        /// The placeholder's name.
+        placeholder: &'static str,
+    },
+    /// The routing key is longer than AMQP's 255 bytes.
+    #[error("routing key is {0} bytes; AMQP allows at most 255")]
+    RoutingKeyTooLong(usize),
+    /// Compressing the body failed.
+    #[error("cannot compress the body: {0}")]
+    Compress(#[source] std::io::Error),
+    /// The broker returned the message: it matched no queue.
+    #[error("the broker routed the message to no queue (exchange `{exchange}`, routing key `{routing_key}`)")]
+    Unroutable {
+        /// The exchange published to.
+        exchange: String,
+        /// The routing key used.
+        routing_key: String,
+    },
+    /// The broker refused the message (`basic.nack`).
+    #[error("the broker refused the message (exchange `{exchange}`, routing key `{routing_key}`)")]
+    Nacked {
+        /// The exchange published to.
+        exchange: String,
+        /// The routing key used.
+        routing_key: String,
+    },
+    /// The channel or connection failed.
+    #[error("broker error: {0}")]
+    Broker(#[from] lapin::Error),
+}
+
+/// Why a worker stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkerError {
+    /// The consumer's queue is not in the worker's topology.
+    #[error("consumer `{consumer}` reads queue `{queue}`, which the topology does not declare")]
+    UnknownQueue {
+        /// The consumer.
+        consumer: String,
+        /// Its queue.
+        queue: String,
+    },
+    /// Consuming is not available in this version of the runtime.
+    #[error("running consumers is not implemented yet in warren-runtime {}", env!("CARGO_PKG_VERSION"))]
+    Unsupported,
+    /// The channel or connection failed.
+    #[error("broker error: {0}")]
+    Broker(#[from] lapin::Error),
+}
