@@ -202,14 +202,24 @@ fn default_file_name(contract: &Path) -> String {
         contract
             .canonicalize()
             .ok()
-            .and_then(|p| p.parent().and_then(Path::file_name).map(|n| n.to_string_lossy().into_owned()))
+            .and_then(|p| {
+                p.parent()
+                    .and_then(Path::file_name)
+                    .map(|n| n.to_string_lossy().into_owned())
+            })
             .unwrap_or(stem)
     } else {
         stem
     };
     let cleaned: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
         .collect();
     format!("{cleaned}.rs")
 }
@@ -260,7 +270,10 @@ mod tests {
     #[test]
     fn file_names_follow_the_contract() {
         assert_eq!(default_file_name(Path::new("billing.yaml")), "billing.rs");
-        assert_eq!(default_file_name(Path::new("Order Events.yml")), "order_events.rs");
+        assert_eq!(
+            default_file_name(Path::new("Order Events.yml")),
+            "order_events.rs"
+        );
         let orders = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/orders/warren.yaml");
         assert_eq!(default_file_name(&orders), "orders.rs");
     }
@@ -273,7 +286,10 @@ mod tests {
         let written = std::fs::metadata(&path).unwrap().modified().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
         write_if_changed(&path, b"one").unwrap();
-        assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), written);
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().modified().unwrap(),
+            written
+        );
         write_if_changed(&path, b"two").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"two");
     }

@@ -28,7 +28,11 @@ impl<P, H> Delivery<P, H> {
     }
 
     /// Sets the exchange and routing key the message was published with.
-    pub fn with_route(mut self, exchange: impl Into<String>, routing_key: impl Into<String>) -> Self {
+    pub fn with_route(
+        mut self,
+        exchange: impl Into<String>,
+        routing_key: impl Into<String>,
+    ) -> Self {
         self.exchange = exchange.into();
         self.routing_key = routing_key.into();
         self

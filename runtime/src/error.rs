@@ -118,7 +118,9 @@ pub enum PublishError {
     #[error("cannot compress the body: {0}")]
     Compress(#[source] std::io::Error),
     /// The broker returned the message: it matched no queue.
-    #[error("the broker routed the message to no queue (exchange `{exchange}`, routing key `{routing_key}`)")]
+    #[error(
+        "the broker routed the message to no queue (exchange `{exchange}`, routing key `{routing_key}`)"
+    )]
     Unroutable {
         /// The exchange published to.
         exchange: String,

@@ -2,8 +2,8 @@
 
 use std::io::Write as _;
 
-use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::Confirmation;
+use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::types::ShortString;
 use lapin::{BasicProperties, Channel, Connection};
 
@@ -117,7 +117,9 @@ impl Publisher {
             _ => return Err(PublishError::HeadersNotAnObject { message: M::NAME }),
         }
         if let Some(compression) = publication.compression {
-            body = compression.compress(&body).map_err(PublishError::Compress)?;
+            body = compression
+                .compress(&body)
+                .map_err(PublishError::Compress)?;
             properties =
                 properties.with_content_encoding(ShortString::from(compression.encoding()));
         }

@@ -57,7 +57,10 @@ mod tests {
     fn joins_literals_and_values() {
         let key = RoutingKey::build(&[
             KeyPart::Literal("order."),
-            KeyPart::Value { name: "region", value: "eu.west" },
+            KeyPart::Value {
+                name: "region",
+                value: "eu.west",
+            },
             KeyPart::Literal(".placed"),
         ])
         .unwrap();
@@ -66,10 +69,24 @@ mod tests {
 
     #[test]
     fn refuses_empty_values_and_long_keys() {
-        let empty = RoutingKey::build(&[KeyPart::Value { name: "region", value: "" }]);
-        assert!(matches!(empty, Err(PublishError::EmptyPlaceholder { placeholder: "region" })));
+        let empty = RoutingKey::build(&[KeyPart::Value {
+            name: "region",
+            value: "",
+        }]);
+        assert!(matches!(
+            empty,
+            Err(PublishError::EmptyPlaceholder {
+                placeholder: "region"
+            })
+        ));
         let long = "x".repeat(256);
-        let too_long = RoutingKey::build(&[KeyPart::Value { name: "id", value: &long }]);
-        assert!(matches!(too_long, Err(PublishError::RoutingKeyTooLong(256))));
+        let too_long = RoutingKey::build(&[KeyPart::Value {
+            name: "id",
+            value: &long,
+        }]);
+        assert!(matches!(
+            too_long,
+            Err(PublishError::RoutingKeyTooLong(256))
+        ));
     }
 }

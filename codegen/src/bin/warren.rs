@@ -10,7 +10,10 @@ use warren_codegen::{Diagnostics, Error, RenderStyle};
 /// Typed RabbitMQ messaging from a contract: JSON Schema files for payloads plus one
 /// `warren.yaml` for exchanges, queues, bindings, publishers, consumers and retry policy.
 #[derive(Debug, Parser)]
-#[command(name = "warren", version, after_help = "\
+#[command(
+    name = "warren",
+    version,
+    after_help = "\
 Examples:
   warren validate examples/orders/warren.yaml              check a contract and its schemas
   warren generate examples/orders/warren.yaml -o orders.rs  write the Rust for a contract
@@ -19,7 +22,8 @@ Examples:
   warren schema > schemas/warren.schema.json                the format's JSON Schema, for editors
 
 Exit status: 0 on success (warnings are shown), 1 when the contract has errors or a checked
-file is stale, 2 when the command itself failed (bad arguments, unreadable files).")]
+file is stale, 2 when the command itself failed (bad arguments, unreadable files)."
+)]
 struct Cli {
     /// Colour diagnostics: auto (when stderr is a terminal), always or never.
     #[arg(long, global = true, default_value = "auto", value_parser = ["auto", "always", "never"])]

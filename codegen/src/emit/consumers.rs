@@ -135,41 +135,44 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
             code(&c.queue)
         ))
     });
-    let registrations = consumers.iter().zip(&fields).map(|((consumer, message), field)| {
-        let adapter = ident(&consumer.name, Case::Type);
-        let marker = ident(&message.name, Case::Type);
-        let name = &consumer.name;
-        let queue = &consumer.queue;
-        let prefetch = consumer.prefetch;
-        let concurrency = consumer.concurrency;
-        let spec = quote! {
-            ::warren_runtime::ConsumerSpec {
-                name: #name,
-                queue: #queue,
-                prefetch: #prefetch,
-                concurrency: #concurrency,
-            }
-        };
-        match &consumer.batch {
-            Some(batch) => {
-                let size = batch.size;
-                let millis = batch.timeout.as_millis();
-                quote! {
-                    worker.add_batch::<messages::#marker, _>(
-                        #spec,
-                        ::warren_runtime::BatchSpec {
-                            size: #size,
-                            timeout: ::core::time::Duration::from_millis(#millis),
-                        },
-                        __adapters::#adapter(self.#field),
-                    );
+    let registrations = consumers
+        .iter()
+        .zip(&fields)
+        .map(|((consumer, message), field)| {
+            let adapter = ident(&consumer.name, Case::Type);
+            let marker = ident(&message.name, Case::Type);
+            let name = &consumer.name;
+            let queue = &consumer.queue;
+            let prefetch = consumer.prefetch;
+            let concurrency = consumer.concurrency;
+            let spec = quote! {
+                ::warren_runtime::ConsumerSpec {
+                    name: #name,
+                    queue: #queue,
+                    prefetch: #prefetch,
+                    concurrency: #concurrency,
                 }
+            };
+            match &consumer.batch {
+                Some(batch) => {
+                    let size = batch.size;
+                    let millis = batch.timeout.as_millis();
+                    quote! {
+                        worker.add_batch::<messages::#marker, _>(
+                            #spec,
+                            ::warren_runtime::BatchSpec {
+                                size: #size,
+                                timeout: ::core::time::Duration::from_millis(#millis),
+                            },
+                            __adapters::#adapter(self.#field),
+                        );
+                    }
+                }
+                None => quote! {
+                    worker.add::<messages::#marker, _>(#spec, __adapters::#adapter(self.#field));
+                },
             }
-            None => quote! {
-                worker.add::<messages::#marker, _>(#spec, __adapters::#adapter(self.#field));
-            },
-        }
-    });
+        });
     let unused = if consumers.is_empty() {
         quote! { let _ = worker; }
     } else {

@@ -46,10 +46,7 @@ fn method(contract: &Contract, publisher: &Publisher) -> Option<TokenStream> {
     let (headers_param, headers_arg) = match &message.headers {
         Some(headers) => {
             let headers = super::type_ident(&headers.type_name);
-            (
-                quote! { headers: &types::#headers, },
-                quote! { headers },
-            )
+            (quote! { headers: &types::#headers, }, quote! { headers })
         }
         None => (quote! {}, quote! { &::warren_runtime::NoHeaders {} }),
     };
@@ -134,7 +131,9 @@ fn key_parts(publisher: &Publisher) -> Vec<TokenStream> {
                     literal.clear();
                 }
                 let value = ident(name, Case::Value);
-                parts.push(quote! { ::warren_runtime::KeyPart::Value { name: #name, value: #value } });
+                parts.push(
+                    quote! { ::warren_runtime::KeyPart::Value { name: #name, value: #value } },
+                );
             }
         }
     }

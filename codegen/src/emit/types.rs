@@ -28,9 +28,7 @@ pub(super) fn emit(contract: &Contract) -> Result<TokenStream, GenerateError> {
     // is known to do that, and this turns anything left into an error, not a crashed build.
     let generated = catch_unwind(AssertUnwindSafe(|| {
         let mut space = TypeSpace::new(&settings);
-        space
-            .add_ref_types(definitions)
-            .map(|()| space.to_stream())
+        space.add_ref_types(definitions).map(|()| space.to_stream())
     }));
     let stream = match generated {
         Ok(Ok(stream)) => stream,
@@ -137,9 +135,9 @@ fn is_serde_derive(trees: &[TokenTree], i: usize) -> bool {
     let is_derive = matches!(inner.next(), Some(TokenTree::Ident(id)) if id == "derive");
     is_derive
         && inner.any(|tree| match tree {
-            TokenTree::Group(list) => list.stream().into_iter().any(|t| {
-                matches!(t, TokenTree::Ident(id) if id == "Serialize" || id == "Deserialize")
-            }),
+            TokenTree::Group(list) => list.stream().into_iter().any(
+                |t| matches!(t, TokenTree::Ident(id) if id == "Serialize" || id == "Deserialize"),
+            ),
             _ => false,
         })
 }
@@ -162,9 +160,18 @@ mod tests {
         };
         let output = reroute(input).to_string();
         assert!(!output.contains(":: serde :: Deserialize ,"), "{output}");
-        assert!(output.contains("# [serde (crate = \"::warren_runtime::__codegen::serde\")]"), "{output}");
-        assert!(output.contains(":: warren_runtime :: __codegen :: uuid :: Uuid"), "{output}");
-        assert!(output.contains("as :: warren_runtime :: __codegen :: serde :: de :: Error"), "{output}");
+        assert!(
+            output.contains("# [serde (crate = \"::warren_runtime::__codegen::serde\")]"),
+            "{output}"
+        );
+        assert!(
+            output.contains(":: warren_runtime :: __codegen :: uuid :: Uuid"),
+            "{output}"
+        );
+        assert!(
+            output.contains("as :: warren_runtime :: __codegen :: serde :: de :: Error"),
+            "{output}"
+        );
         assert!(output.contains(":: std :: string :: String"), "{output}");
         assert!(output.contains("x :: serde :: y"), "{output}");
         assert_eq!(output.matches("__codegen").count(), 8, "{output}");
