@@ -194,16 +194,28 @@ pub fn wait_queue_name(queue: &str, delay: Duration) -> String {
     format!("{queue}.wait.{delay}")
 }
 
-/// The distinct delays of a ttl-backoff policy, shortest first.
+/// Most wait queues one ttl-backoff queue may need; the checks refuse policies above it.
+pub const MAX_WAIT_TIERS: usize = 64;
+
+/// The distinct delays of a ttl-backoff policy, shortest first. Stops once the delay reaches
+/// `max` (it never grows again) or once there are more than [`MAX_WAIT_TIERS`] tiers, so a
+/// huge `max_retries` costs nothing.
 pub fn delay_tiers(
     max_retries: u32,
     initial: Duration,
     max: Duration,
     multiplier: f64,
 ) -> Vec<Duration> {
-    let mut tiers: Vec<Duration> = (0..max_retries)
-        .map(|attempt| backoff_delay(initial, max, multiplier, attempt))
-        .collect();
+    let mut tiers: Vec<Duration> = Vec::new();
+    for attempt in 0..max_retries {
+        let delay = backoff_delay(initial, max, multiplier, attempt);
+        if tiers.last() != Some(&delay) {
+            tiers.push(delay);
+        }
+        if delay >= max || multiplier <= 1.0 || tiers.len() > MAX_WAIT_TIERS {
+            break;
+        }
+    }
     tiers.sort();
     tiers.dedup();
     tiers
@@ -462,7 +474,7 @@ fn queue(name: &str, q: &format::Queue) -> Queue {
     };
     let text = |s: &str| ArgumentValue::String(s.to_owned());
     let int = |n: u64| ArgumentValue::Int(i64::try_from(n).unwrap_or(i64::MAX));
-    set("x-queue-type", text(queue_kind_name(kind)));
+    set("x-queue-type", text(kind.as_str()));
     if let Some(dl) = &q.dead_letter {
         set("x-dead-letter-exchange", text(&dl.exchange));
         if let Some(key) = &dl.routing_key {
@@ -477,7 +489,7 @@ fn queue(name: &str, q: &format::Queue) -> Queue {
             RetryPolicy::ImmediateRequeue { max_retries, .. } => max_retries,
             _ => 0,
         };
-        let limit = q.delivery_limit.unwrap_or(budget + 1);
+        let limit = q.delivery_limit.unwrap_or(budget.saturating_add(1));
         set("x-delivery-limit", int(u64::from(limit)));
     }
     if let Some(ttl) = q.message_ttl {
@@ -493,12 +505,7 @@ fn queue(name: &str, q: &format::Queue) -> Queue {
         set("x-max-length-bytes", int(n));
     }
     if let Some(overflow) = q.overflow {
-        let value = match overflow {
-            format::Overflow::DropHead => "drop-head",
-            format::Overflow::RejectPublish => "reject-publish",
-            format::Overflow::RejectPublishDlx => "reject-publish-dlx",
-        };
-        set("x-overflow", text(value));
+        set("x-overflow", text(overflow.as_str()));
     }
     if let Some(single) = q.single_active_consumer {
         set("x-single-active-consumer", ArgumentValue::Bool(single));
@@ -537,7 +544,7 @@ fn wait_queues(main: &Queue) -> Vec<Queue> {
         .map(|tier| {
             let mut arguments = BTreeMap::new();
             let text = |s: &str| ArgumentValue::String(s.to_owned());
-            arguments.insert("x-queue-type".to_owned(), text(queue_kind_name(main.kind)));
+            arguments.insert("x-queue-type".to_owned(), text(main.kind.as_str()));
             arguments.insert(
                 "x-message-ttl".to_owned(),
                 ArgumentValue::Int(i64::try_from(tier.delay.as_millis()).unwrap_or(i64::MAX)),
@@ -573,10 +580,7 @@ fn wait_queues(main: &Queue) -> Vec<Queue> {
 fn binding(b: &format::Binding) -> Binding {
     let mut arguments = b.arguments.clone();
     if !b.headers.is_empty() || b.headers_match.is_some() {
-        let mode = match b.headers_match.unwrap_or_default() {
-            format::HeadersMatch::All => "all",
-            format::HeadersMatch::Any => "any",
-        };
+        let mode = b.headers_match.unwrap_or_default().as_str();
         arguments.insert("x-match".to_owned(), ArgumentValue::String(mode.to_owned()));
         arguments.extend(b.headers.clone());
     }
@@ -590,15 +594,6 @@ fn binding(b: &format::Binding) -> Binding {
         destination,
         routing_key: b.routing_key.clone().unwrap_or_default(),
         arguments,
-    }
-}
-
-/// The `x-queue-type` value of a queue kind.
-pub fn queue_kind_name(kind: QueueKind) -> &'static str {
-    match kind {
-        QueueKind::Quorum => "quorum",
-        QueueKind::Classic => "classic",
-        QueueKind::Stream => "stream",
     }
 }
 

@@ -9,8 +9,6 @@ pub mod routing;
 mod rules;
 mod schemas;
 
-use std::collections::BTreeMap;
-
 pub(crate) use schemas::bundle_schemas;
 
 use crate::diagnostics::Diagnostics;
@@ -84,11 +82,6 @@ pub(crate) fn shown(name: &str) -> String {
         let head: String = escaped.chars().take(MAX_CHARS - 1).collect();
         format!("{head}…")
     }
-}
-
-/// Keys of a map, for suggestions.
-pub(crate) fn keys<V>(map: &BTreeMap<String, V>) -> impl Iterator<Item = &String> {
-    map.keys()
 }
 
 #[cfg(test)]

@@ -193,8 +193,11 @@ pub struct Graph {
 /// What a routing key reaches.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Reach {
-    /// Queues that may receive the message.
+    /// Queues that receive the message for some value of the key's placeholders.
     pub queues: BTreeSet<String>,
+    /// Queues reached only through headers bindings, which may or may not match depending
+    /// on the headers sent.
+    pub maybe: BTreeSet<String>,
     /// True when the message reaches an exchange this contract does not declare (an
     /// alternate exchange owned elsewhere), so where it ends is unknown.
     pub leaves_contract: bool,
@@ -203,9 +206,18 @@ pub struct Reach {
 }
 
 impl Reach {
+    fn deliver(&mut self, queue: &str, certain: bool) {
+        let set = if certain {
+            &mut self.queues
+        } else {
+            &mut self.maybe
+        };
+        set.insert(queue.to_owned());
+    }
+
     /// True when the message may end in some queue.
     pub fn is_routable(&self) -> bool {
-        !self.queues.is_empty() || self.leaves_contract
+        !self.queues.is_empty() || !self.maybe.is_empty() || self.leaves_contract
     }
 }
 
@@ -214,14 +226,17 @@ impl Graph {
     pub fn route(&self, exchange: &str, key: &KeyTemplate) -> Reach {
         let mut reach = Reach::default();
         let mut seen = BTreeSet::new();
-        self.visit(exchange, key, &mut reach, &mut seen);
+        self.visit(exchange, key, true, &mut reach, &mut seen);
         reach
     }
 
+    /// Follows `key` from `exchange`; `certain` is false once the path went through a
+    /// headers binding.
     fn visit(
         &self,
         exchange: &str,
         key: &KeyTemplate,
+        certain: bool,
         reach: &mut Reach,
         seen: &mut BTreeSet<String>,
     ) {
@@ -232,7 +247,7 @@ impl Graph {
             // The default exchange delivers to the queue named by the key.
             for queue in &self.queues {
                 if direct_matches(queue, key) {
-                    reach.queues.insert(queue.clone());
+                    reach.deliver(queue, certain);
                 }
             }
             return;
@@ -261,19 +276,18 @@ impl Graph {
                 continue;
             }
             routed = true;
+            let certain = certain && *kind != ExchangeKind::Headers;
             match &edge.to {
-                Destination::Queue(queue) => {
-                    reach.queues.insert(queue.clone());
-                }
-                Destination::Exchange(next) => self.visit(next, key, reach, seen),
+                Destination::Queue(queue) => reach.deliver(queue, certain),
+                Destination::Exchange(next) => self.visit(next, key, certain, reach, seen),
             }
         }
         // An alternate exchange receives what this exchange cannot route. Matching is
         // "some key may", so take it whenever a key may miss every binding too.
         if let Some(alternate) = alternate
-            && (!routed || key.placeholders().next().is_some())
+            && (!routed || key.placeholders().next().is_some() || *kind == ExchangeKind::Headers)
         {
-            self.visit(alternate, key, reach, seen);
+            self.visit(alternate, key, certain, reach, seen);
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::routing::{Destination, Edge, Graph, KeyTemplate, Reach};
-use super::{keys, list, shown, suggest};
+use super::{list, shown, suggest};
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::format::{
     ArgumentValue, ContractFile, ExchangeKind, Exhausted, OnPoison, Overflow, Queue, QueueKind,
@@ -36,16 +36,29 @@ pub(super) struct Checker<'a> {
     file: &'a ContractFile,
     out: &'a mut Diagnostics,
     graph: Graph,
+    /// Where each publisher's messages go, for publishers whose key parses; computed once
+    /// and shared by the routability, message and dead-letter checks.
+    routes: BTreeMap<&'a str, Reach>,
 }
 
 impl<'a> Checker<'a> {
     pub(super) fn new(contract: &'a LoadedContract, out: &'a mut Diagnostics) -> Self {
         let file = &contract.file;
+        let graph = graph(file);
+        let routes = file
+            .publishers
+            .iter()
+            .filter_map(|(name, p)| {
+                let template = KeyTemplate::parse(p.routing_key.as_deref().unwrap_or_default());
+                Some((name.as_str(), graph.route(&p.exchange, &template.ok()?)))
+            })
+            .collect();
         Self {
             contract,
             file,
             out,
-            graph: graph(file),
+            graph,
+            routes,
         }
     }
 
@@ -69,9 +82,8 @@ impl<'a> Checker<'a> {
     /// Keys written twice: YAML keeps the last one silently, so a second queue `orders`
     /// would replace the first without a word.
     pub(super) fn duplicates(&mut self) {
-        for (path, span) in self.contract.spans.duplicates() {
-            let (parent, name) = path.rsplit_once('.').unwrap_or(("", path));
-            let what = match parent {
+        for duplicate in self.contract.spans.duplicates() {
+            let what = match duplicate.parent.as_str() {
                 "exchanges" => "exchange",
                 "queues" => "queue",
                 "messages" => "message",
@@ -82,82 +94,108 @@ impl<'a> Checker<'a> {
             let diagnostic = Diagnostic::error(
                 "duplicate-name",
                 self.contract.path(),
-                format!("{what} `{}` is written twice; the second entry would silently replace the first", shown(name)),
+                format!(
+                    "{what} `{}` is written twice; the second entry would silently replace the first",
+                    shown(&duplicate.key)
+                ),
             )
             .with_help("rename one of them, or merge them into one entry")
             .at(crate::diagnostics::Place::Yaml {
-                path: path.clone(),
-                span: Some(*span),
+                path: duplicate.path(),
+                span: Some(duplicate.span),
             });
             self.push(diagnostic);
         }
     }
 
-    /// Name syntax: empty, too long for AMQP, or in the broker's reserved `amq.` space.
+    /// Name syntax: empty, too long for AMQP, or in the broker's reserved `amq.` space; and
+    /// derived wait queues, which must fit AMQP's limit and not take a declared queue's name.
     pub(super) fn names(&mut self) {
-        let exchanges: Vec<String> = self.file.exchanges.keys().cloned().collect();
-        let queues: Vec<String> = self.file.queues.keys().cloned().collect();
-        for (kind, section, names) in [
-            ("exchange", "exchanges", exchanges),
-            ("queue", "queues", queues),
-        ] {
+        let file = self.file;
+        let amqp_names = [
+            (Kind::Exchange, file.exchanges.keys().collect::<Vec<_>>()),
+            (Kind::Queue, file.queues.keys().collect()),
+        ];
+        for (kind, names) in amqp_names {
+            let (what, section) = kind.words();
             for name in names {
                 let path = format!("{section}.{name}");
                 if name.trim().is_empty() {
                     self.error(
                         "bad-name",
                         &path,
-                        format!("{kind} name `{name}` is empty"),
-                        format!("give every {kind} a name"),
+                        format!("{what} name `{name}` is empty"),
+                        format!("give every {what} a name"),
                     );
                 } else if name.len() > MAX_NAME_BYTES {
                     self.error(
                         "name-too-long",
                         &path,
                         format!(
-                            "{kind} name is {} bytes; AMQP names hold at most 255",
+                            "{what} name is {} bytes; AMQP names hold at most 255",
                             name.len()
                         ),
-                        format!("shorten the name of {kind} `{}`", shown(&name)),
+                        format!("shorten the name of {what} `{}`", shown(name)),
                     );
                 } else if name.starts_with("amq.") {
                     self.error(
                         "reserved-name",
                         &path,
-                        format!("{kind} name `{name}` starts with `amq.`, which RabbitMQ reserves"),
-                        format!("choose {kind} names without the `amq.` prefix"),
+                        format!("{what} name `{name}` starts with `amq.`, which RabbitMQ reserves"),
+                        format!("choose {what} names without the `amq.` prefix"),
                     );
                 }
             }
         }
-        for (name, queue) in &self.file.queues {
-            if let RetryPolicy::TtlBackoff { tiers, .. } = retry_policy(name, queue)
-                && let Some(long) = tiers.iter().find(|t| t.queue.len() > MAX_NAME_BYTES)
-            {
-                let message = format!(
-                    "queue `{}` needs a wait queue `{}` of {} bytes; AMQP names hold at most 255",
-                    shown(name),
-                    shown(&long.queue),
-                    long.queue.len()
+        for (name, queue) in &file.queues {
+            let RetryPolicy::TtlBackoff { tiers, .. } = retry_policy(name, queue) else {
+                continue;
+            };
+            let path = format!("queues.{name}");
+            if tiers.len() > crate::model::MAX_WAIT_TIERS {
+                self.error(
+                    "bad-retry",
+                    &format!("{path}.retry"),
+                    format!(
+                        "this backoff needs more than {} wait queues, one per distinct delay",
+                        crate::model::MAX_WAIT_TIERS
+                    ),
+                    "raise `multiplier`, lower `max_delay`, or lower `max_retries`",
                 );
-                let diagnostic = self
-                    .contract
-                    .error_at("name-too-long", &format!("queues.{name}"), message)
-                    .with_help(
-                        "shorten the queue name: wait queues are named `<queue>.wait.<delay>`",
-                    );
-                self.push(diagnostic);
+            }
+            if let Some(long) = tiers.iter().find(|t| t.queue.len() > MAX_NAME_BYTES) {
+                self.error(
+                    "name-too-long",
+                    &path,
+                    format!(
+                        "queue `{}` needs a wait queue `{}` of {} bytes; AMQP names hold at most 255",
+                        shown(name),
+                        shown(&long.queue),
+                        long.queue.len()
+                    ),
+                    "shorten the queue name: wait queues are named `<queue>.wait.<delay>`",
+                );
+            }
+            if let Some(taken) = tiers.iter().find(|t| file.queues.contains_key(&t.queue)) {
+                self.error(
+                    "wait-queue-clash",
+                    &path,
+                    format!(
+                        "queue `{}` needs a wait queue `{}`, and a queue of that name is declared",
+                        shown(name),
+                        shown(&taken.queue)
+                    ),
+                    "rename the declared queue: wait queues are named `<queue>.wait.<delay>`",
+                );
             }
         }
-        for (section, names) in [
-            (
-                "messages",
-                self.file.messages.keys().cloned().collect::<Vec<_>>(),
-            ),
-            ("publishers", self.file.publishers.keys().cloned().collect()),
-            ("consumers", self.file.consumers.keys().cloned().collect()),
-        ] {
-            for name in names.iter().filter(|n| n.len() > MAX_NAME_BYTES) {
+        let sections = [
+            ("messages", file.messages.keys().collect::<Vec<_>>()),
+            ("publishers", file.publishers.keys().collect()),
+            ("consumers", file.consumers.keys().collect()),
+        ];
+        for (section, names) in sections {
+            for name in names.into_iter().filter(|n| n.len() > MAX_NAME_BYTES) {
                 self.error(
                     "name-too-long",
                     &format!("{section}.{name}"),
@@ -174,101 +212,99 @@ impl<'a> Checker<'a> {
     /// Every name used must be declared.
     pub(super) fn references(&mut self) {
         let file = self.file;
-        for (name, exchange) in &file.exchanges {
-            if let Some(alternate) = &exchange.alternate_exchange {
-                self.exchange_exists(
+        let exchange = Kind::Exchange;
+        for (name, e) in &file.exchanges {
+            if let Some(alternate) = &e.alternate_exchange {
+                self.declared(
+                    exchange,
                     alternate,
                     &format!("exchanges.{name}.alternate_exchange"),
-                    false,
                 );
             }
         }
         for (name, queue) in &file.queues {
-            if let Some(dl) = &queue.dead_letter {
-                self.exchange_exists(
+            if let Some(dl) = dead_letter_of(queue)
+                && !dl.exchange.is_empty()
+            {
+                self.declared(
+                    exchange,
                     &dl.exchange,
-                    &format!("queues.{name}.dead_letter.exchange"),
-                    true,
+                    &format!("queues.{name}.{}", dl.field),
                 );
             }
         }
         for (i, binding) in file.bindings.iter().enumerate() {
-            self.exchange_exists(&binding.exchange, &format!("bindings[{i}].exchange"), false);
-            if let Some(queue) = &binding.queue {
-                self.queue_exists(queue, &format!("bindings[{i}].queue"));
+            if binding.exchange.is_empty() {
+                self.error(
+                    "bad-binding",
+                    &format!("bindings[{i}].exchange"),
+                    "the default exchange `\"\"` cannot be bound".to_owned(),
+                    "it routes by queue name already; bind a declared exchange",
+                );
+            } else {
+                self.declared(
+                    exchange,
+                    &binding.exchange,
+                    &format!("bindings[{i}].exchange"),
+                );
             }
-            if let Some(exchange) = &binding.to_exchange {
-                self.exchange_exists(exchange, &format!("bindings[{i}].to_exchange"), false);
+            if let Some(queue) = &binding.queue {
+                self.declared(Kind::Queue, queue, &format!("bindings[{i}].queue"));
+            }
+            if let Some(to) = &binding.to_exchange {
+                self.declared(exchange, to, &format!("bindings[{i}].to_exchange"));
             }
         }
         for (name, publisher) in &file.publishers {
-            self.exchange_exists(
-                &publisher.exchange,
-                &format!("publishers.{name}.exchange"),
-                true,
+            if !publisher.exchange.is_empty() {
+                self.declared(
+                    exchange,
+                    &publisher.exchange,
+                    &format!("publishers.{name}.exchange"),
+                );
+            }
+            self.declared(
+                Kind::Message,
+                &publisher.message,
+                &format!("publishers.{name}.message"),
             );
-            self.message_exists(&publisher.message, &format!("publishers.{name}.message"));
         }
         for (name, consumer) in &file.consumers {
-            self.queue_exists(&consumer.queue, &format!("consumers.{name}.queue"));
-            self.message_exists(&consumer.message, &format!("consumers.{name}.message"));
+            self.declared(
+                Kind::Queue,
+                &consumer.queue,
+                &format!("consumers.{name}.queue"),
+            );
+            self.declared(
+                Kind::Message,
+                &consumer.message,
+                &format!("consumers.{name}.message"),
+            );
         }
     }
 
-    fn exchange_exists(&mut self, name: &str, path: &str, default_allowed: bool) {
-        if name.is_empty() && default_allowed || self.file.exchanges.contains_key(name) {
-            return;
-        }
-        let help = if name.is_empty() {
-            "the default exchange `\"\"` cannot be used here; name a declared exchange".to_owned()
-        } else {
-            match suggest(name, keys(&self.file.exchanges)) {
-                Some(close) => {
-                    format!("did you mean `{close}`? Otherwise declare `{name}` under `exchanges`")
-                }
-                None => format!("declare `{name}` under `exchanges`, or fix the name"),
-            }
+    /// Reports `name` at `path` unless a `kind` of that name is declared.
+    fn declared(&mut self, kind: Kind, name: &str, path: &str) {
+        let file = self.file;
+        let names: Vec<&String> = match kind {
+            Kind::Exchange => file.exchanges.keys().collect(),
+            Kind::Queue => file.queues.keys().collect(),
+            Kind::Message => file.messages.keys().collect(),
         };
-        self.error(
-            "unknown-exchange",
-            path,
-            format!("exchange `{name}` is not declared"),
-            help,
-        );
-    }
-
-    fn queue_exists(&mut self, name: &str, path: &str) {
-        if self.file.queues.contains_key(name) {
+        if names.iter().any(|n| *n == name) {
             return;
         }
-        let help = match suggest(name, keys(&self.file.queues)) {
+        let (what, section) = kind.words();
+        let help = match suggest(name, names) {
             Some(close) => {
-                format!("did you mean `{close}`? Otherwise declare `{name}` under `queues`")
+                format!("did you mean `{close}`? Otherwise declare `{name}` under `{section}`")
             }
-            None => format!("declare `{name}` under `queues`, or fix the name"),
+            None => format!("declare `{name}` under `{section}`, or fix the name"),
         };
         self.error(
-            "unknown-queue",
+            kind.unknown_code(),
             path,
-            format!("queue `{name}` is not declared"),
-            help,
-        );
-    }
-
-    fn message_exists(&mut self, name: &str, path: &str) {
-        if self.file.messages.contains_key(name) {
-            return;
-        }
-        let help = match suggest(name, keys(&self.file.messages)) {
-            Some(close) => {
-                format!("did you mean `{close}`? Otherwise declare `{name}` under `messages`")
-            }
-            None => format!("declare `{name}` under `messages`, or fix the name"),
-        };
-        self.error(
-            "unknown-message",
-            path,
-            format!("message `{name}` is not declared"),
+            format!("{what} `{}` is not declared", shown(name)),
             help,
         );
     }
@@ -338,7 +374,7 @@ impl<'a> Checker<'a> {
 
     fn queue_type_rules(&mut self, name: &str, queue: &Queue, path: &str) {
         let kind = queue.kind.unwrap_or_default();
-        let kind_name = crate::model::queue_kind_name(kind);
+        let kind_name = kind.as_str();
         let flags = [
             ("exclusive", queue.exclusive == Some(true)),
             ("auto_delete", queue.auto_delete == Some(true)),
@@ -422,12 +458,7 @@ impl<'a> Checker<'a> {
             ("multiplier", retry.multiplier.is_some()),
             ("jitter", retry.jitter.is_some()),
         ];
-        let mode_name = match mode {
-            RetryMode::None => "none",
-            RetryMode::ImmediateRequeue => "immediate-requeue",
-            RetryMode::TtlBackoff => "ttl-backoff",
-            RetryMode::QuorumNative => "quorum-native",
-        };
+        let mode_name = mode.as_str();
         if mode != RetryMode::TtlBackoff {
             for (field, set) in backoff_fields {
                 if set {
@@ -453,7 +484,7 @@ impl<'a> Checker<'a> {
             }
             RetryMode::QuorumNative => {
                 if kind != QueueKind::Quorum {
-                    let kind_name = crate::model::queue_kind_name(kind);
+                    let kind_name = kind.as_str();
                     self.error(
                         "bad-retry",
                         &format!("{path}.mode"),
@@ -497,7 +528,7 @@ impl<'a> Checker<'a> {
                     "bad-retry",
                     &format!("queues.{name}.delivery_limit"),
                     format!("`delivery_limit: {limit}` lets the broker dead-letter before the {retries} retries are spent, without failure context"),
-                    format!("set `delivery_limit` above `max_retries` (at least {}), or remove it", retries + 1),
+                    format!("set `delivery_limit` above `max_retries` (at least {}), or remove it", retries.saturating_add(1)),
                 );
             }
         }
@@ -582,11 +613,7 @@ impl<'a> Checker<'a> {
             let kind = exchange.kind.unwrap_or_default();
             match kind {
                 ExchangeKind::Topic | ExchangeKind::Direct if binding.routing_key.is_none() => {
-                    let kind_name = if kind == ExchangeKind::Topic {
-                        "topic"
-                    } else {
-                        "direct"
-                    };
+                    let kind_name = kind.as_str();
                     self.error(
                         "bad-binding",
                         &path,
@@ -652,26 +679,32 @@ impl<'a> Checker<'a> {
 
     /// Routing keys, their placeholders, and whether they reach a queue.
     pub(super) fn publishers(&mut self) {
-        for (name, publisher) in &self.file.publishers {
+        let file = self.file;
+        for (name, publisher) in &file.publishers {
             let path = format!("publishers.{name}");
-            let kind = self
-                .file
-                .exchanges
-                .get(&publisher.exchange)
-                .map(|e| e.kind.unwrap_or_default());
+            let exchange = file.exchanges.get(&publisher.exchange);
+            let kind = exchange.map(|e| e.kind.unwrap_or_default());
+            if exchange.is_some_and(|e| e.internal == Some(true)) {
+                self.error(
+                    "internal-exchange",
+                    &format!("{path}.exchange"),
+                    format!("publisher `{name}` publishes to internal exchange `{}`, which refuses publishes (the broker closes the channel)", publisher.exchange),
+                    "publish to an exchange bound to it, or make it `internal: false`",
+                );
+            }
             let needs_key = publisher.exchange.is_empty()
                 || matches!(kind, Some(ExchangeKind::Topic | ExchangeKind::Direct));
-            let Some(text) = publisher.routing_key.as_deref() else {
-                if needs_key {
-                    self.error(
-                        "missing-routing-key",
-                        &path,
-                        format!("publisher `{name}` publishes to a {} exchange without a `routing_key`", exchange_kind_text(kind)),
-                        "add `routing_key`; `{placeholders}` become parameters of the publish method",
-                    );
-                }
+            if publisher.routing_key.is_none() && needs_key {
+                let kind_text = kind.map_or("default", ExchangeKind::as_str);
+                self.error(
+                    "missing-routing-key",
+                    &path,
+                    format!("publisher `{name}` publishes to a {kind_text} exchange without a `routing_key`"),
+                    "add `routing_key`; `{placeholders}` become parameters of the publish method",
+                );
                 continue;
-            };
+            }
+            let text = publisher.routing_key.as_deref().unwrap_or_default();
             let template = match KeyTemplate::parse(text) {
                 Ok(template) => template,
                 Err(problem) => {
@@ -684,55 +717,85 @@ impl<'a> Checker<'a> {
                     continue;
                 }
             };
-            let mut seen = BTreeSet::new();
-            for placeholder in template.placeholders() {
-                if !seen.insert(placeholder) {
-                    self.error(
-                        "bad-routing-key",
-                        &format!("{path}.routing_key"),
-                        format!("placeholder `{{{placeholder}}}` appears twice"),
-                        "give each placeholder its own name",
-                    );
-                }
-                if let Err(problem) = ident(placeholder, Case::Value) {
-                    self.error(
-                        "bad-routing-key",
-                        &format!("{path}.routing_key"),
-                        format!(
-                            "placeholder `{{{placeholder}}}` cannot become a parameter of the publish method: {problem}"
-                        ),
-                        "name placeholders with ASCII letters, digits and `_`",
-                    );
-                }
-            }
-            if publisher.external_consumers == Some(true)
-                || (kind.is_none() && !publisher.exchange.is_empty())
-            {
+            self.placeholders(&path, &template);
+            let unknown_exchange = kind.is_none() && !publisher.exchange.is_empty();
+            if publisher.external_consumers == Some(true) || unknown_exchange {
                 continue;
             }
-            let reach = self.graph.route(&publisher.exchange, &template);
-            if !reach.is_routable() {
-                let target = if publisher.exchange.is_empty() {
-                    "the default exchange".to_owned()
+            let Some(reach) = self.routes.get(name.as_str()) else {
+                continue;
+            };
+            if reach.is_routable() {
+                continue;
+            }
+            let target = if publisher.exchange.is_empty() {
+                "the default exchange".to_owned()
+            } else {
+                format!("exchange `{}`", publisher.exchange)
+            };
+            let help = if publisher.exchange.is_empty() {
+                format!(
+                    "on the default exchange the routing key must be a queue name; declared queues: {}",
+                    list(file.queues.keys().map(String::as_str))
+                )
+            } else {
+                format!(
+                    "bindings seen: {}. Bind a queue with a matching key, or set `external_consumers: true` if another service declares the queue",
+                    describe_visited(reach)
+                )
+            };
+            self.error(
+                "unroutable-publisher",
+                &format!("{path}.routing_key"),
+                if text.is_empty() {
+                    format!("publisher `{name}` publishes to {target}, which routes its messages to no queue: RabbitMQ would confirm each publish and drop the message")
                 } else {
-                    format!("exchange `{}`", publisher.exchange)
-                };
-                let help = if publisher.exchange.is_empty() {
-                    format!(
-                        "on the default exchange the routing key must be a queue name; declared queues: {}",
-                        list(self.file.queues.keys().map(String::as_str))
-                    )
+                    format!("publisher `{name}` sends `{text}` to {target}, which routes it to no queue: RabbitMQ would confirm the publish and drop the message")
+                },
+                help,
+            );
+        }
+    }
+
+    /// Placeholders become parameters of the publish method: distinct Rust identifiers, and
+    /// not the method's own `payload` and `headers`.
+    fn placeholders(&mut self, path: &str, template: &KeyTemplate) {
+        let path = format!("{path}.routing_key");
+        let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+        for placeholder in template.placeholders() {
+            let id = match ident(placeholder, Case::Value) {
+                Ok(id) => id.text,
+                Err(problem) => {
+                    self.error(
+                        "bad-routing-key",
+                        &path,
+                        format!("placeholder `{{{placeholder}}}` cannot become a parameter of the publish method: {problem}"),
+                        "name placeholders with ASCII letters, digits and `_`",
+                    );
+                    continue;
+                }
+            };
+            if matches!(id.as_str(), "payload" | "headers") {
+                self.error(
+                    "bad-routing-key",
+                    &path,
+                    format!("placeholder `{{{placeholder}}}` would shadow the publish method's `{id}` parameter"),
+                    "rename the placeholder",
+                );
+            }
+            if let Some(first) = seen.insert(id.clone(), placeholder) {
+                let message = if first == placeholder {
+                    format!("placeholder `{{{placeholder}}}` appears twice")
                 } else {
                     format!(
-                        "bindings seen: {}. Bind a queue with a matching key, or set `external_consumers: true` if another service declares the queue",
-                        describe_visited(&reach)
+                        "placeholders `{{{first}}}` and `{{{placeholder}}}` would both become the parameter `{id}`"
                     )
                 };
                 self.error(
-                    "unroutable-publisher",
-                    &format!("{path}.routing_key"),
-                    format!("publisher `{name}` sends `{text}` to {target}, which routes it to no queue: RabbitMQ would confirm the publish and drop the message"),
-                    help,
+                    "bad-routing-key",
+                    &path,
+                    message,
+                    "give each placeholder its own name",
                 );
             }
         }
@@ -842,21 +905,15 @@ impl<'a> Checker<'a> {
     }
 
     /// A consumer expecting one message type on a queue that publishers fill with another.
+    /// Only routes known to reach the queue count: a headers binding may not match.
     fn message_mismatch(&mut self, consumer: &str, queue: &str, message: &str) {
-        for (publisher, p) in &self.file.publishers {
-            if p.message == message {
-                continue;
-            }
-            let Ok(template) = KeyTemplate::parse(p.routing_key.as_deref().unwrap_or_default())
-            else {
-                continue;
-            };
-            if self
-                .graph
-                .route(&p.exchange, &template)
-                .queues
-                .contains(queue)
-            {
+        let file = self.file;
+        for (publisher, p) in &file.publishers {
+            let reaches = self
+                .routes
+                .get(publisher.as_str())
+                .is_some_and(|reach| reach.queues.contains(queue));
+            if p.message != message && reaches {
                 self.error(
                     "message-mismatch",
                     &format!("consumers.{consumer}.message"),
@@ -869,22 +926,28 @@ impl<'a> Checker<'a> {
 
     /// A dead-letter exchange must route the dead letters of its queue somewhere.
     pub(super) fn dead_letters(&mut self) {
-        for (name, queue) in &self.file.queues {
-            let Some(dl) = &queue.dead_letter else {
+        let file = self.file;
+        for (name, queue) in &file.queues {
+            let Some(dl) = dead_letter_of(queue) else {
                 continue;
             };
-            let path = format!("queues.{name}.dead_letter");
+            let path = format!("queues.{name}.{}", dl.field);
+            let key_path = if dl.routing_key.is_some() {
+                format!("queues.{name}.{}", dl.key_field)
+            } else {
+                path.clone()
+            };
             if dl.exchange.is_empty() {
                 match &dl.routing_key {
                     None => self.error(
                         "unroutable-dead-letter",
                         &path,
-                        format!("queue `{name}` dead-letters through the default exchange without a `routing_key`, so dead letters keep their own key and reach no queue"),
-                        "set `routing_key` to the name of the dead-letter queue",
+                        format!("queue `{name}` dead-letters through the default exchange without a routing key, so dead letters keep their own key and reach no queue"),
+                        "set `dead_letter.routing_key` to the name of the dead-letter queue",
                     ),
-                    Some(key) if !self.file.queues.contains_key(key) => self.error(
+                    Some(key) if !file.queues.contains_key(key) => self.error(
                         "unroutable-dead-letter",
-                        &format!("{path}.routing_key"),
+                        &key_path,
                         format!("dead letters of `{name}` go through the default exchange to queue `{key}`, which is not declared"),
                         "declare the dead-letter queue, or fix the name",
                     ),
@@ -892,76 +955,75 @@ impl<'a> Checker<'a> {
                 }
                 continue;
             }
-            let Some(exchange) = self.file.exchanges.get(&dl.exchange) else {
+            let Some(exchange) = file.exchanges.get(&dl.exchange) else {
                 continue;
             };
-            let kind = exchange.kind.unwrap_or_default();
             // The keys dead letters carry: the configured one, else the keys of the messages
-            // that reach this queue.
+            // known to reach this queue.
             let keys: Vec<(String, KeyTemplate)> = match &dl.routing_key {
                 Some(key) => KeyTemplate::parse(key)
                     .map(|t| vec![(key.clone(), t)])
                     .unwrap_or_default(),
                 None => self.keys_reaching(name),
             };
-            let any_binding = self
-                .graph
-                .edges
-                .get(&dl.exchange)
-                .is_some_and(|e| !e.is_empty());
-            let unrouted: Vec<String> = if keys.is_empty() {
+            let loss = if keys.is_empty() {
                 // Nothing is known to reach the queue: at least one binding must exist.
-                if any_binding || exchange.alternate_exchange.is_some() {
-                    Vec::new()
-                } else {
-                    vec![String::new()]
-                }
+                let bound = self
+                    .graph
+                    .edges
+                    .get(&dl.exchange)
+                    .is_some_and(|e| !e.is_empty());
+                (!bound && exchange.alternate_exchange.is_none()).then_some(Loss::NothingBound)
             } else {
-                keys.iter()
+                let unrouted: Vec<String> = keys
+                    .iter()
                     .filter(|(_, template)| !self.graph.route(&dl.exchange, template).is_routable())
                     .map(|(text, _)| text.clone())
-                    .collect()
+                    .collect();
+                (!unrouted.is_empty()).then_some(Loss::Unrouted(unrouted))
             };
-            if unrouted.is_empty() {
-                continue;
-            }
-            let what = if unrouted == [String::new()] {
-                format!(
+            let Some(loss) = loss else { continue };
+            let path = match loss {
+                Loss::NothingBound => path,
+                Loss::Unrouted(_) => key_path,
+            };
+            let what = match loss {
+                Loss::NothingBound => format!(
                     "dead-letter exchange `{}` of queue `{name}` has nothing bound: every dead letter would be lost",
                     dl.exchange
-                )
-            } else {
-                format!(
+                ),
+                Loss::Unrouted(keys) => format!(
                     "dead-letter exchange `{}` of queue `{name}` routes dead letters with key {} to no queue: they would be lost",
                     dl.exchange,
-                    list(unrouted.iter().map(String::as_str))
-                )
+                    list(keys.iter().map(String::as_str))
+                ),
             };
             let mut help =
                 "bind a dead-letter queue to the exchange with a key that matches".to_owned();
             if dl.routing_key.is_none() {
                 help.push_str(", or set `dead_letter.routing_key`");
             }
-            if kind == ExchangeKind::Direct {
+            if exchange.kind.unwrap_or_default() == ExchangeKind::Direct {
                 help.push_str(". On a direct exchange `#` is a literal key, not a wildcard");
             }
             self.error("unroutable-dead-letter", &path, what, help);
         }
     }
 
-    /// The routing keys of the publishers whose messages reach `queue`.
+    /// The routing keys of the publishers whose messages are known to reach `queue`.
     fn keys_reaching(&self, queue: &str) -> Vec<(String, KeyTemplate)> {
         self.file
             .publishers
-            .values()
-            .filter_map(|p| {
+            .iter()
+            .filter(|(name, _)| {
+                self.routes
+                    .get(name.as_str())
+                    .is_some_and(|reach| reach.queues.contains(queue))
+            })
+            .filter_map(|(_, p)| {
                 let text = p.routing_key.clone().unwrap_or_default();
                 let template = KeyTemplate::parse(&text).ok()?;
-                self.graph
-                    .route(&p.exchange, &template)
-                    .queues
-                    .contains(queue)
-                    .then_some((text, template))
+                Some((text, template))
             })
             .collect()
     }
@@ -1032,16 +1094,6 @@ impl<'a> Checker<'a> {
     }
 }
 
-fn exchange_kind_text(kind: Option<ExchangeKind>) -> &'static str {
-    match kind {
-        None => "default",
-        Some(ExchangeKind::Topic) => "topic",
-        Some(ExchangeKind::Direct) => "direct",
-        Some(ExchangeKind::Fanout) => "fanout",
-        Some(ExchangeKind::Headers) => "headers",
-    }
-}
-
 fn describe_visited(reach: &Reach) -> String {
     let parts: Vec<String> = reach
         .visited
@@ -1057,13 +1109,75 @@ fn describe_visited(reach: &Reach) -> String {
     parts.join("; ")
 }
 
+/// How a dead-letter exchange would lose dead letters.
+enum Loss {
+    /// No binding at all.
+    NothingBound,
+    /// These keys match no binding.
+    Unrouted(Vec<String>),
+}
+
+/// What a name refers to.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Exchange,
+    Queue,
+    Message,
+}
+
+impl Kind {
+    /// The noun and the contract section.
+    fn words(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Exchange => ("exchange", "exchanges"),
+            Self::Queue => ("queue", "queues"),
+            Self::Message => ("message", "messages"),
+        }
+    }
+
+    fn unknown_code(self) -> &'static str {
+        match self {
+            Self::Exchange => "unknown-exchange",
+            Self::Queue => "unknown-queue",
+            Self::Message => "unknown-message",
+        }
+    }
+}
+
+/// A queue's dead-letter target, from `dead_letter` or from raw `x-dead-letter-*` arguments.
+struct QueueDeadLetter {
+    exchange: String,
+    routing_key: Option<String>,
+    /// The field that sets the exchange, relative to the queue.
+    field: &'static str,
+    /// The field that sets the routing key, relative to the queue.
+    key_field: &'static str,
+}
+
+fn dead_letter_of(queue: &Queue) -> Option<QueueDeadLetter> {
+    if let Some(dl) = &queue.dead_letter {
+        return Some(QueueDeadLetter {
+            exchange: dl.exchange.clone(),
+            routing_key: dl.routing_key.clone(),
+            field: "dead_letter.exchange",
+            key_field: "dead_letter.routing_key",
+        });
+    }
+    let text = |key: &str| match queue.arguments.get(key) {
+        Some(ArgumentValue::String(value)) => Some(value.clone()),
+        _ => None,
+    };
+    Some(QueueDeadLetter {
+        exchange: text("x-dead-letter-exchange")?,
+        routing_key: text("x-dead-letter-routing-key"),
+        field: "arguments.x-dead-letter-exchange",
+        key_field: "arguments.x-dead-letter-routing-key",
+    })
+}
+
 /// A dead-letter exchange set by `dead_letter` or by a raw `x-dead-letter-exchange`.
 fn has_dead_letter_exchange(queue: &Queue) -> bool {
-    queue.dead_letter.is_some()
-        || matches!(
-            queue.arguments.get("x-dead-letter-exchange"),
-            Some(ArgumentValue::String(_))
-        )
+    dead_letter_of(queue).is_some()
 }
 
 fn typed_field_set(queue: &Queue, argument: &str) -> bool {

@@ -83,11 +83,7 @@ fn method(contract: &Contract, publisher: &Publisher) -> Option<TokenStream> {
         code(&publisher.routing_key_text)
     );
     if let Some(compression) = publisher.compression {
-        let name = match compression {
-            Compression::Gzip => "gzip",
-            Compression::Deflate => "deflate",
-        };
-        text.push_str(&format!(", compressed with {name}"));
+        text.push_str(&format!(", compressed with {}", compression.as_str()));
     }
     text.push_str(&format!(" (publisher {}).", code(&publisher.name)));
     let docs = doc(&text);

@@ -370,6 +370,40 @@ pub enum ArgumentValue {
     String(String),
 }
 
+/// The spelling of each enum value in a contract, for messages and generated arguments.
+macro_rules! spelled {
+    ($($ty:ident { $($variant:ident => $text:literal),* $(,)? })*) => {
+        $(impl $ty {
+            /// The value as written in a contract.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text),*
+                }
+            }
+        })*
+    };
+}
+
+spelled! {
+    ExchangeKind { Topic => "topic", Direct => "direct", Fanout => "fanout", Headers => "headers" }
+    QueueKind { Quorum => "quorum", Classic => "classic", Stream => "stream" }
+    Overflow {
+        DropHead => "drop-head",
+        RejectPublish => "reject-publish",
+        RejectPublishDlx => "reject-publish-dlx",
+    }
+    OnPoison { DeadLetter => "dead-letter", Drop => "drop" }
+    RetryMode {
+        None => "none",
+        ImmediateRequeue => "immediate-requeue",
+        TtlBackoff => "ttl-backoff",
+        QuorumNative => "quorum-native",
+    }
+    Exhausted { DeadLetter => "dead-letter", Drop => "drop", Requeue => "requeue" }
+    HeadersMatch { All => "all", Any => "any" }
+    Compression { Gzip => "gzip", Deflate => "deflate" }
+}
+
 /// The JSON Schema of the contract format, as checked in at `schemas/warren.schema.json`.
 pub fn json_schema() -> String {
     let schema = schemars::schema_for!(ContractFile);

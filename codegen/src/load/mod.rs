@@ -1,16 +1,18 @@
 //! Stage 1: read `warren.yaml` into the typed [`ContractFile`], keeping its text and the
 //! position of every node for diagnostics.
 
+mod lines;
 mod paths;
 mod spans;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub(crate) use lines::{Column, LineIndex};
 pub use paths::PathDisplay;
-pub use spans::YamlSpans;
+pub use spans::{Duplicate, YamlSpans};
 
-use crate::diagnostics::{Diagnostic, Diagnostics, Place, Span};
+use crate::diagnostics::{Diagnostic, Diagnostics, Place};
 use crate::format::ContractFile;
 
 /// A contract file as read from disk.
@@ -81,6 +83,11 @@ pub fn load(path: &Path) -> Result<LoadedContract, LoadError> {
 
 /// Parses contract text; `paths` says where it came from.
 pub fn parse(text: Arc<str>, paths: PathDisplay) -> Result<LoadedContract, Diagnostics> {
+    // A byte-order mark is not YAML; editors on some systems add one.
+    let text: Arc<str> = match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.into(),
+        None => text,
+    };
     let typed = if text.trim().is_empty() {
         Ok(ContractFile::default())
     } else {
@@ -127,42 +134,40 @@ pub(crate) fn yaml_error(
     };
     let diagnostic = Diagnostic::error("invalid-contract", file, message).with_help(help);
     match error.location() {
-        Some(location) => diagnostic.at(Place::Position(point(
-            text,
-            location.line(),
-            location.column(),
-        ))),
+        Some(location) => {
+            let column = location.column().saturating_sub(1);
+            diagnostic.at(Place::Position(LineIndex::new(text).point(
+                location.line(),
+                column,
+                Column::Chars,
+            )))
+        }
         None => diagnostic,
     }
 }
 
-/// Removes a parser's " at line N column M" from an error message.
+/// Removes a parser's " at line N column M" from an error message: the renderer shows the
+/// position. Only a complete match is removed, so a quoted value that happens to contain
+/// "at line" is left alone.
 pub(crate) fn strip_position(message: &str) -> String {
-    let Some(start) = message.find(" at line ") else {
-        return message.to_owned();
-    };
-    let rest = &message[start + " at line ".len()..];
-    let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit());
-    let rest = rest.strip_prefix(" column ").unwrap_or(rest);
-    let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit());
-    format!("{}{rest}", &message[..start])
-}
-
-/// A zero-length span at 1-based `line` and `column`.
-pub(crate) fn point(text: &str, line: usize, column: usize) -> Span {
-    let line_start = text
-        .split_inclusive('\n')
-        .take(line.saturating_sub(1))
-        .map(str::len)
-        .sum::<usize>();
-    let offset = text[line_start.min(text.len())..]
-        .char_indices()
-        .nth(column.saturating_sub(1))
-        .map_or(text.len(), |(i, _)| line_start + i);
-    Span {
-        offset,
-        len: 0,
-        line,
-        column,
+    const MARK: &str = " at line ";
+    let mut search = 0;
+    while let Some(found) = message[search..].find(MARK) {
+        let start = search + found;
+        let rest = &message[start + MARK.len()..];
+        let digits = |s: &str| s.len() - s.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let line_digits = digits(rest);
+        let after_line = &rest[line_digits..];
+        if line_digits > 0
+            && let Some(column) = after_line.strip_prefix(" column ")
+        {
+            let column_digits = digits(column);
+            let tail = &column[column_digits..];
+            if column_digits > 0 && (tail.is_empty() || tail.starts_with(',')) {
+                return format!("{}{tail}", &message[..start]);
+            }
+        }
+        search = start + MARK.len();
     }
+    message.to_owned()
 }

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use saphyr_parser::{Event, Parser};
 
+use super::lines::{Column, LineIndex};
 use crate::diagnostics::Span;
 
 /// Spans of a YAML document's nodes, by path (`queues.orders.retry`, `bindings[0].queue`).
@@ -17,23 +18,42 @@ pub struct YamlSpans {
     keys: BTreeMap<String, Span>,
     /// Values written over several lines, where the key is the better place to point at.
     multiline: BTreeSet<String>,
-    /// Keys written twice in one mapping: the path and the span of the second one.
-    duplicates: Vec<(String, Span)>,
+    /// Keys written twice in one mapping.
+    duplicates: Vec<Duplicate>,
+}
+
+/// A key written twice in one mapping.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Duplicate {
+    /// The path of the mapping (`queues`).
+    pub parent: String,
+    /// The repeated key.
+    pub key: String,
+    /// Where the second one is written.
+    pub span: Span,
+}
+
+impl Duplicate {
+    /// The path of the repeated entry.
+    pub fn path(&self) -> String {
+        join(&self.parent, &self.key)
+    }
 }
 
 impl YamlSpans {
     /// Indexes `text`. A document the parser rejects yields an empty index: the typed parse
     /// reports that error with its own position.
     pub fn index(text: &str) -> Self {
-        let lines = LineStarts::new(text);
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let lines = LineIndex::new(text);
         let mut walker = Walker {
             spans: Self::default(),
             stack: Vec::new(),
         };
         for event in Parser::new_from_str(text) {
             let Ok((event, span)) = event else { break };
-            let start = lines.span(span.start.line(), span.start.col(), 0);
-            let end = lines.offset(span.end.line(), span.end.col());
+            let start = lines.point(span.start.line(), span.start.col(), Column::Chars);
+            let end = lines.offset(span.end.line(), span.end.col(), Column::Chars);
             walker.on_event(event, start, end, span.end.line());
         }
         walker.spans
@@ -57,9 +77,9 @@ impl YamlSpans {
         }
     }
 
-    /// Keys written twice in one mapping, as (path, span of the repeated key). YAML parsers
-    /// keep the last entry silently; a contract must not.
-    pub fn duplicates(&self) -> &[(String, Span)] {
+    /// Keys written twice in one mapping. YAML parsers keep the last entry silently; a
+    /// contract must not.
+    pub fn duplicates(&self) -> &[Duplicate] {
         &self.duplicates
     }
 
@@ -123,9 +143,11 @@ impl Walker {
                     if let Some((Frame::Mapping { path, key, seen }, _)) = self.stack.last_mut() {
                         let child = join(path, &value);
                         if !seen.insert(value.to_string()) {
-                            self.spans
-                                .duplicates
-                                .push((child.clone(), with_end(start, end)));
+                            self.spans.duplicates.push(Duplicate {
+                                parent: path.clone(),
+                                key: value.to_string(),
+                                span: with_end(start, end),
+                            });
                         }
                         self.spans.keys.entry(child).or_insert(with_end(start, end));
                         *key = Some(value.into_owned());
@@ -184,41 +206,6 @@ fn with_end(start: Span, end: usize) -> Span {
     }
 }
 
-/// Byte offsets of line starts, to turn the parser's (line, column) markers into byte offsets.
-struct LineStarts<'a> {
-    text: &'a str,
-    starts: Vec<usize>,
-}
-
-impl<'a> LineStarts<'a> {
-    fn new(text: &'a str) -> Self {
-        let starts = std::iter::once(0)
-            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-            .collect();
-        Self { text, starts }
-    }
-
-    /// Byte offset of 1-based `line` and 0-based character `col`.
-    fn offset(&self, line: usize, col: usize) -> usize {
-        let Some(&start) = self.starts.get(line.saturating_sub(1)) else {
-            return self.text.len();
-        };
-        self.text[start..]
-            .char_indices()
-            .nth(col)
-            .map_or(self.text.len(), |(i, _)| start + i)
-    }
-
-    fn span(&self, line: usize, col: usize, len: usize) -> Span {
-        Span {
-            offset: self.offset(line, col),
-            len,
-            line,
-            column: col + 1,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::YamlSpans;
@@ -257,10 +244,10 @@ bindings:
         let spans = YamlSpans::index("queues:\n  a:\n    x: 1\n  a: {}\n");
         let span = spans.find("queues.a").unwrap();
         assert_eq!((span.line, span.column, span.len), (2, 3, 1));
-        let [(path, dup)] = spans.duplicates() else {
+        let [dup] = spans.duplicates() else {
             panic!("one duplicate expected")
         };
-        assert_eq!((path.as_str(), dup.line), ("queues.a", 4));
+        assert_eq!((dup.path().as_str(), dup.span.line), ("queues.a", 4));
     }
 
     #[test]

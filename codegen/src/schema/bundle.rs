@@ -24,11 +24,36 @@ use serde_json::{Map, Value};
 
 use super::reference::{self, NodeKey};
 use crate::diagnostics::{Diagnostic, Diagnostics, Place};
-use crate::load::{PathDisplay, YamlSpans};
+use crate::load::{Column, LineIndex, PathDisplay, YamlSpans};
 use crate::naming::{Case, ident};
 
-/// Keywords whose values are data, not schemas: a `$ref` key inside them is not a reference.
-const DATA_KEYWORDS: &[&str] = &["const", "default", "enum", "examples", "example"];
+/// Keywords whose value is one subschema (`items` may also be a draft-07 tuple of them).
+const SUBSCHEMA_KEYWORDS: &[&str] = &[
+    "items",
+    "additionalItems",
+    "contains",
+    "additionalProperties",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+];
+/// Keywords whose value is an array of subschemas.
+const SUBSCHEMA_LIST_KEYWORDS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
+/// Keywords whose value maps names to subschemas (draft-07 `dependencies` may also map to
+/// arrays of property names, which hold no schema).
+const SUBSCHEMA_MAP_KEYWORDS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "dependentSchemas",
+    "dependencies",
+    "$defs",
+    "definitions",
+];
 /// Keywords that hold definitions rather than the schema itself.
 const DEFINITION_KEYWORDS: &[&str] = &["$defs", "definitions"];
 /// Keywords that only make sense in a standalone document.
@@ -67,11 +92,11 @@ impl SchemaBundle {
                 continue;
             }
             if let Some(body) = self.definitions.get(&next) {
-                for_each_ref(body, &mut |target| {
+                for (_, target) in collect_refs(body, "") {
                     if let Some(target) = target.strip_prefix("#/$defs/") {
                         stack.push(target.to_owned());
                     }
-                });
+                }
             }
         }
         let defs: Map<String, Value> = reached
@@ -213,7 +238,11 @@ impl<'a> Bundler<'a> {
     fn parse_file(&mut self, path: &Path) -> Option<Value> {
         let shown = self.paths.show(path);
         let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
+            // A byte-order mark is neither JSON nor YAML; editors on some systems add one.
+            Ok(text) => match text.strip_prefix('\u{feff}') {
+                Some(rest) => rest.to_owned(),
+                None => text,
+            },
             Err(error) => {
                 self.diagnostics.push(Diagnostic::error(
                     "unreadable-schema",
@@ -239,10 +268,11 @@ impl<'a> Bundler<'a> {
                     format!("invalid JSON: {message}"),
                 )
                 .with_help("fix the JSON syntax at this position")
-                .at(Place::Position(crate::load::point(
-                    &text,
+                // serde_json counts columns in bytes, from 1.
+                .at(Place::Position(LineIndex::new(&text).point(
                     e.line(),
-                    e.column(),
+                    e.column().saturating_sub(1),
+                    Column::Bytes,
                 )))
             })
         };
@@ -281,8 +311,7 @@ impl<'a> Bundler<'a> {
         let Some(node) = reference::lookup(document, &key.pointer) else {
             return;
         };
-        let mut found = Vec::new();
-        collect_refs(node, &key.pointer, true, &mut found);
+        let found = collect_refs(node, &key.pointer);
         let mut resolved = BTreeMap::new();
         for (at, written) in found {
             if let Some(target) = self.resolve(&key.file, &at, &written) {
@@ -336,7 +365,21 @@ impl<'a> Bundler<'a> {
             Err(EntryError::Invalid(_)) => return None,
         };
         let document = self.files.get(&target_file).and_then(Option::as_ref)?;
-        if reference::lookup(document, &parsed.pointer).is_none() {
+        let target = reference::lookup(document, &parsed.pointer);
+        if let Some(node) = target.filter(|n| !n.is_object() && !n.is_boolean()) {
+            let kind = match node {
+                Value::Array(_) => "an array",
+                Value::String(_) => "a string",
+                Value::Number(_) => "a number",
+                _ => "null",
+            };
+            self.diagnostics.push(error(
+                format!("`$ref` `{written}` points at {kind}, not a schema"),
+                "point at a schema (an object or `true`/`false`), e.g. `#/$defs/Money`".to_owned(),
+            ));
+            return None;
+        }
+        if target.is_none() {
             let available = definition_names(document);
             let help = if available.is_empty() {
                 "that file defines nothing under `$defs` or `definitions`".to_owned()
@@ -406,10 +449,10 @@ impl<'a> Bundler<'a> {
             }
         }
         let refs = self.nodes.get(key)?;
-        rewrite_refs(&mut body, &mut |written| {
-            refs.get(written)
-                .and_then(|target| names.get(target))
-                .map(|name| format!("#/$defs/{name}"))
+        walk_refs(&mut body, "", false, &mut |_, written| {
+            if let Some(name) = refs.get(written.as_str()).and_then(|t| names.get(t)) {
+                *written = format!("#/$defs/{name}");
+            }
         });
         Some(body)
     }
@@ -446,63 +489,48 @@ impl<'a> Bundler<'a> {
     }
 }
 
-/// Collects `(pointer, $ref)` pairs in `node`, which sits at `pointer`. The node's own
-/// definition containers are skipped at the top: definitions are bundled only when reached.
-fn collect_refs(node: &Value, pointer: &str, top: bool, out: &mut Vec<(String, String)>) {
-    match node {
-        Value::Object(map) => {
-            for (key, value) in map {
-                if DATA_KEYWORDS.contains(&key.as_str())
-                    || (top && DEFINITION_KEYWORDS.contains(&key.as_str()))
-                {
-                    continue;
-                }
-                let at = reference::child(pointer, key);
-                match (key.as_str(), value) {
-                    ("$ref", Value::String(target)) => out.push((at, target.clone())),
-                    _ => collect_refs(value, &at, false, out),
-                }
+/// Calls `visit` with the pointer and the value of every `$ref` in the schema `node`, which
+/// sits at `pointer`. The walk knows JSON Schema: it follows keywords that hold subschemas
+/// only, so a `$ref` inside `const`, `enum`, `default` or `examples` (data) is left alone,
+/// while a property *named* `default` is still a schema. The node's own definition
+/// containers are skipped at the top: definitions are bundled only when something reaches
+/// them.
+fn walk_refs(node: &mut Value, pointer: &str, top: bool, visit: &mut dyn FnMut(&str, &mut String)) {
+    let Value::Object(map) = node else { return };
+    for (key, value) in map.iter_mut() {
+        let at = reference::child(pointer, key);
+        let key = key.as_str();
+        if key == "$ref" {
+            if let Value::String(target) = value {
+                visit(&at, target);
             }
-        }
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                collect_refs(item, &format!("{pointer}/{i}"), false, out);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Replaces each `$ref` string for which `map` returns a value.
-fn rewrite_refs(node: &mut Value, map: &mut dyn FnMut(&str) -> Option<String>) {
-    match node {
-        Value::Object(object) => {
-            for (key, value) in object.iter_mut() {
-                if DATA_KEYWORDS.contains(&key.as_str()) {
-                    continue;
-                }
-                match value {
-                    Value::String(target) if key == "$ref" => {
-                        if let Some(new) = map(target) {
-                            *target = new;
-                        }
+        } else if SUBSCHEMA_KEYWORDS.contains(&key) || SUBSCHEMA_LIST_KEYWORDS.contains(&key) {
+            match value {
+                Value::Array(items) => {
+                    for (i, item) in items.iter_mut().enumerate() {
+                        walk_refs(item, &format!("{at}/{i}"), false, visit);
                     }
-                    other => rewrite_refs(other, map),
                 }
+                other => walk_refs(other, &at, false, visit),
+            }
+        } else if SUBSCHEMA_MAP_KEYWORDS.contains(&key)
+            && !(top && DEFINITION_KEYWORDS.contains(&key))
+            && let Value::Object(members) = value
+        {
+            for (name, member) in members.iter_mut() {
+                walk_refs(member, &reference::child(&at, name), false, visit);
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(|item| rewrite_refs(item, map)),
-        _ => {}
     }
 }
 
-/// Calls `f` with every `$ref` string in `node`.
-fn for_each_ref(node: &Value, f: &mut dyn FnMut(&str)) {
+/// The `(pointer, $ref)` pairs of the schema `node` at `pointer`.
+fn collect_refs(node: &Value, pointer: &str) -> Vec<(String, String)> {
     let mut found = Vec::new();
-    collect_refs(node, "", false, &mut found);
-    for (_, target) in found {
-        f(&target);
-    }
+    walk_refs(&mut node.clone(), pointer, true, &mut |at, target| {
+        found.push((at.to_owned(), target.clone()));
+    });
+    found
 }
 
 /// The [`YamlSpans`] path of a JSON pointer: `/properties/items/0` → `properties.items[0]`.

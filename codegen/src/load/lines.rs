@@ -1,0 +1,83 @@
+//! Line and column positions to byte offsets.
+
+use crate::diagnostics::Span;
+
+/// The byte offset of every line start of a text.
+pub(crate) struct LineIndex<'a> {
+    text: &'a str,
+    starts: Vec<usize>,
+}
+
+/// How a parser counts columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Column {
+    /// Characters from the start of the line (YAML parsers).
+    Chars,
+    /// Bytes from the start of the line (serde_json).
+    Bytes,
+}
+
+impl<'a> LineIndex<'a> {
+    pub(crate) fn new(text: &'a str) -> Self {
+        let starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        Self { text, starts }
+    }
+
+    /// The byte offset of 1-based `line` and 0-based `column`, clamped to the text and to a
+    /// character boundary, so a parser's odd position never panics.
+    pub(crate) fn offset(&self, line: usize, column: usize, unit: Column) -> usize {
+        let Some(&start) = self.starts.get(line.saturating_sub(1)) else {
+            return self.text.len();
+        };
+        let rest = &self.text[start..];
+        let within = match unit {
+            Column::Chars => rest
+                .char_indices()
+                .nth(column)
+                .map_or(rest.len(), |(i, _)| i),
+            Column::Bytes => {
+                let mut i = column.min(rest.len());
+                while !rest.is_char_boundary(i) {
+                    i -= 1;
+                }
+                i
+            }
+        };
+        start + within
+    }
+
+    /// A zero-length span at 1-based `line` and 0-based `column`.
+    pub(crate) fn point(&self, line: usize, column: usize, unit: Column) -> Span {
+        let offset = self.offset(line, column, unit);
+        let line_start = self
+            .starts
+            .get(line.saturating_sub(1))
+            .copied()
+            .unwrap_or(offset);
+        Span {
+            offset,
+            len: 0,
+            line,
+            column: self.text[line_start.min(offset)..offset].chars().count() + 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Column, LineIndex};
+
+    #[test]
+    fn columns_in_chars_or_bytes_land_on_the_same_byte() {
+        let text = "ab\n\"é\": x\n";
+        let lines = LineIndex::new(text);
+        assert_eq!(lines.offset(2, 3, Column::Chars), 7);
+        assert_eq!(lines.offset(2, 4, Column::Bytes), 7);
+        // Inside a multibyte character: back to its start, never a panic.
+        assert_eq!(lines.offset(2, 2, Column::Bytes), 4);
+        assert_eq!(lines.offset(9, 0, Column::Chars), text.len());
+        assert_eq!(lines.point(2, 4, Column::Bytes).column, 4);
+    }
+}
