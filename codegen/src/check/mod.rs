@@ -75,7 +75,7 @@ pub(crate) fn list<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
 /// A name as shown in a message: control characters escaped, long names shortened.
 pub(crate) fn shown(name: &str) -> String {
     const MAX_CHARS: usize = 48;
-    let escaped: String = name.escape_debug().collect();
+    let escaped = crate::naming::printable(name);
     if escaped.chars().count() <= MAX_CHARS {
         escaped
     } else {

@@ -85,7 +85,7 @@ fn doc(text: &str) -> TokenStream {
 
 /// Escapes text for rustdoc Markdown inline code: names may hold backticks.
 fn code(text: &str) -> String {
-    let escaped: String = text.escape_debug().collect();
+    let escaped = naming::printable(text);
     if escaped.contains('`') {
         format!("`` {escaped} ``")
     } else {

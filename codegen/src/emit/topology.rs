@@ -19,9 +19,9 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
         pub fn topology() -> ::warren_runtime::Topology {
             use ::warren_runtime::topology::*;
             Topology {
-                exchanges: ::std::vec![ #( #exchanges ),* ],
-                queues: ::std::vec![ #( #queues ),* ],
-                bindings: ::std::vec![ #( #bindings ),* ],
+                exchanges: ::std::vec::Vec::from([ #( #exchanges ),* ]),
+                queues: ::std::vec::Vec::from([ #( #queues ),* ]),
+                bindings: ::std::vec::Vec::from([ #( #bindings ),* ]),
             }
         }
     }
@@ -140,7 +140,7 @@ fn retry(policy: &RetryPolicy) -> TokenStream {
                     multiplier: #multiplier,
                     jitter: #jitter,
                     exhausted: #exhausted,
-                    tiers: ::std::vec![ #( #tiers ),* ],
+                    tiers: ::std::vec::Vec::from([ #( #tiers ),* ]),
                 })
             }
         }

@@ -1,0 +1,158 @@
+//! The generated code is usable as users will use it: handler traits implemented with
+//! `async fn`, `Handlers` built from them, payload types that round-trip their JSON, and
+//! message markers whose schemas are the bundled JSON Schemas.
+
+use warren_compile_fixtures::{hostile_names, payload_shapes, routing};
+use warren_runtime::{Delivery, HandlerError, Message, NoHeaders};
+
+struct Archive;
+
+impl routing::consumers::Archive for Archive {
+    async fn handle_batch(
+        &self,
+        batch: Vec<Delivery<routing::types::Reading, routing::types::ReadingHeaders>>,
+    ) -> Result<(), HandlerError> {
+        if batch.iter().any(|d| d.payload().value.is_nan()) {
+            return Err(HandlerError::non_retryable("not a number"));
+        }
+        Ok(())
+    }
+}
+
+struct Watch;
+
+impl routing::consumers::Watch for Watch {
+    async fn handle(
+        &self,
+        delivery: Delivery<routing::types::Reading, routing::types::ReadingHeaders>,
+    ) -> Result<(), HandlerError> {
+        // Any error converts with `?` and is retryable.
+        let _: f64 = delivery.payload().sensor.parse::<f64>()?;
+        Ok(())
+    }
+}
+
+struct Eu;
+
+impl routing::consumers::Eu for Eu {
+    async fn handle(
+        &self,
+        delivery: Delivery<routing::types::Reading, routing::types::ReadingHeaders>,
+    ) -> Result<(), HandlerError> {
+        match delivery.headers().region {
+            routing::types::ReadingHeadersRegion::Eu => Ok(()),
+            routing::types::ReadingHeadersRegion::Us => {
+                Err(HandlerError::non_retryable("routed to the wrong region"))
+            }
+        }
+    }
+}
+
+struct Matcher;
+
+impl hostile_names::consumers::Match for Matcher {
+    async fn handle(
+        &self,
+        delivery: Delivery<hostile_names::types::Event>,
+    ) -> Result<(), HandlerError> {
+        let _ = (&delivery.payload().type_, delivery.payload().self_);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn handler_traits_take_async_fns_and_handlers_need_every_one() {
+    let handlers = routing::Handlers {
+        archive: Archive,
+        eu: Eu,
+        watch: Watch,
+    };
+    let reading = routing::types::Reading {
+        sensor: "12.5".to_owned(),
+        value: 12.5,
+    };
+    let headers = routing::types::ReadingHeaders {
+        region: routing::types::ReadingHeadersRegion::Us,
+        priority: None,
+    };
+    let delivery = Delivery::new(reading, headers);
+    use routing::consumers::{Archive as _, Eu as _, Watch as _};
+    assert!(handlers.watch.handle(delivery.clone()).await.is_ok());
+    let refused = handlers.eu.handle(delivery.clone()).await.unwrap_err();
+    assert!(!refused.is_retryable());
+    assert!(handlers.archive.handle_batch(vec![delivery]).await.is_ok());
+    let hostile = hostile_names::Handlers { r#match: Matcher };
+    let event: hostile_names::types::Event =
+        serde_json::from_str(r#"{"type": "t", "self": 1}"#).unwrap();
+    use hostile_names::consumers::Match as _;
+    assert!(
+        hostile
+            .r#match
+            .handle(Delivery::new(event, NoHeaders {}))
+            .await
+            .is_ok()
+    );
+}
+
+#[test]
+fn payload_types_round_trip_and_validate_what_serde_can() {
+    let json = serde_json::json!({
+        "id": "6f1c2a57-1a0e-4d55-9d1c-3bd1b1c1d6a1",
+        "kind": "shapes",
+        "status": "active",
+        "amount": 12.5,
+        "tags": ["a", "b"],
+        "payment": { "method": "card", "last4": "4242" },
+        "sku": "ABC-1234",
+        "created": "2026-11-30T10:00:00Z",
+        "tree": { "label": "root", "children": [{ "label": "leaf" }] }
+    });
+    let shapes: payload_shapes::types::Shapes = serde_json::from_value(json.clone()).unwrap();
+    assert_eq!(shapes.status, payload_shapes::types::ShapesStatus::Active);
+    assert_eq!(shapes.tree.as_ref().unwrap().children.len(), 1);
+    let back = serde_json::to_value(&shapes).unwrap();
+    assert_eq!(back["payment"], json["payment"]);
+    assert_eq!(back["tree"], json["tree"]);
+    // A pattern is enforced by the generated type itself.
+    let mut bad = json;
+    bad["sku"] = "abc".into();
+    assert!(serde_json::from_value::<payload_shapes::types::Shapes>(bad).is_err());
+}
+
+#[test]
+fn message_markers_carry_name_content_type_and_bundled_schemas() {
+    type Reading = routing::messages::Reading;
+    assert_eq!(Reading::NAME, "reading");
+    assert_eq!(Reading::CONTENT_TYPE, "application/json");
+    let payload: serde_json::Value = serde_json::from_str(Reading::PAYLOAD_SCHEMA).unwrap();
+    assert_eq!(payload["$ref"], "#/$defs/Reading");
+    let headers: serde_json::Value =
+        serde_json::from_str(Reading::HEADERS_SCHEMA.unwrap()).unwrap();
+    assert_eq!(headers["$defs"]["ReadingHeaders"]["required"][0], "region");
+    assert_eq!(payload_shapes::messages::Shapes::HEADERS_SCHEMA, None);
+}
+
+#[test]
+fn topology_carries_arguments_wait_queues_and_bindings() {
+    use warren_runtime::topology::{ArgValue, Destination, Retry};
+    let topology = warren_compile_fixtures::retry_modes::topology();
+    let backoff = topology.queue("backoff").unwrap();
+    let Retry::TtlBackoff(policy) = &backoff.retry else {
+        panic!("backoff uses ttl-backoff: {:?}", backoff.retry)
+    };
+    let delays: Vec<u128> = policy.tiers.iter().map(|t| t.delay.as_millis()).collect();
+    assert_eq!(delays, [250, 750, 2250, 5000]);
+    let wait = topology.queue("backoff.wait.750ms").unwrap();
+    assert_eq!(wait.wait_queue_of.as_deref(), Some("backoff"));
+    assert_eq!(
+        wait.arguments["x-dead-letter-routing-key"],
+        ArgValue::String("backoff".into())
+    );
+    let native = topology.queue("native").unwrap();
+    assert_eq!(native.arguments["x-delivery-limit"], ArgValue::Int(3));
+    let routing = routing::topology();
+    assert!(
+        routing.bindings.iter().any(|b| b.exchange == "telemetry"
+            && b.destination == Destination::Exchange("archive".into()))
+    );
+}
