@@ -21,14 +21,18 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).expect("file written");
 }
 
-/// Builds the probe crate and returns the build script's run log.
-fn build(probe: &Path) -> Vec<String> {
-    let output = Command::new(env!("CARGO"))
+fn cargo_build(probe: &Path) -> std::process::Output {
+    Command::new(env!("CARGO"))
         .args(["build", "--offline", "--quiet"])
         .current_dir(probe)
         .env("CARGO_TARGET_DIR", target_dir())
         .output()
-        .expect("cargo runs");
+        .expect("cargo runs")
+}
+
+/// Builds the probe crate and returns the build script's run log.
+fn build(probe: &Path) -> Vec<String> {
+    let output = cargo_build(probe);
     assert!(
         output.status.success(),
         "probe build failed:\n{}",
@@ -136,4 +140,24 @@ fn main() {
     );
     let code = std::fs::read_to_string(&generated).expect("generated");
     assert!(code.contains("Cents."), "{code}");
+
+    // A broken schema fails the build with the rendered diagnostics, not a Debug dump; and
+    // since the schema is watched, fixing it reruns the script.
+    tick();
+    write(
+        &money,
+        r#"{"title": "Money", "type": "integer", "$ref": "nowhere.json"}"#,
+    );
+    let failed = cargo_build(probe);
+    assert!(!failed.status.success());
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains("warren::bad-ref"), "{stderr}");
+    assert!(
+        stderr.contains("`$ref` `nowhere.json` points to"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Error {"), "{stderr}");
+    tick();
+    write(&money, r#"{"title": "Money", "type": "integer"}"#);
+    assert_eq!(build(probe).len(), 4, "the fixed schema reruns the script");
 }
