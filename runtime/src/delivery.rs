@@ -11,6 +11,7 @@ pub struct Delivery<P, H = crate::NoHeaders> {
     redelivered: bool,
     retry_count: u32,
     message_id: Option<String>,
+    first_failure: Option<std::time::SystemTime>,
 }
 
 impl<P, H> Delivery<P, H> {
@@ -24,6 +25,7 @@ impl<P, H> Delivery<P, H> {
             redelivered: false,
             retry_count: 0,
             message_id: None,
+            first_failure: None,
         }
     }
 
@@ -49,6 +51,12 @@ impl<P, H> Delivery<P, H> {
     /// Sets the message id.
     pub fn with_message_id(mut self, message_id: impl Into<String>) -> Self {
         self.message_id = Some(message_id.into());
+        self
+    }
+
+    /// Sets when the message first failed.
+    pub fn with_first_failure(mut self, at: std::time::SystemTime) -> Self {
+        self.first_failure = Some(at);
         self
     }
 
@@ -93,8 +101,14 @@ impl<P, H> Delivery<P, H> {
         self.retry_count
     }
 
-    /// The message id set by the publisher, if any.
+    /// The message id set by the publisher, if any: the key to deduplicate on, since
+    /// delivery is at-least-once.
     pub fn message_id(&self) -> Option<&str> {
         self.message_id.as_deref()
+    }
+
+    /// When a handler first failed on this message, for a retried message.
+    pub fn first_failure(&self) -> Option<std::time::SystemTime> {
+        self.first_failure
     }
 }

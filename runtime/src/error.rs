@@ -99,6 +99,22 @@ pub enum PublishError {
         #[source]
         source: serde_json::Error,
     },
+    /// The payload or headers break the message's JSON Schema; nothing was sent.
+    #[error("the {what} of message `{message}` breaks its schema: {errors}")]
+    Invalid {
+        /// The message name.
+        message: &'static str,
+        /// `payload` or `headers`.
+        what: &'static str,
+        /// Every violation, with its JSON pointer.
+        errors: String,
+    },
+    /// The message's schema does not compile.
+    #[error(transparent)]
+    Schema(#[from] crate::schema::SchemaError),
+    /// The broker did not confirm in time: the message may or may not have been routed.
+    #[error("no confirm from the broker within {0:?}: the outcome is unknown")]
+    Timeout(std::time::Duration),
     /// The headers type did not serialize to a JSON object.
     #[error("the headers of message `{message}` must serialize to a JSON object")]
     HeadersNotAnObject {
@@ -152,9 +168,15 @@ pub enum WorkerError {
         /// Its queue.
         queue: String,
     },
-    /// Consuming is not available in this version of the runtime.
-    #[error("running consumers is not implemented yet in warren-runtime {}", env!("CARGO_PKG_VERSION"))]
-    Unsupported,
+    /// A message's schema does not compile.
+    #[error(transparent)]
+    Schema(#[from] crate::schema::SchemaError),
+    /// The channel for retry and dead-letter copies could not be opened.
+    #[error("cannot open the publishing channel: {0}")]
+    Publisher(String),
+    /// A consumer task panicked.
+    #[error("a consumer panicked: {0}")]
+    Panicked(String),
     /// The channel or connection failed.
     #[error("broker error: {0}")]
     Broker(#[from] lapin::Error),

@@ -12,22 +12,31 @@
 //! - [`Publisher`]: publishes typed payloads with confirms and `mandatory`;
 //! - [`Worker`], [`Handler`], [`BatchHandler`]: run consumers.
 
+mod amqp;
+mod connection;
+mod declare;
 mod delivery;
 mod error;
-mod headers;
 mod message;
 mod publisher;
 mod routing_key;
+mod schema;
 pub mod topology;
 mod worker;
 
+pub use connection::Connection;
+pub use declare::{DeclareError, declare, delete, verify};
 pub use delivery::Delivery;
 pub use error::{HandlerError, PublishError, WorkerError};
 pub use message::{Message, NoHeaders};
-pub use publisher::{Compression, Publication, Publisher};
+pub use publisher::{Compression, DEFAULT_PUBLISH_TIMEOUT, Publication, PublishOptions, Publisher};
 pub use routing_key::{KeyPart, RoutingKey};
+pub use schema::SchemaError;
 pub use topology::Topology;
-pub use worker::{BatchHandler, BatchSpec, ConsumerSpec, Handler, Worker};
+pub use worker::{
+    BatchHandler, BatchSpec, ConsumerSpec, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_BODY_BYTES, Handler,
+    ShutdownHandle, Worker,
+};
 
 /// The AMQP client warren runs on, for connections and channels you create yourself.
 pub use lapin;

@@ -47,9 +47,67 @@ pub struct Topology {
     pub queues: Vec<Queue>,
     /// Bindings, in contract order.
     pub bindings: Vec<Binding>,
+    /// The prefix every name carries (empty unless [`Topology::namespaced`] was used).
+    pub namespace: String,
 }
 
 impl Topology {
+    /// The same topology with every exchange and queue name prefixed with `prefix`, and every
+    /// reference to them (bindings, dead-letter targets, wait queues, alternate exchanges)
+    /// rewritten to match. Several services or test runs can then share one broker without
+    /// seeing each other's messages; a worker built on the result consumes the prefixed
+    /// queues, and a [`crate::Publisher::namespaced`] with the same prefix publishes to its
+    /// exchanges.
+    pub fn namespaced(&self, prefix: &str) -> Self {
+        let name = |n: &str| format!("{prefix}{n}");
+        let exchange_ref = |n: &str| if n.is_empty() { String::new() } else { name(n) };
+        let mut topology = self.clone();
+        topology.namespace = format!("{prefix}{}", self.namespace);
+        for exchange in &mut topology.exchanges {
+            exchange.name = name(&exchange.name);
+            if let Some(ArgValue::String(alternate)) =
+                exchange.arguments.get_mut("alternate-exchange")
+            {
+                *alternate = name(alternate);
+            }
+        }
+        for queue in &mut topology.queues {
+            queue.name = name(&queue.name);
+            let mut to_default_exchange = false;
+            if let Some(ArgValue::String(dlx)) = queue.arguments.get_mut("x-dead-letter-exchange") {
+                to_default_exchange = dlx.is_empty();
+                *dlx = exchange_ref(dlx);
+            }
+            if to_default_exchange
+                && let Some(ArgValue::String(key)) =
+                    queue.arguments.get_mut("x-dead-letter-routing-key")
+            {
+                // Through the default exchange, the key is a queue name.
+                *key = name(key);
+            }
+            if let Some(dead_letter) = &mut queue.dead_letter {
+                if dead_letter.exchange.is_empty() {
+                    dead_letter.routing_key = dead_letter.routing_key.as_deref().map(name);
+                }
+                dead_letter.exchange = exchange_ref(&dead_letter.exchange);
+            }
+            if let Retry::TtlBackoff(backoff) = &mut queue.retry {
+                for tier in &mut backoff.tiers {
+                    tier.queue = name(&tier.queue);
+                }
+            }
+            queue.wait_queue_of = queue.wait_queue_of.as_deref().map(name);
+        }
+        for binding in &mut topology.bindings {
+            binding.exchange = name(&binding.exchange);
+            binding.destination = match &binding.destination {
+                Destination::Queue(q) => Destination::Queue(name(q)),
+                Destination::Exchange(e) => Destination::Exchange(name(e)),
+            };
+        }
+        topology
+    }
+
     /// The queue named `name`.
     pub fn queue(&self, name: &str) -> Option<&Queue> {
         self.queues.iter().find(|q| q.name == name)
@@ -175,6 +233,32 @@ pub struct Backoff {
     pub exhausted: Exhausted,
     /// The wait queues, one per distinct delay, shortest first.
     pub tiers: Vec<WaitTier>,
+}
+
+impl Backoff {
+    /// The delay before retry `attempt` (from 0), before jitter:
+    /// `min(initial_delay × multiplier^attempt, max_delay)`, in whole milliseconds (the same
+    /// arithmetic the generator used to name the tiers).
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let exponent = i32::try_from(attempt).unwrap_or(i32::MAX);
+        let millis = self.initial_delay.as_millis() as f64 * self.multiplier.powi(exponent);
+        if !millis.is_finite() || millis >= self.max_delay.as_millis() as f64 {
+            self.max_delay
+        } else {
+            Duration::from_millis(millis.round() as u64)
+        }
+    }
+
+    /// The wait tier of retry `attempt`: the one whose delay is [`Backoff::delay`], else the
+    /// longest one not above it.
+    pub fn tier(&self, attempt: u32) -> Option<&WaitTier> {
+        let delay = self.delay(attempt);
+        self.tiers
+            .iter()
+            .rev()
+            .find(|tier| tier.delay <= delay)
+            .or_else(|| self.tiers.first())
+    }
 }
 
 /// One delay tier of a ttl-backoff queue.

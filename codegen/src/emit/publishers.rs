@@ -20,12 +20,26 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
         #[derive(Debug, Clone)]
         pub struct Publishers {
             publisher: ::warren_runtime::Publisher,
+            options: ::warren_runtime::PublishOptions,
         }
 
         impl Publishers {
-            /// Publishes through `publisher`.
+            /// Publishes through `publisher`, with a fresh message id and the current time on
+            /// every message.
             pub fn new(publisher: ::warren_runtime::Publisher) -> Self {
-                Self { publisher }
+                Self {
+                    publisher,
+                    options: ::warren_runtime::PublishOptions::default(),
+                }
+            }
+
+            /// The same publishers, setting `options` (a message id to deduplicate on, a
+            /// timestamp) on what they publish.
+            pub fn with(&self, options: ::warren_runtime::PublishOptions) -> Self {
+                Self {
+                    publisher: self.publisher.clone(),
+                    options,
+                }
             }
 
             #( #methods )*
@@ -97,7 +111,7 @@ fn method(contract: &Contract, publisher: &Publisher) -> Option<TokenStream> {
         ) -> ::core::result::Result<(), ::warren_runtime::PublishError> {
             #build_key
             self.publisher
-                .publish::<messages::#marker>(
+                .publish_with::<messages::#marker>(
                     ::warren_runtime::Publication {
                         exchange: #exchange,
                         routing_key: #key,
@@ -105,6 +119,7 @@ fn method(contract: &Contract, publisher: &Publisher) -> Option<TokenStream> {
                     },
                     payload,
                     #headers_arg,
+                    &self.options,
                 )
                 .await
         }

@@ -22,6 +22,7 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
                 exchanges: ::std::vec::Vec::from([ #( #exchanges ),* ]),
                 queues: ::std::vec::Vec::from([ #( #queues ),* ]),
                 bindings: ::std::vec::Vec::from([ #( #bindings ),* ]),
+                namespace: ::std::string::String::new(),
             }
         }
     }

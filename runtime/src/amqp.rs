@@ -1,0 +1,127 @@
+//! Conversions between warren's values and AMQP field tables.
+
+use lapin::types::{AMQPValue, FieldArray, FieldTable, LongString, ShortString};
+use serde_json::{Map, Value};
+
+use crate::topology::{ArgValue, Arguments};
+
+/// Declaration arguments as an AMQP field table.
+pub(crate) fn arguments(arguments: &Arguments) -> FieldTable {
+    let mut table = FieldTable::default();
+    for (key, value) in arguments {
+        let value = match value {
+            ArgValue::Bool(b) => AMQPValue::Boolean(*b),
+            ArgValue::Int(i) => AMQPValue::LongLongInt(*i),
+            ArgValue::Float(f) => AMQPValue::Double(*f),
+            ArgValue::String(s) => AMQPValue::LongString(LongString::from(s.as_str())),
+        };
+        table.insert(ShortString::from(key.as_str()), value);
+    }
+    table
+}
+
+/// A JSON object (a serialized headers type) as an AMQP field table. `null` values are left
+/// out: an absent optional header is not sent.
+pub(crate) fn json_to_table(object: &Map<String, Value>) -> FieldTable {
+    let mut table = FieldTable::default();
+    for (key, value) in object {
+        if let Some(value) = json_to_amqp(value) {
+            table.insert(ShortString::from(key.as_str()), value);
+        }
+    }
+    table
+}
+
+fn json_to_amqp(value: &Value) -> Option<AMQPValue> {
+    Some(match value {
+        Value::Null => return None,
+        Value::Bool(b) => AMQPValue::Boolean(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => AMQPValue::LongLongInt(i),
+            (None, Some(f)) => AMQPValue::Double(f),
+            (None, None) => AMQPValue::LongString(LongString::from(n.to_string())),
+        },
+        Value::String(s) => AMQPValue::LongString(LongString::from(s.as_str())),
+        Value::Array(items) => {
+            let mut array = FieldArray::default();
+            for item in items.iter().filter_map(json_to_amqp) {
+                array.push(item);
+            }
+            AMQPValue::FieldArray(array)
+        }
+        Value::Object(map) => AMQPValue::FieldTable(json_to_table(map)),
+    })
+}
+
+/// The application headers of a message as a JSON object, leaving out `x-` headers, which
+/// belong to the broker and to warren's retry bookkeeping.
+pub(crate) fn table_to_json(table: &FieldTable) -> Map<String, Value> {
+    table
+        .inner()
+        .iter()
+        .filter(|(key, _)| !key.as_str().starts_with("x-"))
+        .map(|(key, value)| (key.to_string(), amqp_to_json(value)))
+        .collect()
+}
+
+fn amqp_to_json(value: &AMQPValue) -> Value {
+    match value {
+        AMQPValue::Boolean(b) => Value::Bool(*b),
+        AMQPValue::ShortShortInt(i) => Value::from(*i),
+        AMQPValue::ShortShortUInt(i) => Value::from(*i),
+        AMQPValue::ShortInt(i) => Value::from(*i),
+        AMQPValue::ShortUInt(i) => Value::from(*i),
+        AMQPValue::LongInt(i) => Value::from(*i),
+        AMQPValue::LongUInt(i) => Value::from(*i),
+        AMQPValue::LongLongInt(i) => Value::from(*i),
+        AMQPValue::Timestamp(t) => Value::from(*t),
+        AMQPValue::Float(f) => Value::from(f64::from(*f)),
+        AMQPValue::Double(f) => Value::from(*f),
+        AMQPValue::DecimalValue(d) => {
+            Value::from(f64::from(d.value) / 10f64.powi(i32::from(d.scale)))
+        }
+        AMQPValue::ShortString(s) => Value::String(s.to_string()),
+        AMQPValue::LongString(s) => {
+            Value::String(String::from_utf8_lossy(s.as_bytes()).into_owned())
+        }
+        AMQPValue::ByteArray(bytes) => {
+            Value::String(String::from_utf8_lossy(bytes.as_slice()).into_owned())
+        }
+        AMQPValue::FieldArray(items) => {
+            Value::Array(items.as_slice().iter().map(amqp_to_json).collect())
+        }
+        AMQPValue::FieldTable(table) => Value::Object(
+            table
+                .inner()
+                .iter()
+                .map(|(k, v)| (k.to_string(), amqp_to_json(v)))
+                .collect(),
+        ),
+        AMQPValue::Void => Value::Null,
+    }
+}
+
+/// An integer header (`x-retry-count`, `x-delivery-count`), whatever integer type the
+/// broker or a client used.
+pub(crate) fn header_int(table: Option<&FieldTable>, key: &str) -> Option<i64> {
+    match table?.inner().get(key)? {
+        AMQPValue::ShortShortInt(i) => Some(i64::from(*i)),
+        AMQPValue::ShortShortUInt(i) => Some(i64::from(*i)),
+        AMQPValue::ShortInt(i) => Some(i64::from(*i)),
+        AMQPValue::ShortUInt(i) => Some(i64::from(*i)),
+        AMQPValue::LongInt(i) => Some(i64::from(*i)),
+        AMQPValue::LongUInt(i) => Some(i64::from(*i)),
+        AMQPValue::LongLongInt(i) => Some(*i),
+        AMQPValue::Timestamp(t) => i64::try_from(*t).ok(),
+        _ => None,
+    }
+}
+
+/// A string header.
+pub(crate) fn header_str(table: Option<&FieldTable>, key: &str) -> Option<String> {
+    match table?.inner().get(key)? {
+        AMQPValue::ShortString(s) => Some(s.to_string()),
+        AMQPValue::LongString(s) => Some(String::from_utf8_lossy(s.as_bytes()).into_owned()),
+        _ => None,
+    }
+}

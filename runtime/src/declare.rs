@@ -1,0 +1,229 @@
+//! Declaring a topology on the broker, checking it, and removing it.
+
+use lapin::ErrorKind;
+use lapin::options::{
+    ExchangeBindOptions, ExchangeDeclareOptions, ExchangeDeleteOptions, QueueBindOptions,
+    QueueDeclareOptions, QueueDeleteOptions,
+};
+use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
+use lapin::types::ShortString;
+
+use crate::topology::{Destination, ExchangeKind, Topology};
+use crate::{Connection, amqp};
+
+/// Why declaring or checking a topology failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeclareError {
+    /// The queue or exchange exists with other arguments or flags (`PRECONDITION_FAILED`).
+    #[error("{kind} `{name}` already exists with {}: {detail}", argument.as_ref().map_or("different settings".to_owned(), |a| format!("a different `{a}`")))]
+    Mismatch {
+        /// `queue` or `exchange`.
+        kind: &'static str,
+        /// Its name.
+        name: String,
+        /// The argument that differs, when the broker named it.
+        argument: Option<String>,
+        /// The broker's message.
+        detail: String,
+    },
+    /// A passive check found the queue or exchange missing (`NOT_FOUND`).
+    #[error("{kind} `{name}` does not exist")]
+    Missing {
+        /// `queue` or `exchange`.
+        kind: &'static str,
+        /// Its name.
+        name: String,
+    },
+    /// Any other broker or connection failure.
+    #[error("declaring {kind} `{name}` failed: {source}")]
+    Broker {
+        /// `queue`, `exchange` or `binding`.
+        kind: &'static str,
+        /// Its name.
+        name: String,
+        /// The error.
+        #[source]
+        source: lapin::Error,
+    },
+}
+
+/// How to declare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Declare,
+    Check,
+}
+
+/// Declares every exchange, queue (wait queues included, with their arguments) and binding
+/// of `topology`. Idempotent: declaring what already exists with the same settings is a
+/// no-op; a difference is a [`DeclareError::Mismatch`] naming the queue and the argument.
+pub async fn declare(connection: &Connection, topology: &Topology) -> Result<(), DeclareError> {
+    apply(connection, topology, Mode::Declare).await
+}
+
+/// Checks that every exchange and queue of `topology` exists, without creating or changing
+/// anything (passive declares). Bindings cannot be checked this way and are not.
+pub async fn verify(connection: &Connection, topology: &Topology) -> Result<(), DeclareError> {
+    apply(connection, topology, Mode::Check).await
+}
+
+async fn apply(
+    connection: &Connection,
+    topology: &Topology,
+    mode: Mode,
+) -> Result<(), DeclareError> {
+    let broker = |kind: &'static str, name: &str| {
+        let name = name.to_owned();
+        move |source| DeclareError::Broker { kind, name, source }
+    };
+    let channel = connection
+        .lapin()
+        .create_channel()
+        .await
+        .map_err(broker("channel", "-"))?;
+    let passive = mode == Mode::Check;
+    for exchange in &topology.exchanges {
+        let kind = match exchange.kind {
+            ExchangeKind::Topic => lapin::ExchangeKind::Topic,
+            ExchangeKind::Direct => lapin::ExchangeKind::Direct,
+            ExchangeKind::Fanout => lapin::ExchangeKind::Fanout,
+            ExchangeKind::Headers => lapin::ExchangeKind::Headers,
+        };
+        let options = ExchangeDeclareOptions {
+            passive,
+            durable: exchange.durable,
+            auto_delete: exchange.auto_delete,
+            internal: exchange.internal,
+            nowait: false,
+        };
+        channel
+            .exchange_declare(
+                ShortString::from(exchange.name.as_str()),
+                kind,
+                options,
+                amqp::arguments(&exchange.arguments),
+            )
+            .await
+            .map_err(|e| classify("exchange", &exchange.name, e))?;
+    }
+    for queue in &topology.queues {
+        let options = QueueDeclareOptions {
+            passive,
+            durable: queue.durable,
+            exclusive: queue.exclusive,
+            auto_delete: queue.auto_delete,
+            nowait: false,
+        };
+        channel
+            .queue_declare(
+                ShortString::from(queue.name.as_str()),
+                options,
+                amqp::arguments(&queue.arguments),
+            )
+            .await
+            .map_err(|e| classify("queue", &queue.name, e))?;
+    }
+    if mode == Mode::Declare {
+        for binding in &topology.bindings {
+            let key = ShortString::from(binding.routing_key.as_str());
+            let source = ShortString::from(binding.exchange.as_str());
+            let arguments = amqp::arguments(&binding.arguments);
+            let result = match &binding.destination {
+                Destination::Queue(queue) => {
+                    channel
+                        .queue_bind(
+                            ShortString::from(queue.as_str()),
+                            source,
+                            key,
+                            QueueBindOptions::default(),
+                            arguments,
+                        )
+                        .await
+                }
+                Destination::Exchange(to) => {
+                    channel
+                        .exchange_bind(
+                            ShortString::from(to.as_str()),
+                            source,
+                            key,
+                            ExchangeBindOptions::default(),
+                            arguments,
+                        )
+                        .await
+                }
+            };
+            result.map_err(broker("binding", &binding.exchange))?;
+        }
+    }
+    let _ = channel.close(200, ShortString::from("declared")).await;
+    Ok(())
+}
+
+/// Deletes every queue and exchange of `topology`, messages included. Meant for tests and
+/// for tearing down a namespace; it does not ask twice.
+pub async fn delete(connection: &Connection, topology: &Topology) -> Result<(), DeclareError> {
+    let channel = connection
+        .lapin()
+        .create_channel()
+        .await
+        .map_err(|source| DeclareError::Broker {
+            kind: "channel",
+            name: "-".to_owned(),
+            source,
+        })?;
+    for queue in &topology.queues {
+        channel
+            .queue_delete(
+                ShortString::from(queue.name.as_str()),
+                QueueDeleteOptions::default(),
+            )
+            .await
+            .map_err(|e| classify("queue", &queue.name, e))?;
+    }
+    for exchange in &topology.exchanges {
+        channel
+            .exchange_delete(
+                ShortString::from(exchange.name.as_str()),
+                ExchangeDeleteOptions::default(),
+            )
+            .await
+            .map_err(|e| classify("exchange", &exchange.name, e))?;
+    }
+    let _ = channel.close(200, ShortString::from("deleted")).await;
+    Ok(())
+}
+
+/// Turns the broker's `PRECONDITION_FAILED` and `NOT_FOUND` into errors that say what and
+/// where, instead of a bare channel error.
+fn classify(kind: &'static str, name: &str, error: lapin::Error) -> DeclareError {
+    if let ErrorKind::ProtocolError(amqp_error) = error.kind() {
+        let detail = amqp_error.get_message().to_string();
+        match amqp_error.kind() {
+            AMQPErrorKind::Soft(AMQPSoftError::PRECONDITIONFAILED) => {
+                let argument = detail
+                    .split_once("inequivalent arg '")
+                    .and_then(|(_, rest)| rest.split_once('\''))
+                    .map(|(argument, _)| argument.to_owned());
+                return DeclareError::Mismatch {
+                    kind,
+                    name: name.to_owned(),
+                    argument,
+                    detail,
+                };
+            }
+            AMQPErrorKind::Soft(AMQPSoftError::NOTFOUND) => {
+                return DeclareError::Missing {
+                    kind,
+                    name: name.to_owned(),
+                };
+            }
+            _ => {}
+        }
+    }
+    DeclareError::Broker {
+        kind,
+        name: name.to_owned(),
+        source: error,
+    }
+}

@@ -1,0 +1,316 @@
+//! The consume loops: one delivery at a time (up to the concurrency) or in batches.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use futures_lite::StreamExt;
+use lapin::options::{BasicCancelOptions, BasicConsumeOptions, BasicQosOptions};
+use lapin::types::{FieldTable, ShortString};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use super::decode::{decode, retries_so_far};
+use super::policy::Failure;
+use super::settle::Settler;
+use super::{BatchHandler, BatchSpec, ConsumerSpec, Context, Handler, Registered, Task};
+use crate::schema::Validators;
+use crate::{Delivery, HandlerError, Message, Publisher, WorkerError};
+
+pub(super) struct Single<M, H> {
+    spec: ConsumerSpec,
+    handler: Arc<H>,
+    message: PhantomData<fn() -> M>,
+}
+
+impl<M, H> Single<M, H> {
+    pub(super) fn new(spec: ConsumerSpec, handler: H) -> Self {
+        Self {
+            spec,
+            handler: Arc::new(handler),
+            message: PhantomData,
+        }
+    }
+}
+
+pub(super) struct Batched<M, H> {
+    spec: ConsumerSpec,
+    batch: BatchSpec,
+    handler: Arc<H>,
+    message: PhantomData<fn() -> M>,
+}
+
+impl<M, H> Batched<M, H> {
+    pub(super) fn new(spec: ConsumerSpec, batch: BatchSpec, handler: H) -> Self {
+        Self {
+            spec,
+            batch,
+            handler: Arc::new(handler),
+            message: PhantomData,
+        }
+    }
+}
+
+/// A consumer's channels and shared state.
+struct Consuming {
+    channel: lapin::Channel,
+    consumer: lapin::Consumer,
+    settler: Arc<Settler>,
+    validators: Arc<Validators>,
+    tag: ShortString,
+}
+
+async fn open<M: Message>(
+    spec: &ConsumerSpec,
+    context: &Context,
+) -> Result<Consuming, WorkerError> {
+    let validators = Validators::of::<M>()?;
+    let connection = context.connection.lapin();
+    let channel = connection.create_channel().await?;
+    channel
+        .basic_qos(spec.prefetch, BasicQosOptions { global: false })
+        .await?;
+    let publisher = Publisher::new(&context.connection)
+        .await
+        .map_err(|e| WorkerError::Publisher(e.to_string()))?
+        .with_timeout(context.settings.publish_timeout);
+    let tag = ShortString::from(format!("{}-{}", spec.name, uuid::Uuid::now_v7()));
+    let consumer = channel
+        .basic_consume(
+            ShortString::from(context.queue.name.as_str()),
+            tag.clone(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await?;
+    tracing::info!(consumer = spec.name, queue = %context.queue.name, prefetch = spec.prefetch, concurrency = spec.concurrency, "consuming");
+    Ok(Consuming {
+        channel,
+        consumer,
+        settler: Arc::new(Settler {
+            queue: context.queue.clone(),
+            consumer: spec.name,
+            publisher,
+        }),
+        validators,
+        tag,
+    })
+}
+
+/// Decodes one delivery; poison is settled here and never reaches a handler.
+async fn decoded<M: Message>(
+    raw: &lapin::message::Delivery,
+    consuming: &Consuming,
+    max_body_bytes: usize,
+) -> Option<Delivery<M::Payload, M::Headers>> {
+    match decode::<M>(
+        raw,
+        &consuming.settler.queue,
+        &consuming.validators,
+        max_body_bytes,
+    ) {
+        Ok(delivery) => Some(delivery),
+        Err(poison) => {
+            let retries = retries_so_far(raw, &consuming.settler.queue);
+            consuming
+                .settler
+                .fail(raw, Failure::Poison(poison.reason), retries, &poison.detail)
+                .await;
+            None
+        }
+    }
+}
+
+/// Runs a handler future on a task of its own, so a panic becomes a retryable failure
+/// rather than a lost delivery.
+async fn guarded<F>(future: F) -> Result<(), (Failure, String)>
+where
+    F: std::future::Future<Output = Result<(), HandlerError>> + Send + 'static,
+{
+    match tokio::spawn(future).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => {
+            let failure = if error.is_retryable() {
+                Failure::Retryable
+            } else {
+                Failure::NonRetryable
+            };
+            Err((failure, error.source().to_string()))
+        }
+        Err(join) => {
+            let reason = if join.is_panic() {
+                let panic = join.into_panic();
+                let text = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                    .unwrap_or_default();
+                format!("handler panicked: {text}")
+            } else {
+                "handler was cancelled".to_owned()
+            };
+            Err((Failure::Retryable, reason))
+        }
+    }
+}
+
+/// Stops consuming, waits for in-flight work up to the drain timeout, closes the channel.
+async fn drain(consuming: Consuming, mut tasks: JoinSet<()>, context: &Context, name: &str) {
+    let _ = consuming
+        .channel
+        .basic_cancel(consuming.tag.clone(), BasicCancelOptions::default())
+        .await;
+    let timeout = context.settings.drain_timeout;
+    let drained = tokio::time::timeout(timeout, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            consumer = name,
+            in_flight = tasks.len(),
+            ?timeout,
+            "handlers still running at the drain timeout; their messages will be redelivered"
+        );
+        tasks.abort_all();
+    }
+    let _ = consuming
+        .channel
+        .close(200, ShortString::from("worker shut down"))
+        .await;
+    tracing::info!(consumer = name, "stopped");
+}
+
+impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
+    fn spec(&self) -> &ConsumerSpec {
+        &self.spec
+    }
+
+    fn start(self: Box<Self>, mut context: Context) -> Task {
+        Box::pin(async move {
+            let spec = self.spec;
+            let mut consuming = open::<M>(&spec, &context).await?;
+            let permits = Arc::new(Semaphore::new(usize::from(spec.concurrency.max(1))));
+            let mut tasks = JoinSet::new();
+            loop {
+                let permit = tokio::select! {
+                    _ = context.shutdown.wait_for(|stop| *stop) => break,
+                    permit = permits.clone().acquire_owned() => permit,
+                };
+                let Ok(permit) = permit else { break };
+                let next = tokio::select! {
+                    _ = context.shutdown.wait_for(|stop| *stop) => break,
+                    next = consuming.consumer.next() => next,
+                };
+                let raw = match next {
+                    Some(Ok(raw)) => raw,
+                    Some(Err(error)) => return Err(error.into()),
+                    None => {
+                        tracing::warn!(consumer = spec.name, "the broker cancelled the consumer");
+                        break;
+                    }
+                };
+                // Reap finished tasks so the set does not grow.
+                while tasks.try_join_next().is_some() {}
+                let Some(delivery) =
+                    decoded::<M>(&raw, &consuming, context.settings.max_body_bytes).await
+                else {
+                    continue;
+                };
+                let settler = consuming.settler.clone();
+                let handler = self.handler.clone();
+                tasks.spawn(async move {
+                    let retries = delivery.retry_count();
+                    match guarded(async move { handler.handle(delivery).await }).await {
+                        Ok(()) => settler.ack(&raw).await,
+                        Err((failure, error)) => settler.fail(&raw, failure, retries, &error).await,
+                    }
+                    drop(permit);
+                });
+            }
+            drain(consuming, tasks, &context, spec.name).await;
+            Ok(())
+        })
+    }
+}
+
+impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
+    fn spec(&self) -> &ConsumerSpec {
+        &self.spec
+    }
+
+    fn start(self: Box<Self>, mut context: Context) -> Task {
+        Box::pin(async move {
+            let spec = self.spec;
+            let size = usize::from(self.batch.size.max(1));
+            let mut consuming = open::<M>(&spec, &context).await?;
+            let permits = Arc::new(Semaphore::new(usize::from(spec.concurrency.max(1))));
+            let mut tasks = JoinSet::new();
+            let mut stopping = false;
+            while !stopping {
+                let permit = tokio::select! {
+                    _ = context.shutdown.wait_for(|stop| *stop) => break,
+                    permit = permits.clone().acquire_owned() => permit,
+                };
+                let Ok(permit) = permit else { break };
+                let mut raws = Vec::with_capacity(size);
+                let mut deliveries = Vec::with_capacity(size);
+                let deadline = tokio::time::sleep(self.batch.timeout);
+                tokio::pin!(deadline);
+                while deliveries.len() < size {
+                    // The timeout runs from the first message of the batch.
+                    let next = tokio::select! {
+                        _ = context.shutdown.wait_for(|stop| *stop) => { stopping = true; break }
+                        _ = &mut deadline, if !deliveries.is_empty() => break,
+                        next = consuming.consumer.next() => next,
+                    };
+                    let raw = match next {
+                        Some(Ok(raw)) => raw,
+                        Some(Err(error)) => return Err(error.into()),
+                        None => {
+                            stopping = true;
+                            break;
+                        }
+                    };
+                    if deliveries.is_empty() {
+                        deadline
+                            .as_mut()
+                            .reset(tokio::time::Instant::now() + self.batch.timeout);
+                    }
+                    if let Some(delivery) =
+                        decoded::<M>(&raw, &consuming, context.settings.max_body_bytes).await
+                    {
+                        deliveries.push(delivery);
+                        raws.push(raw);
+                    }
+                }
+                if deliveries.is_empty() {
+                    continue;
+                }
+                while tasks.try_join_next().is_some() {}
+                let settler = consuming.settler.clone();
+                let handler = self.handler.clone();
+                tasks.spawn(async move {
+                    // One retry count for the batch: it is retried or dead-lettered together.
+                    let retries = deliveries
+                        .iter()
+                        .map(Delivery::retry_count)
+                        .max()
+                        .unwrap_or(0);
+                    let result =
+                        guarded(async move { handler.handle_batch(deliveries).await }).await;
+                    for raw in &raws {
+                        match &result {
+                            Ok(()) => settler.ack(raw).await,
+                            Err((failure, error)) => {
+                                settler.fail(raw, *failure, retries, error).await
+                            }
+                        }
+                    }
+                    drop(permit);
+                });
+            }
+            drain(consuming, tasks, &context, spec.name).await;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,202 @@
+//! From the bytes the broker delivered to a typed, validated `Delivery`: decompress (within a
+//! size cap), check the content type, parse, validate against the JSON Schema, deserialize.
+//! A message that fails any step is poison: deterministic, so it is never retried.
+
+use std::io::Read;
+use std::time::{Duration, SystemTime};
+
+use lapin::types::FieldTable;
+use serde_json::Value;
+
+use super::policy::QueueInfo;
+use crate::amqp::{header_int, header_str, table_to_json};
+use crate::schema::Validators;
+use crate::{Delivery, Message};
+
+/// Why a message is poison: the `x-failure-reason` and a description.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Poison {
+    pub reason: &'static str,
+    pub detail: String,
+}
+
+fn poison(reason: &'static str, detail: impl Into<String>) -> Poison {
+    Poison {
+        reason,
+        detail: detail.into(),
+    }
+}
+
+/// Header names warren keeps on retried and dead-lettered copies.
+pub(crate) mod headers {
+    pub const RETRY_COUNT: &str = "x-retry-count";
+    pub const FIRST_FAILURE: &str = "x-first-failure-timestamp";
+    pub const LAST_ERROR: &str = "x-last-error";
+    pub const FAILURE_REASON: &str = "x-failure-reason";
+    pub const ORIGINAL_EXCHANGE: &str = "x-original-exchange";
+    pub const ORIGINAL_ROUTING_KEY: &str = "x-original-routing-key";
+    pub const CONSUMER: &str = "x-consumer";
+    pub const DELIVERY_COUNT: &str = "x-delivery-count";
+}
+
+/// How many retries came before this delivery.
+pub(crate) fn retries_so_far(raw: &lapin::message::Delivery, queue: &QueueInfo) -> u32 {
+    let table = raw.properties.headers().as_ref();
+    let key = if queue.broker_counts() {
+        headers::DELIVERY_COUNT
+    } else {
+        headers::RETRY_COUNT
+    };
+    header_int(table, key)
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(0)
+}
+
+/// The exchange and routing key the message was first published with: after a retry hop
+/// through a wait queue the delivery's own are the default exchange and the queue's name.
+pub(crate) fn original_route(raw: &lapin::message::Delivery) -> (String, String) {
+    let table = raw.properties.headers().as_ref();
+    (
+        header_str(table, headers::ORIGINAL_EXCHANGE).unwrap_or_else(|| raw.exchange.to_string()),
+        header_str(table, headers::ORIGINAL_ROUTING_KEY)
+            .unwrap_or_else(|| raw.routing_key.to_string()),
+    )
+}
+
+/// Decodes `raw` as message `M`.
+pub(crate) fn decode<M: Message>(
+    raw: &lapin::message::Delivery,
+    queue: &QueueInfo,
+    validators: &Validators,
+    max_body_bytes: usize,
+) -> Result<Delivery<M::Payload, M::Headers>, Poison> {
+    let properties = &raw.properties;
+    if let Some(content_type) = properties.content_type() {
+        let media = content_type
+            .as_str()
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim();
+        if !media.eq_ignore_ascii_case(M::CONTENT_TYPE) {
+            return Err(poison(
+                "content-type",
+                format!(
+                    "content type `{content_type}`, expected `{}`",
+                    M::CONTENT_TYPE
+                ),
+            ));
+        }
+    }
+    if raw.data.len() > max_body_bytes {
+        return Err(poison(
+            "too-large",
+            format!(
+                "body of {} bytes, above the {max_body_bytes}-byte cap",
+                raw.data.len()
+            ),
+        ));
+    }
+    let encoding = properties
+        .content_encoding()
+        .as_ref()
+        .map(|e| e.to_string());
+    let body = decompress(&raw.data, encoding.as_deref(), max_body_bytes)?;
+    let payload: Value = serde_json::from_slice(&body)
+        .map_err(|e| poison("decode", format!("body is not JSON: {e}")))?;
+    if let Some(errors) = validators.payload_errors(&payload) {
+        return Err(poison("validation", errors));
+    }
+    let table = properties.headers().as_ref();
+    let header_json = Value::Object(table.map(table_to_json).unwrap_or_default());
+    if let Some(errors) = validators.headers_errors(&header_json) {
+        return Err(poison("validation", format!("headers: {errors}")));
+    }
+    let payload: M::Payload = serde_json::from_value(payload)
+        .map_err(|e| poison("decode", format!("payload does not fit its type: {e}")))?;
+    let typed_headers: M::Headers = serde_json::from_value(header_json)
+        .map_err(|e| poison("decode", format!("headers do not fit their type: {e}")))?;
+    let (exchange, routing_key) = original_route(raw);
+    let mut delivery = Delivery::new(payload, typed_headers)
+        .with_route(exchange, routing_key)
+        .with_attempt(retries_so_far(raw, queue), raw.redelivered);
+    if let Some(id) = properties.message_id() {
+        delivery = delivery.with_message_id(id.as_str());
+    }
+    if let Some(at) = first_failure(table) {
+        delivery = delivery.with_first_failure(at);
+    }
+    Ok(delivery)
+}
+
+fn first_failure(table: Option<&FieldTable>) -> Option<SystemTime> {
+    let millis = u64::try_from(header_int(table, headers::FIRST_FAILURE)?).ok()?;
+    SystemTime::UNIX_EPOCH.checked_add(Duration::from_millis(millis))
+}
+
+/// Undoes `content-encoding`, refusing to inflate beyond `max` bytes (a zip bomb stops at
+/// the cap, it is not inflated first).
+fn decompress(body: &[u8], encoding: Option<&str>, max: usize) -> Result<Vec<u8>, Poison> {
+    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
+    let mut out = Vec::new();
+    let read = match encoding.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("" | "identity") => return Ok(body.to_vec()),
+        Some("gzip") => flate2::read::GzDecoder::new(body)
+            .take(limit)
+            .read_to_end(&mut out),
+        Some("deflate") => flate2::read::ZlibDecoder::new(body)
+            .take(limit)
+            .read_to_end(&mut out),
+        Some(other) => {
+            return Err(poison(
+                "decode",
+                format!("unsupported content encoding `{other}`"),
+            ));
+        }
+    };
+    read.map_err(|e| poison("decode", format!("cannot decompress the body: {e}")))?;
+    if out.len() > max {
+        return Err(poison(
+            "too-large",
+            format!("body inflates beyond the {max}-byte cap"),
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::decompress;
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn decompression_is_capped_and_reports_bad_input() {
+        let body = gzip(&vec![b'a'; 10_000]);
+        assert_eq!(
+            decompress(&body, Some("gzip"), 10_000).unwrap().len(),
+            10_000
+        );
+        assert_eq!(
+            decompress(&body, Some("gzip"), 9_999).unwrap_err().reason,
+            "too-large"
+        );
+        assert_eq!(
+            decompress(b"not gzip", Some("gzip"), 100)
+                .unwrap_err()
+                .reason,
+            "decode"
+        );
+        assert_eq!(
+            decompress(b"x", Some("br"), 100).unwrap_err().reason,
+            "decode"
+        );
+        assert_eq!(decompress(b"x", None, 100).unwrap(), b"x");
+    }
+}

@@ -1,0 +1,256 @@
+//! Running consumers: the worker.
+//!
+//! Each consumer gets its own channel with its prefetch (`basic.qos`), a semaphore for its
+//! concurrency, and a confirm-mode channel for retry and dead-letter copies. A delivery goes
+//! through decode (decompress within a cap, content type, JSON, JSON Schema, types) → handler
+//! → settle; a delivery that cannot be decoded never reaches the handler and is never
+//! retried. See [`crate::HandlerError`] for the retry model.
+
+mod consume;
+mod decode;
+mod policy;
+mod settle;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::topology::{ArgValue, Topology};
+use crate::{Connection, Delivery, HandlerError, Message, WorkerError};
+
+pub(crate) use policy::QueueInfo;
+
+/// How long shutdown waits for in-flight handlers by default.
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest body a worker accepts by default, before and after decompression.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+/// How one consumer of a contract consumes: what a generated `Handlers::register` fills in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConsumerSpec {
+    /// The consumer's name in the contract.
+    pub name: &'static str,
+    /// The queue it reads (before any namespace).
+    pub queue: &'static str,
+    /// Unacknowledged deliveries the broker may send ahead.
+    pub prefetch: u16,
+    /// Handlers running at once.
+    pub concurrency: u16,
+}
+
+/// Batch settings of a batch consumer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchSpec {
+    /// Most messages per batch.
+    pub size: u16,
+    /// Longest wait for a batch to fill before it is handled as it is.
+    pub timeout: Duration,
+}
+
+/// Handles messages `M` one at a time. Generated consumer traits are adapted to this.
+pub trait Handler<M: Message>: Send + Sync + 'static {
+    /// Handles one delivery.
+    fn handle(
+        &self,
+        delivery: Delivery<M::Payload, M::Headers>,
+    ) -> impl Future<Output = Result<(), HandlerError>> + Send;
+}
+
+/// Handles messages `M` in batches.
+pub trait BatchHandler<M: Message>: Send + Sync + 'static {
+    /// Handles one batch; an error applies to every message of the batch.
+    fn handle_batch(
+        &self,
+        batch: Vec<Delivery<M::Payload, M::Headers>>,
+    ) -> impl Future<Output = Result<(), HandlerError>> + Send;
+}
+
+/// Stops a running worker: it stops consuming, waits for in-flight handlers up to its drain
+/// timeout, and closes its channels; what was not acknowledged is redelivered by the broker.
+#[derive(Debug, Clone)]
+pub struct ShutdownHandle {
+    sender: Arc<watch::Sender<bool>>,
+}
+
+impl ShutdownHandle {
+    /// Asks the worker to shut down; [`Worker::run`] returns once it has.
+    pub fn shutdown(&self) {
+        self.sender.send_replace(true);
+    }
+}
+
+/// Settings shared by every consumer of a worker.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub drain_timeout: Duration,
+    pub max_body_bytes: usize,
+    pub publish_timeout: Duration,
+}
+
+/// What a consumer task needs to run.
+pub(crate) struct Context {
+    pub connection: Connection,
+    pub queue: QueueInfo,
+    pub settings: Settings,
+    pub shutdown: watch::Receiver<bool>,
+}
+
+type Task = Pin<Box<dyn Future<Output = Result<(), WorkerError>> + Send>>;
+
+/// A registered consumer, its message type erased.
+trait Registered: Send {
+    fn spec(&self) -> &ConsumerSpec;
+    fn start(self: Box<Self>, context: Context) -> Task;
+}
+
+/// Runs a contract's consumers on one connection, each on channels of its own.
+pub struct Worker {
+    connection: Connection,
+    topology: Topology,
+    consumers: Vec<Box<dyn Registered>>,
+    settings: Settings,
+    shutdown: Arc<watch::Sender<bool>>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<_> = self.consumers.iter().map(|c| c.spec().name).collect();
+        f.debug_struct("Worker")
+            .field("consumers", &names)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Worker {
+    /// A worker for `topology` (its queues' retry and dead-letter policies, and its
+    /// namespace) on `connection`.
+    pub fn new(connection: Connection, topology: Topology) -> Self {
+        Self {
+            connection,
+            topology,
+            consumers: Vec::new(),
+            settings: Settings {
+                drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+                max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+                publish_timeout: crate::DEFAULT_PUBLISH_TIMEOUT,
+            },
+            shutdown: Arc::new(watch::channel(false).0),
+        }
+    }
+
+    /// How long shutdown waits for in-flight handlers before closing anyway (default 30 s);
+    /// their messages are then redelivered.
+    pub fn with_drain_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.drain_timeout = timeout;
+        self
+    }
+
+    /// The largest body accepted, before and after decompression (default 64 MiB); a larger
+    /// one is poison (`too-large`).
+    pub fn with_max_body_bytes(mut self, bytes: usize) -> Self {
+        self.settings.max_body_bytes = bytes;
+        self
+    }
+
+    /// How long a retry or dead-letter copy waits for its confirm (default 30 s); without
+    /// one, the original is returned to its queue.
+    pub fn with_publish_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.publish_timeout = timeout;
+        self
+    }
+
+    /// The topology the worker runs against.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// The connection the worker consumes on.
+    pub fn connection(&self) -> &Connection {
+        &self.connection
+    }
+
+    /// A handle that stops [`Worker::run`].
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle {
+            sender: self.shutdown.clone(),
+        }
+    }
+
+    /// Adds a consumer handling messages one at a time.
+    pub fn add<M: Message, H: Handler<M>>(&mut self, spec: ConsumerSpec, handler: H) {
+        self.consumers
+            .push(Box::new(consume::Single::<M, H>::new(spec, handler)));
+    }
+
+    /// Adds a consumer handling messages in batches.
+    pub fn add_batch<M: Message, H: BatchHandler<M>>(
+        &mut self,
+        spec: ConsumerSpec,
+        batch: BatchSpec,
+        handler: H,
+    ) {
+        self.consumers.push(Box::new(consume::Batched::<M, H>::new(
+            spec, batch, handler,
+        )));
+    }
+
+    /// Runs every consumer until [`ShutdownHandle::shutdown`] is called or a consumer fails.
+    /// On shutdown each consumer stops consuming, drains its in-flight handlers (up to the
+    /// drain timeout) and closes its channels.
+    pub async fn run(self) -> Result<(), WorkerError> {
+        let mut tasks = tokio::task::JoinSet::new();
+        for consumer in self.consumers {
+            let spec = *consumer.spec();
+            let name = format!("{}{}", self.topology.namespace, spec.queue);
+            let queue = self.topology.queue(&name).map(queue_info).ok_or_else(|| {
+                WorkerError::UnknownQueue {
+                    consumer: spec.name.to_owned(),
+                    queue: name.clone(),
+                }
+            })?;
+            let context = Context {
+                connection: self.connection.clone(),
+                queue,
+                settings: self.settings.clone(),
+                shutdown: self.shutdown.subscribe(),
+            };
+            tasks.spawn(consumer.start(context));
+        }
+        let mut outcome = Ok(());
+        while let Some(finished) = tasks.join_next().await {
+            let result = finished.unwrap_or_else(|e| Err(WorkerError::Panicked(e.to_string())));
+            if let Err(error) = result {
+                // One consumer failing stops the others: the worker is not half running.
+                if outcome.is_ok() {
+                    self.shutdown.send_replace(true);
+                    outcome = Err(error);
+                }
+            }
+        }
+        outcome
+    }
+}
+
+/// What the worker needs to know about a queue of the topology.
+fn queue_info(queue: &crate::topology::Queue) -> QueueInfo {
+    let text = |key: &str| match queue.arguments.get(key) {
+        Some(ArgValue::String(value)) => Some(value.clone()),
+        _ => None,
+    };
+    let dead_letter = match &queue.dead_letter {
+        Some(dl) => Some((dl.exchange.clone(), dl.routing_key.clone())),
+        None => text("x-dead-letter-exchange")
+            .map(|exchange| (exchange, text("x-dead-letter-routing-key"))),
+    };
+    QueueInfo {
+        name: queue.name.clone(),
+        kind: queue.kind,
+        retry: queue.retry.clone(),
+        on_poison: queue.on_poison,
+        dead_letter,
+    }
+}

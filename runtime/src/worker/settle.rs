@@ -1,0 +1,256 @@
+//! Settling deliveries: ack, requeue, or publish a retry or dead-letter copy (with confirms,
+//! then ack the original). Every delivery is settled exactly once.
+
+use std::time::SystemTime;
+
+use lapin::BasicProperties;
+use lapin::options::{BasicAckOptions, BasicNackOptions, BasicRejectOptions};
+use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+
+use super::decode::{headers, original_route};
+use super::policy::{Failure, Outcome, QueueInfo, decide};
+use crate::Publisher;
+
+/// Longest `x-last-error` kept, in bytes: diagnostic headers stay far below the frame size
+/// whatever an error says.
+pub(crate) const MAX_ERROR_BYTES: usize = 1024;
+
+/// Settles the deliveries of one consumer.
+pub(crate) struct Settler {
+    pub queue: QueueInfo,
+    pub consumer: &'static str,
+    /// A confirm-mode channel of the consumer's own, for retry and dead-letter copies.
+    pub publisher: Publisher,
+}
+
+impl Settler {
+    /// Acknowledges a handled delivery.
+    pub async fn ack(&self, raw: &lapin::message::Delivery) {
+        if let Err(error) = raw.acker.ack(BasicAckOptions::default()).await {
+            // The channel is gone: the broker redelivers the message elsewhere.
+            tracing::debug!(consumer = self.consumer, %error, "ack failed; the message will be redelivered");
+        }
+    }
+
+    /// Applies the queue's policy to a failed delivery, after `retries` earlier retries.
+    pub async fn fail(
+        &self,
+        raw: &lapin::message::Delivery,
+        failure: Failure,
+        retries: u32,
+        error: &str,
+    ) {
+        let outcome = decide(&self.queue, retries, failure, fastrand::f64());
+        self.apply(raw, outcome, retries, error).await;
+    }
+
+    /// Carries out `outcome` for `raw`.
+    pub async fn apply(
+        &self,
+        raw: &lapin::message::Delivery,
+        outcome: Outcome,
+        retries: u32,
+        error: &str,
+    ) {
+        let consumer = self.consumer;
+        let queue = self.queue.name.as_str();
+        match outcome {
+            Outcome::Requeue { exhausted } => {
+                if exhausted {
+                    tracing::warn!(
+                        consumer,
+                        queue,
+                        retries,
+                        error,
+                        "retries spent; requeued again as the contract says (`exhausted: requeue`)"
+                    );
+                }
+                // reject, not nack: from RabbitMQ 4.3 only a reject counts as a delivery
+                // attempt on quorum queues, and the retry count relies on it.
+                self.reject(raw, true).await;
+            }
+            Outcome::Retry {
+                routing_key,
+                expiration,
+                retry_count,
+            } => {
+                let mut properties = self.copy(raw, retry_count, error, None);
+                if let Some(expiration) = expiration {
+                    properties = properties
+                        .with_expiration(ShortString::from(expiration.as_millis().to_string()));
+                }
+                self.republish(raw, "", &routing_key, properties).await;
+            }
+            Outcome::DeadLetter { reason } => {
+                let Some((exchange, key)) = &self.queue.dead_letter else {
+                    return self.reject(raw, false).await;
+                };
+                let routing_key = key.clone().unwrap_or_else(|| original_route(raw).1);
+                let properties = self.copy(raw, retries, error, Some(reason));
+                tracing::warn!(consumer, queue, reason, error, "dead-lettered");
+                self.republish(raw, exchange, &routing_key, properties)
+                    .await;
+            }
+            Outcome::Drop { reason } => {
+                tracing::warn!(
+                    consumer,
+                    queue,
+                    reason,
+                    error,
+                    "dropped as the contract says; the message is gone"
+                );
+                self.ack(raw).await;
+            }
+            Outcome::Discard { reason } => {
+                tracing::warn!(
+                    consumer,
+                    queue,
+                    reason,
+                    error,
+                    "no dead-letter exchange: the message is discarded and its body is gone"
+                );
+                if let Err(e) = raw
+                    .acker
+                    .nack(BasicNackOptions {
+                        multiple: false,
+                        requeue: false,
+                    })
+                    .await
+                {
+                    tracing::debug!(consumer, error = %e, "nack failed; the message will be redelivered");
+                }
+            }
+        }
+    }
+
+    /// Publishes a copy with confirms and acks the original only once it is confirmed; if the
+    /// copy cannot be published, the original goes back to its queue instead.
+    async fn republish(
+        &self,
+        raw: &lapin::message::Delivery,
+        exchange: &str,
+        routing_key: &str,
+        properties: BasicProperties,
+    ) {
+        match self
+            .publisher
+            .send(exchange, routing_key, &raw.data, properties)
+            .await
+        {
+            Ok(()) => self.ack(raw).await,
+            Err(error) => {
+                tracing::error!(consumer = self.consumer, exchange, routing_key, %error, "cannot publish the retry or dead-letter copy; returning the message to its queue");
+                self.reject(raw, true).await;
+            }
+        }
+    }
+
+    async fn reject(&self, raw: &lapin::message::Delivery, requeue: bool) {
+        if let Err(error) = raw.acker.reject(BasicRejectOptions { requeue }).await {
+            tracing::debug!(consumer = self.consumer, %error, "reject failed; the message will be redelivered");
+        }
+    }
+
+    /// The properties of a copy: the original's, persistent, with failure context in its
+    /// headers (and the failure reason on a dead letter).
+    fn copy(
+        &self,
+        raw: &lapin::message::Delivery,
+        retry_count: u32,
+        error: &str,
+        reason: Option<&'static str>,
+    ) -> BasicProperties {
+        let mut table = raw.properties.headers().clone().unwrap_or_default();
+        let (exchange, routing_key) = original_route(raw);
+        let mut set = |key: &str, value: AMQPValue| {
+            table.insert(ShortString::from(key), value);
+        };
+        let text = |s: &str| AMQPValue::LongString(LongString::from(s));
+        set(
+            headers::RETRY_COUNT,
+            AMQPValue::LongLongInt(i64::from(retry_count)),
+        );
+        set(headers::LAST_ERROR, text(&truncate(error, MAX_ERROR_BYTES)));
+        set(headers::ORIGINAL_EXCHANGE, text(&exchange));
+        set(headers::ORIGINAL_ROUTING_KEY, text(&routing_key));
+        set(headers::CONSUMER, text(self.consumer));
+        if let Some(reason) = reason {
+            set(headers::FAILURE_REASON, text(reason));
+        }
+        let mut inner = table.inner().clone();
+        inner.remove(headers::DELIVERY_COUNT);
+        inner
+            .entry(ShortString::from(headers::FIRST_FAILURE))
+            .or_insert_with(|| AMQPValue::LongLongInt(unix_millis()));
+        // Built afresh rather than cloned: a copy must not inherit the expiration a retry
+        // copy was given for its wait queue.
+        restore(&raw.properties, BasicProperties::default())
+            .with_headers(FieldTable::from(inner))
+            .with_delivery_mode(2)
+    }
+}
+
+/// Copies every property but the expiration, the headers, the delivery mode and the user id
+/// (which the broker checks against the connection) of `from` onto `to`.
+fn restore(from: &BasicProperties, mut to: BasicProperties) -> BasicProperties {
+    if let Some(v) = from.content_type() {
+        to = to.with_content_type(v.clone());
+    }
+    if let Some(v) = from.content_encoding() {
+        to = to.with_content_encoding(v.clone());
+    }
+    if let Some(v) = from.message_id() {
+        to = to.with_message_id(v.clone());
+    }
+    if let Some(v) = from.timestamp() {
+        to = to.with_timestamp(*v);
+    }
+    if let Some(v) = from.kind() {
+        to = to.with_type(v.clone());
+    }
+    if let Some(v) = from.correlation_id() {
+        to = to.with_correlation_id(v.clone());
+    }
+    if let Some(v) = from.app_id() {
+        to = to.with_app_id(v.clone());
+    }
+    if let Some(v) = from.reply_to() {
+        to = to.with_reply_to(v.clone());
+    }
+    if let Some(v) = from.priority() {
+        to = to.with_priority(*v);
+    }
+    to
+}
+
+/// `text` cut to at most `max` bytes on a character boundary, marked when cut.
+pub(crate) fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max.saturating_sub(3);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &text[..end])
+}
+
+fn unix_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::truncate;
+
+    #[test]
+    fn truncation_respects_the_bound_and_characters() {
+        assert_eq!(truncate("short", 10), "short");
+        let long = "é".repeat(1000);
+        let cut = truncate(&long, 1024);
+        assert!(cut.len() <= 1024);
+        assert!(cut.ends_with("..."));
+    }
+}
