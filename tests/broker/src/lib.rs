@@ -1,0 +1,423 @@
+//! The runtime against a real RabbitMQ, through code generated from `contracts/warren.yaml`.
+//!
+//! Every test starts a [`Harness`]: its own connection, the contract's topology under a
+//! namespace of its own (so tests share one broker without seeing each other's messages),
+//! a worker running one recording handler for every consumer, and typed publishers. The
+//! handler does what each job's `behaviour` says and records every attempt.
+
+include!(concat!(env!("OUT_DIR"), "/jobs.rs"));
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use lapin::BasicProperties;
+use lapin::options::{BasicGetOptions, BasicPublishOptions, ConfirmSelectOptions};
+use lapin::types::{AMQPValue, FieldTable, ShortString};
+use tokio::sync::{Notify, Semaphore};
+use warren_runtime::{
+    Connection, Delivery, HandlerError, Publisher, ShutdownHandle, Worker, WorkerError,
+};
+
+/// One attempt a handler saw.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    /// When the handler started.
+    pub at: Instant,
+    /// The consumer that ran.
+    pub consumer: &'static str,
+    /// The delivery's retry count.
+    pub retry_count: u32,
+    /// The delivery's message id.
+    pub message_id: Option<String>,
+    /// The tenant header.
+    pub tenant: String,
+}
+
+struct State {
+    attempts: Mutex<HashMap<String, Vec<Attempt>>>,
+    batches: Mutex<Vec<Vec<String>>>,
+    changed: Notify,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    gate: Semaphore,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        Self {
+            attempts: Mutex::default(),
+            batches: Mutex::default(),
+            changed: Notify::new(),
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: AtomicUsize::new(0),
+            gate: Semaphore::new(0),
+        }
+    }
+}
+
+/// The handler of every consumer: records each attempt, then behaves as the job says.
+#[derive(Clone, Default)]
+pub struct Recorder(Arc<State>);
+
+impl Recorder {
+    fn record(
+        &self,
+        consumer: &'static str,
+        delivery: &Delivery<types::Job, types::JobHeaders>,
+    ) -> usize {
+        let attempt = Attempt {
+            at: Instant::now(),
+            consumer,
+            retry_count: delivery.retry_count(),
+            message_id: delivery.message_id().map(str::to_owned),
+            tenant: delivery.headers().tenant.clone(),
+        };
+        let mut attempts = self.0.attempts.lock().unwrap_or_else(|e| e.into_inner());
+        let list = attempts
+            .entry(delivery.payload().id.to_string())
+            .or_default();
+        list.push(attempt);
+        let index = list.len() - 1;
+        drop(attempts);
+        self.0.changed.notify_waiters();
+        index
+    }
+
+    async fn run(
+        &self,
+        consumer: &'static str,
+        delivery: Delivery<types::Job, types::JobHeaders>,
+    ) -> Result<(), HandlerError> {
+        let attempt = self.record(consumer, &delivery);
+        let job = delivery.payload();
+        let succeed_now = job
+            .succeed_on_attempt
+            .is_some_and(|n| n as usize == attempt);
+        match job.behaviour {
+            _ if succeed_now => Ok(()),
+            types::JobBehaviour::Ok => Ok(()),
+            types::JobBehaviour::Retryable => Err(HandlerError::retryable(std::io::Error::other(
+                format!("attempt {attempt} of {} failed", job.id.as_str()),
+            ))),
+            types::JobBehaviour::Fatal => Err(HandlerError::non_retryable(format!(
+                "job {} can never succeed",
+                job.id.as_str()
+            ))),
+            types::JobBehaviour::Panic => panic!("handler panicked on purpose"),
+            types::JobBehaviour::Hold => {
+                let now = self.0.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                self.0.max_in_flight.fetch_max(now, Ordering::SeqCst);
+                self.0.changed.notify_waiters();
+                let permit = self.0.gate.acquire().await;
+                drop(permit);
+                self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+                Ok(())
+            }
+            types::JobBehaviour::Slow => {
+                tokio::time::sleep(Duration::from_millis(600)).await;
+                Ok(())
+            }
+        }
+    }
+
+    /// Every attempt at job `id`.
+    pub fn attempts(&self, id: &str) -> Vec<Attempt> {
+        let attempts = self.0.attempts.lock().unwrap_or_else(|e| e.into_inner());
+        attempts.get(id).cloned().unwrap_or_default()
+    }
+
+    /// Waits until job `id` has at least `n` attempts, or `timeout` passes.
+    pub async fn wait_attempts(&self, id: &str, n: usize, timeout: Duration) -> Vec<Attempt> {
+        self.wait(timeout, || self.attempts(id).len() >= n).await;
+        self.attempts(id)
+    }
+
+    /// Waits until `done` holds or `timeout` passes.
+    pub async fn wait(&self, timeout: Duration, done: impl Fn() -> bool) {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while !done() {
+            let changed = self.0.changed.notified();
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Handlers holding now, and the most there ever were.
+    pub fn in_flight(&self) -> (usize, usize) {
+        (
+            self.0.in_flight.load(Ordering::SeqCst),
+            self.0.max_in_flight.load(Ordering::SeqCst),
+        )
+    }
+
+    /// Lets `n` held handlers finish.
+    pub fn release(&self, n: usize) {
+        self.0.gate.add_permits(n);
+    }
+
+    /// The batches the batch consumer saw, as job ids.
+    pub fn batches(&self) -> Vec<Vec<String>> {
+        self.0
+            .batches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+macro_rules! handle_with_recorder {
+    ($($consumer:ident),* $(,)?) => {
+        $(
+            impl consumers::$consumer for Recorder {
+                async fn handle(
+                    &self,
+                    delivery: Delivery<types::Job, types::JobHeaders>,
+                ) -> Result<(), HandlerError> {
+                    self.run(stringify!($consumer), delivery).await
+                }
+            }
+        )*
+    };
+}
+
+handle_with_recorder!(
+    RunNone,
+    RunRequeue,
+    RunRequeueClassic,
+    RunBackoff,
+    RunJitter,
+    RunShortLong,
+    RunNative,
+    RunDrop,
+    RunForever,
+    RunSibling,
+    RunBounded,
+);
+
+impl consumers::RunBatch for Recorder {
+    async fn handle_batch(
+        &self,
+        batch: Vec<Delivery<types::Job, types::JobHeaders>>,
+    ) -> Result<(), HandlerError> {
+        let ids = batch.iter().map(|d| d.payload().id.to_string()).collect();
+        self.0
+            .batches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(ids);
+        let mut failed = false;
+        for delivery in &batch {
+            let attempt = self.record("RunBatch", delivery);
+            let job = delivery.payload();
+            let succeed_now = job
+                .succeed_on_attempt
+                .is_some_and(|n| n as usize == attempt);
+            failed |= job.behaviour == types::JobBehaviour::Retryable && !succeed_now;
+        }
+        if failed {
+            return Err(HandlerError::retryable(std::io::Error::other(
+                "the batch failed",
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A test's own broker state: connection, namespaced topology, worker, publishers.
+pub struct Harness {
+    /// The connection.
+    pub connection: Connection,
+    /// The topology, namespaced for this test.
+    pub topology: warren_runtime::Topology,
+    /// Typed publishers.
+    pub publishers: Publishers,
+    /// The handler of every consumer.
+    pub recorder: Recorder,
+    raw: lapin::Channel,
+    shutdown: ShutdownHandle,
+    worker: tokio::task::JoinHandle<Result<(), WorkerError>>,
+}
+
+/// The broker the tests run against: `AMQP_URL`, else the local one.
+pub fn amqp_url() -> String {
+    std::env::var("AMQP_URL").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned())
+}
+
+impl Harness {
+    /// Declares the contract under a fresh namespace and starts a worker on it.
+    pub async fn start(test: &str) -> Self {
+        Self::start_with(test, |worker| worker).await
+    }
+
+    /// Like [`Harness::start`], with the worker adjusted by `configure`.
+    pub async fn start_with(test: &str, configure: impl FnOnce(Worker) -> Worker) -> Self {
+        let connection = Connection::connect(&amqp_url(), &format!("warren-test-{test}"))
+            .await
+            .expect("the test broker answers at AMQP_URL (bash build-support/scripts/test.sh starts one)");
+        let namespace = format!("test.{test}.{}.", uuid::Uuid::now_v7().simple());
+        let topology = topology().namespaced(&namespace);
+        warren_runtime::declare(&connection, &topology)
+            .await
+            .expect("the topology declares");
+        let publisher = Publisher::new(&connection)
+            .await
+            .expect("a publishing channel")
+            .namespaced(&namespace);
+        let recorder = Recorder::default();
+        let worker = configure(Worker::new(connection.clone(), topology.clone()));
+        let shutdown = worker.shutdown_handle();
+        let handlers = Handlers {
+            run_backoff: recorder.clone(),
+            run_batch: recorder.clone(),
+            run_bounded: recorder.clone(),
+            run_drop: recorder.clone(),
+            run_forever: recorder.clone(),
+            run_jitter: recorder.clone(),
+            run_native: recorder.clone(),
+            run_none: recorder.clone(),
+            run_requeue: recorder.clone(),
+            run_requeue_classic: recorder.clone(),
+            run_short_long: recorder.clone(),
+            run_sibling: recorder.clone(),
+        };
+        let worker = tokio::spawn(handlers.run(worker));
+        let raw = connection
+            .lapin()
+            .create_channel()
+            .await
+            .expect("a raw channel");
+        raw.confirm_select(ConfirmSelectOptions::default())
+            .await
+            .expect("confirm mode");
+        Self {
+            connection,
+            topology,
+            publishers: Publishers::new(publisher),
+            recorder,
+            raw,
+            shutdown,
+            worker,
+        }
+    }
+
+    /// A namespaced name.
+    pub fn name(&self, name: &str) -> String {
+        format!("{}{name}", self.topology.namespace)
+    }
+
+    /// Publishes a job through the generated publisher.
+    pub async fn submit(&self, target: &str, job: types::Job) {
+        self.publishers
+            .submit(target, &job, &headers())
+            .await
+            .expect("the job is published and confirmed");
+    }
+
+    /// Publishes raw bytes to the contract's exchange, bypassing every check, as a faulty
+    /// or hostile producer would.
+    pub async fn publish_raw(&self, routing_key: &str, body: &[u8], properties: BasicProperties) {
+        let mut table = FieldTable::default();
+        table.insert(
+            ShortString::from("tenant"),
+            AMQPValue::LongString("acme".into()),
+        );
+        let properties = properties.with_headers(table).with_delivery_mode(2);
+        self.raw
+            .basic_publish(
+                ShortString::from(self.name("jobs")),
+                ShortString::from(routing_key),
+                BasicPublishOptions::default(),
+                body,
+                properties,
+            )
+            .await
+            .expect("published")
+            .await
+            .expect("confirmed");
+    }
+
+    /// Takes the dead letters, waiting until there are `n` or `timeout` passes.
+    pub async fn dead_letters(
+        &self,
+        n: usize,
+        timeout: Duration,
+    ) -> Vec<lapin::message::BasicGetMessage> {
+        let deadline = Instant::now() + timeout;
+        let mut found = Vec::new();
+        let queue = ShortString::from(self.name("dead"));
+        while found.len() < n && Instant::now() < deadline {
+            match self
+                .raw
+                .basic_get(queue.clone(), BasicGetOptions { no_ack: true })
+                .await
+                .expect("basic.get")
+            {
+                Some(message) => found.push(message),
+                None => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+        found
+    }
+
+    /// Ready messages in queue `name`.
+    pub async fn ready(&self, name: &str) -> u32 {
+        let queue = self
+            .raw
+            .queue_declare(
+                ShortString::from(self.name(name)),
+                lapin::options::QueueDeclareOptions {
+                    passive: true,
+                    ..Default::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .expect("the queue exists");
+        queue.message_count()
+    }
+
+    /// Stops the worker, and removes the test's queues and exchanges.
+    pub async fn stop(self) -> Result<(), WorkerError> {
+        self.shutdown.shutdown();
+        let outcome = self.worker.await.expect("the worker task ends");
+        warren_runtime::delete(&self.connection, &self.topology)
+            .await
+            .expect("cleaned up");
+        let _ = self.connection.close().await;
+        outcome
+    }
+}
+
+/// The headers every test job carries.
+pub fn headers() -> types::JobHeaders {
+    types::JobHeaders {
+        tenant: "acme".to_owned(),
+        priority: None,
+    }
+}
+
+/// A job with `id` and `behaviour`.
+pub fn job(id: &str, behaviour: types::JobBehaviour) -> types::Job {
+    types::Job {
+        id: id.try_into().expect("a non-empty id"),
+        behaviour,
+        succeed_on_attempt: None,
+        amount: 10,
+        sku: None,
+    }
+}
+
+/// A header of a dead letter, as text.
+pub fn header(message: &lapin::message::BasicGetMessage, key: &str) -> Option<String> {
+    let table = message.delivery.properties.headers().as_ref()?;
+    Some(match table.inner().get(key)? {
+        AMQPValue::LongString(s) => String::from_utf8_lossy(s.as_bytes()).into_owned(),
+        AMQPValue::ShortString(s) => s.to_string(),
+        AMQPValue::LongLongInt(i) => i.to_string(),
+        AMQPValue::LongInt(i) => i.to_string(),
+        other => format!("{other:?}"),
+    })
+}

@@ -1,0 +1,175 @@
+//! Declaration, typed round trips, compression and unroutable publishes.
+
+use std::time::Duration;
+
+use warren_broker_tests::types::JobBehaviour;
+use warren_broker_tests::{Harness, job};
+use warren_runtime::{DeclareError, PublishError, PublishOptions};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_round_trip_through_generated_publisher_and_consumer() {
+    let h = Harness::start("round-trip").await;
+    h.submit("none", job("plain", JobBehaviour::Ok)).await;
+    h.publishers
+        .submit_gzip(
+            "none",
+            &job("zipped", JobBehaviour::Ok),
+            &warren_broker_tests::headers(),
+        )
+        .await
+        .expect("compressed publish");
+    h.publishers
+        .with(PublishOptions::default().message_id("order-42"))
+        .submit(
+            "none",
+            &job("keyed", JobBehaviour::Ok),
+            &warren_broker_tests::headers(),
+        )
+        .await
+        .expect("published with a chosen id");
+    for id in ["plain", "zipped", "keyed"] {
+        let attempts = h.recorder.wait_attempts(id, 1, WAIT).await;
+        assert_eq!(attempts.len(), 1, "{id} handled once");
+        assert_eq!(attempts[0].consumer, "RunNone");
+        assert_eq!(attempts[0].tenant, "acme", "typed headers arrive");
+        assert_eq!(attempts[0].retry_count, 0);
+    }
+    let keyed = h.recorder.attempts("keyed");
+    assert_eq!(keyed[0].message_id.as_deref(), Some("order-42"));
+    let plain = h.recorder.attempts("plain");
+    let id = plain[0]
+        .message_id
+        .clone()
+        .expect("a message id by default");
+    assert_eq!(
+        uuid::Uuid::parse_str(&id)
+            .expect("a UUID")
+            .get_version_num(),
+        7
+    );
+    assert!(
+        h.dead_letters(1, Duration::from_millis(300))
+            .await
+            .is_empty()
+    );
+    h.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unroutable_and_invalid_publishes_are_errors() {
+    let h = Harness::start("unroutable").await;
+    let unroutable = h
+        .publishers
+        .nowhere(
+            &job("lost", JobBehaviour::Ok),
+            &warren_broker_tests::headers(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(unroutable, PublishError::Unroutable { .. }),
+        "{unroutable}"
+    );
+    let mut invalid = job("invalid", JobBehaviour::Ok);
+    invalid.amount = 5000;
+    let refused = h
+        .publishers
+        .submit("none", &invalid, &warren_broker_tests::headers())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            PublishError::Invalid {
+                what: "payload",
+                ..
+            }
+        ),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("/amount"), "{refused}");
+    let empty = h
+        .publishers
+        .submit(
+            "",
+            &job("x", JobBehaviour::Ok),
+            &warren_broker_tests::headers(),
+        )
+        .await;
+    assert!(matches!(
+        empty,
+        Err(PublishError::EmptyPlaceholder {
+            placeholder: "target"
+        })
+    ));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        h.recorder.attempts("invalid").is_empty(),
+        "nothing was sent"
+    );
+    h.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn declaration_is_idempotent_checks_passively_and_names_mismatches() {
+    let h = Harness::start("declare").await;
+    warren_runtime::declare(&h.connection, &h.topology)
+        .await
+        .expect("declaring twice is fine");
+    warren_runtime::verify(&h.connection, &h.topology)
+        .await
+        .expect("everything exists");
+    // Wait queues of ttl-backoff are declared with the rest.
+    for wait in [
+        "backoff.wait.200ms",
+        "backoff.wait.400ms",
+        "backoff.wait.800ms",
+    ] {
+        assert_eq!(h.ready(wait).await, 0, "{wait} exists");
+    }
+    let mut changed = h.topology.clone();
+    let queue = changed
+        .queues
+        .iter_mut()
+        .find(|q| q.name == h.name("requeue"))
+        .expect("declared");
+    queue.arguments.insert(
+        "x-delivery-limit".into(),
+        warren_runtime::topology::ArgValue::Int(99),
+    );
+    let error = warren_runtime::declare(&h.connection, &changed)
+        .await
+        .unwrap_err();
+    match &error {
+        DeclareError::Mismatch {
+            kind,
+            name,
+            argument,
+            ..
+        } => {
+            assert_eq!(
+                (*kind, name.as_str()),
+                ("queue", h.name("requeue").as_str())
+            );
+            assert_eq!(argument.as_deref(), Some("x-delivery-limit"));
+        }
+        other => panic!("expected a mismatch, got {other}"),
+    }
+    let missing = h.topology.namespaced("nobody.");
+    let error = warren_runtime::verify(&h.connection, &missing)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            DeclareError::Missing {
+                kind: "exchange",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    h.stop().await.expect("clean shutdown");
+}
