@@ -194,6 +194,9 @@ pub fn wait_queue_name(queue: &str, delay: Duration) -> String {
     format!("{queue}.wait.{delay}")
 }
 
+/// The `x-delivery-limit` of a quorum queue whose retries never end (`exhausted: requeue`).
+pub const QUORUM_UNLIMITED: u32 = i32::MAX as u32;
+
 /// Most wait queues one ttl-backoff queue may need; the checks refuse policies above it.
 pub const MAX_WAIT_TIERS: usize = 64;
 
@@ -485,11 +488,16 @@ fn queue(name: &str, q: &format::Queue) -> Queue {
         // Always explicit: RabbitMQ 4 defaults the limit to 20 and then drops messages when
         // no dead-letter exchange is set; 3.10 has no limit at all. One above the retry budget
         // lets the worker, not the broker, decide when a message is exhausted.
-        let budget = match retry {
-            RetryPolicy::ImmediateRequeue { max_retries, .. } => max_retries,
-            _ => 0,
+        // `exhausted: requeue` asks for no limit at all: the largest one AMQP can carry.
+        let limit = match retry {
+            RetryPolicy::ImmediateRequeue {
+                exhausted: Exhausted::Requeue,
+                ..
+            } => QUORUM_UNLIMITED,
+            RetryPolicy::ImmediateRequeue { max_retries, .. } => max_retries.saturating_add(1),
+            _ => 1,
         };
-        let limit = q.delivery_limit.unwrap_or(budget.saturating_add(1));
+        let limit = q.delivery_limit.unwrap_or(limit);
         set("x-delivery-limit", int(u64::from(limit)));
     }
     if let Some(ttl) = q.message_ttl {

@@ -79,7 +79,8 @@ impl Recorder {
             .entry(delivery.payload().id.to_string())
             .or_default();
         list.push(attempt);
-        let index = list.len() - 1;
+        // Attempts by this consumer only: a sibling queue sees the same job.
+        let index = list.iter().filter(|a| a.consumer == consumer).count() - 1;
         drop(attempts);
         self.0.changed.notify_waiters();
         index
@@ -91,6 +92,10 @@ impl Recorder {
         delivery: Delivery<types::Job, types::JobHeaders>,
     ) -> Result<(), HandlerError> {
         let attempt = self.record(consumer, &delivery);
+        if consumer == "RunSibling" {
+            // The sibling only counts what reaches it.
+            return Ok(());
+        }
         let job = delivery.payload();
         let succeed_now = job
             .succeed_on_attempt
@@ -239,7 +244,41 @@ pub struct Harness {
     raw: lapin::Channel,
     shutdown: ShutdownHandle,
     worker: tokio::task::JoinHandle<Result<(), WorkerError>>,
+    _slot: tokio::sync::SemaphorePermit<'static>,
+    stopped: bool,
 }
+
+impl Drop for Harness {
+    /// A test that failed before [`Harness::stop`] still removes what it declared, so the
+    /// shared broker does not collect queues run after run.
+    fn drop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.shutdown.shutdown();
+        self.worker.abort();
+        let topology = self.topology.clone();
+        let cleanup = std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async move {
+                if let Ok(connection) =
+                    Connection::connect(&amqp_url(), "warren-test-cleanup").await
+                {
+                    let _ = warren_runtime::delete(&connection, &topology).await;
+                    let _ = connection.close().await;
+                }
+            });
+        });
+        let _ = cleanup.join();
+    }
+}
+
+static SLOTS: Semaphore = Semaphore::const_new(3);
 
 /// The broker the tests run against: `AMQP_URL`, else the local one.
 pub fn amqp_url() -> String {
@@ -254,6 +293,12 @@ impl Harness {
 
     /// Like [`Harness::start`], with the worker adjusted by `configure`.
     pub async fn start_with(test: &str, configure: impl FnOnce(Worker) -> Worker) -> Self {
+        // A few harnesses at a time: each declares a whole topology, and a small broker
+        // creating dozens of queues at once slows everything down.
+        let slot = SLOTS
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
         let connection = Connection::connect(&amqp_url(), &format!("warren-test-{test}"))
             .await
             .expect("the test broker answers at AMQP_URL (bash build-support/scripts/test.sh starts one)");
@@ -300,6 +345,8 @@ impl Harness {
             raw,
             shutdown,
             worker,
+            _slot: slot,
+            stopped: false,
         }
     }
 
@@ -380,13 +427,14 @@ impl Harness {
     }
 
     /// Stops the worker, and removes the test's queues and exchanges.
-    pub async fn stop(self) -> Result<(), WorkerError> {
+    pub async fn stop(mut self) -> Result<(), WorkerError> {
         self.shutdown.shutdown();
-        let outcome = self.worker.await.expect("the worker task ends");
+        let outcome = (&mut self.worker).await.expect("the worker task ends");
         warren_runtime::delete(&self.connection, &self.topology)
             .await
             .expect("cleaned up");
         let _ = self.connection.close().await;
+        self.stopped = true;
         outcome
     }
 }

@@ -1,0 +1,343 @@
+//! The retry and dead-letter model, queue by queue, against the real broker.
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use lapin::BasicProperties;
+use lapin::types::ShortString;
+use warren_broker_tests::types::JobBehaviour;
+use warren_broker_tests::{Harness, header, job};
+
+const WAIT: Duration = Duration::from_secs(15);
+
+fn json_properties() -> BasicProperties {
+    BasicProperties::default().with_content_type(ShortString::from("application/json"))
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(data).expect("compressed");
+    encoder.finish().expect("compressed")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn poison_goes_to_the_dead_letter_queue_with_its_reason_and_is_never_retried() {
+    // A retry queue (with no sibling bound): poison must still get zero retries.
+    let h = Harness::start_with("poison", |w| w.with_max_body_bytes(64 * 1024)).await;
+    let valid = serde_json::to_vec(&job("fine", JobBehaviour::Ok)).expect("json");
+    let mut out_of_bounds = job("bounds", JobBehaviour::Ok);
+    out_of_bounds.amount = 1001;
+    let cases: Vec<(&str, Vec<u8>, BasicProperties)> = vec![
+        (
+            "validation",
+            serde_json::to_vec(&out_of_bounds).expect("json"),
+            json_properties(),
+        ),
+        (
+            "validation",
+            br#"{"id": "x", "behaviour": "ok"}"#.to_vec(),
+            json_properties(),
+        ),
+        ("decode", b"{not json".to_vec(), json_properties()),
+        (
+            "decode",
+            b"definitely not gzip".to_vec(),
+            json_properties().with_content_encoding(ShortString::from("gzip")),
+        ),
+        (
+            "too-large",
+            gzip(&vec![b' '; 1024 * 1024]),
+            json_properties().with_content_encoding(ShortString::from("gzip")),
+        ),
+        (
+            "content-type",
+            valid.clone(),
+            BasicProperties::default().with_content_type(ShortString::from("text/plain")),
+        ),
+    ];
+    for (_, body, properties) in &cases {
+        h.publish_raw("job.requeue", body, properties.clone()).await;
+    }
+    let dead = h.dead_letters(cases.len(), WAIT).await;
+    assert_eq!(
+        dead.len(),
+        cases.len(),
+        "every poison message is dead-lettered"
+    );
+    let mut reasons: Vec<String> = dead
+        .iter()
+        .filter_map(|m| header(m, "x-failure-reason"))
+        .collect();
+    reasons.sort();
+    let mut expected: Vec<String> = cases.iter().map(|(r, ..)| (*r).to_owned()).collect();
+    expected.sort();
+    assert_eq!(reasons, expected);
+    for message in &dead {
+        assert_eq!(
+            header(message, "x-retry-count").as_deref(),
+            Some("0"),
+            "never retried"
+        );
+        assert_eq!(
+            header(message, "x-consumer").as_deref(),
+            Some("run_requeue")
+        );
+        assert_eq!(
+            header(message, "x-original-routing-key").as_deref(),
+            Some("job.requeue")
+        );
+        assert!(header(message, "x-last-error").is_some_and(|e| !e.is_empty()));
+    }
+    let validation = dead
+        .iter()
+        .find(|m| header(m, "x-last-error").is_some_and(|e| e.contains("/amount")))
+        .expect("the schema error names the field");
+    assert!(header(validation, "x-last-error").is_some_and(|e| e.contains("1001")));
+    // The valid message body published with the wrong content type never reached a handler
+    // either; nothing did.
+    assert!(h.recorder.attempts("fine").is_empty());
+    assert!(h.recorder.attempts("bounds").is_empty());
+    assert_eq!(h.ready("requeue").await, 0, "nothing was requeued");
+    h.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_retryable_is_dead_lettered_at_once_under_every_mode() {
+    let h = Harness::start("fatal").await;
+    let targets = [
+        "none",
+        "requeue",
+        "requeue-classic",
+        "backoff",
+        "native",
+        "drop",
+        "forever",
+    ];
+    for target in targets {
+        h.submit(target, job(&format!("fatal-{target}"), JobBehaviour::Fatal))
+            .await;
+    }
+    let dead = h.dead_letters(targets.len(), WAIT).await;
+    assert_eq!(dead.len(), targets.len());
+    for message in &dead {
+        assert_eq!(
+            header(message, "x-failure-reason").as_deref(),
+            Some("non-retryable")
+        );
+        assert!(header(message, "x-last-error").is_some_and(|e| e.contains("can never succeed")));
+    }
+    for target in targets {
+        let attempts = h.recorder.attempts(&format!("fatal-{target}"));
+        let handled = attempts
+            .iter()
+            .filter(|a| a.consumer != "RunSibling")
+            .count();
+        assert_eq!(handled, 1, "{target}: one attempt");
+    }
+    h.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mode_none_dead_letters_a_retryable_failure_after_one_attempt() {
+    let h = Harness::start("none").await;
+    h.submit("none", job("once", JobBehaviour::Retryable)).await;
+    let dead = h.dead_letters(1, WAIT).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(
+        header(&dead[0], "x-failure-reason").as_deref(),
+        Some("exhausted")
+    );
+    assert_eq!(header(&dead[0], "x-retry-count").as_deref(), Some("0"));
+    assert_eq!(h.recorder.attempts("once").len(), 1);
+    h.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn immediate_requeue_makes_exactly_max_retries_plus_one_attempts() {
+    let h = Harness::start("requeue").await;
+    h.submit("requeue", job("quorum", JobBehaviour::Retryable))
+        .await;
+    h.submit("requeue-classic", job("classic", JobBehaviour::Retryable))
+        .await;
+    let dead = h.dead_letters(2, WAIT).await;
+    assert_eq!(dead.len(), 2);
+    let quorum = h.recorder.attempts("quorum");
+    let counts: Vec<u32> = quorum.iter().map(|a| a.retry_count).collect();
+    assert_eq!(
+        counts,
+        [0, 1, 2, 3],
+        "quorum: max_retries 3, counted by x-delivery-count"
+    );
+    let classic = h.recorder.attempts("classic");
+    let counts: Vec<u32> = classic
+        .iter()
+        .filter(|a| a.consumer == "RunRequeueClassic")
+        .map(|a| a.retry_count)
+        .collect();
+    assert_eq!(
+        counts,
+        [0, 1, 2],
+        "classic: max_retries 2, counted by x-retry-count"
+    );
+    for message in &dead {
+        assert_eq!(
+            header(message, "x-failure-reason").as_deref(),
+            Some("exhausted")
+        );
+    }
+    let classic_dead = dead
+        .iter()
+        .find(|m| header(m, "x-consumer").as_deref() == Some("run_requeue_classic"))
+        .expect("the classic dead letter");
+    assert_eq!(header(classic_dead, "x-retry-count").as_deref(), Some("2"));
+    assert!(
+        header(classic_dead, "x-last-error").is_some_and(|e| e.contains("attempt 2 of classic"))
+    );
+    // The sibling bound to the same key got the message once, not once per retry.
+    h.recorder
+        .wait_attempts("classic", 99, Duration::from_millis(300))
+        .await;
+    let sibling: Vec<_> = h
+        .recorder
+        .attempts("classic")
+        .into_iter()
+        .filter(|a| a.consumer == "RunSibling")
+        .collect();
+    assert_eq!(sibling.len(), 1, "no duplicate for the sibling queue");
+    h.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ttl_backoff_waits_longer_each_time_and_dead_letters_with_the_final_error() {
+    let h = Harness::start("backoff").await;
+    h.submit("backoff", job("slowly", JobBehaviour::Retryable))
+        .await;
+    let dead = h.dead_letters(1, WAIT).await;
+    assert_eq!(dead.len(), 1);
+    let attempts: Vec<_> = h
+        .recorder
+        .attempts("slowly")
+        .into_iter()
+        .filter(|a| a.consumer == "RunBackoff")
+        .collect();
+    let counts: Vec<u32> = attempts.iter().map(|a| a.retry_count).collect();
+    assert_eq!(counts, [0, 1, 2, 3]);
+    // Delays 200ms, 400ms, 800ms (no jitter on this queue), measured between attempts.
+    for (i, expected) in [200u64, 400, 800].into_iter().enumerate() {
+        let waited = attempts[i + 1].at - attempts[i].at;
+        let expected = Duration::from_millis(expected);
+        assert!(
+            waited >= expected.mul_f64(0.9) && waited <= expected + Duration::from_millis(700),
+            "retry {i}: waited {waited:?}, configured {expected:?}"
+        );
+    }
+    let message = &dead[0];
+    assert_eq!(
+        header(message, "x-failure-reason").as_deref(),
+        Some("exhausted")
+    );
+    assert_eq!(header(message, "x-retry-count").as_deref(), Some("3"));
+    assert!(
+        header(message, "x-last-error").is_some_and(|e| e.contains("attempt 3 of slowly")),
+        "the final attempt's error"
+    );
+    assert_eq!(header(message, "x-original-exchange"), Some(h.name("jobs")));
+    assert_eq!(
+        header(message, "x-original-routing-key").as_deref(),
+        Some("job.backoff")
+    );
+    assert!(header(message, "x-first-failure-timestamp").is_some_and(|t| t.parse::<i64>().is_ok()));
+    // The dead letter keeps the routing key the DLX bindings expect: the original one.
+    assert_eq!(message.delivery.routing_key.as_str(), "job.backoff");
+    // The sibling saw the message once.
+    let sibling = h
+        .recorder
+        .attempts("slowly")
+        .iter()
+        .filter(|a| a.consumer == "RunSibling")
+        .count();
+    assert_eq!(sibling, 1);
+    h.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quorum_native_lets_the_broker_dead_letter_after_the_limit() {
+    let h = Harness::start("native").await;
+    h.submit("native", job("limited", JobBehaviour::Retryable))
+        .await;
+    let dead = h.dead_letters(1, WAIT).await;
+    assert_eq!(dead.len(), 1);
+    // delivery_limit 2: deliveries 0, 1, 2, then the broker dead-letters.
+    let counts: Vec<u32> = h
+        .recorder
+        .attempts("limited")
+        .iter()
+        .map(|a| a.retry_count)
+        .collect();
+    assert_eq!(counts, [0, 1, 2]);
+    let message = &dead[0];
+    assert!(
+        header(message, "x-death").is_some(),
+        "the broker's own dead-letter record"
+    );
+    assert_eq!(
+        header(message, "x-failure-reason"),
+        None,
+        "the broker adds no reason"
+    );
+    h.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exhausted_drop_and_exhausted_requeue() {
+    let h = Harness::start("exhausted").await;
+    h.submit("drop", job("dropped", JobBehaviour::Retryable))
+        .await;
+    let mut forever = job("forever", JobBehaviour::Retryable);
+    forever.succeed_on_attempt = Some(4);
+    h.submit("forever", forever).await;
+    let dropped = h
+        .recorder
+        .wait_attempts("dropped", 3, Duration::from_secs(2))
+        .await;
+    assert_eq!(
+        dropped.len(),
+        2,
+        "max_retries 1: two attempts, then dropped"
+    );
+    let requeued = h.recorder.wait_attempts("forever", 5, WAIT).await;
+    assert_eq!(
+        requeued.len(),
+        5,
+        "requeued past max_retries 1 until it succeeded"
+    );
+    assert!(
+        h.dead_letters(1, Duration::from_millis(500))
+            .await
+            .is_empty(),
+        "nothing dead-lettered"
+    );
+    assert_eq!(h.ready("drop").await + h.ready("forever").await, 0);
+    h.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_handler_is_a_retryable_failure() {
+    let h = Harness::start("panic").await;
+    h.submit("requeue-classic", job("boom", JobBehaviour::Panic))
+        .await;
+    let dead = h.dead_letters(1, WAIT).await;
+    assert_eq!(dead.len(), 1);
+    assert!(
+        header(&dead[0], "x-last-error").is_some_and(|e| e.contains("handler panicked on purpose"))
+    );
+    assert_eq!(
+        h.recorder
+            .attempts("boom")
+            .iter()
+            .filter(|a| a.consumer == "RunRequeueClassic")
+            .count(),
+        3
+    );
+    h.stop().await.expect("clean shutdown");
+}
