@@ -426,6 +426,14 @@ impl Harness {
         queue.message_count()
     }
 
+    /// Stops the worker only, keeping the queues and their messages.
+    pub async fn shutdown_worker(&mut self) -> Result<(), WorkerError> {
+        self.shutdown.shutdown();
+        let outcome = (&mut self.worker).await.expect("the worker task ends");
+        self.worker = tokio::spawn(async { Ok(()) });
+        outcome
+    }
+
     /// Stops the worker, and removes the test's queues and exchanges.
     pub async fn stop(mut self) -> Result<(), WorkerError> {
         self.shutdown.shutdown();
