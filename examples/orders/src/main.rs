@@ -1,0 +1,213 @@
+//! The orders demo: declares the contract's topology on a broker, runs the worker, publishes
+//! orders, and prints what was handled, retried and dead-lettered, with reasons.
+//!
+//! ```sh
+//! cargo run -p warren-example-orders              # against amqp://127.0.0.1:5672
+//! AMQP_URL=amqp://user:pass@host/vhost cargo run -p warren-example-orders
+//! ```
+//!
+//! Everything it declares lives under a `demo.<id>.` namespace and is deleted at the end.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use warren_example_orders::types::{OrderCancelled, OrderHeaders, OrderPlaced};
+use warren_example_orders::{Handlers, Publishers, consumers, topology};
+use warren_runtime::lapin::options::BasicGetOptions;
+use warren_runtime::lapin::types::{AMQPValue, ShortString};
+use warren_runtime::{Connection, Delivery, HandlerError, Publisher, Worker};
+
+/// What the handlers saw, per order id.
+#[derive(Default)]
+struct Log {
+    attempts: BTreeMap<String, u32>,
+    handled: Vec<String>,
+}
+
+#[derive(Clone, Default)]
+struct Shop(Arc<Mutex<Log>>);
+
+impl Shop {
+    fn attempt(&self, id: &str) -> u32 {
+        let mut log = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let n = log.attempts.entry(id.to_owned()).or_default();
+        *n += 1;
+        *n
+    }
+
+    fn handled(&self, what: String) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .handled
+            .push(what);
+    }
+}
+
+impl consumers::FulfilOrder for Shop {
+    async fn handle(
+        &self,
+        delivery: Delivery<OrderPlaced, OrderHeaders>,
+    ) -> Result<(), HandlerError> {
+        let order = delivery.payload();
+        let id = order.order_id.to_string();
+        let attempt = self.attempt(&id);
+        if order.customer_id == "blocked" {
+            return Err(HandlerError::non_retryable(
+                "customer `blocked` may not order",
+            ));
+        }
+        if order.customer_id.starts_with("flaky") && attempt == 1 {
+            return Err(HandlerError::retryable(std::io::Error::other(
+                "warehouse timed out",
+            )));
+        }
+        self.handled(format!(
+            "fulfilled order …{} for {} after {} attempt(s), retry count {}",
+            short(&id),
+            order.customer_id,
+            attempt,
+            delivery.retry_count()
+        ));
+        Ok(())
+    }
+}
+
+impl consumers::BillOrders for Shop {
+    async fn handle_batch(
+        &self,
+        batch: Vec<Delivery<OrderPlaced, OrderHeaders>>,
+    ) -> Result<(), HandlerError> {
+        let total: u64 = batch.iter().map(|d| d.payload().total.amount_minor).sum();
+        self.handled(format!(
+            "billed a batch of {} orders, {total} cents",
+            batch.len()
+        ));
+        Ok(())
+    }
+}
+
+impl consumers::NotifyCancellation for Shop {
+    async fn handle(&self, delivery: Delivery<OrderCancelled>) -> Result<(), HandlerError> {
+        let cancelled = delivery.payload();
+        self.handled(format!(
+            "told the customer order …{} was cancelled ({})",
+            short(&cancelled.order_id.to_string()),
+            cancelled.reason
+        ));
+        Ok(())
+    }
+}
+
+/// The distinctive end of an order id.
+fn short(id: &str) -> &str {
+    id.get(id.len().saturating_sub(4)..).unwrap_or(id)
+}
+
+fn order(n: u32, customer: &str) -> Result<OrderPlaced, serde_json::Error> {
+    serde_json::from_value(serde_json::json!({
+        "order_id": format!("0190a0b0-0000-7000-8000-{n:012}"),
+        "customer_id": customer,
+        "items": [{ "sku": "TEA-0001", "quantity": 2, "unit_price": { "amount_minor": 450, "currency": "EUR" } }],
+        "total": { "amount_minor": 900, "currency": "EUR" },
+        "shipping_address": { "line1": "1 Main St", "city": "Lyon", "country": "FR" },
+        "placed_at": "2026-11-30T09:00:00Z"
+    }))
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let url = std::env::var("AMQP_URL")
+        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
+    let connection = Connection::connect(&url, "warren-orders-demo").await?;
+    let namespace = format!("demo.{}.", std::process::id());
+    let topology = topology().namespaced(&namespace);
+    warren_runtime::declare(&connection, &topology).await?;
+    println!(
+        "declared {} exchanges and {} queues under `{namespace}`",
+        topology.exchanges.len(),
+        topology.queues.len()
+    );
+
+    let shop = Shop::default();
+    let worker = Worker::new(connection.clone(), topology.clone());
+    let stop = worker.shutdown_handle();
+    let handlers = Handlers {
+        bill_orders: shop.clone(),
+        fulfil_order: shop.clone(),
+        notify_cancellation: shop.clone(),
+    };
+    let running = tokio::spawn(handlers.run(worker));
+
+    let publishers = Publishers::new(Publisher::new(&connection).await?.namespaced(&namespace));
+    let headers = OrderHeaders {
+        tenant: "acme".into(),
+        trace_id: None,
+    };
+    let customers = [
+        "alice",
+        "bob",
+        "flaky-carol",
+        "dave",
+        "blocked",
+        "flaky-erin",
+    ];
+    for (n, customer) in (1..).zip(customers) {
+        publishers
+            .place_order("eu", &order(n, customer)?, &headers)
+            .await?;
+    }
+    let cancelled: OrderCancelled = serde_json::from_value(serde_json::json!({
+        "order_id": "0190a0b0-0000-7000-8000-000000000002",
+        "reason": "customer_request"
+    }))?;
+    publishers.cancel_order("eu", &cancelled).await?;
+    println!("published {} orders and 1 cancellation\n", customers.len());
+
+    // Transient failures come back after 500 ms (the first ttl-backoff tier).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop.shutdown();
+    running.await??;
+
+    let handled = shop
+        .0
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .handled
+        .clone();
+    for line in &handled {
+        println!("  {line}");
+    }
+
+    let channel = connection.lapin().create_channel().await?;
+    let dead = ShortString::from(format!("{namespace}orders.dead-letters"));
+    println!("\ndead letters:");
+    while let Some(message) = channel
+        .basic_get(dead.clone(), BasicGetOptions { no_ack: true })
+        .await?
+    {
+        let headers = message
+            .delivery
+            .properties
+            .headers()
+            .clone()
+            .unwrap_or_default();
+        let text = |key: &str| match headers.inner().get(key) {
+            Some(AMQPValue::LongString(s)) => String::from_utf8_lossy(s.as_bytes()).into_owned(),
+            Some(AMQPValue::LongLongInt(n)) => n.to_string(),
+            Some(other) => format!("{other:?}"),
+            None => "-".into(),
+        };
+        println!(
+            "  from consumer {}: reason {}, retries {}, error \"{}\"",
+            text("x-consumer"),
+            text("x-failure-reason"),
+            text("x-retry-count"),
+            text("x-last-error")
+        );
+    }
+    warren_runtime::delete(&connection, &topology).await?;
+    connection.close().await?;
+    Ok(())
+}
