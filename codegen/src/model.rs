@@ -144,7 +144,8 @@ pub enum RetryPolicy {
         jitter: bool,
         /// What happens when retries are spent.
         exhausted: Exhausted,
-        /// The wait queues, one per distinct delay, shortest first.
+        /// The wait queues, one per distinct delay (jitter buckets included), shortest
+        /// first.
         tiers: Vec<WaitTier>,
     },
     /// The broker counts deliveries against `x-delivery-limit` and dead-letters past it.
@@ -196,6 +197,17 @@ pub fn wait_queue_name(queue: &str, delay: Duration) -> String {
 
 /// The `x-delivery-limit` of a quorum queue whose retries never end (`exhausted: requeue`).
 pub const QUORUM_UNLIMITED: u32 = i32::MAX as u32;
+
+/// Jitter buckets: with jitter on, a retry due after `d` waits `d × f` for one of these `f`,
+/// chosen at random, each in a wait queue of its own. Per-message TTLs cannot do this: a
+/// queue only expires the message at its head, so a cohort would leave together anyway.
+pub const JITTER_BUCKETS: [(u64, u64); 4] = [(1, 1), (5, 6), (2, 3), (1, 2)];
+
+/// The delay of jitter bucket `(numerator, denominator)` of `base`, in whole milliseconds.
+pub fn jitter_bucket(base: Duration, (numerator, denominator): (u64, u64)) -> Duration {
+    let millis = u128::from(base.as_millis()) * u128::from(numerator) / u128::from(denominator);
+    Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX))
+}
 
 /// Most wait queues one ttl-backoff queue may need; the checks refuse policies above it.
 pub const MAX_WAIT_TIERS: usize = 64;
@@ -445,7 +457,17 @@ pub(crate) fn retry_policy(name: &str, q: &format::Queue) -> RetryPolicy {
             let initial_delay = retry.initial_delay.unwrap_or(DEFAULT_INITIAL_DELAY);
             let max_delay = retry.max_delay.unwrap_or(DEFAULT_MAX_DELAY);
             let multiplier = retry.multiplier.unwrap_or(DEFAULT_MULTIPLIER);
-            let tiers = delay_tiers(max_retries, initial_delay, max_delay, multiplier)
+            let jitter = retry.jitter.unwrap_or(true);
+            let mut delays = delay_tiers(max_retries, initial_delay, max_delay, multiplier);
+            if jitter {
+                delays = delays
+                    .iter()
+                    .flat_map(|base| JITTER_BUCKETS.map(|bucket| jitter_bucket(*base, bucket)))
+                    .collect();
+                delays.sort();
+                delays.dedup();
+            }
+            let tiers = delays
                 .into_iter()
                 .map(|delay| WaitTier {
                     queue: wait_queue_name(name, delay),
@@ -457,7 +479,7 @@ pub(crate) fn retry_policy(name: &str, q: &format::Queue) -> RetryPolicy {
                 initial_delay,
                 max_delay,
                 multiplier,
-                jitter: retry.jitter.unwrap_or(true),
+                jitter,
                 exhausted,
                 tiers,
             }

@@ -249,16 +249,36 @@ impl Backoff {
         }
     }
 
-    /// The wait tier of retry `attempt`: the one whose delay is [`Backoff::delay`], else the
-    /// longest one not above it.
-    pub fn tier(&self, attempt: u32) -> Option<&WaitTier> {
-        let delay = self.delay(attempt);
+    /// The wait tier of retry `attempt` (from 0). Without jitter, the tier of
+    /// [`Backoff::delay`]; with jitter, `random` (in `[0, 1)`) picks one of the
+    /// [`JITTER_BUCKETS`] of that delay, each a wait queue of its own. A delay the topology
+    /// has no tier for falls back to the longest tier not above it.
+    pub fn tier(&self, attempt: u32, random: f64) -> Option<&WaitTier> {
+        let base = self.delay(attempt);
+        let wanted = if self.jitter {
+            let index = (random.clamp(0.0, 1.0) * JITTER_BUCKETS.len() as f64) as usize;
+            jitter_bucket(base, JITTER_BUCKETS[index.min(JITTER_BUCKETS.len() - 1)])
+        } else {
+            base
+        };
         self.tiers
             .iter()
             .rev()
-            .find(|tier| tier.delay <= delay)
+            .find(|tier| tier.delay <= wanted)
             .or_else(|| self.tiers.first())
     }
+}
+
+/// Jitter buckets, as fractions of a delay: with jitter on, a retry due after `d` waits
+/// `d`, `5/6 d`, `2/3 d` or `1/2 d`, chosen at random, in a wait queue per bucket. (The
+/// generator derives the same wait queues; per-message TTLs cannot do this, since a queue only
+/// expires the message at its head and a cohort would leave together anyway.)
+pub const JITTER_BUCKETS: [(u64, u64); 4] = [(1, 1), (5, 6), (2, 3), (1, 2)];
+
+/// The delay of jitter bucket `(numerator, denominator)` of `base`, in whole milliseconds.
+pub fn jitter_bucket(base: Duration, (numerator, denominator): (u64, u64)) -> Duration {
+    let millis = base.as_millis() * u128::from(numerator) / u128::from(denominator);
+    Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX))
 }
 
 /// One delay tier of a ttl-backoff queue.

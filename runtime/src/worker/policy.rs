@@ -1,8 +1,6 @@
 //! What happens to a delivery that failed: the queue's retry policy applied to one failure.
 //! Pure decisions, so the model is testable without a broker.
 
-use std::time::Duration;
-
 use crate::topology::{Exhausted, OnPoison, QueueKind, Retry};
 
 /// A queue as the worker needs to know it.
@@ -46,10 +44,9 @@ pub(crate) enum Outcome {
     /// `exhausted` when the retries are spent and the contract says to requeue anyway.
     Requeue { exhausted: bool },
     /// Publish a copy with `retry_count`, to the default exchange with `routing_key` (the
-    /// queue itself, or a wait queue), optionally expiring after `expiration`; then ack.
+    /// queue itself, or a wait queue); then ack.
     Retry {
         routing_key: String,
-        expiration: Option<Duration>,
         retry_count: u32,
     },
     /// Publish a copy to the dead-letter exchange with failure context; then ack.
@@ -97,7 +94,6 @@ pub(crate) fn decide(queue: &QueueInfo, retries: u32, failure: Failure, jitter: 
                 } else {
                     Outcome::Retry {
                         routing_key: queue.name.clone(),
-                        expiration: None,
                         retry_count: retries + 1,
                     }
                 }
@@ -106,13 +102,11 @@ pub(crate) fn decide(queue: &QueueInfo, retries: u32, failure: Failure, jitter: 
                 if retries >= backoff.max_retries {
                     return exhausted(backoff.exhausted);
                 }
-                let Some(tier) = backoff.tier(retries) else {
+                let Some(tier) = backoff.tier(retries, jitter) else {
                     return exhausted(backoff.exhausted);
                 };
-                let expiration = backoff.jitter.then(|| jittered(tier.delay, jitter));
                 Outcome::Retry {
                     routing_key: tier.queue.clone(),
-                    expiration,
                     retry_count: retries + 1,
                 }
             }
@@ -121,21 +115,11 @@ pub(crate) fn decide(queue: &QueueInfo, retries: u32, failure: Failure, jitter: 
     }
 }
 
-/// Jitter: a retry due after `delay` waits `delay × (1 − jitter/2)`, between half the delay
-/// and the full delay. It is applied as the copy's per-message expiration inside the tier's
-/// wait queue, whose queue TTL is the full delay: so a retry is never later than scheduled,
-/// a cohort that failed together spreads over the second half of the delay, and since each
-/// delay has its own wait queue a short retry never waits behind a long one.
-pub(crate) fn jittered(delay: Duration, jitter: f64) -> Duration {
-    let factor = 1.0 - jitter.clamp(0.0, 1.0) / 2.0;
-    Duration::from_millis((delay.as_millis() as f64 * factor).round() as u64)
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
-    use super::{Failure, Outcome, QueueInfo, decide, jittered};
+    use super::{Failure, Outcome, QueueInfo, decide};
     use crate::topology::{Backoff, Exhausted, OnPoison, QueueKind, Retry, WaitTier};
 
     fn queue(kind: QueueKind, retry: Retry) -> QueueInfo {
@@ -155,7 +139,7 @@ mod tests {
             initial_delay: ms(100),
             max_delay: ms(300),
             multiplier: 2.0,
-            jitter: true,
+            jitter: false,
             exhausted,
             tiers: vec![
                 WaitTier {
@@ -256,7 +240,6 @@ mod tests {
             decide(&classic, 0, Failure::Retryable, 0.0),
             Outcome::Retry {
                 routing_key: "work".into(),
-                expiration: None,
                 retry_count: 1
             }
         );
@@ -274,10 +257,25 @@ mod tests {
     }
 
     #[test]
-    fn jitter_stays_between_half_and_the_full_delay() {
-        let delay = Duration::from_millis(1000);
-        assert_eq!(jittered(delay, 0.0), delay);
-        assert_eq!(jittered(delay, 0.999_999), Duration::from_millis(500));
-        assert_eq!(jittered(delay, 0.5), Duration::from_millis(750));
+    fn jitter_picks_a_bucket_wait_queue() {
+        let ms = Duration::from_millis;
+        let backoff = Backoff {
+            max_retries: 1,
+            initial_delay: ms(1200),
+            max_delay: ms(1200),
+            multiplier: 2.0,
+            jitter: true,
+            exhausted: Exhausted::DeadLetter,
+            tiers: [600, 800, 1000, 1200]
+                .map(|d| WaitTier {
+                    queue: format!("work.wait.{d}ms"),
+                    delay: ms(d),
+                })
+                .to_vec(),
+        };
+        let picked: Vec<u64> = [0.0, 0.3, 0.6, 0.99]
+            .map(|r| backoff.tier(0, r).unwrap().delay.as_millis() as u64)
+            .to_vec();
+        assert_eq!(picked, [1200, 1000, 800, 600]);
     }
 }

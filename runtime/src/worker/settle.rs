@@ -71,14 +71,9 @@ impl Settler {
             }
             Outcome::Retry {
                 routing_key,
-                expiration,
                 retry_count,
             } => {
-                let mut properties = self.copy(raw, retry_count, error, None);
-                if let Some(expiration) = expiration {
-                    properties = properties
-                        .with_expiration(ShortString::from(expiration.as_millis().to_string()));
-                }
+                let properties = self.copy(raw, retry_count, error, None);
                 self.republish(raw, "", &routing_key, properties).await;
             }
             Outcome::DeadLetter { reason } => {
