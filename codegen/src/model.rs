@@ -510,13 +510,20 @@ fn queue(name: &str, q: &format::Queue) -> Queue {
         // Always explicit: RabbitMQ 4 defaults the limit to 20 and then drops messages when
         // no dead-letter exchange is set; 3.10 has no limit at all. One above the retry budget
         // lets the worker, not the broker, decide when a message is exhausted.
-        // `exhausted: requeue` asks for no limit at all: the largest one AMQP can carry.
+        // One above the retry budget, so the worker, not the broker, decides when a message
+        // is exhausted (and adds the reason); `exhausted: requeue` asks for no limit at all,
+        // the largest one AMQP carries.
         let limit = match retry {
             RetryPolicy::ImmediateRequeue {
                 exhausted: Exhausted::Requeue,
                 ..
+            }
+            | RetryPolicy::TtlBackoff {
+                exhausted: Exhausted::Requeue,
+                ..
             } => QUORUM_UNLIMITED,
-            RetryPolicy::ImmediateRequeue { max_retries, .. } => max_retries.saturating_add(1),
+            RetryPolicy::ImmediateRequeue { max_retries, .. }
+            | RetryPolicy::TtlBackoff { max_retries, .. } => max_retries.saturating_add(1),
             _ => 1,
         };
         let limit = q.delivery_limit.unwrap_or(limit);

@@ -174,6 +174,14 @@ pub enum WorkerError {
     /// The channel for retry and dead-letter copies could not be opened.
     #[error("cannot open the publishing channel: {0}")]
     Publisher(String),
+    /// The broker cancelled a consumer (its queue was deleted) or closed its channel.
+    #[error("consumer `{consumer}` of queue `{queue}` was cancelled by the broker")]
+    Cancelled {
+        /// The consumer.
+        consumer: String,
+        /// Its queue.
+        queue: String,
+    },
     /// A consumer task panicked.
     #[error("a consumer panicked: {0}")]
     Panicked(String),

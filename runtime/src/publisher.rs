@@ -214,6 +214,11 @@ impl Publisher {
         self.send(&exchange, &routing_key, &body, properties).await
     }
 
+    /// Whether the publishing channel is still open.
+    pub fn is_open(&self) -> bool {
+        self.channel.status().connected()
+    }
+
     /// Applies the namespace: exchanges are prefixed, and so is the key on the default
     /// exchange, where it names a queue.
     fn resolve(&self, exchange: &str, routing_key: &str) -> (String, String) {

@@ -159,3 +159,25 @@ fn summary(contract: &Contract) -> String {
     }
     out
 }
+
+/// The generator names the jitter wait queues and the runtime picks among them: both must use
+/// the same buckets.
+#[test]
+fn generator_and_runtime_agree_on_jitter_buckets() {
+    assert_eq!(
+        warren_codegen::model::JITTER_BUCKETS,
+        warren_runtime::topology::JITTER_BUCKETS
+    );
+    let base = std::time::Duration::from_millis(1000);
+    for bucket in warren_codegen::model::JITTER_BUCKETS {
+        assert_eq!(
+            warren_codegen::model::jitter_bucket(
+                warren_codegen::model::Duration::from_millis(1000),
+                bucket
+            )
+            .as_millis(),
+            u64::try_from(warren_runtime::topology::jitter_bucket(base, bucket).as_millis())
+                .unwrap_or(u64::MAX)
+        );
+    }
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures_lite::StreamExt;
 use lapin::options::{BasicCancelOptions, BasicConsumeOptions, BasicQosOptions};
 use lapin::types::{FieldTable, ShortString};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use super::decode::{decode, retries_so_far};
@@ -126,7 +126,17 @@ async fn guarded<F>(future: F) -> Result<(), (Failure, String)>
 where
     F: std::future::Future<Output = Result<(), HandlerError>> + Send + 'static,
 {
-    match tokio::spawn(future).await {
+    // Abort the handler if this future is dropped (shutdown past the drain timeout): a
+    // detached handler would keep running while its message is redelivered elsewhere.
+    struct AbortOnDrop(tokio::task::AbortHandle);
+    impl Drop for AbortOnDrop {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let handle = tokio::spawn(future);
+    let _abort = AbortOnDrop(handle.abort_handle());
+    match handle.await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => {
             let failure = if error.is_retryable() {
@@ -180,6 +190,46 @@ async fn drain(consuming: Consuming, mut tasks: JoinSet<()>, context: &Context, 
     tracing::info!(consumer = name, "stopped");
 }
 
+/// What the consume loop gets next.
+enum Event {
+    Delivery(Box<lapin::message::Delivery>),
+    /// Shutdown was asked for.
+    Stop,
+    /// The consumer cannot go on.
+    Failed(WorkerError),
+}
+
+/// Waits for the next delivery, or shutdown. A consumer the broker cancelled (its queue was
+/// deleted) or whose channels closed is an error, never a silent stop.
+async fn next_event(consuming: &mut Consuming, context: &mut Context, name: &str) -> Event {
+    if !consuming.settler.publisher.is_open() {
+        return Event::Failed(WorkerError::Publisher(format!(
+            "the channel for retry and dead-letter copies of consumer `{name}` closed"
+        )));
+    }
+    let next = tokio::select! {
+        _ = context.shutdown.wait_for(|stop| *stop) => return Event::Stop,
+        next = consuming.consumer.next() => next,
+    };
+    match next {
+        Some(Ok(raw)) => Event::Delivery(Box::new(raw)),
+        Some(Err(error)) => Event::Failed(error.into()),
+        None if *context.shutdown.borrow() => Event::Stop,
+        None => Event::Failed(WorkerError::Cancelled {
+            consumer: name.to_owned(),
+            queue: context.queue.name.clone(),
+        }),
+    }
+}
+
+/// Waits for a concurrency permit, or shutdown.
+async fn permit(permits: &Arc<Semaphore>, context: &mut Context) -> Option<OwnedSemaphorePermit> {
+    tokio::select! {
+        _ = context.shutdown.wait_for(|stop| *stop) => None,
+        permit = permits.clone().acquire_owned() => permit.ok(),
+    }
+}
+
 impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
     fn spec(&self) -> &ConsumerSpec {
         &self.spec
@@ -191,26 +241,17 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
             let mut consuming = open::<M>(&spec, &context).await?;
             let permits = Arc::new(Semaphore::new(usize::from(spec.concurrency.max(1))));
             let mut tasks = JoinSet::new();
-            loop {
-                let permit = tokio::select! {
-                    _ = context.shutdown.wait_for(|stop| *stop) => break,
-                    permit = permits.clone().acquire_owned() => permit,
-                };
-                let Ok(permit) = permit else { break };
-                let next = tokio::select! {
-                    _ = context.shutdown.wait_for(|stop| *stop) => break,
-                    next = consuming.consumer.next() => next,
-                };
-                let raw = match next {
-                    Some(Ok(raw)) => raw,
-                    Some(Err(error)) => return Err(error.into()),
-                    None => {
-                        tracing::warn!(consumer = spec.name, "the broker cancelled the consumer");
+            let mut outcome = Ok(());
+            while let Some(permit) = permit(&permits, &mut context).await {
+                let raw = match next_event(&mut consuming, &mut context, spec.name).await {
+                    Event::Delivery(raw) => raw,
+                    Event::Stop => break,
+                    Event::Failed(error) => {
+                        outcome = Err(error);
                         break;
                     }
                 };
-                // Reap finished tasks so the set does not grow.
-                while tasks.try_join_next().is_some() {}
+                reap(&mut tasks, spec.name);
                 let Some(delivery) =
                     decoded::<M>(&raw, &consuming, context.settings.max_body_bytes).await
                 else {
@@ -228,7 +269,7 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
                 });
             }
             drain(consuming, tasks, &context, spec.name).await;
-            Ok(())
+            outcome
         })
     }
 }
@@ -245,28 +286,30 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
             let mut consuming = open::<M>(&spec, &context).await?;
             let permits = Arc::new(Semaphore::new(usize::from(spec.concurrency.max(1))));
             let mut tasks = JoinSet::new();
+            let mut outcome = Ok(());
             let mut stopping = false;
             while !stopping {
-                let permit = tokio::select! {
-                    _ = context.shutdown.wait_for(|stop| *stop) => break,
-                    permit = permits.clone().acquire_owned() => permit,
+                let Some(permit) = permit(&permits, &mut context).await else {
+                    break;
                 };
-                let Ok(permit) = permit else { break };
                 let mut raws = Vec::with_capacity(size);
                 let mut deliveries = Vec::with_capacity(size);
+                // The timeout runs from the first message of the batch.
                 let deadline = tokio::time::sleep(self.batch.timeout);
                 tokio::pin!(deadline);
                 while deliveries.len() < size {
-                    // The timeout runs from the first message of the batch.
-                    let next = tokio::select! {
-                        _ = context.shutdown.wait_for(|stop| *stop) => { stopping = true; break }
+                    let event = tokio::select! {
                         _ = &mut deadline, if !deliveries.is_empty() => break,
-                        next = consuming.consumer.next() => next,
+                        event = next_event(&mut consuming, &mut context, spec.name) => event,
                     };
-                    let raw = match next {
-                        Some(Ok(raw)) => raw,
-                        Some(Err(error)) => return Err(error.into()),
-                        None => {
+                    let raw = match event {
+                        Event::Delivery(raw) => raw,
+                        Event::Stop => {
+                            stopping = true;
+                            break;
+                        }
+                        Event::Failed(error) => {
+                            outcome = Err(error);
                             stopping = true;
                             break;
                         }
@@ -286,7 +329,8 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                 if deliveries.is_empty() {
                     continue;
                 }
-                while tasks.try_join_next().is_some() {}
+                // A batch cut short by shutdown is still handled: its deliveries are taken.
+                reap(&mut tasks, spec.name);
                 let settler = consuming.settler.clone();
                 let handler = self.handler.clone();
                 tasks.spawn(async move {
@@ -310,7 +354,19 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                 });
             }
             drain(consuming, tasks, &context, spec.name).await;
-            Ok(())
+            outcome
         })
+    }
+}
+
+/// Collects finished tasks so the set does not grow; a settle task that panicked is a bug
+/// worth a log line (its delivery returns to the queue when the channel closes).
+fn reap(tasks: &mut JoinSet<()>, name: &str) {
+    while let Some(finished) = tasks.try_join_next() {
+        if let Err(error) = finished
+            && error.is_panic()
+        {
+            tracing::error!(consumer = name, %error, "a settle task panicked");
+        }
     }
 }

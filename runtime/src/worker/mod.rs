@@ -202,7 +202,8 @@ impl Worker {
     /// On shutdown each consumer stops consuming, drains its in-flight handlers (up to the
     /// drain timeout) and closes its channels.
     pub async fn run(self) -> Result<(), WorkerError> {
-        let mut tasks = tokio::task::JoinSet::new();
+        // Resolve every queue first: a consumer of an unknown queue stops nothing midway.
+        let mut ready = Vec::new();
         for consumer in self.consumers {
             let spec = *consumer.spec();
             let name = format!("{}{}", self.topology.namespace, spec.queue);
@@ -212,6 +213,10 @@ impl Worker {
                     queue: name.clone(),
                 }
             })?;
+            ready.push((consumer, queue));
+        }
+        let mut tasks = tokio::task::JoinSet::new();
+        for (consumer, queue) in ready {
             let context = Context {
                 connection: self.connection.clone(),
                 queue,

@@ -100,6 +100,16 @@ pub(crate) fn decide(queue: &QueueInfo, retries: u32, failure: Failure, jitter: 
             }
             Retry::TtlBackoff(backoff) => {
                 if retries >= backoff.max_retries {
+                    // `exhausted: requeue` keeps retrying, at the longest delay rather than in
+                    // a tight loop.
+                    if let (Exhausted::Requeue, Some(longest)) =
+                        (backoff.exhausted, backoff.tiers.last())
+                    {
+                        return Outcome::Retry {
+                            routing_key: longest.queue.clone(),
+                            retry_count: retries + 1,
+                        };
+                    }
                     return exhausted(backoff.exhausted);
                 }
                 let Some(tier) = backoff.tier(retries, jitter) else {

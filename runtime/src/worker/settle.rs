@@ -15,6 +15,9 @@ use crate::Publisher;
 /// whatever an error says.
 pub(crate) const MAX_ERROR_BYTES: usize = 1024;
 
+/// How long a delivery is held after its copy failed to publish, before it is requeued.
+const COPY_FAILURE_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Settles the deliveries of one consumer.
 pub(crate) struct Settler {
     pub queue: QueueInfo,
@@ -28,7 +31,7 @@ impl Settler {
     pub async fn ack(&self, raw: &lapin::message::Delivery) {
         if let Err(error) = raw.acker.ack(BasicAckOptions::default()).await {
             // The channel is gone: the broker redelivers the message elsewhere.
-            tracing::debug!(consumer = self.consumer, %error, "ack failed; the message will be redelivered");
+            tracing::warn!(consumer = self.consumer, %error, "ack failed; the message will be redelivered");
         }
     }
 
@@ -112,7 +115,7 @@ impl Settler {
                     })
                     .await
                 {
-                    tracing::debug!(consumer, error = %e, "nack failed; the message will be redelivered");
+                    tracing::warn!(consumer, error = %e, "nack failed; the message will be redelivered");
                 }
             }
         }
@@ -135,6 +138,9 @@ impl Settler {
             Ok(()) => self.ack(raw).await,
             Err(error) => {
                 tracing::error!(consumer = self.consumer, exchange, routing_key, %error, "cannot publish the retry or dead-letter copy; returning the message to its queue");
+                // Not at once: whatever broke the copy is unlikely to mend in a millisecond,
+                // and an immediate redelivery would spin.
+                tokio::time::sleep(COPY_FAILURE_PAUSE).await;
                 self.reject(raw, true).await;
             }
         }
@@ -142,7 +148,7 @@ impl Settler {
 
     async fn reject(&self, raw: &lapin::message::Delivery, requeue: bool) {
         if let Err(error) = raw.acker.reject(BasicRejectOptions { requeue }).await {
-            tracing::debug!(consumer = self.consumer, %error, "reject failed; the message will be redelivered");
+            tracing::warn!(consumer = self.consumer, %error, "reject failed; the message will be redelivered");
         }
     }
 
@@ -177,8 +183,7 @@ impl Settler {
         inner
             .entry(ShortString::from(headers::FIRST_FAILURE))
             .or_insert_with(|| AMQPValue::LongLongInt(unix_millis()));
-        // Built afresh rather than cloned: a copy must not inherit the expiration a retry
-        // copy was given for its wait queue.
+        // Built afresh rather than cloned, property by property (see `restore`).
         restore(&raw.properties, BasicProperties::default())
             .with_headers(FieldTable::from(inner))
             .with_delivery_mode(2)

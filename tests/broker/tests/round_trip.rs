@@ -173,3 +173,30 @@ async fn declaration_is_idempotent_checks_passively_and_names_mismatches() {
     );
     h.stop().await.expect("clean shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_cancelled_by_the_broker_stops_the_worker_with_an_error() {
+    let h = Harness::start("cancelled").await;
+    let channel = h
+        .connection
+        .lapin()
+        .create_channel()
+        .await
+        .expect("a channel");
+    channel
+        .queue_delete(h.name("sibling").as_str().into(), Default::default())
+        .await
+        .expect("the queue is deleted");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let sibling = h.name("sibling");
+    // Depending on timing the broker's cancel or its NOT_FOUND reaches the worker first;
+    // either way the worker stops with an error naming the queue, never silently.
+    let error = h.stop().await.expect_err("the worker fails");
+    let named = match &error {
+        warren_runtime::WorkerError::Cancelled { consumer, queue } => {
+            consumer == "run_sibling" && *queue == sibling
+        }
+        other => other.to_string().contains(&sibling),
+    };
+    assert!(named, "{error}");
+}
