@@ -77,11 +77,7 @@ async fn apply(
         let name = name.to_owned();
         move |source| DeclareError::Broker { kind, name, source }
     };
-    let channel = connection
-        .lapin()
-        .create_channel()
-        .await
-        .map_err(broker("channel", "-"))?;
+    let channel = open_channel(connection).await?;
     let passive = mode == Mode::Check;
     for exchange in &topology.exchanges {
         let kind = match exchange.kind {
@@ -163,15 +159,7 @@ async fn apply(
 /// Deletes every queue and exchange of `topology`, messages included. Meant for tests and
 /// for tearing down a namespace; it does not ask twice.
 pub async fn delete(connection: &Connection, topology: &Topology) -> Result<(), DeclareError> {
-    let channel = connection
-        .lapin()
-        .create_channel()
-        .await
-        .map_err(|source| DeclareError::Broker {
-            kind: "channel",
-            name: "-".to_owned(),
-            source,
-        })?;
+    let channel = open_channel(connection).await?;
     for queue in &topology.queues {
         channel
             .queue_delete(
@@ -192,6 +180,18 @@ pub async fn delete(connection: &Connection, topology: &Topology) -> Result<(), 
     }
     let _ = channel.close(200, ShortString::from("deleted")).await;
     Ok(())
+}
+
+async fn open_channel(connection: &Connection) -> Result<lapin::Channel, DeclareError> {
+    connection
+        .lapin()
+        .create_channel()
+        .await
+        .map_err(|source| DeclareError::Broker {
+            kind: "channel",
+            name: "-".to_owned(),
+            source,
+        })
 }
 
 /// Turns the broker's `PRECONDITION_FAILED` and `NOT_FOUND` into errors that say what and

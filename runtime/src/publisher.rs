@@ -174,13 +174,13 @@ impl Publisher {
                 errors,
             });
         }
-        let headers = match serde_json::to_value(headers).map_err(|e| serialize("headers", e))? {
-            serde_json::Value::Object(map) => map,
-            serde_json::Value::Null => serde_json::Map::new(),
+        let headers = serde_json::to_value(headers).map_err(|e| serialize("headers", e))?;
+        let headers = match headers {
+            serde_json::Value::Object(map) => serde_json::Value::Object(map),
+            serde_json::Value::Null => serde_json::Value::Object(serde_json::Map::new()),
             _ => return Err(PublishError::HeadersNotAnObject { message: M::NAME }),
         };
-        let headers_value = serde_json::Value::Object(headers);
-        if let Some(errors) = validators.headers_errors(&headers_value) {
+        if let Some(errors) = validators.headers_errors(&headers) {
             return Err(PublishError::Invalid {
                 message: M::NAME,
                 what: "headers",
@@ -198,7 +198,7 @@ impl Publisher {
             .with_type(ShortString::from(M::NAME))
             .with_message_id(ShortString::from(message_id))
             .with_timestamp(options.timestamp.unwrap_or_else(unix_seconds));
-        if let serde_json::Value::Object(headers) = &headers_value
+        if let serde_json::Value::Object(headers) = &headers
             && !headers.is_empty()
         {
             properties = properties.with_headers(amqp::json_to_table(headers));

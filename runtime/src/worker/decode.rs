@@ -2,6 +2,7 @@
 //! size cap), check the content type, parse, validate against the JSON Schema, deserialize.
 //! A message that fails any step is poison: deterministic, so it is never retried.
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::time::{Duration, SystemTime};
 
@@ -135,12 +136,16 @@ fn first_failure(table: Option<&FieldTable>) -> Option<SystemTime> {
 }
 
 /// Undoes `content-encoding`, refusing to inflate beyond `max` bytes (a zip bomb stops at
-/// the cap, it is not inflated first).
-fn decompress(body: &[u8], encoding: Option<&str>, max: usize) -> Result<Vec<u8>, Poison> {
+/// the cap, it is not inflated first). An uncompressed body is borrowed, not copied.
+fn decompress<'a>(
+    body: &'a [u8],
+    encoding: Option<&str>,
+    max: usize,
+) -> Result<Cow<'a, [u8]>, Poison> {
     let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
     let mut out = Vec::new();
     let read = match encoding.map(str::to_ascii_lowercase).as_deref() {
-        None | Some("" | "identity") => return Ok(body.to_vec()),
+        None | Some("" | "identity") => return Ok(Cow::Borrowed(body)),
         Some("gzip") => flate2::read::GzDecoder::new(body)
             .take(limit)
             .read_to_end(&mut out),
@@ -161,7 +166,7 @@ fn decompress(body: &[u8], encoding: Option<&str>, max: usize) -> Result<Vec<u8>
             format!("body inflates beyond the {max}-byte cap"),
         ));
     }
-    Ok(out)
+    Ok(Cow::Owned(out))
 }
 
 #[cfg(test)]
@@ -197,6 +202,6 @@ mod tests {
             decompress(b"x", Some("br"), 100).unwrap_err().reason,
             "decode"
         );
-        assert_eq!(decompress(b"x", None, 100).unwrap(), b"x");
+        assert_eq!(decompress(b"x", None, 100).unwrap().as_ref(), b"x");
     }
 }
