@@ -88,6 +88,24 @@ pub fn parse(text: Arc<str>, paths: PathDisplay) -> Result<LoadedContract, Diagn
         Some(rest) => rest.into(),
         None => text,
     };
+    let spans = YamlSpans::index(&text);
+    if let Some(span) = spans.too_deep() {
+        // Reported by position only: the offending line may be enormous.
+        let mut diagnostics = Diagnostics::new();
+        diagnostics.push(
+            Diagnostic::error(
+                "too-deep",
+                paths.contract(),
+                format!(
+                    "the contract nests more than {} levels deep",
+                    spans::MAX_DEPTH
+                ),
+            )
+            .with_help("a contract needs a handful of levels; flatten or fix this document")
+            .at(Place::Position(span)),
+        );
+        return Err(diagnostics);
+    }
     let typed = if text.trim().is_empty() {
         Ok(ContractFile::default())
     } else {
@@ -96,7 +114,7 @@ pub fn parse(text: Arc<str>, paths: PathDisplay) -> Result<LoadedContract, Diagn
     match typed {
         Ok(file) => Ok(LoadedContract {
             file,
-            spans: YamlSpans::index(&text),
+            spans,
             text,
             paths,
         }),

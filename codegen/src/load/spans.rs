@@ -20,7 +20,13 @@ pub struct YamlSpans {
     multiline: BTreeSet<String>,
     /// Keys written twice in one mapping.
     duplicates: Vec<Duplicate>,
+    /// Where nesting first went deeper than [`MAX_DEPTH`], if it did.
+    too_deep: Option<Span>,
 }
+
+/// The deepest nesting a contract may have. Real contracts nest a handful of levels; a
+/// document nested thousands deep is an attack on the parser, refused before it is deserialized.
+pub const MAX_DEPTH: usize = 64;
 
 /// A key written twice in one mapping.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,12 +52,31 @@ impl YamlSpans {
     pub fn index(text: &str) -> Self {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let lines = LineIndex::new(text);
+        // Flow collections are nested by brackets, cheaply counted before any parser sees
+        // them (parsers take quadratic time on thousands of levels).
+        if let Some(offset) = flow_too_deep(text) {
+            let line = text[..offset].matches('\n').count() + 1;
+            let column = text[..offset]
+                .rsplit('\n')
+                .next()
+                .map_or(0, |l| l.chars().count());
+            let mut spans = Self::default();
+            spans.too_deep = Some(lines.point(line, column, Column::Chars));
+            return spans;
+        }
         let mut walker = Walker {
             spans: Self::default(),
             stack: Vec::new(),
         };
         for event in Parser::new_from_str(text) {
             let Ok((event, span)) = event else { break };
+            if walker.stack.len() >= MAX_DEPTH
+                && matches!(event, Event::MappingStart(..) | Event::SequenceStart(..))
+            {
+                walker.spans.too_deep =
+                    Some(lines.point(span.start.line(), span.start.col(), Column::Chars));
+                break;
+            }
             let start = lines.point(span.start.line(), span.start.col(), Column::Chars);
             let end = lines.offset(span.end.line(), span.end.col(), Column::Chars);
             walker.on_event(event, start, end, span.end.line());
@@ -77,6 +102,11 @@ impl YamlSpans {
         }
     }
 
+    /// Where the document nests deeper than [`MAX_DEPTH`], if it does.
+    pub fn too_deep(&self) -> Option<Span> {
+        self.too_deep
+    }
+
     /// Keys written twice in one mapping. YAML parsers keep the last entry silently; a
     /// contract must not.
     pub fn duplicates(&self) -> &[Duplicate] {
@@ -88,6 +118,40 @@ impl YamlSpans {
     pub fn find_key(&self, path: &str) -> Option<Span> {
         self.keys.get(path).copied().or_else(|| self.find(path))
     }
+}
+
+/// The byte offset where `[`/`{` nesting first passes [`MAX_DEPTH`], skipping quoted strings
+/// and comments.
+fn flow_too_deep(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    let mut previous = '\n';
+    let mut chars = text.char_indices().peekable();
+    while let Some((offset, c)) = chars.next() {
+        match (quote, c) {
+            (Some('"'), '\\') => {
+                chars.next();
+            }
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') if !previous.is_alphanumeric() => quote = Some(c),
+            (None, '#') if previous.is_whitespace() => {
+                while chars.peek().is_some_and(|(_, c)| *c != '\n') {
+                    chars.next();
+                }
+            }
+            (None, '[' | '{') => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Some(offset);
+                }
+            }
+            (None, ']' | '}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        previous = c;
+    }
+    None
 }
 
 /// The path of the parent node: `a.b[2].c` → `a.b[2]` → `a.b` → `a` → ``.
@@ -248,6 +312,15 @@ bindings:
             panic!("one duplicate expected")
         };
         assert_eq!((dup.path().as_str(), dup.span.line), ("queues.a", 4));
+    }
+
+    #[test]
+    fn deep_flow_nesting_is_found_before_parsing() {
+        let deep = format!("queues: {}{}", "[".repeat(20_000), "]".repeat(20_000));
+        let span = YamlSpans::index(&deep).too_deep().unwrap();
+        assert_eq!((span.line, span.column), (1, 73));
+        let quoted = format!("a: \"{}\" # {}\n", "[".repeat(100), "{".repeat(100));
+        assert!(YamlSpans::index(&quoted).too_deep().is_none());
     }
 
     #[test]
