@@ -60,9 +60,10 @@ impl YamlSpans {
                 .rsplit('\n')
                 .next()
                 .map_or(0, |l| l.chars().count());
-            let mut spans = Self::default();
-            spans.too_deep = Some(lines.point(line, column, Column::Chars));
-            return spans;
+            return Self {
+                too_deep: Some(lines.point(line, column, Column::Chars)),
+                ..Self::default()
+            };
         }
         let mut walker = Walker {
             spans: Self::default(),
