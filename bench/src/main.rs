@@ -1,0 +1,300 @@
+//! Benchmarks warren against hand-written lapin code, side by side on the same broker in the
+//! same run, and prints rates and ratios.
+//!
+//! ```sh
+//! cargo run --release -p warren-bench -- [messages]     # default 100000
+//! ```
+//!
+//! Everything is declared under a `bench.<pid>.` namespace and deleted afterwards.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use futures_lite::StreamExt;
+use lapin::BasicProperties;
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
+    ConfirmSelectOptions,
+};
+use lapin::types::{FieldTable, ShortString};
+use tokio::sync::{Notify, Semaphore};
+use warren_runtime::{Connection, Delivery, HandlerError, Publisher, Topology, Worker};
+
+include!(concat!(env!("OUT_DIR"), "/bench.rs"));
+
+/// How many publishes may wait for their confirm at once, for both publishers.
+const WINDOW: usize = 1000;
+
+fn order(i: usize) -> types::BenchOrder {
+    let json = serde_json::json!({
+        "order_id": format!("order-{i:08}"),
+        "customer": "customer-0042",
+        "items": [
+            { "sku": "TEA-0001", "quantity": 2, "price_minor": 450 },
+            { "sku": "CUP-0002", "quantity": 1, "price_minor": 1200 },
+            { "sku": "POT-0003", "quantity": 1, "price_minor": 3500 }
+        ],
+        "total_minor": 5600,
+        "currency": "EUR"
+    });
+    match serde_json::from_value(json) {
+        Ok(order) => order,
+        Err(error) => unreachable_order(&error),
+    }
+}
+
+fn unreachable_order(error: &serde_json::Error) -> types::BenchOrder {
+    eprintln!("the benchmark order does not fit its own schema: {error}");
+    std::process::exit(2)
+}
+
+/// One measured scenario.
+struct Row {
+    name: &'static str,
+    elapsed: Duration,
+    messages: usize,
+}
+
+impl Row {
+    fn rate(&self) -> f64 {
+        self.messages as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+async fn fresh(connection: &Connection, base: &Topology, scenario: &str) -> Result<Topology> {
+    let topology = base.namespaced(&format!("{scenario}."));
+    warren_runtime::declare(connection, &topology).await?;
+    Ok(topology)
+}
+
+/// Hand-written lapin publishing with a window of outstanding confirms.
+async fn lapin_publish(connection: &Connection, queue: &str, n: usize) -> Result<Duration> {
+    let channel = connection.lapin().create_channel().await?;
+    channel
+        .confirm_select(ConfirmSelectOptions::default())
+        .await?;
+    let bodies: Vec<Vec<u8>> = (0..n)
+        .map(|i| serde_json::to_vec(&order(i)))
+        .collect::<std::result::Result<_, _>>()?;
+    let started = Instant::now();
+    let mut pending = VecDeque::with_capacity(WINDOW);
+    for body in &bodies {
+        if pending.len() == WINDOW
+            && let Some(confirm) = pending.pop_front()
+        {
+            let _: lapin::Confirmation = confirm.await?;
+        }
+        let properties = BasicProperties::default()
+            .with_content_type(ShortString::from("application/json"))
+            .with_delivery_mode(2);
+        pending.push_back(
+            channel
+                .basic_publish(
+                    ShortString::from(""),
+                    ShortString::from(queue),
+                    BasicPublishOptions::default(),
+                    body,
+                    properties,
+                )
+                .await?,
+        );
+    }
+    for confirm in pending {
+        confirm.await?;
+    }
+    Ok(started.elapsed())
+}
+
+/// The generated publisher, with up to `WINDOW` publishes in flight.
+async fn warren_publish(
+    connection: &Connection,
+    topology: &Topology,
+    n: usize,
+) -> Result<Duration> {
+    let publishers = Publishers::new(
+        Publisher::new(connection)
+            .await?
+            .namespaced(&topology.namespace),
+    );
+    let orders: Vec<types::BenchOrder> = (0..n).map(order).collect();
+    let window = Arc::new(Semaphore::new(WINDOW));
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for order in orders {
+        let permit = window.clone().acquire_owned().await?;
+        let publishers = publishers.clone();
+        tasks.spawn(async move {
+            let result = publishers.publish_order(&order).await;
+            drop(permit);
+            result
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    Ok(started.elapsed())
+}
+
+/// Hand-written lapin consumer; acks each message, or every `batch` with `multiple`.
+async fn lapin_consume(
+    connection: &Connection,
+    queue: &str,
+    n: usize,
+    batch: u64,
+) -> Result<Duration> {
+    let channel = connection.lapin().create_channel().await?;
+    channel.basic_qos(200, BasicQosOptions::default()).await?;
+    let mut consumer = channel
+        .basic_consume(
+            ShortString::from(queue),
+            ShortString::from("bench"),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await?;
+    let started = Instant::now();
+    let mut seen = 0;
+    while seen < n {
+        let Some(delivery) = consumer.next().await else {
+            break;
+        };
+        let delivery = delivery?;
+        seen += 1;
+        if batch == 1 {
+            delivery.ack(BasicAckOptions::default()).await?;
+        } else if (seen as u64).is_multiple_of(batch) || seen == n {
+            delivery.ack(BasicAckOptions { multiple: true }).await?;
+        }
+    }
+    let elapsed = started.elapsed();
+    channel.close(200, ShortString::from("done")).await?;
+    Ok(elapsed)
+}
+
+/// A no-op handler that counts.
+#[derive(Clone)]
+struct Count(Arc<(AtomicUsize, Notify, usize)>);
+
+impl consumers::ConsumeOrder for Count {
+    async fn handle(
+        &self,
+        _delivery: Delivery<types::BenchOrder>,
+    ) -> std::result::Result<(), HandlerError> {
+        let (seen, done, n) = &*self.0;
+        if seen.fetch_add(1, Ordering::Relaxed) + 1 == *n {
+            done.notify_one();
+        }
+        Ok(())
+    }
+}
+
+/// The warren worker, full decode and JSON Schema validation, no-op handler.
+async fn warren_consume(
+    connection: &Connection,
+    topology: &Topology,
+    n: usize,
+) -> Result<Duration> {
+    let count = Count(Arc::new((AtomicUsize::new(0), Notify::new(), n)));
+    let worker = Worker::new(connection.clone(), topology.clone());
+    let stop = worker.shutdown_handle();
+    let started = Instant::now();
+    let running = tokio::spawn(
+        Handlers {
+            consume_order: count.clone(),
+        }
+        .run(worker),
+    );
+    count.0.1.notified().await;
+    let elapsed = started.elapsed();
+    stop.shutdown();
+    running.await??;
+    Ok(elapsed)
+}
+
+fn print(rows: &[Row], baseline: &str) {
+    let base = rows
+        .iter()
+        .find(|r| r.name == baseline)
+        .map_or(1.0, Row::rate);
+    for row in rows {
+        println!(
+            "  {:<46} {:>8} msgs {:>8.2} s {:>10.0} msg/s {:>6.2}x",
+            row.name,
+            row.messages,
+            row.elapsed.as_secs_f64(),
+            row.rate(),
+            row.rate() / base
+        );
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let n: usize = std::env::args()
+        .nth(1)
+        .map(|a| a.parse())
+        .transpose()?
+        .unwrap_or(100_000);
+    let url = std::env::var("AMQP_URL")
+        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
+    let connection = Connection::connect(&url, "warren-bench").await?;
+    let base = topology().namespaced(&format!("bench.{}.", std::process::id()));
+    let body_len = serde_json::to_vec(&order(0))?.len();
+    println!(
+        "warren-bench: {n} messages of {body_len} bytes, quorum queue, confirms, prefetch 200\n"
+    );
+
+    println!("publish (ratios against the windowed lapin publisher):");
+    let mut rows = Vec::new();
+    let t = fresh(&connection, &base, "lapin-publish").await?;
+    rows.push(Row {
+        name: "lapin, window of 1000 confirms",
+        elapsed: lapin_publish(&connection, &format!("{}bench", t.namespace), n).await?,
+        messages: n,
+    });
+    warren_runtime::delete(&connection, &t).await?;
+    let t = fresh(&connection, &base, "warren-publish").await?;
+    rows.push(Row {
+        name: "warren publisher (validates), 1000 in flight",
+        elapsed: warren_publish(&connection, &t, n).await?,
+        messages: n,
+    });
+    warren_runtime::delete(&connection, &t).await?;
+    print(&rows, "lapin, window of 1000 confirms");
+
+    println!("\nconsume (ratios against the hand-tuned lapin consumer):");
+    let mut rows = Vec::new();
+    for (name, scenario) in [
+        ("lapin, ack each", "lapin-ack-each"),
+        (
+            "lapin, hand-tuned (multiple ack every 50)",
+            "lapin-multiple",
+        ),
+        (
+            "warren worker, full validation, no-op handler",
+            "warren-consume",
+        ),
+    ] {
+        let t = fresh(&connection, &base, scenario).await?;
+        let queue = format!("{}bench", t.namespace);
+        lapin_publish(&connection, &queue, n).await?;
+        let elapsed = match scenario {
+            "lapin-ack-each" => lapin_consume(&connection, &queue, n, 1).await?,
+            "lapin-multiple" => lapin_consume(&connection, &queue, n, 50).await?,
+            _ => warren_consume(&connection, &t, n).await?,
+        };
+        rows.push(Row {
+            name,
+            elapsed,
+            messages: n,
+        });
+        warren_runtime::delete(&connection, &t).await?;
+    }
+    print(&rows, "lapin, hand-tuned (multiple ack every 50)");
+    connection.close().await?;
+    Ok(())
+}
