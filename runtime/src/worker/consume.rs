@@ -3,7 +3,9 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use futures_lite::StreamExt;
+use std::panic::AssertUnwindSafe;
+
+use futures_lite::{FutureExt, StreamExt};
 use lapin::options::{BasicCancelOptions, BasicConsumeOptions, BasicQosOptions};
 use lapin::types::{FieldTable, ShortString};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -120,23 +122,14 @@ async fn decoded<M: Message>(
     }
 }
 
-/// Runs a handler future on a task of its own, so a panic becomes a retryable failure
-/// rather than a lost delivery.
+/// Runs a handler future, turning a panic into a retryable failure rather than a lost
+/// delivery. It runs inside the delivery's own task, so aborting that task at the drain
+/// timeout stops the handler too: nothing keeps running while its message is redelivered.
 async fn guarded<F>(future: F) -> Result<(), (Failure, String)>
 where
-    F: std::future::Future<Output = Result<(), HandlerError>> + Send + 'static,
+    F: std::future::Future<Output = Result<(), HandlerError>>,
 {
-    // Abort the handler if this future is dropped (shutdown past the drain timeout): a
-    // detached handler would keep running while its message is redelivered elsewhere.
-    struct AbortOnDrop(tokio::task::AbortHandle);
-    impl Drop for AbortOnDrop {
-        fn drop(&mut self) {
-            self.0.abort();
-        }
-    }
-    let handle = tokio::spawn(future);
-    let _abort = AbortOnDrop(handle.abort_handle());
-    match handle.await {
+    match AssertUnwindSafe(future).catch_unwind().await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => {
             let failure = if error.is_retryable() {
@@ -146,19 +139,13 @@ where
             };
             Err((failure, error.source().to_string()))
         }
-        Err(join) => {
-            let reason = if join.is_panic() {
-                let panic = join.into_panic();
-                let text = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                    .unwrap_or_default();
-                format!("handler panicked: {text}")
-            } else {
-                "handler was cancelled".to_owned()
-            };
-            Err((Failure::Retryable, reason))
+        Err(panic) => {
+            let text = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_default();
+            Err((Failure::Retryable, format!("handler panicked: {text}")))
         }
     }
 }
