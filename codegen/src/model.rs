@@ -164,20 +164,6 @@ pub struct WaitTier {
     pub delay: Duration,
 }
 
-impl RetryPolicy {
-    /// Retries the worker makes before the message is exhausted (0 for `none`; for
-    /// `quorum-native` the broker counts, up to the delivery limit).
-    pub fn max_retries(&self) -> u32 {
-        match self {
-            Self::None => 0,
-            Self::ImmediateRequeue { max_retries, .. } | Self::TtlBackoff { max_retries, .. } => {
-                *max_retries
-            }
-            Self::QuorumNative { delivery_limit } => *delivery_limit,
-        }
-    }
-}
-
 /// The delay before retry `attempt` (0-based) of a ttl-backoff policy, before jitter:
 /// `min(initial × multiplier^attempt, max)`.
 pub fn backoff_delay(initial: Duration, max: Duration, multiplier: f64, attempt: u32) -> Duration {

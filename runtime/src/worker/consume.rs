@@ -101,20 +101,15 @@ async fn open<M: Message>(
 /// Decodes one delivery; poison is settled here and never reaches a handler.
 async fn decoded<M: Message>(
     raw: &lapin::message::Delivery,
-    consuming: &Consuming,
+    settler: &Settler,
+    validators: &Validators,
     max_body_bytes: usize,
 ) -> Option<Delivery<M::Payload, M::Headers>> {
-    match decode::<M>(
-        raw,
-        &consuming.settler.queue,
-        &consuming.validators,
-        max_body_bytes,
-    ) {
+    match decode::<M>(raw, &settler.queue, validators, max_body_bytes) {
         Ok(delivery) => Some(delivery),
         Err(poison) => {
-            let retries = retries_so_far(raw, &consuming.settler.queue);
-            consuming
-                .settler
+            let retries = retries_so_far(raw, &settler.queue);
+            settler
                 .fail(raw, Failure::Poison(poison.reason), retries, &poison.detail)
                 .await;
             None
@@ -239,14 +234,20 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
                     }
                 };
                 reap(&mut tasks, spec.name);
-                let Some(delivery) =
-                    decoded::<M>(&raw, &consuming, context.settings.max_body_bytes).await
-                else {
-                    continue;
-                };
                 let settler = consuming.settler.clone();
+                let validators = consuming.validators.clone();
                 let handler = self.handler.clone();
+                let max_body_bytes = context.settings.max_body_bytes;
+                // Decoding (decompression, validation) and settling run in the delivery's
+                // task, under its permit, not in the consume loop: a large or poison message
+                // does not hold up the next one.
                 tasks.spawn(async move {
+                    let Some(delivery) =
+                        decoded::<M>(&raw, &settler, &validators, max_body_bytes).await
+                    else {
+                        drop(permit);
+                        return;
+                    };
                     let retries = delivery.retry_count();
                     match guarded(async move { handler.handle(delivery).await }).await {
                         Ok(()) => settler.ack(&raw).await,
@@ -306,8 +307,13 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                             .as_mut()
                             .reset(tokio::time::Instant::now() + self.batch.timeout);
                     }
-                    if let Some(delivery) =
-                        decoded::<M>(&raw, &consuming, context.settings.max_body_bytes).await
+                    if let Some(delivery) = decoded::<M>(
+                        &raw,
+                        &consuming.settler,
+                        &consuming.validators,
+                        context.settings.max_body_bytes,
+                    )
+                    .await
                     {
                         deliveries.push(delivery);
                         raws.push(raw);

@@ -366,12 +366,7 @@ impl Harness {
     /// Publishes raw bytes to the contract's exchange, bypassing every check, as a faulty
     /// or hostile producer would.
     pub async fn publish_raw(&self, routing_key: &str, body: &[u8], properties: BasicProperties) {
-        let mut table = FieldTable::default();
-        table.insert(
-            ShortString::from("tenant"),
-            AMQPValue::LongString("acme".into()),
-        );
-        let properties = properties.with_headers(table).with_delivery_mode(2);
+        let properties = properties.with_headers(raw_headers()).with_delivery_mode(2);
         self.raw
             .basic_publish(
                 ShortString::from(self.name("jobs")),
@@ -445,6 +440,16 @@ impl Harness {
         self.stopped = true;
         outcome
     }
+}
+
+/// The headers of every test job, as a raw AMQP table for publishes that bypass warren.
+pub fn raw_headers() -> FieldTable {
+    let mut table = FieldTable::default();
+    table.insert(
+        ShortString::from("tenant"),
+        AMQPValue::LongString("acme".into()),
+    );
+    table
 }
 
 /// The headers every test job carries.

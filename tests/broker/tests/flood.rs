@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use lapin::BasicProperties;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
-use lapin::types::{AMQPValue, FieldTable, ShortString};
+use lapin::types::ShortString;
 use warren_broker_tests::types::JobBehaviour;
-use warren_broker_tests::{Harness, header, job};
+use warren_broker_tests::{Harness, header, job, raw_headers};
 
 const EACH: usize = 10_000;
 const CAP: usize = 4 * 1024;
@@ -62,11 +62,7 @@ async fn ten_thousand_poison_messages_among_ten_thousand_valid_ones() {
         .confirm_select(ConfirmSelectOptions::default())
         .await
         .expect("confirms");
-    let mut headers = FieldTable::default();
-    headers.insert(
-        ShortString::from("tenant"),
-        AMQPValue::LongString("acme".into()),
-    );
+    let headers = raw_headers();
     let exchange = ShortString::from(h.name("jobs"));
     let key = ShortString::from("job.none");
     let mut expected: BTreeMap<&str, usize> = BTreeMap::new();
