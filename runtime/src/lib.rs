@@ -34,8 +34,8 @@ pub use routing_key::{KeyPart, RoutingKey};
 pub use schema::SchemaError;
 pub use topology::Topology;
 pub use worker::{
-    BatchHandler, BatchSpec, ConsumerSpec, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_BODY_BYTES, Handler,
-    ShutdownHandle, Worker,
+    BatchHandler, BatchSpec, CircuitBreaker, ConsumerSpec, DEFAULT_DRAIN_TIMEOUT,
+    DEFAULT_MAX_BODY_BYTES, Handler, ShutdownHandle, Worker,
 };
 
 /// The AMQP client warren runs on, for connections and channels you create yourself.

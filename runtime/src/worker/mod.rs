@@ -39,6 +39,23 @@ pub struct ConsumerSpec {
     pub prefetch: u16,
     /// Handlers running at once.
     pub concurrency: u16,
+    /// Pauses consuming during a downstream outage; `None` never pauses.
+    pub circuit_breaker: Option<CircuitBreaker>,
+}
+
+/// A consumer's outage guard. During a downstream outage every message fails, and "retry,
+/// then dead-letter" would empty the queue into the dead-letter queue. After `failures`
+/// consecutive retryable failures (handler errors marked retryable, and panics) the breaker
+/// opens: the consumer takes no new deliveries for `cool_down`, then lets one through as a
+/// probe. A handled probe closes the breaker; a failed one opens it for another cool-down.
+/// Messages that failed are still settled by the queue's retry policy; messages not yet
+/// taken wait in the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CircuitBreaker {
+    /// Consecutive retryable failures that open the breaker (at least 1).
+    pub failures: u32,
+    /// How long the breaker stays open before the probe.
+    pub cool_down: Duration,
 }
 
 /// Batch settings of a batch consumer.
