@@ -73,7 +73,7 @@ async fn fresh(connection: &Connection, base: &Topology, scenario: &str) -> Resu
 
 /// Hand-written lapin publishing with a window of outstanding confirms.
 async fn lapin_publish(connection: &Connection, queue: &str, n: usize) -> Result<Duration> {
-    let channel = connection.lapin().create_channel().await?;
+    let channel = connection.create_channel().await?;
     channel
         .confirm_select(ConfirmSelectOptions::default())
         .await?;
@@ -146,7 +146,7 @@ async fn lapin_consume(
     n: usize,
     batch: u64,
 ) -> Result<Duration> {
-    let channel = connection.lapin().create_channel().await?;
+    let channel = connection.create_channel().await?;
     channel.basic_qos(200, BasicQosOptions::default()).await?;
     let mut consumer = channel
         .basic_consume(

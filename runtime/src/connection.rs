@@ -1,57 +1,472 @@
-//! One named connection, shared by publishers, workers and declaration.
+//! One named connection that recovers: shared by publishers, workers and declaration.
+//!
+//! A supervisor task watches the underlying lapin connection. When it drops (the broker
+//! restarted, the network failed, a heartbeat was missed) the supervisor reconnects with
+//! bounded, jittered, exponential backoff, trying each URL in turn, re-declares every
+//! topology declared through it, and only then announces the new link. Publishers and
+//! workers hold no lapin connection of their own: they ask for the current link and open
+//! their channels on it again.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
 
-use lapin::ConnectionProperties;
+use futures_lite::StreamExt;
 use lapin::types::{LongString, ShortString};
+use lapin::{ConnectionProperties, ConnectionState, ErrorKind, Event};
+use tokio::sync::watch;
 
-/// A connection to RabbitMQ, cheap to clone: publishers, workers and `declare` share it and
-/// each open channels of their own.
+use crate::Topology;
+
+/// The first pause before reconnecting, by default.
+pub const DEFAULT_RECONNECT_MIN: Duration = Duration::from_millis(100);
+/// The longest pause between reconnect attempts, by default.
+pub const DEFAULT_RECONNECT_MAX: Duration = Duration::from_secs(10);
+
+/// A connection to RabbitMQ that recovers, cheap to clone: publishers, workers and
+/// [`crate::declare`] share it and each open channels of their own.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), warren_runtime::lapin::Error> {
+/// use std::time::Duration;
+/// use warren_runtime::Connection;
+///
+/// // One URL:
+/// let connection = Connection::connect("amqp://guest:guest@localhost:5672/%2f", "orders").await?;
+/// // Several, tried in turn when the current one fails:
+/// let connection = Connection::builder("orders")
+///     .url("amqp://guest:guest@rabbit-1:5672/%2f")
+///     .url("amqp://guest:guest@rabbit-2:5672/%2f")
+///     .reconnect_backoff(Duration::from_millis(200), Duration::from_secs(30))
+///     .connect()
+///     .await?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Connection {
-    inner: Arc<lapin::Connection>,
+    shared: Arc<Shared>,
+}
+
+/// Settings of a [`Connection`]; see [`Connection::builder`].
+#[derive(Debug, Clone)]
+pub struct ConnectionBuilder {
+    name: String,
+    urls: Vec<String>,
+    reconnect_min: Duration,
+    reconnect_max: Duration,
+}
+
+/// The link as everyone sees it.
+#[derive(Clone)]
+enum Link {
+    /// Connected.
+    Up(Arc<lapin::Connection>),
+    /// Lost; the supervisor is reconnecting.
+    Down,
+    /// Closed by [`Connection::close`]; nothing reconnects.
+    Closed,
+}
+
+struct Shared {
+    settings: ConnectionBuilder,
+    link: watch::Sender<Link>,
+    /// What [`crate::declare`] declared through this connection, re-declared on reconnect.
+    topologies: Mutex<Vec<Topology>>,
+    /// Why the broker blocked the connection (a resource alarm), while it is blocked.
+    blocked: Mutex<Option<String>>,
+}
+
+/// Why no link was there to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unavailable {
+    /// Still reconnecting when the wait ended.
+    Reconnecting,
+    /// Closed for good.
+    Closed,
+}
+
+impl Unavailable {
+    /// As a lapin error, for APIs that return one.
+    pub(crate) fn into_lapin(self) -> lapin::Error {
+        let state = match self {
+            Self::Reconnecting => ConnectionState::Reconnecting,
+            Self::Closed => ConnectionState::Closed,
+        };
+        ErrorKind::InvalidConnectionState(state).into()
+    }
 }
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Connection")
-            .field("connected", &self.inner.status().connected())
-            .finish()
+            .field("name", &self.shared.settings.name)
+            .field("connected", &self.is_connected())
+            .finish_non_exhaustive()
     }
 }
 
 impl Connection {
     /// Connects to `url` (`amqp://user:pass@host:port/vhost`), naming the connection `name`
-    /// so it is recognisable in the broker's connection list.
+    /// so it is recognisable in the broker's connection list. It recovers with the default
+    /// backoff; see [`Connection::builder`] for several URLs or another backoff.
     pub async fn connect(url: &str, name: &str) -> Result<Self, lapin::Error> {
-        let properties =
-            ConnectionProperties::default().with_connection_name(LongString::from(name));
-        let connection = lapin::Connection::connect(url, properties).await?;
-        Ok(Self::from_lapin(connection))
+        Self::builder(name).url(url).connect().await
     }
 
-    /// Uses a connection the application already has.
-    pub fn from_lapin(connection: lapin::Connection) -> Self {
-        Self {
-            inner: Arc::new(connection),
+    /// Settings for a connection named `name`: add at least one URL, then
+    /// [`ConnectionBuilder::connect`].
+    pub fn builder(name: &str) -> ConnectionBuilder {
+        ConnectionBuilder {
+            name: name.to_owned(),
+            urls: Vec::new(),
+            reconnect_min: DEFAULT_RECONNECT_MIN,
+            reconnect_max: DEFAULT_RECONNECT_MAX,
         }
     }
 
-    /// The underlying lapin connection.
-    pub fn lapin(&self) -> &lapin::Connection {
-        &self.inner
+    /// The current lapin connection, or `None` while reconnecting or after close. Channels
+    /// opened on it do not survive a reconnect.
+    pub fn lapin(&self) -> Option<Arc<lapin::Connection>> {
+        match &*self.shared.link.borrow() {
+            Link::Up(connection) => Some(connection.clone()),
+            Link::Down | Link::Closed => None,
+        }
     }
 
-    /// Whether the connection is open.
+    /// Opens a channel on the current link, failing at once while reconnecting. Such a
+    /// channel does not survive a reconnect; publishers and workers reopen theirs.
+    pub async fn create_channel(&self) -> Result<lapin::Channel, lapin::Error> {
+        match self.lapin() {
+            Some(connection) => connection.create_channel().await,
+            None => Err(self.unavailable().into_lapin()),
+        }
+    }
+
+    /// Whether the connection is up (not reconnecting, not closed).
     pub fn is_connected(&self) -> bool {
-        self.inner.status().connected()
+        self.lapin().is_some_and(|c| c.status().connected())
     }
 
-    /// Closes the connection; channels still open are closed with it, and unacknowledged
-    /// deliveries return to their queues.
+    /// Why the broker blocked publishing on this connection (a memory or disk alarm), while
+    /// it does. Publishes wait, up to their timeout, until it unblocks.
+    pub fn blocked(&self) -> Option<String> {
+        lock(&self.shared.blocked).clone()
+    }
+
+    /// Closes the connection for good; channels still open are closed with it, and
+    /// unacknowledged deliveries return to their queues.
     pub async fn close(&self) -> Result<(), lapin::Error> {
-        self.inner
-            .close(200, ShortString::from("closed by warren"))
-            .await
+        let previous = self.shared.link.send_replace(Link::Closed);
+        match previous {
+            Link::Up(connection) => {
+                connection
+                    .close(200, ShortString::from("closed by warren"))
+                    .await
+            }
+            Link::Down | Link::Closed => Ok(()),
+        }
+    }
+
+    /// The current link, waiting up to `timeout` while it reconnects.
+    pub(crate) async fn current(
+        &self,
+        timeout: Duration,
+    ) -> Result<Arc<lapin::Connection>, Unavailable> {
+        let mut link = self.shared.link.subscribe();
+        let up = link.wait_for(|link| !matches!(link, Link::Down));
+        match tokio::time::timeout(timeout, up).await {
+            Err(_) => Err(Unavailable::Reconnecting),
+            // The sender lives in `shared`, which `self` holds: it cannot be gone.
+            Ok(Err(_)) => Err(Unavailable::Closed),
+            Ok(Ok(link)) => match &*link {
+                Link::Up(connection) => Ok(connection.clone()),
+                Link::Down | Link::Closed => Err(Unavailable::Closed),
+            },
+        }
+    }
+
+    /// Whether [`Connection::close`] was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        matches!(*self.shared.link.borrow(), Link::Closed)
+    }
+
+    fn unavailable(&self) -> Unavailable {
+        if self.is_closed() {
+            Unavailable::Closed
+        } else {
+            Unavailable::Reconnecting
+        }
+    }
+
+    /// Remembers `topology` so that every reconnect declares it again before the link is
+    /// announced (a broker that lost its non-durable queues gets them back).
+    pub(crate) fn remember(&self, topology: &Topology) {
+        let mut topologies = lock(&self.shared.topologies);
+        if !topologies.contains(topology) {
+            topologies.push(topology.clone());
+        }
+    }
+
+    /// Forgets `topology` (it was deleted).
+    pub(crate) fn forget(&self, topology: &Topology) {
+        lock(&self.shared.topologies).retain(|t| t != topology);
+    }
+}
+
+impl ConnectionBuilder {
+    /// Adds a broker URL. With several, a lost connection reconnects to the next one in
+    /// turn (failover); the first connect tries them in order.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), warren_runtime::lapin::Error> {
+    /// let connection = warren_runtime::Connection::builder("billing")
+    ///     .url("amqp://guest:guest@rabbit-1:5672/%2f")
+    ///     .url("amqp://guest:guest@rabbit-2:5672/%2f")
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn url(mut self, url: &str) -> Self {
+        self.urls.push(url.to_owned());
+        self
+    }
+
+    /// The pause before the first reconnect attempt (`min`, default 100 ms) and the most it
+    /// grows to (`max`, default 10 s). Each attempt doubles the pause, and each pause is
+    /// jittered between half and all of it, so a fleet of workers does not reconnect in step.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), warren_runtime::lapin::Error> {
+    /// use std::time::Duration;
+    /// let connection = warren_runtime::Connection::builder("billing")
+    ///     .url("amqp://guest:guest@localhost:5672/%2f")
+    ///     .reconnect_backoff(Duration::from_millis(50), Duration::from_secs(2))
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn reconnect_backoff(mut self, min: Duration, max: Duration) -> Self {
+        self.reconnect_min = min;
+        self.reconnect_max = max.max(min);
+        self
+    }
+
+    /// Connects to the first URL that answers (each is tried once; the error is the last
+    /// URL's) and starts the supervisor that recovers the connection from then on.
+    pub async fn connect(self) -> Result<Connection, lapin::Error> {
+        if self.urls.is_empty() {
+            return Err(lapin::Error::from(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "no broker URL: add one with ConnectionBuilder::url",
+            )));
+        }
+        let mut last_error = None;
+        for (index, url) in self.urls.iter().enumerate() {
+            match open(url, &self.name).await {
+                Ok(opened) => {
+                    let shared = Arc::new(Shared {
+                        link: watch::Sender::new(Link::Up(opened.connection.clone())),
+                        settings: self,
+                        topologies: Mutex::new(Vec::new()),
+                        blocked: Mutex::new(None),
+                    });
+                    tokio::spawn(supervise(Arc::downgrade(&shared), opened, index));
+                    return Ok(Connection { shared });
+                }
+                Err(error) => last_error = Some(error),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| Unavailable::Closed.into_lapin()))
+    }
+}
+
+/// A freshly opened lapin connection and its event stream (subscribed before anything can
+/// happen on it, so no error is missed).
+struct Opened {
+    connection: Arc<lapin::Connection>,
+    events: std::pin::Pin<Box<dyn futures_lite::Stream<Item = Event> + Send>>,
+}
+
+async fn open(url: &str, name: &str) -> Result<Opened, lapin::Error> {
+    let properties = ConnectionProperties::default().with_connection_name(LongString::from(name));
+    let connection = lapin::Connection::connect(url, properties).await?;
+    let events = Box::pin(connection.events_listener());
+    Ok(Opened {
+        connection: Arc::new(connection),
+        events,
+    })
+}
+
+/// Watches the link and rebuilds it when it drops, until the connection is closed or every
+/// handle to it is dropped.
+async fn supervise(shared: Weak<Shared>, mut opened: Opened, mut url_index: usize) {
+    let mut generation = 0;
+    loop {
+        let Some(error) = watch_link(&shared, &mut opened).await else {
+            return;
+        };
+        let Some(strong) = shared.upgrade() else {
+            return;
+        };
+        let name = strong.settings.name.clone();
+        // A close racing with the failure wins: nothing reconnects after close.
+        let lost = strong.link.send_if_modified(|link| {
+            if matches!(link, Link::Closed) {
+                return false;
+            }
+            *link = Link::Down;
+            true
+        });
+        if !lost {
+            return;
+        }
+        *lock(&strong.blocked) = None;
+        tracing::warn!(connection = %name, %error, "connection lost; reconnecting");
+        drop(strong);
+        let Some((next, index)) = reconnect(&shared, url_index).await else {
+            return;
+        };
+        generation += 1;
+        url_index = index;
+        opened = next;
+        let Some(strong) = shared.upgrade() else {
+            return;
+        };
+        let published = strong.link.send_if_modified(|link| {
+            if matches!(link, Link::Closed) {
+                return false;
+            }
+            *link = Link::Up(opened.connection.clone());
+            true
+        });
+        if !published {
+            let _ = opened
+                .connection
+                .close(200, ShortString::from("closed by warren"))
+                .await;
+            return;
+        }
+        tracing::info!(connection = %name, url = index, generation, "reconnected");
+    }
+}
+
+/// Follows the events of the current lapin connection until it fails (`Some(error)`), or
+/// until the warren connection is closed or dropped (`None`).
+async fn watch_link(shared: &Weak<Shared>, opened: &mut Opened) -> Option<lapin::Error> {
+    let mut link = shared.upgrade()?.link.subscribe();
+    loop {
+        let event = tokio::select! {
+            event = opened.events.next() => event,
+            changed = link.changed() => {
+                if changed.is_err() || matches!(*link.borrow(), Link::Closed) {
+                    return None;
+                }
+                continue;
+            }
+        };
+        let shared = shared.upgrade()?;
+        let name = &shared.settings.name;
+        match event {
+            Some(Event::Error(error)) => {
+                // Channel errors are reported here too; only a failed connection matters.
+                let status = opened.connection.status();
+                if !status.connected() && !status.closing() {
+                    return Some(error);
+                }
+            }
+            Some(Event::ConnectionBlocked(reason)) => {
+                tracing::warn!(connection = %name, %reason, "the broker blocked publishing (resource alarm)");
+                *lock(&shared.blocked) = Some(reason);
+            }
+            Some(Event::ConnectionUnblocked) => {
+                tracing::info!(connection = %name, "the broker unblocked publishing");
+                *lock(&shared.blocked) = None;
+            }
+            Some(_) => {}
+            None => return Some(Unavailable::Closed.into_lapin()),
+        }
+    }
+}
+
+/// Reconnects, trying the URLs in turn from the one after `failed`, with backoff between
+/// attempts, and re-declares the remembered topologies. `None` when the connection was
+/// closed or dropped meanwhile.
+async fn reconnect(shared: &Weak<Shared>, failed: usize) -> Option<(Opened, usize)> {
+    let mut attempt: u32 = 0;
+    loop {
+        let (settings, topologies) = {
+            let strong = shared.upgrade()?;
+            if matches!(*strong.link.borrow(), Link::Closed) {
+                return None;
+            }
+            let topologies = lock(&strong.topologies).clone();
+            (strong.settings.clone(), topologies)
+        };
+        tokio::time::sleep(backoff(
+            attempt,
+            settings.reconnect_min,
+            settings.reconnect_max,
+        ))
+        .await;
+        let index = (failed + 1 + attempt as usize) % settings.urls.len();
+        attempt = attempt.saturating_add(1);
+        let opened = match open(&settings.urls[index], &settings.name).await {
+            Ok(opened) => opened,
+            Err(error) => {
+                tracing::debug!(connection = %settings.name, url = index, attempt, %error, "reconnect attempt failed");
+                continue;
+            }
+        };
+        match redeclare(&opened.connection, &topologies).await {
+            Ok(()) => return Some((opened, index)),
+            Err(error) => {
+                // A broker that is still starting can refuse declarations; a topology that
+                // no longer matches never will, and says so in the log on every attempt.
+                tracing::error!(connection = %settings.name, %error, "re-declaring the topology after reconnect failed");
+                let _ = opened
+                    .connection
+                    .close(200, ShortString::from("re-declare failed"))
+                    .await;
+            }
+        }
+    }
+}
+
+async fn redeclare(
+    connection: &lapin::Connection,
+    topologies: &[Topology],
+) -> Result<(), crate::DeclareError> {
+    for topology in topologies {
+        crate::declare::declare_on(connection, topology).await?;
+    }
+    Ok(())
+}
+
+/// The pause before reconnect attempt `attempt` (from 0): `min · 2^attempt`, capped at `max`,
+/// then jittered down by up to half.
+pub(crate) fn backoff(attempt: u32, min: Duration, max: Duration) -> Duration {
+    let full = min
+        .saturating_mul(2u32.saturating_pow(attempt.min(20)))
+        .min(max);
+    full.mul_f64(0.5 + fastrand::f64() / 2.0)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // The data behind these locks stays consistent even if a holder panicked.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_within_bounds_and_jitters_down() {
+        let (min, max) = (Duration::from_millis(100), Duration::from_secs(2));
+        for attempt in 0..40 {
+            let full = (min * 2u32.pow(attempt.min(20))).min(max);
+            let pause = backoff(attempt, min, max);
+            assert!(pause <= full, "{pause:?} > {full:?}");
+            assert!(pause >= full / 2, "{pause:?} < half of {full:?}");
+        }
     }
 }

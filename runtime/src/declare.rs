@@ -58,18 +58,36 @@ enum Mode {
 /// Declares every exchange, queue (wait queues included, with their arguments) and binding
 /// of `topology`. Idempotent: declaring what already exists with the same settings is a
 /// no-op; a difference is a [`DeclareError::Mismatch`] naming the queue and the argument.
+///
+/// The connection remembers the topology and declares it again after every reconnect,
+/// before publishers and workers resume, so a broker that lost it (a non-durable queue, a
+/// node rebuilt from scratch) has it back before the first message.
 pub async fn declare(connection: &Connection, topology: &Topology) -> Result<(), DeclareError> {
-    apply(connection, topology, Mode::Declare).await
+    let channel = open_channel(connection).await?;
+    apply(&channel, topology, Mode::Declare).await?;
+    connection.remember(topology);
+    Ok(())
+}
+
+/// Declares `topology` on a connection being recovered, before it is announced.
+pub(crate) async fn declare_on(
+    connection: &lapin::Connection,
+    topology: &Topology,
+) -> Result<(), DeclareError> {
+    let channel = connection.create_channel().await.map_err(channel_error)?;
+    apply(&channel, topology, Mode::Declare).await
 }
 
 /// Checks that every exchange and queue of `topology` exists, without creating or changing
 /// anything (passive declares). Bindings cannot be checked this way and are not.
 pub async fn verify(connection: &Connection, topology: &Topology) -> Result<(), DeclareError> {
-    apply(connection, topology, Mode::Check).await
+    let channel = open_channel(connection).await?;
+    apply(&channel, topology, Mode::Check).await
 }
 
+/// Declares or checks `topology` on `channel`, then closes the channel.
 async fn apply(
-    connection: &Connection,
+    channel: &lapin::Channel,
     topology: &Topology,
     mode: Mode,
 ) -> Result<(), DeclareError> {
@@ -77,7 +95,6 @@ async fn apply(
         let name = name.to_owned();
         move |source| DeclareError::Broker { kind, name, source }
     };
-    let channel = open_channel(connection).await?;
     let passive = mode == Mode::Check;
     for exchange in &topology.exchanges {
         let kind = match exchange.kind {
@@ -156,9 +173,10 @@ async fn apply(
     Ok(())
 }
 
-/// Deletes every queue and exchange of `topology`, messages included. Meant for tests and
-/// for tearing down a namespace; it does not ask twice.
+/// Deletes every queue and exchange of `topology`, messages included, and stops declaring it
+/// on reconnect. Meant for tests and for tearing down a namespace; it does not ask twice.
 pub async fn delete(connection: &Connection, topology: &Topology) -> Result<(), DeclareError> {
+    connection.forget(topology);
     let channel = open_channel(connection).await?;
     for queue in &topology.queues {
         channel
@@ -183,15 +201,15 @@ pub async fn delete(connection: &Connection, topology: &Topology) -> Result<(), 
 }
 
 async fn open_channel(connection: &Connection) -> Result<lapin::Channel, DeclareError> {
-    connection
-        .lapin()
-        .create_channel()
-        .await
-        .map_err(|source| DeclareError::Broker {
-            kind: "channel",
-            name: "-".to_owned(),
-            source,
-        })
+    connection.create_channel().await.map_err(channel_error)
+}
+
+fn channel_error(source: lapin::Error) -> DeclareError {
+    DeclareError::Broker {
+        kind: "channel",
+        name: "-".to_owned(),
+        source,
+    }
 }
 
 /// Turns the broker's `PRECONDITION_FAILED` and `NOT_FOUND` into errors that say what and

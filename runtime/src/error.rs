@@ -115,6 +115,26 @@ pub enum PublishError {
     /// The broker did not confirm in time: the message may or may not have been routed.
     #[error("no confirm from the broker within {0:?}: the outcome is unknown")]
     Timeout(std::time::Duration),
+    /// The broker blocked the connection (a memory or disk alarm) and the publish timed out
+    /// waiting: the message may still be sent and routed once the alarm clears.
+    #[error(
+        "the broker blocked the connection ({reason}) and nothing was confirmed within {timeout:?}: the outcome is unknown"
+    )]
+    Blocked {
+        /// The broker's reason, such as `low on memory`.
+        reason: String,
+        /// The publish timeout.
+        timeout: std::time::Duration,
+    },
+    /// The connection was down, and did not come back within the publish timeout: the
+    /// message was not sent.
+    #[error("not connected to the broker within {0:?}: the message was not sent")]
+    NotConnected(std::time::Duration),
+    /// The channel or connection failed after the message was handed to it and before the
+    /// broker confirmed it: it may or may not have been routed. Publishing it again is safe
+    /// only where consumers deduplicate (on the message id).
+    #[error("the broker did not confirm the message, the outcome is unknown: {0}")]
+    Unconfirmed(#[source] lapin::Error),
     /// The headers type did not serialize to a JSON object.
     #[error("the headers of message `{message}` must serialize to a JSON object")]
     HeadersNotAnObject {
@@ -151,8 +171,8 @@ pub enum PublishError {
         /// The routing key used.
         routing_key: String,
     },
-    /// The channel or connection failed.
-    #[error("broker error: {0}")]
+    /// Opening the publishing channel failed; the message was not sent.
+    #[error("cannot open a publishing channel: {0}")]
     Broker(#[from] lapin::Error),
 }
 

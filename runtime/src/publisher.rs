@@ -85,42 +85,51 @@ impl PublishOptions {
     }
 }
 
-/// Publishes typed messages on a channel in confirm mode. Cheap to clone: clones share the
-/// channel.
+/// Publishes typed messages with confirms. Cheap to clone: clones share one channel.
+///
+/// The channel is reopened (in confirm mode) whenever it or the connection was lost, so a
+/// publisher outlives broker restarts. A publish never reports success it did not get: when
+/// the connection drops while a confirm is pending, it fails with
+/// [`PublishError::Unconfirmed`], the outcome unknown.
 #[derive(Clone)]
 pub struct Publisher {
-    channel: Channel,
+    connection: Connection,
+    channel: Arc<ChannelSlot>,
     namespace: Arc<str>,
     timeout: Duration,
+}
+
+/// The publishing channel, shared by clones, and the lock that serialises reopening it.
+#[derive(Default)]
+struct ChannelSlot {
+    current: std::sync::Mutex<Option<Channel>>,
+    reopening: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Publisher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Publisher")
-            .field("channel", &self.channel.id())
+            .field("connection", &self.connection)
             .field("namespace", &self.namespace)
             .field("timeout", &self.timeout)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
 impl Publisher {
-    /// Opens a publishing channel on `connection` and puts it in confirm mode.
+    /// A publisher on `connection`, its channel opened (in confirm mode) at once so that a
+    /// broker refusing channels is reported here rather than at the first publish.
     pub async fn new(connection: &Connection) -> Result<Self, PublishError> {
-        let channel = connection.lapin().create_channel().await?;
-        Self::from_channel(channel).await
-    }
-
-    /// Uses `channel` for publishing, putting it in confirm mode.
-    pub async fn from_channel(channel: Channel) -> Result<Self, PublishError> {
-        channel
-            .confirm_select(ConfirmSelectOptions::default())
-            .await?;
-        Ok(Self {
-            channel,
+        let publisher = Self {
+            connection: connection.clone(),
+            channel: Arc::default(),
             namespace: Arc::from(""),
             timeout: DEFAULT_PUBLISH_TIMEOUT,
-        })
+        };
+        publisher
+            .channel(tokio::time::Instant::now() + publisher.timeout)
+            .await?;
+        Ok(publisher)
     }
 
     /// Prefixes exchange names (and queue names used as keys on the default exchange) with
@@ -130,8 +139,10 @@ impl Publisher {
         self
     }
 
-    /// How long to wait for the broker's confirm before giving up with
-    /// [`PublishError::Timeout`] (default 30 s).
+    /// How long a publish may take in all, reconnecting included, before it gives up
+    /// (default 30 s): with [`PublishError::NotConnected`] while the connection is down (the
+    /// message was not sent), with [`PublishError::Timeout`] or [`PublishError::Blocked`]
+    /// when it was sent but not confirmed in time.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
@@ -214,9 +225,35 @@ impl Publisher {
         self.send(&exchange, &routing_key, &body, properties).await
     }
 
-    /// Whether the publishing channel is still open.
-    pub fn is_open(&self) -> bool {
-        self.channel.status().connected()
+    /// An open channel in confirm mode: the current one, or a new one on the current link.
+    async fn channel(&self, deadline: tokio::time::Instant) -> Result<Channel, PublishError> {
+        if let Some(channel) = self.open_channel() {
+            return Ok(channel);
+        }
+        let _reopening = self.channel.reopening.lock().await;
+        // Another publish may have reopened it while this one waited.
+        if let Some(channel) = self.open_channel() {
+            return Ok(channel);
+        }
+        let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let connection = self
+            .connection
+            .current(wait)
+            .await
+            .map_err(|_| PublishError::NotConnected(self.timeout))?;
+        let channel = connection.create_channel().await?;
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await?;
+        *lock(&self.channel.current) = Some(channel.clone());
+        Ok(channel)
+    }
+
+    fn open_channel(&self) -> Option<Channel> {
+        lock(&self.channel.current)
+            .as_ref()
+            .filter(|channel| channel.status().connected())
+            .cloned()
     }
 
     /// Applies the namespace: exchanges are prefixed, and so is the key on the default
@@ -232,7 +269,8 @@ impl Publisher {
         }
     }
 
-    /// Publishes raw bytes, `mandatory`, and waits for the confirm (bounded by the timeout).
+    /// Publishes raw bytes, `mandatory`, and waits for the confirm, all bounded by the
+    /// timeout. Nothing is retried once sent: a second copy could duplicate the first.
     pub(crate) async fn send(
         &self,
         exchange: &str,
@@ -240,8 +278,12 @@ impl Publisher {
         body: &[u8],
         properties: BasicProperties,
     ) -> Result<(), PublishError> {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let channel = tokio::time::timeout_at(deadline, self.channel(deadline))
+            .await
+            .map_err(|_| PublishError::NotConnected(self.timeout))??;
         let confirmed = async {
-            self.channel
+            channel
                 .basic_publish(
                     ShortString::from(exchange),
                     ShortString::from(routing_key),
@@ -255,9 +297,19 @@ impl Publisher {
                 .await?
                 .await
         };
-        let confirmation = tokio::time::timeout(self.timeout, confirmed)
-            .await
-            .map_err(|_| PublishError::Timeout(self.timeout))??;
+        let confirmation = match tokio::time::timeout_at(deadline, confirmed).await {
+            Ok(Ok(confirmation)) => confirmation,
+            Ok(Err(error)) => return Err(PublishError::Unconfirmed(error)),
+            Err(_) => {
+                return Err(match self.connection.blocked() {
+                    Some(reason) => PublishError::Blocked {
+                        reason,
+                        timeout: self.timeout,
+                    },
+                    None => PublishError::Timeout(self.timeout),
+                });
+            }
+        };
         let route = || (exchange.to_owned(), routing_key.to_owned());
         match confirmation {
             Confirmation::Ack(None) | Confirmation::NotRequested => Ok(()),
@@ -277,6 +329,13 @@ impl Publisher {
             }
         }
     }
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // An `Option<Channel>` cannot be left half-written by a panicking holder.
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Seconds since the Unix epoch.

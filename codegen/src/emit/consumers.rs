@@ -151,6 +151,7 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
                     queue: #queue,
                     prefetch: #prefetch,
                     concurrency: #concurrency,
+                    circuit_breaker: ::core::option::Option::None,
                 }
             };
             match &consumer.batch {

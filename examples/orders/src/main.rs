@@ -180,7 +180,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("  {line}");
     }
 
-    let channel = connection.lapin().create_channel().await?;
+    let channel = connection.create_channel().await?;
     let dead = ShortString::from(format!("{namespace}orders.dead-letters"));
     println!("\ndead letters:");
     while let Some(message) = channel

@@ -6,9 +6,11 @@
 //! → settle; a delivery that cannot be decoded never reaches the handler and is never
 //! retried. See [`crate::HandlerError`] for the retry model.
 
+mod breaker;
 mod consume;
 mod decode;
 mod policy;
+mod runner;
 mod settle;
 
 use std::future::Future;

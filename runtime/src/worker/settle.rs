@@ -29,9 +29,27 @@ pub(crate) struct Settler {
 impl Settler {
     /// Acknowledges a handled delivery.
     pub async fn ack(&self, raw: &lapin::message::Delivery) {
-        if let Err(error) = raw.acker.ack(BasicAckOptions::default()).await {
-            // The channel is gone: the broker redelivers the message elsewhere.
-            tracing::warn!(consumer = self.consumer, %error, "ack failed; the message will be redelivered");
+        let acked = raw.acker.ack(BasicAckOptions::default()).await;
+        self.settled(acked, "ack");
+    }
+
+    /// Logs a settle that was not sent. lapin sends nothing for a delivery whose channel is
+    /// gone (`Ok(false)`): its tag means nothing on any other channel, and the broker has
+    /// already returned the message to its queue.
+    fn settled(&self, result: Result<bool, lapin::Error>, what: &'static str) {
+        match result {
+            Ok(true) => {}
+            Ok(false) => tracing::info!(
+                consumer = self.consumer,
+                what,
+                "the delivery's channel closed before it was settled; the broker redelivers it"
+            ),
+            Err(error) => tracing::warn!(
+                consumer = self.consumer,
+                what,
+                %error,
+                "settling failed; the message will be redelivered"
+            ),
         }
     }
 
@@ -43,6 +61,11 @@ impl Settler {
         retries: u32,
         error: &str,
     ) {
+        if !raw.acker.usable() {
+            // Its channel is gone and the broker redelivers it: a retry or dead-letter copy
+            // now would only add a duplicate.
+            return self.settled(Ok(false), "fail");
+        }
         let outcome = decide(&self.queue, retries, failure, fastrand::f64());
         self.apply(raw, outcome, retries, error).await;
     }
@@ -107,16 +130,14 @@ impl Settler {
                     error,
                     "no dead-letter exchange: the message is discarded and its body is gone"
                 );
-                if let Err(e) = raw
+                let nacked = raw
                     .acker
                     .nack(BasicNackOptions {
                         multiple: false,
                         requeue: false,
                     })
-                    .await
-                {
-                    tracing::warn!(consumer, error = %e, "nack failed; the message will be redelivered");
-                }
+                    .await;
+                self.settled(nacked, "nack");
             }
         }
     }
@@ -147,9 +168,8 @@ impl Settler {
     }
 
     async fn reject(&self, raw: &lapin::message::Delivery, requeue: bool) {
-        if let Err(error) = raw.acker.reject(BasicRejectOptions { requeue }).await {
-            tracing::warn!(consumer = self.consumer, %error, "reject failed; the message will be redelivered");
-        }
+        let rejected = raw.acker.reject(BasicRejectOptions { requeue }).await;
+        self.settled(rejected, "reject");
     }
 
     /// The properties of a copy: the original's, persistent, with failure context in its

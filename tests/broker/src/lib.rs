@@ -329,11 +329,7 @@ impl Harness {
             run_sibling: recorder.clone(),
         };
         let worker = tokio::spawn(handlers.run(worker));
-        let raw = connection
-            .lapin()
-            .create_channel()
-            .await
-            .expect("a raw channel");
+        let raw = connection.create_channel().await.expect("a raw channel");
         raw.confirm_select(ConfirmSelectOptions::default())
             .await
             .expect("confirm mode");

@@ -177,12 +177,7 @@ async fn declaration_is_idempotent_checks_passively_and_names_mismatches() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumer_cancelled_by_the_broker_stops_the_worker_with_an_error() {
     let h = Harness::start("cancelled").await;
-    let channel = h
-        .connection
-        .lapin()
-        .create_channel()
-        .await
-        .expect("a channel");
+    let channel = h.connection.create_channel().await.expect("a channel");
     channel
         .queue_delete(h.name("sibling").as_str().into(), Default::default())
         .await

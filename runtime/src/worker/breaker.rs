@@ -1,0 +1,120 @@
+//! The per-consumer circuit breaker: pause consuming during a downstream outage.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::policy::Failure;
+use crate::CircuitBreaker;
+
+/// The breaker's state, shared by the consume loop and the delivery tasks that report to it.
+pub(super) struct Breaker {
+    settings: CircuitBreaker,
+    consumer: &'static str,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Retryable failures in a row.
+    consecutive: u32,
+    /// When the breaker is open: when the cool-down ends.
+    open_until: Option<Instant>,
+}
+
+impl Breaker {
+    pub(super) fn new(settings: CircuitBreaker, consumer: &'static str) -> Self {
+        Self {
+            settings,
+            consumer,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Counts one handled message (or batch): a success closes the breaker, a retryable
+    /// failure counts towards opening it. Non-retryable failures and poison say nothing about
+    /// the downstream and count neither way.
+    pub(super) fn record(&self, outcome: Option<Failure>) {
+        let mut state = self.lock();
+        match outcome {
+            None => {
+                if state.open_until.take().is_some() {
+                    tracing::info!(
+                        consumer = self.consumer,
+                        "circuit breaker closed: a message was handled"
+                    );
+                }
+                state.consecutive = 0;
+            }
+            Some(Failure::Retryable) => {
+                state.consecutive = state.consecutive.saturating_add(1);
+                if state.consecutive >= self.settings.failures.max(1) {
+                    if state.open_until.is_none() {
+                        tracing::warn!(
+                            consumer = self.consumer,
+                            failures = state.consecutive,
+                            cool_down = ?self.settings.cool_down,
+                            "circuit breaker open: consecutive retryable failures; consuming pauses"
+                        );
+                    }
+                    // A failed probe (or a straggler failing) starts a new cool-down.
+                    state.open_until = Some(Instant::now() + self.settings.cool_down);
+                }
+            }
+            Some(Failure::NonRetryable | Failure::Poison(_)) => {}
+        }
+    }
+
+    /// When the breaker is open, the end of its cool-down.
+    pub(super) fn open_until(&self) -> Option<Instant> {
+        self.lock().open_until
+    }
+
+    /// The cool-down, for logs.
+    pub(super) fn cool_down(&self) -> Duration {
+        self.settings.cool_down
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // Two integers: consistent whatever a panicking holder did.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn breaker(failures: u32) -> Breaker {
+        Breaker::new(
+            CircuitBreaker {
+                failures,
+                cool_down: Duration::from_secs(60),
+            },
+            "test",
+        )
+    }
+
+    #[test]
+    fn opens_after_consecutive_retryable_failures_and_closes_on_success() {
+        let breaker = breaker(3);
+        breaker.record(Some(Failure::Retryable));
+        breaker.record(Some(Failure::Retryable));
+        breaker.record(None);
+        breaker.record(Some(Failure::Retryable));
+        breaker.record(Some(Failure::Retryable));
+        assert!(breaker.open_until().is_none(), "a success reset the count");
+        breaker.record(Some(Failure::NonRetryable));
+        assert!(
+            breaker.open_until().is_none(),
+            "non-retryable failures do not count"
+        );
+        breaker.record(Some(Failure::Retryable));
+        assert!(breaker.open_until().is_some());
+        breaker.record(None);
+        assert!(breaker.open_until().is_none());
+    }
+}

@@ -1,0 +1,357 @@
+//! What every consume loop shares: the subscription (kept alive across lost channels, lost
+//! connections and broker cancels), concurrency permits, the circuit breaker's pauses, the
+//! in-flight tasks, and the drain at shutdown.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_lite::StreamExt;
+use lapin::options::{
+    BasicCancelOptions, BasicConsumeOptions, BasicQosOptions, QueueDeclareOptions,
+};
+use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
+use lapin::types::{FieldTable, ShortString};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+use tokio::task::JoinSet;
+
+use super::breaker::Breaker;
+use super::settle::Settler;
+use super::{ConsumerSpec, Context};
+use crate::connection::backoff;
+use crate::schema::Validators;
+use crate::{Connection, Message, Publisher, WorkerError};
+
+/// The first pause before subscribing again after a failed attempt, and the longest.
+const RESUBSCRIBE_MIN: Duration = Duration::from_millis(100);
+const RESUBSCRIBE_MAX: Duration = Duration::from_secs(5);
+
+/// One `basic.consume` on one channel. Delivery tags belong to the channel: a delivery is
+/// only ever settled through its own acker, so nothing of a dead channel is sent on a new one.
+struct Subscription {
+    channel: lapin::Channel,
+    consumer: lapin::Consumer,
+    tag: ShortString,
+}
+
+/// The right to start one unit of work (a delivery, or a batch): a concurrency permit, and
+/// while the breaker probes, the token whose drop tells the loop the probe is done. Hold it
+/// until the work is settled.
+pub(super) struct Work {
+    _permit: OwnedSemaphorePermit,
+    _probe: Option<oneshot::Sender<()>>,
+}
+
+/// A consumer's running state.
+pub(super) struct Runner {
+    pub spec: ConsumerSpec,
+    pub context: Context,
+    pub settler: Arc<Settler>,
+    pub validators: Arc<Validators>,
+    pub breaker: Option<Arc<Breaker>>,
+    pub tasks: JoinSet<()>,
+    permits: Arc<Semaphore>,
+    subscription: Option<Subscription>,
+    /// Set while a probe runs: resolves when it is done.
+    probe: Option<oneshot::Receiver<()>>,
+}
+
+impl Runner {
+    /// Compiles the message's schemas, opens the channel for copies and subscribes.
+    pub async fn start<M: Message>(
+        spec: ConsumerSpec,
+        context: Context,
+    ) -> Result<Option<Self>, WorkerError> {
+        let validators = Validators::of::<M>()?;
+        let publisher = Publisher::new(&context.connection)
+            .await
+            .map_err(|e| WorkerError::Publisher(e.to_string()))?
+            .with_timeout(context.settings.publish_timeout);
+        let breaker = spec
+            .circuit_breaker
+            .map(|settings| Arc::new(Breaker::new(settings, spec.name)));
+        let mut runner = Self {
+            settler: Arc::new(Settler {
+                queue: context.queue.clone(),
+                consumer: spec.name,
+                publisher,
+            }),
+            validators,
+            breaker,
+            tasks: JoinSet::new(),
+            permits: Arc::new(Semaphore::new(usize::from(spec.concurrency.max(1)))),
+            subscription: None,
+            probe: None,
+            spec,
+            context,
+        };
+        // The first subscription fails loudly (a missing queue is a configuration error);
+        // later ones are retried.
+        let first = tokio::select! {
+            _ = runner.stopped() => return Ok(None),
+            first = runner.subscribe_once() => first,
+        };
+        runner.subscription = Some(first?);
+        Ok(Some(runner))
+    }
+
+    /// Resolves once shutdown is asked for. A receiver of its own, so that waiting on it
+    /// borrows nothing.
+    fn stopped(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut shutdown = self.context.shutdown.clone();
+        async move {
+            let _ = shutdown.wait_for(|stop| *stop).await;
+        }
+    }
+
+    /// Waits for the right to start the next unit of work: the breaker's cool-down, a probe
+    /// in flight, a free permit. `None` on shutdown.
+    pub async fn work(&mut self) -> Option<Work> {
+        if let Some(probe) = self.probe.take() {
+            // The probe's outcome decides whether to go on or cool down again.
+            tokio::select! {
+                _ = self.stopped() => return None,
+                _ = probe => {}
+            }
+        }
+        let mut probe = None;
+        if let Some(breaker) = &self.breaker
+            && let Some(until) = breaker.open_until()
+        {
+            tracing::debug!(consumer = self.spec.name, cool_down = ?breaker.cool_down(), "circuit breaker open; waiting");
+            tokio::select! {
+                _ = self.stopped() => return None,
+                () = tokio::time::sleep_until(until) => {}
+            }
+            tracing::info!(
+                consumer = self.spec.name,
+                "circuit breaker half-open: one probe"
+            );
+            let (done, receiver) = oneshot::channel();
+            self.probe = Some(receiver);
+            probe = Some(done);
+        }
+        let permit = tokio::select! {
+            _ = self.stopped() => return None,
+            permit = self.permits.clone().acquire_owned() => permit.ok()?,
+        };
+        Some(Work {
+            _permit: permit,
+            _probe: probe,
+        })
+    }
+
+    /// The next delivery, subscribing again whenever the subscription is lost. `Ok(None)` on
+    /// shutdown; an error when the consumer cannot go on (its queue is gone).
+    pub async fn next(&mut self) -> Result<Option<Box<lapin::message::Delivery>>, WorkerError> {
+        loop {
+            let stopped = self.stopped();
+            let Some(subscription) = self.subscription.as_mut() else {
+                match self.resubscribe().await? {
+                    Some(subscription) => {
+                        self.subscription = Some(subscription);
+                        continue;
+                    }
+                    None => return Ok(None),
+                }
+            };
+            let next = tokio::select! {
+                () = stopped => return Ok(None),
+                next = subscription.consumer.next() => next,
+            };
+            match next {
+                Some(Ok(raw)) => return Ok(Some(Box::new(raw))),
+                Some(Err(error)) => self.lost(&error.to_string()),
+                None if *self.context.shutdown.borrow() => return Ok(None),
+                None if subscription.channel.status().connected() => self.cancelled().await?,
+                None => self.lost("the channel closed"),
+            }
+        }
+    }
+
+    /// The channel or its connection is gone: deliveries not yet settled return to the
+    /// queue on the broker's side, and their handlers' settles are dropped on ours.
+    fn lost(&mut self, why: &str) {
+        tracing::warn!(consumer = self.spec.name, queue = %self.context.queue.name, why, "subscription lost; subscribing again");
+        self.subscription = None;
+    }
+
+    /// The broker cancelled the consumer with its channel still open: the queue was deleted
+    /// (or failed over). Subscribe again when the queue is there; report it when it is not.
+    async fn cancelled(&mut self) -> Result<(), WorkerError> {
+        let queue = self.context.queue.name.clone();
+        let exists = queue_exists(&self.context.connection, &queue).await;
+        match exists {
+            Some(true) => {
+                tracing::warn!(consumer = self.spec.name, queue = %queue, "the broker cancelled the consumer; subscribing again");
+                // The old channel may still carry unsettled deliveries: keep it open for
+                // their settles by consuming on it again rather than replacing it.
+                if let Some(subscription) = self.subscription.take()
+                    && let Ok(resumed) = consume(&subscription.channel, &self.spec, &queue).await
+                {
+                    self.subscription = Some(resumed);
+                }
+                Ok(())
+            }
+            Some(false) => {
+                tracing::error!(consumer = self.spec.name, queue = %queue, "the broker cancelled the consumer: its queue is gone");
+                Err(WorkerError::Cancelled {
+                    consumer: self.spec.name.to_owned(),
+                    queue,
+                })
+            }
+            None => {
+                self.lost("the channel closed while checking the queue");
+                Ok(())
+            }
+        }
+    }
+
+    /// Subscribes again after a loss, with backoff between attempts, waiting for the
+    /// connection to come back. `Ok(None)` on shutdown.
+    async fn resubscribe(&mut self) -> Result<Option<Subscription>, WorkerError> {
+        let mut attempt = 0;
+        loop {
+            let result = tokio::select! {
+                _ = self.stopped() => return Ok(None),
+                result = self.subscribe_once() => result,
+            };
+            match result {
+                Ok(subscription) => {
+                    tracing::info!(consumer = self.spec.name, queue = %self.context.queue.name, "subscribed again");
+                    return Ok(Some(subscription));
+                }
+                Err(WorkerError::Broker(error)) if is_not_found(&error) => {
+                    return Err(WorkerError::Cancelled {
+                        consumer: self.spec.name.to_owned(),
+                        queue: self.context.queue.name.clone(),
+                    });
+                }
+                Err(error) if self.context.connection.is_closed() => return Err(error),
+                Err(error) => {
+                    tracing::debug!(consumer = self.spec.name, %error, attempt, "subscribing failed; trying again");
+                    let pause = backoff(attempt, RESUBSCRIBE_MIN, RESUBSCRIBE_MAX);
+                    attempt += 1;
+                    tokio::select! {
+                        _ = self.stopped() => return Ok(None),
+                        () = tokio::time::sleep(pause) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Opens a channel on the current link (waiting for one), sets the consumer's prefetch
+    /// and starts consuming.
+    async fn subscribe_once(&self) -> Result<Subscription, WorkerError> {
+        let connection = self
+            .context
+            .connection
+            .current(Duration::MAX)
+            .await
+            .map_err(|e| WorkerError::Broker(e.into_lapin()))?;
+        let channel = connection.create_channel().await?;
+        channel
+            .basic_qos(self.spec.prefetch, BasicQosOptions { global: false })
+            .await?;
+        let subscription = consume(&channel, &self.spec, &self.context.queue.name).await?;
+        tracing::info!(consumer = self.spec.name, queue = %self.context.queue.name, prefetch = self.spec.prefetch, concurrency = self.spec.concurrency, "consuming");
+        Ok(subscription)
+    }
+
+    /// Stops consuming, waits for in-flight work up to the drain timeout, closes the channel.
+    pub async fn drain(mut self) {
+        let name = self.spec.name;
+        if let Some(subscription) = &self.subscription {
+            let _ = subscription
+                .channel
+                .basic_cancel(subscription.tag.clone(), BasicCancelOptions::default())
+                .await;
+        }
+        let timeout = self.context.settings.drain_timeout;
+        let drained = tokio::time::timeout(timeout, async {
+            while self.tasks.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                consumer = name,
+                in_flight = self.tasks.len(),
+                ?timeout,
+                "handlers still running at the drain timeout; their messages will be redelivered"
+            );
+            self.tasks.abort_all();
+        }
+        if let Some(subscription) = &self.subscription {
+            let _ = subscription
+                .channel
+                .close(200, ShortString::from("worker shut down"))
+                .await;
+        }
+        tracing::info!(consumer = name, "stopped");
+    }
+
+    /// Collects finished tasks so the set does not grow; a task that panicked is a bug worth
+    /// a log line (its delivery returns to the queue when the channel closes).
+    pub fn reap(&mut self) {
+        while let Some(finished) = self.tasks.try_join_next() {
+            if let Err(error) = finished
+                && error.is_panic()
+            {
+                tracing::error!(consumer = self.spec.name, %error, "a settle task panicked");
+            }
+        }
+    }
+}
+
+async fn consume(
+    channel: &lapin::Channel,
+    spec: &ConsumerSpec,
+    queue: &str,
+) -> Result<Subscription, WorkerError> {
+    let tag = ShortString::from(format!("{}-{}", spec.name, uuid::Uuid::now_v7()));
+    let consumer = channel
+        .basic_consume(
+            ShortString::from(queue),
+            tag.clone(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await?;
+    Ok(Subscription {
+        channel: channel.clone(),
+        consumer,
+        tag,
+    })
+}
+
+/// Whether `queue` exists, by a passive declare on a channel of its own (a `NOT_FOUND`
+/// closes the channel it happens on). `None` when the question could not be asked.
+async fn queue_exists(connection: &Connection, queue: &str) -> Option<bool> {
+    let probe = connection.create_channel().await.ok()?;
+    let result = probe
+        .queue_declare(
+            ShortString::from(queue),
+            QueueDeclareOptions {
+                passive: true,
+                ..QueueDeclareOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await;
+    match result {
+        Ok(_) => {
+            let _ = probe.close(200, ShortString::from("checked")).await;
+            Some(true)
+        }
+        Err(error) if is_not_found(&error) => Some(false),
+        Err(_) => None,
+    }
+}
+
+fn is_not_found(error: &lapin::Error) -> bool {
+    matches!(
+        error.kind(),
+        lapin::ErrorKind::ProtocolError(amqp)
+            if amqp.kind() == &AMQPErrorKind::Soft(AMQPSoftError::NOTFOUND)
+    )
+}
