@@ -300,6 +300,8 @@ pub struct Consumer {
     pub concurrency: u16,
     /// Batch settings, for batch consumers.
     pub batch: Option<Batch>,
+    /// Circuit breaker settings; `None` never stops taking deliveries.
+    pub circuit_breaker: Option<CircuitBreaker>,
 }
 
 /// Batch delivery settings.
@@ -309,6 +311,15 @@ pub struct Batch {
     pub size: u16,
     /// Longest wait for a batch to fill.
     pub timeout: Duration,
+}
+
+/// Circuit breaker settings of a consumer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CircuitBreaker {
+    /// Consecutive retryable failures that open the breaker.
+    pub failures: u32,
+    /// How long the breaker stays open before a probe.
+    pub cool_down: Duration,
 }
 
 /// Builds the model from a contract that passed every check.
@@ -388,6 +399,10 @@ pub(crate) fn build(
                 batch: c.batch.as_ref().map(|b| Batch {
                     size: b.size,
                     timeout: b.timeout,
+                }),
+                circuit_breaker: c.circuit_breaker.as_ref().map(|b| CircuitBreaker {
+                    failures: b.failures,
+                    cool_down: b.cool_down,
                 }),
             };
             (name.clone(), consumer)

@@ -863,6 +863,24 @@ impl<'a> Checker<'a> {
                     );
                 }
             }
+            if let Some(breaker) = &consumer.circuit_breaker {
+                if breaker.failures == 0 {
+                    self.error(
+                        "bad-consumer",
+                        &format!("{path}.circuit_breaker.failures"),
+                        "the circuit breaker `failures` must be at least 1".to_owned(),
+                        "use e.g. 5 to open it after five retryable failures in a row",
+                    );
+                }
+                if breaker.cool_down.as_millis() == 0 {
+                    self.error(
+                        "bad-consumer",
+                        &format!("{path}.circuit_breaker.cool_down"),
+                        "the circuit breaker `cool_down` must be longer than 0".to_owned(),
+                        "use e.g. `30s`",
+                    );
+                }
+            }
             let Some(queue) = self.file.queues.get(&consumer.queue) else {
                 continue;
             };

@@ -145,13 +145,26 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
             let queue = &consumer.queue;
             let prefetch = consumer.prefetch;
             let concurrency = consumer.concurrency;
+            let circuit_breaker = match &consumer.circuit_breaker {
+                Some(breaker) => {
+                    let failures = breaker.failures;
+                    let millis = breaker.cool_down.as_millis();
+                    quote! {
+                        ::core::option::Option::Some(::warren_runtime::CircuitBreaker {
+                            failures: #failures,
+                            cool_down: ::core::time::Duration::from_millis(#millis),
+                        })
+                    }
+                }
+                None => quote! { ::core::option::Option::None },
+            };
             let spec = quote! {
                 ::warren_runtime::ConsumerSpec {
                     name: #name,
                     queue: #queue,
                     prefetch: #prefetch,
                     concurrency: #concurrency,
-                    circuit_breaker: ::core::option::Option::None,
+                    circuit_breaker: #circuit_breaker,
                 }
             };
             match &consumer.batch {

@@ -344,6 +344,10 @@ pub struct Consumer {
     /// Hand messages to the handler in batches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<Batch>,
+    /// Stop taking deliveries for a while after consecutive retryable failures, such as during
+    /// a downstream outage (default: never stop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub circuit_breaker: Option<CircuitBreaker>,
 }
 
 /// Batch delivery settings of a consumer.
@@ -354,6 +358,18 @@ pub struct Batch {
     pub size: u16,
     /// Longest wait for a batch to fill before it is handled as it is.
     pub timeout: Duration,
+}
+
+/// The circuit breaker of a consumer: after `failures` consecutive retryable failures the
+/// consumer takes no new deliveries for `cool_down`, then lets one through as a probe.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CircuitBreaker {
+    /// Consecutive retryable failures (handler errors and panics) that open the breaker
+    /// (at least 1).
+    pub failures: u32,
+    /// How long the breaker stays open before one message is let through as a probe.
+    pub cool_down: Duration,
 }
 
 /// A scalar argument value (`x-` arguments and header-match values).
