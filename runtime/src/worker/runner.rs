@@ -103,9 +103,15 @@ impl Runner {
         }
     }
 
-    /// Waits for the right to start the next unit of work: the breaker's cool-down, a probe
-    /// in flight, a free permit. `None` on shutdown.
+    /// Waits for the right to start the next unit of work: a free permit, a probe in flight,
+    /// the breaker's cool-down. `None` on shutdown.
     pub async fn work(&mut self) -> Option<Work> {
+        // The permit first: the failures that open the breaker are those of the work that
+        // held the permits, so the breaker is read only once they are done.
+        let permit = tokio::select! {
+            _ = self.stopped() => return None,
+            permit = self.permits.clone().acquire_owned() => permit.ok()?,
+        };
         if let Some(probe) = self.probe.take() {
             // The probe's outcome decides whether to go on or cool down again.
             tokio::select! {
@@ -130,10 +136,6 @@ impl Runner {
             self.probe = Some(receiver);
             probe = Some(done);
         }
-        let permit = tokio::select! {
-            _ = self.stopped() => return None,
-            permit = self.permits.clone().acquire_owned() => permit.ok()?,
-        };
         Some(Work {
             _permit: permit,
             _probe: probe,

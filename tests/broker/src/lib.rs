@@ -7,8 +7,11 @@
 
 include!(concat!(env!("OUT_DIR"), "/jobs.rs"));
 
+mod private;
+pub use private::PrivateBroker;
+
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -42,6 +45,7 @@ struct State {
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     gate: Semaphore,
+    outage: AtomicBool,
 }
 
 impl Default for State {
@@ -53,6 +57,7 @@ impl Default for State {
             in_flight: AtomicUsize::new(0),
             max_in_flight: AtomicUsize::new(0),
             gate: Semaphore::new(0),
+            outage: AtomicBool::new(false),
         }
     }
 }
@@ -96,10 +101,15 @@ impl Recorder {
             // The sibling only counts what reaches it.
             return Ok(());
         }
+        if consumer == "RunOutage" && self.0.outage.load(Ordering::SeqCst) {
+            return Err(HandlerError::retryable(std::io::Error::other(
+                "the downstream service is down",
+            )));
+        }
         let job = delivery.payload();
         let succeed_now = job
             .succeed_on_attempt
-            .is_some_and(|n| n as usize == attempt);
+            .is_some_and(|n| attempt >= n as usize);
         match job.behaviour {
             _ if succeed_now => Ok(()),
             types::JobBehaviour::Ok => Ok(()),
@@ -158,6 +168,21 @@ impl Recorder {
         )
     }
 
+    /// Starts or ends a downstream outage: while it lasts, the outage consumer fails every
+    /// message with a retryable error.
+    pub fn set_outage(&self, down: bool) {
+        self.0.outage.store(down, Ordering::SeqCst);
+    }
+
+    /// Every job that has at least one attempt by `consumer`.
+    pub fn handled_by(&self, consumer: &str) -> usize {
+        let attempts = self.0.attempts.lock().unwrap_or_else(|e| e.into_inner());
+        attempts
+            .values()
+            .filter(|list| list.iter().any(|a| a.consumer == consumer))
+            .count()
+    }
+
     /// Lets `n` held handlers finish.
     pub fn release(&self, n: usize) {
         self.0.gate.add_permits(n);
@@ -200,6 +225,8 @@ handle_with_recorder!(
     RunForever,
     RunSibling,
     RunBounded,
+    RunOutage,
+    RunChaos,
 );
 
 impl consumers::RunBatch for Recorder {
@@ -219,7 +246,7 @@ impl consumers::RunBatch for Recorder {
             let job = delivery.payload();
             let succeed_now = job
                 .succeed_on_attempt
-                .is_some_and(|n| n as usize == attempt);
+                .is_some_and(|n| attempt >= n as usize);
             failed |= job.behaviour == types::JobBehaviour::Retryable && !succeed_now;
         }
         if failed {
@@ -241,10 +268,12 @@ pub struct Harness {
     pub publishers: Publishers,
     /// The handler of every consumer.
     pub recorder: Recorder,
-    raw: lapin::Channel,
+    /// A plain lapin channel in confirm mode, reopened after a reconnect.
+    raw: Mutex<lapin::Channel>,
     shutdown: ShutdownHandle,
     worker: tokio::task::JoinHandle<Result<(), WorkerError>>,
-    _slot: tokio::sync::SemaphorePermit<'static>,
+    _slot: Option<tokio::sync::SemaphorePermit<'static>>,
+    url: String,
     stopped: bool,
 }
 
@@ -258,6 +287,7 @@ impl Drop for Harness {
         self.shutdown.shutdown();
         self.worker.abort();
         let topology = self.topology.clone();
+        let url = self.url.clone();
         let cleanup = std::thread::spawn(move || {
             let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -266,9 +296,7 @@ impl Drop for Harness {
                 return;
             };
             runtime.block_on(async move {
-                if let Ok(connection) =
-                    Connection::connect(&amqp_url(), "warren-test-cleanup").await
-                {
+                if let Ok(connection) = Connection::connect(&url, "warren-test-cleanup").await {
                     let _ = warren_runtime::delete(&connection, &topology).await;
                     let _ = connection.close().await;
                 }
@@ -299,7 +327,18 @@ impl Harness {
             .acquire()
             .await
             .expect("the semaphore is never closed");
-        let connection = Connection::connect(&amqp_url(), &format!("warren-test-{test}"))
+        let mut harness = Self::start_at(&amqp_url(), test, configure).await;
+        harness._slot = Some(slot);
+        harness
+    }
+
+    /// Like [`Harness::start_with`], on the broker at `url` (a private one, say). Its
+    /// connection reconnects quickly: within a second of the broker answering again.
+    pub async fn start_at(url: &str, test: &str, configure: impl FnOnce(Worker) -> Worker) -> Self {
+        let connection = Connection::builder(&format!("warren-test-{test}"))
+            .url(url)
+            .reconnect_backoff(Duration::from_millis(50), Duration::from_secs(1))
+            .connect()
             .await
             .expect("the test broker answers at AMQP_URL (bash build-support/scripts/test.sh starts one)");
         let namespace = format!("test.{test}.{}.", uuid::Uuid::now_v7().simple());
@@ -326,13 +365,12 @@ impl Harness {
             run_requeue: recorder.clone(),
             run_requeue_classic: recorder.clone(),
             run_short_long: recorder.clone(),
+            run_outage: recorder.clone(),
+            run_chaos: recorder.clone(),
             run_sibling: recorder.clone(),
         };
         let worker = tokio::spawn(handlers.run(worker));
-        let raw = connection.create_channel().await.expect("a raw channel");
-        raw.confirm_select(ConfirmSelectOptions::default())
-            .await
-            .expect("confirm mode");
+        let raw = Mutex::new(raw_channel(&connection).await);
         Self {
             connection,
             topology,
@@ -341,7 +379,8 @@ impl Harness {
             raw,
             shutdown,
             worker,
-            _slot: slot,
+            _slot: None,
+            url: url.to_owned(),
             stopped: false,
         }
     }
@@ -363,7 +402,8 @@ impl Harness {
     /// or hostile producer would.
     pub async fn publish_raw(&self, routing_key: &str, body: &[u8], properties: BasicProperties) {
         let properties = properties.with_headers(raw_headers()).with_delivery_mode(2);
-        self.raw
+        self.raw()
+            .await
             .basic_publish(
                 ShortString::from(self.name("jobs")),
                 ShortString::from(routing_key),
@@ -388,7 +428,8 @@ impl Harness {
         let queue = ShortString::from(self.name("dead"));
         while found.len() < n && Instant::now() < deadline {
             match self
-                .raw
+                .raw()
+                .await
                 .basic_get(queue.clone(), BasicGetOptions { no_ack: true })
                 .await
                 .expect("basic.get")
@@ -403,7 +444,8 @@ impl Harness {
     /// Ready messages in queue `name`.
     pub async fn ready(&self, name: &str) -> u32 {
         let queue = self
-            .raw
+            .raw()
+            .await
             .queue_declare(
                 ShortString::from(self.name(name)),
                 lapin::options::QueueDeclareOptions {
@@ -415,6 +457,17 @@ impl Harness {
             .await
             .expect("the queue exists");
         queue.message_count()
+    }
+
+    /// The raw channel, reopened if the connection was lost since.
+    async fn raw(&self) -> lapin::Channel {
+        let current = self.raw.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if current.status().connected() {
+            return current;
+        }
+        let reopened = raw_channel(&self.connection).await;
+        *self.raw.lock().unwrap_or_else(|e| e.into_inner()) = reopened.clone();
+        reopened
     }
 
     /// Stops the worker only, keeping the queues and their messages.
@@ -435,6 +488,26 @@ impl Harness {
         let _ = self.connection.close().await;
         self.stopped = true;
         outcome
+    }
+}
+
+/// A confirm-mode channel on `connection`, waiting (up to a minute) while it reconnects.
+async fn raw_channel(connection: &Connection) -> lapin::Channel {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match connection.create_channel().await {
+            Ok(channel) => {
+                channel
+                    .confirm_select(ConfirmSelectOptions::default())
+                    .await
+                    .expect("confirm mode");
+                return channel;
+            }
+            Err(error) if Instant::now() > deadline => {
+                panic!("no channel within a minute: {error}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
     }
 }
 

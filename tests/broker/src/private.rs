@@ -1,0 +1,104 @@
+//! A RabbitMQ node of a test's own, for the tests that kill, restart or block it: its own
+//! port, data dir and node name, started with `build-support/scripts/rabbitmq-local.sh`.
+//! The shared broker on 5672 is never touched.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A private broker node, stopped and deleted on drop.
+pub struct PrivateBroker {
+    port: u16,
+    dir: PathBuf,
+}
+
+fn script_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../build-support/scripts/rabbitmq-local.sh")
+}
+
+impl PrivateBroker {
+    /// Starts a fresh node on `port` (its distribution port is `port + 20000`). Blocks for
+    /// the few seconds a node takes to boot.
+    pub fn start(port: u16) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("warren-private-{port}-{}", std::process::id()));
+        let broker = Self { port, dir };
+        // A node left over from a killed run on the same port would answer instead.
+        let _ = broker.script("stop").output();
+        let _ = std::fs::remove_dir_all(&broker.dir);
+        broker.up();
+        broker
+    }
+
+    /// Its AMQP URL.
+    pub fn url(&self) -> String {
+        format!("amqp://guest:guest@127.0.0.1:{}/%2f", self.port)
+    }
+
+    /// `kill -9` of the node: no goodbye to clients, nothing flushed that was not already.
+    pub fn kill(&self) {
+        let pid = std::fs::read_to_string(self.dir.join("rabbit.pid"))
+            .expect("the node's pid file")
+            .trim()
+            .to_owned();
+        let status = Command::new("kill")
+            .args(["-9", &pid])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -9 {pid}");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = std::fs::remove_file(self.dir.join("rabbit.pid"));
+    }
+
+    /// Starts the node again on the same data dir (after [`PrivateBroker::kill`]).
+    pub fn up(&self) {
+        let output = self
+            .script("start")
+            .output()
+            .expect("the broker script runs");
+        assert!(
+            output.status.success(),
+            "the private broker on port {} did not start:\n{}",
+            self.port,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    /// Runs `rabbitmqctl` against the node.
+    pub fn ctl(&self, args: &[&str]) -> String {
+        let output = self
+            .script("ctl")
+            .args(args)
+            .output()
+            .expect("the broker script runs");
+        assert!(
+            output.status.success(),
+            "rabbitmqctl {args:?} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn script(&self, command: &str) -> Command {
+        let mut command_line = Command::new("bash");
+        command_line
+            .arg(script_path())
+            .arg(command)
+            .env("RMQ_PORT", self.port.to_string())
+            .env("RMQ_DIR", &self.dir)
+            .env("RMQ_NODENAME", format!("warren-{}@localhost", self.port))
+            .env("RMQ_MGMT_PORT", "0")
+            .env("RMQ_REUSE", "0");
+        command_line
+    }
+}
+
+impl Drop for PrivateBroker {
+    fn drop(&mut self) {
+        let _ = self.script("stop").output();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

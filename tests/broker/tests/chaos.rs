@@ -1,0 +1,332 @@
+//! Faults, on private broker nodes this test starts on ports of its own (never the shared
+//! broker): `kill -9` mid-stream, connections closed mid-handler, resource alarms.
+//!
+//! Each test prints its figures (`cargo test -p warren-broker-tests --test chaos --
+//! --nocapture`); docs/reliability.md reports them.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Mutex;
+use warren_broker_tests::{Harness, PrivateBroker, header, headers, job, types};
+use warren_runtime::PublishError;
+
+/// Messages published through the kills (the issue asks for at least 20,000).
+const MESSAGES: usize = 20_000;
+/// One in this many fails its first attempt (a transient failure, retried by ttl-backoff).
+const TRANSIENT_EVERY: usize = 10;
+/// Publishes in flight at once.
+const PUBLISHERS: usize = 32;
+/// The publishing pace: message `n` is not published before `n · PACE` from the start, so
+/// the stream lasts across all three kills.
+const PACE: Duration = Duration::from_micros(500);
+
+/// What the publishing side saw.
+#[derive(Default)]
+struct Published {
+    /// Confirmed by the broker: each must be handled or dead-lettered.
+    confirmed: BTreeSet<String>,
+    /// Failed with an unknown outcome: may or may not arrive.
+    unknown: usize,
+    /// Not sent (no connection within the timeout): must not be counted.
+    not_sent: usize,
+}
+
+fn is_transient(n: usize) -> bool {
+    n.is_multiple_of(TRANSIENT_EVERY)
+}
+
+fn chaos_job(n: usize) -> types::Job {
+    let mut job = if is_transient(n) {
+        job(&format!("c{n}"), types::JobBehaviour::Retryable)
+    } else {
+        job(&format!("c{n}"), types::JobBehaviour::Ok)
+    };
+    if is_transient(n) {
+        job.succeed_on_attempt = Some(1);
+    }
+    job
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confirmed_messages_survive_three_broker_kills() {
+    let broker = tokio::task::spawn_blocking(|| PrivateBroker::start(5791))
+        .await
+        .expect("the broker starts");
+    let harness = Harness::start_at(&broker.url(), "chaos", |worker| {
+        worker.with_publish_timeout(Duration::from_secs(5))
+    })
+    .await;
+    let started = Instant::now();
+
+    // Publish everything, `PUBLISHERS` at a time, recording what was confirmed.
+    let published = Arc::new(Mutex::new(Published::default()));
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..PUBLISHERS {
+        let publishers = harness.publishers.clone();
+        let published = published.clone();
+        let next = next.clone();
+        tasks.spawn(async move {
+            loop {
+                let n = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if n >= MESSAGES {
+                    return;
+                }
+                let due = started + PACE * u32::try_from(n).expect("a small n");
+                tokio::time::sleep_until(due.into()).await;
+                let job = chaos_job(n);
+                let result = publishers.submit("chaos", &job, &headers()).await;
+                let mut published = published.lock().await;
+                match result {
+                    Ok(()) => {
+                        published.confirmed.insert(job.id.to_string());
+                    }
+                    Err(PublishError::NotConnected(_)) => published.not_sent += 1,
+                    Err(_) => published.unknown += 1,
+                }
+            }
+        });
+    }
+
+    // Three times: let some messages through, kill the broker, bring it back.
+    let mut kills = Vec::new();
+    for round in 1..=3 {
+        let target = round * MESSAGES / 4;
+        while next.load(std::sync::atomic::Ordering::SeqCst) < target {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let handled = harness.recorder.handled_by("RunChaos");
+        tokio::task::block_in_place(|| broker.kill());
+        let killed = Instant::now();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::task::block_in_place(|| broker.up());
+        kills.push((round, target, handled, killed.elapsed()));
+    }
+    while tasks.join_next().await.is_some() {}
+    let published = Arc::try_unwrap(published)
+        .ok()
+        .expect("the publishers are done")
+        .into_inner();
+    let publish_time = started.elapsed();
+
+    // Every confirmed id must be handled (its handler succeeded) or dead-lettered.
+    let handled = |recorder: &warren_broker_tests::Recorder, id: &str| {
+        let attempts = recorder.attempts(id).len();
+        let n: usize = id[1..].parse().expect("a chaos id");
+        attempts >= if is_transient(n) { 2 } else { 1 }
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut missing: Vec<String> = Vec::new();
+    while Instant::now() < deadline {
+        missing = published
+            .confirmed
+            .iter()
+            .filter(|id| !handled(&harness.recorder, id))
+            .cloned()
+            .collect();
+        if missing.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Anything not handled may have been dead-lettered (a retry budget spent across kills).
+    let dead: BTreeSet<String> = harness
+        .dead_letters(missing.len(), Duration::from_secs(5))
+        .await
+        .iter()
+        .filter_map(|message| {
+            let body: serde_json::Value = serde_json::from_slice(&message.delivery.data).ok()?;
+            let _ = header(message, "x-failure-reason");
+            Some(body["id"].as_str()?.to_owned())
+        })
+        .collect();
+    let lost: Vec<&String> = missing.iter().filter(|id| !dead.contains(*id)).collect();
+
+    // Duplicates: attempts beyond what each confirmed message needed.
+    let mut duplicates = 0;
+    let mut by_extra: HashMap<usize, usize> = HashMap::new();
+    for id in &published.confirmed {
+        let n: usize = id[1..].parse().expect("a chaos id");
+        let needed = if is_transient(n) { 2 } else { 1 };
+        let extra = harness.recorder.attempts(id).len().saturating_sub(needed);
+        duplicates += extra;
+        *by_extra.entry(extra).or_default() += 1;
+    }
+    println!(
+        "chaos: {MESSAGES} published in {publish_time:.1?}: {} confirmed, {} unknown outcome, {} not sent; \
+         kills (round, after n published, handled so far, down for): {kills:?}; \
+         lost {}, dead-lettered {}, duplicate deliveries {duplicates} (messages by extra attempts: {by_extra:?}); \
+         all handled {:.1?} after the start",
+        published.confirmed.len(),
+        published.unknown,
+        published.not_sent,
+        lost.len(),
+        dead.len(),
+        started.elapsed(),
+    );
+    assert!(
+        lost.is_empty(),
+        "{} confirmed messages were lost, e.g. {:?}",
+        lost.len(),
+        lost.iter().take(10).collect::<Vec<_>>()
+    );
+    assert!(
+        published.confirmed.len() >= MESSAGES / 2,
+        "most publishes are confirmed despite the kills"
+    );
+    harness.stop().await.expect("the worker stops cleanly");
+    drop(broker);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_closed_mid_handler_is_redelivered_and_everything_resumes() {
+    let broker = tokio::task::spawn_blocking(|| PrivateBroker::start(5792))
+        .await
+        .expect("the broker starts");
+    let harness = Harness::start_at(&broker.url(), "mid-handler", |worker| worker).await;
+    harness
+        .submit("bounded", job("held", types::JobBehaviour::Hold))
+        .await;
+    harness
+        .recorder
+        .wait(Duration::from_secs(10), || {
+            harness.recorder.in_flight().0 == 1
+        })
+        .await;
+    assert_eq!(
+        harness.recorder.in_flight().0,
+        1,
+        "the handler holds the job"
+    );
+
+    // Every connection of the node goes: the worker's, with a handler in the middle of the job.
+    tokio::task::block_in_place(|| broker.ctl(&["close_all_connections", "chaos test"]));
+    // The handler now finishes; its ack belongs to a dead channel and is never sent.
+    harness.recorder.release(1);
+    // The broker redelivers the job on the worker's new subscription.
+    let attempts = harness
+        .recorder
+        .wait_attempts("held", 2, Duration::from_secs(20))
+        .await;
+    assert_eq!(
+        attempts.len(),
+        2,
+        "redelivered once after the connection closed"
+    );
+    harness.recorder.release(1);
+
+    // Publishing and consuming both resumed on the new connection.
+    harness
+        .submit("bounded", job("after", types::JobBehaviour::Ok))
+        .await;
+    let after = harness
+        .recorder
+        .wait_attempts("after", 1, Duration::from_secs(10))
+        .await;
+    assert_eq!(after.len(), 1);
+    harness
+        .recorder
+        .wait(Duration::from_secs(5), || {
+            harness.recorder.in_flight().0 == 0
+        })
+        .await;
+    assert_eq!(harness.ready("bounded").await, 0, "nothing left behind");
+    println!(
+        "mid-handler: attempts at the held job {}, redelivered after the connection closed",
+        attempts.len()
+    );
+    harness.stop().await.expect("the worker stops cleanly");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publishes_wait_out_a_resource_alarm_and_never_claim_an_unconfirmed_success() {
+    let broker = tokio::task::spawn_blocking(|| PrivateBroker::start(5793))
+        .await
+        .expect("the broker starts");
+    let harness = Harness::start_at(&broker.url(), "alarm", |worker| worker).await;
+    harness
+        .submit("none", job("before", types::JobBehaviour::Ok))
+        .await;
+    let alarm = |on: bool| {
+        let fraction = if on { "0.000001" } else { "0.4" };
+        tokio::task::block_in_place(|| broker.ctl(&["set_vm_memory_high_watermark", fraction]));
+    };
+
+    // 1. An alarm that clears within the timeout: the publish waits, then succeeds.
+    alarm(true);
+    let publishers = harness.publishers.clone();
+    let waiting = tokio::spawn(async move {
+        let started = Instant::now();
+        let result = publishers
+            .submit("none", &job("waited", types::JobBehaviour::Ok), &headers())
+            .await;
+        (result, started.elapsed())
+    });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        harness.connection.blocked().is_some(),
+        "the broker blocked the connection"
+    );
+    alarm(false);
+    let (result, waited) = waiting.await.expect("the publish task ends");
+    result.expect("the publish went through once the alarm cleared");
+    assert!(waited >= Duration::from_secs(2), "it waited: {waited:?}");
+
+    // 2. An alarm that outlasts the timeout: an error that says so, the outcome unknown.
+    alarm(true);
+    let short = warren_broker_tests::Publishers::new(
+        warren_runtime::Publisher::new(&harness.connection)
+            .await
+            .expect("a publisher")
+            .namespaced(&harness.topology.namespace)
+            .with_timeout(Duration::from_secs(2)),
+    );
+    let blocked = short
+        .submit("none", &job("blocked", types::JobBehaviour::Ok), &headers())
+        .await
+        .expect_err("blocked past the timeout");
+    assert!(
+        matches!(blocked, PublishError::Blocked { .. }),
+        "a blocked publish says so: {blocked}"
+    );
+    assert!(
+        blocked.to_string().contains("outcome is unknown"),
+        "{blocked}"
+    );
+
+    // 3. The connection drops while a publish waits for its confirm: unknown, not success.
+    let publishers = harness.publishers.clone();
+    let pending = tokio::spawn(async move {
+        publishers
+            .submit("none", &job("pending", types::JobBehaviour::Ok), &headers())
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::task::block_in_place(|| broker.ctl(&["close_all_connections", "chaos test"]));
+    let error = pending
+        .await
+        .expect("the publish task ends")
+        .expect_err("a publish whose connection dropped is not a success");
+    assert!(
+        matches!(error, PublishError::Unconfirmed(_)),
+        "the outcome is unknown: {error}"
+    );
+    alarm(false);
+
+    // The connection recovered: publishing works again.
+    harness
+        .submit("none", job("after", types::JobBehaviour::Ok))
+        .await;
+    let after = harness
+        .recorder
+        .wait_attempts("after", 1, Duration::from_secs(10))
+        .await;
+    assert_eq!(after.len(), 1);
+    println!(
+        "alarm: waited {waited:?} for an alarm to clear; past the timeout: {blocked}; \
+         connection dropped before the confirm: {error}"
+    );
+    harness.stop().await.expect("the worker stops cleanly");
+}
