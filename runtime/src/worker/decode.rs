@@ -204,4 +204,19 @@ mod tests {
         );
         assert_eq!(decompress(b"x", None, 100).unwrap().as_ref(), b"x");
     }
+
+    #[test]
+    fn a_zip_bomb_stops_at_the_cap() {
+        // 32 MiB of zeros in about 32 KiB: a thousandfold bomb. Inflating stops one byte past
+        // the cap rather than after the whole body.
+        let bomb = gzip(&vec![0; 32 * 1024 * 1024]);
+        assert!(bomb.len() < 64 * 1024, "{} bytes", bomb.len());
+        let error = decompress(&bomb, Some("gzip"), 1024 * 1024).unwrap_err();
+        assert_eq!(error.reason, "too-large");
+        assert!(
+            error.detail.contains("1048576-byte cap"),
+            "{}",
+            error.detail
+        );
+    }
 }

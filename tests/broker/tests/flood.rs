@@ -45,7 +45,17 @@ fn poison(i: usize) -> (&'static str, Vec<u8>, BasicProperties) {
             br#"{"id": "x", "behaviour": "ok", "amount": 1}"#.to_vec(),
             BasicProperties::default().with_content_type(ShortString::from("application/xml")),
         ),
-        _ => ("too-large", vec![b' '; CAP * 2], json),
+        // Too large as sent, or a zip bomb: small as sent, far over the cap inflated.
+        _ if i % 10 == 4 => ("too-large", vec![b' '; CAP * 2], json),
+        _ => {
+            static BOMB: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+            let bomb = BOMB.get_or_init(|| gzip(&vec![b' '; CAP * 256]));
+            (
+                "too-large",
+                bomb.clone(),
+                json.with_content_encoding(ShortString::from("gzip")),
+            )
+        }
     }
 }
 
