@@ -201,6 +201,16 @@ async fn a_connection_closed_mid_handler_is_redelivered_and_everything_resumes()
         "the handler holds the job"
     );
 
+    // A second connection with a dead URL first: it connects to the second URL, and after the
+    // close below it reconnects by trying the URLs in turn, the dead one included.
+    let failover = warren_runtime::Connection::builder("failover")
+        .url("amqp://guest:guest@127.0.0.1:1/%2f")
+        .url(&broker.url())
+        .reconnect_backoff(Duration::from_millis(50), Duration::from_millis(200))
+        .connect()
+        .await
+        .expect("the second URL answers");
+
     // Every connection of the node goes: the worker's, with a handler in the middle of the job.
     tokio::task::block_in_place(|| broker.ctl(&["close_all_connections", "chaos test"]));
     // The handler now finishes; its ack belongs to a dead channel and is never sent.
@@ -233,6 +243,12 @@ async fn a_connection_closed_mid_handler_is_redelivered_and_everything_resumes()
         })
         .await;
     assert_eq!(harness.ready("bounded").await, 0, "nothing left behind");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !failover.is_connected() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(failover.is_connected(), "reconnected past the dead URL");
+    failover.close().await.expect("closed");
     println!(
         "mid-handler: attempts at the held job {}, redelivered after the connection closed",
         attempts.len()
