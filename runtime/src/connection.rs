@@ -21,6 +21,18 @@ use crate::Topology;
 pub const DEFAULT_RECONNECT_MIN: Duration = Duration::from_millis(100);
 /// The longest pause between reconnect attempts, by default.
 pub const DEFAULT_RECONNECT_MAX: Duration = Duration::from_secs(10);
+/// How long one connection attempt (TCP, AMQP handshake, re-declaring) may take: an endpoint
+/// that accepts TCP and then says nothing must not hold recovery up.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often the supervisor looks at the connection's state besides its events: lapin does
+/// not report every way a connection can end as an event (a close with an unusual reply
+/// code, a failure before the event stream was subscribed).
+const STATUS_TICK: Duration = Duration::from_secs(1);
+/// Bounds of the reconnect pauses.
+const MIN_PAUSE: Duration = Duration::from_millis(10);
+const MAX_PAUSE: Duration = Duration::from_secs(3600);
+/// Failed attempts between two warnings while reconnecting.
+const WARN_EVERY: u32 = 10;
 
 /// A connection to RabbitMQ that recovers, cheap to clone: publishers, workers and
 /// [`crate::declare`] share it and each open channels of their own.
@@ -245,8 +257,10 @@ impl ConnectionBuilder {
     /// # Ok(()) }
     /// ```
     pub fn reconnect_backoff(mut self, min: Duration, max: Duration) -> Self {
-        self.reconnect_min = min;
-        self.reconnect_max = max.max(min);
+        // A zero pause would spin against a broker that refuses connections; an enormous one
+        // would overflow the clock.
+        self.reconnect_min = min.clamp(MIN_PAUSE, MAX_PAUSE);
+        self.reconnect_max = max.clamp(self.reconnect_min, MAX_PAUSE);
         self
     }
 
@@ -261,7 +275,8 @@ impl ConnectionBuilder {
         }
         let mut last_error = None;
         for (index, url) in self.urls.iter().enumerate() {
-            match open(url, &self.name).await {
+            let attempt = tokio::time::timeout(ATTEMPT_TIMEOUT, open(url, &self.name)).await;
+            match attempt.unwrap_or_else(|_| Err(timed_out())) {
                 Ok(opened) => {
                     let shared = Arc::new(Shared {
                         link: watch::Sender::new(Link::Up(opened.connection.clone())),
@@ -339,10 +354,13 @@ async fn supervise(shared: Weak<Shared>, mut opened: Opened, mut url_index: usiz
             true
         });
         if !published {
-            let _ = opened
-                .connection
-                .close(200, ShortString::from("closed by warren"))
-                .await;
+            let _ = tokio::time::timeout(
+                STATUS_TICK,
+                opened
+                    .connection
+                    .close(200, ShortString::from("closed by warren")),
+            )
+            .await;
             return;
         }
         tracing::info!(connection = %name, url = index, generation, "reconnected");
@@ -353,12 +371,24 @@ async fn supervise(shared: Weak<Shared>, mut opened: Opened, mut url_index: usiz
 /// until the warren connection is closed or dropped (`None`).
 async fn watch_link(shared: &Weak<Shared>, opened: &mut Opened) -> Option<lapin::Error> {
     let mut link = shared.upgrade()?.link.subscribe();
+    let mut tick = tokio::time::interval(STATUS_TICK);
     loop {
+        // A close that happened before this subscription counts too.
+        if matches!(*link.borrow_and_update(), Link::Closed) {
+            return None;
+        }
         let event = tokio::select! {
             event = opened.events.next() => event,
             changed = link.changed() => {
-                if changed.is_err() || matches!(*link.borrow(), Link::Closed) {
+                if changed.is_err() {
                     return None;
+                }
+                continue;
+            }
+            _ = tick.tick() => {
+                let status = opened.connection.status();
+                if !status.connected() && !status.closing() && !status.connecting() {
+                    return Some(Unavailable::Closed.into_lapin());
                 }
                 continue;
             }
@@ -391,13 +421,21 @@ async fn watch_link(shared: &Weak<Shared>, opened: &mut Opened) -> Option<lapin:
 /// attempts, and re-declares the remembered topologies. `None` when the connection was
 /// closed or dropped meanwhile.
 async fn reconnect(shared: &Weak<Shared>, failed: usize) -> Option<(Opened, usize)> {
+    let mut link = shared.upgrade()?.link.subscribe();
+    let closed = async move {
+        let _ = link.wait_for(|link| matches!(link, Link::Closed)).await;
+    };
+    tokio::select! {
+        () = closed => None,
+        reconnected = attempts(shared, failed) => reconnected,
+    }
+}
+
+async fn attempts(shared: &Weak<Shared>, failed: usize) -> Option<(Opened, usize)> {
     let mut attempt: u32 = 0;
     loop {
         let (settings, topologies) = {
             let strong = shared.upgrade()?;
-            if matches!(*strong.link.borrow(), Link::Closed) {
-                return None;
-            }
             let topologies = lock(&strong.topologies).clone();
             (strong.settings.clone(), topologies)
         };
@@ -409,23 +447,35 @@ async fn reconnect(shared: &Weak<Shared>, failed: usize) -> Option<(Opened, usiz
         .await;
         let index = (failed + 1 + attempt as usize) % settings.urls.len();
         attempt = attempt.saturating_add(1);
-        let opened = match open(&settings.urls[index], &settings.name).await {
-            Ok(opened) => opened,
+        let opened = tokio::time::timeout(ATTEMPT_TIMEOUT, async {
+            let opened = open(&settings.urls[index], &settings.name)
+                .await
+                .map_err(|e| e.to_string())?;
+            match redeclare(&opened.connection, &topologies).await {
+                Ok(()) => Ok(opened),
+                Err(error) => {
+                    // A broker still starting can refuse declarations; a topology that no
+                    // longer matches never will, and says so in the log.
+                    let _ = tokio::time::timeout(
+                        STATUS_TICK,
+                        opened
+                            .connection
+                            .close(200, ShortString::from("re-declare failed")),
+                    )
+                    .await;
+                    Err(format!("re-declaring the topology failed: {error}"))
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| Err(format!("no answer within {ATTEMPT_TIMEOUT:?}")));
+        match opened {
+            Ok(opened) => return Some((opened, index)),
+            Err(error) if attempt == 1 || attempt % WARN_EVERY == 0 => {
+                tracing::warn!(connection = %settings.name, url = index, attempt, %error, "reconnect attempt failed; trying again");
+            }
             Err(error) => {
                 tracing::debug!(connection = %settings.name, url = index, attempt, %error, "reconnect attempt failed");
-                continue;
-            }
-        };
-        match redeclare(&opened.connection, &topologies).await {
-            Ok(()) => return Some((opened, index)),
-            Err(error) => {
-                // A broker that is still starting can refuse declarations; a topology that
-                // no longer matches never will, and says so in the log on every attempt.
-                tracing::error!(connection = %settings.name, %error, "re-declaring the topology after reconnect failed");
-                let _ = opened
-                    .connection
-                    .close(200, ShortString::from("re-declare failed"))
-                    .await;
             }
         }
     }
@@ -439,6 +489,21 @@ async fn redeclare(
         crate::declare::declare_on(connection, topology).await?;
     }
     Ok(())
+}
+
+fn timed_out() -> lapin::Error {
+    lapin::Error::from(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("the broker did not complete the connection within {ATTEMPT_TIMEOUT:?}"),
+    ))
+}
+
+/// `now + duration`, or a time far in the future when that overflows the clock (a timeout
+/// of `Duration::MAX` means "no timeout").
+pub(crate) fn deadline_after(duration: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(duration)
+        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
 }
 
 /// The pause before reconnect attempt `attempt` (from 0): `min · 2^attempt`, capped at `max`,

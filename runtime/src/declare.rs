@@ -63,10 +63,17 @@ enum Mode {
 /// before publishers and workers resume, so a broker that lost it (a non-durable queue, a
 /// node rebuilt from scratch) has it back before the first message.
 pub async fn declare(connection: &Connection, topology: &Topology) -> Result<(), DeclareError> {
-    let channel = open_channel(connection).await?;
-    apply(&channel, topology, Mode::Declare).await?;
+    // Remembered first, so a reconnect racing with this declare still re-declares it; and
+    // forgotten if it fails, so a topology the broker refuses cannot block every reconnect.
     connection.remember(topology);
-    Ok(())
+    let result = match open_channel(connection).await {
+        Ok(channel) => apply(&channel, topology, Mode::Declare).await,
+        Err(error) => Err(error),
+    };
+    if result.is_err() {
+        connection.forget(topology);
+    }
+    result
 }
 
 /// Declares `topology` on a connection being recovered, before it is announced.

@@ -127,7 +127,7 @@ impl Publisher {
             timeout: DEFAULT_PUBLISH_TIMEOUT,
         };
         publisher
-            .channel(tokio::time::Instant::now() + publisher.timeout)
+            .channel(crate::connection::deadline_after(publisher.timeout))
             .await?;
         Ok(publisher)
     }
@@ -278,7 +278,7 @@ impl Publisher {
         body: &[u8],
         properties: BasicProperties,
     ) -> Result<(), PublishError> {
-        let deadline = tokio::time::Instant::now() + self.timeout;
+        let deadline = crate::connection::deadline_after(self.timeout);
         let channel = tokio::time::timeout_at(deadline, self.channel(deadline))
             .await
             .map_err(|_| PublishError::NotConnected(self.timeout))??;

@@ -59,7 +59,8 @@ impl Breaker {
                         );
                     }
                     // A failed probe (or a straggler failing) starts a new cool-down.
-                    state.open_until = Some(Instant::now() + self.settings.cool_down);
+                    state.open_until =
+                        Some(crate::connection::deadline_after(self.settings.cool_down));
                 }
             }
             Some(Failure::NonRetryable | Failure::Poison(_)) => {}

@@ -192,7 +192,7 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                     if deliveries.is_empty() {
                         deadline
                             .as_mut()
-                            .reset(tokio::time::Instant::now() + self.batch.timeout);
+                            .reset(crate::connection::deadline_after(self.batch.timeout));
                     }
                     if let Some(delivery) = decoded::<M>(
                         &raw,

@@ -62,10 +62,19 @@ impl Runner {
         context: Context,
     ) -> Result<Option<Self>, WorkerError> {
         let validators = Validators::of::<M>()?;
-        let publisher = Publisher::new(&context.connection)
-            .await
-            .map_err(|e| WorkerError::Publisher(e.to_string()))?
-            .with_timeout(context.settings.publish_timeout);
+        let mut stopped = context.shutdown.clone();
+        // A worker started while the connection recovers waits for it, like its subscription.
+        let publisher = loop {
+            let created = tokio::select! {
+                _ = stopped.wait_for(|stop| *stop) => return Ok(None),
+                created = Publisher::new(&context.connection) => created,
+            };
+            match created {
+                Ok(publisher) => break publisher.with_timeout(context.settings.publish_timeout),
+                Err(crate::PublishError::NotConnected(_)) if !context.connection.is_closed() => {}
+                Err(error) => return Err(WorkerError::Publisher(error.to_string())),
+            }
+        };
         let breaker = spec
             .circuit_breaker
             .map(|settings| Arc::new(Breaker::new(settings, spec.name)));
@@ -180,17 +189,25 @@ impl Runner {
     /// The broker cancelled the consumer with its channel still open: the queue was deleted
     /// (or failed over). Subscribe again when the queue is there; report it when it is not.
     async fn cancelled(&mut self) -> Result<(), WorkerError> {
+        // Taken before anything is awaited: a caller that drops this future (a batch deadline)
+        // must not leave an ended consumer in place, waiting forever.
+        let Some(ended) = self.subscription.take() else {
+            return Ok(());
+        };
         let queue = self.context.queue.name.clone();
         let exists = queue_exists(&self.context.connection, &queue).await;
         match exists {
             Some(true) => {
                 tracing::warn!(consumer = self.spec.name, queue = %queue, "the broker cancelled the consumer; subscribing again");
                 // The old channel may still carry unsettled deliveries: keep it open for
-                // their settles by consuming on it again rather than replacing it.
-                if let Some(subscription) = self.subscription.take()
-                    && let Ok(resumed) = consume(&subscription.channel, &self.spec, &queue).await
-                {
-                    self.subscription = Some(resumed);
+                // their settles by consuming on it again rather than replacing it. Should
+                // that fail (or this future be dropped), the subscription is already gone
+                // and the next call subscribes afresh.
+                let pause = backoff(0, RESUBSCRIBE_MIN, RESUBSCRIBE_MAX);
+                tokio::time::sleep(pause).await;
+                match consume(&ended.channel, &self.spec, &queue).await {
+                    Ok(resumed) => self.subscription = Some(resumed),
+                    Err(error) => self.lost(&format!("consuming again failed: {error}")),
                 }
                 Ok(())
             }
@@ -230,7 +247,9 @@ impl Runner {
                 }
                 Err(error) if self.context.connection.is_closed() => return Err(error),
                 Err(error) => {
-                    tracing::debug!(consumer = self.spec.name, %error, attempt, "subscribing failed; trying again");
+                    if attempt % 10 == 0 {
+                        tracing::warn!(consumer = self.spec.name, %error, attempt, "subscribing failed; trying again");
+                    }
                     let pause = backoff(attempt, RESUBSCRIBE_MIN, RESUBSCRIBE_MAX);
                     attempt += 1;
                     tokio::select! {
@@ -263,13 +282,14 @@ impl Runner {
     /// Stops consuming, waits for in-flight work up to the drain timeout, closes the channel.
     pub async fn drain(mut self) {
         let name = self.spec.name;
-        if let Some(subscription) = &self.subscription {
-            let _ = subscription
-                .channel
-                .basic_cancel(subscription.tag.clone(), BasicCancelOptions::default())
-                .await;
-        }
         let timeout = self.context.settings.drain_timeout;
+        // Bounded: a connection blocked by an alarm sends nothing, not even a cancel.
+        if let Some(subscription) = &self.subscription {
+            let cancel = subscription
+                .channel
+                .basic_cancel(subscription.tag.clone(), BasicCancelOptions::default());
+            let _ = tokio::time::timeout(timeout, cancel).await;
+        }
         let drained = tokio::time::timeout(timeout, async {
             while self.tasks.join_next().await.is_some() {}
         })
@@ -284,10 +304,10 @@ impl Runner {
             self.tasks.abort_all();
         }
         if let Some(subscription) = &self.subscription {
-            let _ = subscription
+            let close = subscription
                 .channel
-                .close(200, ShortString::from("worker shut down"))
-                .await;
+                .close(200, ShortString::from("worker shut down"));
+            let _ = tokio::time::timeout(timeout, close).await;
         }
         tracing::info!(consumer = name, "stopped");
     }
