@@ -471,7 +471,7 @@ async fn attempts(shared: &Weak<Shared>, failed: usize) -> Option<(Opened, usize
         .unwrap_or_else(|_| Err(format!("no answer within {ATTEMPT_TIMEOUT:?}")));
         match opened {
             Ok(opened) => return Some((opened, index)),
-            Err(error) if attempt == 1 || attempt % WARN_EVERY == 0 => {
+            Err(error) if attempt == 1 || attempt.is_multiple_of(WARN_EVERY) => {
                 tracing::warn!(connection = %settings.name, url = index, attempt, %error, "reconnect attempt failed; trying again");
             }
             Err(error) => {

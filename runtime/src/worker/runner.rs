@@ -247,7 +247,7 @@ impl Runner {
                 }
                 Err(error) if self.context.connection.is_closed() => return Err(error),
                 Err(error) => {
-                    if attempt % 10 == 0 {
+                    if attempt.is_multiple_of(10) {
                         tracing::warn!(consumer = self.spec.name, %error, attempt, "subscribing failed; trying again");
                     }
                     let pause = backoff(attempt, RESUBSCRIBE_MIN, RESUBSCRIBE_MAX);
