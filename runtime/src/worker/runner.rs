@@ -228,7 +228,7 @@ impl Runner {
     /// Subscribes again after a loss, with backoff between attempts, waiting for the
     /// connection to come back. `Ok(None)` on shutdown.
     async fn resubscribe(&mut self) -> Result<Option<Subscription>, WorkerError> {
-        let mut attempt = 0;
+        let mut attempt: u32 = 0;
         loop {
             let result = tokio::select! {
                 _ = self.stopped() => return Ok(None),
