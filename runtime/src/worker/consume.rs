@@ -7,6 +7,7 @@ use std::panic::AssertUnwindSafe;
 
 use futures_lite::FutureExt;
 
+use super::acks::Taken;
 use super::decode::{decode, retries_so_far};
 use super::policy::Failure;
 use super::runner::Runner;
@@ -51,7 +52,7 @@ impl<M, H> Batched<M, H> {
 
 /// Decodes one delivery; poison is settled here and never reaches a handler.
 async fn decoded<M: Message>(
-    raw: &lapin::message::Delivery,
+    raw: &Taken,
     settler: &Settler,
     validators: &Validators,
     max_body_bytes: usize,
@@ -138,7 +139,7 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
                         breaker.record(result.as_ref().err().map(|(failure, _)| *failure));
                     }
                     match result {
-                        Ok(()) => settler.ack(&raw).await,
+                        Ok(()) => settler.ack(&raw),
                         Err((failure, error)) => settler.fail(&raw, failure, retries, &error).await,
                     }
                     drop(work);
@@ -228,7 +229,7 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                     }
                     for raw in &raws {
                         match &result {
-                            Ok(()) => settler.ack(raw).await,
+                            Ok(()) => settler.ack(raw),
                             Err((failure, error)) => {
                                 settler.fail(raw, *failure, retries, error).await
                             }

@@ -6,6 +6,7 @@
 //! → settle; a delivery that cannot be decoded never reaches the handler and is never
 //! retried. See [`crate::HandlerError`] for the retry model.
 
+mod acks;
 mod breaker;
 mod consume;
 mod decode;

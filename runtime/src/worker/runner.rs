@@ -14,6 +14,7 @@ use lapin::types::{FieldTable, ShortString};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio::task::JoinSet;
 
+use super::acks::{Acks, Taken};
 use super::breaker::Breaker;
 use super::settle::Settler;
 use super::{ConsumerSpec, Context};
@@ -31,6 +32,8 @@ struct Subscription {
     channel: lapin::Channel,
     consumer: lapin::Consumer,
     tag: ShortString,
+    /// The channel's ack coalescer.
+    acks: Acks,
 }
 
 /// The right to start one unit of work (a delivery, or a batch): a concurrency permit, and
@@ -153,7 +156,7 @@ impl Runner {
 
     /// The next delivery, subscribing again whenever the subscription is lost. `Ok(None)` on
     /// shutdown; an error when the consumer cannot go on (its queue is gone).
-    pub async fn next(&mut self) -> Result<Option<Box<lapin::message::Delivery>>, WorkerError> {
+    pub async fn next(&mut self) -> Result<Option<Box<Taken>>, WorkerError> {
         loop {
             let stopped = self.stopped();
             let Some(subscription) = self.subscription.as_mut() else {
@@ -170,7 +173,11 @@ impl Runner {
                 next = subscription.consumer.next() => next,
             };
             match next {
-                Some(Ok(raw)) => return Ok(Some(Box::new(raw))),
+                Some(Ok(raw)) => {
+                    subscription.acks.delivered(raw.delivery_tag);
+                    let acks = subscription.acks.clone();
+                    return Ok(Some(Box::new(Taken { raw, acks })));
+                }
                 Some(Err(error)) => self.lost(&error.to_string()),
                 None if *self.context.shutdown.borrow() => return Ok(None),
                 None if subscription.channel.status().connected() => self.cancelled().await?,
@@ -205,7 +212,7 @@ impl Runner {
                 // and the next call subscribes afresh.
                 let pause = backoff(0, RESUBSCRIBE_MIN, RESUBSCRIBE_MAX);
                 tokio::time::sleep(pause).await;
-                match consume(&ended.channel, &self.spec, &queue).await {
+                match consume(&ended.channel, ended.acks.clone(), &self.spec, &queue).await {
                     Ok(resumed) => self.subscription = Some(resumed),
                     Err(error) => self.lost(&format!("consuming again failed: {error}")),
                 }
@@ -274,7 +281,8 @@ impl Runner {
         channel
             .basic_qos(self.spec.prefetch, BasicQosOptions { global: false })
             .await?;
-        let subscription = consume(&channel, &self.spec, &self.context.queue.name).await?;
+        let acks = Acks::start(channel.clone(), self.spec.prefetch, self.spec.name);
+        let subscription = consume(&channel, acks, &self.spec, &self.context.queue.name).await?;
         tracing::info!(consumer = self.spec.name, queue = %self.context.queue.name, prefetch = self.spec.prefetch, concurrency = self.spec.concurrency, "consuming");
         Ok(subscription)
     }
@@ -304,6 +312,8 @@ impl Runner {
             self.tasks.abort_all();
         }
         if let Some(subscription) = &self.subscription {
+            // Handled messages are acked before the channel closes, not redelivered.
+            let _ = tokio::time::timeout(timeout, subscription.acks.flush()).await;
             let close = subscription
                 .channel
                 .close(200, ShortString::from("worker shut down"));
@@ -327,6 +337,7 @@ impl Runner {
 
 async fn consume(
     channel: &lapin::Channel,
+    acks: Acks,
     spec: &ConsumerSpec,
     queue: &str,
 ) -> Result<Subscription, WorkerError> {
@@ -343,6 +354,7 @@ async fn consume(
         channel: channel.clone(),
         consumer,
         tag,
+        acks,
     })
 }
 

@@ -4,9 +4,10 @@
 use std::time::SystemTime;
 
 use lapin::BasicProperties;
-use lapin::options::{BasicAckOptions, BasicNackOptions, BasicRejectOptions};
+use lapin::options::{BasicNackOptions, BasicRejectOptions};
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 
+use super::acks::Taken;
 use super::decode::{headers, original_route};
 use super::policy::{Failure, Outcome, QueueInfo, decide};
 use crate::Publisher;
@@ -27,10 +28,9 @@ pub(crate) struct Settler {
 }
 
 impl Settler {
-    /// Acknowledges a handled delivery.
-    pub async fn ack(&self, raw: &lapin::message::Delivery) {
-        let acked = raw.acker.ack(BasicAckOptions::default()).await;
-        self.settled(acked, "ack");
+    /// Acknowledges a handled delivery, coalesced with others of its channel.
+    pub fn ack(&self, raw: &Taken) {
+        raw.acks.ack(raw.delivery_tag);
     }
 
     /// Logs a settle that was not sent. lapin sends nothing for a delivery whose channel is
@@ -54,13 +54,7 @@ impl Settler {
     }
 
     /// Applies the queue's policy to a failed delivery, after `retries` earlier retries.
-    pub async fn fail(
-        &self,
-        raw: &lapin::message::Delivery,
-        failure: Failure,
-        retries: u32,
-        error: &str,
-    ) {
+    pub async fn fail(&self, raw: &Taken, failure: Failure, retries: u32, error: &str) {
         if !raw.acker.usable() {
             // Its channel is gone and the broker redelivers it: a retry or dead-letter copy
             // now would only add a duplicate.
@@ -71,13 +65,7 @@ impl Settler {
     }
 
     /// Carries out `outcome` for `raw`.
-    pub async fn apply(
-        &self,
-        raw: &lapin::message::Delivery,
-        outcome: Outcome,
-        retries: u32,
-        error: &str,
-    ) {
+    pub async fn apply(&self, raw: &Taken, outcome: Outcome, retries: u32, error: &str) {
         let consumer = self.consumer;
         let queue = self.queue.name.as_str();
         match outcome {
@@ -120,7 +108,7 @@ impl Settler {
                     error,
                     "dropped as the contract says; the message is gone"
                 );
-                self.ack(raw).await;
+                self.ack(raw);
             }
             Outcome::Discard { reason } => {
                 tracing::warn!(
@@ -137,6 +125,7 @@ impl Settler {
                         requeue: false,
                     })
                     .await;
+                raw.acks.settled(raw.delivery_tag);
                 self.settled(nacked, "nack");
             }
         }
@@ -146,7 +135,7 @@ impl Settler {
     /// copy cannot be published, the original goes back to its queue instead.
     async fn republish(
         &self,
-        raw: &lapin::message::Delivery,
+        raw: &Taken,
         exchange: &str,
         routing_key: &str,
         properties: BasicProperties,
@@ -156,7 +145,7 @@ impl Settler {
             .send(exchange, routing_key, &raw.data, properties)
             .await
         {
-            Ok(()) => self.ack(raw).await,
+            Ok(()) => self.ack(raw),
             Err(error) => {
                 tracing::error!(consumer = self.consumer, exchange, routing_key, %error, "cannot publish the retry or dead-letter copy; returning the message to its queue");
                 // Not at once: whatever broke the copy is unlikely to mend in a millisecond,
@@ -167,8 +156,10 @@ impl Settler {
         }
     }
 
-    async fn reject(&self, raw: &lapin::message::Delivery, requeue: bool) {
+    async fn reject(&self, raw: &Taken, requeue: bool) {
         let rejected = raw.acker.reject(BasicRejectOptions { requeue }).await;
+        // Only now, with the reject sent, may a multiple ack cover tags above it.
+        raw.acks.settled(raw.delivery_tag);
         self.settled(rejected, "reject");
     }
 
@@ -176,7 +167,7 @@ impl Settler {
     /// headers (and the failure reason on a dead letter).
     fn copy(
         &self,
-        raw: &lapin::message::Delivery,
+        raw: &Taken,
         retry_count: u32,
         error: &str,
         reason: Option<&'static str>,
