@@ -2,10 +2,14 @@
 //! same run, and prints rates and ratios.
 //!
 //! ```sh
-//! cargo run --release -p warren-bench -- [messages]     # default 100000
+//! cargo run --release -p warren-bench -- all [messages]   # default 100000
+//! cargo run --release -p warren-bench -- publish|consume|retry|codegen [messages]
 //! ```
 //!
 //! Everything is declared under a `bench.<pid>.` namespace and deleted afterwards.
+
+mod codegen;
+mod retry;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -192,19 +196,25 @@ impl consumers::ConsumeOrder for Count {
     }
 }
 
-/// The warren worker, full decode and JSON Schema validation, no-op handler.
+/// The warren worker, full decode and (unless `validate` is off) JSON Schema validation,
+/// no-op handler.
 async fn warren_consume(
     connection: &Connection,
     topology: &Topology,
     n: usize,
+    validate: bool,
 ) -> Result<Duration> {
     let count = Count(Arc::new((AtomicUsize::new(0), Notify::new(), n)));
-    let worker = Worker::new(connection.clone(), topology.clone());
+    let worker = Worker::new(connection.clone(), topology.clone()).with_schema_validation(validate);
     let stop = worker.shutdown_handle();
     let started = Instant::now();
     let running = tokio::spawn(
         Handlers {
             consume_order: count.clone(),
+            retry_requeue: retry::Failing::idle(),
+            retry_backoff: retry::Failing::idle(),
+            retry_timing: retry::Failing::idle(),
+            retry_timing_jitter: retry::Failing::idle(),
         }
         .run(worker),
     );
@@ -234,38 +244,71 @@ fn print(rows: &[Row], baseline: &str) {
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let n: usize = std::env::args()
-        .nth(1)
+    let mut args = std::env::args().skip(1);
+    let scenario = args.next().unwrap_or_else(|| "all".to_owned());
+    if scenario == "generate-child" {
+        let contract = args.next().ok_or("generate-child needs a contract path")?;
+        return codegen::child(std::path::Path::new(&contract));
+    }
+    let n: usize = args
+        .next()
         .map(|a| a.parse())
         .transpose()?
         .unwrap_or(100_000);
+    let all = scenario == "all";
+    let known = ["all", "publish", "consume", "retry", "codegen"];
+    if !known.contains(&scenario.as_str()) {
+        return Err(format!("unknown scenario `{scenario}`; one of {known:?}").into());
+    }
+    if all || scenario == "codegen" {
+        bench_codegen()?;
+        if !all {
+            return Ok(());
+        }
+    }
     let url = std::env::var("AMQP_URL")
         .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
     let connection = Connection::connect(&url, "warren-bench").await?;
     let base = topology().namespaced(&format!("bench.{}.", std::process::id()));
     let body_len = serde_json::to_vec(&order(0))?.len();
     println!(
-        "warren-bench: {n} messages of {body_len} bytes, quorum queue, confirms, prefetch 200\n"
+        "\nwarren-bench: {n} messages of {body_len} bytes, quorum queues, confirms, prefetch 200\n"
     );
+    if all || scenario == "publish" {
+        bench_publish(&connection, &base, n).await?;
+    }
+    if all || scenario == "consume" {
+        bench_consume(&connection, &base, n).await?;
+    }
+    if all || scenario == "retry" {
+        bench_retry(&connection, &base, n).await?;
+    }
+    connection.close().await?;
+    Ok(())
+}
 
+async fn bench_publish(connection: &Connection, base: &Topology, n: usize) -> Result<()> {
     println!("publish (ratios against the windowed lapin publisher):");
     let mut rows = Vec::new();
-    let t = fresh(&connection, &base, "lapin-publish").await?;
+    let t = fresh(connection, base, "lapin-publish").await?;
     rows.push(Row {
         name: "lapin, window of 1000 confirms",
-        elapsed: lapin_publish(&connection, &format!("{}bench", t.namespace), n).await?,
+        elapsed: lapin_publish(connection, &format!("{}bench", t.namespace), n).await?,
         messages: n,
     });
-    warren_runtime::delete(&connection, &t).await?;
-    let t = fresh(&connection, &base, "warren-publish").await?;
+    warren_runtime::delete(connection, &t).await?;
+    let t = fresh(connection, base, "warren-publish").await?;
     rows.push(Row {
         name: "warren publisher (validates), 1000 in flight",
-        elapsed: warren_publish(&connection, &t, n).await?,
+        elapsed: warren_publish(connection, &t, n).await?,
         messages: n,
     });
-    warren_runtime::delete(&connection, &t).await?;
+    warren_runtime::delete(connection, &t).await?;
     print(&rows, "lapin, window of 1000 confirms");
+    Ok(())
+}
 
+async fn bench_consume(connection: &Connection, base: &Topology, n: usize) -> Result<()> {
     println!("\nconsume (ratios against the hand-tuned lapin consumer):");
     let mut rows = Vec::new();
     for (name, scenario) in [
@@ -278,23 +321,110 @@ async fn main() -> Result<()> {
             "warren worker, full validation, no-op handler",
             "warren-consume",
         ),
+        (
+            "warren worker, validation off, no-op handler",
+            "warren-consume-unvalidated",
+        ),
     ] {
-        let t = fresh(&connection, &base, scenario).await?;
+        let t = fresh(connection, base, scenario).await?;
         let queue = format!("{}bench", t.namespace);
-        lapin_publish(&connection, &queue, n).await?;
+        lapin_publish(connection, &queue, n).await?;
         let elapsed = match scenario {
-            "lapin-ack-each" => lapin_consume(&connection, &queue, n, 1).await?,
-            "lapin-multiple" => lapin_consume(&connection, &queue, n, 50).await?,
-            _ => warren_consume(&connection, &t, n).await?,
+            "lapin-ack-each" => lapin_consume(connection, &queue, n, 1).await?,
+            "lapin-multiple" => lapin_consume(connection, &queue, n, 50).await?,
+            "warren-consume" => warren_consume(connection, &t, n, true).await?,
+            _ => warren_consume(connection, &t, n, false).await?,
         };
         rows.push(Row {
             name,
             elapsed,
             messages: n,
         });
-        warren_runtime::delete(&connection, &t).await?;
+        warren_runtime::delete(connection, &t).await?;
     }
     print(&rows, "lapin, hand-tuned (multiple ack every 50)");
-    connection.close().await?;
+    Ok(())
+}
+
+async fn bench_retry(connection: &Connection, base: &Topology, n: usize) -> Result<()> {
+    // A tenth of the messages: each is handled twice and published twice.
+    let n = (n / 10).max(1);
+    println!(
+        "\nretry path ({n} messages, each failing once then succeeding on its retry; publish to last success):"
+    );
+    let mut rows = Vec::new();
+    for (name, queue) in [
+        ("immediate-requeue (quorum reject)", "retry-requeue"),
+        ("ttl-backoff, 10 ms tier", "retry-backoff"),
+    ] {
+        let t = fresh(connection, base, queue).await?;
+        rows.push(Row {
+            name,
+            elapsed: retry::throughput(connection, &t, queue, n).await?,
+            messages: n,
+        });
+        warren_runtime::delete(connection, &t).await?;
+    }
+    print(&rows, "immediate-requeue (quorum reject)");
+
+    let n = (n / 5).clamp(1, 2_000);
+    println!(
+        "\nretry timing ({n} messages failing 3 times under ttl-backoff 200/400/800 ms; error = actual delay outside its schedule):"
+    );
+    for (name, queue, jitter) in [
+        ("jitter off", "retry-timing", false),
+        (
+            "jitter on (on time anywhere in [d/2, d])",
+            "retry-timing-jitter",
+            true,
+        ),
+    ] {
+        let t = fresh(connection, base, queue).await?;
+        let timing = retry::timing(connection, &t, queue, n, jitter).await?;
+        println!(
+            "  {:<46} {:>6} delays  p50 {:>6.1} ms  p99 {:>6.1} ms  max {:>6.1} ms",
+            name,
+            timing.delays,
+            timing.p50.as_secs_f64() * 1e3,
+            timing.p99.as_secs_f64() * 1e3,
+            timing.max.as_secs_f64() * 1e3,
+        );
+        warren_runtime::delete(connection, &t).await?;
+    }
+    Ok(())
+}
+
+fn bench_codegen() -> Result<()> {
+    let dir = std::env::temp_dir().join(format!("warren-bench-codegen-{}", std::process::id()));
+    let contract = codegen::write_contract(&dir)?;
+    println!(
+        "codegen: `warren generate` on {} message types, {} queues, shared schema files (a child process):",
+        codegen::MESSAGES,
+        codegen::QUEUES
+    );
+    let mut walls = Vec::new();
+    let mut peak: f64 = 0.0;
+    let mut bytes = 0;
+    for _ in 0..3 {
+        let generated = codegen::measure(&contract)?;
+        walls.push(generated.wall);
+        peak = peak.max(generated.peak_rss_mib);
+        bytes = generated.bytes;
+    }
+    walls.sort();
+    println!(
+        "  wall time {:.2} s (best of 3; {:.2} s worst), peak memory {peak:.0} MiB, {:.1} MiB of Rust generated",
+        walls[0].as_secs_f64(),
+        walls[2].as_secs_f64(),
+        bytes as f64 / (1024.0 * 1024.0)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let (reran, elapsed) = codegen::noop_build_reruns(&workspace)?;
+    println!(
+        "  no-op `cargo build -p warren-example-orders`: {:.2} s, build script rerun: {}",
+        elapsed.as_secs_f64(),
+        if reran { "YES (a bug)" } else { "no" }
+    );
     Ok(())
 }

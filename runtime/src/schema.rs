@@ -78,6 +78,10 @@ fn compile<M: Message>(
 const MAX_LISTED: usize = 5;
 
 fn errors(validator: &jsonschema::Validator, value: &Value) -> Option<String> {
+    // The common case, valid, without collecting errors: several times faster.
+    if validator.is_valid(value) {
+        return None;
+    }
     let all: Vec<String> = validator
         .iter_errors(value)
         .map(|e| {

@@ -45,21 +45,22 @@ pub enum GenerateError {
 
 /// Generates the Rust file for `contract`.
 pub fn generate(contract: &Contract) -> Result<String, GenerateError> {
-    let types = types::emit(contract)?;
-    let messages = messages::emit(contract);
-    let publishers = publishers::emit(contract);
-    let consumers = consumers::emit(contract);
-    let topology = topology::emit(contract);
-    let tokens = quote! {
-        #types
-        #messages
-        #publishers
-        #consumers
-        #topology
-    };
-    let file: syn::File =
-        syn::parse2(tokens).map_err(|e| GenerateError::Internal(e.to_string()))?;
-    Ok(format!("{}\n{}", header(), prettyplease::unparse(&file)))
+    let mut code = format!("{}\n", header());
+    // One section at a time, each parsed, formatted and dropped before the next: the token
+    // trees and syntax trees of a large contract are many times the size of its text.
+    let sections: [&dyn Fn() -> Result<TokenStream, GenerateError>; 5] = [
+        &|| types::emit(contract),
+        &|| Ok(messages::emit(contract)),
+        &|| Ok(publishers::emit(contract)),
+        &|| Ok(consumers::emit(contract)),
+        &|| Ok(topology::emit(contract)),
+    ];
+    for section in sections {
+        let file: syn::File =
+            syn::parse2(section()?).map_err(|e| GenerateError::Internal(e.to_string()))?;
+        code.push_str(&prettyplease::unparse(&file));
+    }
+    Ok(code)
 }
 
 /// The identifier of a contract name. Names passed the checks, so derivation succeeds; a

@@ -54,7 +54,7 @@ impl<M, H> Batched<M, H> {
 async fn decoded<M: Message>(
     raw: &Taken,
     settler: &Settler,
-    validators: &Validators,
+    validators: Option<&Validators>,
     max_body_bytes: usize,
 ) -> Option<Delivery<M::Payload, M::Headers>> {
     match decode::<M>(raw, &settler.queue, validators, max_body_bytes) {
@@ -128,7 +128,7 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
                 // does not hold up the next one.
                 runner.tasks.spawn(async move {
                     let Some(delivery) =
-                        decoded::<M>(&raw, &settler, &validators, max_body_bytes).await
+                        decoded::<M>(&raw, &settler, validators.as_deref(), max_body_bytes).await
                     else {
                         drop(work);
                         return;
@@ -198,7 +198,7 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                     if let Some(delivery) = decoded::<M>(
                         &raw,
                         &runner.settler,
-                        &runner.validators,
+                        runner.validators.as_deref(),
                         runner.context.settings.max_body_bytes,
                     )
                     .await

@@ -64,11 +64,12 @@ pub(crate) fn original_route(raw: &lapin::message::Delivery) -> (String, String)
     )
 }
 
-/// Decodes `raw` as message `M`.
+/// Decodes `raw` as message `M`, validating it against its JSON Schemas unless `validators`
+/// is `None` (validation turned off).
 pub(crate) fn decode<M: Message>(
     raw: &lapin::message::Delivery,
     queue: &QueueInfo,
-    validators: &Validators,
+    validators: Option<&Validators>,
     max_body_bytes: usize,
 ) -> Result<Delivery<M::Payload, M::Headers>, Poison> {
     let properties = &raw.properties;
@@ -103,18 +104,25 @@ pub(crate) fn decode<M: Message>(
         .as_ref()
         .map(|e| e.to_string());
     let body = decompress(&raw.data, encoding.as_deref(), max_body_bytes)?;
-    let payload: Value = serde_json::from_slice(&body)
-        .map_err(|e| poison("decode", format!("body is not JSON: {e}")))?;
-    if let Some(errors) = validators.payload_errors(&payload) {
-        return Err(poison("validation", errors));
-    }
     let table = properties.headers().as_ref();
     let header_json = Value::Object(table.map(table_to_json).unwrap_or_default());
-    if let Some(errors) = validators.headers_errors(&header_json) {
-        return Err(poison("validation", format!("headers: {errors}")));
-    }
-    let payload: M::Payload = serde_json::from_value(payload)
-        .map_err(|e| poison("decode", format!("payload does not fit its type: {e}")))?;
+    let payload: M::Payload = match validators {
+        Some(validators) => {
+            let payload: Value = serde_json::from_slice(&body)
+                .map_err(|e| poison("decode", format!("body is not JSON: {e}")))?;
+            if let Some(errors) = validators.payload_errors(&payload) {
+                return Err(poison("validation", errors));
+            }
+            if let Some(errors) = validators.headers_errors(&header_json) {
+                return Err(poison("validation", format!("headers: {errors}")));
+            }
+            serde_json::from_value(payload)
+                .map_err(|e| poison("decode", format!("payload does not fit its type: {e}")))?
+        }
+        // Without validation the body goes straight to its type, in one pass.
+        None => serde_json::from_slice(&body)
+            .map_err(|e| poison("decode", format!("payload does not fit its type: {e}")))?,
+    };
     let typed_headers: M::Headers = serde_json::from_value(header_json)
         .map_err(|e| poison("decode", format!("headers do not fit their type: {e}")))?;
     let (exchange, routing_key) = original_route(raw);

@@ -108,6 +108,7 @@ pub(crate) struct Settings {
     pub drain_timeout: Duration,
     pub max_body_bytes: usize,
     pub publish_timeout: Duration,
+    pub validate: bool,
 }
 
 /// What a consumer task needs to run.
@@ -157,6 +158,7 @@ impl Worker {
                 drain_timeout: DEFAULT_DRAIN_TIMEOUT,
                 max_body_bytes: DEFAULT_MAX_BODY_BYTES,
                 publish_timeout: crate::DEFAULT_PUBLISH_TIMEOUT,
+                validate: true,
             },
             shutdown: Arc::new(watch::channel(false).0),
         }
@@ -180,6 +182,16 @@ impl Worker {
     /// one, the original is returned to its queue.
     pub fn with_publish_timeout(mut self, timeout: Duration) -> Self {
         self.settings.publish_timeout = timeout;
+        self
+    }
+
+    /// Whether deliveries are validated against their JSON Schemas (default on). Off, a body
+    /// only has to deserialize into its generated type: constraints the type does not
+    /// express (bounds, lengths, patterns, formats) are no longer checked, so a message
+    /// breaking them reaches the handler. For producers you trust, when validation is the
+    /// measured bottleneck.
+    pub fn with_schema_validation(mut self, validate: bool) -> Self {
+        self.settings.validate = validate;
         self
     }
 

@@ -49,7 +49,8 @@ pub(super) struct Runner {
     pub spec: ConsumerSpec,
     pub context: Context,
     pub settler: Arc<Settler>,
-    pub validators: Arc<Validators>,
+    /// `None` when validation is off.
+    pub validators: Option<Arc<Validators>>,
     pub breaker: Option<Arc<Breaker>>,
     pub tasks: JoinSet<()>,
     permits: Arc<Semaphore>,
@@ -64,7 +65,11 @@ impl Runner {
         spec: ConsumerSpec,
         context: Context,
     ) -> Result<Option<Self>, WorkerError> {
-        let validators = Validators::of::<M>()?;
+        let validators = if context.settings.validate {
+            Some(Validators::of::<M>()?)
+        } else {
+            None
+        };
         let mut stopped = context.shutdown.clone();
         // A worker started while the connection recovers waits for it, like its subscription.
         let publisher = loop {

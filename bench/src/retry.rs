@@ -1,0 +1,225 @@
+//! The retry path: how many messages per second go through a failure and its retry, and how
+//! close ttl-backoff redeliveries come to their schedule.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Notify, Semaphore};
+use warren_runtime::{Connection, Delivery, HandlerError, Publisher, Topology, Worker};
+
+use crate::{Count, Handlers, Publishers, Result, WINDOW, consumers, order, types};
+
+/// A handler that fails each message's first `fails` attempts (retryable), then succeeds,
+/// recording when every attempt started.
+#[derive(Clone)]
+pub struct Failing(Arc<State>);
+
+pub struct State {
+    fails: u32,
+    n: usize,
+    attempts: Mutex<HashMap<String, Vec<Instant>>>,
+    succeeded: Mutex<usize>,
+    done: Notify,
+}
+
+impl Failing {
+    /// For consumers that get no messages in a scenario.
+    pub fn idle() -> Self {
+        Self::new(0, usize::MAX)
+    }
+
+    fn new(fails: u32, n: usize) -> Self {
+        Self(Arc::new(State {
+            fails,
+            n,
+            attempts: Mutex::default(),
+            succeeded: Mutex::new(0),
+            done: Notify::new(),
+        }))
+    }
+
+    fn handle(
+        &self,
+        delivery: &Delivery<types::BenchOrder>,
+    ) -> std::result::Result<(), HandlerError> {
+        let state = &self.0;
+        let id = delivery.payload().order_id.to_string();
+        state
+            .attempts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(id)
+            .or_default()
+            .push(Instant::now());
+        if delivery.retry_count() < state.fails {
+            return Err(HandlerError::retryable(std::io::Error::other(
+                "failing on purpose",
+            )));
+        }
+        let mut succeeded = state.succeeded.lock().unwrap_or_else(|e| e.into_inner());
+        *succeeded += 1;
+        if *succeeded == state.n {
+            state.done.notify_one();
+        }
+        Ok(())
+    }
+}
+
+macro_rules! failing_consumer {
+    ($($consumer:ident),*) => {
+        $(
+            impl consumers::$consumer for Failing {
+                async fn handle(
+                    &self,
+                    delivery: Delivery<types::BenchOrder>,
+                ) -> std::result::Result<(), HandlerError> {
+                    Failing::handle(self, &delivery)
+                }
+            }
+        )*
+    };
+}
+
+failing_consumer!(RetryRequeue, RetryBackoff, RetryTiming, RetryTimingJitter);
+
+/// Publishes `n` orders to `queue` of `topology` (default exchange), `WINDOW` at a time.
+async fn publish(
+    connection: &Connection,
+    topology: &Topology,
+    queue: &str,
+    n: usize,
+) -> Result<()> {
+    let publishers = Publishers::new(
+        Publisher::new(connection)
+            .await?
+            .namespaced(&topology.namespace),
+    );
+    let window = Arc::new(Semaphore::new(WINDOW));
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..n {
+        let permit = window.clone().acquire_owned().await?;
+        let publishers = publishers.clone();
+        let queue = queue.to_owned();
+        tasks.spawn(async move {
+            let result = publishers.to_queue(&queue, &order(i)).await;
+            drop(permit);
+            result
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    Ok(())
+}
+
+/// Runs a worker on `topology` with `failing` on every retry consumer until it saw `n`
+/// successes, after publishing `n` messages to `queue`. Returns the time from the first
+/// publish to the last success.
+async fn run(
+    connection: &Connection,
+    topology: &Topology,
+    queue: &str,
+    failing: &Failing,
+    timeout: Duration,
+) -> Result<Duration> {
+    let worker = Worker::new(connection.clone(), topology.clone());
+    let stop = worker.shutdown_handle();
+    let idle = Count(Arc::new((Default::default(), Notify::new(), usize::MAX)));
+    let running = tokio::spawn(
+        Handlers {
+            consume_order: idle,
+            retry_requeue: failing.clone(),
+            retry_backoff: failing.clone(),
+            retry_timing: failing.clone(),
+            retry_timing_jitter: failing.clone(),
+        }
+        .run(worker),
+    );
+    let started = Instant::now();
+    let done = failing.0.done.notified();
+    publish(connection, topology, queue, failing.0.n).await?;
+    tokio::time::timeout(timeout, done)
+        .await
+        .map_err(|_| format!("not every message succeeded within {timeout:?}"))?;
+    let elapsed = started.elapsed();
+    stop.shutdown();
+    running.await??;
+    Ok(elapsed)
+}
+
+/// Messages per second through one failure and one retry, for `queue`.
+pub async fn throughput(
+    connection: &Connection,
+    topology: &Topology,
+    queue: &str,
+    n: usize,
+) -> Result<Duration> {
+    let failing = Failing::new(1, n);
+    run(
+        connection,
+        topology,
+        queue,
+        &failing,
+        Duration::from_secs(600),
+    )
+    .await
+}
+
+/// What the timing scenario measured: errors of the redelivery delays against the schedule.
+pub struct Timing {
+    pub delays: usize,
+    pub p50: Duration,
+    pub p99: Duration,
+    pub max: Duration,
+}
+
+/// Fails each of `n` messages three times on a ttl-backoff queue scheduled 200, 400, 800 ms,
+/// and measures each redelivery's delay against its schedule. With `jitter`, a delay
+/// anywhere in `[d/2, d]` is on time, and the error is how far outside that window it fell.
+pub async fn timing(
+    connection: &Connection,
+    topology: &Topology,
+    queue: &str,
+    n: usize,
+    jitter: bool,
+) -> Result<Timing> {
+    let failing = Failing::new(3, n);
+    run(
+        connection,
+        topology,
+        queue,
+        &failing,
+        Duration::from_secs(120),
+    )
+    .await?;
+    let schedule = [200u64, 400, 800].map(Duration::from_millis);
+    let mut errors = Vec::new();
+    let attempts = failing.0.attempts.lock().unwrap_or_else(|e| e.into_inner());
+    for times in attempts.values() {
+        for (k, pair) in times.windows(2).enumerate().take(schedule.len()) {
+            let actual = pair[1] - pair[0];
+            let due = schedule[k];
+            let earliest = if jitter { due / 2 } else { due };
+            let error = if actual > due {
+                actual - due
+            } else {
+                earliest.saturating_sub(actual)
+            };
+            errors.push(error);
+        }
+    }
+    errors.sort();
+    let at = |q: f64| {
+        errors
+            .get(((errors.len() as f64 - 1.0) * q).round() as usize)
+            .copied()
+            .unwrap_or_default()
+    };
+    Ok(Timing {
+        delays: errors.len(),
+        p50: at(0.5),
+        p99: at(0.99),
+        max: errors.last().copied().unwrap_or_default(),
+    })
+}
