@@ -7,68 +7,163 @@
 //! acks below the lowest of them go out as one multiple ack; acks above it (a slow handler
 //! holds a lower tag) go out one by one. Nothing waits longer than [`LINGER`], or past a
 //! quarter of the prefetch window, so coalescing never starves the consumer of deliveries.
+//! Handlers' tasks only record their acks; one flusher per channel sends them, woken once
+//! per batch, so coalescing adds no task wake-up per message and no handler waits on it.
 //! A delivery settled any other way (reject, nack) leaves the in-flight set only once that
 //! frame is sent, so no multiple ack can overtake it.
 
 use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use lapin::options::BasicAckOptions;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::Notify;
 
 /// The longest an ack waits for company.
 const LINGER: Duration = Duration::from_millis(5);
 /// The most acks coalesced into one.
 const MAX_BATCH: usize = 64;
+/// The longest one send of acks may take.
+const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 
-enum Event {
-    /// A delivery was received.
-    Delivered(u64),
-    /// A delivery was handled: ack it.
-    Ack(u64),
-    /// A delivery was settled some other way, and that frame was sent.
-    Settled(u64),
-    /// Send everything pending, then answer.
-    Flush(oneshot::Sender<()>),
-}
-
-/// The handle to one channel's coalescer; cheap to clone. The coalescer stops when every
-/// handle is dropped, after sending what is pending.
+/// The handle to one channel's coalescer; cheap to clone. Handlers' tasks only record
+/// (under a lock, no task hop per message); one flusher task per channel sends, woken once per
+/// batch, so the acks leave in the order they were taken and no handler waits on a send.
 #[derive(Clone)]
 pub(super) struct Acks {
-    events: mpsc::UnboundedSender<Event>,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    channel: lapin::Channel,
+    pending: Mutex<Pending>,
+    batch: usize,
+    consumer: &'static str,
+    /// Wakes the flusher when a first ack starts to linger, and when the coalescer goes.
+    linger: Arc<Notify>,
+    /// Wakes the flusher when a batch is full.
+    full: Arc<Notify>,
+    /// Taken with the acks and held while they are sent: a multiple ack must never leave
+    /// before a single ack below it that was taken first, or the broker would see that tag
+    /// acknowledged twice and close the channel.
+    sending: tokio::sync::Mutex<()>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.linger.notify_one();
+        self.full.notify_one();
+    }
 }
 
 impl Acks {
     /// A coalescer acking on `channel`, whose consumer has prefetch `prefetch`.
     pub fn start(channel: lapin::Channel, prefetch: u16, consumer: &'static str) -> Self {
-        let (events, receiver) = mpsc::unbounded_channel();
-        let batch = (usize::from(prefetch) / 4).clamp(1, MAX_BATCH);
-        tokio::spawn(run(channel, receiver, batch, consumer));
-        Self { events }
+        let linger = Arc::new(Notify::new());
+        let full = Arc::new(Notify::new());
+        let inner = Arc::new(Inner {
+            channel,
+            pending: Mutex::new(Pending {
+                in_flight: BTreeSet::new(),
+                acks: Vec::new(),
+            }),
+            batch: (usize::from(prefetch) / 4).clamp(1, MAX_BATCH),
+            consumer,
+            linger: linger.clone(),
+            full: full.clone(),
+            sending: tokio::sync::Mutex::new(()),
+        });
+        tokio::spawn(flusher(Arc::downgrade(&inner), linger, full));
+        Self { inner }
     }
 
     /// Records a received delivery, before anything can settle it.
     pub fn delivered(&self, tag: u64) {
-        let _ = self.events.send(Event::Delivered(tag));
+        self.inner.lock().in_flight.insert(tag);
     }
 
-    /// Acknowledges a handled delivery (soon, perhaps with others).
+    /// Acknowledges a handled delivery: sent when its batch fills, or within [`LINGER`].
     pub fn ack(&self, tag: u64) {
-        let _ = self.events.send(Event::Ack(tag));
+        let len = {
+            let mut pending = self.inner.lock();
+            pending.in_flight.remove(&tag);
+            pending.acks.push(tag);
+            pending.acks.len()
+        };
+        if len == 1 {
+            self.inner.linger.notify_one();
+        }
+        if len >= self.inner.batch {
+            self.inner.full.notify_one();
+        }
     }
 
     /// Records a delivery settled by a reject or nack that has been sent.
     pub fn settled(&self, tag: u64) {
-        let _ = self.events.send(Event::Settled(tag));
+        self.inner.lock().in_flight.remove(&tag);
     }
 
-    /// Sends every pending ack now, and waits until they are handed to the connection.
+    /// Sends every pending ack now.
     pub async fn flush(&self) {
-        let (done, sent) = oneshot::channel();
-        if self.events.send(Event::Flush(done)).is_ok() {
-            let _ = sent.await;
+        self.inner.flush().await;
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        // A set and a list of integers: consistent whatever a panicking holder did.
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Takes what is pending and sends it, in order with every other flush.
+    async fn flush(&self) {
+        let _in_order = self.sending.lock().await;
+        let (multiple, singles) = self.lock().take();
+        let acks = multiple
+            .map(|tag| (tag, true))
+            .into_iter()
+            .chain(singles.into_iter().map(|tag| (tag, false)));
+        for (tag, multiple) in acks {
+            if let Err(error) = self
+                .channel
+                .basic_ack(tag, BasicAckOptions { multiple })
+                .await
+            {
+                // The channel is gone; the broker redelivers whatever it had not seen acked.
+                tracing::info!(consumer = self.consumer, %error, "acks not sent: the channel closed; the broker redelivers those messages");
+                return;
+            }
         }
+    }
+}
+
+/// Sends the acks: woken by the first ack of a batch, it waits until the batch is full or
+/// [`LINGER`] has passed, then sends whatever is pending. Ends with the coalescer.
+async fn flusher(inner: Weak<Inner>, linger: Arc<Notify>, full: Arc<Notify>) {
+    loop {
+        linger.notified().await;
+        let deadline = tokio::time::Instant::now() + LINGER;
+        loop {
+            let Some(strong) = inner.upgrade() else {
+                return;
+            };
+            if strong.lock().acks.len() >= strong.batch {
+                break;
+            }
+            drop(strong);
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => break,
+                () = full.notified() => {}
+            }
+        }
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        // Bounded: an ack queued as its channel closes may never be confirmed as written,
+        // and the flusher must not keep a dead channel alive.
+        let _ = tokio::time::timeout(SEND_TIMEOUT, inner.flush()).await;
     }
 }
 
@@ -101,73 +196,6 @@ impl Pending {
         let (below, above): (Vec<u64>, Vec<u64>) =
             self.acks.drain(..).partition(|tag| *tag < floor);
         (below.into_iter().max(), above)
-    }
-}
-
-async fn run(
-    channel: lapin::Channel,
-    mut events: mpsc::UnboundedReceiver<Event>,
-    batch: usize,
-    consumer: &'static str,
-) {
-    let mut pending = Pending {
-        in_flight: BTreeSet::new(),
-        acks: Vec::new(),
-    };
-    let mut linger_until = None;
-    loop {
-        let event = match linger_until {
-            Some(deadline) => match tokio::time::timeout_at(deadline, events.recv()).await {
-                Ok(event) => event,
-                Err(_) => {
-                    send(&channel, &mut pending, consumer).await;
-                    linger_until = None;
-                    continue;
-                }
-            },
-            None => events.recv().await,
-        };
-        match event {
-            Some(Event::Delivered(tag)) => {
-                pending.in_flight.insert(tag);
-            }
-            Some(Event::Ack(tag)) => {
-                pending.in_flight.remove(&tag);
-                pending.acks.push(tag);
-                linger_until.get_or_insert_with(|| tokio::time::Instant::now() + LINGER);
-            }
-            Some(Event::Settled(tag)) => {
-                pending.in_flight.remove(&tag);
-            }
-            Some(Event::Flush(done)) => {
-                send(&channel, &mut pending, consumer).await;
-                linger_until = None;
-                let _ = done.send(());
-            }
-            None => {
-                send(&channel, &mut pending, consumer).await;
-                return;
-            }
-        }
-        if pending.acks.len() >= batch {
-            send(&channel, &mut pending, consumer).await;
-            linger_until = None;
-        }
-    }
-}
-
-async fn send(channel: &lapin::Channel, pending: &mut Pending, consumer: &'static str) {
-    let (multiple, singles) = pending.take();
-    let acks = multiple
-        .map(|tag| (tag, true))
-        .into_iter()
-        .chain(singles.into_iter().map(|tag| (tag, false)));
-    for (tag, multiple) in acks {
-        if let Err(error) = channel.basic_ack(tag, BasicAckOptions { multiple }).await {
-            // The channel is gone; the broker redelivers whatever it had not seen acked.
-            tracing::info!(consumer, %error, "acks not sent: the channel closed; the broker redelivers those messages");
-            return;
-        }
     }
 }
 
