@@ -7,9 +7,9 @@
 //! retried. See [`crate::HandlerError`] for the retry model.
 
 mod consume;
-mod decode;
+pub(crate) mod decode;
 mod policy;
-mod settle;
+pub(crate) mod settle;
 
 use std::future::Future;
 use std::pin::Pin;
