@@ -23,6 +23,10 @@ pub mod model;
 pub mod naming;
 pub mod schema;
 
+#[doc(hidden)]
+#[path = "fuzz.rs"]
+pub mod __fuzz;
+
 use std::path::Path;
 
 pub use check::routing;

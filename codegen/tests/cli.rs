@@ -162,3 +162,26 @@ fn generate_and_check_report_contract_errors_like_validate() {
     assert!(stderr(&output).ends_with("9 errors, 0 warnings\n"));
     assert!(output.stdout.is_empty());
 }
+
+/// A contract could name a device as a schema (`schema_roots: ["/"]`, `payload: /dev/zero`),
+/// and validation read it until memory ran out. `/dev/null` shows the refusal without the
+/// danger: it used to be read as an empty file and reported as invalid JSON.
+#[cfg(unix)]
+#[test]
+fn a_device_named_as_a_schema_is_refused_unread() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let contract = dir.path().join("warren.yaml");
+    std::fs::write(
+        &contract,
+        "schema_roots: [\"/\"]\nqueues:\n  work: { on_poison: drop }\n\
+         messages:\n  ping: { payload: /dev/null }\n",
+    )
+    .expect("a contract");
+    let output = warren(&["validate", "--color", "never", &contract.to_string_lossy()]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("/dev/null: cannot read schema file: not a regular file"),
+        "{}",
+        stderr(&output)
+    );
+}

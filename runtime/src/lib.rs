@@ -12,6 +12,9 @@
 //! - [`Publisher`]: publishes typed payloads with confirms and `mandatory`;
 //! - [`Worker`], [`Handler`], [`BatchHandler`]: run consumers.
 
+#[path = "fuzz.rs"]
+#[doc(hidden)]
+pub mod __fuzz;
 mod amqp;
 mod connection;
 mod declare;

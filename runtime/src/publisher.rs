@@ -32,7 +32,7 @@ impl Compression {
         }
     }
 
-    fn compress(self, body: &[u8]) -> std::io::Result<Vec<u8>> {
+    pub(crate) fn compress(self, body: &[u8]) -> std::io::Result<Vec<u8>> {
         let level = flate2::Compression::default();
         match self {
             Self::Gzip => {

@@ -237,7 +237,14 @@ impl<'a> Bundler<'a> {
 
     fn parse_file(&mut self, path: &Path) -> Option<Value> {
         let shown = self.paths.show(path);
-        let text = match std::fs::read_to_string(path) {
+        // Only regular files are read: a device or pipe named as a schema (`/dev/zero` under
+        // `schema_roots: ["/"]`) would be read until memory runs out, or block for ever.
+        let read = if path.is_file() {
+            std::fs::read_to_string(path)
+        } else {
+            Err(std::io::Error::other("not a regular file"))
+        };
+        let text = match read {
             // A byte-order mark is neither JSON nor YAML; editors on some systems add one.
             Ok(text) => match text.strip_prefix('\u{feff}') {
                 Some(rest) => rest.to_owned(),

@@ -55,14 +55,21 @@ pub(crate) fn retries_so_far(raw: &lapin::message::Delivery, queue: &QueueInfo) 
 
 /// The exchange and routing key the message was first published with: after a retry hop
 /// through a wait queue the delivery's own are the default exchange and the queue's name.
+///
+/// A header value longer than AMQP's 255-byte names is not a route any broker delivered, and
+/// publishing a dead-letter copy to it would panic in lapin (`ShortString::from`), so the
+/// delivery's own route stands in for it (found while fuzzing the decode path).
 pub(crate) fn original_route(raw: &lapin::message::Delivery) -> (String, String) {
     let table = raw.properties.headers().as_ref();
+    let header = |key| header_str(table, key).filter(|value| value.len() <= MAX_NAME_BYTES);
     (
-        header_str(table, headers::ORIGINAL_EXCHANGE).unwrap_or_else(|| raw.exchange.to_string()),
-        header_str(table, headers::ORIGINAL_ROUTING_KEY)
-            .unwrap_or_else(|| raw.routing_key.to_string()),
+        header(headers::ORIGINAL_EXCHANGE).unwrap_or_else(|| raw.exchange.to_string()),
+        header(headers::ORIGINAL_ROUTING_KEY).unwrap_or_else(|| raw.routing_key.to_string()),
     )
 }
+
+/// The longest exchange name or routing key AMQP carries (a short string).
+const MAX_NAME_BYTES: usize = 255;
 
 /// Decodes `raw` as message `M`, validating it against its JSON Schemas unless `validators`
 /// is `None` (validation turned off).
@@ -181,7 +188,44 @@ fn decompress<'a>(
 mod tests {
     use std::io::Write;
 
-    use super::decompress;
+    use lapin::BasicProperties;
+    use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+
+    use super::{decompress, headers, original_route};
+
+    /// A publisher may set `x-original-*` headers to anything; one longer than an AMQP name
+    /// used to become the routing key of the dead-letter copy, and lapin panicked on it.
+    #[test]
+    fn an_original_route_too_long_for_amqp_falls_back_to_the_delivery() {
+        let route = |exchange: &str, key: &str| {
+            let mut table = FieldTable::default();
+            for (name, value) in [
+                (headers::ORIGINAL_EXCHANGE, exchange),
+                (headers::ORIGINAL_ROUTING_KEY, key),
+            ] {
+                table.insert(
+                    ShortString::from(name),
+                    AMQPValue::LongString(LongString::from(value)),
+                );
+            }
+            let mut raw = lapin::message::Delivery::mock(
+                1,
+                ShortString::from("jobs"),
+                ShortString::from("job.created"),
+                false,
+                Vec::new(),
+            );
+            raw.properties = BasicProperties::default().with_headers(table);
+            original_route(&raw)
+        };
+        let long = "k".repeat(256);
+        assert_eq!(
+            route(&long, &long),
+            ("jobs".to_owned(), "job.created".to_owned())
+        );
+        let longest = "k".repeat(255);
+        assert_eq!(route("orders", &longest), ("orders".to_owned(), longest));
+    }
 
     fn gzip(data: &[u8]) -> Vec<u8> {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());

@@ -9,10 +9,10 @@
 mod acks;
 mod breaker;
 mod consume;
-mod decode;
+pub(crate) mod decode;
 mod policy;
 mod runner;
-mod settle;
+pub(crate) mod settle;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -20,7 +20,7 @@ pub(crate) const MAX_ERROR_BYTES: usize = 1024;
 const COPY_FAILURE_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Settles the deliveries of one consumer.
-pub(crate) struct Settler {
+pub(in crate::worker) struct Settler {
     pub queue: QueueInfo,
     pub consumer: &'static str,
     /// A confirm-mode channel of the consumer's own, for retry and dead-letter copies.
