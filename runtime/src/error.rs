@@ -150,6 +150,15 @@ pub enum PublishError {
     /// The routing key is longer than AMQP's 255 bytes.
     #[error("routing key is {0} bytes; AMQP allows at most 255")]
     RoutingKeyTooLong(usize),
+    /// The message id or the (namespaced) exchange name is longer than AMQP's 255 bytes;
+    /// nothing was sent.
+    #[error("the {what} is {bytes} bytes; AMQP allows at most 255")]
+    TooLong {
+        /// `message id` or `exchange name`.
+        what: &'static str,
+        /// Its length.
+        bytes: usize,
+    },
     /// Compressing the body failed.
     #[error("cannot compress the body: {0}")]
     Compress(#[source] std::io::Error),

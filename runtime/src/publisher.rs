@@ -203,6 +203,7 @@ impl Publisher {
             .message_id
             .clone()
             .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+        short("message id", &message_id)?;
         let mut properties = BasicProperties::default()
             .with_content_type(ShortString::from(M::CONTENT_TYPE))
             .with_delivery_mode(2)
@@ -278,6 +279,11 @@ impl Publisher {
         body: &[u8],
         properties: BasicProperties,
     ) -> Result<(), PublishError> {
+        // AMQP short strings; lapin would panic on longer ones.
+        short("exchange name", exchange)?;
+        if routing_key.len() > MAX_SHORT {
+            return Err(PublishError::RoutingKeyTooLong(routing_key.len()));
+        }
         let deadline = crate::connection::deadline_after(self.timeout);
         let channel = tokio::time::timeout_at(deadline, self.channel(deadline))
             .await
@@ -329,6 +335,19 @@ impl Publisher {
             }
         }
     }
+}
+
+/// The longest AMQP short string, in bytes.
+const MAX_SHORT: usize = 255;
+
+fn short(what: &'static str, text: &str) -> Result<(), PublishError> {
+    if text.len() > MAX_SHORT {
+        return Err(PublishError::TooLong {
+            what,
+            bytes: text.len(),
+        });
+    }
+    Ok(())
 }
 
 fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -104,9 +104,30 @@ async fn unroutable_and_invalid_publishes_are_errors() {
             placeholder: "target"
         })
     ));
+    // An id longer than an AMQP short string is an error, not a panic in the client.
+    let long_id = h
+        .publishers
+        .with(warren_runtime::PublishOptions::default().message_id("x".repeat(256)))
+        .submit(
+            "none",
+            &job("long-id", JobBehaviour::Ok),
+            &warren_broker_tests::headers(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            long_id,
+            PublishError::TooLong {
+                what: "message id",
+                bytes: 256
+            }
+        ),
+        "{long_id}"
+    );
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
-        h.recorder.attempts("invalid").is_empty(),
+        h.recorder.attempts("invalid").is_empty() && h.recorder.attempts("long-id").is_empty(),
         "nothing was sent"
     );
     h.stop().await.expect("clean shutdown");
