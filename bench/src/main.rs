@@ -69,10 +69,19 @@ impl Row {
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-async fn fresh(connection: &Connection, base: &Topology, scenario: &str) -> Result<Topology> {
-    let topology = base.namespaced(&format!("{scenario}."));
-    warren_runtime::declare(connection, &topology).await?;
-    Ok(topology)
+/// Empties the benchmark queue between scenarios. The topology is declared once per run:
+/// creating and deleting a few dozen quorum queues per scenario strains a small broker
+/// (RabbitMQ 3.10 has answered `INTERNAL_ERROR` to such churn).
+async fn purge(connection: &Connection, topology: &Topology) -> Result<()> {
+    let channel = connection.create_channel().await?;
+    channel
+        .queue_purge(
+            ShortString::from(format!("{}bench", topology.namespace)),
+            lapin::options::QueuePurgeOptions::default(),
+        )
+        .await?;
+    channel.close(200, ShortString::from("purged")).await?;
+    Ok(())
 }
 
 /// Hand-written lapin publishing with a window of outstanding confirms.
@@ -274,41 +283,52 @@ async fn main() -> Result<()> {
     println!(
         "\nwarren-bench: {n} messages of {body_len} bytes, quorum queues, confirms, prefetch 200\n"
     );
+    warren_runtime::declare(&connection, &base).await?;
+    let outcome = run_broker_scenarios(&connection, &base, &scenario, n).await;
+    warren_runtime::delete(&connection, &base).await?;
+    connection.close().await?;
+    outcome
+}
+
+async fn run_broker_scenarios(
+    connection: &Connection,
+    topology: &Topology,
+    scenario: &str,
+    n: usize,
+) -> Result<()> {
+    let all = scenario == "all";
     if all || scenario == "publish" {
-        bench_publish(&connection, &base, n).await?;
+        bench_publish(connection, topology, n).await?;
     }
     if all || scenario == "consume" {
-        bench_consume(&connection, &base, n).await?;
+        bench_consume(connection, topology, n).await?;
     }
     if all || scenario == "retry" {
-        bench_retry(&connection, &base, n).await?;
+        bench_retry(connection, topology, n).await?;
     }
-    connection.close().await?;
     Ok(())
 }
 
-async fn bench_publish(connection: &Connection, base: &Topology, n: usize) -> Result<()> {
+async fn bench_publish(connection: &Connection, t: &Topology, n: usize) -> Result<()> {
     println!("publish (ratios against the windowed lapin publisher):");
     let mut rows = Vec::new();
-    let t = fresh(connection, base, "lapin-publish").await?;
     rows.push(Row {
         name: "lapin, window of 1000 confirms",
         elapsed: lapin_publish(connection, &format!("{}bench", t.namespace), n).await?,
         messages: n,
     });
-    warren_runtime::delete(connection, &t).await?;
-    let t = fresh(connection, base, "warren-publish").await?;
+    purge(connection, t).await?;
     rows.push(Row {
         name: "warren publisher (validates), 1000 in flight",
-        elapsed: warren_publish(connection, &t, n).await?,
+        elapsed: warren_publish(connection, t, n).await?,
         messages: n,
     });
-    warren_runtime::delete(connection, &t).await?;
+    purge(connection, t).await?;
     print(&rows, "lapin, window of 1000 confirms");
     Ok(())
 }
 
-async fn bench_consume(connection: &Connection, base: &Topology, n: usize) -> Result<()> {
+async fn bench_consume(connection: &Connection, t: &Topology, n: usize) -> Result<()> {
     println!("\nconsume (ratios against the hand-tuned lapin consumer):");
     let mut rows = Vec::new();
     for (name, scenario) in [
@@ -326,27 +346,26 @@ async fn bench_consume(connection: &Connection, base: &Topology, n: usize) -> Re
             "warren-consume-unvalidated",
         ),
     ] {
-        let t = fresh(connection, base, scenario).await?;
         let queue = format!("{}bench", t.namespace);
         lapin_publish(connection, &queue, n).await?;
         let elapsed = match scenario {
             "lapin-ack-each" => lapin_consume(connection, &queue, n, 1).await?,
             "lapin-multiple" => lapin_consume(connection, &queue, n, 50).await?,
-            "warren-consume" => warren_consume(connection, &t, n, true).await?,
-            _ => warren_consume(connection, &t, n, false).await?,
+            "warren-consume" => warren_consume(connection, t, n, true).await?,
+            _ => warren_consume(connection, t, n, false).await?,
         };
         rows.push(Row {
             name,
             elapsed,
             messages: n,
         });
-        warren_runtime::delete(connection, &t).await?;
+        purge(connection, t).await?;
     }
     print(&rows, "lapin, hand-tuned (multiple ack every 50)");
     Ok(())
 }
 
-async fn bench_retry(connection: &Connection, base: &Topology, n: usize) -> Result<()> {
+async fn bench_retry(connection: &Connection, t: &Topology, n: usize) -> Result<()> {
     // A tenth of the messages: each is handled twice and published twice.
     let n = (n / 10).max(1);
     println!(
@@ -357,13 +376,11 @@ async fn bench_retry(connection: &Connection, base: &Topology, n: usize) -> Resu
         ("immediate-requeue (quorum reject)", "retry-requeue"),
         ("ttl-backoff, 10 ms tier", "retry-backoff"),
     ] {
-        let t = fresh(connection, base, queue).await?;
         rows.push(Row {
             name,
-            elapsed: retry::throughput(connection, &t, queue, n).await?,
+            elapsed: retry::throughput(connection, t, queue, n).await?,
             messages: n,
         });
-        warren_runtime::delete(connection, &t).await?;
     }
     print(&rows, "immediate-requeue (quorum reject)");
 
@@ -382,8 +399,7 @@ async fn bench_retry(connection: &Connection, base: &Topology, n: usize) -> Resu
             true,
         ),
     ] {
-        let t = fresh(connection, base, queue).await?;
-        let timing = retry::timing(connection, &t, queue, n, jitter).await?;
+        let timing = retry::timing(connection, t, queue, n, jitter).await?;
         println!(
             "  {:<46} {:>6} delays  p50 {:>6.1} ms  p99 {:>6.1} ms  max {:>6.1} ms",
             name,
@@ -392,7 +408,6 @@ async fn bench_retry(connection: &Connection, base: &Topology, n: usize) -> Resu
             timing.p99.as_secs_f64() * 1e3,
             timing.max.as_secs_f64() * 1e3,
         );
-        warren_runtime::delete(connection, &t).await?;
     }
     Ok(())
 }

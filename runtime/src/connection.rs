@@ -354,13 +354,7 @@ async fn supervise(shared: Weak<Shared>, mut opened: Opened, mut url_index: usiz
             true
         });
         if !published {
-            let _ = tokio::time::timeout(
-                STATUS_TICK,
-                opened
-                    .connection
-                    .close(200, ShortString::from("closed by warren")),
-            )
-            .await;
+            abandon(&opened.connection, "closed by warren").await;
             return;
         }
         tracing::info!(connection = %name, url = index, generation, "reconnected");
@@ -456,13 +450,7 @@ async fn attempts(shared: &Weak<Shared>, failed: usize) -> Option<(Opened, usize
                 Err(error) => {
                     // A broker still starting can refuse declarations; a topology that no
                     // longer matches never will, and says so in the log.
-                    let _ = tokio::time::timeout(
-                        STATUS_TICK,
-                        opened
-                            .connection
-                            .close(200, ShortString::from("re-declare failed")),
-                    )
-                    .await;
+                    abandon(&opened.connection, "re-declare failed").await;
                     Err(format!("re-declaring the topology failed: {error}"))
                 }
             }
@@ -479,6 +467,12 @@ async fn attempts(shared: &Weak<Shared>, failed: usize) -> Option<(Opened, usize
             }
         }
     }
+}
+
+/// Closes a connection that will not be used, without waiting long for the broker.
+async fn abandon(connection: &lapin::Connection, why: &str) {
+    let close = connection.close(200, ShortString::from(why));
+    let _ = tokio::time::timeout(STATUS_TICK, close).await;
 }
 
 async fn redeclare(

@@ -126,7 +126,7 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
                 // Decoding (decompression, validation) and settling run in the delivery's
                 // task, under its permit, not in the consume loop: a large or poison message
                 // does not hold up the next one.
-                runner.tasks.spawn(async move {
+                runner.begin(async move {
                     let Some(delivery) =
                         decoded::<M>(&raw, &settler, validators.as_deref(), max_body_bytes).await
                     else {
@@ -215,7 +215,7 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                 let settler = runner.settler.clone();
                 let breaker = runner.breaker.clone();
                 let handler = self.handler.clone();
-                runner.tasks.spawn(async move {
+                runner.begin(async move {
                     // One retry count for the batch: it is retried or dead-lettered together.
                     let retries = deliveries
                         .iter()

@@ -327,6 +327,32 @@ impl Runner {
         tracing::info!(consumer = name, "stopped");
     }
 
+    /// Starts the work of one delivery (or batch): polled once here, and only spawned as a
+    /// task of its own if it has to wait. A handler that finishes at once (no I/O, or I/O that
+    /// was ready) is settled without a task, a spawn and a hop to another thread: that is most
+    /// of the cost of a fast handler.
+    pub fn begin(&mut self, work: impl Future<Output = ()> + Send + 'static) {
+        let mut work = Box::pin(work);
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        // A future that returns `Pending` has registered the no-op waker only; the runtime
+        // polls the spawned task at once, which registers the real one.
+        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            work.as_mut().poll(&mut context)
+        }));
+        match polled {
+            Ok(std::task::Poll::Ready(())) => {}
+            Ok(std::task::Poll::Pending) => {
+                self.tasks.spawn(work);
+            }
+            Err(_) => {
+                tracing::error!(
+                    consumer = self.spec.name,
+                    "a settle task panicked; its delivery returns to the queue when the channel closes"
+                );
+            }
+        }
+    }
+
     /// Collects finished tasks so the set does not grow; a task that panicked is a bug worth
     /// a log line (its delivery returns to the queue when the channel closes).
     pub fn reap(&mut self) {

@@ -33,6 +33,19 @@ struct Published {
     not_sent: usize,
 }
 
+/// A private broker node on `port`, and a harness on it.
+async fn private(
+    port: u16,
+    test: &str,
+    configure: impl FnOnce(warren_runtime::Worker) -> warren_runtime::Worker,
+) -> (PrivateBroker, Harness) {
+    let broker = tokio::task::spawn_blocking(move || PrivateBroker::start(port))
+        .await
+        .expect("the broker starts");
+    let harness = Harness::start_at(&broker.url(), test, configure).await;
+    (broker, harness)
+}
+
 fn is_transient(n: usize) -> bool {
     n.is_multiple_of(TRANSIENT_EVERY)
 }
@@ -51,10 +64,7 @@ fn chaos_job(n: usize) -> types::Job {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confirmed_messages_survive_three_broker_kills() {
-    let broker = tokio::task::spawn_blocking(|| PrivateBroker::start(5791))
-        .await
-        .expect("the broker starts");
-    let harness = Harness::start_at(&broker.url(), "chaos", |worker| {
+    let (broker, harness) = private(5791, "chaos", |worker| {
         worker.with_publish_timeout(Duration::from_secs(5))
     })
     .await;
@@ -182,10 +192,7 @@ async fn confirmed_messages_survive_three_broker_kills() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_closed_mid_handler_is_redelivered_and_everything_resumes() {
-    let broker = tokio::task::spawn_blocking(|| PrivateBroker::start(5792))
-        .await
-        .expect("the broker starts");
-    let harness = Harness::start_at(&broker.url(), "mid-handler", |worker| worker).await;
+    let (broker, harness) = private(5792, "mid-handler", |worker| worker).await;
     harness
         .submit("bounded", job("held", types::JobBehaviour::Hold))
         .await;
@@ -258,10 +265,7 @@ async fn a_connection_closed_mid_handler_is_redelivered_and_everything_resumes()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn publishes_wait_out_a_resource_alarm_and_never_claim_an_unconfirmed_success() {
-    let broker = tokio::task::spawn_blocking(|| PrivateBroker::start(5793))
-        .await
-        .expect("the broker starts");
-    let harness = Harness::start_at(&broker.url(), "alarm", |worker| worker).await;
+    let (broker, harness) = private(5793, "alarm", |worker| worker).await;
     harness
         .submit("none", job("before", types::JobBehaviour::Ok))
         .await;
