@@ -309,7 +309,9 @@ impl Diagnostics {
         }
         let source = self.sources.get(&diagnostic.file);
         match (diagnostic.span(), source) {
-            (Some(span), Some(text)) => {
+            // A snippet of a minified or machine-made file would print the whole of a huge
+            // line; the headline's line and column say where instead.
+            (Some(span), Some(text)) if line_around(text, span.offset) <= MAX_SNIPPET_LINE => {
                 let label = if place.is_empty() {
                     "here".to_owned()
                 } else {
@@ -330,6 +332,24 @@ impl Diagnostics {
             }
         }
     }
+}
+
+/// The longest source line shown in a snippet, in bytes.
+const MAX_SNIPPET_LINE: usize = 400;
+
+/// The length of the line of `text` that holds byte `offset`.
+fn line_around(text: &str, offset: usize) -> usize {
+    let offset = offset.min(text.len());
+    let bytes = text.as_bytes();
+    let start = bytes[..offset]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |i| i + 1);
+    let end = bytes[offset..]
+        .iter()
+        .position(|b| *b == b'\n')
+        .map_or(text.len(), |i| offset + i);
+    end - start
 }
 
 impl fmt::Display for Diagnostics {

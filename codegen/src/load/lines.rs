@@ -48,6 +48,16 @@ impl<'a> LineIndex<'a> {
         start + within
     }
 
+    /// A zero-length span at byte `offset` (on a character boundary).
+    pub(crate) fn at(&self, offset: usize) -> Span {
+        let line = self.starts.partition_point(|start| *start <= offset).max(1);
+        let start = self.starts[line - 1];
+        let column = self.text[start..offset.min(self.text.len()).max(start)]
+            .chars()
+            .count();
+        self.point(line, column, Column::Chars)
+    }
+
     /// A zero-length span at 1-based `line` and 0-based `column`.
     pub(crate) fn point(&self, line: usize, column: usize, unit: Column) -> Span {
         let offset = self.offset(line, column, unit);

@@ -3,7 +3,7 @@
 
 mod lines;
 mod paths;
-mod spans;
+pub(crate) mod spans;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

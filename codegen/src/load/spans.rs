@@ -54,14 +54,9 @@ impl YamlSpans {
         let lines = LineIndex::new(text);
         // Flow collections are nested by brackets, cheaply counted before any parser sees
         // them (parsers take quadratic time on thousands of levels).
-        if let Some(offset) = flow_too_deep(text) {
-            let line = text[..offset].matches('\n').count() + 1;
-            let column = text[..offset]
-                .rsplit('\n')
-                .next()
-                .map_or(0, |l| l.chars().count());
+        if let Some(offset) = flow_too_deep(text, MAX_DEPTH) {
             return Self {
-                too_deep: Some(lines.point(line, column, Column::Chars)),
+                too_deep: Some(lines.at(offset)),
                 ..Self::default()
             };
         }
@@ -121,9 +116,9 @@ impl YamlSpans {
     }
 }
 
-/// The byte offset where `[`/`{` nesting first passes [`MAX_DEPTH`], skipping quoted strings
-/// and comments.
-fn flow_too_deep(text: &str) -> Option<usize> {
+/// The byte offset where `[`/`{` nesting first passes `max`, skipping quoted strings and
+/// comments. Linear, so it can run before a parser that would take quadratic time.
+pub(crate) fn flow_too_deep(text: &str, max: usize) -> Option<usize> {
     let mut depth = 0usize;
     let mut quote: Option<char> = None;
     let mut previous = '\n';
@@ -143,7 +138,7 @@ fn flow_too_deep(text: &str) -> Option<usize> {
             }
             (None, '[' | '{') => {
                 depth += 1;
-                if depth > MAX_DEPTH {
+                if depth > max {
                     return Some(offset);
                 }
             }

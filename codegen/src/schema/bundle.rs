@@ -27,6 +27,9 @@ use crate::diagnostics::{Diagnostic, Diagnostics, Place};
 use crate::load::{Column, LineIndex, PathDisplay, YamlSpans};
 use crate::naming::{Case, ident};
 
+/// The deepest bracket nesting read from a YAML schema file: serde_json's own recursion
+/// limit for JSON ones.
+const MAX_SCHEMA_DEPTH: usize = 128;
 /// Keywords whose value is one subschema (`items` may also be a draft-07 tuple of them).
 const SUBSCHEMA_KEYWORDS: &[&str] = &[
     "items",
@@ -263,7 +266,20 @@ impl<'a> Bundler<'a> {
             path.extension().and_then(|e| e.to_str()),
             Some("yaml" | "yml")
         );
-        let parsed = if is_yaml {
+        let parsed = if is_yaml
+            && let Some(offset) = crate::load::spans::flow_too_deep(&text, MAX_SCHEMA_DEPTH)
+        {
+            // YAML parsers take quadratic time on thousands of nested brackets; JSON files
+            // meet serde_json's own limit at the same depth.
+            let point = LineIndex::new(&text).at(offset);
+            Err(Diagnostic::error(
+                "invalid-schema-file",
+                &shown,
+                format!("nested more than {MAX_SCHEMA_DEPTH} levels deep"),
+            )
+            .with_help("flatten the schema with `$defs` and `$ref`")
+            .at(Place::Position(point)))
+        } else if is_yaml {
             yaml_serde::from_str::<Value>(&text)
                 .map_err(|e| crate::load::yaml_error(&shown, &text, &e, "fix the YAML syntax here"))
         } else {
