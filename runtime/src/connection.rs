@@ -31,6 +31,8 @@ const STATUS_TICK: Duration = Duration::from_secs(1);
 /// Bounds of the reconnect pauses.
 const MIN_PAUSE: Duration = Duration::from_millis(10);
 const MAX_PAUSE: Duration = Duration::from_secs(3600);
+/// How long a link must stay up for the next reconnect to start from the shortest pause.
+const STABLE: Duration = Duration::from_secs(30);
 /// Failed attempts between two warnings while reconnecting.
 const WARN_EVERY: u32 = 10;
 
@@ -315,6 +317,10 @@ async fn open(url: &str, name: &str) -> Result<Opened, lapin::Error> {
 /// handle to it is dropped.
 async fn supervise(shared: Weak<Shared>, mut opened: Opened, mut url_index: usize) {
     let mut generation = 0;
+    // A link that fails soon after it came up (a flapping broker, a load balancer accepting
+    // and dropping) resumes the backoff where it was rather than at its first, shortest pause.
+    let mut since = tokio::time::Instant::now();
+    let mut attempts = 0;
     loop {
         let Some(error) = watch_link(&shared, &mut opened).await else {
             return;
@@ -337,10 +343,15 @@ async fn supervise(shared: Weak<Shared>, mut opened: Opened, mut url_index: usiz
         *lock(&strong.blocked) = None;
         tracing::warn!(connection = %name, %error, "connection lost; reconnecting");
         drop(strong);
-        let Some((next, index)) = reconnect(&shared, url_index).await else {
+        if since.elapsed() >= STABLE {
+            attempts = 0;
+        }
+        let Some((next, index, made)) = reconnect(&shared, url_index, attempts).await else {
             return;
         };
         generation += 1;
+        attempts = made;
+        since = tokio::time::Instant::now();
         url_index = index;
         opened = next;
         let Some(strong) = shared.upgrade() else {
@@ -414,19 +425,29 @@ async fn watch_link(shared: &Weak<Shared>, opened: &mut Opened) -> Option<lapin:
 /// Reconnects, trying the URLs in turn from the one after `failed`, with backoff between
 /// attempts, and re-declares the remembered topologies. `None` when the connection was
 /// closed or dropped meanwhile.
-async fn reconnect(shared: &Weak<Shared>, failed: usize) -> Option<(Opened, usize)> {
+async fn reconnect(
+    shared: &Weak<Shared>,
+    failed: usize,
+    first: u32,
+) -> Option<(Opened, usize, u32)> {
     let mut link = shared.upgrade()?.link.subscribe();
     let closed = async move {
         let _ = link.wait_for(|link| matches!(link, Link::Closed)).await;
     };
     tokio::select! {
         () = closed => None,
-        reconnected = attempts(shared, failed) => reconnected,
+        reconnected = attempts(shared, failed, first) => reconnected,
     }
 }
 
-async fn attempts(shared: &Weak<Shared>, failed: usize) -> Option<(Opened, usize)> {
-    let mut attempt: u32 = 0;
+/// Attempts from `first` on (it sets the first pause); returns the connection, the URL index
+/// and the attempts counted.
+async fn attempts(
+    shared: &Weak<Shared>,
+    failed: usize,
+    first: u32,
+) -> Option<(Opened, usize, u32)> {
+    let mut attempt = first;
     loop {
         let (settings, topologies) = {
             let strong = shared.upgrade()?;
@@ -439,7 +460,7 @@ async fn attempts(shared: &Weak<Shared>, failed: usize) -> Option<(Opened, usize
             settings.reconnect_max,
         ))
         .await;
-        let index = (failed + 1 + attempt as usize) % settings.urls.len();
+        let index = (failed + 1 + (attempt - first) as usize) % settings.urls.len();
         attempt = attempt.saturating_add(1);
         let opened = tokio::time::timeout(ATTEMPT_TIMEOUT, async {
             let opened = open(&settings.urls[index], &settings.name)
@@ -458,8 +479,8 @@ async fn attempts(shared: &Weak<Shared>, failed: usize) -> Option<(Opened, usize
         .await
         .unwrap_or_else(|_| Err(format!("no answer within {ATTEMPT_TIMEOUT:?}")));
         match opened {
-            Ok(opened) => return Some((opened, index)),
-            Err(error) if attempt == 1 || attempt.is_multiple_of(WARN_EVERY) => {
+            Ok(opened) => return Some((opened, index, attempt)),
+            Err(error) if attempt == first + 1 || attempt.is_multiple_of(WARN_EVERY) => {
                 tracing::warn!(connection = %settings.name, url = index, attempt, %error, "reconnect attempt failed; trying again");
             }
             Err(error) => {
