@@ -203,7 +203,8 @@ pub enum WorkerError {
     /// The channel for retry and dead-letter copies could not be opened.
     #[error("cannot open the publishing channel: {0}")]
     Publisher(String),
-    /// The broker cancelled a consumer (its queue was deleted) or closed its channel.
+    /// The broker cancelled a consumer and its queue is gone (deleted). A cancel whose queue
+    /// still exists, and a lost channel or connection, are recovered from instead.
     #[error("consumer `{consumer}` of queue `{queue}` was cancelled by the broker")]
     Cancelled {
         /// The consumer.
