@@ -125,9 +125,16 @@ impl Runner {
     pub async fn work(&mut self) -> Option<Work> {
         // The permit first: the failures that open the breaker are those of the work that
         // held the permits, so the breaker is read only once they are done.
-        let permit = tokio::select! {
-            _ = self.stopped() => return None,
-            permit = self.permits.clone().acquire_owned() => permit.ok()?,
+        if *self.context.shutdown.borrow() {
+            return None;
+        }
+        // A free permit is the common case: taken without setting up a wait for shutdown.
+        let permit = match self.permits.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => tokio::select! {
+                _ = self.stopped() => return None,
+                permit = self.permits.clone().acquire_owned() => permit.ok()?,
+            },
         };
         if let Some(probe) = self.probe.take() {
             // The probe's outcome decides whether to go on or cool down again.
@@ -163,7 +170,9 @@ impl Runner {
     /// shutdown; an error when the consumer cannot go on (its queue is gone).
     pub async fn next(&mut self) -> Result<Option<Box<Taken>>, WorkerError> {
         loop {
-            let stopped = self.stopped();
+            if *self.context.shutdown.borrow() {
+                return Ok(None);
+            }
             let Some(subscription) = self.subscription.as_mut() else {
                 match self.resubscribe().await? {
                     Some(subscription) => {
@@ -173,9 +182,17 @@ impl Runner {
                     None => return Ok(None),
                 }
             };
-            let next = tokio::select! {
-                () = stopped => return Ok(None),
-                next = subscription.consumer.next() => next,
+            // A delivery already buffered is the common case under load: taken without
+            // setting up a wait for shutdown (dropping a pending `next()` loses nothing).
+            let next = match futures_lite::future::poll_once(subscription.consumer.next()).await {
+                Some(next) => next,
+                None => {
+                    let mut shutdown = self.context.shutdown.clone();
+                    tokio::select! {
+                        _ = shutdown.wait_for(|stop| *stop) => return Ok(None),
+                        next = subscription.consumer.next() => next,
+                    }
+                }
             };
             match next {
                 Some(Ok(raw)) => {
