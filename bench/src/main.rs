@@ -57,15 +57,41 @@ fn unreachable_order(error: &serde_json::Error) -> types::BenchOrder {
 /// One measured scenario.
 struct Row {
     name: &'static str,
+    /// The median of the rounds.
     elapsed: Duration,
     messages: usize,
+    /// Every round's rate, in msg/s (one when the scenario ran once).
+    rates: Vec<f64>,
 }
 
 impl Row {
+    fn once(name: &'static str, elapsed: Duration, messages: usize) -> Self {
+        Self::rounds(name, vec![elapsed], messages)
+    }
+
+    /// The median of `rounds`, keeping every round's rate for the spread.
+    fn rounds(name: &'static str, mut rounds: Vec<Duration>, messages: usize) -> Self {
+        rounds.sort();
+        let rates = rounds
+            .iter()
+            .map(|d| messages as f64 / d.as_secs_f64())
+            .collect();
+        Self {
+            name,
+            elapsed: rounds[rounds.len() / 2],
+            messages,
+            rates,
+        }
+    }
+
     fn rate(&self) -> f64 {
         self.messages as f64 / self.elapsed.as_secs_f64()
     }
 }
+
+/// Rounds of the publish and consume scenarios, interleaved so that a slow moment of the
+/// shared machine hits every scenario alike; the table shows each scenario's median round.
+const ROUNDS: usize = 3;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -240,8 +266,14 @@ fn print(rows: &[Row], baseline: &str) {
         .find(|r| r.name == baseline)
         .map_or(1.0, Row::rate);
     for row in rows {
+        let spread = match (row.rates.first(), row.rates.last()) {
+            (Some(slowest), Some(fastest)) if row.rates.len() > 1 => {
+                format!("  (rounds {slowest:.0}..{fastest:.0})")
+            }
+            _ => String::new(),
+        };
         println!(
-            "  {:<46} {:>8} msgs {:>8.2} s {:>10.0} msg/s {:>6.2}x",
+            "  {:<46} {:>8} msgs {:>8.2} s {:>10.0} msg/s {:>6.2}x{spread}",
             row.name,
             row.messages,
             row.elapsed.as_secs_f64(),
@@ -310,28 +342,27 @@ async fn run_broker_scenarios(
 }
 
 async fn bench_publish(connection: &Connection, t: &Topology, n: usize) -> Result<()> {
-    println!("publish (ratios against the windowed lapin publisher):");
-    let mut rows = Vec::new();
-    rows.push(Row {
-        name: "lapin, window of 1000 confirms",
-        elapsed: lapin_publish(connection, &format!("{}bench", t.namespace), n).await?,
-        messages: n,
-    });
-    purge(connection, t).await?;
-    rows.push(Row {
-        name: "warren publisher (validates), 1000 in flight",
-        elapsed: warren_publish(connection, t, n).await?,
-        messages: n,
-    });
-    purge(connection, t).await?;
+    println!("publish (median of {ROUNDS} rounds; ratios against the windowed lapin publisher):");
+    let (mut lapin, mut warren) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        lapin.push(lapin_publish(connection, &format!("{}bench", t.namespace), n).await?);
+        purge(connection, t).await?;
+        warren.push(warren_publish(connection, t, n).await?);
+        purge(connection, t).await?;
+    }
+    let rows = [
+        Row::rounds("lapin, window of 1000 confirms", lapin, n),
+        Row::rounds("warren publisher (validates), 1000 in flight", warren, n),
+    ];
     print(&rows, "lapin, window of 1000 confirms");
     Ok(())
 }
 
 async fn bench_consume(connection: &Connection, t: &Topology, n: usize) -> Result<()> {
-    println!("\nconsume (ratios against the hand-tuned lapin consumer):");
-    let mut rows = Vec::new();
-    for (name, scenario) in [
+    println!(
+        "\nconsume (median of {ROUNDS} rounds; ratios against the hand-tuned lapin consumer):"
+    );
+    let scenarios = [
         ("lapin, ack each", "lapin-ack-each"),
         (
             "lapin, hand-tuned (multiple ack every 50)",
@@ -345,22 +376,26 @@ async fn bench_consume(connection: &Connection, t: &Topology, n: usize) -> Resul
             "warren worker, validation off, no-op handler",
             "warren-consume-unvalidated",
         ),
-    ] {
-        let queue = format!("{}bench", t.namespace);
-        lapin_publish(connection, &queue, n).await?;
-        let elapsed = match scenario {
-            "lapin-ack-each" => lapin_consume(connection, &queue, n, 1).await?,
-            "lapin-multiple" => lapin_consume(connection, &queue, n, 50).await?,
-            "warren-consume" => warren_consume(connection, t, n, true).await?,
-            _ => warren_consume(connection, t, n, false).await?,
-        };
-        rows.push(Row {
-            name,
-            elapsed,
-            messages: n,
-        });
-        purge(connection, t).await?;
+    ];
+    let mut rounds: Vec<Vec<Duration>> = vec![Vec::new(); scenarios.len()];
+    let queue = format!("{}bench", t.namespace);
+    for _ in 0..ROUNDS {
+        for ((_, scenario), times) in scenarios.iter().zip(&mut rounds) {
+            lapin_publish(connection, &queue, n).await?;
+            times.push(match *scenario {
+                "lapin-ack-each" => lapin_consume(connection, &queue, n, 1).await?,
+                "lapin-multiple" => lapin_consume(connection, &queue, n, 50).await?,
+                "warren-consume" => warren_consume(connection, t, n, true).await?,
+                _ => warren_consume(connection, t, n, false).await?,
+            });
+            purge(connection, t).await?;
+        }
     }
+    let rows: Vec<Row> = scenarios
+        .iter()
+        .zip(rounds)
+        .map(|((name, _), times)| Row::rounds(name, times, n))
+        .collect();
     print(&rows, "lapin, hand-tuned (multiple ack every 50)");
     Ok(())
 }
@@ -376,11 +411,11 @@ async fn bench_retry(connection: &Connection, t: &Topology, n: usize) -> Result<
         ("immediate-requeue (quorum reject)", "retry-requeue"),
         ("ttl-backoff, 10 ms tier", "retry-backoff"),
     ] {
-        rows.push(Row {
+        rows.push(Row::once(
             name,
-            elapsed: retry::throughput(connection, t, queue, n).await?,
-            messages: n,
-        });
+            retry::throughput(connection, t, queue, n).await?,
+            n,
+        ));
     }
     print(&rows, "immediate-requeue (quorum reject)");
 
