@@ -266,9 +266,10 @@ fn print(rows: &[Row], baseline: &str) {
         .find(|r| r.name == baseline)
         .map_or(1.0, Row::rate);
     for row in rows {
+        // Rounds are sorted by time: the first is the fastest.
         let spread = match (row.rates.first(), row.rates.last()) {
-            (Some(slowest), Some(fastest)) if row.rates.len() > 1 => {
-                format!("  (rounds {slowest:.0}..{fastest:.0})")
+            (Some(fastest), Some(slowest)) if row.rates.len() > 1 => {
+                format!("  (rounds {slowest:.0} to {fastest:.0})")
             }
             _ => String::new(),
         };
