@@ -46,6 +46,19 @@ async fn private(
     (broker, harness)
 }
 
+/// Publishes job `id` to `target` and waits until it was handled exactly once: the proof
+/// that publishing and consuming both work (again).
+async fn handled_once(harness: &Harness, target: &str, id: &str) {
+    harness
+        .submit(target, job(id, types::JobBehaviour::Ok))
+        .await;
+    let attempts = harness
+        .recorder
+        .wait_attempts(id, 1, Duration::from_secs(10))
+        .await;
+    assert_eq!(attempts.len(), 1, "job {id} handled once");
+}
+
 fn is_transient(n: usize) -> bool {
     n.is_multiple_of(TRANSIENT_EVERY)
 }
@@ -235,14 +248,7 @@ async fn a_connection_closed_mid_handler_is_redelivered_and_everything_resumes()
     harness.recorder.release(1);
 
     // Publishing and consuming both resumed on the new connection.
-    harness
-        .submit("bounded", job("after", types::JobBehaviour::Ok))
-        .await;
-    let after = harness
-        .recorder
-        .wait_attempts("after", 1, Duration::from_secs(10))
-        .await;
-    assert_eq!(after.len(), 1);
+    handled_once(&harness, "bounded", "after").await;
     harness
         .recorder
         .wait(Duration::from_secs(5), || {
@@ -336,14 +342,7 @@ async fn publishes_wait_out_a_resource_alarm_and_never_claim_an_unconfirmed_succ
     alarm(false);
 
     // The connection recovered: publishing works again.
-    harness
-        .submit("none", job("after", types::JobBehaviour::Ok))
-        .await;
-    let after = harness
-        .recorder
-        .wait_attempts("after", 1, Duration::from_secs(10))
-        .await;
-    assert_eq!(after.len(), 1);
+    handled_once(&harness, "none", "after").await;
     println!(
         "alarm: waited {waited:?} for an alarm to clear; past the timeout: {blocked}; \
          connection dropped before the confirm: {error}"
