@@ -171,14 +171,24 @@ fn table(entries: Vec<(String, AMQPValue)>) -> FieldTable {
     table
 }
 
+fn seed() -> proptest::test_runner::RngSeed {
+    match std::env::var_os("PROPTEST_RNG_SEED") {
+        Some(_) => ProptestConfig::default().rng_seed,
+        None => proptest::test_runner::RngSeed::Fixed(0x5eed_0fde_c0de),
+    }
+}
+
 proptest! {
     // Enough cases to cross every branch above a few times in a second or two of a debug
     // build; the fuzzer is where long runs happen.
     // No regressions file: proptest prints the shrunk failing input, and the fixed bug has
     // a unit test of its own (`decode.rs`).
+    // A fixed seed, so CI runs the same cases every time; `PROPTEST_RNG_SEED=<n>` explores
+    // others.
     #![proptest_config(ProptestConfig {
         cases: 1024,
         failure_persistence: None,
+        rng_seed: seed(),
         ..ProptestConfig::default()
     })]
 

@@ -199,6 +199,26 @@ impl<'a> Bundler<'a> {
                 .definitions
                 .insert(name.to_owned(), first_body.clone());
         }
+        for (name, cycle) in unnested_cycles(&bundle.definitions) {
+            let Some(key) = names.iter().find(|(_, n)| **n == name).map(|(k, _)| k) else {
+                continue;
+            };
+            let through = cycle.join("` → `");
+            self.diagnostics.push(
+                Diagnostic::error(
+                    "ref-cycle",
+                    self.paths.show(&key.file),
+                    format!(
+                        "`{name}` refers to itself through `$ref`s and combinators alone (`{through}`), a loop that never reaches a property or an item: no type can be generated from it"
+                    ),
+                )
+                .with_help(
+                    "recursion must go through `properties`, `items` or a union; refer to a \
+                     definition rather than to the schema that holds the `$ref`",
+                )
+                .at(self.pointer_place(&key.file, &key.pointer)),
+            );
+        }
         (bundle, names, self.diagnostics)
     }
 
@@ -553,6 +573,66 @@ fn collect_refs(node: &Value, pointer: &str) -> Vec<(String, String)> {
     walk_refs(&mut node.clone(), pointer, true, &mut |at, target| {
         found.push((at.to_owned(), target.clone()));
     });
+    found
+}
+
+/// The `$ref` targets `node` reaches through combinators alone (`allOf`, `anyOf`, `oneOf`,
+/// `not`, `if`/`then`/`else`), without entering a property, an item or any other value.
+fn combinator_refs(node: &Value, targets: &mut Vec<String>) {
+    if let Some(target) = node
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+    {
+        targets.push(target.to_owned());
+    }
+    for keyword in ["allOf", "anyOf", "oneOf"] {
+        if let Some(Value::Array(members)) = node.get(keyword) {
+            for member in members {
+                combinator_refs(member, targets);
+            }
+        }
+    }
+    for keyword in ["not", "if", "then", "else"] {
+        if let Some(member) = node.get(keyword) {
+            combinator_refs(member, targets);
+        }
+    }
+}
+
+/// Definitions that reach themselves through `$ref`s and combinators alone, with the chain:
+/// `{"$ref": "#", …}`, `{"allOf": [{"oneOf": [{"$ref": "#"}]}]}` and friends. Such a schema
+/// never reaches the shape of a value; typify recurses on it until the stack overflows, which
+/// no `catch_unwind` can turn into an error, so it is refused before generation.
+fn unnested_cycles(definitions: &BTreeMap<String, Value>) -> Vec<(String, Vec<String>)> {
+    let shallow = |body: &Value| -> Vec<String> {
+        let mut targets = Vec::new();
+        combinator_refs(body, &mut targets);
+        targets
+    };
+    let mut found = Vec::new();
+    for start in definitions.keys() {
+        // Depth-first over shallow references, remembering the path to report it.
+        let mut stack = vec![(start.clone(), vec![start.clone()])];
+        let mut seen = BTreeSet::new();
+        while let Some((name, path)) = stack.pop() {
+            let Some(body) = definitions.get(&name) else {
+                continue;
+            };
+            for target in shallow(body) {
+                let mut next = path.clone();
+                next.push(target.clone());
+                if target == *start {
+                    found.push((start.clone(), next));
+                    stack.clear();
+                    break;
+                }
+                if seen.insert(target.clone()) {
+                    stack.push((target, next));
+                }
+            }
+        }
+    }
     found
 }
 
