@@ -114,6 +114,8 @@ pub(crate) struct Settings {
 /// What a consumer task needs to run.
 pub(crate) struct Context {
     pub connection: Connection,
+    /// Where retry and dead-letter copies are published (by default `connection`).
+    pub copies: Connection,
     pub queue: QueueInfo,
     pub settings: Settings,
     pub shutdown: watch::Receiver<bool>,
@@ -130,6 +132,7 @@ trait Registered: Send {
 /// Runs a contract's consumers on one connection, each on channels of its own.
 pub struct Worker {
     connection: Connection,
+    copies: Option<Connection>,
     topology: Topology,
     consumers: Vec<Box<dyn Registered>>,
     settings: Settings,
@@ -152,6 +155,7 @@ impl Worker {
     pub fn new(connection: Connection, topology: Topology) -> Self {
         Self {
             connection,
+            copies: None,
             topology,
             consumers: Vec::new(),
             settings: Settings {
@@ -175,6 +179,28 @@ impl Worker {
     /// one is poison (`too-large`).
     pub fn with_max_body_bytes(mut self, bytes: usize) -> Self {
         self.settings.max_body_bytes = bytes;
+        self
+    }
+
+    /// Publishes retry and dead-letter copies on `connection` instead of the consuming one.
+    ///
+    /// RabbitMQ blocks a connection that publishes while a memory or disk alarm lasts, and a
+    /// blocked connection sends nothing, acks included. With copies on a connection of their
+    /// own, an alarm holds up only the copies, and the worker keeps acknowledging what it
+    /// handled, which is what drains the queues and clears the alarm. Recommended in
+    /// production; the default shares one connection.
+    ///
+    /// ```no_run
+    /// # async fn run(topology: warren_runtime::Topology) -> Result<(), warren_runtime::lapin::Error> {
+    /// use warren_runtime::{Connection, Worker};
+    /// let url = "amqp://guest:guest@localhost:5672/%2f";
+    /// let consuming = Connection::connect(url, "billing-consume").await?;
+    /// let publishing = Connection::connect(url, "billing-copies").await?;
+    /// let worker = Worker::new(consuming, topology).with_copies_connection(publishing);
+    /// # Ok(()) }
+    /// ```
+    pub fn with_copies_connection(mut self, connection: Connection) -> Self {
+        self.copies = Some(connection);
         self
     }
 
@@ -251,6 +277,10 @@ impl Worker {
         for (consumer, queue) in ready {
             let context = Context {
                 connection: self.connection.clone(),
+                copies: self
+                    .copies
+                    .clone()
+                    .unwrap_or_else(|| self.connection.clone()),
                 queue,
                 settings: self.settings.clone(),
                 shutdown: self.shutdown.subscribe(),

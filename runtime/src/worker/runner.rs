@@ -75,11 +75,11 @@ impl Runner {
         let publisher = loop {
             let created = tokio::select! {
                 _ = stopped.wait_for(|stop| *stop) => return Ok(None),
-                created = Publisher::new(&context.connection) => created,
+                created = Publisher::new(&context.copies) => created,
             };
             match created {
                 Ok(publisher) => break publisher.with_timeout(context.settings.publish_timeout),
-                Err(crate::PublishError::NotConnected(_)) if !context.connection.is_closed() => {}
+                Err(crate::PublishError::NotConnected(_)) if !context.copies.is_closed() => {}
                 Err(error) => return Err(WorkerError::Publisher(error.to_string())),
             }
         };

@@ -341,3 +341,29 @@ async fn a_panicking_handler_is_a_retryable_failure() {
     );
     h.stop().await.expect("clean shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copies_can_go_through_a_connection_of_their_own() {
+    let copies =
+        warren_runtime::Connection::connect(&warren_broker_tests::amqp_url(), "warren-test-copies")
+            .await
+            .expect("a second connection");
+    let h = Harness::start_with("copies", {
+        let copies = copies.clone();
+        move |worker| worker.with_copies_connection(copies)
+    })
+    .await;
+    let mut flaky = job("flaky", JobBehaviour::Retryable);
+    flaky.succeed_on_attempt = Some(1);
+    h.submit("backoff", flaky).await;
+    // The sibling queue sees the job too: three attempts in all.
+    let attempts = h.recorder.wait_attempts("flaky", 3, WAIT).await;
+    let counts: Vec<u32> = attempts
+        .iter()
+        .filter(|a| a.consumer == "RunBackoff")
+        .map(|a| a.retry_count)
+        .collect();
+    assert_eq!(counts, [0, 1], "retried once through the copies connection");
+    h.stop().await.expect("clean shutdown");
+    copies.close().await.expect("closed");
+}
