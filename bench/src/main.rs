@@ -154,20 +154,40 @@ async fn warren_publish(
     topology: &Topology,
     n: usize,
 ) -> Result<Duration> {
-    let publishers = Publishers::new(
+    let publishers = publishers(connection, topology).await?;
+    let orders: Vec<types::BenchOrder> = (0..n).map(order).collect();
+    let started = Instant::now();
+    windowed(orders.into_iter().map(|order| {
+        let publishers = publishers.clone();
+        async move { publishers.publish_order(&order).await }
+    }))
+    .await?;
+    Ok(started.elapsed())
+}
+
+/// The generated publishers of `topology`'s namespace.
+async fn publishers(connection: &Connection, topology: &Topology) -> Result<Publishers> {
+    Ok(Publishers::new(
         Publisher::new(connection)
             .await?
             .namespaced(&topology.namespace),
-    );
-    let orders: Vec<types::BenchOrder> = (0..n).map(order).collect();
+    ))
+}
+
+/// Runs `publishes`, up to `WINDOW` at once, each as a task of its own; the first error
+/// ends the run. A publish is only created once its turn comes.
+async fn windowed<F>(publishes: impl Iterator<Item = F>) -> Result<()>
+where
+    F: std::future::Future<Output = std::result::Result<(), warren_runtime::PublishError>>
+        + Send
+        + 'static,
+{
     let window = Arc::new(Semaphore::new(WINDOW));
-    let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
-    for order in orders {
+    for publish in publishes {
         let permit = window.clone().acquire_owned().await?;
-        let publishers = publishers.clone();
         tasks.spawn(async move {
-            let result = publishers.publish_order(&order).await;
+            let result = publish.await;
             drop(permit);
             result
         });
@@ -175,7 +195,7 @@ async fn warren_publish(
     while let Some(done) = tasks.join_next().await {
         done??;
     }
-    Ok(started.elapsed())
+    Ok(())
 }
 
 /// Hand-written lapin consumer; acks each message, or every `batch` with `multiple`.

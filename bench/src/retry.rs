@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Notify, Semaphore};
-use warren_runtime::{Connection, Delivery, HandlerError, Publisher, Topology, Worker};
+use tokio::sync::Notify;
+use warren_runtime::{Connection, Delivery, HandlerError, Topology, Worker};
 
-use crate::{Count, Handlers, Publishers, Result, WINDOW, consumers, order, types};
+use crate::{Count, Handlers, Result, consumers, order, publishers, types, windowed};
 
 /// A handler that fails each message's first `fails` attempts (retryable), then succeeds,
 /// recording when every attempt started.
@@ -90,27 +90,13 @@ async fn publish(
     queue: &str,
     n: usize,
 ) -> Result<()> {
-    let publishers = Publishers::new(
-        Publisher::new(connection)
-            .await?
-            .namespaced(&topology.namespace),
-    );
-    let window = Arc::new(Semaphore::new(WINDOW));
-    let mut tasks = tokio::task::JoinSet::new();
-    for i in 0..n {
-        let permit = window.clone().acquire_owned().await?;
+    let publishers = publishers(connection, topology).await?;
+    windowed((0..n).map(|i| {
         let publishers = publishers.clone();
         let queue = queue.to_owned();
-        tasks.spawn(async move {
-            let result = publishers.to_queue(&queue, &order(i)).await;
-            drop(permit);
-            result
-        });
-    }
-    while let Some(done) = tasks.join_next().await {
-        done??;
-    }
-    Ok(())
+        async move { publishers.to_queue(&queue, &order(i)).await }
+    }))
+    .await
 }
 
 /// Runs a worker on `topology` with `failing` on every retry consumer until it saw `n`

@@ -7,7 +7,7 @@
 //! workers hold no lapin connection of their own: they ask for the current link and open
 //! their channels on it again.
 
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures_lite::StreamExt;
@@ -16,6 +16,7 @@ use lapin::{ConnectionProperties, ConnectionState, ErrorKind, Event};
 use tokio::sync::watch;
 
 use crate::Topology;
+use crate::sync::lock;
 
 /// The first pause before reconnecting, by default.
 pub const DEFAULT_RECONNECT_MIN: Duration = Duration::from_millis(100);
@@ -528,11 +529,6 @@ pub(crate) fn backoff(attempt: u32, min: Duration, max: Duration) -> Duration {
         .saturating_mul(2u32.saturating_pow(attempt.min(20)))
         .min(max);
     full.mul_f64(0.5 + fastrand::f64() / 2.0)
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // The data behind these locks stays consistent even if a holder panicked.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ mod message;
 mod publisher;
 mod routing_key;
 mod schema;
+mod sync;
 pub mod topology;
 mod worker;
 

@@ -9,6 +9,7 @@ use lapin::types::ShortString;
 use lapin::{BasicProperties, Channel, Confirmation};
 
 use crate::schema::Validators;
+use crate::sync::lock;
 use crate::{Connection, Message, PublishError, amqp};
 
 /// How long a publish waits for the broker's confirm by default.
@@ -348,13 +349,6 @@ fn short(what: &'static str, text: &str) -> Result<(), PublishError> {
         });
     }
     Ok(())
-}
-
-fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // An `Option<Channel>` cannot be left half-written by a panicking holder.
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Seconds since the Unix epoch.

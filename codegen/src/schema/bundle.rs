@@ -605,30 +605,32 @@ fn combinator_refs(node: &Value, targets: &mut Vec<String>) {
 /// never reaches the shape of a value; typify recurses on it until the stack overflows, which
 /// no `catch_unwind` can turn into an error, so it is refused before generation.
 fn unnested_cycles(definitions: &BTreeMap<String, Value>) -> Vec<(String, Vec<String>)> {
-    let shallow = |body: &Value| -> Vec<String> {
-        let mut targets = Vec::new();
-        combinator_refs(body, &mut targets);
-        targets
-    };
+    // Each definition's shallow references, found once; most definitions have none.
+    let edges: BTreeMap<&str, Vec<String>> = definitions
+        .iter()
+        .map(|(name, body)| {
+            let mut targets = Vec::new();
+            combinator_refs(body, &mut targets);
+            (name.as_str(), targets)
+        })
+        .filter(|(_, targets)| !targets.is_empty())
+        .collect();
     let mut found = Vec::new();
-    for start in definitions.keys() {
+    for start in edges.keys() {
         // Depth-first over shallow references, remembering the path to report it.
-        let mut stack = vec![(start.clone(), vec![start.clone()])];
+        let mut stack = vec![(*start, vec![(*start).to_owned()])];
         let mut seen = BTreeSet::new();
         while let Some((name, path)) = stack.pop() {
-            let Some(body) = definitions.get(&name) else {
-                continue;
-            };
-            for target in shallow(body) {
+            for target in edges.get(name).into_iter().flatten() {
                 let mut next = path.clone();
                 next.push(target.clone());
-                if target == *start {
-                    found.push((start.clone(), next));
+                if target == start {
+                    found.push(((*start).to_owned(), next));
                     stack.clear();
                     break;
                 }
-                if seen.insert(target.clone()) {
-                    stack.push((target, next));
+                if seen.insert(target.as_str()) {
+                    stack.push((target.as_str(), next));
                 }
             }
         }

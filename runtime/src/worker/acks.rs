@@ -19,6 +19,8 @@ use std::time::Duration;
 use lapin::options::BasicAckOptions;
 use tokio::sync::Notify;
 
+use crate::sync::lock;
+
 /// The longest an ack waits for company.
 const LINGER: Duration = Duration::from_millis(5);
 /// The most acks coalesced into one.
@@ -79,13 +81,13 @@ impl Acks {
 
     /// Records a received delivery, before anything can settle it.
     pub fn delivered(&self, tag: u64) {
-        self.inner.lock().in_flight.insert(tag);
+        lock(&self.inner.pending).in_flight.insert(tag);
     }
 
     /// Acknowledges a handled delivery: sent when its batch fills, or within [`LINGER`].
     pub fn ack(&self, tag: u64) {
         let len = {
-            let mut pending = self.inner.lock();
+            let mut pending = lock(&self.inner.pending);
             pending.in_flight.remove(&tag);
             pending.acks.push(tag);
             pending.acks.len()
@@ -100,7 +102,7 @@ impl Acks {
 
     /// Records a delivery settled by a reject or nack that has been sent.
     pub fn settled(&self, tag: u64) {
-        self.inner.lock().in_flight.remove(&tag);
+        lock(&self.inner.pending).in_flight.remove(&tag);
     }
 
     /// Sends every pending ack now.
@@ -110,17 +112,10 @@ impl Acks {
 }
 
 impl Inner {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
-        // A set and a list of integers: consistent whatever a panicking holder did.
-        self.pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// Takes what is pending and sends it, in order with every other flush.
     async fn flush(&self) {
         let _in_order = self.sending.lock().await;
-        let (multiple, singles) = self.lock().take();
+        let (multiple, singles) = lock(&self.pending).take();
         let acks = multiple
             .map(|tag| (tag, true))
             .into_iter()
@@ -149,7 +144,7 @@ async fn flusher(inner: Weak<Inner>, linger: Arc<Notify>, full: Arc<Notify>) {
             let Some(strong) = inner.upgrade() else {
                 return;
             };
-            if strong.lock().acks.len() >= strong.batch {
+            if lock(&strong.pending).acks.len() >= strong.batch {
                 break;
             }
             drop(strong);

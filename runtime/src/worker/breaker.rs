@@ -7,6 +7,7 @@ use tokio::time::Instant;
 
 use super::policy::Failure;
 use crate::CircuitBreaker;
+use crate::sync::lock;
 
 /// The breaker's state, shared by the consume loop and the delivery tasks that report to it.
 pub(super) struct Breaker {
@@ -36,7 +37,7 @@ impl Breaker {
     /// failure counts towards opening it. Non-retryable failures and poison say nothing about
     /// the downstream and count neither way.
     pub(super) fn record(&self, outcome: Option<Failure>) {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         match outcome {
             None => {
                 if state.open_until.take().is_some() {
@@ -69,19 +70,12 @@ impl Breaker {
 
     /// When the breaker is open, the end of its cool-down.
     pub(super) fn open_until(&self) -> Option<Instant> {
-        self.lock().open_until
+        lock(&self.state).open_until
     }
 
     /// The cool-down, for logs.
     pub(super) fn cool_down(&self) -> Duration {
         self.settings.cool_down
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        // Two integers: consistent whatever a panicking holder did.
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 

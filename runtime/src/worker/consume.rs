@@ -123,9 +123,9 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
                 let breaker = runner.breaker.clone();
                 let handler = self.handler.clone();
                 let max_body_bytes = runner.context.settings.max_body_bytes;
-                // Decoding (decompression, validation) and settling run in the delivery's
-                // task, under its permit, not in the consume loop: a large or poison message
-                // does not hold up the next one.
+                // Decoding, the handler and settling are the delivery's work, under its permit:
+                // polled once here, so a handler that finishes at once costs no task, and moved
+                // to a task of its own as soon as it has to wait.
                 runner.begin(async move {
                     let Some(delivery) =
                         decoded::<M>(&raw, &settler, validators.as_deref(), max_body_bytes).await
@@ -138,10 +138,7 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
                     if let Some(breaker) = &breaker {
                         breaker.record(result.as_ref().err().map(|(failure, _)| *failure));
                     }
-                    match result {
-                        Ok(()) => settler.ack(&raw),
-                        Err((failure, error)) => settler.fail(&raw, failure, retries, &error).await,
-                    }
+                    settler.settle(&raw, &result, retries).await;
                     drop(work);
                 });
             }
@@ -228,12 +225,7 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                         breaker.record(result.as_ref().err().map(|(failure, _)| *failure));
                     }
                     for raw in &raws {
-                        match &result {
-                            Ok(()) => settler.ack(raw),
-                            Err((failure, error)) => {
-                                settler.fail(raw, *failure, retries, error).await
-                            }
-                        }
+                        settler.settle(raw, &result, retries).await;
                     }
                     drop(work);
                 });

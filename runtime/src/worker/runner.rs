@@ -168,7 +168,7 @@ impl Runner {
 
     /// The next delivery, subscribing again whenever the subscription is lost. `Ok(None)` on
     /// shutdown; an error when the consumer cannot go on (its queue is gone).
-    pub async fn next(&mut self) -> Result<Option<Box<Taken>>, WorkerError> {
+    pub async fn next(&mut self) -> Result<Option<Taken>, WorkerError> {
         loop {
             if *self.context.shutdown.borrow() {
                 return Ok(None);
@@ -198,7 +198,7 @@ impl Runner {
                 Some(Ok(raw)) => {
                     subscription.acks.delivered(raw.delivery_tag);
                     let acks = subscription.acks.clone();
-                    return Ok(Some(Box::new(Taken { raw, acks })));
+                    return Ok(Some(Taken { raw, acks }));
                 }
                 Some(Err(error)) => self.lost(&error.to_string()),
                 None if *self.context.shutdown.borrow() => return Ok(None),

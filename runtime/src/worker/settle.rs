@@ -53,6 +53,14 @@ impl Settler {
         }
     }
 
+    /// Settles a delivery by its handler's result: ack, or the queue's policy for the failure.
+    pub async fn settle(&self, raw: &Taken, result: &Result<(), (Failure, String)>, retries: u32) {
+        match result {
+            Ok(()) => self.ack(raw),
+            Err((failure, error)) => self.fail(raw, *failure, retries, error).await,
+        }
+    }
+
     /// Applies the queue's policy to a failed delivery, after `retries` earlier retries.
     pub async fn fail(&self, raw: &Taken, failure: Failure, retries: u32, error: &str) {
         if !raw.acker.usable() {
