@@ -4,6 +4,7 @@ use lapin::types::{AMQPValue, FieldArray, FieldTable, LongString, ShortString};
 use serde_json::{Map, Value};
 
 use crate::topology::{ArgValue, Arguments};
+use crate::wire::MAX_DEPTH;
 
 /// Declaration arguments as an AMQP field table.
 pub(crate) fn arguments(arguments: &Arguments) -> FieldTable {
@@ -60,11 +61,18 @@ pub(crate) fn table_to_json(table: &FieldTable) -> Map<String, Value> {
         .inner()
         .iter()
         .filter(|(key, _)| !key.as_str().starts_with("x-"))
-        .map(|(key, value)| (key.to_string(), amqp_to_json(value)))
+        .map(|(key, value)| (key.to_string(), amqp_to_json(value, 1)))
         .collect()
 }
 
-fn amqp_to_json(value: &AMQPValue) -> Value {
+/// `value`, held by a table at `depth`, as JSON. Recursive, so bounded: the connection's guard
+/// (`crate::wire`) already cuts headers nested deeper than [`MAX_DEPTH`], and deeper levels
+/// would read as `null` here rather than recurse.
+fn amqp_to_json(value: &AMQPValue, depth: usize) -> Value {
+    if depth >= MAX_DEPTH && matches!(value, AMQPValue::FieldArray(_) | AMQPValue::FieldTable(_)) {
+        return Value::Null;
+    }
+    let nested = |value| amqp_to_json(value, depth + 1);
     match value {
         AMQPValue::Boolean(b) => Value::Bool(*b),
         AMQPValue::ShortShortInt(i) => Value::from(*i),
@@ -87,14 +95,12 @@ fn amqp_to_json(value: &AMQPValue) -> Value {
         AMQPValue::ByteArray(bytes) => {
             Value::String(String::from_utf8_lossy(bytes.as_slice()).into_owned())
         }
-        AMQPValue::FieldArray(items) => {
-            Value::Array(items.as_slice().iter().map(amqp_to_json).collect())
-        }
+        AMQPValue::FieldArray(items) => Value::Array(items.as_slice().iter().map(nested).collect()),
         AMQPValue::FieldTable(table) => Value::Object(
             table
                 .inner()
                 .iter()
-                .map(|(k, v)| (k.to_string(), amqp_to_json(v)))
+                .map(|(k, v)| (k.to_string(), nested(v)))
                 .collect(),
         ),
         AMQPValue::Void => Value::Null,

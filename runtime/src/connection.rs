@@ -306,7 +306,7 @@ struct Opened {
 
 async fn open(url: &str, name: &str) -> Result<Opened, lapin::Error> {
     let properties = ConnectionProperties::default().with_connection_name(LongString::from(name));
-    let connection = lapin::Connection::connect(url, properties).await?;
+    let connection = crate::wire::connect(url, properties).await?;
     let events = Box::pin(connection.events_listener());
     Ok(Opened {
         connection: Arc::new(connection),

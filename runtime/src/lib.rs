@@ -26,6 +26,7 @@ mod routing_key;
 mod schema;
 mod sync;
 pub mod topology;
+mod wire;
 mod worker;
 
 pub use connection::Connection;

@@ -273,6 +273,15 @@ impl Publisher {
 
     /// Publishes raw bytes, `mandatory`, and waits for the confirm, all bounded by the
     /// timeout. Nothing is retried once sent: a second copy could duplicate the first.
+    /// The `frame_max` negotiated on the current link (RabbitMQ's default while there is
+    /// none: nothing is published then anyway).
+    pub(crate) fn frame_max(&self) -> usize {
+        self.connection
+            .lapin()
+            .and_then(|c| usize::try_from(c.configuration().frame_max()).ok())
+            .unwrap_or(131_072)
+    }
+
     pub(crate) async fn send(
         &self,
         exchange: &str,

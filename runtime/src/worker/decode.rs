@@ -80,6 +80,9 @@ pub(crate) fn decode<M: Message>(
     max_body_bytes: usize,
 ) -> Result<Delivery<M::Payload, M::Headers>, Poison> {
     let properties = &raw.properties;
+    if let Some((reason, detail)) = crate::wire::headers_cut(properties.headers().as_ref()) {
+        return Err(poison(reason, detail));
+    }
     if let Some(content_type) = properties.content_type() {
         let media = content_type
             .as_str()

@@ -16,6 +16,9 @@ use crate::Publisher;
 /// whatever an error says.
 pub(crate) const MAX_ERROR_BYTES: usize = 1024;
 
+/// The failure reason of a message whose retry copy would not fit a frame.
+const TOO_LARGE: &str = "too-large";
+
 /// How long a delivery is held after its copy failed to publish, before it is requeued.
 const COPY_FAILURE_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -72,6 +75,11 @@ impl Settler {
         self.apply(raw, outcome, retries, error).await;
     }
 
+    /// The most a copy's content header frame may weigh on the copies' connection.
+    fn budget(&self) -> usize {
+        crate::wire::copy_budget(self.publisher.frame_max())
+    }
+
     /// Carries out `outcome` for `raw`.
     pub async fn apply(&self, raw: &Taken, outcome: Outcome, retries: u32, error: &str) {
         let consumer = self.consumer;
@@ -96,14 +104,33 @@ impl Settler {
                 retry_count,
             } => {
                 let properties = self.copy(raw, retry_count, error, None);
-                self.republish(raw, "", &routing_key, properties).await;
+                if crate::wire::fit(&properties, self.budget()).is_none() {
+                    return self.republish(raw, "", &routing_key, properties).await;
+                }
+                // A copy over the frame size would close the connection it is published on,
+                // and retrying cannot make the message smaller.
+                let too_large = if self.queue.dead_letter.is_some() {
+                    Outcome::DeadLetter { reason: TOO_LARGE }
+                } else {
+                    Outcome::Discard { reason: TOO_LARGE }
+                };
+                Box::pin(self.apply(raw, too_large, retries, error)).await;
             }
             Outcome::DeadLetter { reason } => {
                 let Some((exchange, key)) = &self.queue.dead_letter else {
                     return self.reject(raw, false).await;
                 };
                 let routing_key = key.clone().unwrap_or_else(|| original_route(raw).1);
-                let properties = self.copy(raw, retries, error, Some(reason));
+                let mut properties = self.copy(raw, retries, error, Some(reason));
+                if let Some(cut) = crate::wire::fit(&properties, self.budget()) {
+                    tracing::warn!(
+                        consumer,
+                        queue,
+                        reason,
+                        "headers cut to fit the dead letter in a frame"
+                    );
+                    properties = cut;
+                }
                 tracing::warn!(consumer, queue, reason, error, "dead-lettered");
                 self.republish(raw, exchange, &routing_key, properties)
                     .await;
