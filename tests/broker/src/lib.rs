@@ -9,6 +9,7 @@ include!(concat!(env!("OUT_DIR"), "/jobs.rs"));
 
 mod private;
 pub use private::PrivateBroker;
+pub mod raw;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
