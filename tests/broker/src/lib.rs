@@ -552,3 +552,20 @@ pub fn header(message: &lapin::message::BasicGetMessage, key: &str) -> Option<St
         other => format!("{other:?}"),
     })
 }
+
+/// What the connection's guard says it cut from `message`'s headers.
+pub fn cut_detail(message: &lapin::message::BasicGetMessage) -> String {
+    let headers = message
+        .delivery
+        .properties
+        .headers()
+        .clone()
+        .unwrap_or_default();
+    match headers.inner().get("x-headers-cut") {
+        Some(AMQPValue::FieldTable(cut)) => match cut.inner().get("detail") {
+            Some(AMQPValue::LongString(detail)) => detail.to_string(),
+            other => format!("{other:?}"),
+        },
+        other => format!("no x-headers-cut table: {other:?}"),
+    }
+}

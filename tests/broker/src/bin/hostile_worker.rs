@@ -7,27 +7,9 @@
 
 use std::time::Duration;
 
-use lapin::types::AMQPValue;
 use warren_broker_tests::raw::{RawProducer, encode};
 use warren_broker_tests::types::JobBehaviour;
-use warren_broker_tests::{Harness, amqp_url, header, job};
-
-/// What the connection's guard says it cut from `message`'s headers.
-fn cut_detail(message: &lapin::message::BasicGetMessage) -> String {
-    let headers = message
-        .delivery
-        .properties
-        .headers()
-        .clone()
-        .unwrap_or_default();
-    match headers.inner().get("x-headers-cut") {
-        Some(AMQPValue::FieldTable(cut)) => match cut.inner().get("detail") {
-            Some(AMQPValue::LongString(detail)) => detail.to_string(),
-            other => format!("{other:?}"),
-        },
-        other => panic!("no x-headers-cut table: {other:?}"),
-    }
-}
+use warren_broker_tests::{Harness, amqp_url, cut_detail, header, job};
 
 #[tokio::main]
 async fn main() {
