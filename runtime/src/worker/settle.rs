@@ -1,7 +1,7 @@
 //! Settling deliveries: ack, requeue, or publish a retry or dead-letter copy (with confirms,
 //! then ack the original). Every delivery is settled exactly once.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use lapin::BasicProperties;
 use lapin::options::{BasicNackOptions, BasicRejectOptions};
@@ -11,6 +11,7 @@ use super::acks::Taken;
 use super::decode::{headers, original_route};
 use super::policy::{Failure, Outcome, QueueInfo, decide};
 use crate::Publisher;
+use crate::connection::backoff;
 
 /// Longest `x-last-error` kept, in bytes: diagnostic headers stay far below the frame size
 /// whatever an error says.
@@ -19,8 +20,11 @@ pub(crate) const MAX_ERROR_BYTES: usize = 1024;
 /// The failure reason of a message whose retry copy would not fit a frame.
 const TOO_LARGE: &str = "too-large";
 
-/// How long a delivery is held after its copy failed to publish, before it is requeued.
-const COPY_FAILURE_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
+/// The first pause before publishing a copy again after it failed, and the longest.
+const COPY_RETRY_MIN: Duration = Duration::from_secs(1);
+const COPY_RETRY_MAX: Duration = Duration::from_secs(30);
+/// Failed attempts at one copy between two warnings.
+const COPY_WARN_EVERY: u32 = 10;
 
 /// Settles the deliveries of one consumer.
 pub(in crate::worker) struct Settler {
@@ -166,8 +170,16 @@ impl Settler {
         }
     }
 
-    /// Publishes a copy with confirms and acks the original only once it is confirmed; if the
-    /// copy cannot be published, the original goes back to its queue instead.
+    /// Publishes a copy with confirms and acks the original only once it is confirmed.
+    ///
+    /// The outcome is already decided when a copy cannot be published (its exchange or wait
+    /// queue was deleted, a broker alarm outlasts the publish timeout): so the copy alone is
+    /// tried again, with a growing pause, while the original stays unacknowledged. Returning
+    /// the original to its queue instead would run its handler again for a result already
+    /// known, every second, for as long as the fault lasts. The delivery holds its
+    /// concurrency permit meanwhile, so a consumer whose every copy fails stops taking new
+    /// deliveries rather than spinning. If the delivery's channel closes, the broker
+    /// redelivers it and the copy is abandoned.
     async fn republish(
         &self,
         raw: &Taken,
@@ -175,19 +187,25 @@ impl Settler {
         routing_key: &str,
         properties: BasicProperties,
     ) {
-        match self
-            .publisher
-            .send(exchange, routing_key, &raw.data, properties)
-            .await
-        {
-            Ok(()) => self.ack(raw),
-            Err(error) => {
-                tracing::error!(consumer = self.consumer, exchange, routing_key, %error, "cannot publish the retry or dead-letter copy; returning the message to its queue");
-                // Not at once: whatever broke the copy is unlikely to mend in a millisecond,
-                // and an immediate redelivery would spin.
-                tokio::time::sleep(COPY_FAILURE_PAUSE).await;
-                self.reject(raw, true).await;
+        let mut attempt: u32 = 0;
+        loop {
+            let sent = self
+                .publisher
+                .send(exchange, routing_key, &raw.data, properties.clone())
+                .await;
+            let error = match sent {
+                Ok(()) => return self.ack(raw),
+                Err(error) => error,
+            };
+            if !raw.acker.usable() {
+                return self.settled(Ok(false), "copy");
             }
+            let pause = backoff(attempt, COPY_RETRY_MIN, COPY_RETRY_MAX);
+            if attempt.is_multiple_of(COPY_WARN_EVERY) {
+                tracing::error!(consumer = self.consumer, exchange, routing_key, %error, attempt, ?pause, "cannot publish the retry or dead-letter copy; the message is held and the copy tried again");
+            }
+            attempt = attempt.saturating_add(1);
+            tokio::time::sleep(pause).await;
         }
     }
 
