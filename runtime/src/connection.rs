@@ -62,12 +62,40 @@ pub struct Connection {
 }
 
 /// Settings of a [`Connection`]; see [`Connection::builder`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ConnectionBuilder {
     name: String,
     urls: Vec<String>,
     reconnect_min: Duration,
     reconnect_max: Duration,
+}
+
+impl std::fmt::Debug for ConnectionBuilder {
+    /// URLs are shown without their passwords: settings end up in logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let urls: Vec<String> = self.urls.iter().map(|url| redact(url)).collect();
+        f.debug_struct("ConnectionBuilder")
+            .field("name", &self.name)
+            .field("urls", &urls)
+            .field("reconnect_min", &self.reconnect_min)
+            .field("reconnect_max", &self.reconnect_max)
+            .finish()
+    }
+}
+
+/// `url` with the password of its user info (`scheme://user:password@host`) replaced.
+fn redact(url: &str) -> String {
+    let authority = url.find("://").map_or(0, |at| at + 3);
+    let rest = &url[authority..];
+    // The user info ends at the last `@` before the path: a password may hold `@` unescaped.
+    let end = rest.find('/').unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => {
+            let user = rest[..at].split(':').next().unwrap_or_default();
+            format!("{}{user}:***{}", &url[..authority], &rest[at..])
+        }
+        None => url.to_owned(),
+    }
 }
 
 /// The link as everyone sees it.
@@ -534,6 +562,20 @@ pub(crate) fn backoff(attempt: u32, min: Duration, max: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_output_hides_passwords() {
+        let builder = Connection::builder("billing")
+            .url("amqp://guest:s3cr@t@rabbit-1:5672/%2f")
+            .url("amqps://rabbit-2/vhost");
+        let shown = format!("{builder:?}");
+        assert!(!shown.contains("s3cr"), "{shown}");
+        assert!(
+            shown.contains("amqp://guest:***@rabbit-1:5672/%2f"),
+            "{shown}"
+        );
+        assert!(shown.contains("amqps://rabbit-2/vhost"), "{shown}");
+    }
 
     #[test]
     fn backoff_doubles_within_bounds_and_jitters_down() {

@@ -29,7 +29,7 @@ pub mod topology;
 mod wire;
 mod worker;
 
-pub use connection::Connection;
+pub use connection::{Connection, ConnectionBuilder};
 pub use declare::{DeclareError, declare, delete, verify};
 pub use delivery::Delivery;
 pub use error::{HandlerError, PublishError, WorkerError};
