@@ -111,7 +111,7 @@ async fn purge(connection: &Connection, topology: &Topology) -> Result<()> {
 }
 
 /// Hand-written lapin publishing with a window of outstanding confirms.
-async fn lapin_publish(connection: &Connection, queue: &str, n: usize) -> Result<Duration> {
+async fn lapin_publish(connection: &lapin::Connection, queue: &str, n: usize) -> Result<Duration> {
     let channel = connection.create_channel().await?;
     channel
         .confirm_select(ConfirmSelectOptions::default())
@@ -200,7 +200,7 @@ where
 
 /// Hand-written lapin consumer; acks each message, or every `batch` with `multiple`.
 async fn lapin_consume(
-    connection: &Connection,
+    connection: &lapin::Connection,
     queue: &str,
     n: usize,
     batch: u64,
@@ -331,30 +331,35 @@ async fn main() -> Result<()> {
     let url = std::env::var("AMQP_URL")
         .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
     let connection = Connection::connect(&url, "warren-bench").await?;
+    // The hand-written side on a plain lapin connection, as its users would open it: warren's
+    // connections read through a guard against hostile frames, and that cost is warren's.
+    let plain = lapin::Connection::connect(&url, lapin::ConnectionProperties::default()).await?;
     let base = topology().namespaced(&format!("bench.{}.", std::process::id()));
     let body_len = serde_json::to_vec(&order(0))?.len();
     println!(
         "\nwarren-bench: {n} messages of {body_len} bytes, quorum queues, confirms, prefetch 200\n"
     );
     warren_runtime::declare(&connection, &base).await?;
-    let outcome = run_broker_scenarios(&connection, &base, &scenario, n).await;
+    let outcome = run_broker_scenarios(&connection, &plain, &base, &scenario, n).await;
     warren_runtime::delete(&connection, &base).await?;
     connection.close().await?;
+    plain.close(200, ShortString::from("done")).await?;
     outcome
 }
 
 async fn run_broker_scenarios(
     connection: &Connection,
+    plain: &lapin::Connection,
     topology: &Topology,
     scenario: &str,
     n: usize,
 ) -> Result<()> {
     let all = scenario == "all";
     if all || scenario == "publish" {
-        bench_publish(connection, topology, n).await?;
+        bench_publish(connection, plain, topology, n).await?;
     }
     if all || scenario == "consume" {
-        bench_consume(connection, topology, n).await?;
+        bench_consume(connection, plain, topology, n).await?;
     }
     if all || scenario == "retry" {
         bench_retry(connection, topology, n).await?;
@@ -362,11 +367,16 @@ async fn run_broker_scenarios(
     Ok(())
 }
 
-async fn bench_publish(connection: &Connection, t: &Topology, n: usize) -> Result<()> {
+async fn bench_publish(
+    connection: &Connection,
+    plain: &lapin::Connection,
+    t: &Topology,
+    n: usize,
+) -> Result<()> {
     println!("publish (median of {ROUNDS} rounds; ratios against the windowed lapin publisher):");
     let (mut lapin, mut warren) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
-        lapin.push(lapin_publish(connection, &format!("{}bench", t.namespace), n).await?);
+        lapin.push(lapin_publish(plain, &format!("{}bench", t.namespace), n).await?);
         purge(connection, t).await?;
         warren.push(warren_publish(connection, t, n).await?);
         purge(connection, t).await?;
@@ -379,7 +389,12 @@ async fn bench_publish(connection: &Connection, t: &Topology, n: usize) -> Resul
     Ok(())
 }
 
-async fn bench_consume(connection: &Connection, t: &Topology, n: usize) -> Result<()> {
+async fn bench_consume(
+    connection: &Connection,
+    plain: &lapin::Connection,
+    t: &Topology,
+    n: usize,
+) -> Result<()> {
     println!(
         "\nconsume (median of {ROUNDS} rounds; ratios against the hand-tuned lapin consumer):"
     );
@@ -402,10 +417,10 @@ async fn bench_consume(connection: &Connection, t: &Topology, n: usize) -> Resul
     let queue = format!("{}bench", t.namespace);
     for _ in 0..ROUNDS {
         for ((_, scenario), times) in scenarios.iter().zip(&mut rounds) {
-            lapin_publish(connection, &queue, n).await?;
+            lapin_publish(plain, &queue, n).await?;
             times.push(match *scenario {
-                "lapin-ack-each" => lapin_consume(connection, &queue, n, 1).await?,
-                "lapin-multiple" => lapin_consume(connection, &queue, n, 50).await?,
+                "lapin-ack-each" => lapin_consume(plain, &queue, n, 1).await?,
+                "lapin-multiple" => lapin_consume(plain, &queue, n, 50).await?,
                 "warren-consume" => warren_consume(connection, t, n, true).await?,
                 _ => warren_consume(connection, t, n, false).await?,
             });
