@@ -10,6 +10,7 @@ use lapin::types::FieldTable;
 use serde_json::Value;
 
 use super::policy::QueueInfo;
+use super::settle::{MAX_ERROR_BYTES, truncate};
 use crate::amqp::{header_int, header_str, table_to_json};
 use crate::schema::Validators;
 use crate::{Delivery, Message};
@@ -21,10 +22,12 @@ pub(crate) struct Poison {
     pub detail: String,
 }
 
-fn poison(reason: &'static str, detail: impl Into<String>) -> Poison {
+/// A description is cut to what a dead letter's `x-last-error` keeps: a parse error may quote a
+/// string of the body, and the body may be megabytes.
+fn poison(reason: &'static str, detail: impl AsRef<str>) -> Poison {
     Poison {
         reason,
-        detail: detail.into(),
+        detail: truncate(detail.as_ref(), MAX_ERROR_BYTES),
     }
 }
 
@@ -40,17 +43,36 @@ pub(crate) mod headers {
     pub const DELIVERY_COUNT: &str = "x-delivery-count";
 }
 
-/// How many retries came before this delivery.
+/// How many retries came before this delivery, as counted by warren or the broker: a count a
+/// producer wrote is not believed. A forged `x-retry-count: 3` or `x-delivery-count: 3` on a
+/// first delivery used to skip every retry, and one in a batch made the whole batch dead-letter.
+///
+/// - `x-delivery-count` (quorum queues, counted by the broker) only on a redelivery: RabbitMQ
+///   overwrites it on every redelivery but leaves a producer's value on the first delivery.
+/// - `x-retry-count` only on warren's own retry copies: those reach the queue through the default
+///   exchange with the queue's name as routing key (republished by warren, or dead-lettered back
+///   by a wait queue), whereas a producer's message arrives through the exchange it was published
+///   to. A producer allowed to publish to the default exchange can still pose as warren: deny it
+///   write access to `amq.default` where that matters (docs/runtime.md).
+///
+/// A believed count saturates at `u32::MAX`; the arithmetic on it saturates too (`policy`).
 pub(crate) fn retries_so_far(raw: &lapin::message::Delivery, queue: &QueueInfo) -> u32 {
-    let table = raw.properties.headers().as_ref();
-    let key = if queue.broker_counts() {
-        headers::DELIVERY_COUNT
+    let (key, believed) = if queue.broker_counts() {
+        (headers::DELIVERY_COUNT, raw.redelivered)
     } else {
-        headers::RETRY_COUNT
+        (headers::RETRY_COUNT, is_retry_copy(raw, queue))
     };
-    header_int(table, key)
-        .and_then(|n| u32::try_from(n).ok())
-        .unwrap_or(0)
+    if !believed {
+        return 0;
+    }
+    header_int(raw.properties.headers().as_ref(), key)
+        .map_or(0, |n| u32::try_from(n.max(0)).unwrap_or(u32::MAX))
+}
+
+/// Whether `raw` came the way warren's retry copies come: through the default exchange, routed by
+/// the name of the queue it was delivered from.
+fn is_retry_copy(raw: &lapin::message::Delivery, queue: &QueueInfo) -> bool {
+    raw.exchange.as_str().is_empty() && raw.routing_key.as_str() == queue.name
 }
 
 /// The exchange and routing key the message was first published with: after a retry hop
