@@ -133,6 +133,16 @@ pub(crate) fn decode<M: Message>(
         .as_ref()
         .map(|e| e.to_string());
     let body = decompress(&raw.data, encoding.as_deref(), max_body_bytes)?;
+    let max_items = (max_body_bytes / BYTES_PER_ITEM).max(MIN_ITEMS);
+    if let Some(items) = items_over(&body, max_items) {
+        return Err(poison(
+            "too-large",
+            format!(
+                "a JSON body of over {items} values, above the {max_items} allowed by the \
+                 {max_body_bytes}-byte cap (one per {BYTES_PER_ITEM} bytes of it)"
+            ),
+        ));
+    }
     let table = properties.headers().as_ref();
     let header_json = Value::Object(table.map(table_to_json).unwrap_or_default());
     let payload: M::Payload = match validators {
@@ -165,6 +175,46 @@ pub(crate) fn decode<M: Message>(
         delivery = delivery.with_first_failure(at);
     }
     Ok(delivery)
+}
+
+/// A body of the worker's cap holds at most one JSON value (or object member) per this many
+/// bytes of the cap. Parsed, a value takes 32 bytes (72 where serde_json's `preserve_order` is
+/// on, as any crate of the build may turn it on), and `[1,1,…]` spends 2 bytes on each: parsing
+/// 8 MB of it took 290 MB. With this budget a parsed body takes at most 4.5 times the cap, however
+/// small it was as sent: a body may be as dense as it likes as long as it is small.
+const BYTES_PER_ITEM: usize = 16;
+
+/// However small the cap, this many values are allowed (4.5 MiB parsed at most), so a body
+/// under a small cap is never refused for its density.
+const MIN_ITEMS: usize = 64 * 1024;
+
+/// How many JSON values and object members `body` has, as an upper bound (one for every `,`,
+/// `:`, `[` and `{` outside strings, plus the root), if more than `max`; found by a scan of its
+/// bytes before anything is parsed, and only for a body long enough to hold that many.
+fn items_over(body: &[u8], max: usize) -> Option<usize> {
+    if body.len() <= max {
+        return None;
+    }
+    let mut items = 1usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &byte in body {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match byte {
+                b'"' => in_string = true,
+                b',' | b':' | b'[' | b'{' => items += 1,
+                _ => {}
+            }
+        }
+    }
+    (items > max).then_some(items)
 }
 
 fn first_failure(table: Option<&FieldTable>) -> Option<SystemTime> {
@@ -213,7 +263,7 @@ mod tests {
     use lapin::BasicProperties;
     use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 
-    use super::{decompress, headers, original_route};
+    use super::{decompress, headers, items_over, original_route};
 
     /// A publisher may set `x-original-*` headers to anything; one longer than an AMQP name
     /// used to become the routing key of the dead-letter copy, and lapin panicked on it.
@@ -277,6 +327,18 @@ mod tests {
             "decode"
         );
         assert_eq!(decompress(b"x", None, 100).unwrap().as_ref(), b"x");
+    }
+
+    #[test]
+    fn items_are_counted_outside_strings_and_only_in_long_bodies() {
+        assert_eq!(items_over(br#"[1,2,[3],{"a":4}]"#, 7), Some(8));
+        assert_eq!(items_over(br#"[1,2,[3],{"a":4}]"#, 8), None);
+        // Commas, colons and brackets in strings (escaped quotes included) are not items.
+        assert_eq!(items_over(br#"["a,b:[{","c\",d"]"#, 2), Some(3));
+        // A body no longer than the budget is not scanned.
+        assert_eq!(items_over(b"[1,1,1]", 7), None);
+        let bomb = format!("[{}1]", "1,".repeat(99_999));
+        assert_eq!(items_over(bomb.as_bytes(), 50_000), Some(100_001));
     }
 
     #[test]
