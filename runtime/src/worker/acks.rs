@@ -105,6 +105,11 @@ impl Acks {
         lock(&self.inner.pending).in_flight.remove(&tag);
     }
 
+    /// Whether the delivery `tag` is still unsettled: received, and neither acked nor rejected.
+    pub fn unsettled(&self, tag: u64) -> bool {
+        lock(&self.inner.pending).in_flight.contains(&tag)
+    }
+
     /// Sends every pending ack now.
     pub async fn flush(&self) {
         self.inner.flush().await;

@@ -64,7 +64,7 @@ impl Breaker {
                         Some(crate::connection::deadline_after(self.settings.cool_down));
                 }
             }
-            Some(Failure::NonRetryable | Failure::Poison(_)) => {}
+            Some(Failure::NonRetryable | Failure::Poison(_) | Failure::Internal) => {}
         }
     }
 

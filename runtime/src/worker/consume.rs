@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::panic::AssertUnwindSafe;
 
 use futures_lite::FutureExt;
+use lapin::options::BasicRejectOptions;
 
 use super::acks::Taken;
 use super::decode::{decode, retries_so_far};
@@ -86,15 +87,79 @@ where
             };
             Err((failure, error.source().to_string()))
         }
-        Err(panic) => {
-            let text = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                .unwrap_or_default();
-            Err((Failure::Retryable, format!("handler panicked: {text}")))
-        }
+        Err(panic) => Err((
+            Failure::Retryable,
+            format!("handler panicked: {}", panic_text(&*panic)),
+        )),
     }
+}
+
+/// What a panic said.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_default()
+}
+
+/// Runs `work`, part of what decodes, handles and settles `raw`, so that a panic in it still
+/// settles the delivery; `None` when it panicked. A handler's panics are caught by [`guarded`]:
+/// these are warren's own (an overflow on a forged retry count was one), and a delivery left
+/// unsettled holds a prefetch slot until its channel closes (ten of them stalled a consumer).
+///
+/// The delivery, if nothing settled it yet, is dead-lettered as `internal-error`: requeued, the
+/// same bytes would most likely panic again, in a loop. Should that panic too, it is rejected
+/// without requeue, and the broker dead-letters it through the queue's dead-letter exchange.
+async fn settled_even_on_panic<T>(
+    raw: &Taken,
+    settler: &Settler,
+    work: impl Future<Output = T>,
+) -> Option<T> {
+    let panic = match AssertUnwindSafe(work).catch_unwind().await {
+        Ok(done) => return Some(done),
+        Err(panic) => panic_text(&*panic),
+    };
+    let consumer = settler.consumer;
+    let queue = settler.queue.name.as_str();
+    // Settled before the panic (a panic after the ack, say): at most once, so nothing more.
+    if !raw.acks.unsettled(raw.delivery_tag) {
+        tracing::error!(
+            consumer,
+            queue,
+            panic,
+            "warren panicked after settling a delivery"
+        );
+        return None;
+    }
+    tracing::error!(
+        consumer,
+        queue,
+        panic,
+        "warren panicked on a delivery; dead-lettering it as `internal-error`"
+    );
+    let error = format!("warren panicked: {panic}");
+    let retries = retries_so_far(raw, &settler.queue);
+    let fallback = settler.fail(raw, Failure::Internal, retries, &error);
+    if AssertUnwindSafe(fallback).catch_unwind().await.is_ok()
+        || !raw.acks.unsettled(raw.delivery_tag)
+    {
+        return None;
+    }
+    tracing::error!(
+        consumer,
+        queue,
+        "dead-lettering panicked too; rejecting the delivery without requeue"
+    );
+    let rejected = raw
+        .acker
+        .reject(BasicRejectOptions { requeue: false })
+        .await;
+    raw.acks.settled(raw.delivery_tag);
+    if let Err(error) = rejected {
+        tracing::warn!(consumer, queue, %error, "rejecting failed; the message will be redelivered");
+    }
+    None
 }
 
 impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
@@ -127,18 +192,21 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
                 // polled once here, so a handler that finishes at once costs no task, and moved
                 // to a task of its own as soon as it has to wait.
                 runner.begin(async move {
-                    let Some(delivery) =
-                        decoded::<M>(&raw, &settler, validators.as_deref(), max_body_bytes).await
-                    else {
-                        drop(work);
-                        return;
+                    let handled = async {
+                        let Some(delivery) =
+                            decoded::<M>(&raw, &settler, validators.as_deref(), max_body_bytes)
+                                .await
+                        else {
+                            return;
+                        };
+                        let retries = delivery.retry_count();
+                        let result = guarded(async move { handler.handle(delivery).await }).await;
+                        if let Some(breaker) = &breaker {
+                            breaker.record(result.as_ref().err().map(|(failure, _)| *failure));
+                        }
+                        settler.settle(&raw, &result, retries).await;
                     };
-                    let retries = delivery.retry_count();
-                    let result = guarded(async move { handler.handle(delivery).await }).await;
-                    if let Some(breaker) = &breaker {
-                        breaker.record(result.as_ref().err().map(|(failure, _)| *failure));
-                    }
-                    settler.settle(&raw, &result, retries).await;
+                    settled_even_on_panic(&raw, &settler, handled).await;
                     drop(work);
                 });
             }
@@ -192,13 +260,14 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                             .as_mut()
                             .reset(crate::connection::deadline_after(self.batch.timeout));
                     }
-                    if let Some(delivery) = decoded::<M>(
+                    let decoding = decoded::<M>(
                         &raw,
                         &runner.settler,
                         runner.validators.as_deref(),
                         runner.context.settings.max_body_bytes,
-                    )
-                    .await
+                    );
+                    if let Some(Some(delivery)) =
+                        settled_even_on_panic(&raw, &runner.settler, decoding).await
                     {
                         deliveries.push(delivery);
                         raws.push(raw);
@@ -213,19 +282,18 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                 let breaker = runner.breaker.clone();
                 let handler = self.handler.clone();
                 runner.begin(async move {
-                    // One retry count for the batch: it is retried or dead-lettered together.
-                    let retries = deliveries
-                        .iter()
-                        .map(Delivery::retry_count)
-                        .max()
-                        .unwrap_or(0);
+                    // A batch fails together, but each message is retried or dead-lettered by its
+                    // own history: with the batch's highest count, one message's retries (or a
+                    // forged count) spent every other message's.
+                    let retries: Vec<u32> = deliveries.iter().map(Delivery::retry_count).collect();
                     let result =
                         guarded(async move { handler.handle_batch(deliveries).await }).await;
                     if let Some(breaker) = &breaker {
                         breaker.record(result.as_ref().err().map(|(failure, _)| *failure));
                     }
-                    for raw in &raws {
-                        settler.settle(raw, &result, retries).await;
+                    for (raw, retries) in raws.iter().zip(retries) {
+                        let settle = settler.settle(raw, &result, retries);
+                        settled_even_on_panic(raw, &settler, settle).await;
                     }
                     drop(work);
                 });

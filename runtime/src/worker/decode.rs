@@ -10,6 +10,7 @@ use lapin::types::FieldTable;
 use serde_json::Value;
 
 use super::policy::QueueInfo;
+use super::settle::{MAX_ERROR_BYTES, truncate};
 use crate::amqp::{header_int, header_str, table_to_json};
 use crate::schema::Validators;
 use crate::{Delivery, Message};
@@ -21,10 +22,12 @@ pub(crate) struct Poison {
     pub detail: String,
 }
 
-fn poison(reason: &'static str, detail: impl Into<String>) -> Poison {
+/// A description is cut to what a dead letter's `x-last-error` keeps: a parse error may quote a
+/// string of the body, and the body may be megabytes.
+fn poison(reason: &'static str, detail: impl AsRef<str>) -> Poison {
     Poison {
         reason,
-        detail: detail.into(),
+        detail: truncate(detail.as_ref(), MAX_ERROR_BYTES),
     }
 }
 
@@ -40,17 +43,36 @@ pub(crate) mod headers {
     pub const DELIVERY_COUNT: &str = "x-delivery-count";
 }
 
-/// How many retries came before this delivery.
+/// How many retries came before this delivery, as counted by warren or the broker: a count a
+/// producer wrote is not believed. A forged `x-retry-count: 3` or `x-delivery-count: 3` on a
+/// first delivery used to skip every retry, and one in a batch made the whole batch dead-letter.
+///
+/// - `x-delivery-count` (quorum queues, counted by the broker) only on a redelivery: RabbitMQ
+///   overwrites it on every redelivery but leaves a producer's value on the first delivery.
+/// - `x-retry-count` only on warren's own retry copies: those reach the queue through the default
+///   exchange with the queue's name as routing key (republished by warren, or dead-lettered back
+///   by a wait queue), whereas a producer's message arrives through the exchange it was published
+///   to. A producer allowed to publish to the default exchange can still pose as warren: deny it
+///   write access to `amq.default` where that matters (docs/runtime.md).
+///
+/// A believed count saturates at `u32::MAX`; the arithmetic on it saturates too (`policy`).
 pub(crate) fn retries_so_far(raw: &lapin::message::Delivery, queue: &QueueInfo) -> u32 {
-    let table = raw.properties.headers().as_ref();
-    let key = if queue.broker_counts() {
-        headers::DELIVERY_COUNT
+    let (key, believed) = if queue.broker_counts() {
+        (headers::DELIVERY_COUNT, raw.redelivered)
     } else {
-        headers::RETRY_COUNT
+        (headers::RETRY_COUNT, is_retry_copy(raw, queue))
     };
-    header_int(table, key)
-        .and_then(|n| u32::try_from(n).ok())
-        .unwrap_or(0)
+    if !believed {
+        return 0;
+    }
+    header_int(raw.properties.headers().as_ref(), key)
+        .map_or(0, |n| u32::try_from(n.max(0)).unwrap_or(u32::MAX))
+}
+
+/// Whether `raw` came the way warren's retry copies come: through the default exchange, routed by
+/// the name of the queue it was delivered from.
+fn is_retry_copy(raw: &lapin::message::Delivery, queue: &QueueInfo) -> bool {
+    raw.exchange.as_str().is_empty() && raw.routing_key.as_str() == queue.name
 }
 
 /// The exchange and routing key the message was first published with: after a retry hop
@@ -114,6 +136,16 @@ pub(crate) fn decode<M: Message>(
         .as_ref()
         .map(|e| e.to_string());
     let body = decompress(&raw.data, encoding.as_deref(), max_body_bytes)?;
+    let max_items = (max_body_bytes / BYTES_PER_ITEM).max(MIN_ITEMS);
+    if let Some(items) = items_over(&body, max_items) {
+        return Err(poison(
+            "too-large",
+            format!(
+                "a JSON body of over {items} values, above the {max_items} allowed by the \
+                 {max_body_bytes}-byte cap (one per {BYTES_PER_ITEM} bytes of it)"
+            ),
+        ));
+    }
     let table = properties.headers().as_ref();
     let header_json = Value::Object(table.map(table_to_json).unwrap_or_default());
     let payload: M::Payload = match validators {
@@ -146,6 +178,46 @@ pub(crate) fn decode<M: Message>(
         delivery = delivery.with_first_failure(at);
     }
     Ok(delivery)
+}
+
+/// A body of the worker's cap holds at most one JSON value (or object member) per this many
+/// bytes of the cap. Parsed, a value takes 32 bytes (72 where serde_json's `preserve_order` is
+/// on, as any crate of the build may turn it on), and `[1,1,…]` spends 2 bytes on each: parsing
+/// 8 MB of it took 290 MB. With this budget a parsed body takes at most 4.5 times the cap, however
+/// small it was as sent: a body may be as dense as it likes as long as it is small.
+const BYTES_PER_ITEM: usize = 16;
+
+/// However small the cap, this many values are allowed (4.5 MiB parsed at most), so a body
+/// under a small cap is never refused for its density.
+const MIN_ITEMS: usize = 64 * 1024;
+
+/// How many JSON values and object members `body` has, as an upper bound (one for every `,`,
+/// `:`, `[` and `{` outside strings, plus the root), if more than `max`; found by a scan of its
+/// bytes before anything is parsed, and only for a body long enough to hold that many.
+fn items_over(body: &[u8], max: usize) -> Option<usize> {
+    if body.len() <= max {
+        return None;
+    }
+    let mut items = 1usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &byte in body {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match byte {
+                b'"' => in_string = true,
+                b',' | b':' | b'[' | b'{' => items += 1,
+                _ => {}
+            }
+        }
+    }
+    (items > max).then_some(items)
 }
 
 fn first_failure(table: Option<&FieldTable>) -> Option<SystemTime> {
@@ -194,7 +266,7 @@ mod tests {
     use lapin::BasicProperties;
     use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 
-    use super::{decompress, headers, original_route};
+    use super::{decompress, headers, items_over, original_route};
 
     /// A publisher may set `x-original-*` headers to anything; one longer than an AMQP name
     /// used to become the routing key of the dead-letter copy, and lapin panicked on it.
@@ -258,6 +330,18 @@ mod tests {
             "decode"
         );
         assert_eq!(decompress(b"x", None, 100).unwrap().as_ref(), b"x");
+    }
+
+    #[test]
+    fn items_are_counted_outside_strings_and_only_in_long_bodies() {
+        assert_eq!(items_over(br#"[1,2,[3],{"a":4}]"#, 7), Some(8));
+        assert_eq!(items_over(br#"[1,2,[3],{"a":4}]"#, 8), None);
+        // Commas, colons and brackets in strings (escaped quotes included) are not items.
+        assert_eq!(items_over(br#"["a,b:[{","c\",d"]"#, 2), Some(3));
+        // A body no longer than the budget is not scanned.
+        assert_eq!(items_over(b"[1,1,1]", 7), None);
+        let bomb = format!("[{}1]", "1,".repeat(99_999));
+        assert_eq!(items_over(bomb.as_bytes(), 50_000), Some(100_001));
     }
 
     #[test]

@@ -81,7 +81,8 @@ pub trait Handler<M: Message>: Send + Sync + 'static {
 
 /// Handles messages `M` in batches.
 pub trait BatchHandler<M: Message>: Send + Sync + 'static {
-    /// Handles one batch; an error applies to every message of the batch.
+    /// Handles one batch; an error applies to every message of the batch, and each is then
+    /// retried or dead-lettered by its own retry count.
     fn handle_batch(
         &self,
         batch: Vec<Delivery<M::Payload, M::Headers>>,

@@ -35,6 +35,10 @@ pub(crate) enum Failure {
     NonRetryable,
     /// The handler failed (or panicked) and it may succeed later.
     Retryable,
+    /// Warren itself panicked while decoding or settling the delivery: a bug, most likely
+    /// repeated on every attempt, so the message is dead-lettered (`internal-error`) whatever
+    /// `on_poison` says, for someone to look at.
+    Internal,
 }
 
 /// What to do with it.
@@ -80,6 +84,7 @@ pub(crate) fn decide(queue: &QueueInfo, retries: u32, failure: Failure, jitter: 
             OnPoison::DeadLetter => dead_letter(reason),
         },
         Failure::NonRetryable => dead_letter("non-retryable"),
+        Failure::Internal => dead_letter("internal-error"),
         Failure::Retryable => match &queue.retry {
             // No retries: the budget of zero is spent at once.
             Retry::None => dead_letter("exhausted"),
@@ -94,7 +99,7 @@ pub(crate) fn decide(queue: &QueueInfo, retries: u32, failure: Failure, jitter: 
                 } else {
                     Outcome::Retry {
                         routing_key: queue.name.clone(),
-                        retry_count: retries + 1,
+                        retry_count: retries.saturating_add(1),
                     }
                 }
             }
@@ -107,7 +112,7 @@ pub(crate) fn decide(queue: &QueueInfo, retries: u32, failure: Failure, jitter: 
                     {
                         return Outcome::Retry {
                             routing_key: longest.queue.clone(),
-                            retry_count: retries + 1,
+                            retry_count: retries.saturating_add(1),
                         };
                     }
                     return exhausted(backoff.exhausted);
@@ -117,7 +122,7 @@ pub(crate) fn decide(queue: &QueueInfo, retries: u32, failure: Failure, jitter: 
                 };
                 Outcome::Retry {
                     routing_key: tier.queue.clone(),
-                    retry_count: retries + 1,
+                    retry_count: retries.saturating_add(1),
                 }
             }
             Retry::QuorumNative { .. } => Outcome::Requeue { exhausted: false },
@@ -251,6 +256,26 @@ mod tests {
             Outcome::Retry {
                 routing_key: "work".into(),
                 retry_count: 1
+            }
+        );
+    }
+
+    /// A count of `u32::MAX` (a forged `x-retry-count: 4294967295`) overflowed `retries + 1` on
+    /// the `exhausted: requeue` path: a panic in a debug build, and the delivery unsettled.
+    #[test]
+    fn counts_saturate() {
+        let q = queue(QueueKind::Classic, backoff(Exhausted::Requeue));
+        assert_eq!(
+            decide(&q, u32::MAX, Failure::Retryable, 0.0),
+            Outcome::Retry {
+                routing_key: "work.wait.300ms".into(),
+                retry_count: u32::MAX
+            }
+        );
+        assert_eq!(
+            decide(&q, u32::MAX, Failure::Internal, 0.0),
+            Outcome::DeadLetter {
+                reason: "internal-error"
             }
         );
     }

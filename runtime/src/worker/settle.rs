@@ -1,5 +1,8 @@
 //! Settling deliveries: ack, requeue, or publish a retry or dead-letter copy (with confirms,
-//! then ack the original). Every delivery is settled exactly once.
+//! then ack the original). Every delivery is settled at most once, on its own channel: each path
+//! here sends one ack, reject or nack, and the fallback for a panic (`consume.rs`) only settles
+//! a delivery still unsettled. One whose channel closed first is not settled at all: the broker
+//! redelivers it.
 
 use std::time::{Duration, SystemTime};
 

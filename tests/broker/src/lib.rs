@@ -224,6 +224,7 @@ handle_with_recorder!(
     RunNative,
     RunDrop,
     RunForever,
+    RunBackoffForever,
     RunSibling,
     RunBounded,
     RunOutage,
@@ -360,6 +361,7 @@ impl Harness {
             run_bounded: recorder.clone(),
             run_drop: recorder.clone(),
             run_forever: recorder.clone(),
+            run_backoff_forever: recorder.clone(),
             run_jitter: recorder.clone(),
             run_native: recorder.clone(),
             run_none: recorder.clone(),
@@ -400,13 +402,30 @@ impl Harness {
     }
 
     /// Publishes raw bytes to the contract's exchange, bypassing every check, as a faulty
-    /// or hostile producer would.
+    /// or hostile producer would. The job headers are added to any in `properties`.
     pub async fn publish_raw(&self, routing_key: &str, body: &[u8], properties: BasicProperties) {
-        let properties = properties.with_headers(raw_headers()).with_delivery_mode(2);
+        self.publish_raw_to(&self.name("jobs"), routing_key, body, properties)
+            .await;
+    }
+
+    /// Like [`Harness::publish_raw`], to `exchange` (`""`, the default exchange, routes to
+    /// the queue named by `routing_key`, as warren's retry copies go).
+    pub async fn publish_raw_to(
+        &self,
+        exchange: &str,
+        routing_key: &str,
+        body: &[u8],
+        properties: BasicProperties,
+    ) {
+        let mut headers = raw_headers();
+        for (key, value) in properties.headers().iter().flat_map(|h| h.inner()) {
+            headers.insert(key.clone(), value.clone());
+        }
+        let properties = properties.with_headers(headers).with_delivery_mode(2);
         self.raw()
             .await
             .basic_publish(
-                ShortString::from(self.name("jobs")),
+                ShortString::from(exchange),
                 ShortString::from(routing_key),
                 BasicPublishOptions::default(),
                 body,
@@ -538,6 +557,7 @@ pub fn job(id: &str, behaviour: types::JobBehaviour) -> types::Job {
         succeed_on_attempt: None,
         amount: 10,
         sku: None,
+        tags: Vec::new(),
     }
 }
 

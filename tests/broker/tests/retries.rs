@@ -4,8 +4,8 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use lapin::BasicProperties;
-use lapin::types::ShortString;
-use warren_broker_tests::types::JobBehaviour;
+use lapin::types::{AMQPValue, FieldTable, ShortString};
+use warren_broker_tests::types::{self, JobBehaviour};
 use warren_broker_tests::{Harness, header, job};
 
 const WAIT: Duration = Duration::from_secs(15);
@@ -366,4 +366,128 @@ async fn copies_can_go_through_a_connection_of_their_own() {
     assert_eq!(counts, [0, 1], "retried once through the copies connection");
     h.stop().await.expect("clean shutdown");
     copies.close().await.expect("closed");
+}
+
+/// `job` as a hostile producer sends it: through the contract's exchange, with `headers` it
+/// has no business setting.
+async fn publish_forged(h: &Harness, routing_key: &str, job: &types::Job, headers: &[(&str, i64)]) {
+    let mut table = FieldTable::default();
+    for (key, value) in headers {
+        table.insert(ShortString::from(*key), AMQPValue::LongLongInt(*value));
+    }
+    let body = serde_json::to_vec(job).expect("json");
+    h.publish_raw(routing_key, &body, json_properties().with_headers(table))
+        .await;
+}
+
+fn counts(h: &Harness, id: &str, consumer: &str) -> Vec<u32> {
+    h.recorder
+        .attempts(id)
+        .iter()
+        .filter(|a| a.consumer == consumer)
+        .map(|a| a.retry_count)
+        .collect()
+}
+
+/// A producer's `x-retry-count: 3` on a first delivery skipped every retry of a `ttl-backoff`
+/// queue, and `x-delivery-count: 3` did the same on a quorum queue (RabbitMQ 3.10 keeps the
+/// producer's value on a first delivery): counts are believed only where warren or the broker
+/// set them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_retry_counts_do_not_spend_the_retries() {
+    let h = Harness::start("forged").await;
+    let backoff = job("forged-backoff", JobBehaviour::Retryable);
+    publish_forged(&h, "job.backoff", &backoff, &[("x-retry-count", 3)]).await;
+    let requeue = job("forged-requeue", JobBehaviour::Retryable);
+    publish_forged(&h, "job.requeue", &requeue, &[("x-delivery-count", 3)]).await;
+    let native = job("forged-native", JobBehaviour::Retryable);
+    publish_forged(&h, "job.native", &native, &[("x-delivery-count", 3)]).await;
+    let dead = h.dead_letters(3, WAIT).await;
+    assert_eq!(
+        dead.len(),
+        3,
+        "each dead-lettered once its retries were spent"
+    );
+    assert_eq!(
+        counts(&h, "forged-backoff", "RunBackoff"),
+        [0, 1, 2, 3],
+        "ttl-backoff: every retry"
+    );
+    assert_eq!(
+        counts(&h, "forged-requeue", "RunRequeue"),
+        [0, 1, 2, 3],
+        "quorum immediate-requeue: every retry"
+    );
+    assert_eq!(
+        counts(&h, "forged-native", "RunNative"),
+        [0, 1, 2],
+        "quorum-native: the handler is told the broker's count"
+    );
+    let backoff_dead = dead
+        .iter()
+        .find(|m| header(m, "x-consumer").as_deref() == Some("run_backoff"))
+        .expect("the ttl-backoff dead letter");
+    assert_eq!(header(backoff_dead, "x-retry-count").as_deref(), Some("3"));
+    h.stop().await.expect("clean shutdown");
+}
+
+/// `x-retry-count: 4294967295` overflowed `retries + 1` where retries go on past the budget
+/// (`ttl-backoff` with `exhausted: requeue`): a panic in a debug build that left the delivery
+/// unsettled, and ten of them stalled the consumer. Sent by a producer the count is not
+/// believed; sent as warren's own copies are (through the default exchange, to the queue), it
+/// is believed and saturates. Either way each message is retried, and the consumer goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_count_of_u32_max_is_settled_and_the_consumer_goes_on() {
+    let h = Harness::start("overflow").await;
+    let queue = h.name("backoff-forever");
+    let ids: Vec<String> = (0..10).map(|i| format!("max-{i}")).collect();
+    for (i, id) in ids.iter().enumerate() {
+        let mut flaky = job(id, JobBehaviour::Retryable);
+        flaky.succeed_on_attempt = Some(1);
+        if i % 2 == 0 {
+            let forged = [("x-retry-count", i64::from(u32::MAX))];
+            publish_forged(&h, "job.backoff-forever", &flaky, &forged).await;
+        } else {
+            let mut table = FieldTable::default();
+            table.insert(
+                ShortString::from("x-retry-count"),
+                AMQPValue::LongLongInt(i64::from(u32::MAX)),
+            );
+            let body = serde_json::to_vec(&flaky).expect("json");
+            h.publish_raw_to("", &queue, &body, json_properties().with_headers(table))
+                .await;
+        }
+    }
+    h.submit("backoff-forever", job("after", JobBehaviour::Ok))
+        .await;
+    h.recorder
+        .wait(WAIT, || {
+            ids.iter().all(|id| h.recorder.attempts(id).len() >= 2)
+                && !h.recorder.attempts("after").is_empty()
+        })
+        .await;
+    for (i, id) in ids.iter().enumerate() {
+        let expected: &[u32] = if i % 2 == 0 {
+            &[0, 1]
+        } else {
+            &[u32::MAX, u32::MAX]
+        };
+        assert_eq!(counts(&h, id, "RunBackoffForever"), expected, "{id}");
+    }
+    assert_eq!(
+        h.recorder.attempts("after").len(),
+        1,
+        "the consumer went on"
+    );
+    assert_eq!(
+        h.ready("backoff-forever").await,
+        0,
+        "nothing left unsettled"
+    );
+    assert!(
+        h.dead_letters(1, Duration::from_millis(300))
+            .await
+            .is_empty()
+    );
+    h.stop().await.expect("clean shutdown");
 }

@@ -3,8 +3,10 @@
 
 use std::time::{Duration, Instant};
 
+use lapin::BasicProperties;
+use lapin::types::{AMQPValue, FieldTable, ShortString};
 use warren_broker_tests::types::JobBehaviour;
-use warren_broker_tests::{Harness, job};
+use warren_broker_tests::{Harness, header, job};
 
 const WAIT: Duration = Duration::from_secs(15);
 
@@ -104,8 +106,12 @@ async fn prefetch_and_concurrency_bound_the_work_in_flight() {
     h.stop().await.expect("clean shutdown");
 }
 
+/// Batches of at most `size`; a failed batch fails together, but each of its messages is
+/// retried or dead-lettered by its own history. One message whose retries were spent (or
+/// whose producer forged a count) used to make the whole batch dead-letter as `exhausted`,
+/// with dead letters claiming retries the others never had.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_batch_consumer_gets_batches_and_retries_them_together() {
+async fn a_batch_consumer_gets_batches_and_settles_each_message_by_its_own_history() {
     let h = Harness::start("batch").await;
     for i in 0..10 {
         h.submit("batch", job(&format!("b{i}"), JobBehaviour::Ok))
@@ -122,18 +128,78 @@ async fn a_batch_consumer_gets_batches_and_retries_them_together() {
         "batches of at most 4: {sizes:?}"
     );
     assert_eq!(sizes.iter().sum::<usize>(), 10);
-    // A failing batch is retried whole, once (max_retries 1), then succeeds.
-    let mut failing = job("bad", JobBehaviour::Retryable);
-    failing.succeed_on_attempt = Some(1);
-    h.submit("batch", failing).await;
-    let attempts = h.recorder.wait_attempts("bad", 2, WAIT).await;
-    let counts: Vec<u32> = attempts.iter().map(|a| a.retry_count).collect();
-    assert_eq!(counts, [0, 1]);
+
+    // One batch of four histories (max_retries 1, each failing its first attempt here): a
+    // retry copy whose retry is spent, sent as warren sends it (to the wait queue, which
+    // dead-letters it back after 200 ms); two fresh messages; one whose producer forged
+    // `x-retry-count: 3`. The fresh ones go to the queue 150 ms after the copy, so all four
+    // arrive within the batch's 300 ms.
+    let flaky = |id: &str| {
+        let mut flaky = job(id, JobBehaviour::Retryable);
+        flaky.succeed_on_attempt = Some(1);
+        serde_json::to_vec(&flaky).expect("json")
+    };
+    // `x-retry-count: n`, or no count at all.
+    let count = |n: Option<i64>| {
+        let mut table = FieldTable::default();
+        if let Some(n) = n {
+            table.insert(
+                ShortString::from("x-retry-count"),
+                AMQPValue::LongLongInt(n),
+            );
+        }
+        BasicProperties::default()
+            .with_content_type(ShortString::from("application/json"))
+            .with_headers(table)
+    };
+    let wait_queue = h
+        .topology
+        .queues
+        .iter()
+        .map(|q| q.name.clone())
+        .find(|name| name.starts_with(&h.name("batch.wait.")))
+        .expect("the batch queue's wait queue");
+    h.publish_raw_to("", &wait_queue, &flaky("spent"), count(Some(1)))
+        .await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    for id in ["fresh-1", "fresh-2"] {
+        h.publish_raw("job.batch", &flaky(id), count(None)).await;
+    }
+    h.publish_raw("job.batch", &flaky("forged"), count(Some(3)))
+        .await;
+    let mixed = ["spent", "fresh-1", "fresh-2", "forged"];
+    h.recorder
+        .wait(WAIT, || {
+            mixed[1..]
+                .iter()
+                .all(|id| h.recorder.attempts(id).len() >= 2)
+        })
+        .await;
+    let batches = h.recorder.batches();
     assert!(
-        h.dead_letters(1, Duration::from_millis(500))
-            .await
-            .is_empty()
+        batches
+            .iter()
+            .any(|b| mixed.iter().all(|id| b.contains(&(*id).to_owned()))),
+        "the four in one batch: {batches:?}"
     );
+    let counts = |id: &str| -> Vec<u32> {
+        h.recorder
+            .attempts(id)
+            .iter()
+            .map(|a| a.retry_count)
+            .collect()
+    };
+    assert_eq!(counts("spent"), [1], "its retry was spent: dead-lettered");
+    for id in &mixed[1..] {
+        assert_eq!(counts(id), [0, 1], "{id}: retried once, then handled");
+    }
+    let dead = h.dead_letters(2, Duration::from_secs(1)).await;
+    assert_eq!(dead.len(), 1, "only the spent one is dead-lettered");
+    assert_eq!(
+        header(&dead[0], "x-failure-reason").as_deref(),
+        Some("exhausted")
+    );
+    assert_eq!(header(&dead[0], "x-retry-count").as_deref(), Some("1"));
     h.stop().await.expect("clean shutdown");
 }
 
