@@ -11,7 +11,7 @@ use crate::format::{
 };
 use crate::load::LoadedContract;
 use crate::model::{RetryPolicy, retry_policy};
-use crate::naming::{Case, ident};
+use crate::naming::{Role, role_ident};
 
 /// AMQP short strings, which carry every name, hold at most 255 bytes.
 const MAX_NAME_BYTES: usize = 255;
@@ -757,13 +757,13 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// Placeholders become parameters of the publish method: distinct Rust identifiers, and
-    /// not the method's own `payload` and `headers`.
+    /// Placeholders become parameters of the publish method: distinct Rust identifiers (one
+    /// named like the method's own `payload` is escaped to `payload_`, see [`Role`]).
     fn placeholders(&mut self, path: &str, template: &KeyTemplate) {
         let path = format!("{path}.routing_key");
         let mut seen: BTreeMap<String, &str> = BTreeMap::new();
         for placeholder in template.placeholders() {
-            let id = match ident(placeholder, Case::Value) {
+            let id = match role_ident(placeholder, Role::Placeholder) {
                 Ok(id) => id.text,
                 Err(problem) => {
                     self.error(
@@ -775,14 +775,6 @@ impl<'a> Checker<'a> {
                     continue;
                 }
             };
-            if matches!(id.as_str(), "payload" | "headers") {
-                self.error(
-                    "bad-routing-key",
-                    &path,
-                    format!("placeholder `{{{placeholder}}}` would shadow the publish method's `{id}` parameter"),
-                    "rename the placeholder",
-                );
-            }
             if let Some(first) = seen.insert(id.clone(), placeholder) {
                 let message = if first == placeholder {
                     format!("placeholder `{{{placeholder}}}` appears twice")
@@ -1046,46 +1038,46 @@ impl<'a> Checker<'a> {
             .collect()
     }
 
-    /// Names that become Rust identifiers must give valid, distinct ones.
+    /// Names that become Rust identifiers must give valid, distinct ones. Names are split
+    /// into words and re-cased, so `order-placed`, `order_placed` and `OrderPlaced` are one
+    /// name to Rust: the later one (in sorted order) is reported, naming the other.
     pub(super) fn identifiers(&mut self) {
-        let groups: [(&str, &str, Case, Vec<&String>); 4] = [
+        let groups: [(&str, Role, Vec<&String>); 4] = [
             (
                 "messages",
-                "type",
-                Case::Type,
+                Role::Message,
                 self.file.messages.keys().collect(),
             ),
             (
                 "publishers",
-                "method",
-                Case::Value,
+                Role::Publisher,
                 self.file.publishers.keys().collect(),
             ),
             (
                 "consumers",
-                "trait",
-                Case::Type,
+                Role::ConsumerTrait,
                 self.file.consumers.keys().collect(),
             ),
             (
                 "consumers",
-                "field",
-                Case::Value,
+                Role::ConsumerField,
                 self.file.consumers.keys().collect(),
             ),
         ];
-        for (section, role, case, names) in groups {
+        for (section, role, names) in groups {
+            let noun = role.noun();
             let mut taken: BTreeMap<String, &String> = BTreeMap::new();
             for name in names {
                 let path = format!("{section}.{name}");
-                match ident(name, case) {
+                match role_ident(name, role) {
                     Err(problem) => {
-                        if role != "field" {
+                        // A consumer's trait and field fail alike: report it once.
+                        if role != Role::ConsumerField {
                             self.error(
                                 "bad-identifier",
                                 &path,
                                 format!(
-                                    "`{}` cannot become a Rust {role} name: {problem}",
+                                    "`{}` cannot become a Rust {noun} name: {problem}",
                                     shown(name)
                                 ),
                                 "use ASCII letters and digits, starting with a letter",
@@ -1098,11 +1090,14 @@ impl<'a> Checker<'a> {
                                 "identifier-clash",
                                 &path,
                                 format!(
-                                    "`{}` and `{}` would both become the Rust {role} `{id}`",
+                                    "{section} `{}` and `{}` would both become the Rust {noun} `{id}`",
                                     shown(first),
                                     shown(name)
                                 ),
-                                "rename one of them so their words differ",
+                                format!(
+                                    "Rust names are made of the words of a name, re-cased, so these two are the same name; rename one of them (at `{section}.{}` or here) so their words differ",
+                                    shown(first)
+                                ),
                             );
                         }
                     }
