@@ -570,9 +570,12 @@ fn cover() -> Vec<Roles> {
                         a[0] != b[0] && a[1] != b[1]
                     })
             });
-            if let Some(slot) = slot {
-                role_mut(&mut cases[slot], role).push((*name).to_owned());
-            }
+            // Every name goes somewhere: into a case of its own if it meets one in each.
+            let slot = slot.unwrap_or_else(|| {
+                cases.push(Roles::default());
+                cases.len() - 1
+            });
+            role_mut(&mut cases[slot], role).push((*name).to_owned());
         }
     }
     cases
