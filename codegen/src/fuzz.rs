@@ -180,3 +180,487 @@ fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Names that tend to break generated code: Rust keywords (raw-able and not), names the
+/// generated code itself uses (its methods, types, generics, modules, parameters and the
+/// prelude), single letters, lint-sensitive prefixes (`into_`, `from_`) and
+/// `clippy::disallowed_names`. Each is supported on its own; [`name_cases`] puts every one
+/// of them in every role.
+pub const HOSTILE_NAMES: &[&str] = &[
+    // Keywords, strict, reserved and weak; `self`, `Self`, `super`, `crate` cannot be raw.
+    "as",
+    "async",
+    "await",
+    "break",
+    "const",
+    "continue",
+    "crate",
+    "dyn",
+    "else",
+    "enum",
+    "extern",
+    "false",
+    "fn",
+    "for",
+    "gen",
+    "if",
+    "impl",
+    "in",
+    "let",
+    "loop",
+    "match",
+    "mod",
+    "move",
+    "mut",
+    "pub",
+    "ref",
+    "return",
+    "self",
+    "Self",
+    "static",
+    "struct",
+    "super",
+    "trait",
+    "true",
+    "try",
+    "type",
+    "unsafe",
+    "use",
+    "where",
+    "while",
+    "abstract",
+    "become",
+    "box",
+    "do",
+    "final",
+    "macro",
+    "override",
+    "priv",
+    "typeof",
+    "unsized",
+    "virtual",
+    "yield",
+    "union",
+    "macro_rules",
+    "raw",
+    "safe",
+    "auto",
+    "default",
+    "r#type",
+    "static'",
+    // What the generated code names: `Publishers` and its methods, fields and parameters…
+    "new",
+    "with",
+    "clone",
+    "clone_from",
+    "fmt",
+    "publish",
+    "publish_with",
+    "publisher",
+    "options",
+    "payload",
+    "headers",
+    "routing_key",
+    "Publishers",
+    // …the handler traits, adapters, `Handlers` and its generics…
+    "handle",
+    "handle_batch",
+    "delivery",
+    "batch",
+    "register",
+    "run",
+    "worker",
+    "H",
+    "h",
+    "Handlers",
+    "handlers",
+    "adapters",
+    "__adapters",
+    "__H",
+    "__warren_invalid_name",
+    // …its modules and items, the runtime's and the prelude's names…
+    "types",
+    "messages",
+    "consumers",
+    "topology",
+    "Message",
+    "Delivery",
+    "Handler",
+    "BatchHandler",
+    "Payload",
+    "Headers",
+    "NAME",
+    "CONTENT_TYPE",
+    "Topology",
+    "Worker",
+    "NoHeaders",
+    "Event",
+    "Send",
+    "Sync",
+    "Sized",
+    "Option",
+    "Some",
+    "None",
+    "Result",
+    "Ok",
+    "Err",
+    "Vec",
+    "String",
+    "Box",
+    "Future",
+    "Copy",
+    "Clone",
+    "Debug",
+    "PartialEq",
+    "Eq",
+    "Hash",
+    "core",
+    "std",
+    "alloc",
+    "warren_runtime",
+    "main",
+    "drop",
+    "deref",
+    "eq",
+    "next",
+    "add",
+    "index",
+    "cmp",
+    // …names lints care about, and single letters.
+    "into_orders",
+    "from_partner",
+    "to_audit",
+    "as_event",
+    "is_ready",
+    "foo",
+    "baz",
+    "quux",
+    "a",
+    "b",
+    "e",
+    "f",
+    "p",
+    "q",
+    "s",
+    "t",
+    "v",
+    "x",
+    "T",
+    "E",
+    "F",
+    "P",
+    // Punctuation, separators and escapes that leave an identifier behind.
+    "a*/b",
+    "it's \"quoted\"",
+    "x::y",
+    "line\nbreak",
+    "tab\tbed",
+    "end_",
+    "__x",
+    "a__b",
+    "UPPER_CASE",
+    "mixedCase",
+    "with digits 2",
+    "v2.1",
+];
+
+/// Names that differ as written but not once case-converted: validation must refuse each
+/// pair as a clash, never emit both.
+pub const CLASHING_NAMES: &[(&str, &str)] = &[
+    ("order_placed", "OrderPlaced"),
+    ("order-placed", "order.placed"),
+    ("ORDER_PLACED", "orderPlaced"),
+    ("order placed", "Order Placed"),
+    ("self", "Self"),
+    ("h", "H"),
+    ("new", "New"),
+    ("line\nbreak", "line_break"),
+];
+
+/// Names that make no identifier at all: validation must refuse them with a clear error.
+pub const UNSUPPORTED_NAMES: &[&str] = &[
+    "9lives", "1st", "0", "café", "日本", "🐇", "...", "_", "__", "*/", "",
+];
+
+/// What a name case checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameCaseKind {
+    /// Part of a cover of [`HOSTILE_NAMES`] in every role: must validate, and compile.
+    Cover,
+    /// Random names from a seed: if it validates, it must compile.
+    Random,
+    /// Two [`CLASHING_NAMES`] in one role: must be refused as a clash.
+    Clash,
+    /// One of [`UNSUPPORTED_NAMES`]: must be refused.
+    Unsupported,
+}
+
+impl NameCaseKind {
+    /// The kind's name, for reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Cover => "cover",
+            Self::Random => "random",
+            Self::Clash => "clash",
+            Self::Unsupported => "unsupported",
+        }
+    }
+}
+
+/// A generated contract of the name property test.
+#[derive(Debug, Clone)]
+pub struct NameCase {
+    /// What it checks.
+    pub kind: NameCaseKind,
+    /// The contract as JSON (which is YAML); it names `event.json` and
+    /// `schemas/headers.json` beside it (written by [`write_schema_files`]).
+    pub contract: String,
+}
+
+/// The roles a contract name takes, each becoming different identifiers.
+#[derive(Debug, Default, Clone)]
+struct Roles {
+    messages: Vec<String>,
+    publishers: Vec<String>,
+    consumers: Vec<String>,
+    placeholders: Vec<String>,
+}
+
+/// A small deterministic generator (splitmix64), so the cases of one seed are the same on
+/// every machine and need no dependency in a build script.
+#[derive(Debug, Clone)]
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        usize::try_from(self.next() % u64::try_from(n.max(1)).unwrap_or(1)).unwrap_or(0)
+    }
+
+    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+        from[self.below(from.len())]
+    }
+}
+
+/// Words random names are made of: pieces of hostile names in several cases.
+const WORDS: &[&str] = &[
+    "order", "placed", "Order", "PLACED", "h", "self", "new", "with", "type", "Handlers", "run",
+    "x2",
+];
+
+/// What joins words: case changes alone, or the separators people write.
+const SEPARATORS: &[&str] = &["", "_", "-", ".", " ", "::"];
+
+/// A random name: a hostile one, or a few words joined (`new-PLACED`, `type_x2`), now and
+/// then with a leading digit or a letter no identifier may hold.
+fn random_name(rng: &mut SplitMix) -> String {
+    if rng.below(2) == 0 {
+        return rng.pick(HOSTILE_NAMES).to_owned();
+    }
+    let mut name = rng.pick(WORDS).to_owned();
+    for _ in 0..rng.below(3) {
+        name.push_str(rng.pick(SEPARATORS));
+        name.push_str(rng.pick(WORDS));
+    }
+    match rng.below(48) {
+        0 => name.insert(0, '7'),
+        1 => name.push('é'),
+        _ => {}
+    }
+    name
+}
+
+/// Whether a name can stand between the braces of a routing key placeholder.
+fn placeholder_safe(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['.', '{', '}'])
+}
+
+/// The name property's cases: a cover that puts every [`HOSTILE_NAMES`] entry in every role
+/// (message, publisher, consumer, routing key placeholder) without two names of one case
+/// meeting after case conversion, one case per [`CLASHING_NAMES`] pair and role, one per
+/// [`UNSUPPORTED_NAMES`] entry and role, and `random` cases drawn from `seed`.
+pub fn name_cases(seed: u64, random: usize) -> Vec<NameCase> {
+    let mut cases = Vec::new();
+    for roles in cover() {
+        cases.push(NameCase {
+            kind: NameCaseKind::Cover,
+            contract: name_contract(&roles),
+        });
+    }
+    for (first, second) in CLASHING_NAMES {
+        let pair = vec![(*first).to_owned(), (*second).to_owned()];
+        for role in 0..4 {
+            if role == 3 && !pair.iter().all(|p| placeholder_safe(p)) {
+                continue;
+            }
+            let mut roles = Roles::default();
+            *role_mut(&mut roles, role) = pair.clone();
+            cases.push(NameCase {
+                kind: NameCaseKind::Clash,
+                contract: name_contract(&roles),
+            });
+        }
+    }
+    for name in UNSUPPORTED_NAMES {
+        for role in 0..4 {
+            if role == 3 && !placeholder_safe(name) {
+                continue;
+            }
+            let mut roles = Roles::default();
+            *role_mut(&mut roles, role) = vec![(*name).to_owned()];
+            cases.push(NameCase {
+                kind: NameCaseKind::Unsupported,
+                contract: name_contract(&roles),
+            });
+        }
+    }
+    let mut rng = SplitMix(seed);
+    for _ in 0..random {
+        let mut roles = Roles::default();
+        for role in 0..4 {
+            let count = 1 + rng.below(2);
+            *role_mut(&mut roles, role) = (0..count).map(|_| random_name(&mut rng)).collect();
+        }
+        roles.placeholders.retain(|p| placeholder_safe(p));
+        cases.push(NameCase {
+            kind: NameCaseKind::Random,
+            contract: name_contract(&roles),
+        });
+    }
+    cases
+}
+
+fn role_mut(roles: &mut Roles, role: usize) -> &mut Vec<String> {
+    match role {
+        0 => &mut roles.messages,
+        1 => &mut roles.publishers,
+        2 => &mut roles.consumers,
+        _ => &mut roles.placeholders,
+    }
+}
+
+/// Puts each hostile name into each role of some case, spreading them so that no case holds
+/// two names with the same identifier in either case convention (which would be a clash).
+fn cover() -> Vec<Roles> {
+    use crate::naming::{Case, ident};
+    const PER_CASE: usize = 16;
+    let count = HOSTILE_NAMES.len().div_ceil(PER_CASE);
+    let mut cases = vec![Roles::default(); count];
+    let key =
+        |name: &str| [Case::Type, Case::Value].map(|case| ident(name, case).map(|id| id.text).ok());
+    for role in 0..4 {
+        for (i, name) in HOSTILE_NAMES.iter().enumerate() {
+            if role == 3 && !placeholder_safe(name) {
+                continue;
+            }
+            // Rotated by role, so a case's publishers are not also its messages.
+            let start = (i + role * 3) % count;
+            let slot = (0..count).map(|k| (start + k) % count).find(|&c| {
+                let taken = role_mut(&mut cases[c], role);
+                taken.len() < PER_CASE * 2
+                    && taken.iter().all(|other| {
+                        let (a, b) = (key(other), key(name));
+                        a[0] != b[0] && a[1] != b[1]
+                    })
+            });
+            // Every name goes somewhere: into a case of its own if it meets one in each.
+            let slot = slot.unwrap_or_else(|| {
+                cases.push(Roles::default());
+                cases.len() - 1
+            });
+            role_mut(&mut cases[slot], role).push((*name).to_owned());
+        }
+    }
+    cases
+}
+
+/// A contract giving `roles` their names: one queue per message on a topic exchange, each
+/// publisher sending one message with up to two of the placeholders in its key, each
+/// consumer reading one message's queue (every third in batches). Roles left empty get a
+/// plain name, so each case has all four.
+fn name_contract(roles: &Roles) -> String {
+    use serde_json::{Map, Value, json};
+    let or = |names: &Vec<String>, plain: &str| {
+        if names.is_empty() {
+            vec![plain.to_owned()]
+        } else {
+            names.clone()
+        }
+    };
+    let messages = or(&roles.messages, "plain_message");
+    let publishers = or(&roles.publishers, "plain_publisher");
+    let consumers = or(&roles.consumers, "plain_consumer");
+    let placeholders = roles.placeholders.clone();
+    let (mut queues, mut bindings, mut message_map) = (Map::new(), Vec::new(), Map::new());
+    for (i, message) in messages.iter().enumerate() {
+        queues.insert(format!("q{i}"), json!({ "on_poison": "drop" }));
+        bindings.push(json!({ "exchange": "events", "queue": format!("q{i}"), "routing_key": format!("m{i}.#") }));
+        let mut entry = json!({ "payload": "event.json" });
+        if i % 2 == 1 {
+            entry["headers"] = json!("schemas/headers.json");
+        }
+        message_map.insert(message.clone(), entry);
+    }
+    let mut publisher_map = Map::new();
+    let mut next_placeholder = placeholders.iter();
+    for (i, publisher) in publishers.iter().enumerate() {
+        let m = i % messages.len();
+        let mut key = format!("m{m}");
+        for placeholder in next_placeholder.by_ref().take(2) {
+            key.push_str(&format!(".{{{placeholder}}}"));
+        }
+        publisher_map.insert(
+            publisher.clone(),
+            json!({ "exchange": "events", "routing_key": key, "message": messages[m] }),
+        );
+    }
+    // Placeholders left over go to extra publishers of their own.
+    let rest: Vec<&String> = next_placeholder.collect();
+    for (i, chunk) in rest.chunks(2).enumerate() {
+        let mut key = "m0".to_owned();
+        for placeholder in chunk {
+            key.push_str(&format!(".{{{placeholder}}}"));
+        }
+        publisher_map.insert(
+            format!("plain_publisher_{i}"),
+            json!({ "exchange": "events", "routing_key": key, "message": messages[0] }),
+        );
+    }
+    let mut consumer_map = Map::new();
+    for (i, consumer) in consumers.iter().enumerate() {
+        let m = i % messages.len();
+        let mut entry = json!({ "queue": format!("q{m}"), "message": messages[m] });
+        if i % 3 == 2 {
+            entry["batch"] = json!({ "size": 10, "timeout": "1s" });
+        }
+        consumer_map.insert(consumer.clone(), entry);
+    }
+    let contract = json!({
+        "exchanges": { "events": { "type": "topic" } },
+        "queues": Value::Object(queues),
+        "bindings": bindings,
+        "messages": Value::Object(message_map),
+        "publishers": Value::Object(publisher_map),
+        "consumers": Value::Object(consumer_map),
+    });
+    serde_json::to_string_pretty(&contract).unwrap_or_default()
+}
+
+/// Writes the schema files name cases refer to into `dir`.
+pub fn write_schema_files(dir: &Path) -> io::Result<()> {
+    for (name, text) in FIXED_FILES {
+        let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        fs::write(path, text)?;
+    }
+    Ok(())
+}

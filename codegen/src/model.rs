@@ -181,7 +181,9 @@ pub fn wait_queue_name(queue: &str, delay: Duration) -> String {
     format!("{queue}.wait.{delay}")
 }
 
-/// The `x-delivery-limit` of a quorum queue whose retries never end (`exhausted: requeue`).
+/// The `x-delivery-limit` of a quorum queue whose retries never end (`exhausted: requeue`)
+/// or that has no dead-letter exchange (where the broker would drop what passes the limit).
+/// The largest limit a signed 32-bit argument carries, which every RabbitMQ version takes.
 pub const QUORUM_UNLIMITED: u32 = i32::MAX as u32;
 
 /// Jitter buckets: with jitter on, a retry due after `d` waits `d × f` for one of these `f`,
@@ -508,13 +510,17 @@ fn queue(name: &str, q: &format::Queue) -> Queue {
         }
     }
     if kind == QueueKind::Quorum {
-        // Always explicit: RabbitMQ 4 defaults the limit to 20 and then drops messages when
-        // no dead-letter exchange is set; 3.10 has no limit at all. One above the retry budget
-        // lets the worker, not the broker, decide when a message is exhausted.
-        // One above the retry budget, so the worker, not the broker, decides when a message
-        // is exhausted (and adds the reason); `exhausted: requeue` asks for no limit at all,
-        // the largest one AMQP carries.
+        // Always explicit: RabbitMQ 4 defaults the limit to 20 and 3.10 has none. One above
+        // the retry budget, so the worker, not the broker, decides when a message is
+        // exhausted (and adds the reason). Past the limit RabbitMQ dead-letters the message,
+        // or drops it when the queue has nowhere to dead-letter: such a queue (a dead-letter
+        // queue itself, typically, where a crashing DLQ consumer or a peek with requeue
+        // returns messages) gets no limit that drops, the largest one AMQP carries, and so
+        // does `exhausted: requeue`, which asks for no limit at all.
+        let dead_letters =
+            q.dead_letter.is_some() || q.arguments.contains_key("x-dead-letter-exchange");
         let limit = match retry {
+            _ if !dead_letters => QUORUM_UNLIMITED,
             RetryPolicy::ImmediateRequeue {
                 exhausted: Exhausted::Requeue,
                 ..

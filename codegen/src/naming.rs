@@ -8,7 +8,15 @@
 //! - only ASCII letters, digits and `_` survive; a name with other letters is refused rather
 //!   than silently shortened, so two names can never meet by losing characters;
 //! - a Rust keyword stays usable as a raw identifier (`r#type`), except the few that cannot
-//!   be raw (`self`, `Self`, `super`, `crate`), which get a trailing `_`.
+//!   be raw (`self`, `Self`, `super`, `crate`), which get a trailing `_`;
+//! - so does a name the generated code already takes in the same place ([`Role`]): a
+//!   publisher `new` becomes the method `new_`, since `Publishers::new` exists.
+//!
+//! A trailing `_` is free for this: words are joined by `heck`, which never ends an
+//! identifier with `_`, so an escaped identifier meets no other contract name's, and two
+//! names that escape alike (`new`, `New`) meet each other, which the checks report.
+//! The generator's own names in places contract names reach (the adapters' generic `__H`,
+//! the module `__adapters`) start with `_`, which derived identifiers never do.
 
 use heck::{ToSnakeCase, ToUpperCamelCase};
 
@@ -60,6 +68,66 @@ const RAW_KEYWORDS: &[&str] = &[
 
 /// Keywords that cannot be raw identifiers.
 const RESERVED: &[&str] = &["self", "Self", "super", "crate", "_"];
+
+/// Where a contract name becomes an identifier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A message's marker type in `messages`.
+    Message,
+    /// A publisher's method on `Publishers`.
+    Publisher,
+    /// A consumer's handler trait in `consumers`, which also names its adapter and its
+    /// generic parameter of `Handlers`.
+    ConsumerTrait,
+    /// A consumer's field of `Handlers`.
+    ConsumerField,
+    /// A routing key placeholder: a parameter of its publisher's method.
+    Placeholder,
+}
+
+impl Role {
+    /// The case of identifiers in this place.
+    pub fn case(self) -> Case {
+        match self {
+            Self::Message | Self::ConsumerTrait => Case::Type,
+            Self::Publisher | Self::ConsumerField | Self::Placeholder => Case::Value,
+        }
+    }
+
+    /// Names the generated code itself gives in this place.
+    pub fn taken(self) -> &'static [&'static str] {
+        match self {
+            // `Publishers`' own methods, and those of the traits it derives (a `clone`
+            // publisher would hide `Clone::clone` from method calls).
+            Self::Publisher => &["new", "with", "clone", "clone_from", "fmt"],
+            // The publish method's other parameters.
+            Self::Placeholder => &["payload", "headers"],
+            Self::Message | Self::ConsumerTrait | Self::ConsumerField => &[],
+        }
+    }
+
+    /// What the identifier is, for messages: `type`, `method`, `trait`…
+    pub fn noun(self) -> &'static str {
+        match self {
+            Self::Message => "type",
+            Self::Publisher => "method",
+            Self::ConsumerTrait => "trait",
+            Self::ConsumerField => "field",
+            Self::Placeholder => "parameter",
+        }
+    }
+}
+
+/// Derives the identifier of `name` in `role`: [`ident`] in the role's case, with a trailing
+/// `_` when the generated code already takes that identifier there.
+pub fn role_ident(name: &str, role: Role) -> Result<Ident, NameError> {
+    let mut id = ident(name, role.case())?;
+    if role.taken().contains(&id.text.as_str()) {
+        id.text.push('_');
+        id.raw = false;
+    }
+    Ok(id)
+}
 
 /// Derives the identifier for `name` in `case`.
 pub fn ident(name: &str, case: Case) -> Result<Ident, NameError> {
@@ -115,7 +183,7 @@ pub fn printable(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{Case, NameError, ident, printable};
+    use super::{Case, NameError, Role, ident, printable, role_ident};
 
     #[test]
     fn printable_escapes_control_characters_only() {
@@ -136,6 +204,46 @@ mod tests {
         ];
         for (name, case, expected) in cases {
             assert_eq!(ident(name, case).unwrap().to_string(), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn escapes_names_the_generated_code_takes() {
+        let cases = [
+            ("new", Role::Publisher, "new_"),
+            ("New", Role::Publisher, "new_"),
+            ("with", Role::Publisher, "with_"),
+            ("new", Role::Message, "New"),
+            ("new", Role::ConsumerField, "new"),
+            ("payload", Role::Placeholder, "payload_"),
+            ("payload", Role::Publisher, "payload"),
+            ("type", Role::Placeholder, "r#type"),
+        ];
+        for (name, role, expected) in cases {
+            assert_eq!(
+                role_ident(name, role).unwrap().to_string(),
+                expected,
+                "{name}"
+            );
+        }
+    }
+
+    /// The escape is collision-free only because derived identifiers never end (or start)
+    /// with `_` by themselves.
+    #[test]
+    fn derived_identifiers_neither_start_nor_end_with_an_underscore() {
+        for name in crate::__fuzz::HOSTILE_NAMES
+            .iter()
+            .chain(["_x_", "__", "x__", "a _", "_ a"].iter())
+        {
+            for case in [Case::Type, Case::Value] {
+                let Ok(id) = ident(name, case) else { continue };
+                let escaped = matches!(id.text.as_str(), "self_" | "Self_" | "super_" | "crate_");
+                assert!(
+                    escaped || !(id.text.starts_with('_') || id.text.ends_with('_')),
+                    "{name:?} → {id}"
+                );
+            }
         }
     }
 

@@ -2,6 +2,13 @@
 //! `../fixtures/contracts/`, plus the orders example) into `OUT_DIR`, and a `fixtures.rs` that
 //! includes each in a module of its own, so `src/lib.rs` compiles them all with warnings
 //! denied. A new fixture folder is picked up without touching this crate.
+//!
+//! It also runs the name property (`warren_codegen::__fuzz::name_cases`): contracts whose
+//! messages, publishers, consumers and placeholders take hostile names. Each that validates
+//! is generated into a module of `names.rs`, compiled here in the same crate (one cargo
+//! invocation for all of them); each that does not is listed with its diagnostics, which
+//! `tests/names.rs` holds to what its kind expects. `WARREN_NAMES_SEED` picks other random
+//! cases (docs/fuzzing.md).
 
 use std::path::{Path, PathBuf};
 
@@ -25,6 +32,66 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ));
     }
     std::fs::write(out_dir.join("fixtures.rs"), modules)?;
+    name_cases(&out_dir)
+}
+
+/// Random name cases on top of the fixed ones; each adds a module to compile.
+const RANDOM_NAME_CASES: usize = 16;
+
+/// The seed of the random name cases, fixed so CI compiles the same code every run.
+const DEFAULT_NAMES_SEED: u64 = 10;
+
+fn name_cases(out_dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    println!("cargo:rerun-if-env-changed=WARREN_NAMES_SEED");
+    let seed = match std::env::var("WARREN_NAMES_SEED") {
+        Ok(text) => text.parse()?,
+        Err(_) => DEFAULT_NAMES_SEED,
+    };
+    let dir = out_dir.join("names");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    warren_codegen::__fuzz::write_schema_files(&dir)?;
+    let (mut modules, mut table) = (String::new(), String::new());
+    for (i, case) in warren_codegen::__fuzz::name_cases(seed, RANDOM_NAME_CASES)
+        .into_iter()
+        .enumerate()
+    {
+        let path = dir.join(format!("case_{i}.yaml"));
+        std::fs::write(&path, &case.contract)?;
+        let outcome = match warren_codegen::generate(&path) {
+            Ok(generated) => {
+                let module = format!("case_{i}");
+                std::fs::write(dir.join(format!("{module}.rs")), generated.code)?;
+                modules.push_str(&format!(
+                    "pub mod {module} {{ include!(concat!(env!(\"OUT_DIR\"), \"/names/{module}.rs\")); }}\n"
+                ));
+                "Generated".to_owned()
+            }
+            Err(warren_codegen::Error::Invalid(problems)) => {
+                let codes: Vec<&str> = problems
+                    .iter()
+                    .filter(|d| d.severity == warren_codegen::Severity::Error)
+                    .map(|d| d.code)
+                    .collect();
+                let text = problems.render(warren_codegen::RenderStyle::Plain);
+                format!("Refused {{ codes: &{codes:?}, report: {text:?} }}")
+            }
+            Err(other) => format!("Failed({:?})", other.to_string()),
+        };
+        table.push_str(&format!(
+            "NameCase {{ kind: {:?}, contract: {:?}, outcome: NameOutcome::{outcome} }},\n",
+            case.kind.as_str(),
+            case.contract
+        ));
+    }
+    let text = format!(
+        "/// The seed of the random cases.\npub const NAME_SEED: u64 = {seed};\n\
+         /// Every name case and what became of it.\npub const NAME_CASES: &[NameCase] = &[\n{table}];\n\
+         /// The generated code of each case that validated.\npub mod names {{\n{modules}}}\n"
+    );
+    std::fs::write(out_dir.join("names.rs"), text)?;
     Ok(())
 }
 

@@ -26,6 +26,7 @@ pub(crate) fn run(contract: &LoadedContract, out: &mut Diagnostics) {
     checker.publishers();
     checker.consumers();
     checker.dead_letters();
+    checker.broker_drops();
     checker.identifiers();
 }
 

@@ -11,7 +11,7 @@ use crate::format::{
 };
 use crate::load::LoadedContract;
 use crate::model::{RetryPolicy, retry_policy};
-use crate::naming::{Case, ident};
+use crate::naming::{Role, role_ident};
 
 /// AMQP short strings, which carry every name, hold at most 255 bytes.
 const MAX_NAME_BYTES: usize = 255;
@@ -368,6 +368,113 @@ impl<'a> Checker<'a> {
                         .to_owned(),
                     "set a length limit, or remove `overflow`",
                 );
+            }
+        }
+    }
+
+    /// Settings under which RabbitMQ itself discards messages: limits and expirations on a
+    /// queue with nowhere to dead-letter, and queues deleted with their messages. Warnings,
+    /// since each can be meant; the message says what is lost and when.
+    pub(super) fn broker_drops(&mut self) {
+        for (name, queue) in &self.file.queues {
+            let kind = queue.kind.unwrap_or_default();
+            // A stream keeps messages until its retention removes them: that is the design.
+            if kind == QueueKind::Stream {
+                continue;
+            }
+            let path = format!("queues.{name}");
+            let name = shown(name);
+            let raw = |key: &str| {
+                queue
+                    .arguments
+                    .contains_key(key)
+                    .then(|| format!("arguments.{key}"))
+            };
+            let set = |typed: bool, field: &str, key: &str| {
+                if typed {
+                    Some(field.to_owned())
+                } else {
+                    raw(key)
+                }
+            };
+            let fix = "set `dead_letter` on the queue so RabbitMQ dead-letters instead of dropping";
+            if !has_dead_letter_exchange(queue) {
+                // (A raw `x-delivery-limit` on a quorum queue, or a limit on another type,
+                // is already an error.)
+                if kind == QueueKind::Quorum && queue.delivery_limit.is_some() {
+                    let field = "delivery_limit";
+                    self.warn(
+                        "broker-drops-messages",
+                        &format!("{path}.{field}"),
+                        format!("queue `{name}` has a delivery limit and no dead-letter exchange: RabbitMQ drops a message returned to it more often than the limit allows (a consumer that crashes on it, a requeue)"),
+                        format!("{fix}, or remove the limit (warren then sets none that drops)"),
+                    );
+                }
+                if let Some(field) =
+                    set(queue.message_ttl.is_some(), "message_ttl", "x-message-ttl")
+                {
+                    self.warn(
+                        "broker-drops-messages",
+                        &format!("{path}.{field}"),
+                        format!("queue `{name}` has a message TTL and no dead-letter exchange: RabbitMQ drops every message that waits longer"),
+                        format!("{fix}, or remove the TTL"),
+                    );
+                }
+                let limited = set(queue.max_length.is_some(), "max_length", "x-max-length")
+                    .or_else(|| {
+                        set(
+                            queue.max_length_bytes.is_some(),
+                            "max_length_bytes",
+                            "x-max-length-bytes",
+                        )
+                    });
+                let raw_overflow = match queue.arguments.get("x-overflow") {
+                    Some(ArgumentValue::String(text)) => Some(text.as_str()),
+                    _ => None,
+                };
+                let drops_head = match queue.overflow {
+                    Some(overflow) => overflow == Overflow::DropHead,
+                    None => raw_overflow.is_none_or(|text| text == "drop-head"),
+                };
+                if let Some(field) = limited.filter(|_| drops_head) {
+                    self.warn(
+                        "broker-drops-messages",
+                        &format!("{path}.{field}"),
+                        format!("queue `{name}` has a length limit, drops the oldest message when full (`overflow: drop-head`, the default) and has no dead-letter exchange: RabbitMQ discards them"),
+                        format!("{fix}, or set `overflow: reject-publish` so publishers are refused instead"),
+                    );
+                }
+            }
+            // Deleting a queue deletes its messages; none is dead-lettered.
+            let deletions = [
+                (
+                    queue.expires.is_some(),
+                    "expires",
+                    "once it has been unused that long",
+                ),
+                // (Other queue types cannot be either: already an error.)
+                (
+                    kind == QueueKind::Classic && queue.auto_delete == Some(true),
+                    "auto_delete",
+                    "when its last consumer leaves",
+                ),
+                (
+                    kind == QueueKind::Classic && queue.exclusive == Some(true),
+                    "exclusive",
+                    "when the connection that declared it closes",
+                ),
+            ];
+            for (on, field, when) in deletions {
+                if on {
+                    self.warn(
+                        "broker-drops-messages",
+                        &format!("{path}.{field}"),
+                        format!(
+                            "RabbitMQ deletes queue `{name}` {when}, with every message still in it"
+                        ),
+                        format!("remove `{field}` if the queue's messages must outlive that"),
+                    );
+                }
             }
         }
     }
@@ -757,13 +864,13 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// Placeholders become parameters of the publish method: distinct Rust identifiers, and
-    /// not the method's own `payload` and `headers`.
+    /// Placeholders become parameters of the publish method: distinct Rust identifiers (one
+    /// named like the method's own `payload` is escaped to `payload_`, see [`Role`]).
     fn placeholders(&mut self, path: &str, template: &KeyTemplate) {
         let path = format!("{path}.routing_key");
         let mut seen: BTreeMap<String, &str> = BTreeMap::new();
         for placeholder in template.placeholders() {
-            let id = match ident(placeholder, Case::Value) {
+            let id = match role_ident(placeholder, Role::Placeholder) {
                 Ok(id) => id.text,
                 Err(problem) => {
                     self.error(
@@ -775,14 +882,6 @@ impl<'a> Checker<'a> {
                     continue;
                 }
             };
-            if matches!(id.as_str(), "payload" | "headers") {
-                self.error(
-                    "bad-routing-key",
-                    &path,
-                    format!("placeholder `{{{placeholder}}}` would shadow the publish method's `{id}` parameter"),
-                    "rename the placeholder",
-                );
-            }
             if let Some(first) = seen.insert(id.clone(), placeholder) {
                 let message = if first == placeholder {
                     format!("placeholder `{{{placeholder}}}` appears twice")
@@ -1046,46 +1145,46 @@ impl<'a> Checker<'a> {
             .collect()
     }
 
-    /// Names that become Rust identifiers must give valid, distinct ones.
+    /// Names that become Rust identifiers must give valid, distinct ones. Names are split
+    /// into words and re-cased, so `order-placed`, `order_placed` and `OrderPlaced` are one
+    /// name to Rust: the later one (in sorted order) is reported, naming the other.
     pub(super) fn identifiers(&mut self) {
-        let groups: [(&str, &str, Case, Vec<&String>); 4] = [
+        let groups: [(&str, Role, Vec<&String>); 4] = [
             (
                 "messages",
-                "type",
-                Case::Type,
+                Role::Message,
                 self.file.messages.keys().collect(),
             ),
             (
                 "publishers",
-                "method",
-                Case::Value,
+                Role::Publisher,
                 self.file.publishers.keys().collect(),
             ),
             (
                 "consumers",
-                "trait",
-                Case::Type,
+                Role::ConsumerTrait,
                 self.file.consumers.keys().collect(),
             ),
             (
                 "consumers",
-                "field",
-                Case::Value,
+                Role::ConsumerField,
                 self.file.consumers.keys().collect(),
             ),
         ];
-        for (section, role, case, names) in groups {
+        for (section, role, names) in groups {
+            let noun = role.noun();
             let mut taken: BTreeMap<String, &String> = BTreeMap::new();
             for name in names {
                 let path = format!("{section}.{name}");
-                match ident(name, case) {
+                match role_ident(name, role) {
                     Err(problem) => {
-                        if role != "field" {
+                        // A consumer's trait and field fail alike: report it once.
+                        if role != Role::ConsumerField {
                             self.error(
                                 "bad-identifier",
                                 &path,
                                 format!(
-                                    "`{}` cannot become a Rust {role} name: {problem}",
+                                    "`{}` cannot become a Rust {noun} name: {problem}",
                                     shown(name)
                                 ),
                                 "use ASCII letters and digits, starting with a letter",
@@ -1098,11 +1197,14 @@ impl<'a> Checker<'a> {
                                 "identifier-clash",
                                 &path,
                                 format!(
-                                    "`{}` and `{}` would both become the Rust {role} `{id}`",
+                                    "{section} `{}` and `{}` would both become the Rust {noun} `{id}`",
                                     shown(first),
                                     shown(name)
                                 ),
-                                "rename one of them so their words differ",
+                                format!(
+                                    "Rust names are made of the words of a name, re-cased, so these two are the same name; rename one of them (at `{section}.{}` or here) so their words differ",
+                                    shown(first)
+                                ),
                             );
                         }
                     }

@@ -5,7 +5,7 @@ use quote::quote;
 
 use super::{code, doc, ident, type_ident};
 use crate::model::{Consumer, Contract, Message};
-use crate::naming::Case;
+use crate::naming::Role;
 
 /// `pub mod consumers`, `pub struct Handlers` and the adapters to the runtime's handler traits.
 pub(super) fn emit(contract: &Contract) -> TokenStream {
@@ -46,7 +46,7 @@ fn delivery(message: &Message, types: &TokenStream) -> TokenStream {
 }
 
 fn handler_trait(consumer: &Consumer, message: &Message) -> TokenStream {
-    let name = ident(&consumer.name, Case::Type);
+    let name = ident(&consumer.name, Role::ConsumerTrait);
     let delivery = delivery(message, &quote! { super::types });
     let mut text = format!(
         "Handles message {} from queue {} (consumer {}).",
@@ -88,8 +88,8 @@ fn handler_trait(consumer: &Consumer, message: &Message) -> TokenStream {
 }
 
 fn adapter(consumer: &Consumer, message: &Message) -> TokenStream {
-    let name = ident(&consumer.name, Case::Type);
-    let marker = ident(&message.name, Case::Type);
+    let name = ident(&consumer.name, Role::ConsumerTrait);
+    let marker = ident(&message.name, Role::Message);
     let delivery = delivery(message, &quote! { super::types });
     let returns = quote! {
         impl ::core::future::Future<
@@ -98,7 +98,7 @@ fn adapter(consumer: &Consumer, message: &Message) -> TokenStream {
     };
     let body = if consumer.batch.is_some() {
         quote! {
-            impl<H: super::consumers::#name> ::warren_runtime::BatchHandler<super::messages::#marker> for #name<H> {
+            impl<__H: super::consumers::#name> ::warren_runtime::BatchHandler<super::messages::#marker> for #name<__H> {
                 fn handle_batch(&self, batch: ::std::vec::Vec<#delivery>) -> #returns {
                     super::consumers::#name::handle_batch(&self.0, batch)
                 }
@@ -106,15 +106,17 @@ fn adapter(consumer: &Consumer, message: &Message) -> TokenStream {
         }
     } else {
         quote! {
-            impl<H: super::consumers::#name> ::warren_runtime::Handler<super::messages::#marker> for #name<H> {
+            impl<__H: super::consumers::#name> ::warren_runtime::Handler<super::messages::#marker> for #name<__H> {
                 fn handle(&self, delivery: #delivery) -> #returns {
                     super::consumers::#name::handle(&self.0, delivery)
                 }
             }
         }
     };
+    // The generic is the generator's own name: `__H`, which no consumer's trait name can be
+    // (a consumer `h` would otherwise make `H<H>`).
     quote! {
-        pub(super) struct #name<H>(pub(super) H);
+        pub(super) struct #name<__H>(pub(super) __H);
         #body
     }
 }
@@ -122,11 +124,11 @@ fn adapter(consumer: &Consumer, message: &Message) -> TokenStream {
 fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
     let params: Vec<_> = consumers
         .iter()
-        .map(|(c, _)| ident(&c.name, Case::Type))
+        .map(|(c, _)| ident(&c.name, Role::ConsumerTrait))
         .collect();
     let fields: Vec<_> = consumers
         .iter()
-        .map(|(c, _)| ident(&c.name, Case::Value))
+        .map(|(c, _)| ident(&c.name, Role::ConsumerField))
         .collect();
     let field_docs = consumers.iter().map(|(c, _)| {
         doc(&format!(
@@ -139,8 +141,8 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
         .iter()
         .zip(&fields)
         .map(|((consumer, message), field)| {
-            let adapter = ident(&consumer.name, Case::Type);
-            let marker = ident(&message.name, Case::Type);
+            let adapter = ident(&consumer.name, Role::ConsumerTrait);
+            let marker = ident(&message.name, Role::Message);
             let name = &consumer.name;
             let queue = &consumer.queue;
             let prefetch = consumer.prefetch;
@@ -209,7 +211,9 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
             #( #field_docs pub #fields: #params, )*
         }
 
-        impl #bounds Handlers #generics {
+        // `self::`: a consumer named `handlers` makes a generic `Handlers`, which would
+        // hide the struct inside the impl.
+        impl #bounds self::Handlers #generics {
             /// Adds every consumer to `worker`.
             pub fn register(self, worker: &mut ::warren_runtime::Worker) {
                 #unused

@@ -5,7 +5,7 @@ use quote::quote;
 
 use super::{code, doc, ident, type_ident};
 use crate::model::{Contract, Message, SchemaType};
-use crate::naming::Case;
+use crate::naming::Role;
 
 /// `pub mod messages { … }`.
 pub(super) fn emit(contract: &Contract) -> TokenStream {
@@ -20,7 +20,7 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
 }
 
 fn marker(message: &Message) -> TokenStream {
-    let name = ident(&message.name, Case::Type);
+    let name = ident(&message.name, Role::Message);
     let mut text = format!("Message {}.", code(&message.name));
     if let Some(description) = &message.description {
         text = format!("{text}\n\n{description}");

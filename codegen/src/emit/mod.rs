@@ -22,7 +22,7 @@ use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
 
 use crate::model::Contract;
-use crate::naming::{self, Case};
+use crate::naming::{self, Case, Role};
 
 /// The first line of every generated file.
 pub fn header() -> String {
@@ -63,19 +63,24 @@ pub fn generate(contract: &Contract) -> Result<String, GenerateError> {
     Ok(code)
 }
 
-/// The identifier of a contract name. Names passed the checks, so derivation succeeds; a
-/// name that still fails gets a placeholder the compiler will point at rather than a panic.
-fn ident(name: &str, case: Case) -> Ident {
-    match naming::ident(name, case) {
-        Ok(id) if id.raw => Ident::new_raw(&id.text, Span::call_site()),
-        Ok(id) => Ident::new(&id.text, Span::call_site()),
-        Err(_) => Ident::new("__warren_invalid_name", Span::call_site()),
-    }
+/// The identifier of a contract name in `role`. Names passed the checks, so derivation
+/// succeeds; a name that still fails gets a placeholder the compiler will point at rather
+/// than a panic.
+fn ident(name: &str, role: Role) -> Ident {
+    to_ident(naming::role_ident(name, role))
 }
 
 /// A type identifier from a bundle definition name (already an identifier).
 fn type_ident(name: &str) -> Ident {
-    ident(name, Case::Type)
+    to_ident(naming::ident(name, Case::Type))
+}
+
+fn to_ident(derived: Result<naming::Ident, naming::NameError>) -> Ident {
+    match derived {
+        Ok(id) if id.raw => Ident::new_raw(&id.text, Span::call_site()),
+        Ok(id) => Ident::new(&id.text, Span::call_site()),
+        Err(_) => Ident::new("__warren_invalid_name", Span::call_site()),
+    }
 }
 
 /// `#[doc = "…"]` lines for `text`, one attribute per line so rustdoc keeps the layout.

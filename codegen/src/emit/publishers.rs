@@ -5,7 +5,7 @@ use quote::quote;
 
 use super::{code, doc, ident};
 use crate::model::{Compression, Contract, KeyWord, Publisher};
-use crate::naming::Case;
+use crate::naming::Role;
 
 /// `pub struct Publishers` and its methods.
 pub(super) fn emit(contract: &Contract) -> TokenStream {
@@ -23,6 +23,8 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
             options: ::warren_runtime::PublishOptions,
         }
 
+        // Placeholders name parameters, and a contract may well call one `foo`.
+        #[allow(clippy::disallowed_names)]
         impl Publishers {
             /// Publishes through `publisher`, with a fresh message id and the current time on
             /// every message.
@@ -49,13 +51,13 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
 
 fn method(contract: &Contract, publisher: &Publisher) -> Option<TokenStream> {
     let message = contract.messages.get(&publisher.message)?;
-    let name = ident(&publisher.name, Case::Value);
-    let marker = ident(&message.name, Case::Type);
+    let name = ident(&publisher.name, Role::Publisher);
+    let marker = ident(&message.name, Role::Message);
     let payload = super::type_ident(&message.payload.type_name);
     let placeholders: Vec<_> = publisher
         .routing_key
         .placeholders()
-        .map(|p| ident(p, Case::Value))
+        .map(|p| ident(p, Role::Placeholder))
         .collect();
     let (headers_param, headers_arg) = match &message.headers {
         Some(headers) => {
@@ -141,7 +143,7 @@ fn key_parts(publisher: &Publisher) -> Vec<TokenStream> {
                     parts.push(quote! { ::warren_runtime::KeyPart::Literal(#literal) });
                     literal.clear();
                 }
-                let value = ident(name, Case::Value);
+                let value = ident(name, Role::Placeholder);
                 parts.push(
                     quote! { ::warren_runtime::KeyPart::Value { name: #name, value: #value } },
                 );

@@ -81,7 +81,11 @@ async fn handler_traits_take_async_fns_and_handlers_need_every_one() {
     let refused = handlers.eu.handle(delivery.clone()).await.unwrap_err();
     assert!(!refused.is_retryable());
     assert!(handlers.archive.handle_batch(vec![delivery]).await.is_ok());
-    let hostile = hostile_names::Handlers { r#match: Matcher };
+    let hostile = hostile_names::Handlers {
+        r#match: Matcher,
+        h: Matcher,
+        handlers: Matcher,
+    };
     let event: hostile_names::types::Event =
         serde_json::from_str(r#"{"type": "t", "self": 1}"#).unwrap();
     use hostile_names::consumers::Match as _;
@@ -91,6 +95,31 @@ async fn handler_traits_take_async_fns_and_handlers_need_every_one() {
             .handle(Delivery::new(event, NoHeaders {}))
             .await
             .is_ok()
+    );
+}
+
+impl hostile_names::consumers::H for Matcher {
+    async fn handle(&self, _: Delivery<hostile_names::types::Event>) -> Result<(), HandlerError> {
+        Ok(())
+    }
+}
+
+impl hostile_names::consumers::Handlers for Matcher {
+    async fn handle(&self, _: Delivery<hostile_names::types::Event>) -> Result<(), HandlerError> {
+        Ok(())
+    }
+}
+
+/// Publishers named like `Publishers`' own methods keep them: theirs get a trailing `_`.
+#[test]
+fn publishers_named_like_the_generated_methods_do_not_replace_them() {
+    let _constructor: fn(warren_runtime::Publisher) -> hostile_names::Publishers =
+        hostile_names::Publishers::new;
+    let _options: fn(&hostile_names::Publishers, warren_runtime::PublishOptions) -> _ =
+        hostile_names::Publishers::with;
+    let _publishers = (
+        hostile_names::Publishers::new_,
+        hostile_names::Publishers::with_,
     );
 }
 
