@@ -40,6 +40,8 @@ pub(crate) use reactor::connect;
 const FRAME_MIN_SIZE: u32 = 4096;
 /// How much is read from the socket at a time.
 const READ_CHUNK: usize = 64 * 1024;
+/// A read buffer grown past this for one large frame is released once it is handed on.
+const SHRINK_ABOVE: usize = 4 * 1024 * 1024;
 
 const FRAME_METHOD: u8 = 1;
 const FRAME_HEADER: u8 = 2;
@@ -179,6 +181,12 @@ impl Inbound {
 
     /// Room to read at least `need` bytes of a frame (plus a chunk) after `buf[start..end]`.
     fn room(&mut self, need: usize) -> &mut [u8] {
+        if self.start == self.end && self.buf.len() > SHRINK_ABOVE {
+            // One huge frame passed: do not keep its buffer for the life of the connection.
+            self.buf = Vec::new();
+            self.start = 0;
+            self.end = 0;
+        }
         if self.start > 0 {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
