@@ -25,6 +25,41 @@ impl<'a> LineIndex<'a> {
         Self { text, starts }
     }
 
+    /// The number of lines (a text without a newline has one).
+    pub(crate) fn line_count(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// The 0-based line that holds byte `offset` (the last line past the end).
+    pub(crate) fn line_of(&self, offset: usize) -> usize {
+        self.starts
+            .partition_point(|start| *start <= offset)
+            .saturating_sub(1)
+    }
+
+    /// The byte offset where 0-based `line` starts (the text's end past the last line).
+    pub(crate) fn line_start(&self, line: usize) -> usize {
+        self.starts.get(line).copied().unwrap_or(self.text.len())
+    }
+
+    /// The byte offset where 0-based `line` ends, before its `\n` or `\r\n`.
+    pub(crate) fn line_end(&self, line: usize) -> usize {
+        let Some(next) = self.starts.get(line.saturating_add(1)) else {
+            return self.text.len();
+        };
+        let end = next.saturating_sub(1);
+        if self.text[..end].ends_with('\r') {
+            end - 1
+        } else {
+            end
+        }
+    }
+
+    /// The length in bytes of 0-based `line`, without its line end.
+    pub(crate) fn line_len(&self, line: usize) -> usize {
+        self.line_end(line).saturating_sub(self.line_start(line))
+    }
+
     /// The byte offset of 1-based `line` and 0-based `column`, clamped to the text and to a
     /// character boundary, so a parser's odd position never panics.
     pub(crate) fn offset(&self, line: usize, column: usize, unit: Column) -> usize {
