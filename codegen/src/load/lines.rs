@@ -8,6 +8,15 @@ pub(crate) struct LineIndex<'a> {
     starts: Vec<usize>,
 }
 
+/// Where the last [`LineIndex::point_after`] landed, so the next one on the same line
+/// continues from there instead of counting the line's characters again.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Cursor {
+    line: usize,
+    column: usize,
+    offset: usize,
+}
+
 /// How a parser counts columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Column {
@@ -93,6 +102,41 @@ impl<'a> LineIndex<'a> {
         self.point(line, column, Column::Chars)
     }
 
+    /// [`LineIndex::point`] in characters, continuing from `cursor` when it is on the same
+    /// line at or before `column`. A parser reports positions in order, so indexing a
+    /// document costs its length, where counting from each line's start cost the square of a
+    /// long line's (a schema file is often one line).
+    pub(crate) fn point_after(&self, cursor: &mut Cursor, line: usize, column: usize) -> Span {
+        let Some(&start) = self.starts.get(line.saturating_sub(1)) else {
+            return self.point(line, column, Column::Chars);
+        };
+        let (mut at, mut offset) =
+            if cursor.line == line && cursor.column <= column && cursor.offset >= start {
+                (cursor.column, cursor.offset)
+            } else {
+                (0, start)
+            };
+        // Like `nth(column)` from the line's start: past the text's end, the end.
+        for c in self.text[offset..].chars() {
+            if at == column {
+                break;
+            }
+            offset += c.len_utf8();
+            at += 1;
+        }
+        *cursor = Cursor {
+            line,
+            column: at,
+            offset,
+        };
+        Span {
+            offset,
+            len: 0,
+            line,
+            column: at + 1,
+        }
+    }
+
     /// A zero-length span at 1-based `line` and 0-based `column`.
     pub(crate) fn point(&self, line: usize, column: usize, unit: Column) -> Span {
         let offset = self.offset(line, column, unit);
@@ -124,5 +168,29 @@ mod tests {
         assert_eq!(lines.offset(2, 2, Column::Bytes), 4);
         assert_eq!(lines.offset(9, 0, Column::Chars), text.len());
         assert_eq!(lines.point(2, 4, Column::Bytes).column, 4);
+    }
+
+    #[test]
+    fn points_after_a_cursor_are_points() {
+        let text = "ab\n\"é\": x\nlast";
+        let lines = LineIndex::new(text);
+        let mut cursor = super::Cursor::default();
+        // In order, backwards, across lines and past the end, as parsers may report them.
+        for (line, column) in [
+            (1, 0),
+            (1, 2),
+            (2, 1),
+            (2, 4),
+            (2, 2),
+            (1, 1),
+            (3, 9),
+            (9, 0),
+        ] {
+            assert_eq!(
+                lines.point_after(&mut cursor, line, column),
+                lines.point(line, column, Column::Chars),
+                "{line}:{column}"
+            );
+        }
     }
 }

@@ -16,6 +16,7 @@
 //! 4. **rewrite**: every `$ref` becomes `#/$defs/<Name>`; nested `$defs`, `$id` and `$schema`
 //!    are dropped, since the bundle is the only document left.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -134,8 +135,11 @@ pub struct Bundler<'a> {
     roots: Vec<PathBuf>,
     /// Parsed files; `None` when a file failed to parse (already reported).
     files: BTreeMap<PathBuf, Option<Value>>,
-    /// Where each node of each parsed file is written, for diagnostics.
-    spans: BTreeMap<PathBuf, YamlSpans>,
+    /// The text of each parsed file, indexed into spans only when a diagnostic points into
+    /// it: indexing every file of a large contract cost more than parsing them.
+    texts: BTreeMap<PathBuf, Arc<str>>,
+    /// Where each node of a file is written, for the files a diagnostic pointed into.
+    spans: RefCell<BTreeMap<PathBuf, YamlSpans>>,
     /// Per node, what each `$ref` string written in it resolves to.
     nodes: BTreeMap<NodeKey, BTreeMap<String, NodeKey>>,
     queue: Vec<NodeKey>,
@@ -150,7 +154,8 @@ impl<'a> Bundler<'a> {
             paths,
             roots,
             files: BTreeMap::new(),
-            spans: BTreeMap::new(),
+            texts: BTreeMap::new(),
+            spans: RefCell::new(BTreeMap::new()),
             nodes: BTreeMap::new(),
             queue: Vec::new(),
             diagnostics: Diagnostics::new(),
@@ -323,8 +328,7 @@ impl<'a> Bundler<'a> {
         self.diagnostics.add_source(&shown, text.clone());
         match parsed {
             Ok(value) if value.is_object() || value.is_boolean() => {
-                // JSON is YAML, so one span index serves both.
-                self.spans.insert(path.to_owned(), YamlSpans::index(&text));
+                self.texts.insert(path.to_owned(), text);
                 Some(value)
             }
             Ok(_) => {
@@ -367,18 +371,18 @@ impl<'a> Bundler<'a> {
 
     /// Resolves the `$ref` `written` found at pointer `at` of `file`, reporting problems.
     fn resolve(&mut self, file: &Path, at: &str, written: &str) -> Option<NodeKey> {
-        let shown = self.paths.show(file);
-        let place = self.pointer_place(file, at);
-        let error = |message: String, help: String| {
-            Diagnostic::error("bad-ref", &shown, message)
+        // Where the `$ref` is, worked out only for a problem.
+        let error = |bundler: &Self, message: String, help: String| {
+            Diagnostic::error("bad-ref", bundler.paths.show(file), message)
                 .with_help(help)
-                .at(place.clone())
+                .at(bundler.pointer_place(file, at))
         };
         let parsed = match reference::parse(written) {
             Ok(parsed) => parsed,
             Err(problem) => {
                 let help = problem.help().to_owned();
-                self.diagnostics.push(error(problem.to_string(), help));
+                let diagnostic = error(self, problem.to_string(), help);
+                self.diagnostics.push(diagnostic);
                 return None;
             }
         };
@@ -386,15 +390,18 @@ impl<'a> Bundler<'a> {
         let target_file = match self.open(&target_path) {
             Ok(canonical) => canonical,
             Err(EntryError::Missing(path)) => {
-                self.diagnostics.push(error(
+                let diagnostic = error(
+                    self,
                     format!("`$ref` `{written}` points to `{}`, which does not exist", path.display()),
                     "fix the path; it is relative to the folder of the schema that holds the `$ref`"
                         .to_owned(),
-                ));
+                );
+                self.diagnostics.push(diagnostic);
                 return None;
             }
             Err(EntryError::OutsideRoots(path)) => {
-                self.diagnostics.push(error(
+                let diagnostic = error(
+                    self,
                     format!(
                         "`$ref` `{written}` resolves to `{}`, outside the schema roots",
                         path.display()
@@ -402,7 +409,8 @@ impl<'a> Bundler<'a> {
                     "move the file under the contract's folder, or add its folder to \
                      `schema_roots` in the contract"
                         .to_owned(),
-                ));
+                );
+                self.diagnostics.push(diagnostic);
                 return None;
             }
             Err(EntryError::Invalid(_)) => return None,
@@ -416,10 +424,12 @@ impl<'a> Bundler<'a> {
                 Value::Number(_) => "a number",
                 _ => "null",
             };
-            self.diagnostics.push(error(
+            let diagnostic = error(
+                self,
                 format!("`$ref` `{written}` points at {kind}, not a schema"),
                 "point at a schema (an object or `true`/`false`), e.g. `#/$defs/Money`".to_owned(),
-            ));
+            );
+            self.diagnostics.push(diagnostic);
             return None;
         }
         if target.is_none() {
@@ -430,14 +440,16 @@ impl<'a> Bundler<'a> {
                 format!("definitions there: {}", available.join(", "))
             };
             let target_shown = self.paths.show(&target_file);
-            self.diagnostics.push(error(
+            let diagnostic = error(
+                self,
                 format!(
                     "`$ref` `{written}`: `{}` has nothing at `#{}`",
                     target_shown.display(),
                     parsed.pointer
                 ),
                 help,
-            ));
+            );
+            self.diagnostics.push(diagnostic);
             return None;
         }
         Some(NodeKey {
@@ -518,11 +530,19 @@ impl<'a> Bundler<'a> {
         );
     }
 
-    /// The place of `pointer` in `file`, with its span when the file was indexed.
+    /// The place of `pointer` in `file`, with its span when the file parsed (indexing its
+    /// spans the first time).
     fn pointer_place(&self, file: &Path, pointer: &str) -> Place {
         let document = self.files.get(file).and_then(Option::as_ref);
-        let span = match (document, self.spans.get(file)) {
-            (Some(document), Some(spans)) => spans.find(&yaml_path(document, pointer)),
+        let span = match (document, self.texts.get(file)) {
+            (Some(document), Some(text)) => {
+                let mut spans = self.spans.borrow_mut();
+                let spans = spans
+                    .entry(file.to_owned())
+                    // JSON is YAML, so one span index serves both.
+                    .or_insert_with(|| YamlSpans::index(text));
+                spans.find(&yaml_path(document, pointer))
+            }
             _ => None,
         };
         Place::Pointer {
