@@ -590,7 +590,7 @@ mod tests {
         let rng_seed = if std::env::var_os("PROPTEST_RNG_SEED").is_some() {
             defaults.rng_seed
         } else {
-            proptest::test_runner::RngSeed::Fixed(0x7e1e_0f_a11)
+            proptest::test_runner::RngSeed::Fixed(0x7e1e_0fa1)
         };
         ProptestConfig {
             cases: 2_000,
