@@ -17,7 +17,7 @@
 //!    are dropped, since the bundle is the only document left.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -133,11 +133,14 @@ pub enum EntryError {
 pub struct Bundler<'a> {
     paths: &'a PathDisplay,
     roots: Vec<PathBuf>,
-    /// Parsed files; `None` when a file failed to parse (already reported).
-    files: BTreeMap<PathBuf, Option<Value>>,
+    /// Parsed files; `None` when a file failed to parse (already reported). Hashed: paths
+    /// compare component by component, which made ordered lookups a tenth of bundling.
+    files: HashMap<PathBuf, Option<Value>>,
+    /// Each path as written (joined to its folder), canonicalised; `None` when missing.
+    canonical: HashMap<PathBuf, Option<PathBuf>>,
     /// The text of each parsed file, indexed into spans only when a diagnostic points into
     /// it: indexing every file of a large contract cost more than parsing them.
-    texts: BTreeMap<PathBuf, Arc<str>>,
+    texts: HashMap<PathBuf, Arc<str>>,
     /// Where each node of a file is written, for the files a diagnostic pointed into.
     spans: RefCell<BTreeMap<PathBuf, YamlSpans>>,
     /// Per node, what each `$ref` string written in it resolves to.
@@ -153,8 +156,9 @@ impl<'a> Bundler<'a> {
         Self {
             paths,
             roots,
-            files: BTreeMap::new(),
-            texts: BTreeMap::new(),
+            files: HashMap::new(),
+            canonical: HashMap::new(),
+            texts: HashMap::new(),
             spans: RefCell::new(BTreeMap::new()),
             nodes: BTreeMap::new(),
             queue: Vec::new(),
@@ -237,9 +241,19 @@ impl<'a> Bundler<'a> {
 
     /// Reads, parses and remembers the file at `path`; returns its canonical path.
     fn open(&mut self, path: &Path) -> Result<PathBuf, EntryError> {
-        let canonical = path
-            .canonicalize()
-            .map_err(|_| EntryError::Missing(self.show_uncanonical(path)))?;
+        // Thousands of schemas refer to the same few shared files by the same relative
+        // path: resolve each written path once (a canonicalisation is a system call per
+        // path component).
+        let canonical = match self.canonical.get(path) {
+            Some(known) => known.clone(),
+            None => {
+                let resolved = path.canonicalize().ok();
+                self.canonical.insert(path.to_owned(), resolved.clone());
+                resolved
+            }
+        };
+        let canonical =
+            canonical.ok_or_else(|| EntryError::Missing(self.show_uncanonical(path)))?;
         if !self.roots.iter().any(|root| canonical.starts_with(root)) {
             return Err(EntryError::OutsideRoots(self.paths.show(&canonical)));
         }
@@ -568,13 +582,15 @@ impl<'a> Bundler<'a> {
 fn walk_refs(node: &Value, pointer: &str, top: bool, visit: &mut dyn FnMut(&str, &str)) {
     let Value::Object(map) = node else { return };
     for (key, value) in map {
-        let at = reference::child(pointer, key);
+        // The pointer is built only for what the walk visits or enters.
+        let at = || reference::child(pointer, key);
         let key = key.as_str();
         if key == "$ref" {
             if let Value::String(target) = value {
-                visit(&at, target);
+                visit(&at(), target);
             }
         } else if SUBSCHEMA_KEYWORDS.contains(&key) || SUBSCHEMA_LIST_KEYWORDS.contains(&key) {
+            let at = at();
             match value {
                 Value::Array(items) => {
                     for (i, item) in items.iter().enumerate() {
@@ -587,6 +603,7 @@ fn walk_refs(node: &Value, pointer: &str, top: bool, visit: &mut dyn FnMut(&str,
             && !(top && DEFINITION_KEYWORDS.contains(&key))
             && let Value::Object(members) = value
         {
+            let at = at();
             for (name, member) in members {
                 walk_refs(member, &reference::child(&at, name), false, visit);
             }
