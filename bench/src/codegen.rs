@@ -1,6 +1,7 @@
 //! The generator at scale: `warren generate` on a synthetic contract of 1,000 message types
-//! and 300 queues over shared schema files, in a child process so its wall time and peak
-//! memory are its own; and a no-op `cargo build` of a crate using `warren-build`.
+//! and 300 queues over shared schema files, and the scaling rows (validate and generate on
+//! contracts of 1,000 to 10,000 of each entity), each in a child process so its wall time
+//! and peak memory are its own; and a no-op `cargo build` of a crate using `warren-build`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -9,14 +10,29 @@ use std::time::{Duration, Instant};
 
 use crate::Result;
 
-/// Message types in the synthetic contract.
-pub const MESSAGES: usize = 1_000;
-/// Queues in the synthetic contract.
-pub const QUEUES: usize = 300;
+/// The size of a synthetic contract.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    /// Message types, each with its own schema file and publisher.
+    pub messages: usize,
+    /// Queues, each with a binding and a consumer; at most `messages`.
+    pub queues: usize,
+}
 
-/// Writes the synthetic contract under `dir`: shared schemas (`common/`), one payload schema
-/// per message referencing them, and `warren.yaml`. Returns the contract's path.
-pub fn write_contract(dir: &Path) -> Result<PathBuf> {
+/// The classic row: 1,000 message types over 300 queues.
+pub const CLASSIC: Shape = Shape {
+    messages: 1_000,
+    queues: 300,
+};
+
+/// The scaling rows: `n` each of queues, messages, publishers, consumers and bindings.
+pub const SCALING: [usize; 3] = [1_000, 3_000, 10_000];
+
+/// Writes the synthetic contract of `shape` under `dir`: shared schemas (`common/`), one
+/// payload schema per message referencing them, and `warren.yaml`. Returns the contract's
+/// path.
+pub fn write_contract(dir: &Path, shape: Shape) -> Result<PathBuf> {
+    let Shape { messages, queues } = shape;
     std::fs::create_dir_all(dir.join("common"))?;
     std::fs::create_dir_all(dir.join("messages"))?;
     std::fs::write(
@@ -33,7 +49,7 @@ pub fn write_contract(dir: &Path) -> Result<PathBuf> {
     )?;
     let mut yaml =
         String::from("exchanges:\n  events: { type: topic }\n  dlx: { type: topic }\nqueues:\n");
-    for q in 0..QUEUES {
+    for q in 0..queues {
         let retry = match q % 3 {
             0 => "{ mode: ttl-backoff, max_retries: 3, initial_delay: 1s }",
             1 => "{ mode: immediate-requeue, max_retries: 2 }",
@@ -47,14 +63,14 @@ pub fn write_contract(dir: &Path) -> Result<PathBuf> {
     yaml.push_str("  dead: { type: classic }\nbindings:\n  - { exchange: dlx, queue: dead, routing_key: \"#\" }\n");
     // The first `QUEUES` messages each have a queue and a consumer of this contract; the
     // others are published to consumers declared elsewhere.
-    for q in 0..QUEUES {
+    for q in 0..queues {
         writeln!(
             yaml,
             "  - {{ exchange: events, queue: q{q:03}, routing_key: \"event.m{q:04}.#\" }}"
         )?;
     }
     yaml.push_str("messages:\n");
-    for m in 0..MESSAGES {
+    for m in 0..messages {
         let schema = format!(
             r#"{{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"Event{m:04}","type":"object","additionalProperties":false,"required":["id","amount","at"],"properties":{{"id":{{"type":"string","format":"uuid"}},"amount":{{"$ref":"../common/money.json"}},"ship_to":{{"$ref":"../common/address.json"}},"at":{{"type":"string","format":"date-time"}},"note":{{"type":"string","maxLength":200}},"lines":{{"type":"array","items":{{"type":"object","required":["sku","quantity"],"properties":{{"sku":{{"type":"string"}},"quantity":{{"type":"integer","minimum":1}}}}}}}}}}}}"#
         );
@@ -62,8 +78,8 @@ pub fn write_contract(dir: &Path) -> Result<PathBuf> {
         writeln!(yaml, "  m{m:04}: {{ payload: messages/m{m:04}.json }}")?;
     }
     yaml.push_str("publishers:\n");
-    for m in 0..MESSAGES {
-        let external = if m < QUEUES {
+    for m in 0..messages {
+        let external = if m < queues {
             ""
         } else {
             ", external_consumers: true"
@@ -74,7 +90,7 @@ pub fn write_contract(dir: &Path) -> Result<PathBuf> {
         )?;
     }
     yaml.push_str("consumers:\n");
-    for q in 0..QUEUES {
+    for q in 0..queues {
         // Each queue carries the messages bound to it; a consumer takes its first one.
         writeln!(
             yaml,
@@ -86,42 +102,71 @@ pub fn write_contract(dir: &Path) -> Result<PathBuf> {
     Ok(contract)
 }
 
-/// What generating the synthetic contract cost.
-pub struct Generated {
+/// What a front-end stage costs on the synthetic contract.
+pub struct Measured {
     pub wall: Duration,
     pub peak_rss_mib: f64,
+    /// Bytes of Rust generated (0 for `validate`).
     pub bytes: usize,
 }
 
-/// Runs this binary's hidden `generate-child` command on `contract` and measures it: wall
+/// How far a child runs the front end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// `warren validate`: load, bundle the schemas, run every check, build the model.
+    Validate,
+    /// `warren generate`: all of validate, then emit the Rust.
+    Generate,
+}
+
+impl Stage {
+    /// The hidden command of this binary that runs the stage in a child.
+    pub fn command(self) -> &'static str {
+        match self {
+            Self::Validate => "validate-child",
+            Self::Generate => "generate-child",
+        }
+    }
+}
+
+/// Runs this binary's hidden child command for `stage` on `contract` and measures it: wall
 /// time from spawn to exit (process start included), and the child's peak memory.
-pub fn measure(contract: &Path) -> Result<Generated> {
+pub fn measure(contract: &Path, stage: Stage) -> Result<Measured> {
     let started = Instant::now();
     let output = Command::new(std::env::current_exe()?)
-        .arg("generate-child")
+        .arg(stage.command())
         .arg(contract)
         .output()?;
     let wall = started.elapsed();
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let shown: String = stderr.chars().take(4000).collect();
-        return Err(format!("generating the synthetic contract failed:\n{shown}").into());
+        return Err(format!("{stage:?} on the synthetic contract failed:\n{shown}").into());
     }
     let stdout = String::from_utf8_lossy(&output.stdout);
     let mut fields = stdout.split_whitespace();
     let bytes = fields.next().ok_or("no output size")?.parse()?;
     let peak: f64 = fields.next().ok_or("no peak memory")?.parse()?;
-    Ok(Generated {
+    Ok(Measured {
         wall,
         peak_rss_mib: peak / 1024.0,
         bytes,
     })
 }
 
-/// The child: generate, print the size of the output and its own peak memory (KiB).
-pub fn child(contract: &Path) -> Result<()> {
-    let generated = warren_codegen::generate(contract).map_err(|e| e.to_string())?;
-    println!("{} {}", generated.code.len(), peak_rss_kib()?);
+/// The child: run `stage`, print the size of the output and its own peak memory (KiB).
+pub fn child(contract: &Path, stage: Stage) -> Result<()> {
+    let bytes = match stage {
+        Stage::Validate => {
+            warren_codegen::check_contract(contract).map_err(|e| e.to_string())?;
+            0
+        }
+        Stage::Generate => {
+            let generated = warren_codegen::generate(contract).map_err(|e| e.to_string())?;
+            generated.code.len()
+        }
+    };
+    println!("{bytes} {}", peak_rss_kib()?);
     Ok(())
 }
 

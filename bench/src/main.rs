@@ -308,9 +308,11 @@ fn print(rows: &[Row], baseline: &str) {
 async fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let scenario = args.next().unwrap_or_else(|| "all".to_owned());
-    if scenario == "generate-child" {
-        let contract = args.next().ok_or("generate-child needs a contract path")?;
-        return codegen::child(std::path::Path::new(&contract));
+    for stage in [codegen::Stage::Validate, codegen::Stage::Generate] {
+        if scenario == stage.command() {
+            let contract = args.next().ok_or("a child command needs a contract path")?;
+            return codegen::child(std::path::Path::new(&contract), stage);
+        }
     }
     let n: usize = args
         .next()
@@ -485,17 +487,17 @@ async fn bench_retry(connection: &Connection, t: &Topology, n: usize) -> Result<
 
 fn bench_codegen() -> Result<()> {
     let dir = std::env::temp_dir().join(format!("warren-bench-codegen-{}", std::process::id()));
-    let contract = codegen::write_contract(&dir)?;
+    let shape = codegen::CLASSIC;
+    let contract = codegen::write_contract(&dir.join("classic"), shape)?;
     println!(
         "codegen: `warren generate` on {} message types, {} queues, shared schema files (a child process):",
-        codegen::MESSAGES,
-        codegen::QUEUES
+        shape.messages, shape.queues
     );
     let mut walls = Vec::new();
     let mut peak: f64 = 0.0;
     let mut bytes = 0;
     for _ in 0..3 {
-        let generated = codegen::measure(&contract)?;
+        let generated = codegen::measure(&contract, codegen::Stage::Generate)?;
         walls.push(generated.wall);
         peak = peak.max(generated.peak_rss_mib);
         bytes = generated.bytes;
@@ -507,6 +509,33 @@ fn bench_codegen() -> Result<()> {
         walls[2].as_secs_f64(),
         bytes as f64 / (1024.0 * 1024.0)
     );
+    println!(
+        "codegen scaling: n each of queues, messages, publishers, consumers and bindings (best of 3 validate, one generate):"
+    );
+    for n in codegen::SCALING {
+        let shape = codegen::Shape {
+            messages: n,
+            queues: n,
+        };
+        let contract = codegen::write_contract(&dir.join(format!("n{n}")), shape)?;
+        let mut validate: Option<codegen::Measured> = None;
+        for _ in 0..3 {
+            let run = codegen::measure(&contract, codegen::Stage::Validate)?;
+            if validate.as_ref().is_none_or(|best| run.wall < best.wall) {
+                validate = Some(run);
+            }
+        }
+        let validate = validate.ok_or("no validate run")?;
+        let generate = codegen::measure(&contract, codegen::Stage::Generate)?;
+        println!(
+            "  n = {n:>6}: validate {:>6.2} s, {:>5.0} MiB peak; generate {:>6.2} s, {:>5.0} MiB peak, {:.1} MiB of Rust",
+            validate.wall.as_secs_f64(),
+            validate.peak_rss_mib,
+            generate.wall.as_secs_f64(),
+            generate.peak_rss_mib,
+            generate.bytes as f64 / (1024.0 * 1024.0)
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
     let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let (reran, elapsed) = codegen::noop_build_reruns(&workspace)?;

@@ -29,6 +29,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use warren_codegen::RenderStyle;
+use warren_codegen::diagnostics::escape;
 
 /// Generates the Rust for the contract at `contract` with the default [`Config`].
 ///
@@ -146,7 +147,7 @@ impl Config {
         let contract = contract.as_ref();
         if self.emit_rerun_if_changed {
             // Printed first, so a contract that fails to check is still watched.
-            println!("cargo:rerun-if-changed={}", contract.display());
+            rerun_if_changed(contract);
         }
         let generated = match warren_codegen::generate(contract) {
             Ok(generated) => generated,
@@ -154,16 +155,16 @@ impl Config {
                 if self.emit_rerun_if_changed {
                     // Watch every file read so far: fixing a schema must rerun the script.
                     for file in problems.files() {
-                        println!("cargo:rerun-if-changed={}", file.display());
+                        rerun_if_changed(file);
                     }
                 }
                 return Err(Error::new(problems.render(RenderStyle::Plain)));
             }
-            Err(other) => return Err(Error::new(format!("{other}\n"))),
+            Err(other) => return Err(Error::new(format!("{}\n", escape(&other.to_string())))),
         };
         if self.emit_rerun_if_changed {
             for input in &generated.checked.contract.inputs {
-                println!("cargo:rerun-if-changed={}", input.display());
+                rerun_if_changed(input);
             }
         }
         for warning in generated.checked.warnings.iter() {
@@ -186,9 +187,30 @@ impl Config {
             None => default_file_name(contract),
         };
         let path = dir.join(name);
-        write_if_changed(&path, generated.code.as_bytes())
-            .map_err(|e| Error::new(format!("cannot write `{}`: {e}\n", path.display())))?;
+        // The shared writer: only when the bytes change, and a symlink at the path is
+        // replaced rather than written through.
+        warren_codegen::write_if_changed(&path, generated.code.as_bytes()).map_err(|e| {
+            Error::new(format!(
+                "cannot write `{}`: {e}\n",
+                escape(&path.display().to_string())
+            ))
+        })?;
         Ok(path)
+    }
+}
+
+/// Tells Cargo to watch `path`. Cargo reads one instruction per line, so a file name with a
+/// line break (a schema reached through a hostile `$ref`) would end the instruction early and
+/// start one of the file's choosing; such a path is not watched, and a warning says so.
+fn rerun_if_changed(path: &Path) {
+    let text = path.display().to_string();
+    if text.contains(['\n', '\r']) {
+        println!(
+            "cargo:warning=not watching `{}`: its name has a line break",
+            escape(&text)
+        );
+    } else {
+        println!("cargo:rerun-if-changed={text}");
     }
 }
 
@@ -224,15 +246,6 @@ fn default_file_name(contract: &Path) -> String {
     format!("{cleaned}.rs")
 }
 
-/// Writes `bytes` to `path` unless the file already holds exactly them, so its modification
-/// time only moves when its content does.
-fn write_if_changed(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if std::fs::read(path).is_ok_and(|old| old == bytes) {
-        return Ok(());
-    }
-    std::fs::write(path, bytes)
-}
-
 /// Why a contract could not be turned into Rust. Both `Display` and `Debug` show the rendered
 /// diagnostics, so `.unwrap()` and `fn main() -> Result<(), Error>` in a build script print
 /// them readably.
@@ -265,7 +278,7 @@ impl std::error::Error for Error {}
 mod tests {
     use std::path::Path;
 
-    use super::{default_file_name, write_if_changed};
+    use super::{Config, default_file_name};
 
     #[test]
     fn file_names_follow_the_contract() {
@@ -278,19 +291,29 @@ mod tests {
         assert_eq!(default_file_name(&orders), "orders.rs");
     }
 
+    /// The generated file replaces a symlink at its path rather than writing through it.
+    #[cfg(unix)]
     #[test]
-    fn unchanged_bytes_are_not_rewritten() {
+    fn a_symlink_at_the_generated_path_is_replaced_not_followed() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out.rs");
-        write_if_changed(&path, b"one").unwrap();
-        let written = std::fs::metadata(&path).unwrap().modified().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        write_if_changed(&path, b"one").unwrap();
-        assert_eq!(
-            std::fs::metadata(&path).unwrap().modified().unwrap(),
-            written
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "precious\n").unwrap();
+        let out_dir = dir.path().join("out");
+        std::fs::create_dir(&out_dir).unwrap();
+        std::os::unix::fs::symlink(&outside, out_dir.join("orders.rs")).unwrap();
+        let orders = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/orders/warren.yaml");
+        let path = Config::new()
+            .out_dir(&out_dir)
+            .emit_rerun_if_changed(false)
+            .compile(&orders)
+            .unwrap();
+        assert_eq!(path, out_dir.join("orders.rs"));
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious\n");
+        assert!(
+            std::fs::symlink_metadata(&path)
+                .unwrap()
+                .file_type()
+                .is_file()
         );
-        write_if_changed(&path, b"two").unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"two");
     }
 }

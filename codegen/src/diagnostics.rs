@@ -5,13 +5,77 @@
 //! once all checks ran. A diagnostic names the file, where in it (a YAML path such as
 //! `queues.orders.retry.max_delay` with its line and column, or a JSON pointer in a schema
 //! file), what is wrong and how to fix it.
+//!
+//! Everything in a diagnostic may come from a hostile file: names, `$ref`s, paths, JSON
+//! pointers, quoted values and the source snippet. Rendering ([`Diagnostic`]'s `Display` and
+//! [`Diagnostics::render`]) is the one place that escapes them ([`escape`]), so a check
+//! builds its message from raw text and no control sequence ever reaches a terminal.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
+use miette::{
+    GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, MietteError,
+    MietteSpanContents, SourceCode, SourceSpan, SpanContents,
+};
+
+use crate::load::LineIndex;
+
+/// Whether `c` must not reach a terminal as written: C0 and C1 control characters (ESC
+/// starts terminal commands, CR and BS overwrite what was printed, NUL truncates), DEL, the
+/// bidirectional overrides and isolates that reorder the text around them (U+202E, the
+/// "Trojan Source" characters), and the Unicode line and paragraph separators.
+pub fn is_hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{2028}'
+                | '\u{2029}'
+        )
+}
+
+/// `text` with every [hidden](is_hidden) character written as a visible escape, the way Rust
+/// writes it (`\n`, `\t`, `\u{1b}`, `\u{202e}`); everything else stays as written.
+pub fn escape(text: &str) -> Cow<'_, str> {
+    escape_with(text, |_, _| false)
+}
+
+/// Source text for a snippet: [`escape`], except that line ends (`\n`, `\r\n`) and tabs keep
+/// their meaning, so the snippet keeps its lines and columns.
+pub fn escape_source(text: &str) -> Cow<'_, str> {
+    escape_with(text, |c, next| {
+        matches!(c, '\n' | '\t') || (c == '\r' && next == Some('\n'))
+    })
+}
+
+/// Escapes the hidden characters of `text` for which `keep(char, next char)` is false.
+fn escape_with(text: &str, keep: impl Fn(char, Option<char>) -> bool) -> Cow<'_, str> {
+    let mut chars = text.chars().peekable();
+    let mut out: Option<String> = None;
+    let mut at = 0;
+    while let Some(c) = chars.next() {
+        if is_hidden(c) && !keep(c, chars.peek().copied()) {
+            let out = out.get_or_insert_with(|| {
+                let mut out = String::with_capacity(text.len() + 8);
+                out.push_str(&text[..at]);
+                out
+            });
+            out.extend(c.escape_default());
+        } else if let Some(out) = &mut out {
+            out.push(c);
+        }
+        at += c.len_utf8();
+    }
+    out.map_or(Cow::Borrowed(text), Cow::Owned)
+}
 
 /// How serious a problem is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -114,8 +178,14 @@ impl Diagnostic {
         self
     }
 
-    /// The location as `file:line:column`, followed by the YAML path or JSON pointer.
+    /// The location as `file:line:column`, followed by the YAML path or JSON pointer, with
+    /// hidden characters [escaped](escape).
     pub fn location(&self) -> String {
+        let location = self.raw_location();
+        escape(&location).into_owned()
+    }
+
+    fn raw_location(&self) -> String {
         let file = self.file.display();
         match &self.place {
             Place::Yaml {
@@ -156,10 +226,10 @@ impl fmt::Display for Diagnostic {
             "{kind}[{}]: {}: {}",
             self.code,
             self.location(),
-            self.message
+            escape(&self.message)
         )?;
         if let Some(help) = &self.help {
-            write!(f, " (help: {help})")?;
+            write!(f, " (help: {})", escape(help))?;
         }
         Ok(())
     }
@@ -262,8 +332,11 @@ impl Diagnostics {
             .with_width(100)
             .with_links(false);
         let mut out = String::new();
+        // One line index per file, built on first use: a snippet is then found without
+        // scanning the file from its start for every diagnostic.
+        let mut lines: BTreeMap<&PathBuf, LineIndex<'_>> = BTreeMap::new();
         for diagnostic in &self.items {
-            let report = self.to_report(diagnostic);
+            let report = self.to_report(diagnostic, &mut lines);
             if handler.render_report(&mut out, report.as_ref()).is_err() {
                 // Rendering only fails on a broken formatter; fall back to the one-line form.
                 out.push_str(&diagnostic.to_string());
@@ -291,39 +364,46 @@ impl Diagnostics {
         )
     }
 
-    fn to_report(&self, diagnostic: &Diagnostic) -> miette::Report {
+    fn to_report<'s>(
+        &'s self,
+        diagnostic: &'s Diagnostic,
+        lines: &mut BTreeMap<&'s PathBuf, LineIndex<'s>>,
+    ) -> miette::Report {
         let severity = match diagnostic.severity {
             Severity::Error => miette::Severity::Error,
             Severity::Warning => miette::Severity::Warning,
         };
-        let mut report = MietteDiagnostic::new(diagnostic.message.clone())
+        let mut report = MietteDiagnostic::new(escape(&diagnostic.message))
             .with_code(format!("warren::{}", diagnostic.code))
             .with_severity(severity);
         let place = match &diagnostic.place {
-            Place::Yaml { path, .. } => format!("at `{path}`"),
-            Place::Pointer { pointer, .. } => format!("at JSON pointer `#{pointer}`"),
+            Place::Yaml { path, .. } => format!("at `{}`", escape(path)),
+            Place::Pointer { pointer, .. } => format!("at JSON pointer `#{}`", escape(pointer)),
             Place::Position(_) | Place::File => String::new(),
         };
         if let Some(help) = &diagnostic.help {
-            report = report.with_help(help.clone());
+            report = report.with_help(escape(help));
         }
-        let source = self.sources.get(&diagnostic.file);
-        match (diagnostic.span(), source) {
-            // A snippet of a minified or machine-made file would print the whole of a huge
-            // line; the headline's line and column say where instead.
-            (Some(span), Some(text)) if line_around(text, span.offset) <= MAX_SNIPPET_LINE => {
+        let excerpt = diagnostic.span().and_then(|span| {
+            let (file, text) = self.sources.get_key_value(&diagnostic.file)?;
+            let index = lines.entry(file).or_insert_with(|| LineIndex::new(text));
+            Excerpt::around(text, index, span, &diagnostic.file)
+        });
+        match excerpt {
+            Some((excerpt, span)) => {
                 let label = if place.is_empty() {
                     "here".to_owned()
                 } else {
                     place
                 };
-                report = report.with_label(LabeledSpan::new(Some(label), span.offset, span.len));
-                let name = diagnostic.file.display().to_string();
-                miette::Report::new(report)
-                    .with_source_code(NamedSource::new(name, text.to_string()))
+                report = report.with_label(LabeledSpan::new_with_span(Some(label), span));
+                miette::Report::new(report).with_source_code(excerpt)
             }
-            _ => {
-                let mut headline = format!("{}: {}", diagnostic.location(), diagnostic.message);
+            // No source kept, or a line too long to show (a minified or machine-made file):
+            // the headline's line and column say where instead.
+            None => {
+                let mut headline =
+                    format!("{}: {}", diagnostic.location(), escape(&diagnostic.message));
                 if !place.is_empty() && matches!(diagnostic.place, Place::Yaml { .. }) {
                     headline = format!("{headline} ({place})");
                 }
@@ -337,19 +417,95 @@ impl Diagnostics {
 /// The longest source line shown in a snippet, in bytes.
 const MAX_SNIPPET_LINE: usize = 400;
 
-/// The length of the line of `text` that holds byte `offset`.
-fn line_around(text: &str, offset: usize) -> usize {
-    let offset = offset.min(text.len());
-    let bytes = text.as_bytes();
-    let start = bytes[..offset]
-        .iter()
-        .rposition(|b| *b == b'\n')
-        .map_or(0, |i| i + 1);
-    let end = bytes[offset..]
-        .iter()
-        .position(|b| *b == b'\n')
-        .map_or(text.len(), |i| offset + i);
-    end - start
+/// Lines of context shown above and below a snippet's span (miette's default).
+const CONTEXT_LINES: usize = 1;
+
+/// The few lines of a source file around one span, [escaped](escape_source), as the source
+/// code of one report. miette scans a source from its start to find a span's lines, so handing
+/// it the whole file costs the file's length per diagnostic; an excerpt costs its own.
+#[derive(Debug)]
+struct Excerpt {
+    /// The file's name, escaped.
+    name: String,
+    /// The escaped lines.
+    text: String,
+    /// The 0-based line number of the excerpt's first line in the file.
+    first_line: usize,
+}
+
+impl Excerpt {
+    /// The excerpt of `text` around `span`, and the span within it; `None` when a line of the
+    /// span is too long to show.
+    fn around(
+        text: &str,
+        lines: &LineIndex<'_>,
+        span: Span,
+        file: &std::path::Path,
+    ) -> Option<(Self, SourceSpan)> {
+        let start = floor_boundary(text, span.offset);
+        let end = floor_boundary(text, span.offset.saturating_add(span.len)).max(start);
+        let first = lines.line_of(start);
+        let last = lines.line_of(end);
+        if (first..=last).any(|line| lines.line_len(line) > MAX_SNIPPET_LINE) {
+            return None;
+        }
+        // Context lines only when they are short enough too.
+        let mut from = first;
+        while from > first.saturating_sub(CONTEXT_LINES)
+            && lines.line_len(from - 1) <= MAX_SNIPPET_LINE
+        {
+            from -= 1;
+        }
+        let mut to = last;
+        while to < last.saturating_add(CONTEXT_LINES)
+            && to + 1 < lines.line_count()
+            && lines.line_len(to + 1) <= MAX_SNIPPET_LINE
+        {
+            to += 1;
+        }
+        let window_start = lines.line_start(from);
+        let window_end = lines.line_end(to);
+        let before = escape_source(&text[window_start..start]);
+        let inside = escape_source(&text[start..end]);
+        let after = escape_source(&text[end..window_end]);
+        let excerpt = Self {
+            name: escape(&file.display().to_string()).into_owned(),
+            text: format!("{before}{inside}{after}"),
+            first_line: from,
+        };
+        Some((excerpt, SourceSpan::new(before.len().into(), inside.len())))
+    }
+}
+
+impl SourceCode for Excerpt {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let inner =
+            self.text
+                .as_str()
+                .read_span(span, context_lines_before, context_lines_after)?;
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            inner.data(),
+            *inner.span(),
+            inner.line().saturating_add(self.first_line),
+            inner.column(),
+            inner.line_count(),
+        )))
+    }
+}
+
+/// `offset` clamped to `text` and moved back to a character boundary.
+fn floor_boundary(text: &str, offset: usize) -> usize {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
 }
 
 impl fmt::Display for Diagnostics {

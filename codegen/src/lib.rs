@@ -21,6 +21,7 @@ pub mod format;
 pub mod load;
 pub mod model;
 pub mod naming;
+pub mod output;
 pub mod schema;
 
 #[doc(hidden)]
@@ -32,6 +33,7 @@ use std::path::Path;
 pub use check::routing;
 pub use diagnostics::{Diagnostic, Diagnostics, RenderStyle, Severity};
 pub use emit::GenerateError;
+pub use output::{Written, write_if_changed};
 
 /// Why a contract could not be checked or turned into Rust.
 #[derive(Debug, thiserror::Error)]

@@ -35,9 +35,13 @@ pub(crate) fn suggest<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a String>,
 ) -> Option<&'a str> {
-    let limit = (name.chars().count() / 3).max(2);
+    let length = name.chars().count();
+    let limit = (length / 3).max(2);
     candidates
         .into_iter()
+        // The distance is at least the difference in length: a cheap test first, so a
+        // misspelt name among thousands costs one count per name, not one table each.
+        .filter(|c| c.chars().count().abs_diff(length) <= limit)
         .map(|c| (edit_distance(name, c), c))
         .filter(|(d, _)| *d <= limit)
         .min_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)))

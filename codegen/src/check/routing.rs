@@ -10,12 +10,12 @@
 //! (its value may contain dots). A templated key reaches a queue when *some* value of the
 //! placeholders would: the question is answered as the intersection of two word patterns.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::format::ExchangeKind;
 
 /// One element of a word pattern.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Token<'a> {
     /// Exactly this word.
     Word(&'a str),
@@ -104,22 +104,13 @@ fn split_words(key: &str) -> Vec<&str> {
 }
 
 /// Whether some routing key fits both the topic binding `pattern` and `key`.
-pub fn topic_matches(pattern: &str, key: &KeyTemplate) -> bool {
-    let pattern: Vec<Token<'_>> = split_words(pattern)
-        .into_iter()
-        .map(|w| match w {
-            "*" => Token::One,
-            "#" => Token::Many,
-            word => Token::Word(word),
-        })
-        .collect();
-    intersects(&pattern, &key.tokens())
+pub fn topic_matches(binding: &str, key: &KeyTemplate) -> bool {
+    intersects(&pattern(binding, ExchangeKind::Topic), &key.tokens())
 }
 
 /// Whether some routing key equals the direct binding key `binding` and fits `key`.
 pub fn direct_matches(binding: &str, key: &KeyTemplate) -> bool {
-    let literal: Vec<Token<'_>> = split_words(binding).into_iter().map(Token::Word).collect();
-    intersects(&literal, &key.tokens())
+    intersects(&pattern(binding, ExchangeKind::Direct), &key.tokens())
 }
 
 /// Whether the languages of two word patterns intersect, by dynamic programming over
@@ -179,15 +170,142 @@ pub struct Edge {
     pub to: Destination,
 }
 
+/// Binding keys indexed by their words, the way the broker's topic trie is: a routing key is
+/// matched against the bindings it can meet, not against every binding of the exchange. With
+/// thousands of bindings on one exchange, matching every publisher against every binding was
+/// the front end's quadratic cost.
+#[derive(Debug, Clone, Default)]
+struct Trie {
+    nodes: Vec<TrieNode>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct TrieNode {
+    /// Children by literal word.
+    words: HashMap<String, usize>,
+    /// The child through `*`.
+    one: Option<usize>,
+    /// The child through `#`.
+    many: Option<usize>,
+    /// The bindings whose key ends here, by index.
+    ends: Vec<usize>,
+}
+
+/// A state of the walk of [`Trie::matches`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Walk {
+    /// The words to a node are matched, with the key's tokens before this index.
+    At(usize, usize),
+    /// The `#` into a node is being matched; it has taken the key's tokens before this index.
+    Inside(usize, usize),
+}
+
+impl Trie {
+    fn new() -> Self {
+        Self {
+            nodes: vec![TrieNode::default()],
+        }
+    }
+
+    /// Adds binding `edge` with `pattern`.
+    fn insert(&mut self, pattern: &[Token<'_>], edge: usize) {
+        let mut at = 0;
+        for token in pattern {
+            let next = self.nodes.len();
+            let node = &mut self.nodes[at];
+            let child = match token {
+                Token::Word(word) => *node.words.entry((*word).to_owned()).or_insert(next),
+                Token::One => *node.one.get_or_insert(next),
+                Token::Many => *node.many.get_or_insert(next),
+            };
+            if child == next {
+                self.nodes.push(TrieNode::default());
+            }
+            at = child;
+        }
+        self.nodes[at].ends.push(edge);
+    }
+
+    /// The bindings whose pattern's language meets `key`'s, as [`intersects`] decides for
+    /// one pattern, in increasing order. The walk is that dynamic programme run over the
+    /// trie, all patterns at once: a state is (trie node, position in the key), and `Inside`
+    /// stands for a pattern position at a `#` (the trie node past it, since only a `#` leads
+    /// there).
+    fn matches(&self, key: &[Token<'_>]) -> Vec<usize> {
+        // Patterns that end at a node match when the rest of the key may be empty.
+        let mut rest_may_be_empty = vec![true; key.len() + 1];
+        for j in (0..key.len()).rev() {
+            rest_may_be_empty[j] = rest_may_be_empty[j + 1] && key[j] == Token::Many;
+        }
+        let mut found = Vec::new();
+        let mut seen = HashSet::new();
+        let mut stack = vec![Walk::At(0, 0)];
+        while let Some(state) = stack.pop() {
+            if !seen.insert(state) {
+                continue;
+            }
+            match state {
+                Walk::Inside(node, j) => {
+                    // The `#` ends here, or takes one more token of the key.
+                    stack.push(Walk::At(node, j));
+                    if j < key.len() {
+                        stack.push(Walk::Inside(node, j + 1));
+                    }
+                }
+                Walk::At(at, j) => {
+                    let node = &self.nodes[at];
+                    if rest_may_be_empty[j] {
+                        found.extend_from_slice(&node.ends);
+                    }
+                    if let Some(child) = node.many {
+                        stack.push(Walk::Inside(child, j));
+                    }
+                    let single = node.words.values().chain(&node.one);
+                    match key.get(j) {
+                        None => {}
+                        // The key's `#` takes one word of the patterns, or ends.
+                        Some(Token::Many) => {
+                            stack.push(Walk::At(at, j + 1));
+                            stack.extend(single.map(|child| Walk::At(*child, j)));
+                        }
+                        Some(Token::One) => {
+                            stack.extend(single.map(|child| Walk::At(*child, j + 1)));
+                        }
+                        Some(Token::Word(word)) => {
+                            let exact = node.words.get(*word).into_iter().chain(&node.one);
+                            stack.extend(exact.map(|child| Walk::At(*child, j + 1)));
+                        }
+                    }
+                }
+            }
+        }
+        found.sort_unstable();
+        found.dedup();
+        found
+    }
+}
+
+/// An exchange of the graph with its bindings.
+#[derive(Debug, Clone)]
+struct Node {
+    kind: ExchangeKind,
+    alternate: Option<String>,
+    edges: Vec<Edge>,
+    /// The bindings' keys, indexed (topic and direct exchanges).
+    index: Trie,
+    /// The distinct binding keys, sorted, for messages.
+    keys: Vec<String>,
+}
+
 /// The exchange graph of a contract.
 #[derive(Debug, Clone, Default)]
 pub struct Graph {
-    /// Declared exchanges: kind and alternate exchange.
-    pub exchanges: BTreeMap<String, (ExchangeKind, Option<String>)>,
+    /// Declared exchanges.
+    exchanges: BTreeMap<String, Node>,
     /// Declared queues (for the default exchange, which routes by queue name).
-    pub queues: BTreeSet<String>,
-    /// Bindings by source exchange.
-    pub edges: BTreeMap<String, Vec<Edge>>,
+    queues: Vec<String>,
+    /// The queue names as literal keys.
+    queue_index: Trie,
 }
 
 /// What a routing key reaches.
@@ -201,8 +319,8 @@ pub struct Reach {
     /// True when the message reaches an exchange this contract does not declare (an
     /// alternate exchange owned elsewhere), so where it ends is unknown.
     pub leaves_contract: bool,
-    /// Every exchange visited, in order, with the binding keys declared on it (for messages).
-    pub visited: Vec<(String, Vec<String>)>,
+    /// Every declared exchange visited, in order (see [`Graph::binding_keys`]).
+    pub visited: Vec<String>,
 }
 
 impl Reach {
@@ -221,12 +339,91 @@ impl Reach {
     }
 }
 
+/// The words of a binding key as a pattern: wildcards on a topic exchange, literal words on
+/// a direct one.
+fn pattern(key: &str, kind: ExchangeKind) -> Vec<Token<'_>> {
+    split_words(key)
+        .into_iter()
+        .map(|word| match (kind, word) {
+            (ExchangeKind::Topic, "*") => Token::One,
+            (ExchangeKind::Topic, "#") => Token::Many,
+            _ => Token::Word(word),
+        })
+        .collect()
+}
+
 impl Graph {
+    /// The graph of `exchanges` (name, kind, alternate exchange), `queues`, and `bindings`
+    /// (source exchange and edge, in contract order). Bindings from an exchange that is not
+    /// declared are left out: routing never follows them.
+    pub fn new(
+        exchanges: impl IntoIterator<Item = (String, ExchangeKind, Option<String>)>,
+        queues: impl IntoIterator<Item = String>,
+        bindings: impl IntoIterator<Item = (String, Edge)>,
+    ) -> Self {
+        let mut graph = Self {
+            exchanges: exchanges
+                .into_iter()
+                .map(|(name, kind, alternate)| {
+                    let node = Node {
+                        kind,
+                        alternate,
+                        edges: Vec::new(),
+                        index: Trie::new(),
+                        keys: Vec::new(),
+                    };
+                    (name, node)
+                })
+                .collect(),
+            queues: queues.into_iter().collect(),
+            queue_index: Trie::new(),
+        };
+        for (i, queue) in graph.queues.iter().enumerate() {
+            graph
+                .queue_index
+                .insert(&pattern(queue, ExchangeKind::Direct), i);
+        }
+        for (exchange, edge) in bindings {
+            if let Some(node) = graph.exchanges.get_mut(&exchange) {
+                node.edges.push(edge);
+            }
+        }
+        for node in graph.exchanges.values_mut() {
+            for (i, edge) in node.edges.iter().enumerate() {
+                if let Some(key) = &edge.key {
+                    if matches!(node.kind, ExchangeKind::Topic | ExchangeKind::Direct) {
+                        node.index.insert(&pattern(key, node.kind), i);
+                    }
+                    node.keys.push(key.clone());
+                }
+            }
+            node.keys.sort();
+            node.keys.dedup();
+        }
+        graph
+    }
+
+    /// Whether the declared `exchange` has a binding.
+    pub fn has_bindings(&self, exchange: &str) -> bool {
+        self.exchanges
+            .get(exchange)
+            .is_some_and(|node| !node.edges.is_empty())
+    }
+
+    /// The distinct binding keys declared on `exchange`, sorted.
+    pub fn binding_keys(&self, exchange: &str) -> &[String] {
+        self.exchanges
+            .get(exchange)
+            .map(|node| node.keys.as_slice())
+            .unwrap_or_default()
+    }
+
     /// Follows `key` from `exchange` (`""` is the default exchange).
     pub fn route(&self, exchange: &str, key: &KeyTemplate) -> Reach {
         let mut reach = Reach::default();
         let mut seen = BTreeSet::new();
-        self.visit(exchange, key, true, &mut reach, &mut seen);
+        let tokens = key.tokens();
+        self.visit(exchange, key, &tokens, true, &mut reach, &mut seen);
         reach
     }
 
@@ -236,6 +433,7 @@ impl Graph {
         &self,
         exchange: &str,
         key: &KeyTemplate,
+        tokens: &[Token<'_>],
         certain: bool,
         reach: &mut Reach,
         seen: &mut BTreeSet<String>,
@@ -245,56 +443,51 @@ impl Graph {
         }
         if exchange.is_empty() {
             // The default exchange delivers to the queue named by the key.
-            for queue in &self.queues {
-                if direct_matches(queue, key) {
-                    reach.deliver(queue, certain);
-                }
+            for queue in self.queue_index.matches(tokens) {
+                reach.deliver(&self.queues[queue], certain);
             }
             return;
         }
-        let Some((kind, alternate)) = self.exchanges.get(exchange) else {
+        let Some(node) = self.exchanges.get(exchange) else {
             reach.leaves_contract = true;
             return;
         };
-        let edges = self
-            .edges
-            .get(exchange)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let mut keys: Vec<String> = edges.iter().filter_map(|e| e.key.clone()).collect();
-        keys.sort();
-        keys.dedup();
-        reach.visited.push((exchange.to_owned(), keys));
-        let mut routed = false;
-        for edge in edges {
-            let matches = match kind {
-                ExchangeKind::Fanout | ExchangeKind::Headers => true,
-                ExchangeKind::Topic => edge.key.as_deref().is_some_and(|p| topic_matches(p, key)),
-                ExchangeKind::Direct => edge.key.as_deref().is_some_and(|k| direct_matches(k, key)),
-            };
-            if !matches {
-                continue;
-            }
-            routed = true;
-            let certain = certain && *kind != ExchangeKind::Headers;
+        reach.visited.push(exchange.to_owned());
+        let kind = node.kind;
+        let matched = match kind {
+            ExchangeKind::Fanout | ExchangeKind::Headers => (0..node.edges.len()).collect(),
+            ExchangeKind::Topic | ExchangeKind::Direct => node.index.matches(tokens),
+        };
+        let routed = !matched.is_empty();
+        // In contract order: which path reaches an exchange first decides whether it is
+        // certain (a later, headers path finds it seen).
+        for edge in matched.into_iter().map(|i| &node.edges[i]) {
+            let certain = certain && kind != ExchangeKind::Headers;
             match &edge.to {
                 Destination::Queue(queue) => reach.deliver(queue, certain),
-                Destination::Exchange(next) => self.visit(next, key, certain, reach, seen),
+                Destination::Exchange(next) => self.visit(next, key, tokens, certain, reach, seen),
             }
         }
         // An alternate exchange receives what this exchange cannot route. Matching is
         // "some key may", so take it whenever a key may miss every binding too.
-        if let Some(alternate) = alternate
-            && (!routed || key.placeholders().next().is_some() || *kind == ExchangeKind::Headers)
+        if let Some(alternate) = &node.alternate
+            && (!routed || key.placeholders().next().is_some() || kind == ExchangeKind::Headers)
         {
-            self.visit(alternate, key, certain, reach, seen);
+            self.visit(alternate, key, tokens, certain, reach, seen);
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{KeyTemplate, direct_matches, topic_matches};
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+    use proptest::sample::select;
+
+    use super::{
+        Destination, Edge, ExchangeKind, Graph, KeyTemplate, Trie, direct_matches, intersects,
+        pattern, topic_matches,
+    };
 
     fn key(text: &str) -> KeyTemplate {
         KeyTemplate::parse(text).unwrap()
@@ -383,5 +576,107 @@ mod tests {
             key("a.{b}.{c}").placeholders().collect::<Vec<_>>(),
             ["b", "c"]
         );
+    }
+
+    /// Words from a small alphabet, so patterns and keys often meet.
+    fn words(choices: &'static [&'static str]) -> impl Strategy<Value = String> {
+        vec(select(choices), 0..5).prop_map(|words| words.join("."))
+    }
+
+    /// A fixed seed, so CI runs the same cases every time; `PROPTEST_RNG_SEED=<n>` explores
+    /// others (as in `tests/fuzz_smoke.rs`).
+    fn config() -> ProptestConfig {
+        let defaults = ProptestConfig::default();
+        let rng_seed = if std::env::var_os("PROPTEST_RNG_SEED").is_some() {
+            defaults.rng_seed
+        } else {
+            proptest::test_runner::RngSeed::Fixed(0x7e1e_0fa1)
+        };
+        ProptestConfig {
+            cases: 2_000,
+            failure_persistence: None,
+            rng_seed,
+            ..defaults
+        }
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        /// The trie finds exactly the bindings whose key meets the routing key, as the
+        /// pairwise dynamic programme decides one binding at a time (which the tables above
+        /// pin).
+        #[test]
+        fn the_index_matches_exactly_what_pairwise_matching_does(
+            bindings in vec(words(&["a", "b", "*", "#", ""]), 0..12),
+            routing_key in words(&["a", "b", "c", "*", "#", "{p}"]),
+            topic in any::<bool>(),
+        ) {
+            let kind = if topic { ExchangeKind::Topic } else { ExchangeKind::Direct };
+            let key = KeyTemplate::parse(&routing_key).unwrap();
+            let tokens = key.tokens();
+            let mut trie = Trie::new();
+            for (i, binding) in bindings.iter().enumerate() {
+                trie.insert(&pattern(binding, kind), i);
+            }
+            let pairwise: Vec<usize> = (0..bindings.len())
+                .filter(|i| intersects(&pattern(&bindings[*i], kind), &tokens))
+                .collect();
+            prop_assert_eq!(trie.matches(&tokens), pairwise);
+        }
+    }
+
+    /// Routing through the index: contract order decides which path reaches an exchange
+    /// first, bindings without a key match nothing on a topic exchange, and the default
+    /// exchange routes by queue name.
+    #[test]
+    fn routes_follow_bindings_exchanges_and_queue_names() {
+        let queue = |name: &str| Destination::Queue(name.to_owned());
+        let edge = |key: Option<&str>, to: Destination| Edge {
+            key: key.map(str::to_owned),
+            to,
+        };
+        let graph = Graph::new(
+            [
+                (
+                    "events".to_owned(),
+                    ExchangeKind::Topic,
+                    Some("ae".to_owned()),
+                ),
+                ("ae".to_owned(), ExchangeKind::Fanout, None),
+                ("h".to_owned(), ExchangeKind::Headers, None),
+            ],
+            [
+                "orders.eu".to_owned(),
+                "unrouted".to_owned(),
+                "audit".to_owned(),
+            ],
+            [
+                (
+                    "events".to_owned(),
+                    edge(Some("order.*"), queue("orders.eu")),
+                ),
+                ("events".to_owned(), edge(None, queue("never"))),
+                (
+                    "events".to_owned(),
+                    edge(Some("#"), Destination::Exchange("h".to_owned())),
+                ),
+                ("h".to_owned(), edge(None, queue("audit"))),
+                ("ae".to_owned(), edge(None, queue("unrouted"))),
+                ("undeclared".to_owned(), edge(Some("#"), queue("lost"))),
+            ],
+        );
+        let reach = graph.route("events", &key("order.{region}"));
+        assert_eq!(
+            reach.queues.iter().collect::<Vec<_>>(),
+            ["orders.eu", "unrouted"]
+        );
+        assert_eq!(reach.maybe.iter().collect::<Vec<_>>(), ["audit"]);
+        assert_eq!(reach.visited, ["events", "h", "ae"]);
+        assert_eq!(graph.binding_keys("events"), ["#", "order.*"]);
+        let direct = graph.route("", &key("orders.{x}"));
+        assert_eq!(direct.queues.iter().collect::<Vec<_>>(), ["orders.eu"]);
+        assert!(!graph.has_bindings("undeclared"));
+        assert!(graph.route("nowhere", &key("a")).leaves_contract);
     }
 }

@@ -39,13 +39,15 @@ pub(super) struct Checker<'a> {
     /// Where each publisher's messages go, for publishers whose key parses; computed once
     /// and shared by the routability, message and dead-letter checks.
     routes: BTreeMap<&'a str, Reach>,
+    /// The other way round: per queue, the publishers known to reach it, in name order.
+    reaching: BTreeMap<String, Vec<&'a str>>,
 }
 
 impl<'a> Checker<'a> {
     pub(super) fn new(contract: &'a LoadedContract, out: &'a mut Diagnostics) -> Self {
         let file = &contract.file;
         let graph = graph(file);
-        let routes = file
+        let routes: BTreeMap<&str, Reach> = file
             .publishers
             .iter()
             .filter_map(|(name, p)| {
@@ -53,12 +55,19 @@ impl<'a> Checker<'a> {
                 Some((name.as_str(), graph.route(&p.exchange, &template.ok()?)))
             })
             .collect();
+        let mut reaching: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+        for (publisher, reach) in &routes {
+            for queue in &reach.queues {
+                reaching.entry(queue.clone()).or_default().push(publisher);
+            }
+        }
         Self {
             contract,
             file,
             out,
             graph,
             routes,
+            reaching,
         }
     }
 
@@ -286,14 +295,19 @@ impl<'a> Checker<'a> {
     /// Reports `name` at `path` unless a `kind` of that name is declared.
     fn declared(&mut self, kind: Kind, name: &str, path: &str) {
         let file = self.file;
+        let declared = match kind {
+            Kind::Exchange => file.exchanges.contains_key(name),
+            Kind::Queue => file.queues.contains_key(name),
+            Kind::Message => file.messages.contains_key(name),
+        };
+        if declared {
+            return;
+        }
         let names: Vec<&String> = match kind {
             Kind::Exchange => file.exchanges.keys().collect(),
             Kind::Queue => file.queues.keys().collect(),
             Kind::Message => file.messages.keys().collect(),
         };
-        if names.iter().any(|n| *n == name) {
-            return;
-        }
         let (what, section) = kind.words();
         let help = match suggest(name, names) {
             Some(close) => {
@@ -848,7 +862,7 @@ impl<'a> Checker<'a> {
             } else {
                 format!(
                     "bindings seen: {}. Bind a queue with a matching key, or set `external_consumers: true` if another service declares the queue",
-                    describe_visited(reach)
+                    describe_visited(&self.graph, reach)
                 )
             };
             self.error(
@@ -1025,12 +1039,12 @@ impl<'a> Checker<'a> {
     /// Only routes known to reach the queue count: a headers binding may not match.
     fn message_mismatch(&mut self, consumer: &str, queue: &str, message: &str) {
         let file = self.file;
-        for (publisher, p) in &file.publishers {
-            let reaches = self
-                .routes
-                .get(publisher.as_str())
-                .is_some_and(|reach| reach.queues.contains(queue));
-            if p.message != message && reaches {
+        let reaching = self.reaching.get(queue).cloned().unwrap_or_default();
+        for publisher in reaching {
+            let Some(p) = file.publishers.get(publisher) else {
+                continue;
+            };
+            if p.message != message {
                 self.error(
                     "message-mismatch",
                     &format!("consumers.{consumer}.message"),
@@ -1085,11 +1099,7 @@ impl<'a> Checker<'a> {
             };
             let loss = if keys.is_empty() {
                 // Nothing is known to reach the queue: at least one binding must exist.
-                let bound = self
-                    .graph
-                    .edges
-                    .get(&dl.exchange)
-                    .is_some_and(|e| !e.is_empty());
+                let bound = self.graph.has_bindings(&dl.exchange);
                 (!bound && exchange.alternate_exchange.is_none()).then_some(Loss::NothingBound)
             } else {
                 let unrouted: Vec<String> = keys
@@ -1129,15 +1139,12 @@ impl<'a> Checker<'a> {
 
     /// The routing keys of the publishers whose messages are known to reach `queue`.
     fn keys_reaching(&self, queue: &str) -> Vec<(String, KeyTemplate)> {
-        self.file
-            .publishers
-            .iter()
-            .filter(|(name, _)| {
-                self.routes
-                    .get(name.as_str())
-                    .is_some_and(|reach| reach.queues.contains(queue))
-            })
-            .filter_map(|(_, p)| {
+        self.reaching
+            .get(queue)
+            .into_iter()
+            .flatten()
+            .filter_map(|name| self.file.publishers.get(*name))
+            .filter_map(|p| {
                 let text = p.routing_key.clone().unwrap_or_default();
                 let template = KeyTemplate::parse(&text).ok()?;
                 Some((text, template))
@@ -1214,11 +1221,12 @@ impl<'a> Checker<'a> {
     }
 }
 
-fn describe_visited(reach: &Reach) -> String {
+fn describe_visited(graph: &Graph, reach: &Reach) -> String {
     let parts: Vec<String> = reach
         .visited
         .iter()
-        .map(|(exchange, keys)| {
+        .map(|exchange| {
+            let keys = graph.binding_keys(exchange);
             if keys.is_empty() {
                 format!("none on `{exchange}`")
             } else {
@@ -1324,37 +1332,27 @@ fn typed_field_set(queue: &Queue, argument: &str) -> bool {
 
 /// The exchange graph of the contract's declared exchanges and bindings.
 fn graph(file: &ContractFile) -> Graph {
-    let mut graph = Graph {
-        exchanges: file
-            .exchanges
-            .iter()
-            .map(|(name, e)| {
-                let alternate = e.alternate_exchange.clone().or_else(|| {
-                    match e.arguments.get("alternate-exchange") {
-                        Some(ArgumentValue::String(name)) => Some(name.clone()),
-                        _ => None,
-                    }
+    let exchanges = file.exchanges.iter().map(|(name, e)| {
+        let alternate =
+            e.alternate_exchange
+                .clone()
+                .or_else(|| match e.arguments.get("alternate-exchange") {
+                    Some(ArgumentValue::String(name)) => Some(name.clone()),
+                    _ => None,
                 });
-                (name.clone(), (e.kind.unwrap_or_default(), alternate))
-            })
-            .collect(),
-        queues: file.queues.keys().cloned().collect(),
-        edges: BTreeMap::new(),
-    };
-    for binding in &file.bindings {
+        (name.clone(), e.kind.unwrap_or_default(), alternate)
+    });
+    let bindings = file.bindings.iter().filter_map(|binding| {
         let to = match (&binding.queue, &binding.to_exchange) {
             (Some(queue), _) => Destination::Queue(queue.clone()),
             (None, Some(exchange)) => Destination::Exchange(exchange.clone()),
-            (None, None) => continue,
+            (None, None) => return None,
         };
-        graph
-            .edges
-            .entry(binding.exchange.clone())
-            .or_default()
-            .push(Edge {
-                key: binding.routing_key.clone(),
-                to,
-            });
-    }
-    graph
+        let edge = Edge {
+            key: binding.routing_key.clone(),
+            to,
+        };
+        Some((binding.exchange.clone(), edge))
+    });
+    Graph::new(exchanges, file.queues.keys().cloned(), bindings)
 }

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use saphyr_parser::{Event, Parser};
 
-use super::lines::{Column, LineIndex};
+use super::lines::{Cursor, LineIndex};
 use crate::diagnostics::Span;
 
 /// Spans of a YAML document's nodes, by path (`queues.orders.retry`, `bindings[0].queue`).
@@ -64,17 +64,20 @@ impl YamlSpans {
             spans: Self::default(),
             stack: Vec::new(),
         };
+        // Starts and ends each move forward through the text.
+        let (mut starts, mut ends) = (Cursor::default(), Cursor::default());
         for event in Parser::new_from_str(text) {
             let Ok((event, span)) = event else { break };
+            let start = lines.point_after(&mut starts, span.start.line(), span.start.col());
             if walker.stack.len() >= MAX_DEPTH
                 && matches!(event, Event::MappingStart(..) | Event::SequenceStart(..))
             {
-                walker.spans.too_deep =
-                    Some(lines.point(span.start.line(), span.start.col(), Column::Chars));
+                walker.spans.too_deep = Some(start);
                 break;
             }
-            let start = lines.point(span.start.line(), span.start.col(), Column::Chars);
-            let end = lines.offset(span.end.line(), span.end.col(), Column::Chars);
+            let end = lines
+                .point_after(&mut ends, span.end.line(), span.end.col())
+                .offset;
             walker.on_event(event, start, end, span.end.line());
         }
         walker.spans

@@ -98,7 +98,11 @@ pub fn last_segment(pointer: &str) -> String {
 
 /// Joins `pointer` and a child key, escaping the key.
 pub fn child(pointer: &str, key: &str) -> String {
-    format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"))
+    if key.contains(['~', '/']) {
+        format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"))
+    } else {
+        format!("{pointer}/{key}")
+    }
 }
 
 /// The file a reference points into, resolved against the folder of the referring file.
