@@ -99,6 +99,8 @@ pub(crate) fn fit(properties: &BasicProperties, budget: usize) -> Option<BasicPr
         .unwrap_or_default()
         .inner()
         .clone();
+    // A message cut before (by the connection's guard) keeps that story too.
+    let earlier = super::headers_cut(properties.headers().as_ref());
     headers.remove(HEADERS_CUT);
     let marker_room = entry_len(
         HEADERS_CUT,
@@ -127,13 +129,15 @@ pub(crate) fn fit(properties: &BasicProperties, budget: usize) -> Option<BasicPr
         headers.remove(&key);
         notes.push(format!("header `{key}` ({size} bytes)"));
     }
-    let detail = format!(
+    let mut detail = format!(
         "cut to fit a {budget}-byte header frame: {}",
         notes.join(", ")
     );
-    headers.insert(
-        ShortString::from(HEADERS_CUT),
-        marker(CUT_TOO_LARGE, &detail),
-    );
+    let mut reason = CUT_TOO_LARGE;
+    if let Some((was, before)) = earlier {
+        reason = was;
+        detail = format!("{before}; then {detail}");
+    }
+    headers.insert(ShortString::from(HEADERS_CUT), marker(reason, &detail));
     Some(properties.clone().with_headers(FieldTable::from(headers)))
 }

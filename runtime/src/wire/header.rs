@@ -103,12 +103,35 @@ struct Cuts {
     /// Something could not be parsed safely (else everything cut was cut for size).
     malformed: bool,
     notes: Vec<String>,
+    /// Bytes of `notes`, and cuts past them that were only counted.
+    noted: usize,
+    unnoted: usize,
 }
 
 impl Cuts {
     fn malformed(&mut self, what: impl std::fmt::Display, flaw: Flaw) {
         self.malformed = true;
-        self.notes.push(format!("{what}: {flaw}"));
+        self.note(format_args!("{what}: {flaw}"));
+    }
+
+    /// Notes a cut; past what the detail can hold, only counts it (a table of tiny broken
+    /// entries must not cost a string each).
+    fn note(&mut self, text: std::fmt::Arguments<'_>) {
+        if self.noted <= MAX_DETAIL_BYTES {
+            let note = text.to_string();
+            self.noted += note.len() + 2;
+            self.notes.push(note);
+        } else {
+            self.unnoted += 1;
+        }
+    }
+
+    fn detail(&self) -> String {
+        let mut detail = format!("cut: {}", self.notes.join("; "));
+        if self.unnoted > 0 {
+            detail.push_str(&format!("; and {} more", self.unnoted));
+        }
+        detail
     }
 }
 
@@ -123,13 +146,51 @@ pub(crate) fn judge(frame: &[u8], frame_max: usize) -> Option<Vec<u8>> {
     Some(rebuild(frame[1..3].try_into().ok()?, payload, frame_max))
 }
 
-/// Whether lapin parses `payload` and builds it within the depth bound.
+/// Whether lapin parses `payload` and builds it within the depth bound: the walk of
+/// [`walk`], keeping nothing (this runs for every message).
 fn sound(payload: &[u8]) -> bool {
-    let mut cuts = Cuts::default();
-    let Some(walk) = walk(payload, &mut cuts) else {
+    let Some(flags) = payload.get(12..14) else {
         return false;
     };
-    !cuts.malformed && walk.end == payload.len()
+    let flags = u16::from_be_bytes([flags[0], flags[1]]);
+    let mut at = HEADER_PREFIX;
+    for (index, (_, kind)) in PROPERTIES.iter().enumerate() {
+        if flags & (1u16 << (15 - index)) == 0 {
+            continue;
+        }
+        let end = match kind {
+            Kind::Octet => fixed(payload, at, 1),
+            Kind::Timestamp => fixed(payload, at, 8),
+            Kind::ShortString => key_end(payload, at, payload.len()),
+            Kind::Table => table_extent(payload, at).and_then(|(start, end)| {
+                let sound = entries(&payload[start..end]).all(|entry| {
+                    entry.is_ok_and(|entry| entry.key.is_ok() && entry.flaw.is_none())
+                });
+                if sound { Ok(end) } else { Err(Flaw::Truncated) }
+            }),
+        };
+        match end {
+            Ok(end) => at = end,
+            Err(_) => return false,
+        }
+    }
+    at == payload.len()
+}
+
+/// Where the content of the table at `payload[at..]` starts and ends.
+fn table_extent(payload: &[u8], at: usize) -> Result<(usize, usize), Flaw> {
+    let len = payload
+        .get(at..at + 4)
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_be_bytes)
+        .ok_or(Flaw::Truncated)?;
+    let start = at + 4;
+    let end = usize::try_from(len)
+        .ok()
+        .and_then(|len| start.checked_add(len))
+        .filter(|end| *end <= payload.len())
+        .ok_or(Flaw::Truncated)?;
+    Ok((start, end))
 }
 
 /// The properties of a content header payload, read in order; what is unsound is noted in
@@ -207,17 +268,7 @@ fn table<'a>(
     kept: &mut Vec<Kept<'a>>,
     cuts: &mut Cuts,
 ) -> Result<usize, Flaw> {
-    let len = payload
-        .get(at..at + 4)
-        .and_then(|b| b.try_into().ok())
-        .map(u32::from_be_bytes)
-        .ok_or(Flaw::Truncated)?;
-    let start = at + 4;
-    let end = usize::try_from(len)
-        .ok()
-        .and_then(|len| start.checked_add(len))
-        .filter(|end| *end <= payload.len())
-        .ok_or(Flaw::Truncated)?;
+    let (start, end) = table_extent(payload, at)?;
     for entry in entries(&payload[start..end]) {
         match entry {
             Ok(entry) => match (entry.key, entry.flaw) {
@@ -264,7 +315,7 @@ fn rebuild(channel: [u8; 2], payload: &[u8], frame_max: usize) -> Vec<u8> {
             }
             total -= headers[i].len();
             cut[i] = true;
-            cuts.notes.push(format!(
+            cuts.note(format_args!(
                 "header `{}` ({} bytes) to fit the {frame_max}-byte frame",
                 headers[i].key,
                 headers[i].value.len()
@@ -324,10 +375,7 @@ fn push_marker(out: &mut Vec<u8>, cuts: &Cuts) {
     } else {
         CUT_TOO_LARGE
     };
-    let detail = crate::worker::settle::truncate(
-        &format!("cut: {}", cuts.notes.join("; ")),
-        MAX_DETAIL_BYTES,
-    );
+    let detail = crate::worker::settle::truncate(&cuts.detail(), MAX_DETAIL_BYTES);
     push_short(out, HEADERS_CUT);
     out.push(b'F');
     let table_at = out.len();

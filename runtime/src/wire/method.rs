@@ -1,6 +1,7 @@
 //! Method frames: the server's `connection.tune` (for the negotiated `frame_max`), and the
-//! methods that carry a producer's exchange and routing key, which lapin requires to be
-//! UTF-8 (RabbitMQ routes any bytes).
+//! methods whose short strings lapin requires to be UTF-8 although RabbitMQ sends any bytes:
+//! a producer's exchange and routing key (RabbitMQ routes any bytes), and the reply text of a
+//! close (RabbitMQ cuts it at 255 bytes, possibly inside a character of a long name).
 
 /// A short string field, or so many fixed bytes.
 #[derive(Clone, Copy)]
@@ -11,16 +12,27 @@ enum Field {
 
 use Field::{Fixed, Short};
 
-/// `basic.deliver`: consumer tag, delivery tag, redelivered, exchange, routing key.
-const DELIVER: (u16, &[Field]) = (60, &[Short, Fixed(8), Fixed(1), Short, Short]);
-/// `basic.get-ok`: delivery tag, redelivered, exchange, routing key, message count.
-const GET_OK: (u16, &[Field]) = (71, &[Fixed(8), Fixed(1), Short, Short, Fixed(4)]);
-/// `basic.return`: reply code, reply text, exchange, routing key.
-const RETURN: (u16, &[Field]) = (50, &[Fixed(2), Short, Short, Short]);
-
 const CLASS_CONNECTION: u16 = 10;
-const METHOD_TUNE: u16 = 30;
+const CLASS_CHANNEL: u16 = 20;
 const CLASS_BASIC: u16 = 60;
+const METHOD_TUNE: u16 = 30;
+
+/// The methods judged, by class and method id, and their fields.
+const JUDGED: [(u16, u16, &[Field]); 5] = [
+    // basic.deliver: consumer tag, delivery tag, redelivered, exchange, routing key.
+    (CLASS_BASIC, 60, &[Short, Fixed(8), Fixed(1), Short, Short]),
+    // basic.get-ok: delivery tag, redelivered, exchange, routing key, message count.
+    (
+        CLASS_BASIC,
+        71,
+        &[Fixed(8), Fixed(1), Short, Short, Fixed(4)],
+    ),
+    // basic.return: reply code, reply text, exchange, routing key.
+    (CLASS_BASIC, 50, &[Fixed(2), Short, Short, Short]),
+    // connection.close and channel.close: reply code, reply text, class, method.
+    (CLASS_CONNECTION, 50, &[Fixed(2), Short, Fixed(2), Fixed(2)]),
+    (CLASS_CHANNEL, 40, &[Fixed(2), Short, Fixed(2), Fixed(2)]),
+];
 
 fn u16_at(data: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes(data.get(at..at + 2)?.try_into().ok()?))
@@ -37,16 +49,13 @@ pub(super) fn tune_frame_max(frame: &[u8]) -> Option<u32> {
     Some(u32::from_be_bytes(frame.get(13..17)?.try_into().ok()?))
 }
 
-/// `frame` (a whole method frame) with its short strings made UTF-8, when it is a method
-/// carrying a producer's names and one of them is not; `None` to pass it on as it is.
+/// `frame` (a whole method frame) with its short strings made UTF-8, when it is one of the
+/// methods judged and one of them is not; `None` to pass it on as it is.
 pub(super) fn judge(frame: &[u8]) -> Option<Vec<u8>> {
-    if u16_at(frame, 7)? != CLASS_BASIC {
-        return None;
-    }
-    let method = u16_at(frame, 9)?;
-    let (_, fields) = [DELIVER, GET_OK, RETURN]
+    let (class, method) = (u16_at(frame, 7)?, u16_at(frame, 9)?);
+    let (_, _, fields) = JUDGED
         .into_iter()
-        .find(|(id, _)| *id == method)?;
+        .find(|(c, m, _)| (*c, *m) == (class, method))?;
     let arguments = frame.get(11..frame.len().checked_sub(1)?)?;
     // Pass on as it is unless every field is there and a short string is not UTF-8: a
     // frame malformed otherwise is the broker's, for lapin to report.

@@ -17,6 +17,8 @@
 //! looked at. Connections opened with lapin directly are not guarded.
 
 mod budget;
+#[cfg(test)]
+mod differential;
 mod fields;
 mod header;
 mod method;
@@ -40,6 +42,9 @@ pub(crate) use reactor::connect;
 const FRAME_MIN_SIZE: u32 = 4096;
 /// How much is read from the socket at a time.
 const READ_CHUNK: usize = 64 * 1024;
+/// The largest frame collected to be judged when `frame_max` allows less (RabbitMQ grows a
+/// dead letter past `frame_max` by its `x-death`, never by more than a few KiB).
+const MIN_COLLECTABLE: usize = 16 * 1024 * 1024;
 /// A read buffer grown past this for one large frame is released once it is handed on.
 const SHRINK_ABOVE: usize = 4 * 1024 * 1024;
 
@@ -119,7 +124,10 @@ impl Inbound {
             .unwrap_or(usize::MAX)
             .saturating_add(FRAME_OVERHEAD);
         let kind = data[0];
-        if kind != FRAME_METHOD && kind != FRAME_HEADER {
+        // A frame is collected whole before it is judged, so the size its prefix claims is
+        // bounded first: far over `frame_max` it is passed on for lapin to refuse.
+        let collectable = self.frame_max.saturating_mul(4).max(MIN_COLLECTABLE);
+        if (kind != FRAME_METHOD && kind != FRAME_HEADER) || total > collectable {
             return Judged::Pass(total);
         }
         let Some(frame) = data.get(..total) else {
@@ -146,6 +154,10 @@ impl Inbound {
             if self.rebuilt_at < self.rebuilt.len() {
                 let n = copy(&self.rebuilt[self.rebuilt_at..], out);
                 self.rebuilt_at += n;
+                if self.rebuilt_at == self.rebuilt.len() {
+                    self.rebuilt = Vec::new();
+                    self.rebuilt_at = 0;
+                }
                 return Ok(n);
             }
             if self.cleared > 0 {
@@ -192,7 +204,7 @@ impl Inbound {
             self.end -= self.start;
             self.start = 0;
         }
-        let wanted = self.end.max(need) + READ_CHUNK;
+        let wanted = self.end.max(need).saturating_add(READ_CHUNK);
         if self.buf.len() < wanted {
             self.buf.resize(wanted, 0);
         }

@@ -184,6 +184,25 @@ fn a_routing_key_that_is_not_utf8_is_made_lossy() {
     );
 }
 
+#[test]
+fn a_close_whose_reply_text_was_cut_inside_a_character_is_made_lossy() {
+    // RabbitMQ cuts a reply text naming a long non-ASCII queue at 255 bytes, byte-wise.
+    let mut text = b"NOT_FOUND - no queue '".to_vec();
+    text.extend("é".repeat(120).as_bytes());
+    text.truncate(255);
+    let mut payload = vec![0, 20, 0, 40, 1, 148];
+    payload.extend(short(&text));
+    payload.extend([0, 50, 0, 10]);
+    let mut frame = vec![1, 0, 1];
+    frame.extend(u32::try_from(payload.len()).unwrap().to_be_bytes());
+    frame.extend(payload);
+    frame.push(0xCE);
+    assert!(parse_frame(&frame[..]).is_err());
+    let rebuilt = method::judge(&frame).expect("rebuilt");
+    let (_, parsed) = parse_frame(&rebuilt[..]).expect("parses");
+    assert!(format!("{parsed:?}").contains("NOT_FOUND"), "{parsed:?}");
+}
+
 /// A reader handing out its bytes at most `step` at a time.
 struct Trickle {
     data: Vec<u8>,

@@ -209,6 +209,11 @@ impl Settler {
             }
             attempt = attempt.saturating_add(1);
             tokio::time::sleep(pause).await;
+            if !raw.acker.usable() {
+                // Closed while waiting: the broker redelivers the original, and a copy now
+                // would be a duplicate.
+                return self.settled(Ok(false), "copy");
+            }
         }
     }
 
