@@ -407,6 +407,10 @@ async fn bench_consume(
             "lapin-multiple",
         ),
         (
+            "lapin, hand-tuned, guarded connection",
+            "lapin-multiple-guarded",
+        ),
+        (
             "warren worker, full validation, no-op handler",
             "warren-consume",
         ),
@@ -423,6 +427,12 @@ async fn bench_consume(
             times.push(match *scenario {
                 "lapin-ack-each" => lapin_consume(plain, &queue, n, 1).await?,
                 "lapin-multiple" => lapin_consume(plain, &queue, n, 50).await?,
+                // The same consumer through the guard (`warren_runtime` reads hostile frames
+                // through it): what the guard alone costs.
+                "lapin-multiple-guarded" => {
+                    let guarded = connection.lapin().ok_or("warren's connection is down")?;
+                    lapin_consume(&guarded, &queue, n, 50).await?
+                }
                 "warren-consume" => warren_consume(connection, t, n, true).await?,
                 _ => warren_consume(connection, t, n, false).await?,
             });

@@ -147,10 +147,10 @@ impl Inbound {
         }
     }
 
-    /// Hands judged bytes on into `out`; `None` when more must be read first (at least
-    /// `need` bytes in all).
+    /// Hands judged bytes on into `out`; `Err` when more must be read first (at least so
+    /// many bytes in all, from the start of the frame being judged).
     fn hand_on(&mut self, out: &mut [u8]) -> Result<usize, usize> {
-        loop {
+        'rebuilt: loop {
             if self.rebuilt_at < self.rebuilt.len() {
                 let n = copy(&self.rebuilt[self.rebuilt_at..], out);
                 self.rebuilt_at += n;
@@ -160,34 +160,42 @@ impl Inbound {
                 }
                 return Ok(n);
             }
-            if self.cleared > 0 {
-                let n = copy(&self.buf[self.start..self.start + self.cleared], out);
-                self.start += n;
-                self.cleared -= n;
-                return Ok(n);
+            // Judge ahead over the frames already read, as far as `out` can take: one read
+            // hands on many small frames, as the socket would.
+            while self.cleared < out.len() {
+                let judged_to = self.start + self.cleared;
+                let available = self.end - judged_to;
+                if available == 0 {
+                    break;
+                }
+                if self.passing > 0 {
+                    let n = self.passing.min(available);
+                    self.passing -= n;
+                    self.cleared += n;
+                    continue;
+                }
+                let data = std::mem::take(&mut self.buf);
+                let judged = self.judge(&data[judged_to..self.end]);
+                self.buf = data;
+                match judged {
+                    Judged::Pass(n) => self.passing = n,
+                    // What was judged before goes first; this frame is judged again then.
+                    Judged::Replace(..) | Judged::Need(_) if self.cleared > 0 => break,
+                    Judged::Replace(n, frame) => {
+                        self.start += n;
+                        self.rebuilt = frame;
+                        continue 'rebuilt;
+                    }
+                    Judged::Need(n) => return Err(n),
+                }
             }
-            let available = self.end - self.start;
-            if available == 0 {
+            if self.cleared == 0 {
                 return Err(0);
             }
-            if self.passing > 0 {
-                let n = self.passing.min(available);
-                self.passing -= n;
-                self.cleared = n;
-                continue;
-            }
-            let data = std::mem::take(&mut self.buf);
-            let judged = self.judge(&data[self.start..self.end]);
-            self.buf = data;
-            match judged {
-                Judged::Pass(n) => self.passing = n,
-                Judged::Replace(n, frame) => {
-                    self.start += n;
-                    self.rebuilt = frame;
-                    self.rebuilt_at = 0;
-                }
-                Judged::Need(n) => return Err(n),
-            }
+            let n = copy(&self.buf[self.start..self.start + self.cleared], out);
+            self.start += n;
+            self.cleared -= n;
+            return Ok(n);
         }
     }
 
