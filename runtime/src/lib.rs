@@ -22,6 +22,7 @@ mod delivery;
 mod error;
 mod message;
 mod publisher;
+mod reason;
 mod routing_key;
 mod schema;
 mod sync;

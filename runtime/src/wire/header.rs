@@ -13,9 +13,9 @@ use super::fields::{Flaw, entries, key_end};
 /// `malformed-headers`) and a `detail` saying what was cut.
 pub(crate) const HEADERS_CUT: &str = "x-headers-cut";
 /// `reason` of [`HEADERS_CUT`] when headers were cut to fit the frame size.
-pub(crate) const CUT_TOO_LARGE: &str = "too-large";
+pub(crate) const CUT_TOO_LARGE: &str = crate::reason::TOO_LARGE;
 /// `reason` of [`HEADERS_CUT`] when headers or properties could not be parsed safely.
-pub(crate) const CUT_MALFORMED: &str = "malformed-headers";
+pub(crate) const CUT_MALFORMED: &str = crate::reason::MALFORMED_HEADERS;
 
 /// The failure reason and detail of a message whose headers the guard cut, from `headers`.
 pub(crate) fn headers_cut(headers: Option<&FieldTable>) -> Option<(&'static str, String)> {

@@ -162,6 +162,11 @@ fn values_lapin_cannot_parse_are_cut() {
     }
 }
 
+/// A method frame on channel 1.
+fn method_frame(payload: &[u8]) -> Vec<u8> {
+    [vec![1, 0, 1], long(0, payload)[1..].to_vec(), vec![0xCE]].concat()
+}
+
 #[test]
 fn a_routing_key_that_is_not_utf8_is_made_lossy() {
     // basic.deliver: consumer tag, delivery tag, redelivered, exchange, routing key.
@@ -171,10 +176,7 @@ fn a_routing_key_that_is_not_utf8_is_made_lossy() {
     payload.push(0);
     payload.extend(short(b"orders"));
     payload.extend(short(b"order.\xff"));
-    let mut frame = vec![1, 0, 1];
-    frame.extend(u32::try_from(payload.len()).unwrap().to_be_bytes());
-    frame.extend(payload);
-    frame.push(0xCE);
+    let frame = method_frame(&payload);
     assert!(parse_frame(&frame[..]).is_err());
     let rebuilt = method::judge(&frame).expect("rebuilt");
     let (_, parsed) = parse_frame(&rebuilt[..]).expect("parses");
@@ -193,10 +195,7 @@ fn a_close_whose_reply_text_was_cut_inside_a_character_is_made_lossy() {
     let mut payload = vec![0, 20, 0, 40, 1, 148];
     payload.extend(short(&text));
     payload.extend([0, 50, 0, 10]);
-    let mut frame = vec![1, 0, 1];
-    frame.extend(u32::try_from(payload.len()).unwrap().to_be_bytes());
-    frame.extend(payload);
-    frame.push(0xCE);
+    let frame = method_frame(&payload);
     assert!(parse_frame(&frame[..]).is_err());
     let rebuilt = method::judge(&frame).expect("rebuilt");
     let (_, parsed) = parse_frame(&rebuilt[..]).expect("parses");

@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::policy::QueueInfo;
 use super::settle::{MAX_ERROR_BYTES, truncate};
 use crate::amqp::{header_int, header_str, table_to_json};
+use crate::reason;
 use crate::schema::Validators;
 use crate::{Delivery, Message};
 
@@ -114,7 +115,7 @@ pub(crate) fn decode<M: Message>(
             .trim();
         if !media.eq_ignore_ascii_case(M::CONTENT_TYPE) {
             return Err(poison(
-                "content-type",
+                reason::CONTENT_TYPE,
                 format!(
                     "content type `{content_type}`, expected `{}`",
                     M::CONTENT_TYPE
@@ -124,7 +125,7 @@ pub(crate) fn decode<M: Message>(
     }
     if raw.data.len() > max_body_bytes {
         return Err(poison(
-            "too-large",
+            reason::TOO_LARGE,
             format!(
                 "body of {} bytes, above the {max_body_bytes}-byte cap",
                 raw.data.len()
@@ -139,7 +140,7 @@ pub(crate) fn decode<M: Message>(
     let max_items = (max_body_bytes / BYTES_PER_ITEM).max(MIN_ITEMS);
     if let Some(items) = items_over(&body, max_items) {
         return Err(poison(
-            "too-large",
+            reason::TOO_LARGE,
             format!(
                 "a JSON body of over {items} values, above the {max_items} allowed by the \
                  {max_body_bytes}-byte cap (one per {BYTES_PER_ITEM} bytes of it)"
@@ -151,22 +152,34 @@ pub(crate) fn decode<M: Message>(
     let payload: M::Payload = match validators {
         Some(validators) => {
             let payload: Value = serde_json::from_slice(&body)
-                .map_err(|e| poison("decode", format!("body is not JSON: {e}")))?;
+                .map_err(|e| poison(reason::DECODE, format!("body is not JSON: {e}")))?;
             if let Some(errors) = validators.payload_errors(&payload) {
-                return Err(poison("validation", errors));
+                return Err(poison(reason::VALIDATION, errors));
             }
             if let Some(errors) = validators.headers_errors(&header_json) {
-                return Err(poison("validation", format!("headers: {errors}")));
+                return Err(poison(reason::VALIDATION, format!("headers: {errors}")));
             }
-            serde_json::from_value(payload)
-                .map_err(|e| poison("decode", format!("payload does not fit its type: {e}")))?
+            serde_json::from_value(payload).map_err(|e| {
+                poison(
+                    reason::DECODE,
+                    format!("payload does not fit its type: {e}"),
+                )
+            })?
         }
         // Without validation the body goes straight to its type, in one pass.
-        None => serde_json::from_slice(&body)
-            .map_err(|e| poison("decode", format!("payload does not fit its type: {e}")))?,
+        None => serde_json::from_slice(&body).map_err(|e| {
+            poison(
+                reason::DECODE,
+                format!("payload does not fit its type: {e}"),
+            )
+        })?,
     };
-    let typed_headers: M::Headers = serde_json::from_value(header_json)
-        .map_err(|e| poison("decode", format!("headers do not fit their type: {e}")))?;
+    let typed_headers: M::Headers = serde_json::from_value(header_json).map_err(|e| {
+        poison(
+            reason::DECODE,
+            format!("headers do not fit their type: {e}"),
+        )
+    })?;
     let (exchange, routing_key) = original_route(raw);
     let mut delivery = Delivery::new(payload, typed_headers)
         .with_route(exchange, routing_key)
@@ -244,15 +257,15 @@ fn decompress<'a>(
             .read_to_end(&mut out),
         Some(other) => {
             return Err(poison(
-                "decode",
+                reason::DECODE,
                 format!("unsupported content encoding `{other}`"),
             ));
         }
     };
-    read.map_err(|e| poison("decode", format!("cannot decompress the body: {e}")))?;
+    read.map_err(|e| poison(reason::DECODE, format!("cannot decompress the body: {e}")))?;
     if out.len() > max {
         return Err(poison(
-            "too-large",
+            reason::TOO_LARGE,
             format!("body inflates beyond the {max}-byte cap"),
         ));
     }

@@ -1,6 +1,7 @@
 //! What happens to a delivery that failed: the queue's retry policy applied to one failure.
 //! Pure decisions, so the model is testable without a broker.
 
+use crate::reason;
 use crate::topology::{Exhausted, OnPoison, QueueKind, Retry};
 
 /// A queue as the worker needs to know it.
@@ -72,9 +73,9 @@ pub(crate) fn decide(queue: &QueueInfo, retries: u32, failure: Failure, jitter: 
         }
     };
     let exhausted = |policy: Exhausted| match policy {
-        Exhausted::DeadLetter => dead_letter("exhausted"),
+        Exhausted::DeadLetter => dead_letter(reason::EXHAUSTED),
         Exhausted::Drop => Outcome::Drop {
-            reason: "exhausted",
+            reason: reason::EXHAUSTED,
         },
         Exhausted::Requeue => Outcome::Requeue { exhausted: true },
     };
@@ -83,11 +84,11 @@ pub(crate) fn decide(queue: &QueueInfo, retries: u32, failure: Failure, jitter: 
             OnPoison::Drop => Outcome::Drop { reason },
             OnPoison::DeadLetter => dead_letter(reason),
         },
-        Failure::NonRetryable => dead_letter("non-retryable"),
-        Failure::Internal => dead_letter("internal-error"),
+        Failure::NonRetryable => dead_letter(reason::NON_RETRYABLE),
+        Failure::Internal => dead_letter(reason::INTERNAL_ERROR),
         Failure::Retryable => match &queue.retry {
             // No retries: the budget of zero is spent at once.
-            Retry::None => dead_letter("exhausted"),
+            Retry::None => dead_letter(reason::EXHAUSTED),
             Retry::ImmediateRequeue {
                 max_retries,
                 exhausted: when_spent,

@@ -15,13 +15,11 @@ use super::decode::{headers, original_route};
 use super::policy::{Failure, Outcome, QueueInfo, decide};
 use crate::Publisher;
 use crate::connection::backoff;
+use crate::reason;
 
 /// Longest `x-last-error` kept, in bytes: diagnostic headers stay far below the frame size
 /// whatever an error says.
 pub(crate) const MAX_ERROR_BYTES: usize = 1024;
-
-/// The failure reason of a message whose retry copy would not fit a frame.
-const TOO_LARGE: &str = "too-large";
 
 /// The first pause before publishing a copy again after it failed, and the longest.
 const COPY_RETRY_MIN: Duration = Duration::from_secs(1);
@@ -117,9 +115,13 @@ impl Settler {
                 // A copy over the frame size would close the connection it is published on,
                 // and retrying cannot make the message smaller.
                 let too_large = if self.queue.dead_letter.is_some() {
-                    Outcome::DeadLetter { reason: TOO_LARGE }
+                    Outcome::DeadLetter {
+                        reason: reason::TOO_LARGE,
+                    }
                 } else {
-                    Outcome::Discard { reason: TOO_LARGE }
+                    Outcome::Discard {
+                        reason: reason::TOO_LARGE,
+                    }
                 };
                 Box::pin(self.apply(raw, too_large, retries, error)).await;
             }
@@ -192,6 +194,11 @@ impl Settler {
     ) {
         let mut attempt: u32 = 0;
         loop {
+            if attempt > 0 && !raw.acker.usable() {
+                // Its channel closed while the copy waited: the broker redelivers the
+                // original, and a copy now would be a duplicate.
+                return self.settled(Ok(false), "copy");
+            }
             let sent = self
                 .publisher
                 .send(exchange, routing_key, &raw.data, properties.clone())
@@ -200,20 +207,12 @@ impl Settler {
                 Ok(()) => return self.ack(raw),
                 Err(error) => error,
             };
-            if !raw.acker.usable() {
-                return self.settled(Ok(false), "copy");
-            }
             let pause = backoff(attempt, COPY_RETRY_MIN, COPY_RETRY_MAX);
             if attempt.is_multiple_of(COPY_WARN_EVERY) {
                 tracing::error!(consumer = self.consumer, exchange, routing_key, %error, attempt, ?pause, "cannot publish the retry or dead-letter copy; the message is held and the copy tried again");
             }
             attempt = attempt.saturating_add(1);
             tokio::time::sleep(pause).await;
-            if !raw.acker.usable() {
-                // Closed while waiting: the broker redelivers the original, and a copy now
-                // would be a duplicate.
-                return self.settled(Ok(false), "copy");
-            }
         }
     }
 
