@@ -296,6 +296,8 @@ fn rebuild(channel: [u8; 2], payload: &[u8], frame_max: usize) -> Vec<u8> {
             (Vec::new(), Vec::new())
         }
     };
+    // A marker the message already carried is replaced by this one (a table holds a key once).
+    headers.retain(|header| header.key != HEADERS_CUT);
     let fixed: usize = properties.iter().map(|(_, bytes)| bytes.len()).sum();
     // The frame without its headers' entries, and the room left for them after the marker.
     let base = FRAME_OVERHEAD + HEADER_PREFIX + fixed + 4;
