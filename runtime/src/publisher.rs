@@ -271,17 +271,17 @@ impl Publisher {
         }
     }
 
-    /// Publishes raw bytes, `mandatory`, and waits for the confirm, all bounded by the
-    /// timeout. Nothing is retried once sent: a second copy could duplicate the first.
     /// The `frame_max` negotiated on the current link (RabbitMQ's default while there is
     /// none: nothing is published then anyway).
     pub(crate) fn frame_max(&self) -> usize {
         self.connection
             .lapin()
             .and_then(|c| usize::try_from(c.configuration().frame_max()).ok())
-            .unwrap_or(131_072)
+            .unwrap_or(crate::wire::RABBITMQ_FRAME_MAX)
     }
 
+    /// Publishes raw bytes, `mandatory`, and waits for the confirm, all bounded by the
+    /// timeout. Nothing is retried once sent: a second copy could duplicate the first.
     pub(crate) async fn send(
         &self,
         exchange: &str,

@@ -40,6 +40,8 @@ pub(crate) use reactor::connect;
 
 /// The smallest `frame_max` AMQP allows, and what lapin raises a smaller one to.
 const FRAME_MIN_SIZE: u32 = 4096;
+/// RabbitMQ's default `frame_max`.
+pub(crate) const RABBITMQ_FRAME_MAX: usize = 131_072;
 /// How much is read from the socket at a time.
 const READ_CHUNK: usize = 64 * 1024;
 /// The largest frame collected to be judged when `frame_max` allows less (RabbitMQ grows a
