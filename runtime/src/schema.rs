@@ -165,16 +165,22 @@ impl std::fmt::Write for Capped {
 /// Whether `value` holds at most `limit` JSON values (itself included), looking at no more than
 /// `limit + 1` of them.
 fn has_at_most(value: &Value, limit: usize) -> bool {
-    let mut seen = 0usize;
+    // Counted as they are found, so the pending stack never holds more than `limit`.
+    let mut seen = 1usize;
     let mut pending = vec![value];
     while let Some(next) = pending.pop() {
-        seen += 1;
+        let children = match next {
+            Value::Array(items) => items.len(),
+            Value::Object(fields) => fields.len(),
+            _ => continue,
+        };
+        seen = seen.saturating_add(children);
         if seen > limit {
             return false;
         }
         match next {
-            Value::Array(items) => pending.extend(items.iter().take(limit)),
-            Value::Object(fields) => pending.extend(fields.values().take(limit)),
+            Value::Array(items) => pending.extend(items),
+            Value::Object(fields) => pending.extend(fields.values()),
             _ => {}
         }
     }

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::panic::AssertUnwindSafe;
 
 use futures_lite::FutureExt;
-use lapin::options::BasicRejectOptions;
 
 use super::acks::Taken;
 use super::decode::{decode, retries_so_far};
@@ -151,15 +150,31 @@ async fn settled_even_on_panic<T>(
         queue,
         "dead-lettering panicked too; rejecting the delivery without requeue"
     );
-    let rejected = raw
-        .acker
-        .reject(BasicRejectOptions { requeue: false })
-        .await;
-    raw.acks.settled(raw.delivery_tag);
-    if let Err(error) = rejected {
-        tracing::warn!(consumer, queue, %error, "rejecting failed; the message will be redelivered");
-    }
+    settler.reject(raw, false).await;
     None
+}
+
+/// Runs `futures` to completion together, on the calling task.
+async fn join_all(futures: impl IntoIterator<Item = impl Future<Output = ()>>) {
+    let mut pending: Vec<_> = futures.into_iter().map(|f| Some(Box::pin(f))).collect();
+    std::future::poll_fn(|cx| {
+        let mut done = true;
+        for slot in &mut pending {
+            if let Some(future) = slot {
+                if future.as_mut().poll(cx).is_ready() {
+                    *slot = None;
+                } else {
+                    done = false;
+                }
+            }
+        }
+        if done {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await
 }
 
 impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
@@ -286,15 +301,33 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                     // own history: with the batch's highest count, one message's retries (or a
                     // forged count) spent every other message's.
                     let retries: Vec<u32> = deliveries.iter().map(Delivery::retry_count).collect();
-                    let result =
-                        guarded(async move { handler.handle_batch(deliveries).await }).await;
-                    if let Some(breaker) = &breaker {
-                        breaker.record(result.as_ref().err().map(|(failure, _)| *failure));
-                    }
-                    for (raw, retries) in raws.iter().zip(retries) {
-                        let settle = settler.settle(raw, &result, retries);
-                        settled_even_on_panic(raw, &settler, settle).await;
-                    }
+                    let handled = async {
+                        let result =
+                            guarded(async move { handler.handle_batch(deliveries).await }).await;
+                        if let Some(breaker) = &breaker {
+                            breaker.record(result.as_ref().err().map(|(failure, _)| *failure));
+                        }
+                        result
+                    };
+                    // The handler's panics are caught by `guarded`; this catches warren's.
+                    let result = AssertUnwindSafe(handled)
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|panic| {
+                            let panic = panic_text(&*panic);
+                            Err((Failure::Internal, format!("warren panicked: {panic}")))
+                        });
+                    // Settled together: a copy that cannot be published yet (its queue
+                    // deleted) holds its own message, not the rest of the batch.
+                    let settles = raws.iter().zip(retries).map(|(raw, retries)| {
+                        let settler = &settler;
+                        let result = &result;
+                        async move {
+                            let settle = settler.settle(raw, result, retries);
+                            settled_even_on_panic(raw, settler, settle).await;
+                        }
+                    });
+                    join_all(settles).await;
                     drop(work);
                 });
             }

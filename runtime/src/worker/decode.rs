@@ -71,9 +71,13 @@ pub(crate) fn retries_so_far(raw: &lapin::message::Delivery, queue: &QueueInfo) 
 }
 
 /// Whether `raw` came the way warren's retry copies come: through the default exchange, routed by
-/// the name of the queue it was delivered from.
+/// the name of the queue it was delivered from, and without a failure reason (a dead letter sent
+/// through the default exchange to a dead-letter queue comes the same way, and its count is the
+/// retries of the queue it died in).
 fn is_retry_copy(raw: &lapin::message::Delivery, queue: &QueueInfo) -> bool {
-    raw.exchange.as_str().is_empty() && raw.routing_key.as_str() == queue.name
+    raw.exchange.as_str().is_empty()
+        && raw.routing_key.as_str() == queue.name
+        && header_str(raw.properties.headers().as_ref(), headers::FAILURE_REASON).is_none()
 }
 
 /// The exchange and routing key the message was first published with: after a retry hop
@@ -138,11 +142,11 @@ pub(crate) fn decode<M: Message>(
         .map(|e| e.to_string());
     let body = decompress(&raw.data, encoding.as_deref(), max_body_bytes)?;
     let max_items = (max_body_bytes / BYTES_PER_ITEM).max(MIN_ITEMS);
-    if let Some(items) = items_over(&body, max_items) {
+    if more_items_than(&body, max_items) {
         return Err(poison(
             reason::TOO_LARGE,
             format!(
-                "a JSON body of over {items} values, above the {max_items} allowed by the \
+                "a JSON body of more than the {max_items} values allowed by the \
                  {max_body_bytes}-byte cap (one per {BYTES_PER_ITEM} bytes of it)"
             ),
         ));
@@ -204,12 +208,13 @@ const BYTES_PER_ITEM: usize = 16;
 /// under a small cap is never refused for its density.
 const MIN_ITEMS: usize = 64 * 1024;
 
-/// How many JSON values and object members `body` has, as an upper bound (one for every `,`,
-/// `:`, `[` and `{` outside strings, plus the root), if more than `max`; found by a scan of its
-/// bytes before anything is parsed, and only for a body long enough to hold that many.
-fn items_over(body: &[u8], max: usize) -> Option<usize> {
+/// Whether `body` has more than `max` JSON values and object members, counted as an upper
+/// bound (one for every `,`, `:`, `[` and `{` outside strings, plus the root) by a scan of its
+/// bytes before anything is parsed, only for a body long enough to hold that many, and only
+/// until the count passes `max`.
+fn more_items_than(body: &[u8], max: usize) -> bool {
     if body.len() <= max {
-        return None;
+        return false;
     }
     let mut items = 1usize;
     let mut in_string = false;
@@ -225,12 +230,19 @@ fn items_over(body: &[u8], max: usize) -> Option<usize> {
         } else {
             match byte {
                 b'"' => in_string = true,
-                b',' | b':' | b'[' | b'{' => items += 1,
+                b',' | b':' | b'[' | b'{' => {
+                    items += 1;
+                    // Refused as soon as it is over: a refused body costs the limit, not its
+                    // whole length.
+                    if items > max {
+                        return true;
+                    }
+                }
                 _ => {}
             }
         }
     }
-    (items > max).then_some(items)
+    false
 }
 
 fn first_failure(table: Option<&FieldTable>) -> Option<SystemTime> {
@@ -279,7 +291,7 @@ mod tests {
     use lapin::BasicProperties;
     use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 
-    use super::{decompress, headers, items_over, original_route};
+    use super::{decompress, headers, more_items_than, original_route};
 
     /// A publisher may set `x-original-*` headers to anything; one longer than an AMQP name
     /// used to become the routing key of the dead-letter copy, and lapin panicked on it.
@@ -347,14 +359,14 @@ mod tests {
 
     #[test]
     fn items_are_counted_outside_strings_and_only_in_long_bodies() {
-        assert_eq!(items_over(br#"[1,2,[3],{"a":4}]"#, 7), Some(8));
-        assert_eq!(items_over(br#"[1,2,[3],{"a":4}]"#, 8), None);
+        assert!(more_items_than(br#"[1,2,[3],{"a":4}]"#, 7));
+        assert!(!more_items_than(br#"[1,2,[3],{"a":4}]"#, 8));
         // Commas, colons and brackets in strings (escaped quotes included) are not items.
-        assert_eq!(items_over(br#"["a,b:[{","c\",d"]"#, 2), Some(3));
+        assert!(more_items_than(br#"["a,b:[{","c\",d"]"#, 2));
         // A body no longer than the budget is not scanned.
-        assert_eq!(items_over(b"[1,1,1]", 7), None);
+        assert!(!more_items_than(b"[1,1,1]", 7));
         let bomb = format!("[{}1]", "1,".repeat(99_999));
-        assert_eq!(items_over(bomb.as_bytes(), 50_000), Some(100_001));
+        assert!(more_items_than(bomb.as_bytes(), 50_000));
     }
 
     #[test]

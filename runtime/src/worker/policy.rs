@@ -17,6 +17,15 @@ pub(crate) struct QueueInfo {
 }
 
 impl QueueInfo {
+    /// Dead-lettering for `reason`: to the dead-letter exchange, or, with none, discarded.
+    pub fn dead_letter_outcome(&self, reason: &'static str) -> Outcome {
+        if self.dead_letter.is_some() {
+            Outcome::DeadLetter { reason }
+        } else {
+            Outcome::Discard { reason }
+        }
+    }
+
     /// Whether the broker counts deliveries for this queue's retries (`x-delivery-count`),
     /// rather than warren (`x-retry-count` on republished copies).
     pub fn broker_counts(&self) -> bool {
@@ -65,13 +74,7 @@ pub(crate) enum Outcome {
 /// Applies `queue`'s policy to a `failure` after `retries` earlier retries. `jitter` is a
 /// number in `[0, 1)` (random in production).
 pub(crate) fn decide(queue: &QueueInfo, retries: u32, failure: Failure, jitter: f64) -> Outcome {
-    let dead_letter = |reason| {
-        if queue.dead_letter.is_some() {
-            Outcome::DeadLetter { reason }
-        } else {
-            Outcome::Discard { reason }
-        }
-    };
+    let dead_letter = |reason| queue.dead_letter_outcome(reason);
     let exhausted = |policy: Exhausted| match policy {
         Exhausted::DeadLetter => dead_letter(reason::EXHAUSTED),
         Exhausted::Drop => Outcome::Drop {

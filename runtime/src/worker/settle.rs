@@ -114,15 +114,7 @@ impl Settler {
                 }
                 // A copy over the frame size would close the connection it is published on,
                 // and retrying cannot make the message smaller.
-                let too_large = if self.queue.dead_letter.is_some() {
-                    Outcome::DeadLetter {
-                        reason: reason::TOO_LARGE,
-                    }
-                } else {
-                    Outcome::Discard {
-                        reason: reason::TOO_LARGE,
-                    }
-                };
+                let too_large = self.queue.dead_letter_outcome(reason::TOO_LARGE);
                 Box::pin(self.apply(raw, too_large, retries, error)).await;
             }
             Outcome::DeadLetter { reason } => {
@@ -216,7 +208,8 @@ impl Settler {
         }
     }
 
-    async fn reject(&self, raw: &Taken, requeue: bool) {
+    /// Rejects `raw`, to its queue (`requeue`) or to the broker's dead-lettering.
+    pub(super) async fn reject(&self, raw: &Taken, requeue: bool) {
         let rejected = raw.acker.reject(BasicRejectOptions { requeue }).await;
         // Only now, with the reject sent, may a multiple ack cover tags above it.
         raw.acks.settled(raw.delivery_tag);
