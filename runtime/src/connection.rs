@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures_lite::StreamExt;
+use lapin::tcp::OwnedTLSConfig;
 use lapin::types::{LongString, ShortString};
 use lapin::{ConnectionProperties, ConnectionState, ErrorKind, Event};
 use tokio::sync::watch;
@@ -68,6 +69,8 @@ pub struct ConnectionBuilder {
     urls: Vec<String>,
     reconnect_min: Duration,
     reconnect_max: Duration,
+    properties: ConnectionProperties,
+    tls: OwnedTLSConfig,
 }
 
 impl std::fmt::Debug for ConnectionBuilder {
@@ -79,7 +82,11 @@ impl std::fmt::Debug for ConnectionBuilder {
             .field("urls", &urls)
             .field("reconnect_min", &self.reconnect_min)
             .field("reconnect_max", &self.reconnect_max)
-            .finish()
+            .field(
+                "tls",
+                &(self.tls.identity.is_some() || self.tls.cert_chain.is_some()),
+            )
+            .finish_non_exhaustive()
     }
 }
 
@@ -163,6 +170,8 @@ impl Connection {
             urls: Vec::new(),
             reconnect_min: DEFAULT_RECONNECT_MIN,
             reconnect_max: DEFAULT_RECONNECT_MAX,
+            properties: ConnectionProperties::default(),
+            tls: OwnedTLSConfig::default(),
         }
     }
 
@@ -295,6 +304,52 @@ impl ConnectionBuilder {
         self
     }
 
+    /// lapin's connection properties: client properties shown in the broker's connection
+    /// list, the locale, an authentication provider (for OAuth 2 tokens that rotate). Warren
+    /// sets the connection name from [`Connection::builder`] and recovers the connection
+    /// itself, so leave lapin's own recovery off. The heartbeat and `frame_max` are URL
+    /// parameters: `amqp://host/%2f?heartbeat=30&frame_max=131072`.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), warren_runtime::lapin::Error> {
+    /// use warren_runtime::lapin::ConnectionProperties;
+    /// let properties = ConnectionProperties::default()
+    ///     .with_client_property("team".into(), "billing".into());
+    /// let connection = warren_runtime::Connection::builder("billing")
+    ///     .url("amqp://guest:guest@localhost:5672/%2f?heartbeat=30")
+    ///     .properties(properties)
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn properties(mut self, properties: ConnectionProperties) -> Self {
+        self.properties = properties;
+        self
+    }
+
+    /// TLS settings for `amqps://` URLs (with the `tls` feature): the certificate chain to
+    /// trust besides the system's roots, and a client identity for certificate
+    /// authentication.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use warren_runtime::lapin::tcp::OwnedTLSConfig;
+    /// let tls = OwnedTLSConfig {
+    ///     cert_chain: Some(std::fs::read_to_string("/etc/rabbitmq/ca.pem")?),
+    ///     ..OwnedTLSConfig::default()
+    /// };
+    /// let connection = warren_runtime::Connection::builder("billing")
+    ///     .url("amqps://billing:secret@rabbit.internal:5671/%2f")
+    ///     .tls(tls)
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn tls(mut self, tls: OwnedTLSConfig) -> Self {
+        self.tls = tls;
+        self
+    }
+
     /// Connects to the first URL that answers (each is tried once; the error is the last
     /// URL's) and starts the supervisor that recovers the connection from then on.
     pub async fn connect(self) -> Result<Connection, lapin::Error> {
@@ -306,7 +361,7 @@ impl ConnectionBuilder {
         }
         let mut last_error = None;
         for (index, url) in self.urls.iter().enumerate() {
-            let attempt = tokio::time::timeout(ATTEMPT_TIMEOUT, open(url, &self.name)).await;
+            let attempt = tokio::time::timeout(ATTEMPT_TIMEOUT, open(url, &self)).await;
             match attempt.unwrap_or_else(|_| Err(timed_out())) {
                 Ok(opened) => {
                     let shared = Arc::new(Shared {
@@ -332,9 +387,12 @@ struct Opened {
     events: std::pin::Pin<Box<dyn futures_lite::Stream<Item = Event> + Send>>,
 }
 
-async fn open(url: &str, name: &str) -> Result<Opened, lapin::Error> {
-    let properties = ConnectionProperties::default().with_connection_name(LongString::from(name));
-    let connection = crate::wire::connect(url, properties).await?;
+async fn open(url: &str, settings: &ConnectionBuilder) -> Result<Opened, lapin::Error> {
+    let properties = settings
+        .properties
+        .clone()
+        .with_connection_name(LongString::from(settings.name.as_str()));
+    let connection = crate::wire::connect(url, properties, settings.tls.clone()).await?;
     let events = Box::pin(connection.events_listener());
     Ok(Opened {
         connection: Arc::new(connection),
@@ -492,7 +550,7 @@ async fn attempts(
         let index = (failed + 1 + (attempt - first) as usize) % settings.urls.len();
         attempt = attempt.saturating_add(1);
         let opened = tokio::time::timeout(ATTEMPT_TIMEOUT, async {
-            let opened = open(&settings.urls[index], &settings.name)
+            let opened = open(&settings.urls[index], &settings)
                 .await
                 .map_err(|e| e.to_string())?;
             match redeclare(&opened.connection, &topologies).await {

@@ -59,11 +59,12 @@ impl Reactor for GuardedReactor {
     }
 }
 
-/// Opens a lapin connection to `url` whose inbound frames are guarded. Must be called
-/// within a tokio runtime, which the connection then runs on.
+/// Opens a lapin connection to `url` whose inbound frames are guarded, with `tls` for an
+/// `amqps://` URL. Must be called within a tokio runtime, which the connection then runs on.
 pub(crate) async fn connect(
     url: &str,
     properties: lapin::ConnectionProperties,
+    tls: OwnedTLSConfig,
 ) -> Result<lapin::Connection, lapin::Error> {
     let uri: AMQPUri = url
         .parse()
@@ -73,7 +74,6 @@ pub(crate) async fn connect(
         Tokio::current(),
         GuardedReactor(Tokio::current()),
     ));
-    let tls = OwnedTLSConfig::default();
     lapin::Connection::connector(
         uri,
         guarded,
