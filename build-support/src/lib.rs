@@ -19,6 +19,9 @@
 //! changes. A contract with errors fails the build with the same diagnostics as
 //! `warren validate`: file, line, what is wrong and how to fix it.
 //!
+//! [`compile`] is `Config::new().compile(..)`; a [`Config`] sets the output folder, the file
+//! name and the `rerun-if-changed` lines.
+//!
 //! The generated code depends on the `warren-runtime` crate alone: add it to
 //! `[dependencies]` and `warren-build` to `[build-dependencies]`.
 

@@ -1,10 +1,30 @@
 //! The warren contract front end: from `warren.yaml` and its JSON Schema files to a checked,
-//! plain model of the topology and its message types.
+//! plain model of the topology and its message types, and from that model to Rust.
+//!
+//! Generate a contract's Rust file, as `warren generate warren.yaml -o src/orders.rs` does:
+//!
+//! ```no_run
+//! use std::path::Path;
+//!
+//! // Loads the contract, bundles its schemas, runs every check, then generates.
+//! let generated = warren_codegen::generate("warren.yaml")?;
+//! if !generated.checked.warnings.is_empty() {
+//!     eprint!("{}", generated.checked.warnings); // problems that do not stop generation
+//! }
+//! // Rewrites the file only when its bytes change, so nothing rebuilds for nothing.
+//! warren_codegen::write_if_changed(Path::new("src/orders.rs"), generated.code.as_bytes())?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A contract with problems fails with [`Error::Invalid`], which lists every problem found with
+//! its file and line, rendered with source context as `warren validate` prints them. Build
+//! scripts use the `warren-build` crate, which wraps this for Cargo.
 //!
 //! The pipeline has one module per stage, each testable alone:
-//! [`load`] (YAML → typed [`format`] with positions) → [`schema`] (load payload schemas and
-//! bundle every cross-file `$ref`) → checks (every contract rule, all problems collected into
-//! [`Diagnostics`]) → [`model`] (a plain IR) → [`emit`] (one Rust file per contract).
+//! [`load`] (YAML → typed [`format`](mod@format) with positions) → [`schema`] (load payload
+//! schemas and bundle every cross-file `$ref`) → checks (every contract rule, all problems
+//! collected into [`Diagnostics`]) → [`model`] (a plain IR) → [`emit`] (one Rust file per
+//! contract). [`check_contract`] stops before generation:
 //!
 //! ```no_run
 //! match warren_codegen::check_contract("examples/orders/warren.yaml") {

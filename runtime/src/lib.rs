@@ -1,5 +1,30 @@
 //! The runtime warren-generated code runs on.
 //!
+//! Connect, declare a contract's topology, publish, and run its consumers:
+//!
+//! ```no_run
+//! use warren_runtime::{Connection, Publisher, Topology, Worker};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! // Your crate calls the generated `topology()`; an empty topology stands in for it here.
+//! let topology = Topology::default();
+//! let url = "amqp://guest:guest@127.0.0.1:5672/%2f";
+//! let connection = Connection::connect(url, "billing").await?; // reconnects by itself
+//! // Exchanges, queues with their arguments, bindings, retry and dead-letter queues; declared
+//! // again by itself after the connection is lost and restored.
+//! warren_runtime::declare(&connection, &topology).await?;
+//!
+//! // The generated `Publishers::new(publisher)` wraps this with one method per publisher.
+//! let publisher = Publisher::new(&connection).await?;
+//!
+//! let worker = Worker::new(connection, topology);
+//! let stop = worker.shutdown_handle(); // `stop.shutdown()` drains handlers and ends `run`
+//! // The generated `Handlers { .. }.run(worker)` registers one handler per consumer first.
+//! worker.run().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! A contract (`warren.yaml` plus JSON Schema files) is turned into Rust by `warren-codegen`;
 //! the generated code names only this crate. It provides:
 //! - [`Message`]: what the generated marker type of each message says about it (name,

@@ -101,7 +101,7 @@ impl YamlSpans {
         }
     }
 
-    /// Where the document nests deeper than [`MAX_DEPTH`], if it does.
+    /// Where the document nests deeper than a contract may (`MAX_DEPTH` levels), if it does.
     pub fn too_deep(&self) -> Option<Span> {
         self.too_deep
     }
