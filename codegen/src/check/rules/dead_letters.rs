@@ -1,9 +1,9 @@
 //! Dead letters: a dead-letter exchange must route its queue's dead letters somewhere.
 
-use super::{Checker, dead_letter_of};
+use super::{Checker, QueueDeadLetter, dead_letter_of};
 use crate::check::list;
 use crate::check::routing::KeyTemplate;
-use crate::format::ExchangeKind;
+use crate::format::{Exchange, ExchangeKind};
 
 impl Checker<'_> {
     /// A dead-letter exchange must route the dead letters of its queue somewhere.
@@ -20,47 +20,15 @@ impl Checker<'_> {
                 path.clone()
             };
             if dl.exchange.is_empty() {
-                match &dl.routing_key {
-                    None => self.error(
-                        "unroutable-dead-letter",
-                        &path,
-                        format!("queue `{name}` dead-letters through the default exchange without a routing key, so dead letters keep their own key and reach no queue"),
-                        "set `dead_letter.routing_key` to the name of the dead-letter queue",
-                    ),
-                    Some(key) if !file.queues.contains_key(key) => self.error(
-                        "unroutable-dead-letter",
-                        &key_path,
-                        format!("dead letters of `{name}` go through the default exchange to queue `{key}`, which is not declared"),
-                        "declare the dead-letter queue, or fix the name",
-                    ),
-                    Some(_) => {}
-                }
+                self.dead_letters_by_default_exchange(name, &dl, &path, &key_path);
                 continue;
             }
             let Some(exchange) = file.exchanges.get(&dl.exchange) else {
                 continue;
             };
-            // The keys dead letters carry: the configured one, else the keys of the messages
-            // known to reach this queue.
-            let keys: Vec<(String, KeyTemplate)> = match &dl.routing_key {
-                Some(key) => KeyTemplate::parse(key)
-                    .map(|t| vec![(key.clone(), t)])
-                    .unwrap_or_default(),
-                None => self.keys_reaching(name),
+            let Some(loss) = self.dead_letter_loss(name, &dl, exchange) else {
+                continue;
             };
-            let loss = if keys.is_empty() {
-                // Nothing is known to reach the queue: at least one binding must exist.
-                let bound = self.graph.has_bindings(&dl.exchange);
-                (!bound && exchange.alternate_exchange.is_none()).then_some(Loss::NothingBound)
-            } else {
-                let unrouted: Vec<String> = keys
-                    .iter()
-                    .filter(|(_, template)| !self.graph.route(&dl.exchange, template).is_routable())
-                    .map(|(text, _)| text.clone())
-                    .collect();
-                (!unrouted.is_empty()).then_some(Loss::Unrouted(unrouted))
-            };
-            let Some(loss) = loss else { continue };
             let path = match loss {
                 Loss::NothingBound => path,
                 Loss::Unrouted(_) => key_path,
@@ -85,6 +53,61 @@ impl Checker<'_> {
                 help.push_str(". On a direct exchange `#` is a literal key, not a wildcard");
             }
             self.error("unroutable-dead-letter", &path, what, help);
+        }
+    }
+
+    /// Dead letters through the default exchange go to the queue their routing key names.
+    fn dead_letters_by_default_exchange(
+        &mut self,
+        name: &str,
+        dl: &QueueDeadLetter,
+        path: &str,
+        key_path: &str,
+    ) {
+        let file = self.file;
+        match &dl.routing_key {
+            None => self.error(
+                "unroutable-dead-letter",
+                path,
+                format!("queue `{name}` dead-letters through the default exchange without a routing key, so dead letters keep their own key and reach no queue"),
+                "set `dead_letter.routing_key` to the name of the dead-letter queue",
+            ),
+            Some(key) if !file.queues.contains_key(key) => self.error(
+                "unroutable-dead-letter",
+                key_path,
+                format!("dead letters of `{name}` go through the default exchange to queue `{key}`, which is not declared"),
+                "declare the dead-letter queue, or fix the name",
+            ),
+            Some(_) => {}
+        }
+    }
+
+    /// How the dead-letter exchange of queue `name` would lose its dead letters, if it would.
+    fn dead_letter_loss(
+        &self,
+        name: &str,
+        dl: &QueueDeadLetter,
+        exchange: &Exchange,
+    ) -> Option<Loss> {
+        // The keys dead letters carry: the configured one, else the keys of the messages
+        // known to reach this queue.
+        let keys: Vec<(String, KeyTemplate)> = match &dl.routing_key {
+            Some(key) => KeyTemplate::parse(key)
+                .map(|t| vec![(key.clone(), t)])
+                .unwrap_or_default(),
+            None => self.keys_reaching(name),
+        };
+        if keys.is_empty() {
+            // Nothing is known to reach the queue: at least one binding must exist.
+            let bound = self.graph.has_bindings(&dl.exchange);
+            (!bound && exchange.alternate_exchange.is_none()).then_some(Loss::NothingBound)
+        } else {
+            let unrouted: Vec<String> = keys
+                .iter()
+                .filter(|(_, template)| !self.graph.route(&dl.exchange, template).is_routable())
+                .map(|(text, _)| text.clone())
+                .collect();
+            (!unrouted.is_empty()).then_some(Loss::Unrouted(unrouted))
         }
     }
 

@@ -42,6 +42,13 @@ impl Checker<'_> {
     /// Name syntax: empty, too long for AMQP, or in the broker's reserved `amq.` space; and
     /// derived wait queues, which must fit AMQP's limit and not take a declared queue's name.
     pub(in crate::check) fn names(&mut self) {
+        self.amqp_names();
+        self.wait_queue_names();
+        self.warren_names();
+    }
+
+    /// Exchange and queue names: empty, longer than AMQP allows, or reserved by RabbitMQ.
+    fn amqp_names(&mut self) {
         let file = self.file;
         let amqp_names = [
             (Kind::Exchange, file.exchanges.keys().collect::<Vec<_>>()),
@@ -78,6 +85,12 @@ impl Checker<'_> {
                 }
             }
         }
+    }
+
+    /// The wait queues a `ttl-backoff` retry derives: few enough, short enough, and not
+    /// named like a declared queue.
+    fn wait_queue_names(&mut self) {
+        let file = self.file;
         for (name, queue) in &file.queues {
             let RetryPolicy::TtlBackoff { tiers, .. } = retry_policy(name, queue) else {
                 continue;
@@ -120,6 +133,12 @@ impl Checker<'_> {
                 );
             }
         }
+    }
+
+    /// Message, publisher and consumer names, which warren alone reads: at most 255 bytes
+    /// like every other name.
+    fn warren_names(&mut self) {
+        let file = self.file;
         let sections = [
             ("messages", file.messages.keys().collect::<Vec<_>>()),
             ("publishers", file.publishers.keys().collect()),

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use super::Checker;
 use crate::check::list;
 use crate::check::routing::{Graph, KeyTemplate, Reach};
-use crate::format::ExchangeKind;
+use crate::format::{ExchangeKind, Publisher};
 use crate::naming::{Role, role_ident};
 
 impl Checker<'_> {
@@ -54,39 +54,45 @@ impl Checker<'_> {
             if publisher.external_consumers == Some(true) || unknown_exchange {
                 continue;
             }
-            let Some(reach) = self.routes.get(name.as_str()) else {
-                continue;
-            };
-            if reach.is_routable() {
-                continue;
-            }
-            let target = if publisher.exchange.is_empty() {
-                "the default exchange".to_owned()
-            } else {
-                format!("exchange `{}`", publisher.exchange)
-            };
-            let help = if publisher.exchange.is_empty() {
-                format!(
-                    "on the default exchange the routing key must be a queue name; declared queues: {}",
-                    list(file.queues.keys().map(String::as_str))
-                )
-            } else {
-                format!(
-                    "bindings seen: {}. Bind a queue with a matching key, or set `external_consumers: true` if another service declares the queue",
-                    describe_visited(&self.graph, reach)
-                )
-            };
-            self.error(
-                "unroutable-publisher",
-                &format!("{path}.routing_key"),
-                if text.is_empty() {
-                    format!("publisher `{name}` publishes to {target}, which routes its messages to no queue: RabbitMQ would confirm each publish and drop the message")
-                } else {
-                    format!("publisher `{name}` sends `{text}` to {target}, which routes it to no queue: RabbitMQ would confirm the publish and drop the message")
-                },
-                help,
-            );
+            self.unroutable_publisher(name, publisher, text, &path);
         }
+    }
+
+    /// A publisher whose messages reach no queue: RabbitMQ confirms and drops them.
+    fn unroutable_publisher(&mut self, name: &str, publisher: &Publisher, text: &str, path: &str) {
+        let file = self.file;
+        let Some(reach) = self.routes.get(name) else {
+            return;
+        };
+        if reach.is_routable() {
+            return;
+        }
+        let target = if publisher.exchange.is_empty() {
+            "the default exchange".to_owned()
+        } else {
+            format!("exchange `{}`", publisher.exchange)
+        };
+        let help = if publisher.exchange.is_empty() {
+            format!(
+                "on the default exchange the routing key must be a queue name; declared queues: {}",
+                list(file.queues.keys().map(String::as_str))
+            )
+        } else {
+            format!(
+                "bindings seen: {}. Bind a queue with a matching key, or set `external_consumers: true` if another service declares the queue",
+                describe_visited(&self.graph, reach)
+            )
+        };
+        self.error(
+            "unroutable-publisher",
+            &format!("{path}.routing_key"),
+            if text.is_empty() {
+                format!("publisher `{name}` publishes to {target}, which routes its messages to no queue: RabbitMQ would confirm each publish and drop the message")
+            } else {
+                format!("publisher `{name}` sends `{text}` to {target}, which routes it to no queue: RabbitMQ would confirm the publish and drop the message")
+            },
+            help,
+        );
     }
 
     /// Placeholders become parameters of the publish method: distinct Rust identifiers (one

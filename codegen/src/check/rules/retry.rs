@@ -1,14 +1,27 @@
 //! Retry: the settings of a queue's `retry` and how they fit its queue type.
 
 use super::{Checker, has_dead_letter_exchange};
-use crate::format::{Exhausted, Queue, QueueKind, RetryMode};
+use crate::format::{Exhausted, Queue, QueueKind, Retry, RetryMode};
 
 impl Checker<'_> {
+    /// The queue's `retry`, checked in steps; `path` is the queue's.
     pub(super) fn retry_rules(&mut self, name: &str, queue: &Queue, path: &str) {
         let Some(retry) = &queue.retry else { return };
         let path = format!("{path}.retry");
         let mode = retry.mode.unwrap_or_default();
-        let kind = queue.kind.unwrap_or_default();
+        self.backoff_fields_need_backoff(retry, mode, &path);
+        self.retry_mode_fits_queue(name, queue, retry, mode, &path);
+        if mode == RetryMode::ImmediateRequeue {
+            self.delivery_limit_above_retries(name, queue, retry);
+        }
+        if mode == RetryMode::TtlBackoff {
+            self.backoff_delays(retry, &path);
+        }
+        self.exhausted(name, queue, retry, mode, &path);
+    }
+
+    /// Delays, multiplier and jitter belong to `ttl-backoff` alone.
+    fn backoff_fields_need_backoff(&mut self, retry: &Retry, mode: RetryMode, path: &str) {
         let backoff_fields = [
             ("initial_delay", retry.initial_delay.is_some()),
             ("max_delay", retry.max_delay.is_some()),
@@ -28,12 +41,24 @@ impl Checker<'_> {
                 }
             }
         }
+    }
+
+    /// What each mode asks of its queue and of `max_retries`.
+    fn retry_mode_fits_queue(
+        &mut self,
+        name: &str,
+        queue: &Queue,
+        retry: &Retry,
+        mode: RetryMode,
+        path: &str,
+    ) {
+        let kind = queue.kind.unwrap_or_default();
         match mode {
             RetryMode::None => {
                 if retry.max_retries.is_some() || retry.exhausted.is_some() {
                     self.warn(
                         "retry-ignored",
-                        &path,
+                        path,
                         "retry settings are ignored with `mode: none` (the default)".to_owned(),
                         "set a `mode`, or remove the other retry settings",
                     );
@@ -76,7 +101,12 @@ impl Checker<'_> {
                 }
             }
         }
-        if mode == RetryMode::ImmediateRequeue && kind == QueueKind::Quorum {
+    }
+
+    /// On a quorum queue, `immediate-requeue` retries must be spent before the broker's own
+    /// delivery limit dead-letters the message.
+    fn delivery_limit_above_retries(&mut self, name: &str, queue: &Queue, retry: &Retry) {
+        if queue.kind.unwrap_or_default() == QueueKind::Quorum {
             let retries = retry
                 .max_retries
                 .unwrap_or(crate::model::DEFAULT_MAX_RETRIES);
@@ -89,42 +119,46 @@ impl Checker<'_> {
                 );
             }
         }
-        if mode == RetryMode::TtlBackoff {
-            let initial = retry
-                .initial_delay
-                .unwrap_or(crate::model::DEFAULT_INITIAL_DELAY);
-            let max = retry.max_delay.unwrap_or(crate::model::DEFAULT_MAX_DELAY);
-            for (field, value) in [("initial_delay", initial), ("max_delay", max)] {
-                if value.as_millis() == 0 {
-                    self.error(
-                        "bad-retry",
-                        &format!("{path}.{field}"),
-                        format!("`{field}` must be longer than 0"),
-                        "use `immediate-requeue` for retries without delay",
-                    );
-                }
-            }
-            if max < initial {
+    }
+
+    /// `ttl-backoff` delays: above zero, growing, never shrinking.
+    fn backoff_delays(&mut self, retry: &Retry, path: &str) {
+        let initial = retry
+            .initial_delay
+            .unwrap_or(crate::model::DEFAULT_INITIAL_DELAY);
+        let max = retry.max_delay.unwrap_or(crate::model::DEFAULT_MAX_DELAY);
+        for (field, value) in [("initial_delay", initial), ("max_delay", max)] {
+            if value.as_millis() == 0 {
                 self.error(
                     "bad-retry",
-                    &format!("{path}.max_delay"),
-                    format!("`max_delay` ({max}) is shorter than `initial_delay` ({initial})"),
-                    format!("raise `max_delay` to at least {initial}, or lower `initial_delay`"),
-                );
-            }
-            if let Some(multiplier) = retry.multiplier
-                && (!multiplier.is_finite() || multiplier < 1.0)
-            {
-                self.error(
-                    "bad-retry",
-                    &format!("{path}.multiplier"),
-                    format!(
-                        "`multiplier` must be at least 1 (got {multiplier}); delays never shrink"
-                    ),
-                    "use 1 for a constant delay, 2 to double it each time",
+                    &format!("{path}.{field}"),
+                    format!("`{field}` must be longer than 0"),
+                    "use `immediate-requeue` for retries without delay",
                 );
             }
         }
+        if max < initial {
+            self.error(
+                "bad-retry",
+                &format!("{path}.max_delay"),
+                format!("`max_delay` ({max}) is shorter than `initial_delay` ({initial})"),
+                format!("raise `max_delay` to at least {initial}, or lower `initial_delay`"),
+            );
+        }
+        if let Some(multiplier) = retry.multiplier
+            && (!multiplier.is_finite() || multiplier < 1.0)
+        {
+            self.error(
+                "bad-retry",
+                &format!("{path}.multiplier"),
+                format!("`multiplier` must be at least 1 (got {multiplier}); delays never shrink"),
+                "use 1 for a constant delay, 2 to double it each time",
+            );
+        }
+    }
+
+    /// What happens once retries are spent: forever requeued, or dead-lettered to nowhere.
+    fn exhausted(&mut self, name: &str, queue: &Queue, retry: &Retry, mode: RetryMode, path: &str) {
         if retry.exhausted == Some(Exhausted::Requeue) {
             self.warn(
                 "exhausted-requeue",
