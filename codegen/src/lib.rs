@@ -31,7 +31,7 @@ pub mod __fuzz;
 use std::path::Path;
 
 pub use check::routing;
-pub use diagnostics::{Diagnostic, Diagnostics, RenderStyle, Severity};
+pub use diagnostics::{Code, Diagnostic, Diagnostics, RenderStyle, Severity};
 pub use emit::GenerateError;
 pub use output::{Written, write_if_changed};
 

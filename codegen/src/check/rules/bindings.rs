@@ -1,6 +1,7 @@
 //! Bindings: their shape by exchange type.
 
 use super::Checker;
+use crate::diagnostics::Code;
 use crate::format::{Binding, ExchangeKind};
 
 impl Checker<'_> {
@@ -22,13 +23,13 @@ impl Checker<'_> {
     fn binding_destination(&mut self, path: &str, binding: &Binding) {
         match (&binding.queue, &binding.to_exchange) {
             (Some(_), Some(_)) => self.error(
-                "bad-binding",
+                Code::BadBinding,
                 path,
                 "a binding has one destination: `queue` or `to_exchange`, not both".to_owned(),
                 "split it into two bindings",
             ),
             (None, None) => self.error(
-                "bad-binding",
+                Code::BadBinding,
                 path,
                 "the binding has no destination".to_owned(),
                 "add `queue: <name>` or `to_exchange: <name>`",
@@ -43,7 +44,7 @@ impl Checker<'_> {
             ExchangeKind::Topic | ExchangeKind::Direct if binding.routing_key.is_none() => {
                 let kind_name = kind.as_str();
                 self.error(
-                    "bad-binding",
+                    Code::BadBinding,
                     path,
                     format!(
                         "a binding on {kind_name} exchange `{}` needs a `routing_key`",
@@ -63,7 +64,7 @@ impl Checker<'_> {
                     .any(|w| w.len() > 1 && w.contains(['*', '#']))
                 {
                     self.warn(
-                        "literal-wildcard",
+                        Code::LiteralWildcard,
                         &format!("{path}.routing_key"),
                         format!("`{key}` has `*` or `#` inside a word, where they match literally"),
                         "wildcards only work as whole words: `orders.*`, not `orders*`",
@@ -74,7 +75,7 @@ impl Checker<'_> {
                 let key = binding.routing_key.as_deref().unwrap_or_default();
                 if key.split('.').any(|w| w == "*" || w == "#") {
                     self.warn(
-                        "literal-wildcard",
+                        Code::LiteralWildcard,
                         &format!("{path}.routing_key"),
                         format!("`{key}` binds a direct exchange, where `*` and `#` are literal characters, not wildcards"),
                         "make the exchange `type: topic`, or bind the exact key",
@@ -90,7 +91,7 @@ impl Checker<'_> {
         let headers_written = !binding.headers.is_empty() || binding.headers_match.is_some();
         if headers_written && kind != ExchangeKind::Headers {
             self.error(
-                "bad-binding",
+                Code::BadBinding,
                 &format!("{path}.headers"),
                 format!(
                     "`headers` and `match` only apply to headers exchanges, and `{}` is not one",
@@ -101,7 +102,7 @@ impl Checker<'_> {
         }
         if kind == ExchangeKind::Headers && binding.headers.is_empty() {
             self.warn(
-                "headers-binding-matches-all",
+                Code::HeadersBindingMatchesAll,
                 path,
                 "a headers binding without `headers` matches every message".to_owned(),
                 "list the header values to match under `headers`",

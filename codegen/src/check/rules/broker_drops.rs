@@ -2,6 +2,7 @@
 
 use super::{Checker, has_dead_letter_exchange};
 use crate::check::shown;
+use crate::diagnostics::Code;
 use crate::format::{ArgumentValue, Overflow, Queue, QueueKind};
 
 impl Checker<'_> {
@@ -46,7 +47,7 @@ impl Checker<'_> {
             if kind == QueueKind::Quorum && queue.delivery_limit.is_some() {
                 let field = "delivery_limit";
                 self.warn(
-                    "broker-drops-messages",
+                    Code::BrokerDropsMessages,
                     &format!("{path}.{field}"),
                     format!("queue `{name}` has a delivery limit and no dead-letter exchange: RabbitMQ drops a message returned to it more often than the limit allows (a consumer that crashes on it, a requeue)"),
                     format!("{fix}, or remove the limit (warren then sets none that drops)"),
@@ -54,7 +55,7 @@ impl Checker<'_> {
             }
             if let Some(field) = set(queue.message_ttl.is_some(), "message_ttl", "x-message-ttl") {
                 self.warn(
-                    "broker-drops-messages",
+                    Code::BrokerDropsMessages,
                     &format!("{path}.{field}"),
                     format!("queue `{name}` has a message TTL and no dead-letter exchange: RabbitMQ drops every message that waits longer"),
                     format!("{fix}, or remove the TTL"),
@@ -78,7 +79,7 @@ impl Checker<'_> {
             };
             if let Some(field) = limited.filter(|_| drops_head) {
                 self.warn(
-                    "broker-drops-messages",
+                    Code::BrokerDropsMessages,
                     &format!("{path}.{field}"),
                     format!("queue `{name}` has a length limit, drops the oldest message when full (`overflow: drop-head`, the default) and has no dead-letter exchange: RabbitMQ discards them"),
                     format!("{fix}, or set `overflow: reject-publish` so publishers are refused instead"),
@@ -112,7 +113,7 @@ impl Checker<'_> {
         for (on, field, when) in deletions {
             if on {
                 self.warn(
-                    "broker-drops-messages",
+                    Code::BrokerDropsMessages,
                     &format!("{path}.{field}"),
                     format!(
                         "RabbitMQ deletes queue `{name}` {when}, with every message still in it"

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Checker, has_dead_letter_exchange};
 use crate::check::list;
+use crate::diagnostics::Code;
 use crate::format::{Consumer, OnPoison, Queue, QueueKind};
 
 impl Checker<'_> {
@@ -29,7 +30,7 @@ impl Checker<'_> {
         let prefetch = consumer.prefetch.unwrap_or(crate::model::DEFAULT_PREFETCH);
         if consumer.prefetch == Some(0) {
             self.error(
-                "bad-consumer",
+                Code::BadConsumer,
                 &format!("{path}.prefetch"),
                 "`prefetch: 0` means unlimited: the broker would push the whole queue into the worker".to_owned(),
                 "set a bound such as 10 (the default)",
@@ -37,7 +38,7 @@ impl Checker<'_> {
         }
         if consumer.concurrency == Some(0) {
             self.error(
-                "bad-consumer",
+                Code::BadConsumer,
                 &format!("{path}.concurrency"),
                 "`concurrency` must be at least 1".to_owned(),
                 "use 1 to handle one message at a time",
@@ -48,7 +49,7 @@ impl Checker<'_> {
             .filter(|c| prefetch > 0 && *c > prefetch)
         {
             self.warn(
-                "concurrency-above-prefetch",
+                Code::ConcurrencyAbovePrefetch,
                 &format!("{path}.concurrency"),
                 format!("`concurrency: {concurrency}` exceeds `prefetch: {prefetch}`, so some handlers would always be idle"),
                 "raise `prefetch` to at least the concurrency",
@@ -57,14 +58,14 @@ impl Checker<'_> {
         if let Some(batch) = &consumer.batch {
             if batch.size == 0 {
                 self.error(
-                    "bad-consumer",
+                    Code::BadConsumer,
                     &format!("{path}.batch.size"),
                     "a batch holds at least 1 message".to_owned(),
                     "set `size` to 1 or more",
                 );
             } else if prefetch > 0 && batch.size > prefetch {
                 self.error(
-                    "bad-consumer",
+                    Code::BadConsumer,
                     &format!("{path}.batch.size"),
                     format!(
                         "a batch of {} can never fill with `prefetch: {prefetch}`",
@@ -75,7 +76,7 @@ impl Checker<'_> {
             }
             if batch.timeout.as_millis() == 0 {
                 self.error(
-                    "bad-consumer",
+                    Code::BadConsumer,
                     &format!("{path}.batch.timeout"),
                     "the batch `timeout` must be longer than 0".to_owned(),
                     "use e.g. `200ms`",
@@ -85,7 +86,7 @@ impl Checker<'_> {
         if let Some(breaker) = &consumer.circuit_breaker {
             if breaker.failures == 0 {
                 self.error(
-                    "bad-consumer",
+                    Code::BadConsumer,
                     &format!("{path}.circuit_breaker.failures"),
                     "the circuit breaker `failures` must be at least 1".to_owned(),
                     "use e.g. 5 to open it after five retryable failures in a row",
@@ -93,7 +94,7 @@ impl Checker<'_> {
             }
             if breaker.cool_down.as_millis() == 0 {
                 self.error(
-                    "bad-consumer",
+                    Code::BadConsumer,
                     &format!("{path}.circuit_breaker.cool_down"),
                     "the circuit breaker `cool_down` must be longer than 0".to_owned(),
                     "use e.g. `30s`",
@@ -110,7 +111,7 @@ impl Checker<'_> {
         {
             let stream = queue.kind == Some(QueueKind::Stream);
             self.error(
-                "poison-loss",
+                Code::PoisonLoss,
                 &format!("{path}.queue"),
                 format!("consumer `{name}` reads queue `{}`, which has no dead-letter exchange: messages that cannot be decoded or validated would be lost", consumer.queue),
                 if stream {
@@ -132,7 +133,7 @@ impl Checker<'_> {
             if messages.len() > 1 {
                 let path = format!("consumers.{}.message", consumers[consumers.len() - 1]);
                 self.error(
-                    "conflicting-consumers",
+                    Code::ConflictingConsumers,
                     &path,
                     format!(
                         "consumers {} of queue `{queue}` expect different messages ({})",
@@ -156,7 +157,7 @@ impl Checker<'_> {
             };
             if p.message != message {
                 self.error(
-                    "message-mismatch",
+                    Code::MessageMismatch,
                     &format!("consumers.{consumer}.message"),
                     format!("consumer `{consumer}` expects `{message}`, but publisher `{publisher}` sends `{}` to its queue `{queue}`", p.message),
                     "make the consumer and the publisher use the same message, or route them to different queues",

@@ -3,6 +3,7 @@
 use super::{Checker, QueueDeadLetter, dead_letter_of};
 use crate::check::list;
 use crate::check::routing::KeyTemplate;
+use crate::diagnostics::Code;
 use crate::format::{Exchange, ExchangeKind};
 
 impl Checker<'_> {
@@ -52,7 +53,7 @@ impl Checker<'_> {
             if exchange.kind.unwrap_or_default() == ExchangeKind::Direct {
                 help.push_str(". On a direct exchange `#` is a literal key, not a wildcard");
             }
-            self.error("unroutable-dead-letter", &path, what, help);
+            self.error(Code::UnroutableDeadLetter, &path, what, help);
         }
     }
 
@@ -67,13 +68,13 @@ impl Checker<'_> {
         let file = self.file;
         match &dl.routing_key {
             None => self.error(
-                "unroutable-dead-letter",
+                Code::UnroutableDeadLetter,
                 path,
                 format!("queue `{name}` dead-letters through the default exchange without a routing key, so dead letters keep their own key and reach no queue"),
                 "set `dead_letter.routing_key` to the name of the dead-letter queue",
             ),
             Some(key) if !file.queues.contains_key(key) => self.error(
-                "unroutable-dead-letter",
+                Code::UnroutableDeadLetter,
                 key_path,
                 format!("dead letters of `{name}` go through the default exchange to queue `{key}`, which is not declared"),
                 "declare the dead-letter queue, or fix the name",

@@ -1,6 +1,7 @@
 //! Exchanges: arguments their typed fields already set.
 
 use super::Checker;
+use crate::diagnostics::Code;
 
 impl Checker<'_> {
     /// Exchange arguments that the typed fields already set.
@@ -10,7 +11,7 @@ impl Checker<'_> {
                 && exchange.alternate_exchange.is_some()
             {
                 self.error(
-                    "duplicate-argument",
+                    Code::DuplicateArgument,
                     &format!("exchanges.{name}.arguments.alternate-exchange"),
                     "`alternate-exchange` is set both here and by `alternate_exchange`".to_owned(),
                     "keep only `alternate_exchange`",
@@ -18,7 +19,7 @@ impl Checker<'_> {
             }
             if exchange.alternate_exchange.as_deref() == Some(name.as_str()) {
                 self.error(
-                    "bad-alternate-exchange",
+                    Code::BadAlternateExchange,
                     &format!("exchanges.{name}.alternate_exchange"),
                     format!("exchange `{name}` is its own alternate exchange"),
                     "an alternate exchange must be another exchange, usually a fanout bound to an `unrouted` queue",

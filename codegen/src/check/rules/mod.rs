@@ -14,7 +14,7 @@ mod retry;
 use std::collections::BTreeMap;
 
 use super::routing::{Destination, Edge, Graph, KeyTemplate, Reach};
-use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::diagnostics::{Code, Diagnostic, Diagnostics};
 use crate::format::{ArgumentValue, ContractFile, Queue};
 use crate::load::LoadedContract;
 
@@ -62,12 +62,12 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn error(&mut self, code: &'static str, path: &str, message: String, help: impl Into<String>) {
+    fn error(&mut self, code: Code, path: &str, message: String, help: impl Into<String>) {
         let diagnostic = self.contract.error_at(code, path, message).with_help(help);
         self.out.push(diagnostic);
     }
 
-    fn warn(&mut self, code: &'static str, path: &str, message: String, help: impl Into<String>) {
+    fn warn(&mut self, code: Code, path: &str, message: String, help: impl Into<String>) {
         let diagnostic = self
             .contract
             .warning_at(code, path, message)
@@ -98,11 +98,11 @@ impl Kind {
         }
     }
 
-    fn unknown_code(self) -> &'static str {
+    fn unknown_code(self) -> Code {
         match self {
-            Self::Exchange => "unknown-exchange",
-            Self::Queue => "unknown-queue",
-            Self::Message => "unknown-message",
+            Self::Exchange => Code::UnknownExchange,
+            Self::Queue => Code::UnknownQueue,
+            Self::Message => Code::UnknownMessage,
         }
     }
 }

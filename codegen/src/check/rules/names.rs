@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::{Checker, Kind, MAX_NAME_BYTES};
 use crate::check::shown;
+use crate::diagnostics::Code;
 use crate::diagnostics::Diagnostic;
 use crate::model::{RetryPolicy, retry_policy};
 use crate::naming::{Role, role_ident};
@@ -23,7 +24,7 @@ impl Checker<'_> {
                 _ => "key",
             };
             let diagnostic = Diagnostic::error(
-                "duplicate-name",
+                Code::DuplicateName,
                 self.contract.path(),
                 format!(
                     "{what} `{}` is written twice; the second entry would silently replace the first",
@@ -60,14 +61,14 @@ impl Checker<'_> {
                 let path = format!("{section}.{name}");
                 if name.trim().is_empty() {
                     self.error(
-                        "bad-name",
+                        Code::BadName,
                         &path,
                         format!("{what} name `{name}` is empty"),
                         format!("give every {what} a name"),
                     );
                 } else if name.len() > MAX_NAME_BYTES {
                     self.error(
-                        "name-too-long",
+                        Code::NameTooLong,
                         &path,
                         format!(
                             "{what} name is {} bytes; AMQP names hold at most 255",
@@ -77,7 +78,7 @@ impl Checker<'_> {
                     );
                 } else if name.starts_with("amq.") {
                     self.error(
-                        "reserved-name",
+                        Code::ReservedName,
                         &path,
                         format!("{what} name `{name}` starts with `amq.`, which RabbitMQ reserves"),
                         format!("choose {what} names without the `amq.` prefix"),
@@ -98,7 +99,7 @@ impl Checker<'_> {
             let path = format!("queues.{name}");
             if tiers.len() > crate::model::MAX_WAIT_TIERS {
                 self.error(
-                    "bad-retry",
+                    Code::BadRetry,
                     &format!("{path}.retry"),
                     format!(
                         "this backoff needs more than {} wait queues, one per distinct delay",
@@ -109,7 +110,7 @@ impl Checker<'_> {
             }
             if let Some(long) = tiers.iter().find(|t| t.queue.len() > MAX_NAME_BYTES) {
                 self.error(
-                    "name-too-long",
+                    Code::NameTooLong,
                     &path,
                     format!(
                         "queue `{}` needs a wait queue `{}` of {} bytes; AMQP names hold at most 255",
@@ -122,7 +123,7 @@ impl Checker<'_> {
             }
             if let Some(taken) = tiers.iter().find(|t| file.queues.contains_key(&t.queue)) {
                 self.error(
-                    "wait-queue-clash",
+                    Code::WaitQueueClash,
                     &path,
                     format!(
                         "queue `{}` needs a wait queue `{}`, and a queue of that name is declared",
@@ -147,7 +148,7 @@ impl Checker<'_> {
         for (section, names) in sections {
             for name in names.into_iter().filter(|n| n.len() > MAX_NAME_BYTES) {
                 self.error(
-                    "name-too-long",
+                    Code::NameTooLong,
                     &format!("{section}.{name}"),
                     format!(
                         "name is {} bytes; warren names hold at most 255",
@@ -195,7 +196,7 @@ impl Checker<'_> {
                         // A consumer's trait and field fail alike: report it once.
                         if role != Role::ConsumerField {
                             self.error(
-                                "bad-identifier",
+                                Code::BadIdentifier,
                                 &path,
                                 format!(
                                     "`{}` cannot become a Rust {noun} name: {problem}",
@@ -208,7 +209,7 @@ impl Checker<'_> {
                     Ok(id) => {
                         if let Some(first) = taken.insert(id.text.clone(), name) {
                             self.error(
-                                "identifier-clash",
+                                Code::IdentifierClash,
                                 &path,
                                 format!(
                                     "{section} `{}` and `{}` would both become the Rust {noun} `{id}`",

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use super::Checker;
 use crate::check::list;
 use crate::check::routing::{Graph, KeyTemplate, Reach};
+use crate::diagnostics::Code;
 use crate::format::{ExchangeKind, Publisher};
 use crate::naming::{Role, role_ident};
 
@@ -18,7 +19,7 @@ impl Checker<'_> {
             let kind = exchange.map(|e| e.kind.unwrap_or_default());
             if exchange.is_some_and(|e| e.internal == Some(true)) {
                 self.error(
-                    "internal-exchange",
+                    Code::InternalExchange,
                     &format!("{path}.exchange"),
                     format!("publisher `{name}` publishes to internal exchange `{}`, which refuses publishes (the broker closes the channel)", publisher.exchange),
                     "publish to an exchange bound to it, or make it `internal: false`",
@@ -29,7 +30,7 @@ impl Checker<'_> {
             if publisher.routing_key.is_none() && needs_key {
                 let kind_text = kind.map_or("default", ExchangeKind::as_str);
                 self.error(
-                    "missing-routing-key",
+                    Code::MissingRoutingKey,
                     &path,
                     format!("publisher `{name}` publishes to a {kind_text} exchange without a `routing_key`"),
                     "add `routing_key`; `{placeholders}` become parameters of the publish method",
@@ -41,7 +42,7 @@ impl Checker<'_> {
                 Ok(template) => template,
                 Err(problem) => {
                     self.error(
-                        "bad-routing-key",
+                        Code::BadRoutingKey,
                         &format!("{path}.routing_key"),
                         problem,
                         "placeholders look like `{region}`",
@@ -84,7 +85,7 @@ impl Checker<'_> {
             )
         };
         self.error(
-            "unroutable-publisher",
+            Code::UnroutablePublisher,
             &format!("{path}.routing_key"),
             if text.is_empty() {
                 format!("publisher `{name}` publishes to {target}, which routes its messages to no queue: RabbitMQ would confirm each publish and drop the message")
@@ -105,7 +106,7 @@ impl Checker<'_> {
                 Ok(id) => id.text,
                 Err(problem) => {
                     self.error(
-                        "bad-routing-key",
+                        Code::BadRoutingKey,
                         &path,
                         format!("placeholder `{{{placeholder}}}` cannot become a parameter of the publish method: {problem}"),
                         "name placeholders with ASCII letters, digits and `_`",
@@ -122,7 +123,7 @@ impl Checker<'_> {
                     )
                 };
                 self.error(
-                    "bad-routing-key",
+                    Code::BadRoutingKey,
                     &path,
                     message,
                     "give each placeholder its own name",

@@ -1,6 +1,7 @@
 //! Queues: properties by queue type, and arguments their typed fields already set.
 
 use super::Checker;
+use crate::diagnostics::Code;
 use crate::format::{Overflow, Queue, QueueKind};
 
 /// Queue arguments that a typed field sets; writing them in `arguments` too is ambiguous.
@@ -28,7 +29,7 @@ impl Checker<'_> {
             for (argument, field) in TYPED_QUEUE_ARGUMENTS {
                 if queue.arguments.contains_key(*argument) && typed_field_set(queue, argument) {
                     self.error(
-                        "duplicate-argument",
+                        Code::DuplicateArgument,
                         &format!("{path}.arguments.{argument}"),
                         format!("`{argument}` is set both here and by `{field}`"),
                         format!("keep only `{field}`"),
@@ -37,7 +38,7 @@ impl Checker<'_> {
             }
             if queue.expires.is_some_and(|e| e.as_millis() == 0) {
                 self.error(
-                    "bad-duration",
+                    Code::BadDuration,
                     &format!("{path}.expires"),
                     "`expires` must be longer than 0".to_owned(),
                     "RabbitMQ refuses `x-expires: 0`; remove it to keep the queue",
@@ -48,7 +49,7 @@ impl Checker<'_> {
                 && queue.max_length_bytes.is_none()
             {
                 self.warn(
-                    "overflow-without-limit",
+                    Code::OverflowWithoutLimit,
                     &format!("{path}.overflow"),
                     "`overflow` has no effect without `max_length` or `max_length_bytes`"
                         .to_owned(),
@@ -71,7 +72,7 @@ impl Checker<'_> {
                 if bad {
                     let value = if field == "durable" { "false" } else { "true" };
                     self.error(
-                        "bad-queue-property",
+                        Code::BadQueueProperty,
                         &format!("{path}.{field}"),
                         format!("{kind_name} queue `{name}` cannot be `{field}: {value}`"),
                         format!("{kind_name} queues are always durable, shared and kept; use `type: classic` for a temporary queue"),
@@ -81,7 +82,7 @@ impl Checker<'_> {
         }
         if queue.delivery_limit.is_some() && kind != QueueKind::Quorum {
             self.error(
-                "bad-queue-property",
+                Code::BadQueueProperty,
                 &format!("{path}.delivery_limit"),
                 format!(
                     "`delivery_limit` applies to quorum queues, and `{name}` is a {kind_name} queue"
@@ -91,7 +92,7 @@ impl Checker<'_> {
         }
         if queue.max_priority.is_some() && kind != QueueKind::Classic {
             self.error(
-                "bad-queue-property",
+                Code::BadQueueProperty,
                 &format!("{path}.max_priority"),
                 format!(
                     "`max_priority` applies to classic queues, and `{name}` is a {kind_name} queue"
@@ -101,7 +102,7 @@ impl Checker<'_> {
         }
         if queue.max_priority == Some(0) {
             self.error(
-                "bad-queue-property",
+                Code::BadQueueProperty,
                 &format!("{path}.max_priority"),
                 "`max_priority` must be between 1 and 255".to_owned(),
                 "remove it for a queue without priorities",
@@ -109,7 +110,7 @@ impl Checker<'_> {
         }
         if kind == QueueKind::Quorum && queue.overflow == Some(Overflow::RejectPublishDlx) {
             self.error(
-                "bad-queue-property",
+                Code::BadQueueProperty,
                 &format!("{path}.overflow"),
                 "quorum queues do not support `overflow: reject-publish-dlx`".to_owned(),
                 "use `drop-head` or `reject-publish`",
@@ -123,7 +124,7 @@ impl Checker<'_> {
             ] {
                 if set {
                     self.error(
-                        "bad-queue-property",
+                        Code::BadQueueProperty,
                         &format!("{path}.{field}"),
                         format!("stream queue `{name}` takes no `{field}`: streams keep messages and never dead-letter or requeue"),
                         format!("remove `{field}`, or use a quorum queue"),

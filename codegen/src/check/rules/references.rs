@@ -2,6 +2,7 @@
 
 use super::{Checker, Kind, dead_letter_of};
 use crate::check::{shown, suggest};
+use crate::diagnostics::Code;
 
 impl Checker<'_> {
     /// Every name used must be declared.
@@ -31,7 +32,7 @@ impl Checker<'_> {
         for (i, binding) in file.bindings.iter().enumerate() {
             if binding.exchange.is_empty() {
                 self.error(
-                    "bad-binding",
+                    Code::BadBinding,
                     &format!("bindings[{i}].exchange"),
                     "the default exchange `\"\"` cannot be bound".to_owned(),
                     "it routes by queue name already; bind a declared exchange",

@@ -1,6 +1,7 @@
 //! Retry: the settings of a queue's `retry` and how they fit its queue type.
 
 use super::{Checker, has_dead_letter_exchange};
+use crate::diagnostics::Code;
 use crate::format::{Exhausted, Queue, QueueKind, Retry, RetryMode};
 
 impl Checker<'_> {
@@ -33,7 +34,7 @@ impl Checker<'_> {
             for (field, set) in backoff_fields {
                 if set {
                     self.error(
-                        "bad-retry",
+                        Code::BadRetry,
                         &format!("{path}.{field}"),
                         format!("`{field}` only applies to `mode: ttl-backoff`, and this queue uses `{mode_name}`"),
                         format!("remove `{field}`, or set `mode: ttl-backoff`"),
@@ -57,7 +58,7 @@ impl Checker<'_> {
             RetryMode::None => {
                 if retry.max_retries.is_some() || retry.exhausted.is_some() {
                     self.warn(
-                        "retry-ignored",
+                        Code::RetryIgnored,
                         path,
                         "retry settings are ignored with `mode: none` (the default)".to_owned(),
                         "set a `mode`, or remove the other retry settings",
@@ -68,14 +69,14 @@ impl Checker<'_> {
                 if kind != QueueKind::Quorum {
                     let kind_name = kind.as_str();
                     self.error(
-                        "bad-retry",
+                        Code::BadRetry,
                         &format!("{path}.mode"),
                         format!("`quorum-native` retries need a quorum queue, and `{name}` is a {kind_name} queue"),
                         "use `immediate-requeue` or `ttl-backoff`, or make the queue `type: quorum`",
                     );
                 } else if queue.delivery_limit.is_none() {
                     self.error(
-                        "bad-retry",
+                        Code::BadRetry,
                         &format!("{path}.mode"),
                         format!("`quorum-native` retries count against the queue's `delivery_limit`, and `{name}` has none"),
                         "set `delivery_limit` on the queue (N allows N+1 deliveries)",
@@ -83,7 +84,7 @@ impl Checker<'_> {
                 }
                 if retry.max_retries.is_some() {
                     self.error(
-                        "bad-retry",
+                        Code::BadRetry,
                         &format!("{path}.max_retries"),
                         "`quorum-native` retries are bounded by the queue's `delivery_limit`, not `max_retries`".to_owned(),
                         "remove `max_retries` and set `delivery_limit` on the queue",
@@ -93,7 +94,7 @@ impl Checker<'_> {
             RetryMode::ImmediateRequeue | RetryMode::TtlBackoff => {
                 if retry.max_retries == Some(0) {
                     self.error(
-                        "bad-retry",
+                        Code::BadRetry,
                         &format!("{path}.max_retries"),
                         "`max_retries` must be at least 1".to_owned(),
                         "to never retry, use `mode: none`",
@@ -112,7 +113,7 @@ impl Checker<'_> {
                 .unwrap_or(crate::model::DEFAULT_MAX_RETRIES);
             if let Some(limit) = queue.delivery_limit.filter(|limit| *limit <= retries) {
                 self.error(
-                    "bad-retry",
+                    Code::BadRetry,
                     &format!("queues.{name}.delivery_limit"),
                     format!("`delivery_limit: {limit}` lets the broker dead-letter before the {retries} retries are spent, without failure context"),
                     format!("set `delivery_limit` above `max_retries` (at least {}), or remove it", retries.saturating_add(1)),
@@ -130,7 +131,7 @@ impl Checker<'_> {
         for (field, value) in [("initial_delay", initial), ("max_delay", max)] {
             if value.as_millis() == 0 {
                 self.error(
-                    "bad-retry",
+                    Code::BadRetry,
                     &format!("{path}.{field}"),
                     format!("`{field}` must be longer than 0"),
                     "use `immediate-requeue` for retries without delay",
@@ -139,7 +140,7 @@ impl Checker<'_> {
         }
         if max < initial {
             self.error(
-                "bad-retry",
+                Code::BadRetry,
                 &format!("{path}.max_delay"),
                 format!("`max_delay` ({max}) is shorter than `initial_delay` ({initial})"),
                 format!("raise `max_delay` to at least {initial}, or lower `initial_delay`"),
@@ -149,7 +150,7 @@ impl Checker<'_> {
             && (!multiplier.is_finite() || multiplier < 1.0)
         {
             self.error(
-                "bad-retry",
+                Code::BadRetry,
                 &format!("{path}.multiplier"),
                 format!("`multiplier` must be at least 1 (got {multiplier}); delays never shrink"),
                 "use 1 for a constant delay, 2 to double it each time",
@@ -161,7 +162,7 @@ impl Checker<'_> {
     fn exhausted(&mut self, name: &str, queue: &Queue, retry: &Retry, mode: RetryMode, path: &str) {
         if retry.exhausted == Some(Exhausted::Requeue) {
             self.warn(
-                "exhausted-requeue",
+                Code::ExhaustedRequeue,
                 &format!("{path}.exhausted"),
                 "`exhausted: requeue` returns a message that keeps failing to the queue forever"
                     .to_owned(),
@@ -171,7 +172,7 @@ impl Checker<'_> {
         let dead_letters = retry.exhausted.unwrap_or_default() == Exhausted::DeadLetter;
         if mode != RetryMode::None && dead_letters && !has_dead_letter_exchange(queue) {
             self.error(
-                "exhausted-without-dlx",
+                Code::ExhaustedWithoutDlx,
                 &format!("{path}.exhausted"),
                 format!("queue `{name}` dead-letters exhausted messages but has no dead-letter exchange, so they would be lost"),
                 "set `dead_letter` on the queue, or `exhausted: drop` to discard them knowingly",
