@@ -22,6 +22,7 @@ pub mod load;
 pub mod model;
 pub mod naming;
 pub mod output;
+pub mod routing;
 pub mod schema;
 
 #[doc(hidden)]
@@ -30,7 +31,6 @@ pub mod __fuzz;
 
 use std::path::Path;
 
-pub use check::routing;
 pub use diagnostics::{Code, Diagnostic, Diagnostics, RenderStyle, Severity};
 pub use emit::GenerateError;
 pub use output::{Written, write_if_changed};

@@ -2,9 +2,9 @@
 
 use super::{Checker, QueueDeadLetter, dead_letter_of};
 use crate::check::list;
-use crate::check::routing::KeyTemplate;
 use crate::diagnostics::Code;
 use crate::format::{Exchange, ExchangeKind};
+use crate::routing::KeyTemplate;
 
 impl Checker<'_> {
     /// A dead-letter exchange must route the dead letters of its queue somewhere.

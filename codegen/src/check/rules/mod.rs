@@ -13,10 +13,10 @@ mod retry;
 
 use std::collections::BTreeMap;
 
-use super::routing::{Destination, Edge, Graph, KeyTemplate, Reach};
 use crate::diagnostics::{Code, Diagnostic, Diagnostics};
 use crate::format::{ArgumentValue, ContractFile, Queue};
 use crate::load::LoadedContract;
+use crate::routing::{Destination, Edge, Graph, KeyTemplate, Reach};
 
 /// AMQP short strings, which carry every name, hold at most 255 bytes.
 const MAX_NAME_BYTES: usize = 255;

@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 
 use super::Checker;
 use crate::check::list;
-use crate::check::routing::{Graph, KeyTemplate, Reach};
 use crate::diagnostics::Code;
 use crate::format::{ExchangeKind, Publisher};
 use crate::naming::{Role, role_ident};
+use crate::routing::{Graph, KeyTemplate, Reach};
 
 impl Checker<'_> {
     /// Routing keys, their placeholders, and whether they reach a queue.
