@@ -24,6 +24,9 @@ use miette::{
 
 use crate::load::LineIndex;
 
+mod code;
+pub use code::Code;
+
 /// Whether `c` must not reach a terminal as written: C0 and C1 control characters (ESC
 /// starts terminal commands, CR and BS overwrite what was printed, NUL truncates), DEL, the
 /// bidirectional overrides and isolates that reorder the text around them (U+202E, the
@@ -130,7 +133,7 @@ pub struct Diagnostic {
     /// Error or warning.
     pub severity: Severity,
     /// A stable kebab-case identifier of the check, such as `unroutable-publisher`.
-    pub code: &'static str,
+    pub code: Code,
     /// What is wrong, in one sentence.
     pub message: String,
     /// How to fix it.
@@ -143,7 +146,7 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// An error about `file`.
-    pub fn error(code: &'static str, file: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+    pub fn error(code: Code, file: impl Into<PathBuf>, message: impl Into<String>) -> Self {
         Self {
             severity: Severity::Error,
             code,
@@ -155,11 +158,7 @@ impl Diagnostic {
     }
 
     /// A warning about `file`.
-    pub fn warning(
-        code: &'static str,
-        file: impl Into<PathBuf>,
-        message: impl Into<String>,
-    ) -> Self {
+    pub fn warning(code: Code, file: impl Into<PathBuf>, message: impl Into<String>) -> Self {
         Self {
             severity: Severity::Warning,
             ..Self::error(code, file, message)

@@ -42,6 +42,7 @@ pub mod load;
 pub mod model;
 pub mod naming;
 pub mod output;
+pub mod routing;
 pub mod schema;
 
 #[doc(hidden)]
@@ -50,8 +51,7 @@ pub mod __fuzz;
 
 use std::path::Path;
 
-pub use check::routing;
-pub use diagnostics::{Diagnostic, Diagnostics, RenderStyle, Severity};
+pub use diagnostics::{Code, Diagnostic, Diagnostics, RenderStyle, Severity};
 pub use emit::GenerateError;
 pub use output::{Written, write_if_changed};
 

@@ -8,12 +8,12 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-pub use crate::check::routing::{KeyTemplate, KeyWord};
 use crate::format::{self, RetryMode};
 pub use crate::format::{
     ArgumentValue, Compression, Duration, ExchangeKind, Exhausted, OnPoison, QueueKind,
 };
 use crate::load::LoadedContract;
+pub use crate::routing::{KeyTemplate, KeyWord};
 use crate::schema::{NodeKey, SchemaBundle};
 
 /// Default prefetch of a consumer.

@@ -73,7 +73,7 @@ fn name_cases(out_dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
                 let codes: Vec<&str> = problems
                     .iter()
                     .filter(|d| d.severity == warren_codegen::Severity::Error)
-                    .map(|d| d.code)
+                    .map(|d| d.code.as_str())
                     .collect();
                 let text = problems.render(warren_codegen::RenderStyle::Plain);
                 format!("Refused {{ codes: &{codes:?}, report: {text:?} }}")

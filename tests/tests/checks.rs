@@ -33,3 +33,28 @@ fn missing_contract_is_an_io_error() {
         "cannot read contract `fixtures/checks/no-such-contract.yaml`: No such file or directory (os error 2)"
     );
 }
+
+/// Every diagnostic code is reported by at least one fixture, so each check's output is pinned.
+#[test]
+fn every_code_has_a_fixture() {
+    let mut reported = std::collections::BTreeSet::new();
+    let fixtures = std::fs::read_dir("fixtures/checks").expect("the fixtures folder");
+    for entry in fixtures {
+        let path = entry.expect("a fixture").path();
+        if path.extension().is_none_or(|e| e != "yaml") {
+            continue;
+        }
+        let problems = match check_contract(&path) {
+            Ok(checked) => checked.warnings,
+            Err(Error::Invalid(problems)) => problems,
+            Err(other) => panic!("{}: {other}", path.display()),
+        };
+        reported.extend(problems.iter().map(|d| d.code));
+    }
+    let missing: Vec<&str> = warren_codegen::Code::ALL
+        .iter()
+        .filter(|code| !reported.contains(*code))
+        .map(|code| code.as_str())
+        .collect();
+    assert!(missing.is_empty(), "codes without a fixture: {missing:?}");
+}

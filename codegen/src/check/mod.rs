@@ -5,7 +5,6 @@
 //! panic: a reference to something undeclared is reported once, and later checks simply skip
 //! what they cannot follow.
 
-pub mod routing;
 mod rules;
 mod schemas;
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::diagnostics::Diagnostics;
+use crate::diagnostics::{Code, Diagnostics};
 use crate::load::LoadedContract;
 use crate::schema::{Bundler, EntryError, NodeKey, SchemaBundle};
 
@@ -26,7 +26,7 @@ pub(crate) fn bundle_schemas(contract: &LoadedContract, out: &mut Diagnostics) -
             _ => out.push(
                 contract
                     .error_at(
-                        "missing-schema-root",
+                        Code::MissingSchemaRoot,
                         &format!("schema_roots[{i}]"),
                         format!("schema root `{root}` is not a folder"),
                     )
@@ -54,7 +54,7 @@ pub(crate) fn bundle_schemas(contract: &LoadedContract, out: &mut Diagnostics) -
                 out.push(
                     contract
                         .error_at(
-                            "bad-schema-file",
+                            Code::BadSchemaFile,
                             &path,
                             format!("message `{name}`: {problem}"),
                         )

@@ -12,7 +12,7 @@ pub(crate) use lines::{Column, LineIndex};
 pub use paths::PathDisplay;
 pub use spans::{Duplicate, YamlSpans};
 
-use crate::diagnostics::{Diagnostic, Diagnostics, Place};
+use crate::diagnostics::{Code, Diagnostic, Diagnostics, Place};
 use crate::format::ContractFile;
 
 /// A contract file as read from disk.
@@ -35,12 +35,12 @@ impl LoadedContract {
     }
 
     /// An error about the node at `path`, pointing at its value.
-    pub fn error_at(&self, code: &'static str, path: &str, message: String) -> Diagnostic {
+    pub fn error_at(&self, code: Code, path: &str, message: String) -> Diagnostic {
         Diagnostic::error(code, self.path(), message).at(self.place(path))
     }
 
     /// A warning about the node at `path`, pointing at its value.
-    pub fn warning_at(&self, code: &'static str, path: &str, message: String) -> Diagnostic {
+    pub fn warning_at(&self, code: Code, path: &str, message: String) -> Diagnostic {
         Diagnostic::warning(code, self.path(), message).at(self.place(path))
     }
 
@@ -94,7 +94,7 @@ pub fn parse(text: Arc<str>, paths: PathDisplay) -> Result<LoadedContract, Diagn
         let mut diagnostics = Diagnostics::new();
         diagnostics.push(
             Diagnostic::error(
-                "too-deep",
+                Code::TooDeep,
                 paths.contract(),
                 format!(
                     "the contract nests more than {} levels deep",
@@ -150,7 +150,7 @@ pub(crate) fn yaml_error(
     } else {
         fallback_help
     };
-    let diagnostic = Diagnostic::error("invalid-contract", file, message).with_help(help);
+    let diagnostic = Diagnostic::error(Code::InvalidContract, file, message).with_help(help);
     match error.location() {
         Some(location) => {
             let column = location.column().saturating_sub(1);

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::reference::{self, NodeKey};
-use crate::diagnostics::{Diagnostic, Diagnostics, Place};
+use crate::diagnostics::{Code, Diagnostic, Diagnostics, Place};
 use crate::load::{Column, LineIndex, PathDisplay, YamlSpans};
 use crate::naming::{Case, ident};
 
@@ -216,7 +216,7 @@ impl<'a> Bundler<'a> {
             let through = cycle.join("` → `");
             self.diagnostics.push(
                 Diagnostic::error(
-                    "ref-cycle",
+                    Code::RefCycle,
                     self.paths.show(&key.file),
                     format!(
                         "`{name}` refers to itself through `$ref`s and combinators alone (`{through}`), a loop that never reaches a property or an item: no type can be generated from it"
@@ -295,7 +295,7 @@ impl<'a> Bundler<'a> {
             },
             Err(error) => {
                 self.diagnostics.push(Diagnostic::error(
-                    "unreadable-schema",
+                    Code::UnreadableSchema,
                     &shown,
                     format!("cannot read schema file: {error}"),
                 ));
@@ -313,7 +313,7 @@ impl<'a> Bundler<'a> {
             // meet serde_json's own limit at the same depth.
             let point = LineIndex::new(&text).at(offset);
             Err(Diagnostic::error(
-                "invalid-schema-file",
+                Code::InvalidSchemaFile,
                 &shown,
                 format!("nested more than {MAX_SCHEMA_DEPTH} levels deep"),
             )
@@ -326,7 +326,7 @@ impl<'a> Bundler<'a> {
             serde_json::from_str::<Value>(&text).map_err(|e| {
                 let message = crate::load::strip_position(&e.to_string());
                 Diagnostic::error(
-                    "invalid-schema-file",
+                    Code::InvalidSchemaFile,
                     &shown,
                     format!("invalid JSON: {message}"),
                 )
@@ -349,7 +349,7 @@ impl<'a> Bundler<'a> {
             Ok(_) => {
                 self.diagnostics.push(
                     Diagnostic::error(
-                        "invalid-schema-file",
+                        Code::InvalidSchemaFile,
                         &shown,
                         "a JSON Schema must be an object or a boolean",
                     )
@@ -358,7 +358,7 @@ impl<'a> Bundler<'a> {
                 None
             }
             Err(mut diagnostic) => {
-                diagnostic.code = "invalid-schema-file";
+                diagnostic.code = Code::InvalidSchemaFile;
                 self.diagnostics.push(diagnostic);
                 None
             }
@@ -388,7 +388,7 @@ impl<'a> Bundler<'a> {
     fn resolve(&mut self, file: &Path, at: &str, written: &str) -> Option<NodeKey> {
         // Where the `$ref` is, worked out only for a problem.
         let error = |bundler: &Self, message: String, help: String| {
-            Diagnostic::error("bad-ref", bundler.paths.show(file), message)
+            Diagnostic::error(Code::BadRef, bundler.paths.show(file), message)
                 .with_help(help)
                 .at(bundler.pointer_place(file, at))
         };
@@ -493,7 +493,7 @@ impl<'a> Bundler<'a> {
                 }
                 Err(problem) => self.diagnostics.push(
                     Diagnostic::error(
-                        "bad-definition-name",
+                        Code::BadDefinitionName,
                         self.paths.show(&key.file),
                         format!("`{candidate}` cannot become a Rust type name: {problem}"),
                     )
@@ -539,7 +539,7 @@ impl<'a> Bundler<'a> {
         let (a, b) = (place(first), place(second));
         self.diagnostics.push(
             Diagnostic::error(
-                "type-name-clash",
+                Code::TypeNameClash,
                 self.paths.show(&second.file),
                 format!("`{a}` and `{b}` are different schemas that would both become the Rust type `{name}`"),
             )

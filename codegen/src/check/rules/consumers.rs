@@ -1,0 +1,168 @@
+//! Consumers: their settings, what their queues receive, and poison messages.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Checker, has_dead_letter_exchange};
+use crate::check::list;
+use crate::diagnostics::Code;
+use crate::format::{Consumer, OnPoison, Queue, QueueKind};
+
+impl Checker<'_> {
+    /// Consumer settings, what their queues receive, and what happens to poison messages.
+    pub(in crate::check) fn consumers(&mut self) {
+        let file = self.file;
+        let mut by_queue: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (name, consumer) in &file.consumers {
+            let path = format!("consumers.{name}");
+            by_queue.entry(&consumer.queue).or_default().push(name);
+            self.consumer_settings(consumer, &path);
+            let Some(queue) = file.queues.get(&consumer.queue) else {
+                continue;
+            };
+            self.poison_loss(name, consumer, queue, &path);
+            self.message_mismatch(name, &consumer.queue, &consumer.message);
+        }
+        self.conflicting_consumers(by_queue);
+    }
+
+    /// Prefetch, concurrency, batch and circuit breaker: values that could never work.
+    fn consumer_settings(&mut self, consumer: &Consumer, path: &str) {
+        let prefetch = consumer.prefetch.unwrap_or(crate::model::DEFAULT_PREFETCH);
+        if consumer.prefetch == Some(0) {
+            self.error(
+                Code::BadConsumer,
+                &format!("{path}.prefetch"),
+                "`prefetch: 0` means unlimited: the broker would push the whole queue into the worker".to_owned(),
+                "set a bound such as 10 (the default)",
+            );
+        }
+        if consumer.concurrency == Some(0) {
+            self.error(
+                Code::BadConsumer,
+                &format!("{path}.concurrency"),
+                "`concurrency` must be at least 1".to_owned(),
+                "use 1 to handle one message at a time",
+            );
+        }
+        if let Some(concurrency) = consumer
+            .concurrency
+            .filter(|c| prefetch > 0 && *c > prefetch)
+        {
+            self.warn(
+                Code::ConcurrencyAbovePrefetch,
+                &format!("{path}.concurrency"),
+                format!("`concurrency: {concurrency}` exceeds `prefetch: {prefetch}`, so some handlers would always be idle"),
+                "raise `prefetch` to at least the concurrency",
+            );
+        }
+        if let Some(batch) = &consumer.batch {
+            if batch.size == 0 {
+                self.error(
+                    Code::BadConsumer,
+                    &format!("{path}.batch.size"),
+                    "a batch holds at least 1 message".to_owned(),
+                    "set `size` to 1 or more",
+                );
+            } else if prefetch > 0 && batch.size > prefetch {
+                self.error(
+                    Code::BadConsumer,
+                    &format!("{path}.batch.size"),
+                    format!(
+                        "a batch of {} can never fill with `prefetch: {prefetch}`",
+                        batch.size
+                    ),
+                    format!("raise `prefetch` to at least {}", batch.size),
+                );
+            }
+            if batch.timeout.as_millis() == 0 {
+                self.error(
+                    Code::BadConsumer,
+                    &format!("{path}.batch.timeout"),
+                    "the batch `timeout` must be longer than 0".to_owned(),
+                    "use e.g. `200ms`",
+                );
+            }
+        }
+        if let Some(breaker) = &consumer.circuit_breaker {
+            if breaker.failures == 0 {
+                self.error(
+                    Code::BadConsumer,
+                    &format!("{path}.circuit_breaker.failures"),
+                    "the circuit breaker `failures` must be at least 1".to_owned(),
+                    "use e.g. 5 to open it after five retryable failures in a row",
+                );
+            }
+            if breaker.cool_down.as_millis() == 0 {
+                self.error(
+                    Code::BadConsumer,
+                    &format!("{path}.circuit_breaker.cool_down"),
+                    "the circuit breaker `cool_down` must be longer than 0".to_owned(),
+                    "use e.g. `30s`",
+                );
+            }
+        }
+    }
+
+    /// A consumed queue must dead-letter messages that cannot be decoded or validated, unless
+    /// told to drop them.
+    fn poison_loss(&mut self, name: &str, consumer: &Consumer, queue: &Queue, path: &str) {
+        if queue.on_poison.unwrap_or_default() == OnPoison::DeadLetter
+            && !has_dead_letter_exchange(queue)
+        {
+            let stream = queue.kind == Some(QueueKind::Stream);
+            self.error(
+                Code::PoisonLoss,
+                &format!("{path}.queue"),
+                format!("consumer `{name}` reads queue `{}`, which has no dead-letter exchange: messages that cannot be decoded or validated would be lost", consumer.queue),
+                if stream {
+                    "streams cannot dead-letter; set `on_poison: drop` on the queue to discard them knowingly".to_owned()
+                } else {
+                    format!("set `dead_letter` on queue `{}`, or `on_poison: drop` to discard them knowingly", consumer.queue)
+                },
+            );
+        }
+    }
+
+    /// Consumers of one queue must expect one message type.
+    fn conflicting_consumers(&mut self, by_queue: BTreeMap<&str, Vec<&str>>) {
+        for (queue, consumers) in by_queue {
+            let messages: BTreeSet<&str> = consumers
+                .iter()
+                .filter_map(|c| self.file.consumers.get(*c).map(|c| c.message.as_str()))
+                .collect();
+            if messages.len() > 1 {
+                let path = format!("consumers.{}.message", consumers[consumers.len() - 1]);
+                self.error(
+                    Code::ConflictingConsumers,
+                    &path,
+                    format!(
+                        "consumers {} of queue `{queue}` expect different messages ({})",
+                        list(consumers.iter().copied()),
+                        list(messages.iter().copied())
+                    ),
+                    "a queue carries one message type; give each message its own queue",
+                );
+            }
+        }
+    }
+
+    /// A consumer expecting one message type on a queue that publishers fill with another.
+    /// Only routes known to reach the queue count: a headers binding may not match.
+    fn message_mismatch(&mut self, consumer: &str, queue: &str, message: &str) {
+        let file = self.file;
+        let reaching = self.reaching.get(queue).cloned().unwrap_or_default();
+        for publisher in reaching {
+            let Some(p) = file.publishers.get(publisher) else {
+                continue;
+            };
+            if p.message != message {
+                self.error(
+                    Code::MessageMismatch,
+                    &format!("consumers.{consumer}.message"),
+                    format!("consumer `{consumer}` expects `{message}`, but publisher `{publisher}` sends `{}` to its queue `{queue}`", p.message),
+                    "make the consumer and the publisher use the same message, or route them to different queues",
+                );
+            }
+        }
+    }
+}

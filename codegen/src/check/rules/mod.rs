@@ -1,0 +1,171 @@
+//! The contract rules, one file per rule family; shared state and helpers here.
+
+mod bindings;
+mod broker_drops;
+mod consumers;
+mod dead_letters;
+mod exchanges;
+mod names;
+mod publishers;
+mod queues;
+mod references;
+mod retry;
+
+use std::collections::BTreeMap;
+
+use crate::diagnostics::{Code, Diagnostic, Diagnostics};
+use crate::format::{ArgumentValue, ContractFile, Queue};
+use crate::load::LoadedContract;
+use crate::routing::{Destination, Edge, Graph, KeyTemplate, Reach};
+
+/// AMQP short strings, which carry every name, hold at most 255 bytes.
+const MAX_NAME_BYTES: usize = 255;
+
+/// The contract and what the rules share: the exchange graph and every publisher's route.
+pub(super) struct Checker<'a> {
+    contract: &'a LoadedContract,
+    file: &'a ContractFile,
+    out: &'a mut Diagnostics,
+    graph: Graph,
+    /// Where each publisher's messages go, for publishers whose key parses; computed once
+    /// and shared by the routability, message and dead-letter checks.
+    routes: BTreeMap<&'a str, Reach>,
+    /// The other way round: per queue, the publishers known to reach it, in name order.
+    reaching: BTreeMap<String, Vec<&'a str>>,
+}
+
+impl<'a> Checker<'a> {
+    pub(super) fn new(contract: &'a LoadedContract, out: &'a mut Diagnostics) -> Self {
+        let file = &contract.file;
+        let graph = graph(file);
+        let routes: BTreeMap<&str, Reach> = file
+            .publishers
+            .iter()
+            .filter_map(|(name, p)| {
+                let template = KeyTemplate::parse(p.routing_key.as_deref().unwrap_or_default());
+                Some((name.as_str(), graph.route(&p.exchange, &template.ok()?)))
+            })
+            .collect();
+        let mut reaching: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+        for (publisher, reach) in &routes {
+            for queue in &reach.queues {
+                reaching.entry(queue.clone()).or_default().push(publisher);
+            }
+        }
+        Self {
+            contract,
+            file,
+            out,
+            graph,
+            routes,
+            reaching,
+        }
+    }
+
+    fn error(&mut self, code: Code, path: &str, message: String, help: impl Into<String>) {
+        let diagnostic = self.contract.error_at(code, path, message).with_help(help);
+        self.out.push(diagnostic);
+    }
+
+    fn warn(&mut self, code: Code, path: &str, message: String, help: impl Into<String>) {
+        let diagnostic = self
+            .contract
+            .warning_at(code, path, message)
+            .with_help(help);
+        self.out.push(diagnostic);
+    }
+
+    fn push(&mut self, diagnostic: Diagnostic) {
+        self.out.push(diagnostic);
+    }
+}
+
+/// What a name refers to.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Exchange,
+    Queue,
+    Message,
+}
+
+impl Kind {
+    /// The noun and the contract section.
+    fn words(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Exchange => ("exchange", "exchanges"),
+            Self::Queue => ("queue", "queues"),
+            Self::Message => ("message", "messages"),
+        }
+    }
+
+    fn unknown_code(self) -> Code {
+        match self {
+            Self::Exchange => Code::UnknownExchange,
+            Self::Queue => Code::UnknownQueue,
+            Self::Message => Code::UnknownMessage,
+        }
+    }
+}
+
+/// A queue's dead-letter target, from `dead_letter` or from raw `x-dead-letter-*` arguments.
+struct QueueDeadLetter {
+    exchange: String,
+    routing_key: Option<String>,
+    /// The field that sets the exchange, relative to the queue.
+    field: &'static str,
+    /// The field that sets the routing key, relative to the queue.
+    key_field: &'static str,
+}
+
+fn dead_letter_of(queue: &Queue) -> Option<QueueDeadLetter> {
+    if let Some(dl) = &queue.dead_letter {
+        return Some(QueueDeadLetter {
+            exchange: dl.exchange.clone(),
+            routing_key: dl.routing_key.clone(),
+            field: "dead_letter.exchange",
+            key_field: "dead_letter.routing_key",
+        });
+    }
+    let text = |key: &str| match queue.arguments.get(key) {
+        Some(ArgumentValue::String(value)) => Some(value.clone()),
+        _ => None,
+    };
+    Some(QueueDeadLetter {
+        exchange: text("x-dead-letter-exchange")?,
+        routing_key: text("x-dead-letter-routing-key"),
+        field: "arguments.x-dead-letter-exchange",
+        key_field: "arguments.x-dead-letter-routing-key",
+    })
+}
+
+/// A dead-letter exchange set by `dead_letter` or by a raw `x-dead-letter-exchange`.
+fn has_dead_letter_exchange(queue: &Queue) -> bool {
+    dead_letter_of(queue).is_some()
+}
+
+/// The exchange graph of the contract's declared exchanges and bindings.
+fn graph(file: &ContractFile) -> Graph {
+    let exchanges = file.exchanges.iter().map(|(name, e)| {
+        let alternate =
+            e.alternate_exchange
+                .clone()
+                .or_else(|| match e.arguments.get("alternate-exchange") {
+                    Some(ArgumentValue::String(name)) => Some(name.clone()),
+                    _ => None,
+                });
+        (name.clone(), e.kind.unwrap_or_default(), alternate)
+    });
+    let bindings = file.bindings.iter().filter_map(|binding| {
+        let to = match (&binding.queue, &binding.to_exchange) {
+            (Some(queue), _) => Destination::Queue(queue.clone()),
+            (None, Some(exchange)) => Destination::Exchange(exchange.clone()),
+            (None, None) => return None,
+        };
+        let edge = Edge {
+            key: binding.routing_key.clone(),
+            to,
+        };
+        Some((binding.exchange.clone(), edge))
+    });
+    Graph::new(exchanges, file.queues.keys().cloned(), bindings)
+}

@@ -1,0 +1,230 @@
+//! Names: keys written twice, AMQP name syntax, derived wait-queue names, and the Rust
+//! identifiers names become.
+
+use std::collections::BTreeMap;
+
+use super::{Checker, Kind, MAX_NAME_BYTES};
+use crate::check::shown;
+use crate::diagnostics::Code;
+use crate::diagnostics::Diagnostic;
+use crate::model::{RetryPolicy, retry_policy};
+use crate::naming::{Role, role_ident};
+
+impl Checker<'_> {
+    /// Keys written twice: YAML keeps the last one silently, so a second queue `orders`
+    /// would replace the first without a word.
+    pub(in crate::check) fn duplicates(&mut self) {
+        for duplicate in self.contract.spans.duplicates() {
+            let what = match duplicate.parent.as_str() {
+                "exchanges" => "exchange",
+                "queues" => "queue",
+                "messages" => "message",
+                "publishers" => "publisher",
+                "consumers" => "consumer",
+                _ => "key",
+            };
+            let diagnostic = Diagnostic::error(
+                Code::DuplicateName,
+                self.contract.path(),
+                format!(
+                    "{what} `{}` is written twice; the second entry would silently replace the first",
+                    shown(&duplicate.key)
+                ),
+            )
+            .with_help("rename one of them, or merge them into one entry")
+            .at(crate::diagnostics::Place::Yaml {
+                path: duplicate.path(),
+                span: Some(duplicate.span),
+            });
+            self.push(diagnostic);
+        }
+    }
+
+    /// Name syntax: empty, too long for AMQP, or in the broker's reserved `amq.` space; and
+    /// derived wait queues, which must fit AMQP's limit and not take a declared queue's name.
+    pub(in crate::check) fn names(&mut self) {
+        self.amqp_names();
+        self.wait_queue_names();
+        self.warren_names();
+    }
+
+    /// Exchange and queue names: empty, longer than AMQP allows, or reserved by RabbitMQ.
+    fn amqp_names(&mut self) {
+        let file = self.file;
+        let amqp_names = [
+            (Kind::Exchange, file.exchanges.keys().collect::<Vec<_>>()),
+            (Kind::Queue, file.queues.keys().collect()),
+        ];
+        for (kind, names) in amqp_names {
+            let (what, section) = kind.words();
+            for name in names {
+                let path = format!("{section}.{name}");
+                if name.trim().is_empty() {
+                    self.error(
+                        Code::BadName,
+                        &path,
+                        format!("{what} name `{name}` is empty"),
+                        format!("give every {what} a name"),
+                    );
+                } else if name.len() > MAX_NAME_BYTES {
+                    self.error(
+                        Code::NameTooLong,
+                        &path,
+                        format!(
+                            "{what} name is {} bytes; AMQP names hold at most 255",
+                            name.len()
+                        ),
+                        format!("shorten the name of {what} `{}`", shown(name)),
+                    );
+                } else if name.starts_with("amq.") {
+                    self.error(
+                        Code::ReservedName,
+                        &path,
+                        format!("{what} name `{name}` starts with `amq.`, which RabbitMQ reserves"),
+                        format!("choose {what} names without the `amq.` prefix"),
+                    );
+                }
+            }
+        }
+    }
+
+    /// The wait queues a `ttl-backoff` retry derives: few enough, short enough, and not
+    /// named like a declared queue.
+    fn wait_queue_names(&mut self) {
+        let file = self.file;
+        for (name, queue) in &file.queues {
+            let RetryPolicy::TtlBackoff { tiers, .. } = retry_policy(name, queue) else {
+                continue;
+            };
+            let path = format!("queues.{name}");
+            if tiers.len() > crate::model::MAX_WAIT_TIERS {
+                self.error(
+                    Code::BadRetry,
+                    &format!("{path}.retry"),
+                    format!(
+                        "this backoff needs more than {} wait queues, one per distinct delay",
+                        crate::model::MAX_WAIT_TIERS
+                    ),
+                    "raise `multiplier`, lower `max_delay`, or lower `max_retries`",
+                );
+            }
+            if let Some(long) = tiers.iter().find(|t| t.queue.len() > MAX_NAME_BYTES) {
+                self.error(
+                    Code::NameTooLong,
+                    &path,
+                    format!(
+                        "queue `{}` needs a wait queue `{}` of {} bytes; AMQP names hold at most 255",
+                        shown(name),
+                        shown(&long.queue),
+                        long.queue.len()
+                    ),
+                    "shorten the queue name: wait queues are named `<queue>.wait.<delay>`",
+                );
+            }
+            if let Some(taken) = tiers.iter().find(|t| file.queues.contains_key(&t.queue)) {
+                self.error(
+                    Code::WaitQueueClash,
+                    &path,
+                    format!(
+                        "queue `{}` needs a wait queue `{}`, and a queue of that name is declared",
+                        shown(name),
+                        shown(&taken.queue)
+                    ),
+                    "rename the declared queue: wait queues are named `<queue>.wait.<delay>`",
+                );
+            }
+        }
+    }
+
+    /// Message, publisher and consumer names, which warren alone reads: at most 255 bytes
+    /// like every other name.
+    fn warren_names(&mut self) {
+        let file = self.file;
+        let sections = [
+            ("messages", file.messages.keys().collect::<Vec<_>>()),
+            ("publishers", file.publishers.keys().collect()),
+            ("consumers", file.consumers.keys().collect()),
+        ];
+        for (section, names) in sections {
+            for name in names.into_iter().filter(|n| n.len() > MAX_NAME_BYTES) {
+                self.error(
+                    Code::NameTooLong,
+                    &format!("{section}.{name}"),
+                    format!(
+                        "name is {} bytes; warren names hold at most 255",
+                        name.len()
+                    ),
+                    "shorten the name",
+                );
+            }
+        }
+    }
+
+    /// Names that become Rust identifiers must give valid, distinct ones. Names are split
+    /// into words and re-cased, so `order-placed`, `order_placed` and `OrderPlaced` are one
+    /// name to Rust: the later one (in sorted order) is reported, naming the other.
+    pub(in crate::check) fn identifiers(&mut self) {
+        let groups: [(&str, Role, Vec<&String>); 4] = [
+            (
+                "messages",
+                Role::Message,
+                self.file.messages.keys().collect(),
+            ),
+            (
+                "publishers",
+                Role::Publisher,
+                self.file.publishers.keys().collect(),
+            ),
+            (
+                "consumers",
+                Role::ConsumerTrait,
+                self.file.consumers.keys().collect(),
+            ),
+            (
+                "consumers",
+                Role::ConsumerField,
+                self.file.consumers.keys().collect(),
+            ),
+        ];
+        for (section, role, names) in groups {
+            let noun = role.noun();
+            let mut taken: BTreeMap<String, &String> = BTreeMap::new();
+            for name in names {
+                let path = format!("{section}.{name}");
+                match role_ident(name, role) {
+                    Err(problem) => {
+                        // A consumer's trait and field fail alike: report it once.
+                        if role != Role::ConsumerField {
+                            self.error(
+                                Code::BadIdentifier,
+                                &path,
+                                format!(
+                                    "`{}` cannot become a Rust {noun} name: {problem}",
+                                    shown(name)
+                                ),
+                                "use ASCII letters and digits, starting with a letter",
+                            );
+                        }
+                    }
+                    Ok(id) => {
+                        if let Some(first) = taken.insert(id.text.clone(), name) {
+                            self.error(
+                                Code::IdentifierClash,
+                                &path,
+                                format!(
+                                    "{section} `{}` and `{}` would both become the Rust {noun} `{id}`",
+                                    shown(first),
+                                    shown(name)
+                                ),
+                                format!(
+                                    "Rust names are made of the words of a name, re-cased, so these two are the same name; rename one of them (at `{section}.{}` or here) so their words differ",
+                                    shown(first)
+                                ),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! Publishers: routing keys, their placeholders, and whether they reach a queue.
+
+use std::collections::BTreeMap;
+
+use super::Checker;
+use crate::check::list;
+use crate::diagnostics::Code;
+use crate::format::{ExchangeKind, Publisher};
+use crate::naming::{Role, role_ident};
+use crate::routing::{Graph, KeyTemplate, Reach};
+
+impl Checker<'_> {
+    /// Routing keys, their placeholders, and whether they reach a queue.
+    pub(in crate::check) fn publishers(&mut self) {
+        let file = self.file;
+        for (name, publisher) in &file.publishers {
+            let path = format!("publishers.{name}");
+            let exchange = file.exchanges.get(&publisher.exchange);
+            let kind = exchange.map(|e| e.kind.unwrap_or_default());
+            if exchange.is_some_and(|e| e.internal == Some(true)) {
+                self.error(
+                    Code::InternalExchange,
+                    &format!("{path}.exchange"),
+                    format!("publisher `{name}` publishes to internal exchange `{}`, which refuses publishes (the broker closes the channel)", publisher.exchange),
+                    "publish to an exchange bound to it, or make it `internal: false`",
+                );
+            }
+            let needs_key = publisher.exchange.is_empty()
+                || matches!(kind, Some(ExchangeKind::Topic | ExchangeKind::Direct));
+            if publisher.routing_key.is_none() && needs_key {
+                let kind_text = kind.map_or("default", ExchangeKind::as_str);
+                self.error(
+                    Code::MissingRoutingKey,
+                    &path,
+                    format!("publisher `{name}` publishes to a {kind_text} exchange without a `routing_key`"),
+                    "add `routing_key`; `{placeholders}` become parameters of the publish method",
+                );
+                continue;
+            }
+            let text = publisher.routing_key.as_deref().unwrap_or_default();
+            let template = match KeyTemplate::parse(text) {
+                Ok(template) => template,
+                Err(problem) => {
+                    self.error(
+                        Code::BadRoutingKey,
+                        &format!("{path}.routing_key"),
+                        problem,
+                        "placeholders look like `{region}`",
+                    );
+                    continue;
+                }
+            };
+            self.placeholders(&path, &template);
+            let unknown_exchange = kind.is_none() && !publisher.exchange.is_empty();
+            if publisher.external_consumers == Some(true) || unknown_exchange {
+                continue;
+            }
+            self.unroutable_publisher(name, publisher, text, &path);
+        }
+    }
+
+    /// A publisher whose messages reach no queue: RabbitMQ confirms and drops them.
+    fn unroutable_publisher(&mut self, name: &str, publisher: &Publisher, text: &str, path: &str) {
+        let file = self.file;
+        let Some(reach) = self.routes.get(name) else {
+            return;
+        };
+        if reach.is_routable() {
+            return;
+        }
+        let target = if publisher.exchange.is_empty() {
+            "the default exchange".to_owned()
+        } else {
+            format!("exchange `{}`", publisher.exchange)
+        };
+        let help = if publisher.exchange.is_empty() {
+            format!(
+                "on the default exchange the routing key must be a queue name; declared queues: {}",
+                list(file.queues.keys().map(String::as_str))
+            )
+        } else {
+            format!(
+                "bindings seen: {}. Bind a queue with a matching key, or set `external_consumers: true` if another service declares the queue",
+                describe_visited(&self.graph, reach)
+            )
+        };
+        self.error(
+            Code::UnroutablePublisher,
+            &format!("{path}.routing_key"),
+            if text.is_empty() {
+                format!("publisher `{name}` publishes to {target}, which routes its messages to no queue: RabbitMQ would confirm each publish and drop the message")
+            } else {
+                format!("publisher `{name}` sends `{text}` to {target}, which routes it to no queue: RabbitMQ would confirm the publish and drop the message")
+            },
+            help,
+        );
+    }
+
+    /// Placeholders become parameters of the publish method: distinct Rust identifiers (one
+    /// named like the method's own `payload` is escaped to `payload_`, see [`Role`]).
+    fn placeholders(&mut self, path: &str, template: &KeyTemplate) {
+        let path = format!("{path}.routing_key");
+        let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+        for placeholder in template.placeholders() {
+            let id = match role_ident(placeholder, Role::Placeholder) {
+                Ok(id) => id.text,
+                Err(problem) => {
+                    self.error(
+                        Code::BadRoutingKey,
+                        &path,
+                        format!("placeholder `{{{placeholder}}}` cannot become a parameter of the publish method: {problem}"),
+                        "name placeholders with ASCII letters, digits and `_`",
+                    );
+                    continue;
+                }
+            };
+            if let Some(first) = seen.insert(id.clone(), placeholder) {
+                let message = if first == placeholder {
+                    format!("placeholder `{{{placeholder}}}` appears twice")
+                } else {
+                    format!(
+                        "placeholders `{{{first}}}` and `{{{placeholder}}}` would both become the parameter `{id}`"
+                    )
+                };
+                self.error(
+                    Code::BadRoutingKey,
+                    &path,
+                    message,
+                    "give each placeholder its own name",
+                );
+            }
+        }
+    }
+}
+
+fn describe_visited(graph: &Graph, reach: &Reach) -> String {
+    let parts: Vec<String> = reach
+        .visited
+        .iter()
+        .map(|exchange| {
+            let keys = graph.binding_keys(exchange);
+            if keys.is_empty() {
+                format!("none on `{exchange}`")
+            } else {
+                format!("{} on `{exchange}`", list(keys.iter().map(String::as_str)))
+            }
+        })
+        .collect();
+    parts.join("; ")
+}

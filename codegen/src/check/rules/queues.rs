@@ -1,0 +1,158 @@
+//! Queues: properties by queue type, and arguments their typed fields already set.
+
+use super::Checker;
+use crate::diagnostics::Code;
+use crate::format::{Overflow, Queue, QueueKind};
+
+/// Queue arguments that a typed field sets; writing them in `arguments` too is ambiguous.
+const TYPED_QUEUE_ARGUMENTS: &[(&str, &str)] = &[
+    ("x-queue-type", "type"),
+    ("x-dead-letter-exchange", "dead_letter.exchange"),
+    ("x-dead-letter-routing-key", "dead_letter.routing_key"),
+    ("x-delivery-limit", "delivery_limit"),
+    ("x-message-ttl", "message_ttl"),
+    ("x-expires", "expires"),
+    ("x-max-length", "max_length"),
+    ("x-max-length-bytes", "max_length_bytes"),
+    ("x-overflow", "overflow"),
+    ("x-single-active-consumer", "single_active_consumer"),
+    ("x-max-priority", "max_priority"),
+];
+
+impl Checker<'_> {
+    /// Queue properties by queue type, retry sanity, and arguments the typed fields set.
+    pub(in crate::check) fn queues(&mut self) {
+        for (name, queue) in &self.file.queues {
+            let path = format!("queues.{name}");
+            self.queue_type_rules(name, queue, &path);
+            self.retry_rules(name, queue, &path);
+            for (argument, field) in TYPED_QUEUE_ARGUMENTS {
+                if queue.arguments.contains_key(*argument) && typed_field_set(queue, argument) {
+                    self.error(
+                        Code::DuplicateArgument,
+                        &format!("{path}.arguments.{argument}"),
+                        format!("`{argument}` is set both here and by `{field}`"),
+                        format!("keep only `{field}`"),
+                    );
+                }
+            }
+            if queue.expires.is_some_and(|e| e.as_millis() == 0) {
+                self.error(
+                    Code::BadDuration,
+                    &format!("{path}.expires"),
+                    "`expires` must be longer than 0".to_owned(),
+                    "RabbitMQ refuses `x-expires: 0`; remove it to keep the queue",
+                );
+            }
+            if queue.overflow.is_some()
+                && queue.max_length.is_none()
+                && queue.max_length_bytes.is_none()
+            {
+                self.warn(
+                    Code::OverflowWithoutLimit,
+                    &format!("{path}.overflow"),
+                    "`overflow` has no effect without `max_length` or `max_length_bytes`"
+                        .to_owned(),
+                    "set a length limit, or remove `overflow`",
+                );
+            }
+        }
+    }
+
+    fn queue_type_rules(&mut self, name: &str, queue: &Queue, path: &str) {
+        let kind = queue.kind.unwrap_or_default();
+        let kind_name = kind.as_str();
+        let flags = [
+            ("exclusive", queue.exclusive == Some(true)),
+            ("auto_delete", queue.auto_delete == Some(true)),
+            ("durable", queue.durable == Some(false)),
+        ];
+        if kind != QueueKind::Classic {
+            for (field, bad) in flags {
+                if bad {
+                    let value = if field == "durable" { "false" } else { "true" };
+                    self.error(
+                        Code::BadQueueProperty,
+                        &format!("{path}.{field}"),
+                        format!("{kind_name} queue `{name}` cannot be `{field}: {value}`"),
+                        format!("{kind_name} queues are always durable, shared and kept; use `type: classic` for a temporary queue"),
+                    );
+                }
+            }
+        }
+        if queue.delivery_limit.is_some() && kind != QueueKind::Quorum {
+            self.error(
+                Code::BadQueueProperty,
+                &format!("{path}.delivery_limit"),
+                format!(
+                    "`delivery_limit` applies to quorum queues, and `{name}` is a {kind_name} queue"
+                ),
+                "remove `delivery_limit`, or make the queue `type: quorum`",
+            );
+        }
+        if queue.max_priority.is_some() && kind != QueueKind::Classic {
+            self.error(
+                Code::BadQueueProperty,
+                &format!("{path}.max_priority"),
+                format!(
+                    "`max_priority` applies to classic queues, and `{name}` is a {kind_name} queue"
+                ),
+                "remove `max_priority`, or make the queue `type: classic`",
+            );
+        }
+        if queue.max_priority == Some(0) {
+            self.error(
+                Code::BadQueueProperty,
+                &format!("{path}.max_priority"),
+                "`max_priority` must be between 1 and 255".to_owned(),
+                "remove it for a queue without priorities",
+            );
+        }
+        if kind == QueueKind::Quorum && queue.overflow == Some(Overflow::RejectPublishDlx) {
+            self.error(
+                Code::BadQueueProperty,
+                &format!("{path}.overflow"),
+                "quorum queues do not support `overflow: reject-publish-dlx`".to_owned(),
+                "use `drop-head` or `reject-publish`",
+            );
+        }
+        if kind == QueueKind::Stream {
+            for (field, set) in [
+                ("retry", queue.retry.is_some()),
+                ("dead_letter", queue.dead_letter.is_some()),
+                ("message_ttl", queue.message_ttl.is_some()),
+            ] {
+                if set {
+                    self.error(
+                        Code::BadQueueProperty,
+                        &format!("{path}.{field}"),
+                        format!("stream queue `{name}` takes no `{field}`: streams keep messages and never dead-letter or requeue"),
+                        format!("remove `{field}`, or use a quorum queue"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn typed_field_set(queue: &Queue, argument: &str) -> bool {
+    match argument {
+        "x-queue-type" => queue.kind.is_some(),
+        "x-dead-letter-exchange" => queue.dead_letter.is_some(),
+        "x-dead-letter-routing-key" => queue
+            .dead_letter
+            .as_ref()
+            .is_some_and(|d| d.routing_key.is_some()),
+        "x-delivery-limit" => {
+            queue.delivery_limit.is_some() || queue.kind.unwrap_or_default() == QueueKind::Quorum
+        }
+        "x-message-ttl" => queue.message_ttl.is_some(),
+        "x-expires" => queue.expires.is_some(),
+        "x-max-length" => queue.max_length.is_some(),
+        "x-max-length-bytes" => queue.max_length_bytes.is_some(),
+        "x-overflow" => queue.overflow.is_some(),
+        "x-single-active-consumer" => queue.single_active_consumer.is_some(),
+        "x-max-priority" => queue.max_priority.is_some(),
+        _ => false,
+    }
+}

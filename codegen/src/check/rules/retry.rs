@@ -1,0 +1,182 @@
+//! Retry: the settings of a queue's `retry` and how they fit its queue type.
+
+use super::{Checker, has_dead_letter_exchange};
+use crate::diagnostics::Code;
+use crate::format::{Exhausted, Queue, QueueKind, Retry, RetryMode};
+
+impl Checker<'_> {
+    /// The queue's `retry`, checked in steps; `path` is the queue's.
+    pub(super) fn retry_rules(&mut self, name: &str, queue: &Queue, path: &str) {
+        let Some(retry) = &queue.retry else { return };
+        let path = format!("{path}.retry");
+        let mode = retry.mode.unwrap_or_default();
+        self.backoff_fields_need_backoff(retry, mode, &path);
+        self.retry_mode_fits_queue(name, queue, retry, mode, &path);
+        if mode == RetryMode::ImmediateRequeue {
+            self.delivery_limit_above_retries(name, queue, retry);
+        }
+        if mode == RetryMode::TtlBackoff {
+            self.backoff_delays(retry, &path);
+        }
+        self.exhausted(name, queue, retry, mode, &path);
+    }
+
+    /// Delays, multiplier and jitter belong to `ttl-backoff` alone.
+    fn backoff_fields_need_backoff(&mut self, retry: &Retry, mode: RetryMode, path: &str) {
+        let backoff_fields = [
+            ("initial_delay", retry.initial_delay.is_some()),
+            ("max_delay", retry.max_delay.is_some()),
+            ("multiplier", retry.multiplier.is_some()),
+            ("jitter", retry.jitter.is_some()),
+        ];
+        let mode_name = mode.as_str();
+        if mode != RetryMode::TtlBackoff {
+            for (field, set) in backoff_fields {
+                if set {
+                    self.error(
+                        Code::BadRetry,
+                        &format!("{path}.{field}"),
+                        format!("`{field}` only applies to `mode: ttl-backoff`, and this queue uses `{mode_name}`"),
+                        format!("remove `{field}`, or set `mode: ttl-backoff`"),
+                    );
+                }
+            }
+        }
+    }
+
+    /// What each mode asks of its queue and of `max_retries`.
+    fn retry_mode_fits_queue(
+        &mut self,
+        name: &str,
+        queue: &Queue,
+        retry: &Retry,
+        mode: RetryMode,
+        path: &str,
+    ) {
+        let kind = queue.kind.unwrap_or_default();
+        match mode {
+            RetryMode::None => {
+                if retry.max_retries.is_some() || retry.exhausted.is_some() {
+                    self.warn(
+                        Code::RetryIgnored,
+                        path,
+                        "retry settings are ignored with `mode: none` (the default)".to_owned(),
+                        "set a `mode`, or remove the other retry settings",
+                    );
+                }
+            }
+            RetryMode::QuorumNative => {
+                if kind != QueueKind::Quorum {
+                    let kind_name = kind.as_str();
+                    self.error(
+                        Code::BadRetry,
+                        &format!("{path}.mode"),
+                        format!("`quorum-native` retries need a quorum queue, and `{name}` is a {kind_name} queue"),
+                        "use `immediate-requeue` or `ttl-backoff`, or make the queue `type: quorum`",
+                    );
+                } else if queue.delivery_limit.is_none() {
+                    self.error(
+                        Code::BadRetry,
+                        &format!("{path}.mode"),
+                        format!("`quorum-native` retries count against the queue's `delivery_limit`, and `{name}` has none"),
+                        "set `delivery_limit` on the queue (N allows N+1 deliveries)",
+                    );
+                }
+                if retry.max_retries.is_some() {
+                    self.error(
+                        Code::BadRetry,
+                        &format!("{path}.max_retries"),
+                        "`quorum-native` retries are bounded by the queue's `delivery_limit`, not `max_retries`".to_owned(),
+                        "remove `max_retries` and set `delivery_limit` on the queue",
+                    );
+                }
+            }
+            RetryMode::ImmediateRequeue | RetryMode::TtlBackoff => {
+                if retry.max_retries == Some(0) {
+                    self.error(
+                        Code::BadRetry,
+                        &format!("{path}.max_retries"),
+                        "`max_retries` must be at least 1".to_owned(),
+                        "to never retry, use `mode: none`",
+                    );
+                }
+            }
+        }
+    }
+
+    /// On a quorum queue, `immediate-requeue` retries must be spent before the broker's own
+    /// delivery limit dead-letters the message.
+    fn delivery_limit_above_retries(&mut self, name: &str, queue: &Queue, retry: &Retry) {
+        if queue.kind.unwrap_or_default() == QueueKind::Quorum {
+            let retries = retry
+                .max_retries
+                .unwrap_or(crate::model::DEFAULT_MAX_RETRIES);
+            if let Some(limit) = queue.delivery_limit.filter(|limit| *limit <= retries) {
+                self.error(
+                    Code::BadRetry,
+                    &format!("queues.{name}.delivery_limit"),
+                    format!("`delivery_limit: {limit}` lets the broker dead-letter before the {retries} retries are spent, without failure context"),
+                    format!("set `delivery_limit` above `max_retries` (at least {}), or remove it", retries.saturating_add(1)),
+                );
+            }
+        }
+    }
+
+    /// `ttl-backoff` delays: above zero, growing, never shrinking.
+    fn backoff_delays(&mut self, retry: &Retry, path: &str) {
+        let initial = retry
+            .initial_delay
+            .unwrap_or(crate::model::DEFAULT_INITIAL_DELAY);
+        let max = retry.max_delay.unwrap_or(crate::model::DEFAULT_MAX_DELAY);
+        for (field, value) in [("initial_delay", initial), ("max_delay", max)] {
+            if value.as_millis() == 0 {
+                self.error(
+                    Code::BadRetry,
+                    &format!("{path}.{field}"),
+                    format!("`{field}` must be longer than 0"),
+                    "use `immediate-requeue` for retries without delay",
+                );
+            }
+        }
+        if max < initial {
+            self.error(
+                Code::BadRetry,
+                &format!("{path}.max_delay"),
+                format!("`max_delay` ({max}) is shorter than `initial_delay` ({initial})"),
+                format!("raise `max_delay` to at least {initial}, or lower `initial_delay`"),
+            );
+        }
+        if let Some(multiplier) = retry.multiplier
+            && (!multiplier.is_finite() || multiplier < 1.0)
+        {
+            self.error(
+                Code::BadRetry,
+                &format!("{path}.multiplier"),
+                format!("`multiplier` must be at least 1 (got {multiplier}); delays never shrink"),
+                "use 1 for a constant delay, 2 to double it each time",
+            );
+        }
+    }
+
+    /// What happens once retries are spent: forever requeued, or dead-lettered to nowhere.
+    fn exhausted(&mut self, name: &str, queue: &Queue, retry: &Retry, mode: RetryMode, path: &str) {
+        if retry.exhausted == Some(Exhausted::Requeue) {
+            self.warn(
+                Code::ExhaustedRequeue,
+                &format!("{path}.exhausted"),
+                "`exhausted: requeue` returns a message that keeps failing to the queue forever"
+                    .to_owned(),
+                "use `dead-letter` (the default) unless the failures are known to be temporary",
+            );
+        }
+        let dead_letters = retry.exhausted.unwrap_or_default() == Exhausted::DeadLetter;
+        if mode != RetryMode::None && dead_letters && !has_dead_letter_exchange(queue) {
+            self.error(
+                Code::ExhaustedWithoutDlx,
+                &format!("{path}.exhausted"),
+                format!("queue `{name}` dead-letters exhausted messages but has no dead-letter exchange, so they would be lost"),
+                "set `dead_letter` on the queue, or `exhausted: drop` to discard them knowingly",
+            );
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! Every diagnostic code warren reports, in one list.
+
+use std::fmt;
+
+/// Declares [`Code`], its text and [`Code::ALL`] from one list, so a code cannot be added to
+/// one and missed in another.
+macro_rules! codes {
+    ($($(#[$doc:meta])* $variant:ident = $text:literal,)*) => {
+        /// A stable identifier of one check, rendered in kebab case (`warren::unroutable-publisher`).
+        ///
+        /// The rendered text of a code never changes: scripts and CI logs match on it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
+        pub enum Code {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Code {
+            /// Every code, in the order of this list.
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+
+            /// The code as rendered: kebab case, such as `unroutable-publisher`.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $text,)*
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    // Loading the contract file.
+    /// The contract is not valid YAML or does not match the contract format.
+    InvalidContract = "invalid-contract",
+    /// A document nested deeper than warren reads, refused before it is parsed.
+    TooDeep = "too-deep",
+
+    // Names.
+    /// A key written twice under one mapping: YAML would keep the last one silently.
+    DuplicateName = "duplicate-name",
+    /// An exchange or queue name that is empty.
+    BadName = "bad-name",
+    /// A name longer than the 255 bytes of an AMQP short string, derived wait queues included.
+    NameTooLong = "name-too-long",
+    /// An exchange or queue name in RabbitMQ's reserved `amq.` space.
+    ReservedName = "reserved-name",
+    /// A wait queue a `ttl-backoff` retry derives takes the name of a declared queue.
+    WaitQueueClash = "wait-queue-clash",
+    /// A name that cannot become a Rust identifier.
+    BadIdentifier = "bad-identifier",
+    /// Two names that would become the same Rust identifier.
+    IdentifierClash = "identifier-clash",
+
+    // References.
+    /// A reference to an exchange that is not declared.
+    UnknownExchange = "unknown-exchange",
+    /// A reference to a queue that is not declared.
+    UnknownQueue = "unknown-queue",
+    /// A reference to a message that is not declared.
+    UnknownMessage = "unknown-message",
+
+    // Exchanges and queues.
+    /// A raw argument that a typed field already sets.
+    DuplicateArgument = "duplicate-argument",
+    /// An exchange that is its own alternate exchange.
+    BadAlternateExchange = "bad-alternate-exchange",
+    /// A queue property its queue type does not support, or an out-of-range value.
+    BadQueueProperty = "bad-queue-property",
+    /// A duration that must be above zero and is not.
+    BadDuration = "bad-duration",
+    /// (Warning) `overflow` without a length limit, which has no effect.
+    OverflowWithoutLimit = "overflow-without-limit",
+    /// (Warning) settings under which RabbitMQ itself discards messages.
+    BrokerDropsMessages = "broker-drops-messages",
+
+    // Retry.
+    /// Retry settings that contradict each other or the queue type.
+    BadRetry = "bad-retry",
+    /// (Warning) retry settings under `mode: none`, which ignores them.
+    RetryIgnored = "retry-ignored",
+    /// (Warning) `exhausted: requeue`, which returns a failing message to its queue forever.
+    ExhaustedRequeue = "exhausted-requeue",
+    /// Exhausted messages are dead-lettered by a queue without a dead-letter exchange.
+    ExhaustedWithoutDlx = "exhausted-without-dlx",
+
+    // Bindings.
+    /// A binding with no destination or two, on the default exchange, or of the wrong shape
+    /// for its exchange type.
+    BadBinding = "bad-binding",
+    /// (Warning) `*` or `#` where they match literally.
+    LiteralWildcard = "literal-wildcard",
+    /// (Warning) a headers binding without headers, which matches every message.
+    HeadersBindingMatchesAll = "headers-binding-matches-all",
+
+    // Publishers.
+    /// A publisher publishing to an internal exchange, which refuses publishes.
+    InternalExchange = "internal-exchange",
+    /// A publisher to a default, topic or direct exchange without a routing key.
+    MissingRoutingKey = "missing-routing-key",
+    /// A routing key or placeholder that does not parse or cannot become a parameter.
+    BadRoutingKey = "bad-routing-key",
+    /// A publisher whose messages reach no queue.
+    UnroutablePublisher = "unroutable-publisher",
+
+    // Consumers and dead letters.
+    /// Consumer settings that could never work (prefetch, concurrency, batch, breaker).
+    BadConsumer = "bad-consumer",
+    /// (Warning) more concurrent handlers than prefetched messages.
+    ConcurrencyAbovePrefetch = "concurrency-above-prefetch",
+    /// A consumed queue that would lose messages that cannot be decoded or validated.
+    PoisonLoss = "poison-loss",
+    /// A consumer expecting one message type on a queue that publishers fill with another.
+    MessageMismatch = "message-mismatch",
+    /// Consumers of one queue that expect different message types.
+    ConflictingConsumers = "conflicting-consumers",
+    /// A dead-letter target that routes dead letters to no queue.
+    UnroutableDeadLetter = "unroutable-dead-letter",
+
+    // Schemas.
+    /// A `schema_roots` entry that is not a folder.
+    MissingSchemaRoot = "missing-schema-root",
+    /// A message's schema file that is missing, outside the schema roots or invalid.
+    BadSchemaFile = "bad-schema-file",
+    /// A schema file that cannot be read.
+    UnreadableSchema = "unreadable-schema",
+    /// A schema file that is not valid JSON or YAML, too deep, or not a schema.
+    InvalidSchemaFile = "invalid-schema-file",
+    /// A `$ref` that cannot be followed.
+    BadRef = "bad-ref",
+    /// A loop of `$ref`s and combinators that never reaches a property or an item.
+    RefCycle = "ref-cycle",
+    /// A schema definition whose name cannot become a Rust type name.
+    BadDefinitionName = "bad-definition-name",
+    /// Two different schemas that would become the same Rust type.
+    TypeNameClash = "type-name-clash",
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Code;
+
+    #[test]
+    fn codes_are_distinct_kebab_case() {
+        let mut seen = std::collections::BTreeSet::new();
+        for code in Code::ALL {
+            let text = code.as_str();
+            assert!(seen.insert(text), "`{text}` is listed twice");
+            assert!(
+                text.split('-')
+                    .all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase())),
+                "`{text}` is not kebab case"
+            );
+        }
+    }
+}
