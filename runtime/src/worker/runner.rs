@@ -30,11 +30,13 @@ const RESUBSCRIBE_MAX: Duration = Duration::from_secs(5);
 /// it: many times what a no-op handler's decode, validation and ack take (a few µs), and short
 /// enough that work this long is not worth running one at a time while other threads idle.
 const IN_PLACE_LIMIT: Duration = Duration::from_micros(50);
-/// How many units of work are spawned after a poll in place ran too long, before trying one in
-/// place again; doubled while those trials stay slow, so a consistently slow handler runs in
-/// place one time in thousands, and a fast one that was preempted once soon runs in place again.
+/// How many units of work are spawned unpolled once polls in place ran too long twice in a row
+/// (once may be the thread being preempted: on a loaded machine that is a few polls in a
+/// thousand, and a spawn costs a fast handler more than the poll saves). Doubled for each
+/// further slow trial poll, up to 256 times: a handler that is always slow runs in place one
+/// time in thousands.
 const SPAWNED_MIN: u32 = 16;
-const SPAWNED_MAX: u32 = 4096;
+const SPAWNED_DOUBLINGS: u32 = 8;
 
 /// One `basic.consume` on one channel. Delivery tags belong to the channel: a delivery is
 /// only ever settled through its own acker, so nothing of a dead channel is sent on a new one.
@@ -66,8 +68,8 @@ pub(super) struct Runner {
     permits: Arc<Semaphore>,
     /// Units of work still to be spawned without a poll in place (see [`Runner::begin`]).
     spawn_next: u32,
-    /// How many to spawn after the next slow poll in place.
-    spawn_stretch: u32,
+    /// Polls in place in a row that took longer than [`IN_PLACE_LIMIT`].
+    slow_polls: u32,
     subscription: Option<Subscription>,
     /// Set while a probe runs: resolves when it is done.
     probe: Option<oneshot::Receiver<()>>,
@@ -111,7 +113,7 @@ impl Runner {
             tasks: JoinSet::new(),
             permits: Arc::new(Semaphore::new(usize::from(spec.concurrency.max(1)))),
             spawn_next: 0,
-            spawn_stretch: SPAWNED_MIN,
+            slow_polls: 0,
             subscription: None,
             probe: None,
             spec,
@@ -368,10 +370,10 @@ impl Runner {
     /// to wait. A handler that finishes at once (no I/O, or I/O that was ready) is settled
     /// without a task, a spawn and a hop to another thread: that is most of the cost of a fast
     /// handler. But the consume loop takes nothing new while it polls, so work polled here runs
-    /// one at a time: a poll that takes longer than [`IN_PLACE_LIMIT`] (a handler busy without
-    /// awaiting, a large body to decode) makes the next [`SPAWNED_MIN`] or more units spawned
-    /// unpolled. With `concurrency` 1 there is nothing to run beside the work, so it is always
-    /// polled here first.
+    /// one at a time: two polls in a row that take longer than [`IN_PLACE_LIMIT`] (a handler
+    /// busy without awaiting, large bodies to decode) make the next [`SPAWNED_MIN`] or more
+    /// units spawned unpolled. With `concurrency` 1 there is nothing to run beside the work, so
+    /// it is always polled here first.
     pub fn begin(&mut self, work: impl Future<Output = ()> + Send + 'static) {
         let in_place_only = self.spec.concurrency <= 1;
         if !in_place_only && self.spawn_next > 0 {
@@ -389,10 +391,12 @@ impl Runner {
         }));
         if !in_place_only {
             if started.elapsed() >= IN_PLACE_LIMIT {
-                self.spawn_next = self.spawn_stretch;
-                self.spawn_stretch = self.spawn_stretch.saturating_mul(2).min(SPAWNED_MAX);
+                self.slow_polls = self.slow_polls.saturating_add(1);
+                if let Some(doublings) = self.slow_polls.checked_sub(2) {
+                    self.spawn_next = SPAWNED_MIN << doublings.min(SPAWNED_DOUBLINGS);
+                }
             } else {
-                self.spawn_stretch = SPAWNED_MIN;
+                self.slow_polls = 0;
             }
         }
         match polled {
