@@ -203,9 +203,8 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
                 let breaker = runner.breaker.clone();
                 let handler = self.handler.clone();
                 let max_body_bytes = runner.context.settings.max_body_bytes;
-                // Decoding, the handler and settling are the delivery's work, under its permit:
-                // polled once here, so a handler that finishes at once costs no task, and moved
-                // to a task of its own as soon as it has to wait.
+                // Decoding, the handler and settling are the delivery's work, under its permit,
+                // started by `begin`: in a task of its own, or polled once here when it is quick.
                 runner.begin(async move {
                     let handled = async {
                         let Some(delivery) =

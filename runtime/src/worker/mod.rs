@@ -40,7 +40,8 @@ pub struct ConsumerSpec {
     pub queue: &'static str,
     /// Unacknowledged deliveries the broker may send ahead.
     pub prefetch: u16,
-    /// Handlers running at once.
+    /// Deliveries (or batches) handled at once: on a multi-thread runtime, handlers running
+    /// in parallel, whether they await or not (see `docs/runtime.md`).
     pub concurrency: u16,
     /// Pauses consuming during a downstream outage; `None` never pauses.
     pub circuit_breaker: Option<CircuitBreaker>,

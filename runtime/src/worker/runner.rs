@@ -26,6 +26,18 @@ use crate::{Connection, Message, Publisher, WorkerError};
 const RESUBSCRIBE_MIN: Duration = Duration::from_millis(100);
 const RESUBSCRIBE_MAX: Duration = Duration::from_secs(5);
 
+/// How long polling a unit of work in the consume loop may take before the loop stops doing
+/// it: many times what a no-op handler's decode, validation and ack take (a few µs), and short
+/// enough that work this long is not worth running one at a time while other threads idle.
+const IN_PLACE_LIMIT: Duration = Duration::from_micros(50);
+/// How many units of work are spawned unpolled once polls in place ran too long twice in a row
+/// (once may be the thread being preempted: on a loaded machine that is a few polls in a
+/// thousand, and a spawn costs a fast handler more than the poll saves). Doubled for each
+/// further slow trial poll, up to 256 times: a handler that is always slow runs in place one
+/// time in thousands.
+const SPAWNED_MIN: u32 = 16;
+const SPAWNED_DOUBLINGS: u32 = 8;
+
 /// One `basic.consume` on one channel. Delivery tags belong to the channel: a delivery is
 /// only ever settled through its own acker, so nothing of a dead channel is sent on a new one.
 struct Subscription {
@@ -54,6 +66,10 @@ pub(super) struct Runner {
     pub breaker: Option<Arc<Breaker>>,
     pub tasks: JoinSet<()>,
     permits: Arc<Semaphore>,
+    /// Units of work still to be spawned without a poll in place (see [`Runner::begin`]).
+    spawn_next: u32,
+    /// Polls in place in a row that took longer than [`IN_PLACE_LIMIT`].
+    slow_polls: u32,
     subscription: Option<Subscription>,
     /// Set while a probe runs: resolves when it is done.
     probe: Option<oneshot::Receiver<()>>,
@@ -96,6 +112,8 @@ impl Runner {
             breaker,
             tasks: JoinSet::new(),
             permits: Arc::new(Semaphore::new(usize::from(spec.concurrency.max(1)))),
+            spawn_next: 0,
+            slow_polls: 0,
             subscription: None,
             probe: None,
             spec,
@@ -344,18 +362,43 @@ impl Runner {
         tracing::info!(consumer = name, "stopped");
     }
 
-    /// Starts the work of one delivery (or batch): polled once here, and only spawned as a
-    /// task of its own if it has to wait. A handler that finishes at once (no I/O, or I/O that
-    /// was ready) is settled without a task, a spawn and a hop to another thread: that is most
-    /// of the cost of a fast handler.
+    /// Starts the work of one delivery (or batch), so that up to `concurrency` of them run at
+    /// once: each in a task of its own, which a multi-thread runtime runs in parallel whether
+    /// the handler awaits or not.
+    ///
+    /// Except when the work is quick: then it is polled once here, and only spawned if it has
+    /// to wait. A handler that finishes at once (no I/O, or I/O that was ready) is settled
+    /// without a task, a spawn and a hop to another thread: that is most of the cost of a fast
+    /// handler. But the consume loop takes nothing new while it polls, so work polled here runs
+    /// one at a time: two polls in a row that take longer than [`IN_PLACE_LIMIT`] (a handler
+    /// busy without awaiting, large bodies to decode) make the next [`SPAWNED_MIN`] or more
+    /// units spawned unpolled. With `concurrency` 1 there is nothing to run beside the work, so
+    /// it is always polled here first.
     pub fn begin(&mut self, work: impl Future<Output = ()> + Send + 'static) {
+        let in_place_only = self.spec.concurrency <= 1;
+        if !in_place_only && self.spawn_next > 0 {
+            self.spawn_next -= 1;
+            self.tasks.spawn(work);
+            return;
+        }
         let mut work = Box::pin(work);
         let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        let started = std::time::Instant::now();
         // A future that returns `Pending` has registered the no-op waker only; the runtime
         // polls the spawned task at once, which registers the real one.
         let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             work.as_mut().poll(&mut context)
         }));
+        if !in_place_only {
+            if started.elapsed() >= IN_PLACE_LIMIT {
+                self.slow_polls = self.slow_polls.saturating_add(1);
+                if let Some(doublings) = self.slow_polls.checked_sub(2) {
+                    self.spawn_next = SPAWNED_MIN << doublings.min(SPAWNED_DOUBLINGS);
+                }
+            } else {
+                self.slow_polls = 0;
+            }
+        }
         match polled {
             Ok(std::task::Poll::Ready(())) => {}
             Ok(std::task::Poll::Pending) => {

@@ -131,6 +131,19 @@ impl Recorder {
                 self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
                 Ok(())
             }
+            types::JobBehaviour::Spin => {
+                // Busy for 50 ms without awaiting, as CPU-bound work is: only the worker can
+                // run several of these at once, by giving each a task of its own.
+                let now = self.0.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                self.0.max_in_flight.fetch_max(now, Ordering::SeqCst);
+                let started = Instant::now();
+                while started.elapsed() < Duration::from_millis(50) {
+                    std::hint::spin_loop();
+                }
+                self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+                self.0.changed.notify_waiters();
+                Ok(())
+            }
             types::JobBehaviour::Slow => {
                 tokio::time::sleep(Duration::from_millis(600)).await;
                 Ok(())
@@ -227,6 +240,7 @@ handle_with_recorder!(
     RunBackoffForever,
     RunSibling,
     RunBounded,
+    RunSpin,
     RunOutage,
     RunChaos,
 );
@@ -368,6 +382,7 @@ impl Harness {
             run_requeue: recorder.clone(),
             run_requeue_classic: recorder.clone(),
             run_short_long: recorder.clone(),
+            run_spin: recorder.clone(),
             run_outage: recorder.clone(),
             run_chaos: recorder.clone(),
             run_sibling: recorder.clone(),

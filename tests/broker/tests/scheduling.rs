@@ -106,6 +106,36 @@ async fn prefetch_and_concurrency_bound_the_work_in_flight() {
     h.stop().await.expect("clean shutdown");
 }
 
+/// `concurrency` holds for handlers that never await. The consume loop used to poll each
+/// delivery's work once in place and spawn it only if it waited, so busy handlers ran inline,
+/// one at a time, whatever the concurrency.
+#[tokio::test(flavor = "multi_thread", worker_threads = 5)]
+async fn handlers_that_never_await_still_run_concurrency_at_a_time() {
+    // `spin`: prefetch 8, concurrency 4; each handler is busy for 50 ms.
+    let h = Harness::start("spin").await;
+    let ids: Vec<String> = (0..16).map(|i| format!("spin-{i}")).collect();
+    for id in &ids {
+        h.submit("spin", job(id, JobBehaviour::Spin)).await;
+    }
+    h.recorder
+        .wait(WAIT, || {
+            h.recorder.in_flight().0 == 0
+                && ids.iter().all(|id| !h.recorder.attempts(id).is_empty())
+        })
+        .await;
+    for id in &ids {
+        assert_eq!(h.recorder.attempts(id).len(), 1, "{id} handled once");
+    }
+    let most = h.recorder.in_flight().1;
+    // Four workers for handlers, and one for the consume loop and the rest: four at once
+    // is what a runtime with a thread to spare gives; three allows for a late start.
+    assert!(
+        (3..=4).contains(&most),
+        "{most} busy handlers at once with concurrency 4"
+    );
+    h.stop().await.expect("clean shutdown");
+}
+
 /// Batches of at most `size`; a failed batch fails together, but each of its messages is
 /// retried or dead-lettered by its own history. One message whose retries were spent (or
 /// whose producer forged a count) used to make the whole batch dead-letter as `exhausted`,
