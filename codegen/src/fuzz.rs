@@ -277,7 +277,7 @@ pub const HOSTILE_NAMES: &[&str] = &[
     "adapters",
     "__adapters",
     "__H",
-    "__warren_invalid_name",
+    "__warren_unnamed",
     // …its modules and items, the runtime's and the prelude's names…
     "types",
     "messages",

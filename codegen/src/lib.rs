@@ -73,6 +73,9 @@ pub enum Error {
     /// Code generation failed on a checked contract.
     #[error("{0}")]
     Generate(#[from] GenerateError),
+    /// A contract that passed every check cannot be represented: a bug in warren.
+    #[error("{0}; this is a bug in warren, please report it")]
+    Internal(String),
 }
 
 impl From<load::LoadError> for Error {
@@ -121,7 +124,8 @@ pub fn check_contract(path: impl AsRef<Path>) -> Result<Checked, Error> {
         schemas.bundle,
         &schemas.entries,
         &schemas.type_names,
-    );
+    )
+    .map_err(Error::Internal)?;
     Ok(Checked {
         contract,
         warnings: problems,

@@ -324,13 +324,17 @@ pub struct CircuitBreaker {
     pub cool_down: Duration,
 }
 
-/// Builds the model from a contract that passed every check.
+/// Builds the model from a contract that passed every check. `Err` lists what the model
+/// cannot represent although the checks let it through: a bug in warren, reported rather than
+/// turned into wrong output.
 pub(crate) fn build(
     loaded: &LoadedContract,
     schemas: SchemaBundle,
     entries: &BTreeMap<String, (NodeKey, Option<NodeKey>)>,
     type_names: &BTreeMap<NodeKey, String>,
-) -> Contract {
+) -> Result<Contract, String> {
+    let bugs = std::cell::RefCell::new(Vec::new());
+    let bug = |text: String| bugs.borrow_mut().push(text);
     let file = &loaded.file;
     let exchanges = file
         .exchanges
@@ -346,7 +350,10 @@ pub(crate) fn build(
         queues.insert(name.clone(), declared);
     }
     let schema_type = |key: &NodeKey| {
-        let type_name = type_names.get(key).cloned().unwrap_or_default();
+        let type_name = type_names.get(key).cloned().unwrap_or_else(|| {
+            bug(format!("no Rust type was named for the schema at {key:?}"));
+            String::new()
+        });
         SchemaType {
             schema: schemas.standalone(&type_name),
             type_name,
@@ -356,7 +363,10 @@ pub(crate) fn build(
         .messages
         .iter()
         .filter_map(|(name, m)| {
-            let (payload, headers) = entries.get(name)?;
+            let Some((payload, headers)) = entries.get(name) else {
+                bug(format!("message `{name}` has no bundled schema"));
+                return None;
+            };
             Some((
                 name.clone(),
                 Message {
@@ -380,7 +390,12 @@ pub(crate) fn build(
             let publisher = Publisher {
                 name: name.clone(),
                 exchange: p.exchange.clone(),
-                routing_key: KeyTemplate::parse(&text).unwrap_or(KeyTemplate::empty()),
+                routing_key: KeyTemplate::parse(&text).unwrap_or_else(|_| {
+                    bug(format!(
+                        "publisher `{name}`'s routing key `{text}` does not parse"
+                    ));
+                    KeyTemplate::empty()
+                }),
                 routing_key_text: text,
                 message: p.message.clone(),
                 compression: p.compression,
@@ -412,17 +427,31 @@ pub(crate) fn build(
         .collect();
     let mut inputs = vec![loaded.paths.contract().to_owned()];
     inputs.extend(schemas.files.iter().cloned());
-    Contract {
+    let bindings = file
+        .bindings
+        .iter()
+        .filter_map(|b| {
+            binding(b).or_else(|| {
+                bug(format!("a binding of `{}` has no destination", b.exchange));
+                None
+            })
+        })
+        .collect();
+    let bugs = bugs.into_inner();
+    if !bugs.is_empty() {
+        return Err(bugs.join("; "));
+    }
+    Ok(Contract {
         source: loaded.path().to_owned(),
         exchanges,
         queues,
-        bindings: file.bindings.iter().map(binding).collect(),
+        bindings,
         messages,
         publishers,
         consumers,
         schemas,
         inputs,
-    }
+    })
 }
 
 fn exchange(name: &str, e: &format::Exchange) -> Exchange {
@@ -621,7 +650,8 @@ fn wait_queues(main: &Queue) -> Vec<Queue> {
         .collect()
 }
 
-fn binding(b: &format::Binding) -> Binding {
+/// The binding `b`, or `None` when it names no destination (the checks refuse that).
+fn binding(b: &format::Binding) -> Option<Binding> {
     let mut arguments = b.arguments.clone();
     if !b.headers.is_empty() || b.headers_match.is_some() {
         let mode = b.headers_match.unwrap_or_default().as_str();
@@ -631,14 +661,14 @@ fn binding(b: &format::Binding) -> Binding {
     let destination = match (&b.queue, &b.to_exchange) {
         (Some(queue), _) => Destination::Queue(queue.clone()),
         (None, Some(exchange)) => Destination::Exchange(exchange.clone()),
-        (None, None) => Destination::Queue(String::new()),
+        (None, None) => return None,
     };
-    Binding {
+    Some(Binding {
         exchange: b.exchange.clone(),
         destination,
         routing_key: b.routing_key.clone().unwrap_or_default(),
         arguments,
-    }
+    })
 }
 
 #[cfg(test)]

@@ -43,3 +43,22 @@ fn generated_files_start_with_the_generated_header() {
         )
     );
 }
+
+/// A name the checks would refuse, slipped into a checked model: generation fails saying it is
+/// a bug in warren, where it used to write a placeholder identifier into the file.
+#[test]
+fn a_name_with_no_identifier_is_an_internal_error_not_a_placeholder() {
+    let mut checked = warren_codegen::check_contract("fixtures/contracts/minimal/warren.yaml")
+        .expect("the minimal contract is valid");
+    let consumers = &mut checked.contract.consumers;
+    let (_, mut consumer) = consumers.pop_first().expect("a consumer");
+    consumer.name = "9lives".to_owned();
+    consumers.insert(consumer.name.clone(), consumer);
+    let error =
+        warren_codegen::emit::generate(&checked.contract).expect_err("no identifier for `9lives`");
+    let text = error.to_string();
+    assert!(
+        text.contains("`9lives`") && text.contains("bug in warren"),
+        "{text}"
+    );
+}

@@ -129,7 +129,7 @@ fn failure(error: Error, style: RenderStyle) -> Failure {
             message: problems.render(style),
         },
         Error::Io { .. } => Failure::usage(format!("error: {}\n", escape(&error.to_string()))),
-        Error::Generate(error) => Failure {
+        Error::Generate(_) | Error::Internal(_) => Failure {
             status: 1,
             message: format!("error: {}\n", escape(&error.to_string())),
         },

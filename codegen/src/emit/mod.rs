@@ -38,8 +38,9 @@ pub enum GenerateError {
     /// typify refused a schema.
     #[error("cannot generate types from the schemas: {0}")]
     Types(String),
-    /// The generated tokens did not parse as Rust: a bug in warren.
-    #[error("generated code does not parse ({0}); this is a bug in warren, please report it")]
+    /// The generated tokens did not parse as Rust, or a name that passed the checks has no
+    /// identifier: a bug in warren.
+    #[error("{0}; this is a bug in warren, please report it")]
     Internal(String),
 }
 
@@ -56,30 +57,48 @@ pub fn generate(contract: &Contract) -> Result<String, GenerateError> {
         &|| Ok(topology::emit(contract)),
     ];
     for section in sections {
-        let file: syn::File =
-            syn::parse2(section()?).map_err(|e| GenerateError::Internal(e.to_string()))?;
+        UNNAMED.with_borrow_mut(Vec::clear);
+        let tokens = section()?;
+        let unnamed = UNNAMED.with_borrow_mut(std::mem::take);
+        if !unnamed.is_empty() {
+            return Err(GenerateError::Internal(format!(
+                "no Rust identifier for {}, although the checks passed",
+                unnamed.join(", ")
+            )));
+        }
+        let file: syn::File = syn::parse2(tokens)
+            .map_err(|e| GenerateError::Internal(format!("generated code does not parse ({e})")))?;
         code.push_str(&prettyplease::unparse(&file));
     }
     Ok(code)
 }
 
+thread_local! {
+    /// Names no identifier could be derived for while a section was emitted. The checks refuse
+    /// every such name, so `generate` reports one as a bug rather than emit a placeholder.
+    static UNNAMED: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// The identifier of a contract name in `role`. Names passed the checks, so derivation
-/// succeeds; a name that still fails gets a placeholder the compiler will point at rather
-/// than a panic.
+/// succeeds; a name that still fails is recorded, and `generate` fails with it (the
+/// placeholder returned meanwhile is never written).
 fn ident(name: &str, role: Role) -> Ident {
-    to_ident(naming::role_ident(name, role))
+    to_ident(name, naming::role_ident(name, role))
 }
 
 /// A type identifier from a bundle definition name (already an identifier).
 fn type_ident(name: &str) -> Ident {
-    to_ident(naming::ident(name, Case::Type))
+    to_ident(name, naming::ident(name, Case::Type))
 }
 
-fn to_ident(derived: Result<naming::Ident, naming::NameError>) -> Ident {
+fn to_ident(name: &str, derived: Result<naming::Ident, naming::NameError>) -> Ident {
     match derived {
         Ok(id) if id.raw => Ident::new_raw(&id.text, Span::call_site()),
         Ok(id) => Ident::new(&id.text, Span::call_site()),
-        Err(_) => Ident::new("__warren_invalid_name", Span::call_site()),
+        Err(_) => {
+            UNNAMED.with_borrow_mut(|unnamed| unnamed.push(format!("`{name}`")));
+            Ident::new("__warren_unnamed", Span::call_site())
+        }
     }
 }
 
