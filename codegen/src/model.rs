@@ -546,8 +546,7 @@ fn queue(name: &str, q: &format::Queue) -> Queue {
         // queue itself, typically, where a crashing DLQ consumer or a peek with requeue
         // returns messages) gets no limit that drops, the largest one AMQP carries, and so
         // does `exhausted: requeue`, which asks for no limit at all.
-        let dead_letters =
-            q.dead_letter.is_some() || q.arguments.contains_key("x-dead-letter-exchange");
+        let dead_letters = q.dead_letter_exchange().is_some();
         let limit = match retry {
             _ if !dead_letters => QUORUM_UNLIMITED,
             RetryPolicy::ImmediateRequeue {

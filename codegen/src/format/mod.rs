@@ -175,6 +175,22 @@ pub struct Queue {
     pub arguments: BTreeMap<String, ArgumentValue>,
 }
 
+impl Queue {
+    /// Where the queue dead-letters: `dead_letter.exchange`, else a string
+    /// `x-dead-letter-exchange` argument. The checks and the model both ask here, so they agree
+    /// on whether a queue has somewhere to dead-letter.
+    pub fn dead_letter_exchange(&self) -> Option<&str> {
+        match (
+            &self.dead_letter,
+            self.arguments.get("x-dead-letter-exchange"),
+        ) {
+            (Some(dead_letter), _) => Some(&dead_letter.exchange),
+            (None, Some(ArgumentValue::String(exchange))) => Some(exchange),
+            (None, _) => None,
+        }
+    }
+}
+
 /// A queue's dead-letter target.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

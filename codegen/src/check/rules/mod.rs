@@ -131,7 +131,7 @@ fn dead_letter_of(queue: &Queue) -> Option<QueueDeadLetter> {
         _ => None,
     };
     Some(QueueDeadLetter {
-        exchange: text("x-dead-letter-exchange")?,
+        exchange: queue.dead_letter_exchange()?.to_owned(),
         routing_key: text("x-dead-letter-routing-key"),
         field: "arguments.x-dead-letter-exchange",
         key_field: "arguments.x-dead-letter-routing-key",
