@@ -1,0 +1,45 @@
+//! The message headers warren writes, and the broker's own that warren reads.
+
+/// Retries so far, on warren's retry copies.
+pub const RETRY_COUNT: &str = "x-retry-count";
+/// When the first failure happened (seconds since the Unix epoch), on retry copies and dead
+/// letters.
+pub const FIRST_FAILURE: &str = "x-first-failure-timestamp";
+/// The last error, cut to a bounded length, on retry copies and dead letters.
+pub const LAST_ERROR: &str = "x-last-error";
+/// Why a message was dead-lettered: a [`crate::FailureReason`].
+pub const FAILURE_REASON: &str = "x-failure-reason";
+/// The exchange a dead letter was first published to.
+pub const ORIGINAL_EXCHANGE: &str = "x-original-exchange";
+/// The routing key a dead letter was first published with.
+pub const ORIGINAL_ROUTING_KEY: &str = "x-original-routing-key";
+/// The consumer that dead-lettered a message.
+pub const CONSUMER: &str = "x-consumer";
+/// Deliveries so far, counted by the broker on quorum queues.
+pub const DELIVERY_COUNT: &str = "x-delivery-count";
+/// What the connection guard cut from headers it could not pass on whole: a table with the
+/// failure `reason` and a `detail`.
+pub const HEADERS_CUT: &str = "x-headers-cut";
+
+/// The headers warren keeps on retried and dead-lettered copies.
+pub const WARREN: [&str; 8] = [
+    RETRY_COUNT,
+    FIRST_FAILURE,
+    LAST_ERROR,
+    FAILURE_REASON,
+    ORIGINAL_EXCHANGE,
+    ORIGINAL_ROUTING_KEY,
+    CONSUMER,
+    DELIVERY_COUNT,
+];
+
+/// The headers RabbitMQ writes when it dead-letters a message.
+pub const BROKER_DEATH: [&str; 7] = [
+    "x-death",
+    "x-first-death-exchange",
+    "x-first-death-queue",
+    "x-first-death-reason",
+    "x-last-death-exchange",
+    "x-last-death-queue",
+    "x-last-death-reason",
+];

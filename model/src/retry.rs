@@ -1,0 +1,318 @@
+//! Retry policies and their arithmetic: backoff delays, jitter buckets, wait tiers and the
+//! names of their wait queues. The generator lays out the wait queues with it and the runtime
+//! picks one with it, so the tier a retry wants is always a tier that exists.
+
+use std::time::Duration;
+
+use crate::duration::DurationLabel;
+use crate::spelled::spelled;
+
+/// Retries after the first delivery, when a contract does not say (`immediate-requeue` and
+/// `ttl-backoff`).
+pub const DEFAULT_MAX_RETRIES: u32 = 3;
+/// The first `ttl-backoff` delay, when a contract does not say.
+pub const DEFAULT_INITIAL_DELAY: Duration = Duration::from_millis(1_000);
+/// The `ttl-backoff` delay bound, when a contract does not say.
+pub const DEFAULT_MAX_DELAY: Duration = Duration::from_millis(30_000);
+/// The `ttl-backoff` factor between consecutive delays, when a contract does not say.
+pub const DEFAULT_MULTIPLIER: f64 = 2.0;
+/// Whether `ttl-backoff` retries are spread over jitter buckets, when a contract does not say.
+pub const DEFAULT_JITTER: bool = true;
+
+/// Most distinct delays one ttl-backoff policy may need, before jitter; the generator's
+/// checks refuse policies above it.
+pub const MAX_WAIT_TIERS: usize = 64;
+
+/// The `x-delivery-limit` of a quorum queue whose retries never end (`exhausted: requeue`)
+/// or that has no dead-letter exchange (where the broker would drop what passes the limit):
+/// the largest limit a signed 32-bit argument carries, which every RabbitMQ version takes.
+pub const QUORUM_UNLIMITED: u32 = i32::MAX as u32;
+
+/// Jitter buckets, as fractions of a delay: with jitter on, a retry due after `d` waits `d`,
+/// `5/6 d`, `2/3 d` or `1/2 d`, chosen at random, in a wait queue per bucket. Per-message
+/// TTLs cannot do this: a queue only expires the message at its head, so a cohort would
+/// leave together anyway.
+pub const JITTER_BUCKETS: [(u64, u64); 4] = [(1, 1), (5, 6), (2, 3), (1, 2)];
+
+/// The delay before retry `attempt` (from 0) of a ttl-backoff policy, before jitter:
+/// `min(initial × multiplier^attempt, max)`, in whole milliseconds.
+pub fn backoff_delay(initial: Duration, max: Duration, multiplier: f64, attempt: u32) -> Duration {
+    let exponent = i32::try_from(attempt).unwrap_or(i32::MAX);
+    let millis = initial.as_millis() as f64 * multiplier.powi(exponent);
+    if !millis.is_finite() || millis >= max.as_millis() as f64 {
+        max
+    } else {
+        Duration::from_millis(millis.round() as u64)
+    }
+}
+
+/// The delay of jitter bucket `(numerator, denominator)` of `base`, in whole milliseconds.
+pub fn jitter_bucket(base: Duration, (numerator, denominator): (u64, u64)) -> Duration {
+    let millis = base.as_millis() * u128::from(numerator) / u128::from(denominator);
+    Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX))
+}
+
+/// The distinct delays of a ttl-backoff policy before jitter, shortest first. Stops once the
+/// delay reaches `max` (it never grows again) or once there are more than [`MAX_WAIT_TIERS`],
+/// so a huge `max_retries` costs nothing.
+pub fn delay_tiers(
+    max_retries: u32,
+    initial: Duration,
+    max: Duration,
+    multiplier: f64,
+) -> Vec<Duration> {
+    let mut tiers: Vec<Duration> = Vec::new();
+    for attempt in 0..max_retries {
+        let delay = backoff_delay(initial, max, multiplier, attempt);
+        if tiers.last() != Some(&delay) {
+            tiers.push(delay);
+        }
+        if delay >= max || multiplier <= 1.0 || tiers.len() > MAX_WAIT_TIERS {
+            break;
+        }
+    }
+    tiers.sort();
+    tiers.dedup();
+    tiers
+}
+
+/// The name of the wait queue of `queue` for `delay`: `<queue>.wait.<delay>`, the delay
+/// written as [`DurationLabel`] does (`orders.wait.1s`, `orders.wait.1500ms`).
+pub fn wait_queue_name(queue: &str, delay: Duration) -> String {
+    format!("{queue}.wait.{}", DurationLabel(delay))
+}
+
+spelled! {
+    /// What happens once retries are spent.
+    #[derive(Default)]
+    pub enum Exhausted {
+        /// Dead-letter the message (the default).
+        #[default]
+        DeadLetter => "dead-letter",
+        /// Acknowledge and drop it, with a log line.
+        Drop => "drop",
+        /// Return it to the queue, with a warning; it may loop forever.
+        Requeue => "requeue",
+    }
+}
+
+/// A queue's retry policy.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Retry {
+    /// No retries: a retryable failure is dead-lettered like a non-retryable one.
+    None,
+    /// Return failed messages to the queue at once.
+    ImmediateRequeue {
+        /// Retries after the first delivery.
+        max_retries: u32,
+        /// What happens when they are spent.
+        exhausted: Exhausted,
+    },
+    /// Park failed messages in wait queues for growing delays.
+    TtlBackoff(Backoff),
+    /// The broker counts deliveries against the queue's
+    /// [`delivery_limit`](crate::Queue::delivery_limit) and dead-letters past it.
+    QuorumNative,
+}
+
+/// A ttl-backoff schedule: the delay before retry `n` (from 0) is
+/// `min(initial_delay × multiplier^n, max_delay)`, then, with jitter, one of the
+/// [`JITTER_BUCKETS`] of it; each distinct delay is a wait queue of its own (a [`WaitTier`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Backoff {
+    /// Retries after the first delivery.
+    pub max_retries: u32,
+    /// Delay before the first retry.
+    pub initial_delay: Duration,
+    /// Upper bound of the delay.
+    pub max_delay: Duration,
+    /// Factor between consecutive delays.
+    pub multiplier: f64,
+    /// Spread the retries of messages that failed together.
+    pub jitter: bool,
+    /// What happens when retries are spent.
+    pub exhausted: Exhausted,
+    /// The wait queues, one per distinct delay (jitter buckets included), shortest first, as
+    /// [`Backoff::new`] lays them out.
+    pub tiers: Vec<WaitTier>,
+}
+
+impl Backoff {
+    /// The schedule of `queue`, with its wait tiers laid out: one per distinct delay
+    /// ([`delay_tiers`]), times each jitter bucket with jitter on, named by
+    /// [`wait_queue_name`].
+    pub fn new(
+        queue: &str,
+        max_retries: u32,
+        initial_delay: Duration,
+        max_delay: Duration,
+        multiplier: f64,
+        jitter: bool,
+        exhausted: Exhausted,
+    ) -> Self {
+        let mut delays = delay_tiers(max_retries, initial_delay, max_delay, multiplier);
+        if jitter {
+            delays = delays
+                .iter()
+                .flat_map(|base| JITTER_BUCKETS.map(|bucket| jitter_bucket(*base, bucket)))
+                .collect();
+            delays.sort();
+            delays.dedup();
+        }
+        let tiers = delays
+            .into_iter()
+            .map(|delay| WaitTier {
+                queue: wait_queue_name(queue, delay),
+                delay,
+            })
+            .collect();
+        Self {
+            max_retries,
+            initial_delay,
+            max_delay,
+            multiplier,
+            jitter,
+            exhausted,
+            tiers,
+        }
+    }
+
+    /// The delay before retry `attempt` (from 0), before jitter ([`backoff_delay`]).
+    pub fn delay(&self, attempt: u32) -> Duration {
+        backoff_delay(self.initial_delay, self.max_delay, self.multiplier, attempt)
+    }
+
+    /// How long retry `attempt` (from 0) waits: [`Backoff::delay`], or with jitter the
+    /// bucket of it that `random` (in `[0, 1)`) picks.
+    pub fn wait(&self, attempt: u32, random: f64) -> Duration {
+        let base = self.delay(attempt);
+        if !self.jitter {
+            return base;
+        }
+        let index = (random.clamp(0.0, 1.0) * JITTER_BUCKETS.len() as f64) as usize;
+        jitter_bucket(base, JITTER_BUCKETS[index.min(JITTER_BUCKETS.len() - 1)])
+    }
+
+    /// The wait tier of retry `attempt` (from 0): the one whose delay is exactly
+    /// [`Backoff::wait`]. [`Backoff::new`] lays out a tier for every wait of every attempt
+    /// up to `max_retries`, so `None` means the tiers were not laid out by it (edited by
+    /// hand, or a policy past [`MAX_WAIT_TIERS`], which the generator refuses): a bug to
+    /// report, never a tier to guess.
+    pub fn tier(&self, attempt: u32, random: f64) -> Option<&WaitTier> {
+        let wanted = self.wait(attempt, random);
+        self.tiers.iter().find(|tier| tier.delay == wanted)
+    }
+}
+
+/// One delay tier of a ttl-backoff queue: a wait queue and how long messages wait in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitTier {
+    /// The wait queue's name.
+    pub queue: String,
+    /// Its message TTL.
+    pub delay: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{Backoff, Exhausted, backoff_delay, delay_tiers, wait_queue_name};
+
+    fn ms(millis: u64) -> Duration {
+        Duration::from_millis(millis)
+    }
+
+    #[test]
+    fn backoff_grows_then_caps() {
+        let delays: Vec<u128> = (0..6)
+            .map(|a| backoff_delay(ms(1000), ms(10_000), 2.0, a).as_millis())
+            .collect();
+        assert_eq!(delays, [1000, 2000, 4000, 8000, 10_000, 10_000]);
+        let tiers: Vec<u128> = delay_tiers(6, ms(1000), ms(10_000), 2.0)
+            .into_iter()
+            .map(|d| d.as_millis())
+            .collect();
+        assert_eq!(tiers, [1000, 2000, 4000, 8000, 10_000]);
+        assert_eq!(backoff_delay(ms(1), ms(5), 1e308, 1000).as_millis(), 5);
+    }
+
+    #[test]
+    fn wait_queues_are_named_by_their_delay() {
+        assert_eq!(wait_queue_name("orders", ms(1000)), "orders.wait.1s");
+        assert_eq!(wait_queue_name("orders", ms(1500)), "orders.wait.1500ms");
+        assert_eq!(wait_queue_name("orders", ms(120_000)), "orders.wait.2m");
+    }
+
+    #[test]
+    fn jitter_picks_a_bucket_wait_queue() {
+        let backoff = Backoff::new(
+            "work",
+            1,
+            ms(1200),
+            ms(1200),
+            2.0,
+            true,
+            Exhausted::DeadLetter,
+        );
+        let names: Vec<&str> = backoff.tiers.iter().map(|t| t.queue.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "work.wait.600ms",
+                "work.wait.800ms",
+                "work.wait.1s",
+                "work.wait.1200ms"
+            ]
+        );
+        let picked: Vec<u128> = [0.0, 0.3, 0.6, 0.99]
+            .map(|r| backoff.tier(0, r).expect("laid out").delay.as_millis())
+            .to_vec();
+        assert_eq!(picked, [1200, 1000, 800, 600]);
+    }
+
+    /// The tiers and the lookup share their arithmetic: every attempt, at every jitter draw,
+    /// finds the tier it wants, for many shapes of policy.
+    #[test]
+    fn every_retry_finds_its_tier() {
+        for jitter in [false, true] {
+            for (initial, max, multiplier) in [
+                (1000, 30_000, 2.0),
+                (1, 5, 1e308),
+                (250, 250, 1.0),
+                (333, 10_000, 1.7),
+                (1000, 3_600_000, 3.0),
+                (7, 1_000, 1.01),
+            ] {
+                let backoff = Backoff::new(
+                    "q",
+                    20,
+                    ms(initial),
+                    ms(max),
+                    multiplier,
+                    jitter,
+                    Exhausted::DeadLetter,
+                );
+                for attempt in 0..20 {
+                    for step in 0..=100 {
+                        let random = f64::from(step) / 100.0;
+                        assert!(
+                            backoff.tier(attempt, random).is_some(),
+                            "{initial}/{max}/{multiplier} jitter {jitter}: attempt {attempt} at {random}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Tiers that were not laid out by `Backoff::new` are not papered over with a tier of
+    /// another delay.
+    #[test]
+    fn a_missing_tier_is_none() {
+        let mut backoff = Backoff::new("q", 3, ms(100), ms(400), 2.0, false, Exhausted::Drop);
+        backoff.tiers.remove(1);
+        assert_eq!(backoff.tier(0, 0.0).map(|t| t.delay), Some(ms(100)));
+        assert_eq!(backoff.tier(1, 0.0), None);
+    }
+}

@@ -1,0 +1,323 @@
+//! `quote::ToTokens` for the topology: the generator writes a contract's `topology()` from
+//! the model itself.
+//!
+//! Each impl destructures its type without `..`, so a field added to the model that is not
+//! written into generated code fails to compile here. The tokens name the model's items
+//! unqualified (`Queue { .. }`, `Retry::None`): generated code glob-imports this crate (as
+//! the runtime re-exports it) in the function that builds the topology, and standard types are
+//! written with absolute paths.
+
+use proc_macro2::TokenStream;
+use quote::{ToTokens, quote};
+
+use crate::{
+    ArgValue, Arguments, Backoff, Binding, DeadLetter, Destination, Exchange, ExchangeKind,
+    Exhausted, OnPoison, Queue, QueueKind, QueueRole, Retry, Topology, WaitTier,
+};
+
+impl ToTokens for Topology {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        let Self {
+            exchanges,
+            queues,
+            bindings,
+            namespace,
+        } = self;
+        let namespace = string(namespace);
+        tokens.extend(quote! {
+            Topology {
+                exchanges: ::std::vec::Vec::from([ #( #exchanges ),* ]),
+                queues: ::std::vec::Vec::from([ #( #queues ),* ]),
+                bindings: ::std::vec::Vec::from([ #( #bindings ),* ]),
+                namespace: #namespace,
+            }
+        });
+    }
+}
+
+impl ToTokens for Exchange {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        let Self {
+            name,
+            kind,
+            durable,
+            auto_delete,
+            internal,
+            alternate_exchange,
+            arguments,
+        } = self;
+        let alternate_exchange = optional_string(alternate_exchange.as_deref());
+        let arguments = ArgumentsTokens(arguments);
+        tokens.extend(quote! {
+            Exchange {
+                name: #name.into(),
+                kind: #kind,
+                durable: #durable,
+                auto_delete: #auto_delete,
+                internal: #internal,
+                alternate_exchange: #alternate_exchange,
+                arguments: #arguments,
+            }
+        });
+    }
+}
+
+impl ToTokens for ExchangeKind {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        tokens.extend(match self {
+            Self::Topic => quote! { ExchangeKind::Topic },
+            Self::Direct => quote! { ExchangeKind::Direct },
+            Self::Fanout => quote! { ExchangeKind::Fanout },
+            Self::Headers => quote! { ExchangeKind::Headers },
+        });
+    }
+}
+
+impl ToTokens for QueueKind {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        tokens.extend(match self {
+            Self::Quorum => quote! { QueueKind::Quorum },
+            Self::Classic => quote! { QueueKind::Classic },
+            Self::Stream => quote! { QueueKind::Stream },
+        });
+    }
+}
+
+impl ToTokens for OnPoison {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        tokens.extend(match self {
+            Self::DeadLetter => quote! { OnPoison::DeadLetter },
+            Self::Drop => quote! { OnPoison::Drop },
+        });
+    }
+}
+
+impl ToTokens for Exhausted {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        tokens.extend(match self {
+            Self::DeadLetter => quote! { Exhausted::DeadLetter },
+            Self::Drop => quote! { Exhausted::Drop },
+            Self::Requeue => quote! { Exhausted::Requeue },
+        });
+    }
+}
+
+impl ToTokens for Queue {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        let Self {
+            name,
+            kind,
+            durable,
+            exclusive,
+            auto_delete,
+            dead_letter,
+            delivery_limit,
+            retry,
+            on_poison,
+            role,
+            arguments,
+        } = self;
+        let dead_letter = optional(dead_letter.as_ref());
+        let delivery_limit = optional(delivery_limit.as_ref());
+        let arguments = ArgumentsTokens(arguments);
+        tokens.extend(quote! {
+            Queue {
+                name: #name.into(),
+                kind: #kind,
+                durable: #durable,
+                exclusive: #exclusive,
+                auto_delete: #auto_delete,
+                dead_letter: #dead_letter,
+                delivery_limit: #delivery_limit,
+                retry: #retry,
+                on_poison: #on_poison,
+                role: #role,
+                arguments: #arguments,
+            }
+        });
+    }
+}
+
+impl ToTokens for DeadLetter {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        let Self {
+            exchange,
+            routing_key,
+        } = self;
+        let routing_key = optional_string(routing_key.as_deref());
+        tokens.extend(quote! {
+            DeadLetter {
+                exchange: #exchange.into(),
+                routing_key: #routing_key,
+            }
+        });
+    }
+}
+
+impl ToTokens for QueueRole {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        tokens.extend(match self {
+            Self::Declared => quote! { QueueRole::Declared },
+            Self::Wait { queue, delay } => {
+                let delay = duration(*delay);
+                quote! { QueueRole::Wait { queue: #queue.into(), delay: #delay } }
+            }
+        });
+    }
+}
+
+impl ToTokens for Retry {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        tokens.extend(match self {
+            Self::None => quote! { Retry::None },
+            Self::ImmediateRequeue {
+                max_retries,
+                exhausted,
+            } => quote! {
+                Retry::ImmediateRequeue { max_retries: #max_retries, exhausted: #exhausted }
+            },
+            Self::TtlBackoff(backoff) => quote! { Retry::TtlBackoff(#backoff) },
+            Self::QuorumNative => quote! { Retry::QuorumNative },
+        });
+    }
+}
+
+impl ToTokens for Backoff {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        let Self {
+            max_retries,
+            initial_delay,
+            max_delay,
+            multiplier,
+            jitter,
+            exhausted,
+            tiers,
+        } = self;
+        let initial_delay = duration(*initial_delay);
+        let max_delay = duration(*max_delay);
+        let multiplier = float(*multiplier);
+        tokens.extend(quote! {
+            Backoff {
+                max_retries: #max_retries,
+                initial_delay: #initial_delay,
+                max_delay: #max_delay,
+                multiplier: #multiplier,
+                jitter: #jitter,
+                exhausted: #exhausted,
+                tiers: ::std::vec::Vec::from([ #( #tiers ),* ]),
+            }
+        });
+    }
+}
+
+impl ToTokens for WaitTier {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        let Self { queue, delay } = self;
+        let delay = duration(*delay);
+        tokens.extend(quote! {
+            WaitTier {
+                queue: #queue.into(),
+                delay: #delay,
+            }
+        });
+    }
+}
+
+impl ToTokens for Binding {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        let Self {
+            exchange,
+            destination,
+            routing_key,
+            arguments,
+        } = self;
+        let arguments = ArgumentsTokens(arguments);
+        tokens.extend(quote! {
+            Binding {
+                exchange: #exchange.into(),
+                destination: #destination,
+                routing_key: #routing_key.into(),
+                arguments: #arguments,
+            }
+        });
+    }
+}
+
+impl ToTokens for Destination {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        tokens.extend(match self {
+            Self::Queue(queue) => quote! { Destination::Queue(#queue.into()) },
+            Self::Exchange(to) => quote! { Destination::Exchange(#to.into()) },
+        });
+    }
+}
+
+impl ToTokens for ArgValue {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        tokens.extend(match self {
+            Self::Bool(b) => quote! { ArgValue::Bool(#b) },
+            Self::Int(i) => quote! { ArgValue::Int(#i) },
+            Self::Float(f) => {
+                let f = float(*f);
+                quote! { ArgValue::Float(#f) }
+            }
+            Self::String(s) => quote! { ArgValue::String(#s.into()) },
+        });
+    }
+}
+
+/// [`Arguments`] (a type alias, so it cannot have an impl of its own): `Arguments::new()`
+/// when empty, else built from pairs with [`crate::arguments`].
+struct ArgumentsTokens<'a>(&'a Arguments);
+
+impl ToTokens for ArgumentsTokens<'_> {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        if self.0.is_empty() {
+            tokens.extend(quote! { Arguments::new() });
+            return;
+        }
+        let pairs = self.0.iter().map(|(key, value)| quote! { (#key, #value) });
+        tokens.extend(quote! { arguments([ #( #pairs ),* ]) });
+    }
+}
+
+fn duration(duration: std::time::Duration) -> TokenStream {
+    let millis = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+    quote! { ::core::time::Duration::from_millis(#millis) }
+}
+
+fn string(text: &str) -> TokenStream {
+    if text.is_empty() {
+        quote! { ::std::string::String::new() }
+    } else {
+        quote! { #text.into() }
+    }
+}
+
+fn optional<T: ToTokens>(value: Option<&T>) -> TokenStream {
+    match value {
+        Some(value) => quote! { ::core::option::Option::Some(#value) },
+        None => quote! { ::core::option::Option::None },
+    }
+}
+
+fn optional_string(text: Option<&str>) -> TokenStream {
+    match text {
+        Some(text) => quote! { ::core::option::Option::Some(#text.into()) },
+        None => quote! { ::core::option::Option::None },
+    }
+}
+
+/// A float literal; `quote!` cannot write infinities or NaN (the generator's checks refuse
+/// them, so this is only a guard against a panic).
+fn float(value: f64) -> TokenStream {
+    if value.is_finite() {
+        quote! { #value }
+    } else if value.is_nan() {
+        quote! { ::core::f64::NAN }
+    } else if value > 0.0 {
+        quote! { ::core::f64::INFINITY }
+    } else {
+        quote! { ::core::f64::NEG_INFINITY }
+    }
+}

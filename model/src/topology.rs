@@ -1,0 +1,501 @@
+//! Exchanges, queues and bindings: what a generated `topology()` returns and what the runtime
+//! declares.
+//!
+//! Each fact has one field. A queue's dead-letter target is [`Queue::dead_letter`], its type
+//! [`Queue::kind`], a wait queue's TTL the delay of its [`QueueRole::Wait`]; the `x-`
+//! arguments the broker gets are derived from them by [`Queue::declare_arguments`], and
+//! [`Queue::arguments`] holds only the arguments no typed field sets.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::retry::{Exhausted, QUORUM_UNLIMITED, Retry};
+use crate::spelled::spelled;
+
+/// Declaration arguments, by name.
+pub type Arguments = BTreeMap<String, ArgValue>;
+
+/// Builds [`Arguments`] from pairs, as generated code does.
+pub fn arguments<const N: usize>(pairs: [(&str, ArgValue); N]) -> Arguments {
+    pairs
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value))
+        .collect()
+}
+
+/// A declaration argument's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArgValue {
+    /// `true` or `false`.
+    Bool(bool),
+    /// A signed integer.
+    Int(i64),
+    /// A floating-point number.
+    Float(f64),
+    /// A string.
+    String(String),
+}
+
+impl From<&str> for ArgValue {
+    fn from(value: &str) -> Self {
+        Self::String(value.to_owned())
+    }
+}
+
+impl From<Duration> for ArgValue {
+    /// A duration as RabbitMQ takes TTLs and expiries: whole milliseconds.
+    fn from(value: Duration) -> Self {
+        Self::Int(i64::try_from(value.as_millis()).unwrap_or(i64::MAX))
+    }
+}
+
+/// The names of the `x-` arguments warren derives from typed fields.
+pub mod argument {
+    /// The queue type ([`crate::Queue::kind`]).
+    pub const QUEUE_TYPE: &str = "x-queue-type";
+    /// The dead-letter exchange ([`crate::Queue::dead_letter`]).
+    pub const DEAD_LETTER_EXCHANGE: &str = "x-dead-letter-exchange";
+    /// The routing key of dead letters ([`crate::Queue::dead_letter`]).
+    pub const DEAD_LETTER_ROUTING_KEY: &str = "x-dead-letter-routing-key";
+    /// How a quorum queue dead-letters (wait queues: `at-least-once`).
+    pub const DEAD_LETTER_STRATEGY: &str = "x-dead-letter-strategy";
+    /// Deliveries of one message a quorum queue allows.
+    pub const DELIVERY_LIMIT: &str = "x-delivery-limit";
+    /// How long a message may wait in the queue (a wait queue's delay).
+    pub const MESSAGE_TTL: &str = "x-message-ttl";
+    /// What happens when a length limit is reached.
+    pub const OVERFLOW: &str = "x-overflow";
+    /// An exchange's alternate exchange ([`crate::Exchange::alternate_exchange`]).
+    pub const ALTERNATE_EXCHANGE: &str = "alternate-exchange";
+}
+
+/// Every exchange, queue and binding of a contract.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Topology {
+    /// Exchanges, by name order.
+    pub exchanges: Vec<Exchange>,
+    /// Queues: each declared queue by name order, followed by its wait queues, shortest
+    /// delay first.
+    pub queues: Vec<Queue>,
+    /// Bindings, in contract order.
+    pub bindings: Vec<Binding>,
+    /// The prefix every name carries (empty unless [`Topology::namespaced`] was used).
+    pub namespace: String,
+}
+
+impl Topology {
+    /// The same topology with every exchange and queue name prefixed with `prefix`, and every
+    /// reference to them (bindings, dead-letter targets, wait queues, alternate exchanges)
+    /// rewritten to match. Several services or test runs can then share one broker without
+    /// seeing each other's messages.
+    pub fn namespaced(&self, prefix: &str) -> Self {
+        let name = |n: &str| format!("{prefix}{n}");
+        // The default exchange (`""`) is the broker's, and stays unprefixed.
+        let exchange_ref = |n: &str| if n.is_empty() { String::new() } else { name(n) };
+        let mut topology = self.clone();
+        topology.namespace = format!("{prefix}{}", self.namespace);
+        for exchange in &mut topology.exchanges {
+            exchange.name = name(&exchange.name);
+            exchange.alternate_exchange = exchange.alternate_exchange.as_deref().map(name);
+        }
+        for queue in &mut topology.queues {
+            queue.name = name(&queue.name);
+            if let Some(dead_letter) = &mut queue.dead_letter {
+                if dead_letter.exchange.is_empty() {
+                    // Through the default exchange, the key is a queue name.
+                    dead_letter.routing_key = dead_letter.routing_key.as_deref().map(name);
+                }
+                dead_letter.exchange = exchange_ref(&dead_letter.exchange);
+            }
+            if let Retry::TtlBackoff(backoff) = &mut queue.retry {
+                for tier in &mut backoff.tiers {
+                    tier.queue = name(&tier.queue);
+                }
+            }
+            if let QueueRole::Wait { queue: of, .. } = &mut queue.role {
+                *of = name(of);
+            }
+        }
+        for binding in &mut topology.bindings {
+            binding.exchange = name(&binding.exchange);
+            binding.destination = match &binding.destination {
+                Destination::Queue(q) => Destination::Queue(name(q)),
+                Destination::Exchange(e) => Destination::Exchange(name(e)),
+            };
+        }
+        topology
+    }
+
+    /// The queue named `name`.
+    pub fn queue(&self, name: &str) -> Option<&Queue> {
+        self.queues.iter().find(|q| q.name == name)
+    }
+
+    /// The exchange named `name`.
+    pub fn exchange(&self, name: &str) -> Option<&Exchange> {
+        self.exchanges.iter().find(|e| e.name == name)
+    }
+}
+
+spelled! {
+    /// The kind of an exchange, which decides how routing keys are matched.
+    #[derive(Default)]
+    pub enum ExchangeKind {
+        /// Dot-separated words matched against patterns with `*` and `#` (the default).
+        #[default]
+        Topic => "topic",
+        /// The routing key must equal the binding key.
+        Direct => "direct",
+        /// Every bound queue gets every message.
+        Fanout => "fanout",
+        /// Messages are matched on their headers, not their routing key.
+        Headers => "headers",
+    }
+}
+
+/// An exchange.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exchange {
+    /// Name.
+    pub name: String,
+    /// Kind.
+    pub kind: ExchangeKind,
+    /// Survives a broker restart.
+    pub durable: bool,
+    /// Deleted with its last binding.
+    pub auto_delete: bool,
+    /// Only exchanges may publish to it.
+    pub internal: bool,
+    /// The exchange that gets messages this one cannot route (`alternate-exchange`).
+    pub alternate_exchange: Option<String>,
+    /// Other declaration arguments, as the contract wrote them.
+    pub arguments: Arguments,
+}
+
+impl Exchange {
+    /// The arguments the broker is told: [`Exchange::arguments`] and the alternate exchange.
+    pub fn declare_arguments(&self) -> Arguments {
+        let mut arguments = self.arguments.clone();
+        if let Some(alternate) = &self.alternate_exchange {
+            arguments.insert(
+                argument::ALTERNATE_EXCHANGE.to_owned(),
+                alternate.as_str().into(),
+            );
+        }
+        arguments
+    }
+}
+
+spelled! {
+    /// The kind of a queue.
+    #[derive(Default)]
+    pub enum QueueKind {
+        /// Replicated, durable, with delivery counting (the default).
+        #[default]
+        Quorum => "quorum",
+        /// The classic single-node queue.
+        Classic => "classic",
+        /// An append-only log; consumers read by offset.
+        Stream => "stream",
+    }
+}
+
+spelled! {
+    /// What happens to a message that cannot be decoded or validated.
+    #[derive(Default)]
+    pub enum OnPoison {
+        /// Dead-letter it, with the reason in its headers (the default).
+        #[default]
+        DeadLetter => "dead-letter",
+        /// Acknowledge and drop it, with a log line.
+        Drop => "drop",
+    }
+}
+
+/// A queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Queue {
+    /// Name.
+    pub name: String,
+    /// Kind (`x-queue-type`).
+    pub kind: QueueKind,
+    /// Survives a broker restart.
+    pub durable: bool,
+    /// Owned by one connection.
+    pub exclusive: bool,
+    /// Deleted with its last consumer.
+    pub auto_delete: bool,
+    /// Where dead letters go (`x-dead-letter-exchange`, `x-dead-letter-routing-key`).
+    pub dead_letter: Option<DeadLetter>,
+    /// A quorum queue's `x-delivery-limit` as the contract set it; `None` derives it from
+    /// the retry policy ([`Queue::delivery_limit`]).
+    pub delivery_limit: Option<u32>,
+    /// How failed deliveries are retried.
+    pub retry: Retry,
+    /// What happens to messages that cannot be decoded or validated.
+    pub on_poison: OnPoison,
+    /// Why the queue exists: declared in the contract, or a wait queue of one.
+    pub role: QueueRole,
+    /// Other declaration arguments (TTLs, lengths…), as the contract wrote them.
+    pub arguments: Arguments,
+}
+
+impl Queue {
+    /// A declared queue of `kind` with the contract's defaults: durable, shared, kept, no
+    /// dead-lettering, no retries.
+    pub fn new(name: impl Into<String>, kind: QueueKind) -> Self {
+        Self {
+            name: name.into(),
+            kind,
+            durable: true,
+            exclusive: false,
+            auto_delete: false,
+            dead_letter: None,
+            delivery_limit: None,
+            retry: Retry::None,
+            on_poison: OnPoison::default(),
+            role: QueueRole::Declared,
+            arguments: Arguments::new(),
+        }
+    }
+
+    /// The `x-delivery-limit` of a declared quorum queue (`None` for other queues):
+    /// [`Queue::delivery_limit`](field@Queue::delivery_limit) as set, else one above the
+    /// retry budget, so the worker, not the broker, decides when a message is exhausted (and
+    /// adds the reason).
+    ///
+    /// Always explicit: RabbitMQ 4 defaults the limit to 20 and 3.10 has none. Past the limit
+    /// RabbitMQ dead-letters the message, or drops it when the queue has nowhere to
+    /// dead-letter: such a queue (a dead-letter queue itself, typically, where a crashing DLQ
+    /// consumer or a peek with requeue returns messages) gets no limit that drops, the
+    /// largest one AMQP carries ([`QUORUM_UNLIMITED`]), and so does `exhausted: requeue`,
+    /// which asks for no limit at all.
+    pub fn quorum_delivery_limit(&self) -> Option<u32> {
+        if self.kind != QueueKind::Quorum || self.role != QueueRole::Declared {
+            return None;
+        }
+        let derived = match &self.retry {
+            _ if self.dead_letter.is_none() => QUORUM_UNLIMITED,
+            Retry::ImmediateRequeue {
+                exhausted: Exhausted::Requeue,
+                ..
+            } => QUORUM_UNLIMITED,
+            Retry::TtlBackoff(backoff) if backoff.exhausted == Exhausted::Requeue => {
+                QUORUM_UNLIMITED
+            }
+            Retry::ImmediateRequeue { max_retries, .. } => max_retries.saturating_add(1),
+            Retry::TtlBackoff(backoff) => backoff.max_retries.saturating_add(1),
+            Retry::None | Retry::QuorumNative => 1,
+        };
+        Some(self.delivery_limit.unwrap_or(derived))
+    }
+
+    /// Every argument the broker is told, derived from the typed fields over
+    /// [`Queue::arguments`]: `x-queue-type`, dead-lettering, the quorum delivery limit, and
+    /// for a wait queue its TTL (and, on quorum queues, at-least-once dead-lettering back and
+    /// `reject-publish`, so the hop back is never at-most-once).
+    pub fn declare_arguments(&self) -> Arguments {
+        let mut arguments = self.arguments.clone();
+        let mut set = |key: &str, value: ArgValue| {
+            arguments.insert(key.to_owned(), value);
+        };
+        set(argument::QUEUE_TYPE, self.kind.as_str().into());
+        if let Some(dead_letter) = &self.dead_letter {
+            set(
+                argument::DEAD_LETTER_EXCHANGE,
+                dead_letter.exchange.as_str().into(),
+            );
+            if let Some(key) = &dead_letter.routing_key {
+                set(argument::DEAD_LETTER_ROUTING_KEY, key.as_str().into());
+            }
+        }
+        if let Some(limit) = self.quorum_delivery_limit() {
+            set(argument::DELIVERY_LIMIT, ArgValue::Int(i64::from(limit)));
+        }
+        if let QueueRole::Wait { delay, .. } = &self.role {
+            set(argument::MESSAGE_TTL, (*delay).into());
+            if self.kind == QueueKind::Quorum {
+                set(argument::DEAD_LETTER_STRATEGY, "at-least-once".into());
+                set(argument::OVERFLOW, "reject-publish".into());
+            }
+        }
+        arguments
+    }
+
+    /// The wait queues of a ttl-backoff queue, shortest delay first (none for other
+    /// policies): each holds messages for its delay, then dead-letters them back to this
+    /// queue through the default exchange (never through the original exchange, where
+    /// sibling queues would get copies). They are of this queue's kind, so on a quorum queue
+    /// the hop back is at-least-once.
+    pub fn wait_queues(&self) -> Vec<Queue> {
+        let Retry::TtlBackoff(backoff) = &self.retry else {
+            return Vec::new();
+        };
+        backoff
+            .tiers
+            .iter()
+            .map(|tier| Queue {
+                durable: self.durable,
+                dead_letter: Some(DeadLetter {
+                    exchange: String::new(),
+                    routing_key: Some(self.name.clone()),
+                }),
+                role: QueueRole::Wait {
+                    queue: self.name.clone(),
+                    delay: tier.delay,
+                },
+                ..Queue::new(tier.queue.clone(), self.kind)
+            })
+            .collect()
+    }
+}
+
+/// Why a queue exists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueueRole {
+    /// Declared in the contract.
+    Declared,
+    /// A ttl-backoff wait queue of `queue`: messages wait `delay` (its TTL), then
+    /// dead-letter back to `queue`.
+    Wait {
+        /// The queue whose retries wait here.
+        queue: String,
+        /// How long they wait.
+        delay: Duration,
+    },
+}
+
+/// A queue's dead-letter target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    /// The exchange (`""` is the default exchange).
+    pub exchange: String,
+    /// The routing key dead letters get; `None` keeps their own.
+    pub routing_key: Option<String>,
+}
+
+/// A binding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Binding {
+    /// Source exchange.
+    pub exchange: String,
+    /// Destination.
+    pub destination: Destination,
+    /// Binding key (`""` where the exchange type ignores it).
+    pub routing_key: String,
+    /// Binding arguments (`x-match` and header values on headers exchanges).
+    pub arguments: Arguments,
+}
+
+/// A binding's destination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// A queue.
+    Queue(String),
+    /// An exchange.
+    Exchange(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{ArgValue, DeadLetter, Queue, QueueKind, QueueRole, Topology};
+    use crate::retry::{Backoff, Exhausted, QUORUM_UNLIMITED, Retry};
+
+    fn backoff_queue(kind: QueueKind, exhausted: Exhausted) -> Queue {
+        let mut queue = Queue::new("work", kind);
+        queue.dead_letter = Some(DeadLetter {
+            exchange: "dlx".into(),
+            routing_key: None,
+        });
+        queue.retry = Retry::TtlBackoff(Backoff::new(
+            "work",
+            3,
+            Duration::from_millis(100),
+            Duration::from_millis(300),
+            2.0,
+            false,
+            exhausted,
+        ));
+        queue
+    }
+
+    #[test]
+    fn quorum_queues_get_a_limit_above_the_retries() {
+        let queue = backoff_queue(QueueKind::Quorum, Exhausted::DeadLetter);
+        let arguments = queue.declare_arguments();
+        assert_eq!(arguments["x-delivery-limit"], ArgValue::Int(4));
+        assert_eq!(arguments["x-queue-type"], ArgValue::String("quorum".into()));
+        assert_eq!(
+            arguments["x-dead-letter-exchange"],
+            ArgValue::String("dlx".into())
+        );
+        assert!(!arguments.contains_key("x-dead-letter-routing-key"));
+        let requeue = backoff_queue(QueueKind::Quorum, Exhausted::Requeue);
+        assert_eq!(requeue.quorum_delivery_limit(), Some(QUORUM_UNLIMITED));
+        let mut no_dlx = queue.clone();
+        no_dlx.dead_letter = None;
+        assert_eq!(no_dlx.quorum_delivery_limit(), Some(QUORUM_UNLIMITED));
+        let mut set = queue.clone();
+        set.delivery_limit = Some(9);
+        assert_eq!(set.quorum_delivery_limit(), Some(9));
+        let classic = backoff_queue(QueueKind::Classic, Exhausted::DeadLetter);
+        assert!(!classic.declare_arguments().contains_key("x-delivery-limit"));
+    }
+
+    #[test]
+    fn wait_queues_dead_letter_back_after_their_delay() {
+        let queue = backoff_queue(QueueKind::Quorum, Exhausted::DeadLetter);
+        let waits = queue.wait_queues();
+        let names: Vec<&str> = waits.iter().map(|q| q.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["work.wait.100ms", "work.wait.200ms", "work.wait.300ms"]
+        );
+        let arguments = waits[1].declare_arguments();
+        let text = |s: &str| ArgValue::String(s.into());
+        assert_eq!(
+            arguments.into_iter().collect::<Vec<_>>(),
+            [
+                ("x-dead-letter-exchange".to_owned(), text("")),
+                ("x-dead-letter-routing-key".to_owned(), text("work")),
+                ("x-dead-letter-strategy".to_owned(), text("at-least-once")),
+                ("x-message-ttl".to_owned(), ArgValue::Int(200)),
+                ("x-overflow".to_owned(), text("reject-publish")),
+                ("x-queue-type".to_owned(), text("quorum")),
+            ]
+        );
+    }
+
+    #[test]
+    fn namespacing_rewrites_every_reference() {
+        let queue = backoff_queue(QueueKind::Quorum, Exhausted::DeadLetter);
+        let mut topology = Topology::default();
+        topology.queues.push(queue.clone());
+        topology.queues.extend(queue.wait_queues());
+        let spaced = topology.namespaced("t1.");
+        assert_eq!(spaced.namespace, "t1.");
+        let wait = spaced.queue("t1.work.wait.100ms").expect("wait queue");
+        assert_eq!(
+            wait.role,
+            QueueRole::Wait {
+                queue: "t1.work".into(),
+                delay: Duration::from_millis(100)
+            }
+        );
+        assert_eq!(
+            wait.declare_arguments()["x-dead-letter-routing-key"],
+            ArgValue::String("t1.work".into())
+        );
+        let main = spaced.queue("t1.work").expect("queue");
+        assert_eq!(
+            main.dead_letter.as_ref().map(|d| d.exchange.as_str()),
+            Some("t1.dlx")
+        );
+        let Retry::TtlBackoff(backoff) = &main.retry else {
+            panic!("ttl-backoff");
+        };
+        assert_eq!(backoff.tiers[0].queue, "t1.work.wait.100ms");
+    }
+}
