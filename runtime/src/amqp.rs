@@ -3,7 +3,7 @@
 use lapin::types::{AMQPValue, FieldArray, FieldTable, LongString, ShortString};
 use serde_json::{Map, Value};
 
-use crate::topology::{ArgValue, Arguments};
+use crate::model::{ArgValue, Arguments};
 use crate::wire::MAX_DEPTH;
 
 /// Declaration arguments as an AMQP field table.

@@ -8,7 +8,7 @@ use lapin::options::{
 use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
 use lapin::types::ShortString;
 
-use crate::topology::{Destination, ExchangeKind, Topology};
+use crate::model::{Destination, ExchangeKind, Topology};
 use crate::{Connection, amqp};
 
 /// Why declaring or checking a topology failed.
@@ -122,7 +122,7 @@ async fn apply(
                 ShortString::from(exchange.name.as_str()),
                 kind,
                 options,
-                amqp::arguments(&exchange.arguments),
+                amqp::arguments(&exchange.declare_arguments()),
             )
             .await
             .map_err(|e| classify("exchange", &exchange.name, e))?;
@@ -139,7 +139,7 @@ async fn apply(
             .queue_declare(
                 ShortString::from(queue.name.as_str()),
                 options,
-                amqp::arguments(&queue.arguments),
+                amqp::arguments(&queue.declare_arguments()),
             )
             .await
             .map_err(|e| classify("queue", &queue.name, e))?;

@@ -10,8 +10,8 @@ use lapin::BasicProperties;
 use lapin::types::ShortString;
 use serde::{Deserialize, Serialize};
 
+use crate::model::{DeadLetter, OnPoison, QueueKind, Retry};
 use crate::schema::Validators;
-use crate::topology::{OnPoison, QueueKind, Retry};
 use crate::worker::QueueInfo;
 use crate::worker::decode::{decode as decode_delivery, original_route, retries_so_far};
 use crate::worker::settle::{MAX_ERROR_BYTES, truncate};
@@ -129,12 +129,16 @@ pub fn decode(
         retry: Retry::None,
         on_poison: OnPoison::DeadLetter,
         // No routing key: a dead letter goes out under the message's original one.
-        dead_letter: Some(("jobs.dlx".to_owned(), None)),
+        dead_letter: Some(DeadLetter {
+            exchange: "jobs.dlx".to_owned(),
+            routing_key: None,
+        }),
     };
     let decoded = decode_delivery::<JobMessage>(&raw, &queue, Some(&validators), max_body_bytes);
     // What settling then reads from the same delivery without a broker: the retry count,
     // the `x-last-error` text, and the route of a dead-letter copy, which goes to lapin as
-    // short strings. `ShortString::from` panics on more than 255 bytes, so a route that the
+    // short strings. `ShortString::from` panics past
+    // [`crate::model::limits::MAX_SHORT_STRING`] bytes, so a route that the
     // worker could not publish to fails here, as it would in the worker.
     let _ = retries_so_far(&raw, &queue);
     let (exchange, routing_key) = original_route(&raw);

@@ -32,7 +32,7 @@
 //! - [`Delivery`], [`HandlerError`]: what a handler receives and returns. A handler decides
 //!   *whether* a failure can ever succeed ([`HandlerError::retryable`] or
 //!   [`HandlerError::non_retryable`]); the queue's retry policy decides *how* retries happen;
-//! - [`topology`]: the description of exchanges, queues (with their arguments), bindings and
+//! - [`model`]: the description of exchanges, queues (with their arguments), bindings and
 //!   retry infrastructure that generated `topology()` functions return;
 //! - [`Publisher`]: publishes typed payloads with confirms and `mandatory`;
 //! - [`Worker`], [`Handler`], [`BatchHandler`]: run consumers.
@@ -47,11 +47,9 @@ mod delivery;
 mod error;
 mod message;
 mod publisher;
-mod reason;
 mod routing_key;
 mod schema;
 mod sync;
-pub mod topology;
 mod wire;
 mod worker;
 
@@ -60,14 +58,18 @@ pub use declare::{DeclareError, declare, delete, verify};
 pub use delivery::Delivery;
 pub use error::{HandlerError, PublishError, WorkerError};
 pub use message::{Message, NoHeaders};
+pub use model::Topology;
 pub use publisher::{Compression, DEFAULT_PUBLISH_TIMEOUT, Publication, PublishOptions, Publisher};
 pub use routing_key::{KeyPart, RoutingKey};
 pub use schema::SchemaError;
-pub use topology::Topology;
 pub use worker::{
     BatchHandler, BatchSpec, CircuitBreaker, ConsumerSpec, DEFAULT_DRAIN_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES, Handler, ShutdownHandle, Worker,
 };
+
+/// The topology model shared with the generator: exchanges, queues, bindings, retry
+/// policies and their arithmetic, header names and failure reasons.
+pub use warren_model as model;
 
 /// The AMQP client warren runs on, for connections and channels you create yourself.
 pub use lapin;

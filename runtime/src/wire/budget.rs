@@ -7,7 +7,7 @@ use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 
 use super::header::{
-    CUT_TOO_LARGE, FRAME_OVERHEAD, HEADER_PREFIX, HEADERS_CUT, MAX_DETAIL_BYTES, OWN_HEADERS,
+    CUT_TOO_LARGE, FRAME_OVERHEAD, HEADER_PREFIX, HEADERS_CUT, MAX_DETAIL_BYTES, own_header,
 };
 
 /// Room kept free in a copy's header frame for what the broker adds on its way (an `x-death`
@@ -109,7 +109,7 @@ pub(crate) fn fit(properties: &BasicProperties, budget: usize) -> Option<BasicPr
     let mut order: Vec<(bool, usize, ShortString)> = headers
         .iter()
         .map(|(key, value)| {
-            let own = OWN_HEADERS.contains(&key.as_str());
+            let own = own_header(key.as_str());
             (own, entry_len(key.as_str(), value), key.clone())
         })
         .collect();
@@ -135,7 +135,7 @@ pub(crate) fn fit(properties: &BasicProperties, budget: usize) -> Option<BasicPr
     );
     let mut reason = CUT_TOO_LARGE;
     if let Some((was, before)) = earlier {
-        reason = was;
+        reason = was.as_str();
         detail = format!("{before}; then {detail}");
     }
     headers.insert(ShortString::from(HEADERS_CUT), marker(reason, &detail));

@@ -8,23 +8,28 @@
 use lapin::types::{AMQPValue, FieldTable};
 
 use super::fields::{Flaw, entries, key_end};
+use crate::model::FailureReason;
+use crate::model::headers::{BROKER_DEATH, WARREN};
 
 /// The header a rebuilt frame carries: a table with the failure `reason` (`too-large` or
 /// `malformed-headers`) and a `detail` saying what was cut.
-pub(crate) const HEADERS_CUT: &str = "x-headers-cut";
+pub(crate) use crate::model::headers::HEADERS_CUT;
 /// `reason` of [`HEADERS_CUT`] when headers were cut to fit the frame size.
-pub(crate) const CUT_TOO_LARGE: &str = crate::reason::TOO_LARGE;
+pub(crate) const CUT_TOO_LARGE: &str = FailureReason::TooLarge.as_str();
 /// `reason` of [`HEADERS_CUT`] when headers or properties could not be parsed safely.
-pub(crate) const CUT_MALFORMED: &str = crate::reason::MALFORMED_HEADERS;
+pub(crate) const CUT_MALFORMED: &str = FailureReason::MalformedHeaders.as_str();
 
 /// The failure reason and detail of a message whose headers the guard cut, from `headers`.
-pub(crate) fn headers_cut(headers: Option<&FieldTable>) -> Option<(&'static str, String)> {
+pub(crate) fn headers_cut(headers: Option<&FieldTable>) -> Option<(FailureReason, String)> {
     let AMQPValue::FieldTable(cut) = headers?.inner().get(HEADERS_CUT)? else {
-        return Some((CUT_MALFORMED, format!("`{HEADERS_CUT}` is not a table")));
+        return Some((
+            FailureReason::MalformedHeaders,
+            format!("`{HEADERS_CUT}` is not a table"),
+        ));
     };
     let reason = match crate::amqp::header_str(Some(cut), "reason").as_deref() {
-        Some(CUT_TOO_LARGE) => CUT_TOO_LARGE,
-        _ => CUT_MALFORMED,
+        Some(CUT_TOO_LARGE) => FailureReason::TooLarge,
+        _ => FailureReason::MalformedHeaders,
     };
     let detail = crate::amqp::header_str(Some(cut), "detail").unwrap_or_default();
     Some((reason, detail))
@@ -37,24 +42,11 @@ pub(super) const FRAME_OVERHEAD: usize = 8;
 /// A content header's bytes before its properties: class, weight, body size, flags.
 pub(super) const HEADER_PREFIX: usize = 14;
 
-/// The headers written by warren and by the broker: cut only once nothing else is left.
-pub(super) const OWN_HEADERS: &[&str] = &[
-    crate::worker::decode::headers::RETRY_COUNT,
-    crate::worker::decode::headers::FIRST_FAILURE,
-    crate::worker::decode::headers::LAST_ERROR,
-    crate::worker::decode::headers::FAILURE_REASON,
-    crate::worker::decode::headers::ORIGINAL_EXCHANGE,
-    crate::worker::decode::headers::ORIGINAL_ROUTING_KEY,
-    crate::worker::decode::headers::CONSUMER,
-    crate::worker::decode::headers::DELIVERY_COUNT,
-    "x-death",
-    "x-first-death-exchange",
-    "x-first-death-queue",
-    "x-first-death-reason",
-    "x-last-death-exchange",
-    "x-last-death-queue",
-    "x-last-death-reason",
-];
+/// Whether `key` is a header written by warren or by the broker: cut only once nothing else
+/// is left.
+pub(super) fn own_header(key: &str) -> bool {
+    WARREN.contains(&key) || BROKER_DEATH.contains(&key)
+}
 
 /// A property of the basic class, in wire order (bit 15 first).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -307,7 +299,7 @@ fn rebuild(channel: [u8; 2], payload: &[u8], frame_max: usize) -> Vec<u8> {
         // Foreign headers first, largest first; warren's and the broker's last.
         let mut order: Vec<usize> = (0..headers.len()).collect();
         order.sort_by_key(|&i| {
-            let own = OWN_HEADERS.contains(&headers[i].key);
+            let own = own_header(headers[i].key);
             (own, std::cmp::Reverse(headers[i].len()))
         });
         let mut cut = vec![false; headers.len()];

@@ -110,7 +110,7 @@ fn headers_nested_past_the_bound_are_cut_and_the_rest_kept() {
     assert!(!headers.inner().contains_key("trace"));
     assert!(!headers.inner().contains_key("just-too-deep"));
     let (reason, detail) = headers_cut(Some(&headers)).expect("marked");
-    assert_eq!(reason, CUT_MALFORMED);
+    assert_eq!(reason.as_str(), CUT_MALFORMED);
     assert!(
         detail.contains("`trace`") && detail.contains("deeper"),
         "{detail}"
@@ -138,7 +138,7 @@ fn a_frame_over_frame_max_loses_its_largest_foreign_headers_first() {
     }
     assert!(!headers.inner().contains_key("blob"));
     let (reason, detail) = headers_cut(Some(&headers)).expect("marked");
-    assert_eq!(reason, CUT_TOO_LARGE);
+    assert_eq!(reason.as_str(), CUT_TOO_LARGE);
     assert!(detail.contains("`blob` (130605 bytes)"), "{detail}");
 }
 
@@ -156,7 +156,7 @@ fn values_lapin_cannot_parse_are_cut() {
         let rebuilt = judge(&frame, 131_072).expect("rebuilt");
         let headers = parsed_headers(&rebuilt);
         assert_eq!(
-            headers_cut(Some(&headers)).expect("marked").0,
+            headers_cut(Some(&headers)).expect("marked").0.as_str(),
             CUT_MALFORMED
         );
     }

@@ -12,36 +12,24 @@ use serde_json::Value;
 use super::policy::QueueInfo;
 use super::settle::{MAX_ERROR_BYTES, truncate};
 use crate::amqp::{header_int, header_str, table_to_json};
-use crate::reason;
+use crate::model::{FailureReason, headers};
 use crate::schema::Validators;
 use crate::{Delivery, Message};
 
 /// Why a message is poison: the `x-failure-reason` and a description.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Poison {
-    pub reason: &'static str,
+    pub reason: FailureReason,
     pub detail: String,
 }
 
 /// A description is cut to what a dead letter's `x-last-error` keeps: a parse error may quote a
 /// string of the body, and the body may be megabytes.
-fn poison(reason: &'static str, detail: impl AsRef<str>) -> Poison {
+fn poison(reason: FailureReason, detail: impl AsRef<str>) -> Poison {
     Poison {
         reason,
         detail: truncate(detail.as_ref(), MAX_ERROR_BYTES),
     }
-}
-
-/// Header names warren keeps on retried and dead-lettered copies.
-pub(crate) mod headers {
-    pub const RETRY_COUNT: &str = "x-retry-count";
-    pub const FIRST_FAILURE: &str = "x-first-failure-timestamp";
-    pub const LAST_ERROR: &str = "x-last-error";
-    pub const FAILURE_REASON: &str = "x-failure-reason";
-    pub const ORIGINAL_EXCHANGE: &str = "x-original-exchange";
-    pub const ORIGINAL_ROUTING_KEY: &str = "x-original-routing-key";
-    pub const CONSUMER: &str = "x-consumer";
-    pub const DELIVERY_COUNT: &str = "x-delivery-count";
 }
 
 /// How many retries came before this delivery, as counted by warren or the broker: a count a
@@ -119,7 +107,7 @@ pub(crate) fn decode<M: Message>(
             .trim();
         if !media.eq_ignore_ascii_case(M::CONTENT_TYPE) {
             return Err(poison(
-                reason::CONTENT_TYPE,
+                FailureReason::ContentType,
                 format!(
                     "content type `{content_type}`, expected `{}`",
                     M::CONTENT_TYPE
@@ -129,7 +117,7 @@ pub(crate) fn decode<M: Message>(
     }
     if raw.data.len() > max_body_bytes {
         return Err(poison(
-            reason::TOO_LARGE,
+            FailureReason::TooLarge,
             format!(
                 "body of {} bytes, above the {max_body_bytes}-byte cap",
                 raw.data.len()
@@ -144,7 +132,7 @@ pub(crate) fn decode<M: Message>(
     let max_items = (max_body_bytes / BYTES_PER_ITEM).max(MIN_ITEMS);
     if more_items_than(&body, max_items) {
         return Err(poison(
-            reason::TOO_LARGE,
+            FailureReason::TooLarge,
             format!(
                 "a JSON body of more than the {max_items} values allowed by the \
                  {max_body_bytes}-byte cap (one per {BYTES_PER_ITEM} bytes of it)"
@@ -156,16 +144,19 @@ pub(crate) fn decode<M: Message>(
     let payload: M::Payload = match validators {
         Some(validators) => {
             let payload: Value = serde_json::from_slice(&body)
-                .map_err(|e| poison(reason::DECODE, format!("body is not JSON: {e}")))?;
+                .map_err(|e| poison(FailureReason::Decode, format!("body is not JSON: {e}")))?;
             if let Some(errors) = validators.payload_errors(&payload) {
-                return Err(poison(reason::VALIDATION, errors));
+                return Err(poison(FailureReason::Validation, errors));
             }
             if let Some(errors) = validators.headers_errors(&header_json) {
-                return Err(poison(reason::VALIDATION, format!("headers: {errors}")));
+                return Err(poison(
+                    FailureReason::Validation,
+                    format!("headers: {errors}"),
+                ));
             }
             serde_json::from_value(payload).map_err(|e| {
                 poison(
-                    reason::DECODE,
+                    FailureReason::Decode,
                     format!("payload does not fit its type: {e}"),
                 )
             })?
@@ -173,14 +164,14 @@ pub(crate) fn decode<M: Message>(
         // Without validation the body goes straight to its type, in one pass.
         None => serde_json::from_slice(&body).map_err(|e| {
             poison(
-                reason::DECODE,
+                FailureReason::Decode,
                 format!("payload does not fit its type: {e}"),
             )
         })?,
     };
     let typed_headers: M::Headers = serde_json::from_value(header_json).map_err(|e| {
         poison(
-            reason::DECODE,
+            FailureReason::Decode,
             format!("headers do not fit their type: {e}"),
         )
     })?;
@@ -269,15 +260,20 @@ fn decompress<'a>(
             .read_to_end(&mut out),
         Some(other) => {
             return Err(poison(
-                reason::DECODE,
+                FailureReason::Decode,
                 format!("unsupported content encoding `{other}`"),
             ));
         }
     };
-    read.map_err(|e| poison(reason::DECODE, format!("cannot decompress the body: {e}")))?;
+    read.map_err(|e| {
+        poison(
+            FailureReason::Decode,
+            format!("cannot decompress the body: {e}"),
+        )
+    })?;
     if out.len() > max {
         return Err(poison(
-            reason::TOO_LARGE,
+            FailureReason::TooLarge,
             format!("body inflates beyond the {max}-byte cap"),
         ));
     }
@@ -291,7 +287,7 @@ mod tests {
     use lapin::BasicProperties;
     use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 
-    use super::{decompress, headers, more_items_than, original_route};
+    use super::{FailureReason, decompress, headers, more_items_than, original_route};
 
     /// A publisher may set `x-original-*` headers to anything; one longer than an AMQP name
     /// used to become the routing key of the dead-letter copy, and lapin panicked on it.
@@ -342,17 +338,17 @@ mod tests {
         );
         assert_eq!(
             decompress(&body, Some("gzip"), 9_999).unwrap_err().reason,
-            "too-large"
+            FailureReason::TooLarge
         );
         assert_eq!(
             decompress(b"not gzip", Some("gzip"), 100)
                 .unwrap_err()
                 .reason,
-            "decode"
+            FailureReason::Decode
         );
         assert_eq!(
             decompress(b"x", Some("br"), 100).unwrap_err().reason,
-            "decode"
+            FailureReason::Decode
         );
         assert_eq!(decompress(b"x", None, 100).unwrap().as_ref(), b"x");
     }
@@ -376,7 +372,7 @@ mod tests {
         let bomb = gzip(&vec![0; 32 * 1024 * 1024]);
         assert!(bomb.len() < 64 * 1024, "{} bytes", bomb.len());
         let error = decompress(&bomb, Some("gzip"), 1024 * 1024).unwrap_err();
-        assert_eq!(error.reason, "too-large");
+        assert_eq!(error.reason, FailureReason::TooLarge);
         assert!(
             error.detail.contains("1048576-byte cap"),
             "{}",

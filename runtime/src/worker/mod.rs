@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::topology::{ArgValue, Topology};
+use crate::model::Topology;
 use crate::{Connection, Delivery, HandlerError, Message, WorkerError};
 
 pub(crate) use policy::QueueInfo;
@@ -305,21 +305,12 @@ impl Worker {
 }
 
 /// What the worker needs to know about a queue of the topology.
-fn queue_info(queue: &crate::topology::Queue) -> QueueInfo {
-    let text = |key: &str| match queue.arguments.get(key) {
-        Some(ArgValue::String(value)) => Some(value.clone()),
-        _ => None,
-    };
-    let dead_letter = match &queue.dead_letter {
-        Some(dl) => Some((dl.exchange.clone(), dl.routing_key.clone())),
-        None => text("x-dead-letter-exchange")
-            .map(|exchange| (exchange, text("x-dead-letter-routing-key"))),
-    };
+fn queue_info(queue: &crate::model::Queue) -> QueueInfo {
     QueueInfo {
         name: queue.name.clone(),
         kind: queue.kind,
         retry: queue.retry.clone(),
         on_poison: queue.on_poison,
-        dead_letter,
+        dead_letter: queue.dead_letter.clone(),
     }
 }

@@ -1,8 +1,7 @@
 //! What happens to a delivery that failed: the queue's retry policy applied to one failure.
 //! Pure decisions, so the model is testable without a broker.
 
-use crate::reason;
-use crate::topology::{Exhausted, OnPoison, QueueKind, Retry};
+use crate::model::{DeadLetter, Exhausted, FailureReason, OnPoison, QueueKind, Retry};
 
 /// A queue as the worker needs to know it.
 #[derive(Debug, Clone)]
@@ -12,13 +11,13 @@ pub(crate) struct QueueInfo {
     pub kind: QueueKind,
     pub retry: Retry,
     pub on_poison: OnPoison,
-    /// Where dead letters go: `dead_letter`, or raw `x-dead-letter-*` arguments.
-    pub dead_letter: Option<(String, Option<String>)>,
+    /// Where dead letters go.
+    pub dead_letter: Option<DeadLetter>,
 }
 
 impl QueueInfo {
     /// Dead-lettering for `reason`: to the dead-letter exchange, or, with none, discarded.
-    pub fn dead_letter_outcome(&self, reason: &'static str) -> Outcome {
+    pub fn dead_letter_outcome(&self, reason: FailureReason) -> Outcome {
         if self.dead_letter.is_some() {
             Outcome::DeadLetter { reason }
         } else {
@@ -31,7 +30,7 @@ impl QueueInfo {
     pub fn broker_counts(&self) -> bool {
         matches!(
             (&self.retry, self.kind),
-            (Retry::QuorumNative { .. }, _) | (Retry::ImmediateRequeue { .. }, QueueKind::Quorum)
+            (Retry::QuorumNative, _) | (Retry::ImmediateRequeue { .. }, QueueKind::Quorum)
         )
     }
 }
@@ -40,7 +39,7 @@ impl QueueInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Failure {
     /// It could not be decoded or validated (`reason` names how); never retried.
-    Poison(&'static str),
+    Poison(FailureReason),
     /// The handler said it can never succeed.
     NonRetryable,
     /// The handler failed (or panicked) and it may succeed later.
@@ -64,11 +63,11 @@ pub(crate) enum Outcome {
         retry_count: u32,
     },
     /// Publish a copy to the dead-letter exchange with failure context; then ack.
-    DeadLetter { reason: &'static str },
+    DeadLetter { reason: FailureReason },
     /// Ack and discard, with a log line: the contract says so.
-    Drop { reason: &'static str },
+    Drop { reason: FailureReason },
     /// No dead-letter exchange: `basic.nack(requeue=false)`, and the body is gone.
-    Discard { reason: &'static str },
+    Discard { reason: FailureReason },
 }
 
 /// Applies `queue`'s policy to a `failure` after `retries` earlier retries. `jitter` is a
@@ -76,9 +75,9 @@ pub(crate) enum Outcome {
 pub(crate) fn decide(queue: &QueueInfo, retries: u32, failure: Failure, jitter: f64) -> Outcome {
     let dead_letter = |reason| queue.dead_letter_outcome(reason);
     let exhausted = |policy: Exhausted| match policy {
-        Exhausted::DeadLetter => dead_letter(reason::EXHAUSTED),
+        Exhausted::DeadLetter => dead_letter(FailureReason::Exhausted),
         Exhausted::Drop => Outcome::Drop {
-            reason: reason::EXHAUSTED,
+            reason: FailureReason::Exhausted,
         },
         Exhausted::Requeue => Outcome::Requeue { exhausted: true },
     };
@@ -87,11 +86,11 @@ pub(crate) fn decide(queue: &QueueInfo, retries: u32, failure: Failure, jitter: 
             OnPoison::Drop => Outcome::Drop { reason },
             OnPoison::DeadLetter => dead_letter(reason),
         },
-        Failure::NonRetryable => dead_letter(reason::NON_RETRYABLE),
-        Failure::Internal => dead_letter(reason::INTERNAL_ERROR),
+        Failure::NonRetryable => dead_letter(FailureReason::NonRetryable),
+        Failure::Internal => dead_letter(FailureReason::InternalError),
         Failure::Retryable => match &queue.retry {
             // No retries: the budget of zero is spent at once.
-            Retry::None => dead_letter(reason::EXHAUSTED),
+            Retry::None => dead_letter(FailureReason::Exhausted),
             Retry::ImmediateRequeue {
                 max_retries,
                 exhausted: when_spent,
@@ -122,14 +121,22 @@ pub(crate) fn decide(queue: &QueueInfo, retries: u32, failure: Failure, jitter: 
                     return exhausted(backoff.exhausted);
                 }
                 let Some(tier) = backoff.tier(retries, jitter) else {
-                    return exhausted(backoff.exhausted);
+                    // The tiers were not laid out by `Backoff::new` for this policy (a
+                    // topology edited by hand): no wait queue has the delay, and guessing one
+                    // would retry on another schedule than the contract's. A bug to look at.
+                    tracing::error!(
+                        queue = queue.name,
+                        retries,
+                        "no wait tier for this retry's delay: the topology's tiers do not match its backoff"
+                    );
+                    return dead_letter(FailureReason::InternalError);
                 };
                 Outcome::Retry {
                     routing_key: tier.queue.clone(),
                     retry_count: retries.saturating_add(1),
                 }
             }
-            Retry::QuorumNative { .. } => Outcome::Requeue { exhausted: false },
+            Retry::QuorumNative => Outcome::Requeue { exhausted: false },
         },
     }
 }
@@ -139,7 +146,7 @@ mod tests {
     use std::time::Duration;
 
     use super::{Failure, Outcome, QueueInfo, decide};
-    use crate::topology::{Backoff, Exhausted, OnPoison, QueueKind, Retry, WaitTier};
+    use crate::model::{Backoff, DeadLetter, Exhausted, FailureReason, OnPoison, QueueKind, Retry};
 
     fn queue(kind: QueueKind, retry: Retry) -> QueueInfo {
         QueueInfo {
@@ -147,63 +154,55 @@ mod tests {
             kind,
             retry,
             on_poison: OnPoison::DeadLetter,
-            dead_letter: Some(("dlx".into(), None)),
+            dead_letter: Some(DeadLetter {
+                exchange: "dlx".into(),
+                routing_key: None,
+            }),
         }
     }
 
     fn backoff(exhausted: Exhausted) -> Retry {
         let ms = Duration::from_millis;
-        Retry::TtlBackoff(Backoff {
-            max_retries: 3,
-            initial_delay: ms(100),
-            max_delay: ms(300),
-            multiplier: 2.0,
-            jitter: false,
+        Retry::TtlBackoff(Backoff::new(
+            "work",
+            3,
+            ms(100),
+            ms(300),
+            2.0,
+            false,
             exhausted,
-            tiers: vec![
-                WaitTier {
-                    queue: "work.wait.100ms".into(),
-                    delay: ms(100),
-                },
-                WaitTier {
-                    queue: "work.wait.200ms".into(),
-                    delay: ms(200),
-                },
-                WaitTier {
-                    queue: "work.wait.300ms".into(),
-                    delay: ms(300),
-                },
-            ],
-        })
+        ))
     }
 
     #[test]
     fn poison_and_non_retryable_are_never_retried() {
         let q = queue(QueueKind::Quorum, backoff(Exhausted::DeadLetter));
         assert_eq!(
-            decide(&q, 0, Failure::Poison("validation"), 0.0),
+            decide(&q, 0, Failure::Poison(FailureReason::Validation), 0.0),
             Outcome::DeadLetter {
-                reason: "validation"
+                reason: FailureReason::Validation
             }
         );
         assert_eq!(
             decide(&q, 0, Failure::NonRetryable, 0.0),
             Outcome::DeadLetter {
-                reason: "non-retryable"
+                reason: FailureReason::NonRetryable
             }
         );
         let mut dropping = q.clone();
         dropping.on_poison = OnPoison::Drop;
         assert_eq!(
-            decide(&dropping, 0, Failure::Poison("decode"), 0.0),
-            Outcome::Drop { reason: "decode" }
+            decide(&dropping, 0, Failure::Poison(FailureReason::Decode), 0.0),
+            Outcome::Drop {
+                reason: FailureReason::Decode
+            }
         );
         let mut no_dlx = q;
         no_dlx.dead_letter = None;
         assert_eq!(
             decide(&no_dlx, 0, Failure::NonRetryable, 0.0),
             Outcome::Discard {
-                reason: "non-retryable"
+                reason: FailureReason::NonRetryable
             }
         );
     }
@@ -232,7 +231,7 @@ mod tests {
         assert_eq!(
             decide(&q, 3, Failure::Retryable, 0.0),
             Outcome::Drop {
-                reason: "exhausted"
+                reason: FailureReason::Exhausted
             }
         );
     }
@@ -251,7 +250,7 @@ mod tests {
         assert_eq!(
             decide(&quorum, 2, Failure::Retryable, 0.0),
             Outcome::DeadLetter {
-                reason: "exhausted"
+                reason: FailureReason::Exhausted
             }
         );
         let classic = queue(QueueKind::Classic, retry);
@@ -279,7 +278,7 @@ mod tests {
         assert_eq!(
             decide(&q, u32::MAX, Failure::Internal, 0.0),
             Outcome::DeadLetter {
-                reason: "internal-error"
+                reason: FailureReason::InternalError
             }
         );
     }
@@ -290,31 +289,25 @@ mod tests {
         assert_eq!(
             decide(&q, 0, Failure::Retryable, 0.0),
             Outcome::DeadLetter {
-                reason: "exhausted"
+                reason: FailureReason::Exhausted
             }
         );
     }
 
+    /// A topology whose tiers do not match its backoff (edited by hand) has no wait queue for
+    /// the delay a retry wants: it is dead-lettered as warren's own error, not retried on a
+    /// schedule the contract did not ask for.
     #[test]
-    fn jitter_picks_a_bucket_wait_queue() {
-        let ms = Duration::from_millis;
-        let backoff = Backoff {
-            max_retries: 1,
-            initial_delay: ms(1200),
-            max_delay: ms(1200),
-            multiplier: 2.0,
-            jitter: true,
-            exhausted: Exhausted::DeadLetter,
-            tiers: [600, 800, 1000, 1200]
-                .map(|d| WaitTier {
-                    queue: format!("work.wait.{d}ms"),
-                    delay: ms(d),
-                })
-                .to_vec(),
-        };
-        let picked: Vec<u64> = [0.0, 0.3, 0.6, 0.99]
-            .map(|r| backoff.tier(0, r).unwrap().delay.as_millis() as u64)
-            .to_vec();
-        assert_eq!(picked, [1200, 1000, 800, 600]);
+    fn a_missing_tier_is_an_internal_error() {
+        let mut q = queue(QueueKind::Quorum, backoff(Exhausted::DeadLetter));
+        if let Retry::TtlBackoff(backoff) = &mut q.retry {
+            backoff.tiers.remove(1);
+        }
+        assert_eq!(
+            decide(&q, 1, Failure::Retryable, 0.0),
+            Outcome::DeadLetter {
+                reason: FailureReason::InternalError
+            }
+        );
     }
 }

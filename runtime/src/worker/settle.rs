@@ -11,11 +11,11 @@ use lapin::options::{BasicNackOptions, BasicRejectOptions};
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 
 use super::acks::Taken;
-use super::decode::{headers, original_route};
+use super::decode::original_route;
 use super::policy::{Failure, Outcome, QueueInfo, decide};
 use crate::Publisher;
 use crate::connection::backoff;
-use crate::reason;
+use crate::model::{FailureReason, headers};
 
 /// Longest `x-last-error` kept, in bytes: diagnostic headers stay far below the frame size
 /// whatever an error says.
@@ -114,14 +114,16 @@ impl Settler {
                 }
                 // A copy over the frame size would close the connection it is published on,
                 // and retrying cannot make the message smaller.
-                let too_large = self.queue.dead_letter_outcome(reason::TOO_LARGE);
+                let too_large = self.queue.dead_letter_outcome(FailureReason::TooLarge);
                 Box::pin(self.apply(raw, too_large, retries, error)).await;
             }
             Outcome::DeadLetter { reason } => {
-                let Some((exchange, key)) = &self.queue.dead_letter else {
+                let Some(dead_letter) = &self.queue.dead_letter else {
                     return self.reject(raw, false).await;
                 };
-                let routing_key = key.clone().unwrap_or_else(|| original_route(raw).1);
+                let routing_key =
+                    (dead_letter.routing_key.clone()).unwrap_or_else(|| original_route(raw).1);
+                let reason = reason.as_str();
                 let mut properties = self.copy(raw, retries, error, Some(reason));
                 if let Some(cut) = crate::wire::fit(&properties, self.budget()) {
                     tracing::warn!(
@@ -133,10 +135,11 @@ impl Settler {
                     properties = cut;
                 }
                 tracing::warn!(consumer, queue, reason, error, "dead-lettered");
-                self.republish(raw, exchange, &routing_key, properties)
+                self.republish(raw, &dead_letter.exchange, &routing_key, properties)
                     .await;
             }
             Outcome::Drop { reason } => {
+                let reason = reason.as_str();
                 tracing::warn!(
                     consumer,
                     queue,
@@ -147,6 +150,7 @@ impl Settler {
                 self.ack(raw);
             }
             Outcome::Discard { reason } => {
+                let reason = reason.as_str();
                 tracing::warn!(
                     consumer,
                     queue,
@@ -223,7 +227,7 @@ impl Settler {
         raw: &Taken,
         retry_count: u32,
         error: &str,
-        reason: Option<&'static str>,
+        reason: Option<&str>,
     ) -> BasicProperties {
         let mut table = raw.properties.headers().clone().unwrap_or_default();
         let (exchange, routing_key) = original_route(raw);
