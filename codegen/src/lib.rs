@@ -28,7 +28,7 @@
 //!
 //! ```no_run
 //! match warren_codegen::check_contract("examples/orders/warren.yaml") {
-//!     Ok(checked) => println!("{} queues", checked.contract.queues.len()),
+//!     Ok(checked) => println!("{} queues", checked.contract.topology.queues.len()),
 //!     Err(warren_codegen::Error::Invalid(problems)) => eprint!("{problems}"),
 //!     Err(other) => eprintln!("{other}"),
 //! }

@@ -348,7 +348,7 @@ impl Publisher {
 }
 
 /// The longest AMQP short string, in bytes.
-const MAX_SHORT: usize = 255;
+const MAX_SHORT: usize = crate::model::limits::MAX_SHORT_STRING;
 
 fn short(what: &'static str, text: &str) -> Result<(), PublishError> {
     if text.len() > MAX_SHORT {

@@ -36,7 +36,7 @@ impl RoutingKey {
                 }
             }
         }
-        if key.len() > 255 {
+        if key.len() > crate::model::limits::MAX_SHORT_STRING {
             return Err(PublishError::RoutingKeyTooLong(key.len()));
         }
         Ok(Self(key))

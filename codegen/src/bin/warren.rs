@@ -149,8 +149,8 @@ fn validate(contract: &Path, style: RenderStyle) -> Result<(), Failure> {
     eprintln!(
         "{}: valid ({} exchanges, {} queues, {} messages, {} publishers, {} consumers)",
         shown(contract),
-        c.exchanges.len(),
-        c.queues.len(),
+        c.topology.exchanges.len(),
+        c.topology.queues.len(),
         c.messages.len(),
         c.publishers.len(),
         c.consumers.len()

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use schemars::r#gen::SchemaGenerator;
 use schemars::schema::{InstanceType, Schema, SchemaObject, StringValidation};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use warren_model::{DURATION_UNITS as UNITS, DurationLabel};
 
 /// A duration with a unit, as written in a contract. Stored in whole milliseconds: every
 /// duration warren passes to RabbitMQ (TTLs, expiries) is an integer number of milliseconds.
@@ -14,7 +15,6 @@ pub struct Duration {
     millis: u64,
 }
 
-const UNITS: [(&str, u64); 4] = [("ms", 1), ("s", 1_000), ("m", 60_000), ("h", 3_600_000)];
 const PATTERN: &str = "^[0-9]+(ms|s|m|h)$";
 
 impl Duration {
@@ -55,15 +55,16 @@ impl Duration {
 }
 
 impl fmt::Display for Duration {
-    /// Formats with the largest unit that divides the duration exactly (`1500ms`, `2s`).
+    /// Formats with the largest unit that divides the duration exactly (`1500ms`, `2s`), as
+    /// the model names wait queues.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (unit, scale) = UNITS
-            .iter()
-            .rev()
-            .find(|(_, scale)| self.millis > 0 && self.millis.is_multiple_of(*scale))
-            .copied()
-            .unwrap_or(("ms", 1));
-        write!(f, "{}{unit}", self.millis / scale)
+        DurationLabel(std::time::Duration::from(*self)).fmt(f)
+    }
+}
+
+impl From<Duration> for std::time::Duration {
+    fn from(value: Duration) -> Self {
+        Self::from_millis(value.millis)
     }
 }
 

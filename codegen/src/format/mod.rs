@@ -6,6 +6,7 @@
 //! (`schemas/warren.schema.json`) is generated from these types with `schemars`.
 
 mod duration;
+mod spelled;
 
 use std::collections::BTreeMap;
 
@@ -13,6 +14,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use duration::Duration;
+use spelled::SpelledSchema;
+/// The model's enums, read from a contract through their `FromStr` (`spelled.rs`).
+pub use warren_model::{ExchangeKind, Exhausted, OnPoison, QueueKind};
 
 /// A whole `warren.yaml` file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
@@ -44,27 +48,18 @@ pub struct ContractFile {
     pub consumers: BTreeMap<String, Consumer>,
 }
 
-/// The kind of an exchange, which decides how routing keys are matched.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ExchangeKind {
-    /// Routing keys are dot-separated words matched against patterns with `*` and `#`.
-    #[default]
-    Topic,
-    /// The routing key must equal the binding key.
-    Direct,
-    /// Every bound queue gets every message.
-    Fanout,
-    /// Messages are matched on their headers, not their routing key.
-    Headers,
-}
-
 /// An exchange.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Exchange {
     /// Exchange type (default `topic`).
-    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "spelled",
+        rename = "type",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<SpelledSchema<ExchangeKind>>")]
     pub kind: Option<ExchangeKind>,
     /// Survives a broker restart (default `true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -83,19 +78,6 @@ pub struct Exchange {
     pub arguments: BTreeMap<String, ArgumentValue>,
 }
 
-/// The kind of a queue.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum QueueKind {
-    /// Replicated, durable, with delivery counting (the default).
-    #[default]
-    Quorum,
-    /// The classic single-node queue.
-    Classic,
-    /// An append-only log; consumers read by offset.
-    Stream,
-}
-
 /// What happens when a queue's length limit is reached (`x-overflow`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -108,23 +90,18 @@ pub enum Overflow {
     RejectPublishDlx,
 }
 
-/// What the worker does with a message it cannot decode or validate.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum OnPoison {
-    /// Send it to the queue's dead-letter exchange (the default; requires one).
-    #[default]
-    DeadLetter,
-    /// Acknowledge and discard it, with a log line.
-    Drop,
-}
-
 /// A queue.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Queue {
     /// Queue type (default `quorum`).
-    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "spelled",
+        rename = "type",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<SpelledSchema<QueueKind>>")]
     pub kind: Option<QueueKind>,
     /// Survives a broker restart (default `true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -168,7 +145,8 @@ pub struct Queue {
     pub max_priority: Option<u8>,
     /// What to do with messages that cannot be decoded or fail their schema
     /// (default `dead-letter`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, with = "spelled", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<SpelledSchema<OnPoison>>")]
     pub on_poison: Option<OnPoison>,
     /// Extra `x-` arguments passed to `queue.declare` as they are.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -218,19 +196,6 @@ pub enum RetryMode {
     QuorumNative,
 }
 
-/// What happens once the retries are spent.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Exhausted {
-    /// Dead-letter the message (the default).
-    #[default]
-    DeadLetter,
-    /// Acknowledge and discard it, with a log line.
-    Drop,
-    /// Return it to the queue again, with a warning; it may loop forever.
-    Requeue,
-}
-
 /// A queue's retry policy.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -254,7 +219,8 @@ pub struct Retry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter: Option<bool>,
     /// What happens when retries are spent (default `dead-letter`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, with = "spelled", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<SpelledSchema<Exhausted>>")]
     pub exhausted: Option<Exhausted>,
 }
 
@@ -402,7 +368,18 @@ pub enum ArgumentValue {
     String(String),
 }
 
-/// The spelling of each enum value in a contract, for messages and generated arguments.
+impl From<&ArgumentValue> for warren_model::ArgValue {
+    fn from(value: &ArgumentValue) -> Self {
+        match value {
+            ArgumentValue::Bool(b) => Self::Bool(*b),
+            ArgumentValue::Int(i) => Self::Int(*i),
+            ArgumentValue::Float(f) => Self::Float(*f),
+            ArgumentValue::String(s) => Self::String(s.clone()),
+        }
+    }
+}
+
+/// The spelling of each enum value the format alone has, for messages and generated arguments.
 macro_rules! spelled {
     ($($ty:ident { $($variant:ident => $text:literal),* $(,)? })*) => {
         $(impl $ty {
@@ -417,21 +394,17 @@ macro_rules! spelled {
 }
 
 spelled! {
-    ExchangeKind { Topic => "topic", Direct => "direct", Fanout => "fanout", Headers => "headers" }
-    QueueKind { Quorum => "quorum", Classic => "classic", Stream => "stream" }
     Overflow {
         DropHead => "drop-head",
         RejectPublish => "reject-publish",
         RejectPublishDlx => "reject-publish-dlx",
     }
-    OnPoison { DeadLetter => "dead-letter", Drop => "drop" }
     RetryMode {
         None => "none",
         ImmediateRequeue => "immediate-requeue",
         TtlBackoff => "ttl-backoff",
         QuorumNative => "quorum-native",
     }
-    Exhausted { DeadLetter => "dead-letter", Drop => "drop", Requeue => "requeue" }
     HeadersMatch { All => "all", Any => "any" }
     Compression { Gzip => "gzip", Deflate => "deflate" }
 }

@@ -84,7 +84,7 @@ pub(crate) fn original_route(raw: &lapin::message::Delivery) -> (String, String)
 }
 
 /// The longest exchange name or routing key AMQP carries (a short string).
-const MAX_NAME_BYTES: usize = 255;
+const MAX_NAME_BYTES: usize = crate::model::limits::MAX_SHORT_STRING;
 
 /// Decodes `raw` as message `M`, validating it against its JSON Schemas unless `validators`
 /// is `None` (validation turned off).

@@ -18,8 +18,8 @@ use crate::format::{ArgumentValue, ContractFile, Queue};
 use crate::load::LoadedContract;
 use crate::routing::{Destination, Edge, Graph, KeyTemplate, Reach};
 
-/// AMQP short strings, which carry every name, hold at most 255 bytes.
-const MAX_NAME_BYTES: usize = 255;
+/// AMQP short strings, which carry every name, hold at most this many bytes.
+const MAX_NAME_BYTES: usize = warren_model::limits::MAX_SHORT_STRING;
 
 /// The contract and what the rules share: the exchange graph and every publisher's route.
 pub(super) struct Checker<'a> {

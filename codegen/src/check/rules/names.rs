@@ -7,7 +7,7 @@ use super::{Checker, Kind, MAX_NAME_BYTES};
 use crate::check::shown;
 use crate::diagnostics::Code;
 use crate::diagnostics::Diagnostic;
-use crate::model::{RetryPolicy, retry_policy};
+use crate::model::{Backoff, Retry, retry_policy};
 use crate::naming::{Role, role_ident};
 
 impl Checker<'_> {
@@ -71,7 +71,7 @@ impl Checker<'_> {
                         Code::NameTooLong,
                         &path,
                         format!(
-                            "{what} name is {} bytes; AMQP names hold at most 255",
+                            "{what} name is {} bytes; AMQP names hold at most {MAX_NAME_BYTES}",
                             name.len()
                         ),
                         format!("shorten the name of {what} `{}`", shown(name)),
@@ -93,7 +93,7 @@ impl Checker<'_> {
     fn wait_queue_names(&mut self) {
         let file = self.file;
         for (name, queue) in &file.queues {
-            let RetryPolicy::TtlBackoff { tiers, .. } = retry_policy(name, queue) else {
+            let Retry::TtlBackoff(Backoff { tiers, .. }) = retry_policy(name, queue) else {
                 continue;
             };
             let path = format!("queues.{name}");
@@ -113,7 +113,7 @@ impl Checker<'_> {
                     Code::NameTooLong,
                     &path,
                     format!(
-                        "queue `{}` needs a wait queue `{}` of {} bytes; AMQP names hold at most 255",
+                        "queue `{}` needs a wait queue `{}` of {} bytes; AMQP names hold at most {MAX_NAME_BYTES}",
                         shown(name),
                         shown(&long.queue),
                         long.queue.len()
@@ -136,8 +136,8 @@ impl Checker<'_> {
         }
     }
 
-    /// Message, publisher and consumer names, which warren alone reads: at most 255 bytes
-    /// like every other name.
+    /// Message, publisher and consumer names, which warren alone reads: at most
+    /// [`MAX_NAME_BYTES`] like every other name.
     fn warren_names(&mut self) {
         let file = self.file;
         let sections = [
@@ -151,7 +151,7 @@ impl Checker<'_> {
                     Code::NameTooLong,
                     &format!("{section}.{name}"),
                     format!(
-                        "name is {} bytes; warren names hold at most 255",
+                        "name is {} bytes; warren names hold at most {MAX_NAME_BYTES}",
                         name.len()
                     ),
                     "shorten the name",

@@ -100,11 +100,16 @@ impl Checker<'_> {
                 "remove `max_priority`, or make the queue `type: classic`",
             );
         }
-        if queue.max_priority == Some(0) {
+        let levels = warren_model::limits::PRIORITY_LEVELS;
+        if queue.max_priority.is_some_and(|p| !levels.contains(&p)) {
             self.error(
                 Code::BadQueueProperty,
                 &format!("{path}.max_priority"),
-                "`max_priority` must be between 1 and 255".to_owned(),
+                format!(
+                    "`max_priority` must be between {} and {}",
+                    levels.start(),
+                    levels.end()
+                ),
                 "remove it for a queue without priorities",
             );
         }
