@@ -23,6 +23,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     contracts.sort();
     let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
     let mut modules = String::new();
+    // Each contract with its generated `topology()`, for `tests/topology.rs` to hold against
+    // the generator's model.
+    let mut topologies = String::from("&[\n");
     for (module, contract) in &contracts {
         warren_build::Config::new()
             .file_name(format!("{module}.rs"))
@@ -30,8 +33,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         modules.push_str(&format!(
             "pub mod {module} {{ include!(concat!(env!(\"OUT_DIR\"), \"/{module}.rs\")); }}\n"
         ));
+        let path = contract.canonicalize()?;
+        topologies.push_str(&format!(
+            "    ({:?}, {module}::topology as fn() -> ::warren_runtime::Topology),\n",
+            path.display().to_string()
+        ));
     }
+    topologies.push(']');
     std::fs::write(out_dir.join("fixtures.rs"), modules)?;
+    std::fs::write(out_dir.join("topologies.rs"), topologies)?;
     name_cases(&out_dir)
 }
 

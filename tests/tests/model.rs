@@ -2,8 +2,9 @@
 
 use std::fmt::Write as _;
 
-use warren_codegen::model::{Contract, Destination, QueueRole, RetryPolicy};
+use warren_codegen::model::{Contract, Destination, QueueRole, Retry};
 use warren_codegen::{Checked, check_contract};
+use warren_runtime::model::DurationLabel;
 
 fn checked(path: &str) -> Checked {
     match check_contract(path) {
@@ -74,40 +75,46 @@ fn orders_example_model() {
 
 fn summary(contract: &Contract) -> String {
     let mut out = String::new();
-    for exchange in contract.exchanges.values() {
+    let topology = &contract.topology;
+    for exchange in &topology.exchanges {
         let _ = writeln!(
             out,
             "exchange {} {:?} durable={} args={:?}",
-            exchange.name, exchange.kind, exchange.durable, exchange.arguments
+            exchange.name,
+            exchange.kind,
+            exchange.durable,
+            exchange.declare_arguments()
         );
     }
-    for queue in contract.queues.values() {
+    for queue in &topology.queues {
         let _ = writeln!(
             out,
             "queue {} {:?} durable={}",
             queue.name, queue.kind, queue.durable
         );
-        for (key, value) in &queue.arguments {
+        // What the broker is told, derived from the typed fields.
+        for (key, value) in &queue.declare_arguments() {
             let _ = writeln!(out, "  {key} = {value:?}");
         }
         match &queue.role {
             QueueRole::Declared => {}
             QueueRole::Wait { queue, delay } => {
-                let _ = writeln!(out, "  wait queue of {queue} for {delay}");
+                let _ = writeln!(out, "  wait queue of {queue} for {}", DurationLabel(*delay));
             }
         }
         match &queue.retry {
-            RetryPolicy::None => {}
-            RetryPolicy::TtlBackoff {
-                tiers,
-                max_retries,
-                jitter,
-                ..
-            } => {
-                let delays: Vec<String> = tiers.iter().map(|t| t.delay.to_string()).collect();
+            Retry::None => {}
+            Retry::TtlBackoff(backoff) => {
+                let delays: Vec<String> = backoff
+                    .tiers
+                    .iter()
+                    .map(|t| DurationLabel(t.delay).to_string())
+                    .collect();
                 let _ = writeln!(
                     out,
-                    "  retry ttl-backoff max_retries={max_retries} jitter={jitter} tiers=[{}]",
+                    "  retry ttl-backoff max_retries={} jitter={} tiers=[{}]",
+                    backoff.max_retries,
+                    backoff.jitter,
                     delays.join(", ")
                 );
             }
@@ -116,7 +123,7 @@ fn summary(contract: &Contract) -> String {
             }
         }
     }
-    for binding in &contract.bindings {
+    for binding in &topology.bindings {
         let to = match &binding.destination {
             Destination::Queue(q) => format!("queue {q}"),
             Destination::Exchange(e) => format!("exchange {e}"),
@@ -158,26 +165,4 @@ fn summary(contract: &Contract) -> String {
         );
     }
     out
-}
-
-/// The generator names the jitter wait queues and the runtime picks among them: both must use
-/// the same buckets.
-#[test]
-fn generator_and_runtime_agree_on_jitter_buckets() {
-    assert_eq!(
-        warren_codegen::model::JITTER_BUCKETS,
-        warren_runtime::topology::JITTER_BUCKETS
-    );
-    let base = std::time::Duration::from_millis(1000);
-    for bucket in warren_codegen::model::JITTER_BUCKETS {
-        assert_eq!(
-            warren_codegen::model::jitter_bucket(
-                warren_codegen::model::Duration::from_millis(1000),
-                bucket
-            )
-            .as_millis(),
-            u64::try_from(warren_runtime::topology::jitter_bucket(base, bucket).as_millis())
-                .unwrap_or(u64::MAX)
-        );
-    }
 }

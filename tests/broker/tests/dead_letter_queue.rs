@@ -15,7 +15,7 @@ use lapin::options::{
 use lapin::types::ShortString;
 use warren_broker_tests::amqp_url;
 use warren_runtime::Connection;
-use warren_runtime::topology::Topology;
+use warren_runtime::model::Topology;
 
 /// Takes the message from `queue` on a channel of its own, without acknowledging it, or
 /// says why not.

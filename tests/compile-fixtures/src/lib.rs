@@ -9,6 +9,10 @@
 
 include!(concat!(env!("OUT_DIR"), "/fixtures.rs"));
 
+/// Every fixture contract (its canonical path) with its generated `topology()`.
+pub const TOPOLOGIES: &[(&str, fn() -> warren_runtime::Topology)] =
+    include!(concat!(env!("OUT_DIR"), "/topologies.rs"));
+
 /// One contract of the name property and its outcome.
 #[derive(Debug)]
 pub struct NameCase {

@@ -163,7 +163,7 @@ fn message_markers_carry_name_content_type_and_bundled_schemas() {
 
 #[test]
 fn topology_carries_arguments_wait_queues_and_bindings() {
-    use warren_runtime::topology::{ArgValue, Destination, Retry};
+    use warren_runtime::model::{ArgValue, Destination, QueueRole, Retry};
     let topology = warren_compile_fixtures::retry_modes::topology();
     let backoff = topology.queue("backoff").unwrap();
     let Retry::TtlBackoff(policy) = &backoff.retry else {
@@ -172,13 +172,22 @@ fn topology_carries_arguments_wait_queues_and_bindings() {
     let delays: Vec<u128> = policy.tiers.iter().map(|t| t.delay.as_millis()).collect();
     assert_eq!(delays, [250, 750, 2250, 5000]);
     let wait = topology.queue("backoff.wait.750ms").unwrap();
-    assert_eq!(wait.wait_queue_of.as_deref(), Some("backoff"));
     assert_eq!(
-        wait.arguments["x-dead-letter-routing-key"],
+        wait.role,
+        QueueRole::Wait {
+            queue: "backoff".into(),
+            delay: std::time::Duration::from_millis(750)
+        }
+    );
+    assert_eq!(
+        wait.declare_arguments()["x-dead-letter-routing-key"],
         ArgValue::String("backoff".into())
     );
     let native = topology.queue("native").unwrap();
-    assert_eq!(native.arguments["x-delivery-limit"], ArgValue::Int(3));
+    assert_eq!(
+        native.declare_arguments()["x-delivery-limit"],
+        ArgValue::Int(3)
+    );
     let routing = routing::topology();
     assert!(
         routing.bindings.iter().any(|b| b.exchange == "telemetry"
