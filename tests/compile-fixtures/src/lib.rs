@@ -9,8 +9,11 @@
 
 include!(concat!(env!("OUT_DIR"), "/fixtures.rs"));
 
+/// A generated `topology()`.
+pub type TopologyFn = fn() -> warren_runtime::Topology;
+
 /// Every fixture contract (its canonical path) with its generated `topology()`.
-pub const TOPOLOGIES: &[(&str, fn() -> warren_runtime::Topology)] =
+pub const TOPOLOGIES: &[(&str, TopologyFn)] =
     include!(concat!(env!("OUT_DIR"), "/topologies.rs"));
 
 /// One contract of the name property and its outcome.
