@@ -19,8 +19,9 @@ pub const DEFAULT_MULTIPLIER: f64 = 2.0;
 /// Whether `ttl-backoff` retries are spread over jitter buckets, when a contract does not say.
 pub const DEFAULT_JITTER: bool = true;
 
-/// Most distinct delays one ttl-backoff policy may need, before jitter; the generator's
-/// checks refuse policies above it.
+/// Most wait queues one ttl-backoff policy may need (jitter buckets included); the
+/// generator's checks refuse policies above it. Below it, [`delay_tiers`] never stops early,
+/// so every retry finds its tier.
 pub const MAX_WAIT_TIERS: usize = 64;
 
 /// The `x-delivery-limit` of a quorum queue whose retries never end (`exhausted: requeue`)
