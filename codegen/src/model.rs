@@ -336,13 +336,10 @@ fn dead_letter(q: &format::Queue, arguments: &mut Arguments) -> Option<DeadLette
             routing_key: dl.routing_key.clone(),
         });
     }
-    // The one reading of a raw dead-letter exchange, shared with the checks.
+    // The format reads a raw target, for the checks and for here alike.
     let exchange = q.dead_letter_exchange()?.to_owned();
     arguments.remove(argument::DEAD_LETTER_EXCHANGE);
-    let routing_key = match arguments.get(argument::DEAD_LETTER_ROUTING_KEY) {
-        Some(ArgValue::String(key)) => Some(key.clone()),
-        _ => None,
-    };
+    let routing_key = q.dead_letter_routing_key().map(str::to_owned);
     if routing_key.is_some() {
         arguments.remove(argument::DEAD_LETTER_ROUTING_KEY);
     }
@@ -415,4 +412,71 @@ fn binding(b: &format::Binding) -> Option<Binding> {
         routing_key: b.routing_key.clone().unwrap_or_default(),
         arguments,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::{ArgValue, DeadLetter, exchange, queue};
+    use crate::format::{self, ArgumentValue};
+
+    fn text(s: &str) -> ArgumentValue {
+        ArgumentValue::String(s.to_owned())
+    }
+
+    /// A dead-letter target written as raw arguments (which the checks allow) becomes the
+    /// typed field, its one place; the broker is told the same arguments as before.
+    #[test]
+    fn raw_dead_letter_arguments_become_the_typed_field() {
+        let raw = format::Queue {
+            arguments: BTreeMap::from([
+                ("x-dead-letter-exchange".to_owned(), text("dlx")),
+                ("x-dead-letter-routing-key".to_owned(), text("dead")),
+                ("x-queue-type".to_owned(), text("classic")),
+                ("x-custom".to_owned(), ArgumentValue::Int(7)),
+            ]),
+            ..format::Queue::default()
+        };
+        let model = queue("work", &raw);
+        assert_eq!(
+            model.dead_letter,
+            Some(DeadLetter {
+                exchange: "dlx".into(),
+                routing_key: Some("dead".into())
+            })
+        );
+        assert_eq!(
+            model.arguments.keys().collect::<Vec<_>>(),
+            ["x-custom"],
+            "only what no typed field holds"
+        );
+        let declared = model.declare_arguments();
+        let string = |s: &str| ArgValue::String(s.to_owned());
+        assert_eq!(declared["x-dead-letter-exchange"], string("dlx"));
+        assert_eq!(declared["x-dead-letter-routing-key"], string("dead"));
+        // `type` (default quorum) always won over a raw `x-queue-type`.
+        assert_eq!(declared["x-queue-type"], string("quorum"));
+        assert_eq!(declared["x-custom"], ArgValue::Int(7));
+        // A dead-letter exchange counts for the delivery limit, as it did.
+        assert_eq!(declared["x-delivery-limit"], ArgValue::Int(1));
+    }
+
+    /// A raw `alternate-exchange` becomes the typed field; the typed one wins over it.
+    #[test]
+    fn raw_alternate_exchange_becomes_the_typed_field() {
+        let mut raw = format::Exchange {
+            arguments: BTreeMap::from([("alternate-exchange".to_owned(), text("unrouted"))]),
+            ..format::Exchange::default()
+        };
+        let model = exchange("events", &raw);
+        assert_eq!(model.alternate_exchange.as_deref(), Some("unrouted"));
+        assert!(model.arguments.is_empty());
+        raw.alternate_exchange = Some("typed".to_owned());
+        let model = exchange("events", &raw);
+        assert_eq!(
+            model.declare_arguments()["alternate-exchange"],
+            ArgValue::String("typed".to_owned())
+        );
+    }
 }

@@ -167,6 +167,20 @@ impl Queue {
             (None, _) => None,
         }
     }
+
+    /// The routing key of dead letters, read as [`Queue::dead_letter_exchange`] reads the
+    /// exchange: `dead_letter.routing_key`, else, when the exchange is a raw argument too, a
+    /// string `x-dead-letter-routing-key` argument.
+    pub fn dead_letter_routing_key(&self) -> Option<&str> {
+        match (&self.dead_letter, self.dead_letter_exchange()) {
+            (Some(dead_letter), _) => dead_letter.routing_key.as_deref(),
+            (None, Some(_)) => match self.arguments.get("x-dead-letter-routing-key") {
+                Some(ArgumentValue::String(key)) => Some(key),
+                _ => None,
+            },
+            (None, None) => None,
+        }
+    }
 }
 
 /// A queue's dead-letter target.

@@ -13,8 +13,7 @@ include!(concat!(env!("OUT_DIR"), "/fixtures.rs"));
 pub type TopologyFn = fn() -> warren_runtime::Topology;
 
 /// Every fixture contract (its canonical path) with its generated `topology()`.
-pub const TOPOLOGIES: &[(&str, TopologyFn)] =
-    include!(concat!(env!("OUT_DIR"), "/topologies.rs"));
+pub const TOPOLOGIES: &[(&str, TopologyFn)] = include!(concat!(env!("OUT_DIR"), "/topologies.rs"));
 
 /// One contract of the name property and its outcome.
 #[derive(Debug)]
