@@ -16,7 +16,7 @@ pub use warren_model::{
     Exhausted, MAX_WAIT_TIERS, OnPoison, Queue, QueueKind, QueueRole, Retry, Topology, WaitTier,
 };
 
-use crate::format::{self, ArgumentValue, RetryMode};
+use crate::format::{self, RetryMode};
 pub use crate::format::{Compression, Duration};
 use crate::load::LoadedContract;
 pub use crate::routing::{KeyTemplate, KeyWord};
@@ -269,7 +269,7 @@ pub(crate) fn build(
 }
 
 fn exchange(name: &str, e: &format::Exchange) -> Exchange {
-    let mut arguments = converted(&e.arguments);
+    let mut arguments = e.arguments.clone();
     // `alternate_exchange` wins over a raw `alternate-exchange`, as it did when both were
     // arguments; a raw one that names an exchange becomes the typed field, so namespacing and
     // the declaration read it in one place.
@@ -290,13 +290,6 @@ fn exchange(name: &str, e: &format::Exchange) -> Exchange {
         alternate_exchange,
         arguments,
     }
-}
-
-fn converted(arguments: &BTreeMap<String, ArgumentValue>) -> Arguments {
-    arguments
-        .iter()
-        .map(|(key, value)| (key.clone(), value.into()))
-        .collect()
 }
 
 /// The retry policy of queue `name` with defaults applied, its wait tiers laid out.
@@ -350,7 +343,7 @@ fn dead_letter(q: &format::Queue, arguments: &mut Arguments) -> Option<DeadLette
 }
 
 fn queue(name: &str, q: &format::Queue) -> Queue {
-    let mut arguments = converted(&q.arguments);
+    let mut arguments = q.arguments.clone();
     // The queue's type is `kind` alone (a raw `x-queue-type` was always overwritten by it).
     arguments.remove(argument::QUEUE_TYPE);
     let dead_letter = dead_letter(q, &mut arguments);
@@ -395,11 +388,11 @@ fn queue(name: &str, q: &format::Queue) -> Queue {
 
 /// The binding `b`, or `None` when it names no destination (the checks refuse that).
 fn binding(b: &format::Binding) -> Option<Binding> {
-    let mut arguments = converted(&b.arguments);
+    let mut arguments = b.arguments.clone();
     if !b.headers.is_empty() || b.headers_match.is_some() {
         let mode = b.headers_match.unwrap_or_default().as_str();
         arguments.insert("x-match".to_owned(), mode.into());
-        arguments.extend(converted(&b.headers));
+        arguments.extend(b.headers.clone());
     }
     let destination = match (&b.queue, &b.to_exchange) {
         (Some(queue), _) => Destination::Queue(queue.clone()),

@@ -5,6 +5,7 @@
 //! when the checked contract becomes the [`crate::model`]. The JSON Schema of this format
 //! (`schemas/warren.schema.json`) is generated from these types with `schemars`.
 
+mod arguments;
 mod duration;
 mod spelled;
 
@@ -15,6 +16,8 @@ use serde::{Deserialize, Serialize};
 
 pub use duration::Duration;
 use spelled::SpelledSchema;
+/// An argument value: the model's, read from a contract as a bare scalar (`arguments.rs`).
+pub use warren_model::ArgValue as ArgumentValue;
 /// The model's enums, read from a contract through their `FromStr` (`spelled.rs`).
 pub use warren_model::{ExchangeKind, Exhausted, OnPoison, QueueKind};
 
@@ -74,7 +77,12 @@ pub struct Exchange {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alternate_exchange: Option<String>,
     /// Extra `x-` arguments passed to `exchange.declare` as they are.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        with = "arguments",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    #[schemars(with = "arguments::Schema")]
     pub arguments: BTreeMap<String, ArgumentValue>,
 }
 
@@ -149,7 +157,12 @@ pub struct Queue {
     #[schemars(with = "Option<SpelledSchema<OnPoison>>")]
     pub on_poison: Option<OnPoison>,
     /// Extra `x-` arguments passed to `queue.declare` as they are.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        with = "arguments",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    #[schemars(with = "arguments::Schema")]
     pub arguments: BTreeMap<String, ArgumentValue>,
 }
 
@@ -266,13 +279,23 @@ pub struct Binding {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routing_key: Option<String>,
     /// Headers exchanges: the header values to match.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        with = "arguments",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    #[schemars(with = "arguments::Schema")]
     pub headers: BTreeMap<String, ArgumentValue>,
     /// Headers exchanges: whether `all` (default) or `any` of `headers` must match.
     #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
     pub headers_match: Option<HeadersMatch>,
     /// Extra binding arguments passed as they are.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        with = "arguments",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    #[schemars(with = "arguments::Schema")]
     pub arguments: BTreeMap<String, ArgumentValue>,
 }
 
@@ -366,31 +389,6 @@ pub struct CircuitBreaker {
     pub failures: u32,
     /// How long the breaker stays open before one message is let through as a probe.
     pub cool_down: Duration,
-}
-
-/// A scalar argument value (`x-` arguments and header-match values).
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
-#[serde(untagged)]
-pub enum ArgumentValue {
-    /// `true` or `false`.
-    Bool(bool),
-    /// A whole number.
-    Int(i64),
-    /// A floating-point number.
-    Float(f64),
-    /// A string.
-    String(String),
-}
-
-impl From<&ArgumentValue> for warren_model::ArgValue {
-    fn from(value: &ArgumentValue) -> Self {
-        match value {
-            ArgumentValue::Bool(b) => Self::Bool(*b),
-            ArgumentValue::Int(i) => Self::Int(*i),
-            ArgumentValue::Float(f) => Self::Float(*f),
-            ArgumentValue::String(s) => Self::String(s.clone()),
-        }
-    }
 }
 
 /// The spelling of each enum value the format alone has, for messages and generated arguments.
