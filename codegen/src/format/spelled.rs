@@ -160,3 +160,57 @@ pub(crate) fn serialize<S: Serializer, T: Spelled>(
         None => serializer.serialize_none(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+    use warren_model::ExchangeKind;
+
+    /// What the format declared before the model held the enum: serde's derive.
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(rename_all = "lowercase")]
+    enum Derived {
+        Topic,
+        Direct,
+        Fanout,
+        Headers,
+    }
+
+    #[derive(Debug, Deserialize)]
+    struct ViaDerive {
+        #[serde(default)]
+        kind: Option<Derived>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    struct ViaModel {
+        #[serde(default, with = "super")]
+        kind: Option<ExchangeKind>,
+    }
+
+    /// Reading through the model's `FromStr` accepts and refuses what the derive did, with the
+    /// same message for an unknown word (the checks' fixtures pin it).
+    #[test]
+    fn reads_as_the_derive_did() {
+        for value in [
+            "topic", "headers", "topics", "Topic", "5", "true", "~", "''", "[topic]",
+        ] {
+            let yaml = format!("kind: {value}");
+            let derived = yaml_serde::from_str::<ViaDerive>(&yaml);
+            let model = yaml_serde::from_str::<ViaModel>(&yaml);
+            match (&derived, &model) {
+                (Ok(d), Ok(m)) => assert_eq!(
+                    d.kind.as_ref().map(|k| format!("{k:?}")),
+                    m.kind.map(|k| format!("{k:?}")),
+                    "{value}"
+                ),
+                (Err(d), Err(m)) => {
+                    if value.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+                        assert_eq!(d.to_string(), m.to_string(), "{value}");
+                    }
+                }
+                _ => panic!("{value}: derive {derived:?}, model {model:?}"),
+            }
+        }
+    }
+}
