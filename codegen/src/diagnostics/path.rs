@@ -144,13 +144,23 @@ mod tests {
 
     #[test]
     fn plain_keys_are_dotted_and_indices_bracketed() {
-        assert_eq!(queue("orders").key("retry").to_string(), "queues.orders.retry");
         assert_eq!(
-            YamlPath::root().key("bindings").index(3).key("headers").to_string(),
+            queue("orders").key("retry").to_string(),
+            "queues.orders.retry"
+        );
+        assert_eq!(
+            YamlPath::root()
+                .key("bindings")
+                .index(3)
+                .key("headers")
+                .to_string(),
             "bindings[3].headers"
         );
         assert_eq!(queue("café").to_string(), "queues.café");
-        assert_eq!(queue("*/").key("x-message-ttl").to_string(), "queues.*/.x-message-ttl");
+        assert_eq!(
+            queue("*/").key("x-message-ttl").to_string(),
+            "queues.*/.x-message-ttl"
+        );
         assert_eq!(YamlPath::root().to_string(), "");
     }
 

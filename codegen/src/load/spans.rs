@@ -317,7 +317,10 @@ impl Walker {
                     span,
                 });
             }
-            self.spans.keys.entry(parent.key(key.clone())).or_insert(span);
+            self.spans
+                .keys
+                .entry(parent.key(key.clone()))
+                .or_insert(span);
         }
         *pending = Pending::Value(key);
     }
@@ -347,7 +350,8 @@ bindings:
 
     /// The path of plain keys `keys` from the root.
     fn path(keys: &[&str]) -> YamlPath {
-        keys.iter().fold(YamlPath::root(), |path, key| path.key(*key))
+        keys.iter()
+            .fold(YamlPath::root(), |path, key| path.key(*key))
     }
 
     fn binding(field: &str) -> YamlPath {
@@ -368,8 +372,13 @@ bindings:
             (3, 44, "1s".into())
         );
         assert_eq!(at(&spans, &binding("queue")), (7, 12, "orders".into()));
-        assert_eq!(at(&spans, &path(&["queues", "naïve"])), (4, 12, "{}".into()));
-        let key = spans.find_key(&path(&["queues", "orders", "retry"])).unwrap();
+        assert_eq!(
+            at(&spans, &path(&["queues", "naïve"])),
+            (4, 12, "{}".into())
+        );
+        let key = spans
+            .find_key(&path(&["queues", "orders", "retry"]))
+            .unwrap();
         assert_eq!((key.line, key.column), (3, 5));
     }
 
@@ -421,7 +430,10 @@ bindings:
     #[test]
     fn falls_back_to_the_nearest_written_ancestor() {
         let spans = YamlSpans::index(DOC);
-        assert_eq!(at(&spans, &path(&["queues", "orders", "retry", "jitter"])).0, 3);
+        assert_eq!(
+            at(&spans, &path(&["queues", "orders", "retry", "jitter"])).0,
+            3
+        );
         assert_eq!(at(&spans, &binding("routing_key")).0, 6);
     }
 }

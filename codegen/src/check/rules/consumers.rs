@@ -105,13 +105,7 @@ impl Checker<'_> {
 
     /// A consumed queue must dead-letter messages that cannot be decoded or validated, unless
     /// told to drop them.
-    fn poison_loss(
-        &mut self,
-        name: &str,
-        consumer: &Consumer,
-        queue: &Queue,
-        path: &YamlPath,
-    ) {
+    fn poison_loss(&mut self, name: &str, consumer: &Consumer, queue: &Queue, path: &YamlPath) {
         if queue.on_poison.unwrap_or_default() == OnPoison::DeadLetter
             && !has_dead_letter_exchange(queue)
         {
