@@ -136,7 +136,11 @@ impl fmt::Display for YamlPath {
 
 #[cfg(test)]
 mod tests {
-    use super::YamlPath;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+    use proptest::sample::select;
+
+    use super::{Segment, YamlPath};
 
     fn queue(name: &str) -> YamlPath {
         YamlPath::root().key("queues").key(name)
@@ -186,6 +190,87 @@ mod tests {
         let hostile = queue("\u{1b}[31mred\u{202e}").to_string();
         assert_eq!(hostile, r#"queues["\u{1b}[31mred\u{202e}"]"#);
         assert!(!hostile.chars().any(super::is_hidden));
+    }
+
+    /// Reads a displayed path back, as a person would: the display is unambiguous when this
+    /// gives back the path it was made from.
+    fn read(text: &str) -> Option<YamlPath> {
+        let mut path = YamlPath::root();
+        let mut rest = text;
+        while !rest.is_empty() {
+            if let Some(inner) = rest.strip_prefix("[\"") {
+                let mut key = String::new();
+                let mut chars = inner.char_indices();
+                let end = loop {
+                    match chars.next()? {
+                        (i, '"') => break i,
+                        (_, '\\') => match chars.next()?.1 {
+                            'n' => key.push('\n'),
+                            'r' => key.push('\r'),
+                            't' => key.push('\t'),
+                            'u' => {
+                                let hex: String = chars
+                                    .by_ref()
+                                    .map(|(_, c)| c)
+                                    .skip(1)
+                                    .take_while(|c| *c != '}')
+                                    .collect();
+                                key.push(char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?);
+                            }
+                            other => key.push(other),
+                        },
+                        (_, c) => key.push(c),
+                    }
+                };
+                rest = inner[end + 1..].strip_prefix(']')?;
+                path = path.key(key);
+            } else if let Some(inner) = rest.strip_prefix('[') {
+                let end = inner.find(']')?;
+                path = path.index(inner[..end].parse().ok()?);
+                rest = &inner[end + 1..];
+            } else {
+                if !path.is_root() {
+                    rest = rest.strip_prefix('.')?;
+                }
+                let end = rest.find(['.', '[']).unwrap_or(rest.len());
+                path = path.key(&rest[..end]);
+                rest = &rest[end..];
+            }
+        }
+        Some(path)
+    }
+
+    fn segment() -> impl Strategy<Value = Segment> {
+        const ALPHABET: &[&str] = &[
+            "a", "b", "é", "0", "-", "_", "*", ".", "[", "]", "\"", "'", "`", "\\", " ", "\n",
+            "\u{1b}", "\u{202e}", "\u{85}", "\u{a0}", "u", "{", "}",
+        ];
+        prop_oneof![
+            vec(select(ALPHABET), 0..6).prop_map(|parts| Segment::Key(parts.concat())),
+            any::<usize>().prop_map(Segment::Index),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 2_000,
+            failure_persistence: None,
+            // The same cases on every run, as the other property tests do.
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x9a7_4b1d),
+            ..ProptestConfig::default()
+        })]
+
+        /// Two different paths never display alike, and no display holds a hidden character.
+        #[test]
+        fn a_displayed_path_reads_back_as_itself(segments in vec(segment(), 0..5)) {
+            let path = segments.into_iter().fold(YamlPath::root(), |path, segment| match segment {
+                Segment::Key(key) => path.key(key),
+                Segment::Index(index) => path.index(index),
+            });
+            let text = path.to_string();
+            prop_assert!(!text.chars().any(super::is_hidden), "{}", text);
+            prop_assert_eq!(read(&text), Some(path), "{}", text);
+        }
     }
 
     #[test]
