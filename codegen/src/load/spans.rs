@@ -418,6 +418,37 @@ bindings:
         assert!(spans.duplicates().is_empty());
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 1_000,
+            failure_persistence: None,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x59a_2b5),
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Hostile YAML (complex keys, anchors and aliases as keys and values, duplicates,
+        /// flow and block nesting mixed) never panics the index, and every indexed path is
+        /// found, within the text.
+        #[test]
+        fn any_yaml_indexes_without_panicking(
+            parts in proptest::collection::vec(proptest::sample::select(&[
+                "a", "b.c", "\"d e\"", "''", ":", ": ", "? ", "- ", "&x ", "*x", "*x ", "[", "]",
+                "{", "}", ", ", "\n", "\n  ", "\n    ", "!!map ", "<<: ", "# c",
+            ][..]), 0..40)
+        ) {
+            let text = parts.concat();
+            let spans = YamlSpans::index(&text);
+            for path in spans.keys.keys().chain(spans.values.keys()) {
+                let span = spans.find(path);
+                let inside = span.is_some_and(|s| s.offset.saturating_add(s.len) <= text.len());
+                proptest::prop_assert!(inside, "{path}: {span:?}");
+            }
+            for duplicate in spans.duplicates() {
+                proptest::prop_assert!(spans.find_key(&duplicate.path()).is_some());
+            }
+        }
+    }
+
     #[test]
     fn deep_flow_nesting_is_found_before_parsing() {
         let deep = format!("queues: {}{}", "[".repeat(20_000), "]".repeat(20_000));
