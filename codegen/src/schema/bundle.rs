@@ -839,7 +839,22 @@ mod tests {
 
     use serde_json::{Value, json};
 
-    use super::{combinator_refs, unnested_cycles};
+    use super::{YamlSpans, combinator_refs, unnested_cycles, yaml_path};
+
+    #[test]
+    fn pointers_find_their_node_when_keys_hold_dots() {
+        let text = "{\n\"properties\": {\n  \"a\": {\"b\": {\"x\": 1}},\n  \"a.b\": {\"x\": 2},\n  \"l\": [{\"x\": 3}]\n}}\n";
+        let document: Value = serde_json::from_str(text).unwrap();
+        let spans = YamlSpans::index(text);
+        let line = |pointer: &str| spans.find(&yaml_path(&document, pointer)).unwrap().line;
+        assert_eq!(line("/properties/a/b/x"), 3);
+        assert_eq!(line("/properties/a.b/x"), 4);
+        assert_eq!(line("/properties/l/0/x"), 5);
+        assert_eq!(
+            yaml_path(&document, "/properties/a.b/x").to_string(),
+            r#"properties["a.b"].x"#
+        );
+    }
 
     /// The search before components: from every definition, over every shallow reference.
     fn every_path(definitions: &BTreeMap<String, Value>) -> Vec<(String, Vec<String>)> {
