@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use super::{Checker, Kind, MAX_NAME_BYTES, entry};
 use crate::check::shown;
-use crate::diagnostics::{Code, Diagnostic, Place, Segment};
+use crate::diagnostics::Code;
+use crate::diagnostics::Diagnostic;
 use crate::model::{RetryPolicy, retry_policy};
 use crate::naming::{Role, role_ident};
 
@@ -15,7 +16,7 @@ impl Checker<'_> {
     pub(in crate::check) fn duplicates(&mut self) {
         for duplicate in self.contract.spans.duplicates() {
             let section = match duplicate.parent.segments() {
-                [Segment::Key(section)] => section.as_str(),
+                [crate::diagnostics::Segment::Key(section)] => section.as_str(),
                 _ => "",
             };
             let what = match section {
@@ -35,7 +36,7 @@ impl Checker<'_> {
                 ),
             )
             .with_help("rename one of them, or merge them into one entry")
-            .at(Place::Yaml {
+            .at(crate::diagnostics::Place::Yaml {
                 path: duplicate.path(),
                 span: Some(duplicate.span),
             });
