@@ -25,7 +25,9 @@ use miette::{
 use crate::load::LineIndex;
 
 mod code;
+mod path;
 pub use code::Code;
+pub use path::{Segment, YamlPath};
 
 /// Whether `c` must not reach a terminal as written: C0 and C1 control characters (ESC
 /// starts terminal commands, CR and BS overwrite what was printed, NUL truncates), DEL, the
@@ -108,8 +110,9 @@ pub enum Place {
     /// A node of the contract YAML, by path (`queues.orders.retry`), with its span when the
     /// node is written in the file.
     Yaml {
-        /// Dotted path of the node; sequence items are `[index]`.
-        path: String,
+        /// The path of the node, shown dotted with `[index]` items and quoted keys where a
+        /// name could be misread (`queues["orders.retry"]`).
+        path: YamlPath,
         /// Where the node is written; `None` when it is not (a default).
         span: Option<Span>,
     },
@@ -376,7 +379,8 @@ impl Diagnostics {
             .with_code(format!("warren::{}", diagnostic.code))
             .with_severity(severity);
         let place = match &diagnostic.place {
-            Place::Yaml { path, .. } => format!("at `{}`", escape(path)),
+            // A path's display is escaped already.
+            Place::Yaml { path, .. } => format!("at `{path}`"),
             Place::Pointer { pointer, .. } => format!("at JSON pointer `#{}`", escape(pointer)),
             Place::Position(_) | Place::File => String::new(),
         };

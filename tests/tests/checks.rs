@@ -58,3 +58,32 @@ fn every_code_has_a_fixture() {
         .collect();
     assert!(missing.is_empty(), "codes without a fixture: {missing:?}");
 }
+
+/// A queue named `orders.retry` and the `retry` of queue `orders` are different nodes: each
+/// diagnostic points at its own line, and their paths read differently.
+#[test]
+fn dotted_names_are_one_key() {
+    use warren_codegen::diagnostics::{Place, YamlPath};
+    let Err(Error::Invalid(problems)) = check_contract("fixtures/checks/dotted-names.yaml") else {
+        panic!("the fixture has errors");
+    };
+    let places: Vec<(String, usize)> = problems
+        .iter()
+        .map(|d| match &d.place {
+            Place::Yaml {
+                path,
+                span: Some(span),
+            } => (path.to_string(), span.line),
+            other => panic!("a YAML place expected, got {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        places,
+        [
+            (r#"queues["orders.retry"].delivery_limit"#.to_owned(), 10),
+            ("queues.orders.retry.exhausted".to_owned(), 16),
+        ]
+    );
+    let queue = |name: &str| YamlPath::root().key("queues").key(name);
+    assert_ne!(queue("orders.retry"), queue("orders").key("retry"));
+}

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::diagnostics::{Code, Diagnostics};
+use crate::diagnostics::{Code, Diagnostics, YamlPath};
 use crate::load::LoadedContract;
 use crate::schema::{Bundler, EntryError, NodeKey, SchemaBundle};
 
@@ -27,7 +27,7 @@ pub(crate) fn bundle_schemas(contract: &LoadedContract, out: &mut Diagnostics) -
                 contract
                     .error_at(
                         Code::MissingSchemaRoot,
-                        &format!("schema_roots[{i}]"),
+                        &YamlPath::root().key("schema_roots").index(i),
                         format!("schema root `{root}` is not a folder"),
                     )
                     .with_help("schema roots are folders, relative to the contract's folder"),
@@ -40,7 +40,7 @@ pub(crate) fn bundle_schemas(contract: &LoadedContract, out: &mut Diagnostics) -
         let mut entry = |field: &str, file: &str| match bundler.add_entry(file) {
             Ok(key) => Some(key),
             Err(problem) => {
-                let path = format!("messages.{name}.{field}");
+                let path = YamlPath::root().key("messages").key(name).key(field);
                 let help = match &problem {
                     EntryError::Missing(_) => {
                         "fix the path; it is relative to the contract's folder"

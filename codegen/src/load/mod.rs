@@ -12,7 +12,7 @@ pub(crate) use lines::{Column, LineIndex};
 pub use paths::PathDisplay;
 pub use spans::{Duplicate, YamlSpans};
 
-use crate::diagnostics::{Code, Diagnostic, Diagnostics, Place};
+use crate::diagnostics::{Code, Diagnostic, Diagnostics, Place, YamlPath};
 use crate::format::ContractFile;
 
 /// A contract file as read from disk.
@@ -35,19 +35,19 @@ impl LoadedContract {
     }
 
     /// An error about the node at `path`, pointing at its value.
-    pub fn error_at(&self, code: Code, path: &str, message: String) -> Diagnostic {
+    pub fn error_at(&self, code: Code, path: &YamlPath, message: String) -> Diagnostic {
         Diagnostic::error(code, self.path(), message).at(self.place(path))
     }
 
     /// A warning about the node at `path`, pointing at its value.
-    pub fn warning_at(&self, code: Code, path: &str, message: String) -> Diagnostic {
+    pub fn warning_at(&self, code: Code, path: &YamlPath, message: String) -> Diagnostic {
         Diagnostic::warning(code, self.path(), message).at(self.place(path))
     }
 
     /// The place of the node at `path`, with its span when it is written in the file.
-    pub fn place(&self, path: &str) -> Place {
+    pub fn place(&self, path: &YamlPath) -> Place {
         Place::Yaml {
-            path: path.to_owned(),
+            path: path.clone(),
             span: self.spans.find(path),
         }
     }

@@ -2,22 +2,26 @@
 //!
 //! serde gives typed values but forgets positions; the checks need the line and column of
 //! `queues.orders.retry.max_delay` to point at it. This walks the parser's event stream once
-//! and records the span of every key and value under the same dotted path the checks use.
+//! and records the span of every key and value under the same typed [`YamlPath`] the checks
+//! build, so a key with a dot in it is one segment, never two.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use saphyr_parser::{Event, Parser};
 
 use super::lines::{Cursor, LineIndex};
-use crate::diagnostics::Span;
+use crate::diagnostics::{Segment, Span, YamlPath};
 
 /// Spans of a YAML document's nodes, by path (`queues.orders.retry`, `bindings[0].queue`).
+///
+/// Only nodes that have a path are indexed: what sits inside a mapping key that is itself a
+/// collection or an alias (`? [a, b] : value`) is skipped, value included.
 #[derive(Debug, Clone, Default)]
 pub struct YamlSpans {
-    values: BTreeMap<String, Span>,
-    keys: BTreeMap<String, Span>,
+    values: BTreeMap<YamlPath, Span>,
+    keys: BTreeMap<YamlPath, Span>,
     /// Values written over several lines, where the key is the better place to point at.
-    multiline: BTreeSet<String>,
+    multiline: BTreeSet<YamlPath>,
     /// Keys written twice in one mapping.
     duplicates: Vec<Duplicate>,
     /// Where nesting first went deeper than [`MAX_DEPTH`], if it did.
@@ -32,7 +36,7 @@ pub const MAX_DEPTH: usize = 64;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Duplicate {
     /// The path of the mapping (`queues`).
-    pub parent: String,
+    pub parent: YamlPath,
     /// The repeated key.
     pub key: String,
     /// Where the second one is written.
@@ -41,8 +45,8 @@ pub struct Duplicate {
 
 impl Duplicate {
     /// The path of the repeated entry.
-    pub fn path(&self) -> String {
-        join(&self.parent, &self.key)
+    pub fn path(&self) -> YamlPath {
+        self.parent.key(self.key.as_str())
     }
 }
 
@@ -85,8 +89,8 @@ impl YamlSpans {
 
     /// The span of the value at `path` (of its key when the value spans several lines), else
     /// of the nearest ancestor that is written in the file.
-    pub fn find(&self, path: &str) -> Option<Span> {
-        let mut path = path;
+    pub fn find(&self, path: &YamlPath) -> Option<Span> {
+        let mut path: &[Segment] = path.segments();
         loop {
             let key = self.keys.get(path);
             let value = self.values.get(path);
@@ -97,7 +101,8 @@ impl YamlSpans {
             if let Some(span) = span {
                 return Some(*span);
             }
-            path = parent(path)?;
+            // The parent: `a.b[2].c` → `a.b[2]` → `a.b` → `a` → the root.
+            path = path.split_last()?.1;
         }
     }
 
@@ -114,7 +119,7 @@ impl YamlSpans {
 
     /// The span of the key that introduces `path` (`max_delay` in `retry: {max_delay: 1s}`),
     /// falling back to [`YamlSpans::find`].
-    pub fn find_key(&self, path: &str) -> Option<Span> {
+    pub fn find_key(&self, path: &YamlPath) -> Option<Span> {
         self.keys.get(path).copied().or_else(|| self.find(path))
     }
 }
@@ -153,112 +158,171 @@ pub(crate) fn flow_too_deep(text: &str, max: usize) -> Option<usize> {
     None
 }
 
-/// The path of the parent node: `a.b[2].c` → `a.b[2]` → `a.b` → `a` → ``.
-fn parent(path: &str) -> Option<&str> {
-    if path.is_empty() {
-        return None;
-    }
-    let cut = path.rfind(['.', '[']).unwrap_or(0);
-    Some(&path[..cut])
+/// A collection being walked.
+struct Frame {
+    /// The collection's path; `None` inside a mapping key that is itself a collection (or
+    /// an alias), which has no path: nothing under it is indexed.
+    path: Option<YamlPath>,
+    kind: FrameKind,
+    /// True when the collection is a mapping's key rather than a value.
+    is_key: bool,
+    /// Where it starts.
+    start: Span,
 }
 
-enum Frame {
+enum FrameKind {
     Mapping {
-        path: String,
-        key: Option<String>,
+        /// The key whose value comes next, once it has been read.
+        key: Pending,
+        /// The plain keys read so far, to find duplicates.
         seen: BTreeSet<String>,
     },
     Sequence {
-        path: String,
+        /// The index of the next item.
         index: usize,
     },
 }
 
+/// A mapping's state between a key and its value.
+enum Pending {
+    /// The next node is a key.
+    Key,
+    /// The next node is the value of this scalar key.
+    Value(String),
+    /// The next node is the value of a key that is a collection or an alias: it has no path.
+    Unnamed,
+}
+
+/// Where the node that starts now sits.
+enum Slot {
+    /// It is a mapping's key.
+    Key,
+    /// It is a value at this path (`None`: a value without a path).
+    Value(Option<YamlPath>),
+}
+
 struct Walker {
     spans: YamlSpans,
-    stack: Vec<(Frame, Span)>,
+    stack: Vec<Frame>,
 }
 
 impl Walker {
-    /// The path of the node that starts now, or `None` when the node is a mapping key.
-    fn next_path(&mut self) -> Option<String> {
-        match self.stack.last_mut() {
-            None => Some(String::new()),
-            Some((Frame::Mapping { path, key, .. }, _)) => key.take().map(|key| join(path, &key)),
-            Some((Frame::Sequence { path, index }, _)) => {
-                let child = format!("{path}[{index}]");
+    /// Where the node that starts now sits, advancing its parent past it.
+    fn next_slot(&mut self) -> Slot {
+        let Some(frame) = self.stack.last_mut() else {
+            return Slot::Value(Some(YamlPath::root()));
+        };
+        match &mut frame.kind {
+            FrameKind::Mapping { key, .. } => match std::mem::replace(key, Pending::Key) {
+                Pending::Key => Slot::Key,
+                Pending::Value(key) => Slot::Value(frame.path.as_ref().map(|p| p.key(key))),
+                Pending::Unnamed => Slot::Value(None),
+            },
+            FrameKind::Sequence { index } => {
+                let child = frame.path.as_ref().map(|p| p.index(*index));
                 *index += 1;
-                Some(child)
+                Slot::Value(child)
             }
+        }
+    }
+
+    /// Marks the next node of the innermost mapping as the value of a key without a name.
+    fn unnamed_key(&mut self) {
+        if let Some(Frame {
+            kind: FrameKind::Mapping { key, .. },
+            ..
+        }) = self.stack.last_mut()
+        {
+            *key = Pending::Unnamed;
         }
     }
 
     fn on_event(&mut self, event: Event<'_>, start: Span, end: usize, end_line: usize) {
         match event {
-            Event::Scalar(value, ..) => match self.next_path() {
-                Some(path) => {
+            Event::Scalar(value, ..) => match self.next_slot() {
+                Slot::Value(Some(path)) => {
                     self.spans
                         .values
                         .entry(path)
                         .or_insert(with_end(start, end));
                 }
-                None => {
-                    if let Some((Frame::Mapping { path, key, seen }, _)) = self.stack.last_mut() {
-                        let child = join(path, &value);
-                        if !seen.insert(value.to_string()) {
-                            self.spans.duplicates.push(Duplicate {
-                                parent: path.clone(),
-                                key: value.to_string(),
-                                span: with_end(start, end),
-                            });
-                        }
-                        self.spans.keys.entry(child).or_insert(with_end(start, end));
-                        *key = Some(value.into_owned());
-                    }
-                }
+                Slot::Value(None) => {}
+                Slot::Key => self.on_key(value.into_owned(), with_end(start, end)),
             },
-            Event::Alias(_) => {
-                if let Some(path) = self.next_path() {
+            Event::Alias(_) => match self.next_slot() {
+                Slot::Value(Some(path)) => {
                     self.spans.values.insert(path, with_end(start, end));
                 }
-            }
+                Slot::Value(None) => {}
+                // An alias as a key names whatever it points to: no path of its own.
+                Slot::Key => self.unnamed_key(),
+            },
             Event::MappingStart(..) | Event::SequenceStart(..) => {
-                // A collection used as a mapping key has no path of its own; index it under
-                // a placeholder so its children do not land on real paths.
-                let path = self.next_path().unwrap_or_else(|| "?".to_owned());
-                let frame = if matches!(event, Event::MappingStart(..)) {
-                    Frame::Mapping {
-                        path,
-                        key: None,
+                let (path, is_key) = match self.next_slot() {
+                    Slot::Key => (None, true),
+                    Slot::Value(path) => (path, false),
+                };
+                let kind = if matches!(event, Event::MappingStart(..)) {
+                    FrameKind::Mapping {
+                        key: Pending::Key,
                         seen: BTreeSet::new(),
                     }
                 } else {
-                    Frame::Sequence { path, index: 0 }
+                    FrameKind::Sequence { index: 0 }
                 };
-                self.stack.push((frame, start));
+                self.stack.push(Frame {
+                    path,
+                    kind,
+                    is_key,
+                    start,
+                });
             }
             Event::MappingEnd | Event::SequenceEnd => {
-                if let Some((frame, start)) = self.stack.pop() {
-                    let (Frame::Mapping { path, .. } | Frame::Sequence { path, .. }) = frame;
-                    if end_line > start.line {
+                let Some(frame) = self.stack.pop() else {
+                    return;
+                };
+                if frame.is_key {
+                    // The collection was a key: the node after it is its value.
+                    self.unnamed_key();
+                }
+                if let Some(path) = frame.path {
+                    if end_line > frame.start.line {
                         self.spans.multiline.insert(path.clone());
                     }
                     self.spans
                         .values
                         .entry(path)
-                        .or_insert(with_end(start, end));
+                        .or_insert(with_end(frame.start, end));
                 }
             }
             _ => {}
         }
     }
-}
 
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_owned()
-    } else {
-        format!("{path}.{key}")
+    /// A scalar key of the innermost mapping.
+    fn on_key(&mut self, key: String, span: Span) {
+        let Some(Frame {
+            path,
+            kind: FrameKind::Mapping { key: pending, seen },
+            ..
+        }) = self.stack.last_mut()
+        else {
+            return;
+        };
+        if let Some(parent) = path {
+            if !seen.insert(key.clone()) {
+                self.spans.duplicates.push(Duplicate {
+                    parent: parent.clone(),
+                    key: key.clone(),
+                    span,
+                });
+            }
+            self.spans
+                .keys
+                .entry(parent.key(key.clone()))
+                .or_insert(span);
+        }
+        *pending = Pending::Value(key);
     }
 }
 
@@ -272,6 +336,7 @@ fn with_end(start: Span, end: usize) -> Span {
 #[cfg(test)]
 mod tests {
     use super::YamlSpans;
+    use crate::diagnostics::YamlPath;
 
     const DOC: &str = "\
 queues:
@@ -283,7 +348,17 @@ bindings:
     queue: orders
 ";
 
-    fn at(spans: &YamlSpans, path: &str) -> (usize, usize, String) {
+    /// The path of plain keys `keys` from the root.
+    fn path(keys: &[&str]) -> YamlPath {
+        keys.iter()
+            .fold(YamlPath::root(), |path, key| path.key(*key))
+    }
+
+    fn binding(field: &str) -> YamlPath {
+        path(&["bindings"]).index(0).key(field)
+    }
+
+    fn at(spans: &YamlSpans, path: &YamlPath) -> (usize, usize, String) {
         let span = spans.find(path).unwrap();
         let text = DOC[span.offset..span.offset + span.len].to_owned();
         (span.line, span.column, text)
@@ -293,24 +368,85 @@ bindings:
     fn finds_values_keys_and_items_by_path() {
         let spans = YamlSpans::index(DOC);
         assert_eq!(
-            at(&spans, "queues.orders.retry.max_delay"),
+            at(&spans, &path(&["queues", "orders", "retry", "max_delay"])),
             (3, 44, "1s".into())
         );
-        assert_eq!(at(&spans, "bindings[0].queue"), (7, 12, "orders".into()));
-        assert_eq!(at(&spans, "queues.naïve"), (4, 12, "{}".into()));
-        let key = spans.find_key("queues.orders.retry").unwrap();
+        assert_eq!(at(&spans, &binding("queue")), (7, 12, "orders".into()));
+        assert_eq!(
+            at(&spans, &path(&["queues", "naïve"])),
+            (4, 12, "{}".into())
+        );
+        let key = spans
+            .find_key(&path(&["queues", "orders", "retry"]))
+            .unwrap();
         assert_eq!((key.line, key.column), (3, 5));
+    }
+
+    #[test]
+    fn a_dotted_key_is_one_segment() {
+        let doc = "queues:\n  orders: { retry: {} }\n  orders.retry: { retry: 1 }\n";
+        let spans = YamlSpans::index(doc);
+        let line = |keys: &[&str]| spans.find(&path(keys)).unwrap().line;
+        assert_eq!(line(&["queues", "orders", "retry"]), 2);
+        assert_eq!(line(&["queues", "orders.retry"]), 3);
+        assert_eq!(line(&["queues", "orders.retry", "retry"]), 3);
     }
 
     #[test]
     fn multi_line_values_point_at_their_key_and_duplicates_are_kept() {
         let spans = YamlSpans::index("queues:\n  a:\n    x: 1\n  a: {}\n");
-        let span = spans.find("queues.a").unwrap();
+        let span = spans.find(&path(&["queues", "a"])).unwrap();
         assert_eq!((span.line, span.column, span.len), (2, 3, 1));
         let [dup] = spans.duplicates() else {
             panic!("one duplicate expected")
         };
-        assert_eq!((dup.path().as_str(), dup.span.line), ("queues.a", 4));
+        assert_eq!((dup.path(), dup.span.line), (path(&["queues", "a"]), 4));
+    }
+
+    #[test]
+    fn keys_without_a_name_index_nothing_under_them() {
+        // A collection or an alias as a key: neither it nor its value gets a path, and the
+        // value is not mistaken for the next key.
+        let doc = "a: &x 1\n? [b, c]\n: d\n? { e: f }\n: g\n*x : h\nlast: i\n";
+        let spans = YamlSpans::index(doc);
+        for key in ["b", "c", "d", "e", "f", "g", "h"] {
+            let mut paths = spans.keys.keys().chain(spans.values.keys());
+            assert!(paths.all(|p| !p.to_string().contains(key)), "{key}");
+        }
+        assert_eq!(spans.find(&path(&["last"])).unwrap().line, 7);
+        assert_eq!(spans.find(&path(&["a"])).unwrap().line, 1);
+        assert!(spans.duplicates().is_empty());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 1_000,
+            failure_persistence: None,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x59a_2b5),
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Hostile YAML (complex keys, anchors and aliases as keys and values, duplicates,
+        /// flow and block nesting mixed) never panics the index, and every indexed path is
+        /// found, within the text.
+        #[test]
+        fn any_yaml_indexes_without_panicking(
+            parts in proptest::collection::vec(proptest::sample::select(&[
+                "a", "b.c", "\"d e\"", "''", ":", ": ", "? ", "- ", "&x ", "*x", "*x ", "[", "]",
+                "{", "}", ", ", "\n", "\n  ", "\n    ", "!!map ", "<<: ", "# c",
+            ][..]), 0..40)
+        ) {
+            let text = parts.concat();
+            let spans = YamlSpans::index(&text);
+            for path in spans.keys.keys().chain(spans.values.keys()) {
+                let span = spans.find(path);
+                let inside = span.is_some_and(|s| s.offset.saturating_add(s.len) <= text.len());
+                proptest::prop_assert!(inside, "{path}: {span:?}");
+            }
+            for duplicate in spans.duplicates() {
+                proptest::prop_assert!(spans.find_key(&duplicate.path()).is_some());
+            }
+        }
     }
 
     #[test]
@@ -325,7 +461,10 @@ bindings:
     #[test]
     fn falls_back_to_the_nearest_written_ancestor() {
         let spans = YamlSpans::index(DOC);
-        assert_eq!(at(&spans, "queues.orders.retry.jitter").0, 3);
-        assert_eq!(at(&spans, "bindings[0].routing_key").0, 6);
+        assert_eq!(
+            at(&spans, &path(&["queues", "orders", "retry", "jitter"])).0,
+            3
+        );
+        assert_eq!(at(&spans, &binding("routing_key")).0, 6);
     }
 }

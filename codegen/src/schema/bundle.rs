@@ -24,7 +24,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::reference::{self, NodeKey};
-use crate::diagnostics::{Code, Diagnostic, Diagnostics, Place};
+use crate::diagnostics::{Code, Diagnostic, Diagnostics, Place, YamlPath};
 use crate::load::{Column, LineIndex, PathDisplay, YamlSpans};
 use crate::naming::{Case, ident};
 
@@ -786,22 +786,26 @@ fn strong_components<'e>(edges: &BTreeMap<&'e str, Vec<String>>) -> BTreeMap<&'e
 }
 
 /// The [`YamlSpans`] path of a JSON pointer: `/properties/items/0` → `properties.items[0]`.
-fn yaml_path(document: &Value, pointer: &str) -> String {
-    let mut path = String::new();
+/// A key keeps its dots (`/properties/a.b` is the one key `a.b`).
+fn yaml_path(document: &Value, pointer: &str) -> YamlPath {
+    let mut path = YamlPath::root();
     let mut node = Some(document);
     for segment in pointer.split('/').skip(1) {
         let key = segment.replace("~1", "/").replace("~0", "~");
-        match node {
-            Some(Value::Array(items)) => {
-                path.push_str(&format!("[{key}]"));
-                node = key.parse::<usize>().ok().and_then(|i| items.get(i));
+        let index = match node {
+            Some(Value::Array(_)) => key.parse::<usize>().ok(),
+            _ => None,
+        };
+        match index {
+            Some(index) => {
+                path = path.index(index);
+                node = node.and_then(|n| n.get(index));
             }
-            other => {
-                if !path.is_empty() {
-                    path.push('.');
-                }
-                path.push_str(&key);
-                node = other.and_then(|n| n.get(&key));
+            // Not an item of an array (or not a number, so nothing is there and the
+            // nearest ancestor is found instead).
+            None => {
+                node = node.and_then(|n| n.get(&key));
+                path = path.key(key);
             }
         }
     }
@@ -835,7 +839,22 @@ mod tests {
 
     use serde_json::{Value, json};
 
-    use super::{combinator_refs, unnested_cycles};
+    use super::{YamlSpans, combinator_refs, unnested_cycles, yaml_path};
+
+    #[test]
+    fn pointers_find_their_node_when_keys_hold_dots() {
+        let text = "{\n\"properties\": {\n  \"a\": {\"b\": {\"x\": 1}},\n  \"a.b\": {\"x\": 2},\n  \"l\": [{\"x\": 3}]\n}}\n";
+        let document: Value = serde_json::from_str(text).unwrap();
+        let spans = YamlSpans::index(text);
+        let line = |pointer: &str| spans.find(&yaml_path(&document, pointer)).unwrap().line;
+        assert_eq!(line("/properties/a/b/x"), 3);
+        assert_eq!(line("/properties/a.b/x"), 4);
+        assert_eq!(line("/properties/l/0/x"), 5);
+        assert_eq!(
+            yaml_path(&document, "/properties/a.b/x").to_string(),
+            r#"properties["a.b"].x"#
+        );
+    }
 
     /// The search before components: from every definition, over every shallow reference.
     fn every_path(definitions: &BTreeMap<String, Value>) -> Vec<(String, Vec<String>)> {

@@ -1,14 +1,14 @@
 //! Bindings: their shape by exchange type.
 
 use super::Checker;
-use crate::diagnostics::Code;
+use crate::diagnostics::{Code, YamlPath};
 use crate::format::{Binding, ExchangeKind};
 
 impl Checker<'_> {
     /// Binding shape by exchange type.
     pub(in crate::check) fn bindings(&mut self) {
         for (i, binding) in self.file.bindings.iter().enumerate() {
-            let path = format!("bindings[{i}]");
+            let path = YamlPath::root().key("bindings").index(i);
             self.binding_destination(&path, binding);
             let Some(exchange) = self.file.exchanges.get(&binding.exchange) else {
                 continue;
@@ -20,7 +20,7 @@ impl Checker<'_> {
     }
 
     /// A binding goes to one queue or one exchange.
-    fn binding_destination(&mut self, path: &str, binding: &Binding) {
+    fn binding_destination(&mut self, path: &YamlPath, binding: &Binding) {
         match (&binding.queue, &binding.to_exchange) {
             (Some(_), Some(_)) => self.error(
                 Code::BadBinding,
@@ -39,7 +39,7 @@ impl Checker<'_> {
     }
 
     /// Topic and direct bindings need a key, with wildcards only where they are wildcards.
-    fn binding_key(&mut self, path: &str, binding: &Binding, kind: ExchangeKind) {
+    fn binding_key(&mut self, path: &YamlPath, binding: &Binding, kind: ExchangeKind) {
         match kind {
             ExchangeKind::Topic | ExchangeKind::Direct if binding.routing_key.is_none() => {
                 let kind_name = kind.as_str();
@@ -65,7 +65,7 @@ impl Checker<'_> {
                 {
                     self.warn(
                         Code::LiteralWildcard,
-                        &format!("{path}.routing_key"),
+                        &path.key("routing_key"),
                         format!("`{key}` has `*` or `#` inside a word, where they match literally"),
                         "wildcards only work as whole words: `orders.*`, not `orders*`",
                     );
@@ -76,7 +76,7 @@ impl Checker<'_> {
                 if key.split('.').any(|w| w == "*" || w == "#") {
                     self.warn(
                         Code::LiteralWildcard,
-                        &format!("{path}.routing_key"),
+                        &path.key("routing_key"),
                         format!("`{key}` binds a direct exchange, where `*` and `#` are literal characters, not wildcards"),
                         "make the exchange `type: topic`, or bind the exact key",
                     );
@@ -87,12 +87,12 @@ impl Checker<'_> {
     }
 
     /// `headers` and `match` belong to headers exchanges, and match every message when empty.
-    fn binding_headers(&mut self, path: &str, binding: &Binding, kind: ExchangeKind) {
+    fn binding_headers(&mut self, path: &YamlPath, binding: &Binding, kind: ExchangeKind) {
         let headers_written = !binding.headers.is_empty() || binding.headers_match.is_some();
         if headers_written && kind != ExchangeKind::Headers {
             self.error(
                 Code::BadBinding,
-                &format!("{path}.headers"),
+                &path.key("headers"),
                 format!(
                     "`headers` and `match` only apply to headers exchanges, and `{}` is not one",
                     binding.exchange

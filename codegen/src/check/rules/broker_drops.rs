@@ -1,8 +1,8 @@
 //! Broker drops: settings under which RabbitMQ itself discards messages.
 
-use super::{Checker, has_dead_letter_exchange};
+use super::{Checker, entry, has_dead_letter_exchange};
 use crate::check::shown;
-use crate::diagnostics::Code;
+use crate::diagnostics::{Code, YamlPath};
 use crate::format::{ArgumentValue, Overflow, Queue, QueueKind};
 
 impl Checker<'_> {
@@ -16,7 +16,7 @@ impl Checker<'_> {
             if kind == QueueKind::Stream {
                 continue;
             }
-            let path = format!("queues.{name}");
+            let path = entry("queues", name);
             let name = shown(name);
             self.drops_without_dead_letters(&name, queue, &path);
             self.deletions(&name, queue, &path);
@@ -25,17 +25,17 @@ impl Checker<'_> {
 
     /// Limits and expirations that make RabbitMQ drop messages from a queue that has nowhere
     /// to dead-letter them; `name` is already [`shown`].
-    fn drops_without_dead_letters(&mut self, name: &str, queue: &Queue, path: &str) {
+    fn drops_without_dead_letters(&mut self, name: &str, queue: &Queue, path: &YamlPath) {
         let kind = queue.kind.unwrap_or_default();
         let raw = |key: &str| {
             queue
                 .arguments
                 .contains_key(key)
-                .then(|| format!("arguments.{key}"))
+                .then(|| path.key("arguments").key(key))
         };
         let set = |typed: bool, field: &str, key: &str| {
             if typed {
-                Some(field.to_owned())
+                Some(path.key(field))
             } else {
                 raw(key)
             }
@@ -45,18 +45,17 @@ impl Checker<'_> {
             // (A raw `x-delivery-limit` on a quorum queue, or a limit on another type,
             // is already an error.)
             if kind == QueueKind::Quorum && queue.delivery_limit.is_some() {
-                let field = "delivery_limit";
                 self.warn(
                     Code::BrokerDropsMessages,
-                    &format!("{path}.{field}"),
+                    &path.key("delivery_limit"),
                     format!("queue `{name}` has a delivery limit and no dead-letter exchange: RabbitMQ drops a message returned to it more often than the limit allows (a consumer that crashes on it, a requeue)"),
                     format!("{fix}, or remove the limit (warren then sets none that drops)"),
                 );
             }
-            if let Some(field) = set(queue.message_ttl.is_some(), "message_ttl", "x-message-ttl") {
+            if let Some(at) = set(queue.message_ttl.is_some(), "message_ttl", "x-message-ttl") {
                 self.warn(
                     Code::BrokerDropsMessages,
-                    &format!("{path}.{field}"),
+                    &at,
                     format!("queue `{name}` has a message TTL and no dead-letter exchange: RabbitMQ drops every message that waits longer"),
                     format!("{fix}, or remove the TTL"),
                 );
@@ -77,10 +76,10 @@ impl Checker<'_> {
                 Some(overflow) => overflow == Overflow::DropHead,
                 None => raw_overflow.is_none_or(|text| text == "drop-head"),
             };
-            if let Some(field) = limited.filter(|_| drops_head) {
+            if let Some(at) = limited.filter(|_| drops_head) {
                 self.warn(
                     Code::BrokerDropsMessages,
-                    &format!("{path}.{field}"),
+                    &at,
                     format!("queue `{name}` has a length limit, drops the oldest message when full (`overflow: drop-head`, the default) and has no dead-letter exchange: RabbitMQ discards them"),
                     format!("{fix}, or set `overflow: reject-publish` so publishers are refused instead"),
                 );
@@ -89,7 +88,7 @@ impl Checker<'_> {
     }
 
     /// Queue settings that delete a queue, and its messages with it: none is dead-lettered.
-    fn deletions(&mut self, name: &str, queue: &Queue, path: &str) {
+    fn deletions(&mut self, name: &str, queue: &Queue, path: &YamlPath) {
         let kind = queue.kind.unwrap_or_default();
         // Deleting a queue deletes its messages; none is dead-lettered.
         let deletions = [
@@ -114,7 +113,7 @@ impl Checker<'_> {
             if on {
                 self.warn(
                     Code::BrokerDropsMessages,
-                    &format!("{path}.{field}"),
+                    &path.key(field),
                     format!(
                         "RabbitMQ deletes queue `{name}` {when}, with every message still in it"
                     ),

@@ -2,9 +2,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Checker, has_dead_letter_exchange};
+use super::{Checker, entry, has_dead_letter_exchange};
 use crate::check::list;
-use crate::diagnostics::Code;
+use crate::diagnostics::{Code, YamlPath};
 use crate::format::{Consumer, OnPoison, Queue, QueueKind};
 
 impl Checker<'_> {
@@ -13,7 +13,7 @@ impl Checker<'_> {
         let file = self.file;
         let mut by_queue: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for (name, consumer) in &file.consumers {
-            let path = format!("consumers.{name}");
+            let path = entry("consumers", name);
             by_queue.entry(&consumer.queue).or_default().push(name);
             self.consumer_settings(consumer, &path);
             let Some(queue) = file.queues.get(&consumer.queue) else {
@@ -26,12 +26,12 @@ impl Checker<'_> {
     }
 
     /// Prefetch, concurrency, batch and circuit breaker: values that could never work.
-    fn consumer_settings(&mut self, consumer: &Consumer, path: &str) {
+    fn consumer_settings(&mut self, consumer: &Consumer, path: &YamlPath) {
         let prefetch = consumer.prefetch.unwrap_or(crate::model::DEFAULT_PREFETCH);
         if consumer.prefetch == Some(0) {
             self.error(
                 Code::BadConsumer,
-                &format!("{path}.prefetch"),
+                &path.key("prefetch"),
                 "`prefetch: 0` means unlimited: the broker would push the whole queue into the worker".to_owned(),
                 "set a bound such as 10 (the default)",
             );
@@ -39,7 +39,7 @@ impl Checker<'_> {
         if consumer.concurrency == Some(0) {
             self.error(
                 Code::BadConsumer,
-                &format!("{path}.concurrency"),
+                &path.key("concurrency"),
                 "`concurrency` must be at least 1".to_owned(),
                 "use 1 to handle one message at a time",
             );
@@ -50,7 +50,7 @@ impl Checker<'_> {
         {
             self.warn(
                 Code::ConcurrencyAbovePrefetch,
-                &format!("{path}.concurrency"),
+                &path.key("concurrency"),
                 format!("`concurrency: {concurrency}` exceeds `prefetch: {prefetch}`, so some handlers would always be idle"),
                 "raise `prefetch` to at least the concurrency",
             );
@@ -59,14 +59,14 @@ impl Checker<'_> {
             if batch.size == 0 {
                 self.error(
                     Code::BadConsumer,
-                    &format!("{path}.batch.size"),
+                    &path.key("batch").key("size"),
                     "a batch holds at least 1 message".to_owned(),
                     "set `size` to 1 or more",
                 );
             } else if prefetch > 0 && batch.size > prefetch {
                 self.error(
                     Code::BadConsumer,
-                    &format!("{path}.batch.size"),
+                    &path.key("batch").key("size"),
                     format!(
                         "a batch of {} can never fill with `prefetch: {prefetch}`",
                         batch.size
@@ -77,7 +77,7 @@ impl Checker<'_> {
             if batch.timeout.as_millis() == 0 {
                 self.error(
                     Code::BadConsumer,
-                    &format!("{path}.batch.timeout"),
+                    &path.key("batch").key("timeout"),
                     "the batch `timeout` must be longer than 0".to_owned(),
                     "use e.g. `200ms`",
                 );
@@ -87,7 +87,7 @@ impl Checker<'_> {
             if breaker.failures == 0 {
                 self.error(
                     Code::BadConsumer,
-                    &format!("{path}.circuit_breaker.failures"),
+                    &path.key("circuit_breaker").key("failures"),
                     "the circuit breaker `failures` must be at least 1".to_owned(),
                     "use e.g. 5 to open it after five retryable failures in a row",
                 );
@@ -95,7 +95,7 @@ impl Checker<'_> {
             if breaker.cool_down.as_millis() == 0 {
                 self.error(
                     Code::BadConsumer,
-                    &format!("{path}.circuit_breaker.cool_down"),
+                    &path.key("circuit_breaker").key("cool_down"),
                     "the circuit breaker `cool_down` must be longer than 0".to_owned(),
                     "use e.g. `30s`",
                 );
@@ -105,14 +105,14 @@ impl Checker<'_> {
 
     /// A consumed queue must dead-letter messages that cannot be decoded or validated, unless
     /// told to drop them.
-    fn poison_loss(&mut self, name: &str, consumer: &Consumer, queue: &Queue, path: &str) {
+    fn poison_loss(&mut self, name: &str, consumer: &Consumer, queue: &Queue, path: &YamlPath) {
         if queue.on_poison.unwrap_or_default() == OnPoison::DeadLetter
             && !has_dead_letter_exchange(queue)
         {
             let stream = queue.kind == Some(QueueKind::Stream);
             self.error(
                 Code::PoisonLoss,
-                &format!("{path}.queue"),
+                &path.key("queue"),
                 format!("consumer `{name}` reads queue `{}`, which has no dead-letter exchange: messages that cannot be decoded or validated would be lost", consumer.queue),
                 if stream {
                     "streams cannot dead-letter; set `on_poison: drop` on the queue to discard them knowingly".to_owned()
@@ -131,7 +131,7 @@ impl Checker<'_> {
                 .filter_map(|c| self.file.consumers.get(*c).map(|c| c.message.as_str()))
                 .collect();
             if messages.len() > 1 {
-                let path = format!("consumers.{}.message", consumers[consumers.len() - 1]);
+                let path = entry("consumers", consumers[consumers.len() - 1]).key("message");
                 self.error(
                     Code::ConflictingConsumers,
                     &path,
@@ -158,7 +158,7 @@ impl Checker<'_> {
             if p.message != message {
                 self.error(
                     Code::MessageMismatch,
-                    &format!("consumers.{consumer}.message"),
+                    &entry("consumers", consumer).key("message"),
                     format!("consumer `{consumer}` expects `{message}`, but publisher `{publisher}` sends `{}` to its queue `{queue}`", p.message),
                     "make the consumer and the publisher use the same message, or route them to different queues",
                 );

@@ -1,8 +1,8 @@
 //! Dead letters: a dead-letter exchange must route its queue's dead letters somewhere.
 
-use super::{Checker, QueueDeadLetter, dead_letter_of};
+use super::{Checker, QueueDeadLetter, dead_letter_of, entry};
 use crate::check::list;
-use crate::diagnostics::Code;
+use crate::diagnostics::{Code, YamlPath};
 use crate::format::{Exchange, ExchangeKind};
 use crate::routing::KeyTemplate;
 
@@ -14,9 +14,9 @@ impl Checker<'_> {
             let Some(dl) = dead_letter_of(queue) else {
                 continue;
             };
-            let path = format!("queues.{name}.{}", dl.field);
+            let path = entry("queues", name).join(&dl.field);
             let key_path = if dl.routing_key.is_some() {
-                format!("queues.{name}.{}", dl.key_field)
+                entry("queues", name).join(&dl.key_field)
             } else {
                 path.clone()
             };
@@ -62,8 +62,8 @@ impl Checker<'_> {
         &mut self,
         name: &str,
         dl: &QueueDeadLetter,
-        path: &str,
-        key_path: &str,
+        path: &YamlPath,
+        key_path: &YamlPath,
     ) {
         let file = self.file;
         match &dl.routing_key {

@@ -1,18 +1,19 @@
 //! Exchanges: arguments their typed fields already set.
 
-use super::Checker;
+use super::{Checker, entry};
 use crate::diagnostics::Code;
 
 impl Checker<'_> {
     /// Exchange arguments that the typed fields already set.
     pub(in crate::check) fn exchanges(&mut self) {
         for (name, exchange) in &self.file.exchanges {
+            let path = entry("exchanges", name);
             if exchange.arguments.contains_key("alternate-exchange")
                 && exchange.alternate_exchange.is_some()
             {
                 self.error(
                     Code::DuplicateArgument,
-                    &format!("exchanges.{name}.arguments.alternate-exchange"),
+                    &path.key("arguments").key("alternate-exchange"),
                     "`alternate-exchange` is set both here and by `alternate_exchange`".to_owned(),
                     "keep only `alternate_exchange`",
                 );
@@ -20,7 +21,7 @@ impl Checker<'_> {
             if exchange.alternate_exchange.as_deref() == Some(name.as_str()) {
                 self.error(
                     Code::BadAlternateExchange,
-                    &format!("exchanges.{name}.alternate_exchange"),
+                    &path.key("alternate_exchange"),
                     format!("exchange `{name}` is its own alternate exchange"),
                     "an alternate exchange must be another exchange, usually a fanout bound to an `unrouted` queue",
                 );

@@ -13,7 +13,7 @@ mod retry;
 
 use std::collections::BTreeMap;
 
-use crate::diagnostics::{Code, Diagnostic, Diagnostics};
+use crate::diagnostics::{Code, Diagnostic, Diagnostics, YamlPath};
 use crate::format::{ArgumentValue, ContractFile, Queue};
 use crate::load::LoadedContract;
 use crate::routing::{Destination, Edge, Graph, KeyTemplate, Reach};
@@ -62,12 +62,12 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn error(&mut self, code: Code, path: &str, message: String, help: impl Into<String>) {
+    fn error(&mut self, code: Code, path: &YamlPath, message: String, help: impl Into<String>) {
         let diagnostic = self.contract.error_at(code, path, message).with_help(help);
         self.out.push(diagnostic);
     }
 
-    fn warn(&mut self, code: Code, path: &str, message: String, help: impl Into<String>) {
+    fn warn(&mut self, code: Code, path: &YamlPath, message: String, help: impl Into<String>) {
         let diagnostic = self
             .contract
             .warning_at(code, path, message)
@@ -78,6 +78,11 @@ impl<'a> Checker<'a> {
     fn push(&mut self, diagnostic: Diagnostic) {
         self.out.push(diagnostic);
     }
+}
+
+/// The path of entry `name` of a contract section: `queues` → `orders`.
+fn entry(section: &str, name: &str) -> YamlPath {
+    YamlPath::root().key(section).key(name)
 }
 
 /// What a name refers to.
@@ -112,9 +117,9 @@ struct QueueDeadLetter {
     exchange: String,
     routing_key: Option<String>,
     /// The field that sets the exchange, relative to the queue.
-    field: &'static str,
+    field: YamlPath,
     /// The field that sets the routing key, relative to the queue.
-    key_field: &'static str,
+    key_field: YamlPath,
 }
 
 fn dead_letter_of(queue: &Queue) -> Option<QueueDeadLetter> {
@@ -122,8 +127,8 @@ fn dead_letter_of(queue: &Queue) -> Option<QueueDeadLetter> {
         return Some(QueueDeadLetter {
             exchange: dl.exchange.clone(),
             routing_key: dl.routing_key.clone(),
-            field: "dead_letter.exchange",
-            key_field: "dead_letter.routing_key",
+            field: YamlPath::root().key("dead_letter").key("exchange"),
+            key_field: YamlPath::root().key("dead_letter").key("routing_key"),
         });
     }
     let text = |key: &str| match queue.arguments.get(key) {
@@ -133,8 +138,12 @@ fn dead_letter_of(queue: &Queue) -> Option<QueueDeadLetter> {
     Some(QueueDeadLetter {
         exchange: queue.dead_letter_exchange()?.to_owned(),
         routing_key: text("x-dead-letter-routing-key"),
-        field: "arguments.x-dead-letter-exchange",
-        key_field: "arguments.x-dead-letter-routing-key",
+        field: YamlPath::root()
+            .key("arguments")
+            .key("x-dead-letter-exchange"),
+        key_field: YamlPath::root()
+            .key("arguments")
+            .key("x-dead-letter-routing-key"),
     })
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Checker, Kind, MAX_NAME_BYTES};
+use super::{Checker, Kind, MAX_NAME_BYTES, entry};
 use crate::check::shown;
 use crate::diagnostics::Code;
 use crate::diagnostics::Diagnostic;
@@ -15,7 +15,11 @@ impl Checker<'_> {
     /// would replace the first without a word.
     pub(in crate::check) fn duplicates(&mut self) {
         for duplicate in self.contract.spans.duplicates() {
-            let what = match duplicate.parent.as_str() {
+            let section = match duplicate.parent.segments() {
+                [crate::diagnostics::Segment::Key(section)] => section.as_str(),
+                _ => "",
+            };
+            let what = match section {
                 "exchanges" => "exchange",
                 "queues" => "queue",
                 "messages" => "message",
@@ -58,7 +62,7 @@ impl Checker<'_> {
         for (kind, names) in amqp_names {
             let (what, section) = kind.words();
             for name in names {
-                let path = format!("{section}.{name}");
+                let path = entry(section, name);
                 if name.trim().is_empty() {
                     self.error(
                         Code::BadName,
@@ -96,11 +100,11 @@ impl Checker<'_> {
             let Retry::TtlBackoff(Backoff { tiers, .. }) = retry_policy(name, queue) else {
                 continue;
             };
-            let path = format!("queues.{name}");
+            let path = entry("queues", name);
             if tiers.len() > crate::model::MAX_WAIT_TIERS {
                 self.error(
                     Code::BadRetry,
-                    &format!("{path}.retry"),
+                    &path.key("retry"),
                     format!(
                         "this backoff needs more than {} wait queues, one per distinct delay",
                         crate::model::MAX_WAIT_TIERS
@@ -149,7 +153,7 @@ impl Checker<'_> {
             for name in names.into_iter().filter(|n| n.len() > MAX_NAME_BYTES) {
                 self.error(
                     Code::NameTooLong,
-                    &format!("{section}.{name}"),
+                    &entry(section, name),
                     format!(
                         "name is {} bytes; warren names hold at most {MAX_NAME_BYTES}",
                         name.len()
@@ -190,7 +194,7 @@ impl Checker<'_> {
             let noun = role.noun();
             let mut taken: BTreeMap<String, &String> = BTreeMap::new();
             for name in names {
-                let path = format!("{section}.{name}");
+                let path = entry(section, name);
                 match role_ident(name, role) {
                     Err(problem) => {
                         // A consumer's trait and field fail alike: report it once.
@@ -217,8 +221,8 @@ impl Checker<'_> {
                                     shown(name)
                                 ),
                                 format!(
-                                    "Rust names are made of the words of a name, re-cased, so these two are the same name; rename one of them (at `{section}.{}` or here) so their words differ",
-                                    shown(first)
+                                    "Rust names are made of the words of a name, re-cased, so these two are the same name; rename one of them (at `{}` or here) so their words differ",
+                                    entry(section, first)
                                 ),
                             );
                         }

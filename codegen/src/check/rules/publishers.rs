@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use super::Checker;
+use super::{Checker, entry};
 use crate::check::list;
-use crate::diagnostics::Code;
+use crate::diagnostics::{Code, YamlPath};
 use crate::format::{ExchangeKind, Publisher};
 use crate::naming::{Role, role_ident};
 use crate::routing::{Graph, KeyTemplate, Reach};
@@ -14,13 +14,13 @@ impl Checker<'_> {
     pub(in crate::check) fn publishers(&mut self) {
         let file = self.file;
         for (name, publisher) in &file.publishers {
-            let path = format!("publishers.{name}");
+            let path = entry("publishers", name);
             let exchange = file.exchanges.get(&publisher.exchange);
             let kind = exchange.map(|e| e.kind.unwrap_or_default());
             if exchange.is_some_and(|e| e.internal == Some(true)) {
                 self.error(
                     Code::InternalExchange,
-                    &format!("{path}.exchange"),
+                    &path.key("exchange"),
                     format!("publisher `{name}` publishes to internal exchange `{}`, which refuses publishes (the broker closes the channel)", publisher.exchange),
                     "publish to an exchange bound to it, or make it `internal: false`",
                 );
@@ -43,7 +43,7 @@ impl Checker<'_> {
                 Err(problem) => {
                     self.error(
                         Code::BadRoutingKey,
-                        &format!("{path}.routing_key"),
+                        &path.key("routing_key"),
                         problem,
                         "placeholders look like `{region}`",
                     );
@@ -60,7 +60,13 @@ impl Checker<'_> {
     }
 
     /// A publisher whose messages reach no queue: RabbitMQ confirms and drops them.
-    fn unroutable_publisher(&mut self, name: &str, publisher: &Publisher, text: &str, path: &str) {
+    fn unroutable_publisher(
+        &mut self,
+        name: &str,
+        publisher: &Publisher,
+        text: &str,
+        path: &YamlPath,
+    ) {
         let file = self.file;
         let Some(reach) = self.routes.get(name) else {
             return;
@@ -86,7 +92,7 @@ impl Checker<'_> {
         };
         self.error(
             Code::UnroutablePublisher,
-            &format!("{path}.routing_key"),
+            &path.key("routing_key"),
             if text.is_empty() {
                 format!("publisher `{name}` publishes to {target}, which routes its messages to no queue: RabbitMQ would confirm each publish and drop the message")
             } else {
@@ -98,8 +104,8 @@ impl Checker<'_> {
 
     /// Placeholders become parameters of the publish method: distinct Rust identifiers (one
     /// named like the method's own `payload` is escaped to `payload_`, see [`Role`]).
-    fn placeholders(&mut self, path: &str, template: &KeyTemplate) {
-        let path = format!("{path}.routing_key");
+    fn placeholders(&mut self, path: &YamlPath, template: &KeyTemplate) {
+        let path = path.key("routing_key");
         let mut seen: BTreeMap<String, &str> = BTreeMap::new();
         for placeholder in template.placeholders() {
             let id = match role_ident(placeholder, Role::Placeholder) {

@@ -1,7 +1,7 @@
 //! Queues: properties by queue type, and arguments their typed fields already set.
 
-use super::Checker;
-use crate::diagnostics::Code;
+use super::{Checker, entry};
+use crate::diagnostics::{Code, YamlPath};
 use crate::format::{Overflow, Queue, QueueKind};
 
 /// Queue arguments that a typed field sets; writing them in `arguments` too is ambiguous.
@@ -23,14 +23,14 @@ impl Checker<'_> {
     /// Queue properties by queue type, retry sanity, and arguments the typed fields set.
     pub(in crate::check) fn queues(&mut self) {
         for (name, queue) in &self.file.queues {
-            let path = format!("queues.{name}");
+            let path = entry("queues", name);
             self.queue_type_rules(name, queue, &path);
             self.retry_rules(name, queue, &path);
             for (argument, field) in TYPED_QUEUE_ARGUMENTS {
                 if queue.arguments.contains_key(*argument) && typed_field_set(queue, argument) {
                     self.error(
                         Code::DuplicateArgument,
-                        &format!("{path}.arguments.{argument}"),
+                        &path.key("arguments").key(*argument),
                         format!("`{argument}` is set both here and by `{field}`"),
                         format!("keep only `{field}`"),
                     );
@@ -39,7 +39,7 @@ impl Checker<'_> {
             if queue.expires.is_some_and(|e| e.as_millis() == 0) {
                 self.error(
                     Code::BadDuration,
-                    &format!("{path}.expires"),
+                    &path.key("expires"),
                     "`expires` must be longer than 0".to_owned(),
                     "RabbitMQ refuses `x-expires: 0`; remove it to keep the queue",
                 );
@@ -50,7 +50,7 @@ impl Checker<'_> {
             {
                 self.warn(
                     Code::OverflowWithoutLimit,
-                    &format!("{path}.overflow"),
+                    &path.key("overflow"),
                     "`overflow` has no effect without `max_length` or `max_length_bytes`"
                         .to_owned(),
                     "set a length limit, or remove `overflow`",
@@ -59,7 +59,7 @@ impl Checker<'_> {
         }
     }
 
-    fn queue_type_rules(&mut self, name: &str, queue: &Queue, path: &str) {
+    fn queue_type_rules(&mut self, name: &str, queue: &Queue, path: &YamlPath) {
         let kind = queue.kind.unwrap_or_default();
         let kind_name = kind.as_str();
         let flags = [
@@ -73,7 +73,7 @@ impl Checker<'_> {
                     let value = if field == "durable" { "false" } else { "true" };
                     self.error(
                         Code::BadQueueProperty,
-                        &format!("{path}.{field}"),
+                        &path.key(field),
                         format!("{kind_name} queue `{name}` cannot be `{field}: {value}`"),
                         format!("{kind_name} queues are always durable, shared and kept; use `type: classic` for a temporary queue"),
                     );
@@ -83,7 +83,7 @@ impl Checker<'_> {
         if queue.delivery_limit.is_some() && kind != QueueKind::Quorum {
             self.error(
                 Code::BadQueueProperty,
-                &format!("{path}.delivery_limit"),
+                &path.key("delivery_limit"),
                 format!(
                     "`delivery_limit` applies to quorum queues, and `{name}` is a {kind_name} queue"
                 ),
@@ -93,7 +93,7 @@ impl Checker<'_> {
         if queue.max_priority.is_some() && kind != QueueKind::Classic {
             self.error(
                 Code::BadQueueProperty,
-                &format!("{path}.max_priority"),
+                &path.key("max_priority"),
                 format!(
                     "`max_priority` applies to classic queues, and `{name}` is a {kind_name} queue"
                 ),
@@ -104,7 +104,7 @@ impl Checker<'_> {
         if queue.max_priority.is_some_and(|p| !levels.contains(&p)) {
             self.error(
                 Code::BadQueueProperty,
-                &format!("{path}.max_priority"),
+                &path.key("max_priority"),
                 format!(
                     "`max_priority` must be between {} and {}",
                     levels.start(),
@@ -116,7 +116,7 @@ impl Checker<'_> {
         if kind == QueueKind::Quorum && queue.overflow == Some(Overflow::RejectPublishDlx) {
             self.error(
                 Code::BadQueueProperty,
-                &format!("{path}.overflow"),
+                &path.key("overflow"),
                 "quorum queues do not support `overflow: reject-publish-dlx`".to_owned(),
                 "use `drop-head` or `reject-publish`",
             );
@@ -130,7 +130,7 @@ impl Checker<'_> {
                 if set {
                     self.error(
                         Code::BadQueueProperty,
-                        &format!("{path}.{field}"),
+                        &path.key(field),
                         format!("stream queue `{name}` takes no `{field}`: streams keep messages and never dead-letter or requeue"),
                         format!("remove `{field}`, or use a quorum queue"),
                     );

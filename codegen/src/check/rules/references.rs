@@ -1,8 +1,8 @@
 //! References: every name used must be declared.
 
-use super::{Checker, Kind, dead_letter_of};
+use super::{Checker, Kind, dead_letter_of, entry};
 use crate::check::{shown, suggest};
-use crate::diagnostics::Code;
+use crate::diagnostics::{Code, YamlPath};
 
 impl Checker<'_> {
     /// Every name used must be declared.
@@ -11,76 +11,53 @@ impl Checker<'_> {
         let exchange = Kind::Exchange;
         for (name, e) in &file.exchanges {
             if let Some(alternate) = &e.alternate_exchange {
-                self.declared(
-                    exchange,
-                    alternate,
-                    &format!("exchanges.{name}.alternate_exchange"),
-                );
+                let path = entry("exchanges", name).key("alternate_exchange");
+                self.declared(exchange, alternate, &path);
             }
         }
         for (name, queue) in &file.queues {
             if let Some(dl) = dead_letter_of(queue)
                 && !dl.exchange.is_empty()
             {
-                self.declared(
-                    exchange,
-                    &dl.exchange,
-                    &format!("queues.{name}.{}", dl.field),
-                );
+                let path = entry("queues", name).join(&dl.field);
+                self.declared(exchange, &dl.exchange, &path);
             }
         }
         for (i, binding) in file.bindings.iter().enumerate() {
+            let path = YamlPath::root().key("bindings").index(i);
             if binding.exchange.is_empty() {
                 self.error(
                     Code::BadBinding,
-                    &format!("bindings[{i}].exchange"),
+                    &path.key("exchange"),
                     "the default exchange `\"\"` cannot be bound".to_owned(),
                     "it routes by queue name already; bind a declared exchange",
                 );
             } else {
-                self.declared(
-                    exchange,
-                    &binding.exchange,
-                    &format!("bindings[{i}].exchange"),
-                );
+                self.declared(exchange, &binding.exchange, &path.key("exchange"));
             }
             if let Some(queue) = &binding.queue {
-                self.declared(Kind::Queue, queue, &format!("bindings[{i}].queue"));
+                self.declared(Kind::Queue, queue, &path.key("queue"));
             }
             if let Some(to) = &binding.to_exchange {
-                self.declared(exchange, to, &format!("bindings[{i}].to_exchange"));
+                self.declared(exchange, to, &path.key("to_exchange"));
             }
         }
         for (name, publisher) in &file.publishers {
+            let path = entry("publishers", name);
             if !publisher.exchange.is_empty() {
-                self.declared(
-                    exchange,
-                    &publisher.exchange,
-                    &format!("publishers.{name}.exchange"),
-                );
+                self.declared(exchange, &publisher.exchange, &path.key("exchange"));
             }
-            self.declared(
-                Kind::Message,
-                &publisher.message,
-                &format!("publishers.{name}.message"),
-            );
+            self.declared(Kind::Message, &publisher.message, &path.key("message"));
         }
         for (name, consumer) in &file.consumers {
-            self.declared(
-                Kind::Queue,
-                &consumer.queue,
-                &format!("consumers.{name}.queue"),
-            );
-            self.declared(
-                Kind::Message,
-                &consumer.message,
-                &format!("consumers.{name}.message"),
-            );
+            let path = entry("consumers", name);
+            self.declared(Kind::Queue, &consumer.queue, &path.key("queue"));
+            self.declared(Kind::Message, &consumer.message, &path.key("message"));
         }
     }
 
     /// Reports `name` at `path` unless a `kind` of that name is declared.
-    fn declared(&mut self, kind: Kind, name: &str, path: &str) {
+    fn declared(&mut self, kind: Kind, name: &str, path: &YamlPath) {
         let file = self.file;
         let declared = match kind {
             Kind::Exchange => file.exchanges.contains_key(name),

@@ -1,14 +1,14 @@
 //! Retry: the settings of a queue's `retry` and how they fit its queue type.
 
-use super::{Checker, has_dead_letter_exchange};
-use crate::diagnostics::Code;
+use super::{Checker, entry, has_dead_letter_exchange};
+use crate::diagnostics::{Code, YamlPath};
 use crate::format::{Exhausted, Queue, QueueKind, Retry, RetryMode};
 
 impl Checker<'_> {
     /// The queue's `retry`, checked in steps; `path` is the queue's.
-    pub(super) fn retry_rules(&mut self, name: &str, queue: &Queue, path: &str) {
+    pub(super) fn retry_rules(&mut self, name: &str, queue: &Queue, path: &YamlPath) {
         let Some(retry) = &queue.retry else { return };
-        let path = format!("{path}.retry");
+        let path = path.key("retry");
         let mode = retry.mode.unwrap_or_default();
         self.backoff_fields_need_backoff(retry, mode, &path);
         self.retry_mode_fits_queue(name, queue, retry, mode, &path);
@@ -22,7 +22,7 @@ impl Checker<'_> {
     }
 
     /// Delays, multiplier and jitter belong to `ttl-backoff` alone.
-    fn backoff_fields_need_backoff(&mut self, retry: &Retry, mode: RetryMode, path: &str) {
+    fn backoff_fields_need_backoff(&mut self, retry: &Retry, mode: RetryMode, path: &YamlPath) {
         let backoff_fields = [
             ("initial_delay", retry.initial_delay.is_some()),
             ("max_delay", retry.max_delay.is_some()),
@@ -35,7 +35,7 @@ impl Checker<'_> {
                 if set {
                     self.error(
                         Code::BadRetry,
-                        &format!("{path}.{field}"),
+                        &path.key(field),
                         format!("`{field}` only applies to `mode: ttl-backoff`, and this queue uses `{mode_name}`"),
                         format!("remove `{field}`, or set `mode: ttl-backoff`"),
                     );
@@ -51,7 +51,7 @@ impl Checker<'_> {
         queue: &Queue,
         retry: &Retry,
         mode: RetryMode,
-        path: &str,
+        path: &YamlPath,
     ) {
         let kind = queue.kind.unwrap_or_default();
         match mode {
@@ -70,14 +70,14 @@ impl Checker<'_> {
                     let kind_name = kind.as_str();
                     self.error(
                         Code::BadRetry,
-                        &format!("{path}.mode"),
+                        &path.key("mode"),
                         format!("`quorum-native` retries need a quorum queue, and `{name}` is a {kind_name} queue"),
                         "use `immediate-requeue` or `ttl-backoff`, or make the queue `type: quorum`",
                     );
                 } else if queue.delivery_limit.is_none() {
                     self.error(
                         Code::BadRetry,
-                        &format!("{path}.mode"),
+                        &path.key("mode"),
                         format!("`quorum-native` retries count against the queue's `delivery_limit`, and `{name}` has none"),
                         "set `delivery_limit` on the queue (N allows N+1 deliveries)",
                     );
@@ -85,7 +85,7 @@ impl Checker<'_> {
                 if retry.max_retries.is_some() {
                     self.error(
                         Code::BadRetry,
-                        &format!("{path}.max_retries"),
+                        &path.key("max_retries"),
                         "`quorum-native` retries are bounded by the queue's `delivery_limit`, not `max_retries`".to_owned(),
                         "remove `max_retries` and set `delivery_limit` on the queue",
                     );
@@ -95,7 +95,7 @@ impl Checker<'_> {
                 if retry.max_retries == Some(0) {
                     self.error(
                         Code::BadRetry,
-                        &format!("{path}.max_retries"),
+                        &path.key("max_retries"),
                         "`max_retries` must be at least 1".to_owned(),
                         "to never retry, use `mode: none`",
                     );
@@ -114,7 +114,7 @@ impl Checker<'_> {
             if let Some(limit) = queue.delivery_limit.filter(|limit| *limit <= retries) {
                 self.error(
                     Code::BadRetry,
-                    &format!("queues.{name}.delivery_limit"),
+                    &entry("queues", name).key("delivery_limit"),
                     format!("`delivery_limit: {limit}` lets the broker dead-letter before the {retries} retries are spent, without failure context"),
                     format!("set `delivery_limit` above `max_retries` (at least {}), or remove it", retries.saturating_add(1)),
                 );
@@ -123,7 +123,7 @@ impl Checker<'_> {
     }
 
     /// `ttl-backoff` delays: above zero, growing, never shrinking.
-    fn backoff_delays(&mut self, retry: &Retry, path: &str) {
+    fn backoff_delays(&mut self, retry: &Retry, path: &YamlPath) {
         let initial = retry
             .initial_delay
             .unwrap_or(crate::model::DEFAULT_INITIAL_DELAY);
@@ -132,7 +132,7 @@ impl Checker<'_> {
             if value.as_millis() == 0 {
                 self.error(
                     Code::BadRetry,
-                    &format!("{path}.{field}"),
+                    &path.key(field),
                     format!("`{field}` must be longer than 0"),
                     "use `immediate-requeue` for retries without delay",
                 );
@@ -141,7 +141,7 @@ impl Checker<'_> {
         if max < initial {
             self.error(
                 Code::BadRetry,
-                &format!("{path}.max_delay"),
+                &path.key("max_delay"),
                 format!("`max_delay` ({max}) is shorter than `initial_delay` ({initial})"),
                 format!("raise `max_delay` to at least {initial}, or lower `initial_delay`"),
             );
@@ -151,7 +151,7 @@ impl Checker<'_> {
         {
             self.error(
                 Code::BadRetry,
-                &format!("{path}.multiplier"),
+                &path.key("multiplier"),
                 format!("`multiplier` must be at least 1 (got {multiplier}); delays never shrink"),
                 "use 1 for a constant delay, 2 to double it each time",
             );
@@ -159,11 +159,18 @@ impl Checker<'_> {
     }
 
     /// What happens once retries are spent: forever requeued, or dead-lettered to nowhere.
-    fn exhausted(&mut self, name: &str, queue: &Queue, retry: &Retry, mode: RetryMode, path: &str) {
+    fn exhausted(
+        &mut self,
+        name: &str,
+        queue: &Queue,
+        retry: &Retry,
+        mode: RetryMode,
+        path: &YamlPath,
+    ) {
         if retry.exhausted == Some(Exhausted::Requeue) {
             self.warn(
                 Code::ExhaustedRequeue,
-                &format!("{path}.exhausted"),
+                &path.key("exhausted"),
                 "`exhausted: requeue` returns a message that keeps failing to the queue forever"
                     .to_owned(),
                 "use `dead-letter` (the default) unless the failures are known to be temporary",
@@ -173,7 +180,7 @@ impl Checker<'_> {
         if mode != RetryMode::None && dead_letters && !has_dead_letter_exchange(queue) {
             self.error(
                 Code::ExhaustedWithoutDlx,
-                &format!("{path}.exhausted"),
+                &path.key("exhausted"),
                 format!("queue `{name}` dead-letters exhausted messages but has no dead-letter exchange, so they would be lost"),
                 "set `dead_letter` on the queue, or `exhausted: drop` to discard them knowingly",
             );
