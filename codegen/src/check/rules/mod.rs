@@ -131,13 +131,10 @@ fn dead_letter_of(queue: &Queue) -> Option<QueueDeadLetter> {
             key_field: YamlPath::root().key("dead_letter").key("routing_key"),
         });
     }
-    let text = |key: &str| match queue.arguments.get(key) {
-        Some(ArgumentValue::String(value)) => Some(value.clone()),
-        _ => None,
-    };
+    // Raw arguments are read by the format, for the model and the checks alike.
     Some(QueueDeadLetter {
         exchange: queue.dead_letter_exchange()?.to_owned(),
-        routing_key: text("x-dead-letter-routing-key"),
+        routing_key: queue.dead_letter_routing_key().map(str::to_owned),
         field: YamlPath::root()
             .key("arguments")
             .key("x-dead-letter-exchange"),
