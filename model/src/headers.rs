@@ -2,8 +2,8 @@
 
 /// Retries so far, on warren's retry copies.
 pub const RETRY_COUNT: &str = "x-retry-count";
-/// When the first failure happened (seconds since the Unix epoch), on retry copies and dead
-/// letters.
+/// When the message first failed, in milliseconds since the Unix epoch, on retry copies and
+/// dead letters.
 pub const FIRST_FAILURE: &str = "x-first-failure-timestamp";
 /// The last error, cut to a bounded length, on retry copies and dead letters.
 pub const LAST_ERROR: &str = "x-last-error";
