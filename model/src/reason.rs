@@ -5,6 +5,14 @@ use crate::spelled::spelled;
 spelled! {
     /// Why a message was dead-lettered or dropped, as carried in
     /// [`x-failure-reason`](crate::headers::FAILURE_REASON).
+    ///
+    /// ```
+    /// use warren_model::FailureReason;
+    ///
+    /// assert_eq!("exhausted".parse(), Ok(FailureReason::Exhausted));
+    /// assert_eq!(FailureReason::NonRetryable.as_str(), "non-retryable");
+    /// assert!("gone".parse::<FailureReason>().is_err());
+    /// ```
     pub enum FailureReason {
         /// The body could not be decompressed, parsed or deserialized.
         Decode => "decode",
