@@ -16,6 +16,8 @@ use warren_example_orders::types::{OrderCancelled, OrderHeaders, OrderPlaced};
 use warren_example_orders::{Handlers, Publishers, consumers, topology};
 use warren_runtime::lapin::options::BasicGetOptions;
 use warren_runtime::lapin::types::{AMQPValue, ShortString};
+// The names of the headers warren writes on dead letters.
+use warren_runtime::model::headers;
 use warren_runtime::{Connection, Delivery, HandlerError, Publisher, Worker};
 
 /// What the handlers saw, per order id.
@@ -187,13 +189,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .basic_get(dead.clone(), BasicGetOptions { no_ack: true })
         .await?
     {
-        let headers = message
+        let table = message
             .delivery
             .properties
             .headers()
             .clone()
             .unwrap_or_default();
-        let text = |key: &str| match headers.inner().get(key) {
+        let text = |key: &str| match table.inner().get(key) {
             Some(AMQPValue::LongString(s)) => String::from_utf8_lossy(s.as_bytes()).into_owned(),
             Some(AMQPValue::LongLongInt(n)) => n.to_string(),
             Some(other) => format!("{other:?}"),
@@ -201,10 +203,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         println!(
             "  from consumer {}: reason {}, retries {}, error \"{}\"",
-            text("x-consumer"),
-            text("x-failure-reason"),
-            text("x-retry-count"),
-            text("x-last-error")
+            text(headers::CONSUMER),
+            text(headers::FAILURE_REASON),
+            text(headers::RETRY_COUNT),
+            text(headers::LAST_ERROR)
         );
     }
     warren_runtime::delete(&connection, &topology).await?;
