@@ -36,14 +36,15 @@
 
 mod check;
 pub mod diagnostics;
-pub mod emit;
-pub mod format;
-pub mod load;
+mod emit;
+mod format;
+mod load;
 pub mod model;
-pub mod naming;
-pub mod output;
-pub mod routing;
-pub mod schema;
+mod naming;
+mod output;
+mod routing;
+mod schema;
+mod settings;
 
 #[doc(hidden)]
 #[path = "fuzz.rs"]
@@ -53,7 +54,10 @@ use std::path::Path;
 
 pub use diagnostics::{Code, Diagnostic, Diagnostics, RenderStyle, Severity};
 pub use emit::GenerateError;
+pub use format::json_schema;
 pub use output::{Written, write_if_changed};
+pub use schema::SchemaBundle;
+pub use settings::Settings;
 
 /// Why a contract could not be checked or turned into Rust.
 #[derive(Debug, thiserror::Error)]
@@ -78,8 +82,8 @@ pub enum Error {
     Internal(String),
 }
 
-impl From<load::LoadError> for Error {
-    fn from(error: load::LoadError) -> Self {
+impl Error {
+    fn from_load(error: load::LoadError) -> Self {
         match error {
             load::LoadError::Io { path, source } => Self::Io { path, source },
             load::LoadError::Invalid(problems) => Self::Invalid(problems),
@@ -110,7 +114,7 @@ pub struct Checked {
 /// Returns [`Error::Io`] when the contract file itself cannot be read, and
 /// [`Error::Invalid`] with every problem found (errors and warnings) otherwise.
 pub fn check_contract(path: impl AsRef<Path>) -> Result<Checked, Error> {
-    let loaded = load::load(path.as_ref())?;
+    let loaded = load::load(path.as_ref()).map_err(Error::from_load)?;
     let mut problems = Diagnostics::new();
     problems.add_source(loaded.path(), loaded.text.clone());
     let schemas = check::bundle_schemas(&loaded, &mut problems);
@@ -132,9 +136,38 @@ pub fn check_contract(path: impl AsRef<Path>) -> Result<Checked, Error> {
     })
 }
 
-/// Checks the contract at `path` and generates its Rust file.
+impl Checked {
+    /// Generates the contract's Rust file, its types shaped by `settings`.
+    ///
+    /// Returns [`Error::Invalid`] with every bad setting (and the contract's warnings) when a
+    /// setting does not parse or names no type of the contract.
+    ///
+    /// ```no_run
+    /// let mut settings = warren_codegen::Settings::new();
+    /// settings.derive("Hash").builders(true);
+    /// let generated = warren_codegen::check_contract("warren.yaml")?.generate(&settings)?;
+    /// print!("{}", generated.code);
+    /// # Ok::<(), warren_codegen::Error>(())
+    /// ```
+    pub fn generate(self, settings: &Settings) -> Result<Generated, Error> {
+        let options = match settings.resolve(&self.contract) {
+            Ok(options) => options,
+            Err(problems) => {
+                let mut all = self.warnings;
+                all.extend(problems);
+                all.sort();
+                return Err(Error::Invalid(all));
+            }
+        };
+        let code = emit::generate(&self.contract, &options)?;
+        Ok(Generated {
+            code,
+            checked: self,
+        })
+    }
+}
+
+/// Checks the contract at `path` and generates its Rust file with the default [`Settings`].
 pub fn generate(path: impl AsRef<Path>) -> Result<Generated, Error> {
-    let checked = check_contract(path)?;
-    let code = emit::generate(&checked.contract)?;
-    Ok(Generated { code, checked })
+    check_contract(path)?.generate(&Settings::default())
 }

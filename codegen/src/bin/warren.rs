@@ -105,7 +105,7 @@ fn main() -> ExitCode {
     };
     let outcome = match cli.command {
         Command::Schema => {
-            print!("{}", warren_codegen::format::json_schema());
+            print!("{}", warren_codegen::json_schema());
             Ok(())
         }
         Command::Validate { contract } => validate(&contract, style),

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 pub(crate) use lines::{Column, LineIndex};
 pub use paths::PathDisplay;
-pub use spans::{Duplicate, YamlSpans};
+pub use spans::YamlSpans;
 
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, Place};
 use crate::format::ContractFile;

@@ -1,0 +1,216 @@
+//! What a consumer of a contract chooses about its generated Rust, beyond what the contract
+//! says: extra derives and attributes on the payload and headers types, builders for them, and
+//! schema types replaced by the consumer's own.
+//!
+//! Settings belong to the crate that generates, not to the contract: two services sharing one
+//! `warren.yaml` may want different derives. So they are never read from `warren.yaml`; they
+//! come from `warren_build::Config` or the `warren generate` flags, and reach typify's own
+//! settings (`TypeSpaceSettings`) through [`Settings::resolve`].
+
+use std::collections::BTreeMap;
+
+use quote::ToTokens;
+use syn::parse::Parser;
+
+use crate::diagnostics::{Code, Diagnostic, Diagnostics};
+use crate::model::Contract;
+
+/// The name diagnostics about settings give as their file: settings come from a build script
+/// or command-line flags, not from a file.
+const SETTINGS: &str = "generator settings";
+
+/// How to generate a contract's payload and headers types, beyond what the contract says.
+///
+/// The setters follow `warren_build::Config`: each takes `&mut self` and returns it, so
+/// they chain, and a later call adds to (or, for one type's replacement, overrides) an
+/// earlier one. Nothing is checked until generation, which reports every bad setting at once
+/// as [`Error::Invalid`](crate::Error::Invalid).
+///
+/// ```no_run
+/// let mut settings = warren_codegen::Settings::new();
+/// settings
+///     .derive("Eq")
+///     .derive("Hash")
+///     .attribute("#[non_exhaustive]")
+///     .builders(true)
+///     .replace("Money", "::my_money::Money");
+/// let generated = warren_codegen::check_contract("warren.yaml")?.generate(&settings)?;
+/// # Ok::<(), warren_codegen::Error>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settings {
+    derives: Vec<String>,
+    attributes: Vec<String>,
+    builders: bool,
+    replacements: BTreeMap<String, String>,
+}
+
+impl Settings {
+    /// No extra derives or attributes, no builders, no replacements: the generated types are
+    /// what the schemas say.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a derive to every generated payload and headers type, such as `Eq`, `Hash` or a
+    /// path like `::schemars::JsonSchema`. Types already derive `Clone`, `Debug`,
+    /// `PartialEq`, `Serialize` and `Deserialize`. The derive must hold for every type: `Eq`
+    /// on a type with a `number` field fails to compile.
+    ///
+    /// ```no_run
+    /// let mut settings = warren_codegen::Settings::new();
+    /// settings.derive("Eq").derive("Hash");
+    /// ```
+    pub fn derive(&mut self, path: impl Into<String>) -> &mut Self {
+        let path = path.into();
+        if !self.derives.contains(&path) {
+            self.derives.push(path);
+        }
+        self
+    }
+
+    /// Adds an attribute, written in full as `#[…]`, to every generated payload and headers
+    /// type. Several may be written in one string.
+    ///
+    /// ```no_run
+    /// let mut settings = warren_codegen::Settings::new();
+    /// settings.attribute("#[non_exhaustive]");
+    /// ```
+    pub fn attribute(&mut self, attribute: impl Into<String>) -> &mut Self {
+        let attribute = attribute.into();
+        if !self.attributes.contains(&attribute) {
+            self.attributes.push(attribute);
+        }
+        self
+    }
+
+    /// Whether every generated struct gets a builder (off by default): `T::builder()` sets
+    /// fields one at a time, and `try_into()` checks that every required one is set and
+    /// every value meets its schema.
+    ///
+    /// ```no_run
+    /// let mut settings = warren_codegen::Settings::new();
+    /// settings.builders(true);
+    /// // Then, in the crate that includes the generated file:
+    /// // let order: types::OrderPlaced = types::OrderPlaced::builder()
+    /// //     .order_id(id)
+    /// //     .customer_id("c-1")
+    /// //     /* … */
+    /// //     .try_into()?;
+    /// ```
+    pub fn builders(&mut self, builders: bool) -> &mut Self {
+        self.builders = builders;
+        self
+    }
+
+    /// Uses the Rust type at `rust_type` wherever the contract's schemas use the type named
+    /// `type_name`, which is then not generated. `type_name` is the generated type's name
+    /// (such as `Money`), and must be a type of the contract.
+    ///
+    /// The path is resolved inside the generated `types` module: name your own type from
+    /// the crate root (`crate::money::Money`) or another crate (`::my_money::Money`). The
+    /// type must implement what the generated types derive (`Clone`, `Debug`, `PartialEq`,
+    /// serde's traits, and every extra [`derive`](Self::derive)), and serialize to JSON that
+    /// meets the schema, which the runtime still validates. `types::Money` stays a name for
+    /// it, so code written against the generated type keeps compiling.
+    ///
+    /// ```no_run
+    /// let mut settings = warren_codegen::Settings::new();
+    /// settings.replace("Money", "crate::money::Money");
+    /// ```
+    pub fn replace(&mut self, type_name: impl Into<String>, rust_type: impl Into<String>) -> &mut Self {
+        self.replacements.insert(type_name.into(), rust_type.into());
+        self
+    }
+
+    /// Checks every setting against `contract`: each derive a path, each attribute outer
+    /// attributes, each replaced type a type of the contract and its replacement a type path.
+    /// Every problem is reported, never just the first.
+    pub(crate) fn resolve(&self, contract: &Contract) -> Result<TypeOptions, Diagnostics> {
+        let mut problems = Diagnostics::new();
+        let mut options = TypeOptions {
+            builders: self.builders,
+            ..TypeOptions::default()
+        };
+        for derive in &self.derives {
+            match syn::parse_str::<syn::Path>(derive) {
+                Ok(path) => options.derives.push(path.to_token_stream().to_string()),
+                Err(error) => problems.push(
+                    bad(format!("derive `{derive}` is not a path: {error}"))
+                        .with_help("name a derive macro, such as `Hash` or `::schemars::JsonSchema`"),
+                ),
+            }
+        }
+        for attribute in &self.attributes {
+            match syn::Attribute::parse_outer.parse_str(attribute) {
+                Ok(parsed) if !parsed.is_empty() => options
+                    .attributes
+                    .extend(parsed.iter().map(|a| a.to_token_stream().to_string())),
+                Ok(_) => problems.push(
+                    bad("an attribute setting is empty")
+                        .with_help("write the attribute in full, such as `#[non_exhaustive]`"),
+                ),
+                Err(error) => problems.push(
+                    bad(format!("attribute `{attribute}` does not parse: {error}"))
+                        .with_help("write the attribute in full, such as `#[non_exhaustive]`"),
+                ),
+            }
+        }
+        for (name, rust_type) in &self.replacements {
+            if !contract.schemas.definitions.contains_key(name) {
+                let known = crate::check::suggest(name, contract.schemas.definitions.keys());
+                let help = match known {
+                    Some(close) => format!("did you mean `{close}`?"),
+                    None => format!(
+                        "the contract's types are {}",
+                        crate::check::list(contract.schemas.definitions.keys().map(String::as_str))
+                    ),
+                };
+                problems.push(
+                    bad(format!("cannot replace `{name}`: the contract has no such type"))
+                        .with_help(help),
+                );
+                continue;
+            }
+            match syn::parse_str::<syn::TypePath>(rust_type) {
+                Ok(path) if path.qself.is_none() && path.path.is_ident(name) => problems.push(
+                    bad(format!("`{name}` is replaced by itself"))
+                        .with_help("name the replacement from the crate root, such as `crate::money::Money`"),
+                ),
+                Ok(path) => {
+                    options.replacements.insert(name.clone(), path);
+                }
+                Err(error) => problems.push(
+                    bad(format!(
+                        "the replacement of `{name}`, `{rust_type}`, is not a type path: {error}"
+                    ))
+                    .with_help("name a type, such as `crate::money::Money`"),
+                ),
+            }
+        }
+        if problems.is_empty() {
+            Ok(options)
+        } else {
+            Err(problems)
+        }
+    }
+}
+
+/// An error about a setting.
+fn bad(message: impl Into<String>) -> Diagnostic {
+    Diagnostic::error(Code::BadSetting, SETTINGS, message)
+}
+
+/// Settings checked against a contract; derives and attributes in the token text typify
+/// reads.
+#[derive(Default)]
+pub(crate) struct TypeOptions {
+    /// Extra derives, each a path.
+    pub derives: Vec<String>,
+    /// Extra attributes, one `#[…]` each.
+    pub attributes: Vec<String>,
+    /// Whether structs get builders.
+    pub builders: bool,
+    /// Replaced type name → the Rust type path replacing it.
+    pub replacements: BTreeMap<String, syn::TypePath>,
+}
