@@ -37,6 +37,7 @@
 mod check;
 pub mod diagnostics;
 mod emit;
+mod files;
 mod format;
 mod load;
 pub mod model;
@@ -54,6 +55,7 @@ use std::path::Path;
 
 pub use diagnostics::{Code, Diagnostic, Diagnostics, RenderStyle, Severity};
 pub use emit::GenerateError;
+pub use files::Sources;
 pub use format::json_schema;
 pub use output::{Written, write_if_changed};
 pub use schema::SchemaBundle;
@@ -114,7 +116,28 @@ pub struct Checked {
 /// Returns [`Error::Io`] when the contract file itself cannot be read, and
 /// [`Error::Invalid`] with every problem found (errors and warnings) otherwise.
 pub fn check_contract(path: impl AsRef<Path>) -> Result<Checked, Error> {
-    let loaded = load::load(path.as_ref()).map_err(Error::from_load)?;
+    check_loaded(load::load(path.as_ref()).map_err(Error::from_load)?)
+}
+
+/// Checks a contract held in memory with its schema files, as [`check_contract`] checks one
+/// on disk: the same rules, `schema_roots` containment included, and diagnostics that name
+/// the files by their paths in `sources`. Nothing is read from the file system.
+///
+/// ```
+/// let sources = warren_codegen::Sources::new("warren.yaml", "messages:\n  ping: { payload: ping.json }\n");
+/// match warren_codegen::check_sources(&sources) {
+///     Err(warren_codegen::Error::Invalid(problems)) => {
+///         assert!(problems.to_string().contains("`ping.json` does not exist"));
+///     }
+///     other => panic!("the schema is missing: {other:?}"),
+/// }
+/// ```
+pub fn check_sources(sources: &Sources) -> Result<Checked, Error> {
+    check_loaded(load::load_sources(sources).map_err(Error::from_load)?)
+}
+
+/// Bundles the schemas of `loaded` and runs every check.
+fn check_loaded(loaded: load::LoadedContract) -> Result<Checked, Error> {
     let mut problems = Diagnostics::new();
     problems.add_source(loaded.path(), loaded.text.clone());
     let schemas = check::bundle_schemas(&loaded, &mut problems);
