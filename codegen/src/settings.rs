@@ -85,8 +85,9 @@ impl Settings {
     }
 
     /// Whether every generated struct gets a builder (off by default): `T::builder()` sets
-    /// fields one at a time, and `try_into()` checks that every required one is set and
-    /// every value meets its schema.
+    /// fields one at a time, each converted into its field's type (a pattern or length is
+    /// checked then), and `try_into()` fails when a required one is missing or did not
+    /// convert.
     ///
     /// ```no_run
     /// let mut settings = warren_codegen::Settings::new();

@@ -118,6 +118,46 @@ impl SettingsArgs {
         settings.builders(self.builder);
         settings
     }
+
+    /// The flags again, as a shell would take them back: for the command a stale file's
+    /// report suggests.
+    fn flags(&self) -> String {
+        let mut flags = String::new();
+        let mut add = |flag: &str, value: Option<&str>| {
+            flags.push(' ');
+            flags.push_str(flag);
+            if let Some(value) = value {
+                flags.push(' ');
+                flags.push_str(&shell_quoted(value));
+            }
+        };
+        for derive in &self.derives {
+            add("--derive", Some(derive));
+        }
+        for attribute in &self.attributes {
+            add("--attr", Some(attribute));
+        }
+        if self.builder {
+            add("--builder", None);
+        }
+        for (name, rust_type) in &self.replacements {
+            add("--replace", Some(&format!("{name}={rust_type}")));
+        }
+        flags
+    }
+}
+
+/// `text` single-quoted unless it is plain, escaped for the terminal.
+fn shell_quoted(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ':' | '=' | '.' | '-'));
+    if plain {
+        escape(text).into_owned()
+    } else {
+        format!("'{}'", escape(&text.replace('\'', "'\\''")))
+    }
 }
 
 /// `TYPE=PATH`, split at the first `=`.
@@ -171,7 +211,7 @@ fn main() -> ExitCode {
             contract,
             against,
             settings,
-        } => check(&contract, &against, &settings.settings(), style),
+        } => check(&contract, &against, &settings, style),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -263,10 +303,10 @@ fn generate(
 fn check(
     contract: &Path,
     against: &Path,
-    settings: &Settings,
+    settings: &SettingsArgs,
     style: RenderStyle,
 ) -> Result<(), Failure> {
-    let generated = generated(contract, settings, style)?;
+    let generated = generated(contract, &settings.settings(), style)?;
     show_warnings(&generated.checked.warnings, style);
     let current = std::fs::read_to_string(against)
         .map_err(|e| Failure::usage(format!("error: cannot read `{}`: {e}\n", shown(against))))?;
@@ -284,10 +324,11 @@ fn check(
     Err(Failure {
         status: 1,
         message: format!(
-            "{diff}\n{} is stale: run `warren generate {} -o {}`\n",
+            "{diff}\n{} is stale: run `warren generate {} -o {}{}`\n",
             shown(against),
             shown(contract),
-            shown(against)
+            shown(against),
+            settings.flags()
         ),
     })
 }

@@ -58,7 +58,12 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<TokenSt
     // it, so messages, publishers and the user's code name it the same either way.
     let aliases = options.replacements.iter().map(|(name, rust_type)| {
         let alias = type_ident(name);
-        quote! { pub type #alias = #rust_type; }
+        let docs = super::doc(&format!(
+            "The contract's {}, replaced by {} (generator settings).",
+            super::code(name),
+            super::code(&rust_type.to_token_stream().to_string().replace(' ', ""))
+        ));
+        quote! { #docs pub type #alias = #rust_type; }
     });
     let body = reroute(quote! { #stream #( #aliases )* });
     // typify's output is not written for every lint a user's crate may enable (it unwraps
