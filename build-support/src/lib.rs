@@ -231,7 +231,11 @@ impl Config {
     ///         .unwrap();
     /// }
     /// ```
-    pub fn replace(&mut self, type_name: impl Into<String>, rust_type: impl Into<String>) -> &mut Self {
+    pub fn replace(
+        &mut self,
+        type_name: impl Into<String>,
+        rust_type: impl Into<String>,
+    ) -> &mut Self {
         self.settings.replace(type_name, rust_type);
         self
     }

@@ -208,7 +208,9 @@ mod tests {
             .canonicalize(&dir.join("schemas/../../common/money.json"))
             .expect("the file");
         assert_eq!(files.read(&money).expect("its text").as_ref(), "{}");
-        let common = files.canonicalize(&dir.join("../common")).expect("a folder");
+        let common = files
+            .canonicalize(&dir.join("../common"))
+            .expect("a folder");
         assert!(files.is_dir(&common));
         assert!(!files.is_dir(&money));
         assert!(files.canonicalize(&dir.join("missing.json")).is_none());

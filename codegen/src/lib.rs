@@ -20,11 +20,12 @@
 //! its file and line, rendered with source context as `warren validate` prints them. Build
 //! scripts use the `warren-build` crate, which wraps this for Cargo.
 //!
-//! The pipeline has one module per stage, each testable alone:
-//! [`load`] (YAML → typed [`format`](mod@format) with positions) → [`schema`] (load payload
-//! schemas and bundle every cross-file `$ref`) → checks (every contract rule, all problems
-//! collected into [`Diagnostics`]) → [`model`] (a plain IR) → [`emit`] (one Rust file per
-//! contract). [`check_contract`] stops before generation:
+//! The pipeline runs one stage at a time, each reporting all its problems into
+//! [`Diagnostics`]: load (YAML → the typed contract format, whose JSON Schema is
+//! [`json_schema`], with positions) → schemas (load payload schemas and bundle every
+//! cross-file `$ref` into one [`SchemaBundle`]) → checks (every contract rule) → [`model`] (a
+//! plain IR) → emit (one Rust file per contract). `docs/architecture.md` maps each stage to
+//! its files. [`check_contract`] stops before generation:
 //!
 //! ```no_run
 //! match warren_codegen::check_contract("examples/orders/warren.yaml") {
@@ -32,6 +33,30 @@
 //!     Err(warren_codegen::Error::Invalid(problems)) => eprint!("{problems}"),
 //!     Err(other) => eprintln!("{other}"),
 //! }
+//! ```
+//!
+//! [`Checked::generate`] takes [`Settings`]: extra derives and attributes on the payload and
+//! headers types, builders for them, and schema types replaced by your own. The contract and
+//! its schemas can also be held in memory, as [`Sources`], for tests and tools:
+//!
+//! ```
+//! use warren_codegen::{Settings, Sources};
+//!
+//! let mut sources = Sources::new(
+//!     "warren.yaml",
+//!     "queues:\n  pings: { on_poison: drop }\n\
+//!      messages:\n  ping: { payload: ping.json }\n\
+//!      publishers:\n  ping: { exchange: \"\", routing_key: pings, message: ping }\n",
+//! );
+//! sources.file(
+//!     "ping.json",
+//!     r#"{ "title": "Ping", "type": "object", "properties": { "at": { "type": "string" } } }"#,
+//! );
+//! let mut settings = Settings::new();
+//! settings.derive("Eq").builders(true);
+//! let generated = warren_codegen::check_sources(&sources)?.generate(&settings)?;
+//! assert!(generated.code.contains("pub fn builder() -> builder::Ping"));
+//! # Ok::<(), warren_codegen::Error>(())
 //! ```
 
 mod check;

@@ -119,7 +119,11 @@ impl Settings {
     /// let mut settings = warren_codegen::Settings::new();
     /// settings.replace("Money", "crate::money::Money");
     /// ```
-    pub fn replace(&mut self, type_name: impl Into<String>, rust_type: impl Into<String>) -> &mut Self {
+    pub fn replace(
+        &mut self,
+        type_name: impl Into<String>,
+        rust_type: impl Into<String>,
+    ) -> &mut Self {
         self.replacements.insert(type_name.into(), rust_type.into());
         self
     }
@@ -137,8 +141,9 @@ impl Settings {
             match syn::parse_str::<syn::Path>(derive) {
                 Ok(path) => options.derives.push(path.to_token_stream().to_string()),
                 Err(error) => problems.push(
-                    bad(format!("derive `{derive}` is not a path: {error}"))
-                        .with_help("name a derive macro, such as `Hash` or `::schemars::JsonSchema`"),
+                    bad(format!("derive `{derive}` is not a path: {error}")).with_help(
+                        "name a derive macro, such as `Hash` or `::schemars::JsonSchema`",
+                    ),
                 ),
             }
         }
@@ -168,16 +173,19 @@ impl Settings {
                     ),
                 };
                 problems.push(
-                    bad(format!("cannot replace `{name}`: the contract has no such type"))
-                        .with_help(help),
+                    bad(format!(
+                        "cannot replace `{name}`: the contract has no such type"
+                    ))
+                    .with_help(help),
                 );
                 continue;
             }
             match syn::parse_str::<syn::TypePath>(rust_type) {
-                Ok(path) if path.qself.is_none() && path.path.is_ident(name) => problems.push(
-                    bad(format!("`{name}` is replaced by itself"))
-                        .with_help("name the replacement from the crate root, such as `crate::money::Money`"),
-                ),
+                Ok(path) if path.qself.is_none() && path.path.is_ident(name) => {
+                    problems.push(bad(format!("`{name}` is replaced by itself")).with_help(
+                        "name the replacement from the crate root, such as `crate::money::Money`",
+                    ))
+                }
                 Ok(path) => {
                     options.replacements.insert(name.clone(), path);
                 }

@@ -356,5 +356,9 @@ fn generate_and_check_take_the_generator_settings() {
 
     let usage = warren(&["generate", contract, "--replace", "Money"]);
     assert_eq!(usage.status.code(), Some(2));
-    assert!(stderr(&usage).contains("expected TYPE=PATH"), "{}", stderr(&usage));
+    assert!(
+        stderr(&usage).contains("expected TYPE=PATH"),
+        "{}",
+        stderr(&usage)
+    );
 }

@@ -109,12 +109,16 @@ fn bad_settings_are_reported_all_at_once() {
 fn settings_are_not_read_from_the_contract() {
     // A contract cannot carry settings: the format refuses unknown fields.
     let text = std::fs::read_to_string(FIXTURE).expect("the fixture");
-    let mut sources = warren_codegen::Sources::new("warren.yaml", format!("{text}derives: [Hash]\n"));
+    let mut sources =
+        warren_codegen::Sources::new("warren.yaml", format!("{text}derives: [Hash]\n"));
     sources.file(
         "invoice.json",
         std::fs::read_to_string(Path::new(FIXTURE).with_file_name("invoice.json"))
             .expect("the schema"),
     );
     let error = warren_codegen::check_sources(&sources).expect_err("unknown field");
-    assert!(error.to_string().contains("unknown field `derives`"), "{error}");
+    assert!(
+        error.to_string().contains("unknown field `derives`"),
+        "{error}"
+    );
 }

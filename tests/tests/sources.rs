@@ -50,7 +50,10 @@ fn paths_may_climb_out_of_the_contract_folder() {
         "warren.yaml",
         "schema_roots: [../shared]\nmessages:\n  ping: { payload: ../shared/ping.json }\n",
     );
-    sources.file("../shared/ping.json", r#"{ "title": "Ping", "type": "object" }"#);
+    sources.file(
+        "../shared/ping.json",
+        r#"{ "title": "Ping", "type": "object" }"#,
+    );
     let checked = check_sources(&sources).expect("valid");
     assert!(checked.contract.schemas.definitions.contains_key("Ping"));
 }
@@ -76,8 +79,14 @@ fn diagnostics_name_the_virtual_paths() {
     let report = match check_sources(&sources) {
         Err(Error::Invalid(problems)) => {
             let files: Vec<&Path> = problems.iter().map(|d| d.file.as_path()).collect();
-            assert!(files.contains(&Path::new("orders/warren.yaml")), "{files:?}");
-            assert!(files.contains(&Path::new("orders/schemas/placed.json")), "{files:?}");
+            assert!(
+                files.contains(&Path::new("orders/warren.yaml")),
+                "{files:?}"
+            );
+            assert!(
+                files.contains(&Path::new("orders/schemas/placed.json")),
+                "{files:?}"
+            );
             problems.render(RenderStyle::Plain)
         }
         other => panic!("three problems: {other:?}"),

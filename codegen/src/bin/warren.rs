@@ -268,7 +268,11 @@ fn exit_without_freeing<T>(value: T) {
 }
 
 /// Checks `contract` and generates its Rust with `settings`.
-fn generated(contract: &Path, settings: &Settings, style: RenderStyle) -> Result<Generated, Failure> {
+fn generated(
+    contract: &Path,
+    settings: &Settings,
+    style: RenderStyle,
+) -> Result<Generated, Failure> {
     warren_codegen::check_contract(contract)
         .and_then(|checked| checked.generate(settings))
         .map_err(|e| failure(e, style))

@@ -46,7 +46,10 @@ pub enum GenerateError {
 }
 
 /// Generates the Rust file for `contract`, its types shaped by `options`.
-pub(crate) fn generate(contract: &Contract, options: &TypeOptions) -> Result<String, GenerateError> {
+pub(crate) fn generate(
+    contract: &Contract,
+    options: &TypeOptions,
+) -> Result<String, GenerateError> {
     let mut code = format!("{}\n", header());
     // One section at a time, each parsed, formatted and dropped before the next: the token
     // trees and syntax trees of a large contract are many times the size of its text.

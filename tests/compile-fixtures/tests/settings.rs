@@ -39,7 +39,8 @@ fn a_builder_missing_a_required_field_fails() {
 
 #[test]
 fn the_replaced_type_round_trips_as_the_schema_says() {
-    let json = serde_json::json!({ "number": "INV-3", "total": { "amount_minor": 5, "currency": "USD" } });
+    let json =
+        serde_json::json!({ "number": "INV-3", "total": { "amount_minor": 5, "currency": "USD" } });
     let invoice: types::InvoiceIssued = serde_json::from_value(json.clone()).expect("decodes");
     assert_eq!(invoice.total.currency, "USD");
     assert_eq!(serde_json::to_value(&invoice).expect("encodes"), json);
