@@ -17,7 +17,8 @@ use std::sync::Arc;
 /// Paths are virtual. Relative ones (the usual case) are relative to one virtual working
 /// folder, as paths given to the CLI are relative to the current one; the contract's
 /// `payload:` paths, `schema_roots` and every `$ref` resolve against them with the same rules
-/// as on disk, `schema_roots` containment included. Diagnostics name files by these paths.
+/// as on disk, `schema_roots` containment included. Diagnostics, and the files the checked
+/// contract lists as its inputs, name files by these paths.
 ///
 /// ```
 /// let mut sources = warren_codegen::Sources::new(

@@ -171,13 +171,25 @@ fn check_loaded(loaded: load::LoadedContract) -> Result<Checked, Error> {
     if problems.has_errors() {
         return Err(Error::Invalid(problems));
     }
-    let contract = model::build(
+    let mut contract = model::build(
         &loaded,
         schemas.bundle,
         &schemas.entries,
         &schemas.type_names,
     )
     .map_err(Error::Internal)?;
+    if let files::Files::Memory(_) = loaded.files {
+        // Canonical paths in memory are made up; name the files as the caller did.
+        let shown = |path: &std::path::PathBuf| {
+            if path.is_absolute() {
+                loaded.paths.show(path)
+            } else {
+                path.clone()
+            }
+        };
+        contract.inputs = contract.inputs.iter().map(shown).collect();
+        contract.schemas.files = contract.schemas.files.iter().map(shown).collect();
+    }
     Ok(Checked {
         contract,
         warnings: problems,

@@ -56,6 +56,11 @@ fn paths_may_climb_out_of_the_contract_folder() {
     );
     let checked = check_sources(&sources).expect("valid");
     assert!(checked.contract.schemas.definitions.contains_key("Ping"));
+    // The files read are named as they were given.
+    assert_eq!(
+        checked.contract.inputs,
+        [Path::new("warren.yaml"), Path::new("../shared/ping.json")]
+    );
 }
 
 /// Problems name the files by their virtual paths, with source context, and the
