@@ -144,9 +144,14 @@ impl Files {
         match self {
             Self::Disk if path.is_file() => std::fs::read_to_string(path).map(Arc::from),
             Self::Disk => Err(io::Error::other("not a regular file")),
-            Self::Memory(memory) => memory.files.get(path).cloned().ok_or_else(|| {
-                io::Error::new(io::ErrorKind::NotFound, "no such file in the sources")
-            }),
+            Self::Memory(memory) => match memory.files.get(path) {
+                Some(text) => Ok(text.clone()),
+                None if memory.is_dir(path) => Err(io::Error::other("not a regular file")),
+                None => Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "no such file in the sources",
+                )),
+            },
         }
     }
 }
@@ -216,5 +221,7 @@ mod tests {
         assert!(!files.is_dir(&money));
         assert!(files.canonicalize(&dir.join("missing.json")).is_none());
         assert!(files.read(&dir.join("missing.json")).is_err());
+        let folder = files.read(&common).expect_err("a folder is not read");
+        assert_eq!(folder.to_string(), "not a regular file");
     }
 }
