@@ -139,6 +139,10 @@ impl Settings {
         };
         for derive in &self.derives {
             match syn::parse_str::<syn::Path>(derive) {
+                Ok(path) if path.segments.iter().any(|s| !s.arguments.is_none()) => problems.push(
+                    bad(format!("derive `{derive}` has generic arguments"))
+                        .with_help("name the derive macro alone, such as `Hash`"),
+                ),
                 Ok(path) => options.derives.push(path.to_token_stream().to_string()),
                 Err(error) => problems.push(
                     bad(format!("derive `{derive}` is not a path: {error}")).with_help(
@@ -222,4 +226,74 @@ pub(crate) struct TypeOptions {
     pub builders: bool,
     /// Replaced type name → the Rust type path replacing it.
     pub replacements: BTreeMap<String, syn::TypePath>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Settings;
+    use crate::{Error, Sources, check_sources};
+
+    fn generate(settings: &Settings) -> Result<String, Error> {
+        let mut sources =
+            Sources::new("warren.yaml", "messages:\n  ping: { payload: ping.json }\n");
+        sources.file(
+            "ping.json",
+            r#"{ "title": "Ping", "type": "object", "properties": { "at": { "type": "string" } } }"#,
+        );
+        check_sources(&sources)?.generate(settings).map(|g| g.code)
+    }
+
+    fn problems(settings: &Settings) -> Vec<String> {
+        match generate(settings) {
+            Err(Error::Invalid(problems)) => problems.iter().map(|d| d.message.clone()).collect(),
+            other => panic!("bad settings: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn settings_are_parsed_before_typify_sees_them() {
+        let mut settings = Settings::new();
+        settings
+            .derive("Vec<u8>")
+            .derive("")
+            .attribute("#[doc = \"x\"] junk")
+            .replace("Ping", "")
+            .replace("Ping", "fn()");
+        assert_eq!(
+            problems(&settings),
+            [
+                "attribute `#[doc = \"x\"] junk` does not parse: unexpected token",
+                "derive `Vec<u8>` has generic arguments",
+                "derive `` is not a path: unexpected end of input, expected identifier",
+                "the replacement of `Ping`, `fn()`, is not a type path: expected identifier, \
+                 found keyword `fn`",
+            ]
+        );
+    }
+
+    #[test]
+    fn good_settings_reach_the_generated_types() {
+        let mut settings = Settings::new();
+        settings
+            .derive(" ::core::hash::Hash ")
+            .attribute("#[must_use] #[doc(alias = \"pong\")]")
+            .replace("Ping", "::std::boxed::Box<crate::Ping>");
+        let code = generate(&settings).expect("valid settings");
+        assert!(
+            code.contains("pub type Ping = ::std::boxed::Box<crate::Ping>;"),
+            "{code}"
+        );
+        let mut settings = Settings::new();
+        settings
+            .derive(" ::core::hash::Hash ")
+            .attribute("#[must_use] #[doc(alias = \"pong\")]");
+        let code = generate(&settings).expect("valid settings");
+        for expected in [
+            "::core::hash::Hash,",
+            "#[must_use]",
+            "#[doc(alias = \"pong\")]",
+        ] {
+            assert!(code.contains(expected), "`{expected}` in {code}");
+        }
+    }
 }
