@@ -63,6 +63,22 @@ fn a_replaced_type_is_not_generated_and_keeps_its_name() {
     insta::assert_snapshot!(changes(&settings));
 }
 
+/// The whole file with every setting at once, as `tests/compile-fixtures` compiles it.
+#[test]
+fn every_setting_at_once() {
+    let mut settings = Settings::new();
+    settings
+        .derive("Eq")
+        .derive("Hash")
+        .attribute("#[must_use]")
+        .builders(true)
+        .replace("Money", "crate::Money");
+    let generated = check_contract(FIXTURE)
+        .and_then(|checked| checked.generate(&settings))
+        .unwrap_or_else(|error| panic!("the settings fixture should generate:\n{error}"));
+    insta::assert_snapshot!(generated.code);
+}
+
 /// Setting nothing generates exactly what `generate` does.
 #[test]
 fn default_settings_generate_what_generate_does() {
