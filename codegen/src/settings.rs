@@ -19,6 +19,9 @@ use crate::model::Contract;
 /// or command-line flags, not from a file.
 const SETTINGS: &str = "generator settings";
 
+/// The most type names a diagnostic about an unknown replaced type lists.
+const MAX_LISTED_TYPES: usize = 12;
+
 /// How to generate a contract's payload and headers types, beyond what the contract says.
 ///
 /// The setters follow `warren_build::Config`: each takes `&mut self` and returns it, so
@@ -168,12 +171,17 @@ impl Settings {
         }
         for (name, rust_type) in &self.replacements {
             if !contract.schemas.definitions.contains_key(name) {
-                let known = crate::check::suggest(name, contract.schemas.definitions.keys());
-                let help = match known {
+                let types = &contract.schemas.definitions;
+                let help = match crate::check::suggest(name, types.keys()) {
                     Some(close) => format!("did you mean `{close}`?"),
+                    // A large contract's list would bury the message.
+                    None if types.len() > MAX_LISTED_TYPES => format!(
+                        "name one of the contract's {} types as the generated `types` module does",
+                        types.len()
+                    ),
                     None => format!(
                         "the contract's types are {}",
-                        crate::check::list(contract.schemas.definitions.keys().map(String::as_str))
+                        crate::check::list(types.keys().map(String::as_str))
                     ),
                 };
                 problems.push(
