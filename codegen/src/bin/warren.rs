@@ -86,6 +86,7 @@ enum Command {
 /// How the payload and headers types are generated (`warren_codegen::Settings`). Settings
 /// are the generating crate's choice, so they are flags, never part of the contract.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Generator settings")]
 struct SettingsArgs {
     /// Add a derive to every payload and headers type, such as `Hash` (repeatable)
     #[arg(long = "derive", value_name = "PATH")]
