@@ -1,7 +1,7 @@
 //! The in-memory entry point (`warren_codegen::Sources`, `check_sources`): the same stages as
 //! from files, with diagnostics that name the virtual paths.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use warren_codegen::{Error, RenderStyle, Settings, Sources, check_sources};
 
@@ -97,4 +97,75 @@ fn diagnostics_name_the_virtual_paths() {
         other => panic!("three problems: {other:?}"),
     };
     insta::assert_snapshot!(report);
+}
+
+/// Every file below `dir`, recursively, by its path from this crate's folder.
+fn files_below(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .expect("a fixture folder")
+        .map(|entry| entry.expect("an entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            files_below(&path, out);
+        } else if let Ok(text) = std::fs::read_to_string(&path) {
+            out.push((path, text));
+        }
+    }
+}
+
+/// What a user would see from checking and generating.
+fn outcome(result: Result<warren_codegen::Generated, Error>) -> String {
+    match result {
+        Ok(generated) => format!(
+            "{}{}",
+            generated.checked.warnings.render(RenderStyle::Plain),
+            generated.code
+        ),
+        Err(Error::Invalid(problems)) => problems.render(RenderStyle::Plain),
+        Err(other) => other.to_string(),
+    }
+}
+
+/// Fixtures about what only a disk holds: a symlink out of the schema roots (memory has no
+/// links), and a file that is not UTF-8 (sources are text).
+const DISK_ONLY: &[&str] = &[
+    "fixtures/checks/schema-refs.yaml",
+    "fixtures/checks/unreadable-schema.yaml",
+];
+
+/// Every other fixture, valid or not, checks and generates the same from memory as from
+/// files: the same diagnostics at the same places, or the same code.
+#[test]
+fn every_fixture_gives_the_same_outcome_from_memory() {
+    let mut files = Vec::new();
+    files_below(Path::new("fixtures"), &mut files);
+    let contracts = files.iter().filter(|(path, _)| {
+        let name = path.to_string_lossy();
+        (name.starts_with("fixtures/checks/")
+            && path.parent() == Some(Path::new("fixtures/checks")))
+            || (!name.starts_with("fixtures/checks/") && path.ends_with("warren.yaml"))
+    });
+    let (mut compared, mut differ) = (0, Vec::new());
+    for (contract, text) in contracts {
+        if contract.extension().is_none_or(|e| e != "yaml")
+            || DISK_ONLY.contains(&contract.to_string_lossy().as_ref())
+        {
+            continue;
+        }
+        let mut sources = Sources::new(contract, text.clone());
+        for (path, text) in &files {
+            sources.file(path, text.clone());
+        }
+        let from_files = outcome(warren_codegen::generate(contract));
+        let from_memory =
+            outcome(check_sources(&sources).and_then(|checked| checked.generate(&Settings::new())));
+        if from_memory != from_files {
+            differ.push(contract.display().to_string());
+        }
+        compared += 1;
+    }
+    assert!(differ.is_empty(), "{differ:?}");
+    assert!(compared > 30, "{compared} fixtures");
 }
