@@ -5,22 +5,6 @@ use std::path::{Path, PathBuf};
 
 use warren_codegen::{Error, RenderStyle, Settings, Sources, check_sources};
 
-/// `sources` with each file under `dir` (relative to this crate) added by its path as the
-/// CLI would be given it from this crate's folder.
-fn add_folder(sources: &mut Sources, dir: &str) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .expect("a fixture folder")
-        .map(|entry| entry.expect("an entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_file() {
-            let text = std::fs::read_to_string(&path).expect("a text file");
-            sources.file(path, text);
-        }
-    }
-}
-
 /// The orders example, whose schemas reach `../common` through `schema_roots`, generates the
 /// same file from memory as from disk.
 #[test]
@@ -31,8 +15,12 @@ fn sources_generate_what_files_do() {
         contract,
         std::fs::read_to_string(contract).expect("the contract"),
     );
-    add_folder(&mut sources, "../examples/orders/schemas");
-    add_folder(&mut sources, "../examples/common");
+    let mut files = Vec::new();
+    files_below(Path::new("../examples/orders/schemas"), &mut files);
+    files_below(Path::new("../examples/common"), &mut files);
+    for (path, text) in files {
+        sources.file(path, text);
+    }
     let from_memory = check_sources(&sources)
         .and_then(|checked| checked.generate(&Settings::new()))
         .expect("the example generates from memory");
