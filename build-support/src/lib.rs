@@ -20,7 +20,21 @@
 //! `warren validate`: file, line, what is wrong and how to fix it.
 //!
 //! [`compile`] is `Config::new().compile(..)`; a [`Config`] sets the output folder, the file
-//! name and the `rerun-if-changed` lines.
+//! name and the `rerun-if-changed` lines, and how the payload and headers types are generated:
+//! extra derives and attributes, builders, and schema types replaced by your own.
+//!
+//! ```no_run
+//! // build.rs
+//! fn main() -> Result<(), warren_build::Error> {
+//!     warren_build::Config::new()
+//!         .derive("Hash")
+//!         .derive("Eq")
+//!         .builders(true)
+//!         .replace("Money", "crate::money::Money")
+//!         .compile("warren.yaml")?;
+//!     Ok(())
+//! }
+//! ```
 //!
 //! The generated code depends on the `warren-runtime` crate alone: add it to
 //! `[dependencies]` and `warren-build` to `[build-dependencies]`.
@@ -31,8 +45,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use warren_codegen::RenderStyle;
 use warren_codegen::diagnostics::escape;
+use warren_codegen::{RenderStyle, Settings};
 
 /// Generates the Rust for the contract at `contract` with the default [`Config`].
 ///
@@ -53,6 +67,7 @@ pub struct Config {
     out_dir: Option<PathBuf>,
     file_name: Option<String>,
     emit_rerun_if_changed: bool,
+    settings: Settings,
 }
 
 impl Default for Config {
@@ -76,6 +91,7 @@ impl Config {
             out_dir: None,
             file_name: None,
             emit_rerun_if_changed: true,
+            settings: Settings::new(),
         }
     }
 
@@ -136,6 +152,94 @@ impl Config {
         self
     }
 
+    /// Adds a derive to every generated payload and headers type, such as `Hash`, `Eq` or a
+    /// path like `::schemars::JsonSchema` (whose crate the package then depends on). The types
+    /// already derive `Clone`, `Debug`, `PartialEq` and serde's traits. The derive must hold
+    /// for every type: `Eq` on a type with a `number` field fails to compile.
+    ///
+    /// ```no_run
+    /// // build.rs
+    /// fn main() {
+    ///     warren_build::Config::new()
+    ///         .derive("Eq")
+    ///         .derive("Hash")
+    ///         .compile("warren.yaml")
+    ///         .unwrap();
+    /// }
+    /// ```
+    pub fn derive(&mut self, path: impl Into<String>) -> &mut Self {
+        self.settings.derive(path);
+        self
+    }
+
+    /// Adds an attribute, written in full as `#[…]`, to every generated payload and headers
+    /// type. A string that does not parse as attributes fails the build, saying why.
+    ///
+    /// ```no_run
+    /// // build.rs
+    /// fn main() {
+    ///     warren_build::Config::new()
+    ///         .attribute("#[must_use]")
+    ///         .compile("warren.yaml")
+    ///         .unwrap();
+    /// }
+    /// ```
+    pub fn attribute(&mut self, attribute: impl Into<String>) -> &mut Self {
+        self.settings.attribute(attribute);
+        self
+    }
+
+    /// Gives every generated struct a builder (off by default), so payloads are built field
+    /// by field and checked against their schema, rather than from `json!`.
+    ///
+    /// ```no_run
+    /// // build.rs
+    /// fn main() {
+    ///     warren_build::Config::new()
+    ///         .builders(true)
+    ///         .compile("warren.yaml")
+    ///         .unwrap();
+    /// }
+    /// // src/lib.rs, with the contract's `OrderPlaced`:
+    /// // let order: types::OrderPlaced = types::OrderPlaced::builder()
+    /// //     .order_id(id)
+    /// //     .total(total)
+    /// //     /* every required field */
+    /// //     .try_into()?;
+    /// ```
+    pub fn builders(&mut self, builders: bool) -> &mut Self {
+        self.settings.builders(builders);
+        self
+    }
+
+    /// Uses your Rust type at `rust_type` wherever the contract's schemas use the generated
+    /// type `type_name` (such as `Money`), which is then not generated. A name that is not a
+    /// type of the contract fails the build, naming it.
+    ///
+    /// The path is resolved inside the generated `types` module: name your type from the
+    /// crate root (`crate::money::Money`) or from another crate. It must implement what the
+    /// generated types derive (`Clone`, `Debug`, `PartialEq`, serde's `Serialize` and
+    /// `Deserialize`, and every extra [`derive`](Self::derive)), and serialize to JSON that
+    /// meets the schema. `types::Money` stays a name for it.
+    ///
+    /// ```no_run
+    /// // build.rs
+    /// fn main() {
+    ///     warren_build::Config::new()
+    ///         .replace("Money", "crate::money::Money")
+    ///         .compile("warren.yaml")
+    ///         .unwrap();
+    /// }
+    /// ```
+    pub fn replace(
+        &mut self,
+        type_name: impl Into<String>,
+        rust_type: impl Into<String>,
+    ) -> &mut Self {
+        self.settings.replace(type_name, rust_type);
+        self
+    }
+
     /// Checks the contract at `contract`, generates its Rust, and writes it (when its bytes
     /// changed). Returns the path of the generated file.
     ///
@@ -152,7 +256,9 @@ impl Config {
             // Printed first, so a contract that fails to check is still watched.
             rerun_if_changed(contract);
         }
-        let generated = match warren_codegen::generate(contract) {
+        let generated = match warren_codegen::check_contract(contract)
+            .and_then(|checked| checked.generate(&self.settings))
+        {
             Ok(generated) => generated,
             Err(warren_codegen::Error::Invalid(problems)) => {
                 if self.emit_rerun_if_changed {

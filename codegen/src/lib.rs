@@ -20,11 +20,12 @@
 //! its file and line, rendered with source context as `warren validate` prints them. Build
 //! scripts use the `warren-build` crate, which wraps this for Cargo.
 //!
-//! The pipeline has one module per stage, each testable alone:
-//! [`load`] (YAML → typed [`format`](mod@format) with positions) → [`schema`] (load payload
-//! schemas and bundle every cross-file `$ref`) → checks (every contract rule, all problems
-//! collected into [`Diagnostics`]) → [`model`] (a plain IR) → [`emit`] (one Rust file per
-//! contract). [`check_contract`] stops before generation:
+//! The pipeline runs one stage at a time, each reporting all its problems into
+//! [`Diagnostics`]: load (YAML → the typed contract format, whose JSON Schema is
+//! [`json_schema`], with positions) → schemas (load payload schemas and bundle every
+//! cross-file `$ref` into one [`SchemaBundle`]) → checks (every contract rule) → [`model`] (a
+//! plain IR) → emit (one Rust file per contract). `docs/architecture.md` maps each stage to
+//! its files. [`check_contract`] stops before generation:
 //!
 //! ```no_run
 //! match warren_codegen::check_contract("examples/orders/warren.yaml") {
@@ -33,17 +34,43 @@
 //!     Err(other) => eprintln!("{other}"),
 //! }
 //! ```
+//!
+//! [`Checked::generate`] takes [`Settings`]: extra derives and attributes on the payload and
+//! headers types, builders for them, and schema types replaced by your own. The contract and
+//! its schemas can also be held in memory, as [`Sources`], for tests and tools:
+//!
+//! ```
+//! use warren_codegen::{Settings, Sources};
+//!
+//! let mut sources = Sources::new(
+//!     "warren.yaml",
+//!     "queues:\n  pings: { on_poison: drop }\n\
+//!      messages:\n  ping: { payload: ping.json }\n\
+//!      publishers:\n  ping: { exchange: \"\", routing_key: pings, message: ping }\n",
+//! );
+//! sources.file(
+//!     "ping.json",
+//!     r#"{ "title": "Ping", "type": "object", "properties": { "at": { "type": "string" } } }"#,
+//! );
+//! let mut settings = Settings::new();
+//! settings.derive("Eq").builders(true);
+//! let generated = warren_codegen::check_sources(&sources)?.generate(&settings)?;
+//! assert!(generated.code.contains("pub fn builder() -> builder::Ping"));
+//! # Ok::<(), warren_codegen::Error>(())
+//! ```
 
 mod check;
 pub mod diagnostics;
-pub mod emit;
-pub mod format;
-pub mod load;
+mod emit;
+mod files;
+mod format;
+mod load;
 pub mod model;
-pub mod naming;
-pub mod output;
-pub mod routing;
-pub mod schema;
+mod naming;
+mod output;
+mod routing;
+mod schema;
+mod settings;
 
 #[doc(hidden)]
 #[path = "fuzz.rs"]
@@ -53,7 +80,11 @@ use std::path::Path;
 
 pub use diagnostics::{Code, Diagnostic, Diagnostics, RenderStyle, Severity};
 pub use emit::GenerateError;
+pub use files::Sources;
+pub use format::json_schema;
 pub use output::{Written, write_if_changed};
+pub use schema::SchemaBundle;
+pub use settings::Settings;
 
 /// Why a contract could not be checked or turned into Rust.
 #[derive(Debug, thiserror::Error)]
@@ -78,8 +109,8 @@ pub enum Error {
     Internal(String),
 }
 
-impl From<load::LoadError> for Error {
-    fn from(error: load::LoadError) -> Self {
+impl Error {
+    fn from_load(error: load::LoadError) -> Self {
         match error {
             load::LoadError::Io { path, source } => Self::Io { path, source },
             load::LoadError::Invalid(problems) => Self::Invalid(problems),
@@ -110,7 +141,28 @@ pub struct Checked {
 /// Returns [`Error::Io`] when the contract file itself cannot be read, and
 /// [`Error::Invalid`] with every problem found (errors and warnings) otherwise.
 pub fn check_contract(path: impl AsRef<Path>) -> Result<Checked, Error> {
-    let loaded = load::load(path.as_ref())?;
+    check_loaded(load::load(path.as_ref()).map_err(Error::from_load)?)
+}
+
+/// Checks a contract held in memory with its schema files, as [`check_contract`] checks one
+/// on disk: the same rules, `schema_roots` containment included, and diagnostics that name
+/// the files by their paths in `sources`. Nothing is read from the file system.
+///
+/// ```
+/// let sources = warren_codegen::Sources::new("warren.yaml", "messages:\n  ping: { payload: ping.json }\n");
+/// match warren_codegen::check_sources(&sources) {
+///     Err(warren_codegen::Error::Invalid(problems)) => {
+///         assert!(problems.to_string().contains("`ping.json` does not exist"));
+///     }
+///     other => panic!("the schema is missing: {other:?}"),
+/// }
+/// ```
+pub fn check_sources(sources: &Sources) -> Result<Checked, Error> {
+    check_loaded(load::load_sources(sources).map_err(Error::from_load)?)
+}
+
+/// Bundles the schemas of `loaded` and runs every check.
+fn check_loaded(loaded: load::LoadedContract) -> Result<Checked, Error> {
     let mut problems = Diagnostics::new();
     problems.add_source(loaded.path(), loaded.text.clone());
     let schemas = check::bundle_schemas(&loaded, &mut problems);
@@ -119,22 +171,63 @@ pub fn check_contract(path: impl AsRef<Path>) -> Result<Checked, Error> {
     if problems.has_errors() {
         return Err(Error::Invalid(problems));
     }
-    let contract = model::build(
+    let mut contract = model::build(
         &loaded,
         schemas.bundle,
         &schemas.entries,
         &schemas.type_names,
     )
     .map_err(Error::Internal)?;
+    if let files::Files::Memory(_) = loaded.files {
+        // Canonical paths in memory are made up; name the files as the caller did.
+        let shown = |path: &std::path::PathBuf| {
+            if path.is_absolute() {
+                loaded.paths.show(path)
+            } else {
+                path.clone()
+            }
+        };
+        contract.inputs = contract.inputs.iter().map(shown).collect();
+        contract.schemas.files = contract.schemas.files.iter().map(shown).collect();
+    }
     Ok(Checked {
         contract,
         warnings: problems,
     })
 }
 
-/// Checks the contract at `path` and generates its Rust file.
+impl Checked {
+    /// Generates the contract's Rust file, its types shaped by `settings`.
+    ///
+    /// Returns [`Error::Invalid`] with every bad setting (and the contract's warnings) when a
+    /// setting does not parse or names no type of the contract.
+    ///
+    /// ```no_run
+    /// let mut settings = warren_codegen::Settings::new();
+    /// settings.derive("Hash").builders(true);
+    /// let generated = warren_codegen::check_contract("warren.yaml")?.generate(&settings)?;
+    /// print!("{}", generated.code);
+    /// # Ok::<(), warren_codegen::Error>(())
+    /// ```
+    pub fn generate(self, settings: &Settings) -> Result<Generated, Error> {
+        let options = match settings.resolve(&self.contract) {
+            Ok(options) => options,
+            Err(problems) => {
+                let mut all = self.warnings;
+                all.extend(problems);
+                all.sort();
+                return Err(Error::Invalid(all));
+            }
+        };
+        let code = emit::generate(&self.contract, &options)?;
+        Ok(Generated {
+            code,
+            checked: self,
+        })
+    }
+}
+
+/// Checks the contract at `path` and generates its Rust file with the default [`Settings`].
 pub fn generate(path: impl AsRef<Path>) -> Result<Generated, Error> {
-    let checked = check_contract(path)?;
-    let code = emit::generate(&checked.contract)?;
-    Ok(Generated { code, checked })
+    check_contract(path)?.generate(&Settings::default())
 }

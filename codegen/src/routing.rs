@@ -103,23 +103,29 @@ fn split_words(key: &str) -> Vec<&str> {
     }
 }
 
+// The pairwise matchers below are the tests' oracle for the trie that `Graph` routes with.
+
 /// Whether some routing key fits both the topic binding `pattern` and `key`.
+#[cfg(test)]
 pub fn topic_matches(binding: &str, key: &KeyTemplate) -> bool {
     intersects(&pattern(binding, ExchangeKind::Topic), &key.tokens())
 }
 
 /// Whether some routing key equals the direct binding key `binding` and fits `key`.
+#[cfg(test)]
 pub fn direct_matches(binding: &str, key: &KeyTemplate) -> bool {
     intersects(&pattern(binding, ExchangeKind::Direct), &key.tokens())
 }
 
 /// Whether the languages of two word patterns intersect, by dynamic programming over
 /// (position in `a`, position in `b`).
+#[cfg(test)]
 fn intersects(a: &[Token<'_>], b: &[Token<'_>]) -> bool {
     let mut memo = vec![vec![None; b.len() + 1]; a.len() + 1];
     step(a, b, 0, 0, &mut memo)
 }
 
+#[cfg(test)]
 fn step(
     a: &[Token<'_>],
     b: &[Token<'_>],

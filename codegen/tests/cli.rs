@@ -287,3 +287,78 @@ fn generate_replaces_a_symlink_at_the_output_path_instead_of_following_it() {
         .collect();
     assert_eq!(names, ["orders.rs"]);
 }
+
+/// The generator settings as flags: `generate` applies them, `check` must be given the same
+/// ones (and says so when a file is stale), and bad ones are reported all at once.
+#[test]
+fn generate_and_check_take_the_generator_settings() {
+    let contract = "tests/fixtures/settings/warren.yaml";
+    let flags = [
+        "--derive",
+        "Eq",
+        "--derive",
+        "Hash",
+        "--attr",
+        "#[must_use]",
+        "--builder",
+        "--replace",
+        "Money=crate::Money",
+    ];
+    let output = warren(&[&["generate", contract][..], &flags[..]].concat());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let code = String::from_utf8_lossy(&output.stdout).into_owned();
+    for expected in [
+        "        Eq,\n        Hash,\n        PartialEq\n",
+        "#[must_use]\n    #[derive(",
+        "pub fn builder() -> builder::InvoiceIssued",
+        "pub total: crate::Money,",
+        "pub type Money = crate::Money;",
+    ] {
+        assert!(code.contains(expected), "`{expected}` in:\n{code}");
+    }
+    assert!(!code.contains("pub struct Money"), "{code}");
+
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let out = dir.path().join("settings.rs");
+    let out_arg = out.to_str().expect("a UTF-8 path");
+    std::fs::write(&out, &code).expect("written");
+    let current = warren(&[&["check", contract, "--against", out_arg][..], &flags[..]].concat());
+    assert_eq!(current.status.code(), Some(0), "{}", stderr(&current));
+    let without = warren(&["check", contract, "--against", out_arg]);
+    assert_eq!(without.status.code(), Some(1));
+    assert!(
+        stderr(&without).contains("is stale: run `warren generate"),
+        "{}",
+        stderr(&without)
+    );
+    let stale = warren(&[&["check", contract, "--against", out_arg][..], &flags[..2]].concat());
+    assert!(
+        stderr(&stale).ends_with(&format!("-o {out_arg} --derive Eq`\n")),
+        "{}",
+        stderr(&stale)
+    );
+
+    let bad = warren(&[
+        "generate",
+        "--color",
+        "never",
+        contract,
+        "--derive",
+        "Ha sh",
+        "--replace",
+        "Mony=crate::Money",
+    ]);
+    assert_eq!(bad.status.code(), Some(1));
+    let report = stderr(&bad);
+    assert!(report.ends_with("2 errors, 0 warnings\n"), "{report}");
+    assert!(report.contains("did you mean `Money`?"), "{report}");
+    assert!(bad.stdout.is_empty());
+
+    let usage = warren(&["generate", contract, "--replace", "Money"]);
+    assert_eq!(usage.status.code(), Some(2));
+    assert!(
+        stderr(&usage).contains("expected TYPE=PATH"),
+        "{}",
+        stderr(&usage)
+    );
+}

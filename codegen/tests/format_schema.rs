@@ -8,7 +8,7 @@ use std::path::Path;
 fn checked_in_format_schema_is_current() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/warren.schema.json");
     let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
-    let current = warren_codegen::format::json_schema();
+    let current = warren_codegen::json_schema();
     assert!(
         checked_in == current,
         "schemas/warren.schema.json is stale: run `cargo run -p warren-codegen -- schema > schemas/warren.schema.json`"
@@ -18,7 +18,7 @@ fn checked_in_format_schema_is_current() {
 #[test]
 fn format_schema_describes_every_section_and_refuses_unknown_ones() {
     let schema: serde_json::Value =
-        serde_json::from_str(&warren_codegen::format::json_schema()).expect("valid JSON");
+        serde_json::from_str(&warren_codegen::json_schema()).expect("valid JSON");
     let sections: Vec<&str> = schema["properties"]
         .as_object()
         .expect("an object schema")

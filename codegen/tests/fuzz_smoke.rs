@@ -64,8 +64,8 @@ fn format_vocabulary() -> (Vec<String>, Vec<String>) {
             _ => {}
         }
     }
-    let schema: Value = serde_json::from_str(&warren_codegen::format::json_schema())
-        .expect("the format schema is JSON");
+    let schema: Value =
+        serde_json::from_str(&warren_codegen::json_schema()).expect("the format schema is JSON");
     let (mut keys, mut words) = (Vec::new(), Vec::new());
     walk(&schema, &mut keys, &mut words);
     keys.sort();

@@ -42,6 +42,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     topologies.push(']');
     std::fs::write(out_dir.join("fixtures.rs"), modules)?;
     std::fs::write(out_dir.join("topologies.rs"), topologies)?;
+    // The settings fixture with every generator setting at once; `src/lib.rs` holds the
+    // `Money` that replaces the contract's.
+    warren_build::Config::new()
+        .file_name("settings.rs")
+        .derive("Eq")
+        .derive("Hash")
+        .attribute("#[must_use]")
+        .builders(true)
+        .replace("Money", "crate::Money")
+        .compile("../fixtures/settings/warren.yaml")?;
     name_cases(&out_dir)
 }
 

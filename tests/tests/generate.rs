@@ -54,8 +54,9 @@ fn a_name_with_no_identifier_is_an_internal_error_not_a_placeholder() {
     let (_, mut consumer) = consumers.pop_first().expect("a consumer");
     consumer.name = "9lives".to_owned();
     consumers.insert(consumer.name.clone(), consumer);
-    let error =
-        warren_codegen::emit::generate(&checked.contract).expect_err("no identifier for `9lives`");
+    let error = checked
+        .generate(&warren_codegen::Settings::new())
+        .expect_err("no identifier for `9lives`");
     let text = error.to_string();
     assert!(
         text.contains("`9lives`") && text.contains("bug in warren"),

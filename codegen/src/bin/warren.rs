@@ -4,9 +4,9 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use warren_codegen::diagnostics::{escape, escape_source};
-use warren_codegen::{Diagnostics, Error, RenderStyle, Written};
+use warren_codegen::{Diagnostics, Error, Generated, RenderStyle, Settings, Written};
 
 /// Typed RabbitMQ messaging from a contract: JSON Schema files for payloads plus one
 /// `warren.yaml` for exchanges, queues, bindings, publishers, consumers and retry policy.
@@ -18,6 +18,8 @@ use warren_codegen::{Diagnostics, Error, RenderStyle, Written};
 Examples:
   warren validate examples/orders/warren.yaml              check a contract and its schemas
   warren generate examples/orders/warren.yaml -o orders.rs  write the Rust for a contract
+  warren generate warren.yaml --derive Hash --builder --replace Money=crate::money::Money
+                                                            with derives, builders, your own types
   warren check examples/orders/warren.yaml --against src/orders.rs
                                                             in CI: fail when orders.rs is stale
   warren schema > schemas/warren.schema.json                the format's JSON Schema, for editors
@@ -57,24 +59,116 @@ enum Command {
         /// Where to write the Rust file; `-` (the default) writes to standard output.
         #[arg(short, long, default_value = "-")]
         output: PathBuf,
+        #[command(flatten)]
+        settings: SettingsArgs,
     },
     /// Fail when a checked-in generated file is stale
     ///
     /// Generates the contract's Rust in memory and compares it with FILE. Exits 0 when they
     /// are identical, and 1 with a unified diff when they differ. Writes nothing: run
-    /// `warren generate` to update the file.
+    /// `warren generate` to update the file. Pass the settings the file was generated with.
     Check {
         /// The contract file, usually `warren.yaml`.
         contract: PathBuf,
         /// The checked-in generated file to compare with.
         #[arg(long, value_name = "FILE")]
         against: PathBuf,
+        #[command(flatten)]
+        settings: SettingsArgs,
     },
     /// Print the JSON Schema of the contract format
     ///
     /// Point editors at it with `# yaml-language-server: $schema=<path>` on the first line of
     /// a contract for completion and validation as you type.
     Schema,
+}
+
+/// How the payload and headers types are generated (`warren_codegen::Settings`). Settings
+/// are the generating crate's choice, so they are flags, never part of the contract.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Generator settings")]
+struct SettingsArgs {
+    /// Add a derive to every payload and headers type, such as `Hash` (repeatable)
+    #[arg(long = "derive", value_name = "PATH")]
+    derives: Vec<String>,
+    /// Add an attribute, written in full as `#[…]`, to every payload and headers type
+    /// (repeatable)
+    #[arg(long = "attr", value_name = "ATTRIBUTE")]
+    attributes: Vec<String>,
+    /// Give every generated struct a builder: `T::builder().field(…).try_into()`
+    #[arg(long)]
+    builder: bool,
+    /// Use your own type for a contract type, which is then not generated, such as
+    /// `Money=crate::money::Money` (repeatable)
+    #[arg(long = "replace", value_name = "TYPE=PATH", value_parser = replacement)]
+    replacements: Vec<(String, String)>,
+}
+
+impl SettingsArgs {
+    fn settings(&self) -> Settings {
+        let mut settings = Settings::new();
+        for derive in &self.derives {
+            settings.derive(derive);
+        }
+        for attribute in &self.attributes {
+            settings.attribute(attribute);
+        }
+        for (name, rust_type) in &self.replacements {
+            settings.replace(name, rust_type);
+        }
+        settings.builders(self.builder);
+        settings
+    }
+
+    /// The flags again, as a shell would take them back: for the command a stale file's
+    /// report suggests.
+    fn flags(&self) -> String {
+        let mut flags = String::new();
+        let mut add = |flag: &str, value: Option<&str>| {
+            flags.push(' ');
+            flags.push_str(flag);
+            if let Some(value) = value {
+                flags.push(' ');
+                flags.push_str(&shell_quoted(value));
+            }
+        };
+        for derive in &self.derives {
+            add("--derive", Some(derive));
+        }
+        for attribute in &self.attributes {
+            add("--attr", Some(attribute));
+        }
+        if self.builder {
+            add("--builder", None);
+        }
+        for (name, rust_type) in &self.replacements {
+            add("--replace", Some(&format!("{name}={rust_type}")));
+        }
+        flags
+    }
+}
+
+/// `text` single-quoted unless it is plain, escaped for the terminal.
+fn shell_quoted(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ':' | '=' | '.' | '-'));
+    if plain {
+        escape(text).into_owned()
+    } else {
+        format!("'{}'", escape(&text.replace('\'', "'\\''")))
+    }
+}
+
+/// `TYPE=PATH`, split at the first `=`.
+fn replacement(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, path)) if !name.trim().is_empty() && !path.trim().is_empty() => {
+            Ok((name.trim().to_owned(), path.trim().to_owned()))
+        }
+        _ => Err("expected TYPE=PATH, such as `Money=crate::money::Money`".to_owned()),
+    }
 }
 
 /// A command's failure: its exit status and what to print.
@@ -105,12 +199,20 @@ fn main() -> ExitCode {
     };
     let outcome = match cli.command {
         Command::Schema => {
-            print!("{}", warren_codegen::format::json_schema());
+            print!("{}", warren_codegen::json_schema());
             Ok(())
         }
         Command::Validate { contract } => validate(&contract, style),
-        Command::Generate { contract, output } => generate(&contract, &output, style),
-        Command::Check { contract, against } => check(&contract, &against, style),
+        Command::Generate {
+            contract,
+            output,
+            settings,
+        } => generate(&contract, &output, &settings.settings(), style),
+        Command::Check {
+            contract,
+            against,
+            settings,
+        } => check(&contract, &against, &settings, style),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -166,8 +268,24 @@ fn exit_without_freeing<T>(value: T) {
     std::mem::forget(value);
 }
 
-fn generate(contract: &Path, output: &Path, style: RenderStyle) -> Result<(), Failure> {
-    let generated = warren_codegen::generate(contract).map_err(|e| failure(e, style))?;
+/// Checks `contract` and generates its Rust with `settings`.
+fn generated(
+    contract: &Path,
+    settings: &Settings,
+    style: RenderStyle,
+) -> Result<Generated, Failure> {
+    warren_codegen::check_contract(contract)
+        .and_then(|checked| checked.generate(settings))
+        .map_err(|e| failure(e, style))
+}
+
+fn generate(
+    contract: &Path,
+    output: &Path,
+    settings: &Settings,
+    style: RenderStyle,
+) -> Result<(), Failure> {
+    let generated = generated(contract, settings, style)?;
     show_warnings(&generated.checked.warnings, style);
     if output == Path::new("-") {
         print!("{}", generated.code);
@@ -187,8 +305,13 @@ fn generate(contract: &Path, output: &Path, style: RenderStyle) -> Result<(), Fa
     Ok(())
 }
 
-fn check(contract: &Path, against: &Path, style: RenderStyle) -> Result<(), Failure> {
-    let generated = warren_codegen::generate(contract).map_err(|e| failure(e, style))?;
+fn check(
+    contract: &Path,
+    against: &Path,
+    settings: &SettingsArgs,
+    style: RenderStyle,
+) -> Result<(), Failure> {
+    let generated = generated(contract, &settings.settings(), style)?;
     show_warnings(&generated.checked.warnings, style);
     let current = std::fs::read_to_string(against)
         .map_err(|e| Failure::usage(format!("error: cannot read `{}`: {e}\n", shown(against))))?;
@@ -206,10 +329,11 @@ fn check(contract: &Path, against: &Path, style: RenderStyle) -> Result<(), Fail
     Err(Failure {
         status: 1,
         message: format!(
-            "{diff}\n{} is stale: run `warren generate {} -o {}`\n",
+            "{diff}\n{} is stale: run `warren generate {} -o {}{}`\n",
             shown(against),
             shown(contract),
-            shown(against)
+            shown(against),
+            settings.flags()
         ),
     })
 }

@@ -21,8 +21,11 @@ pub(crate) struct SchemaStage {
 pub(crate) fn bundle_schemas(contract: &LoadedContract, out: &mut Diagnostics) -> SchemaStage {
     let mut roots = vec![contract.paths.contract_dir().to_owned()];
     for (i, root) in contract.file.schema_roots.iter().enumerate() {
-        match contract.paths.contract_dir().join(root).canonicalize() {
-            Ok(path) if path.is_dir() => roots.push(path),
+        match contract
+            .files
+            .canonicalize(&contract.paths.contract_dir().join(root))
+        {
+            Some(path) if contract.files.is_dir(&path) => roots.push(path),
             _ => out.push(
                 contract
                     .error_at(
@@ -34,7 +37,7 @@ pub(crate) fn bundle_schemas(contract: &LoadedContract, out: &mut Diagnostics) -
             ),
         }
     }
-    let mut bundler = Bundler::new(&contract.paths, roots);
+    let mut bundler = Bundler::new(&contract.paths, &contract.files, roots);
     let mut entries = BTreeMap::new();
     for (name, message) in &contract.file.messages {
         let mut entry = |field: &str, file: &str| match bundler.add_entry(file) {

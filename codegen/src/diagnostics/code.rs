@@ -134,6 +134,11 @@ codes! {
     BadDefinitionName = "bad-definition-name",
     /// Two different schemas that would become the same Rust type.
     TypeNameClash = "type-name-clash",
+
+    // Generator settings (`warren_codegen::Settings`), not the contract.
+    /// A derive, attribute or type replacement that does not parse, or replaces no type of
+    /// the contract.
+    BadSetting = "bad-setting",
 }
 
 impl fmt::Display for Code {

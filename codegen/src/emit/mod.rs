@@ -23,6 +23,7 @@ use quote::quote;
 
 use crate::model::Contract;
 use crate::naming::{self, Case, Role};
+use crate::settings::TypeOptions;
 
 /// The first line of every generated file.
 pub fn header() -> String {
@@ -44,13 +45,16 @@ pub enum GenerateError {
     Internal(String),
 }
 
-/// Generates the Rust file for `contract`.
-pub fn generate(contract: &Contract) -> Result<String, GenerateError> {
+/// Generates the Rust file for `contract`, its types shaped by `options`.
+pub(crate) fn generate(
+    contract: &Contract,
+    options: &TypeOptions,
+) -> Result<String, GenerateError> {
     let mut code = format!("{}\n", header());
     // One section at a time, each parsed, formatted and dropped before the next: the token
     // trees and syntax trees of a large contract are many times the size of its text.
     let sections: [&dyn Fn() -> Result<TokenStream, GenerateError>; 5] = [
-        &|| types::emit(contract),
+        &|| types::emit(contract, options),
         &|| Ok(messages::emit(contract)),
         &|| Ok(publishers::emit(contract)),
         &|| Ok(consumers::emit(contract)),

@@ -3,17 +3,21 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use proc_macro2::{Delimiter, Group, Punct, Spacing, TokenStream, TokenTree};
-use quote::quote;
+use quote::{ToTokens, quote};
 use typify::{TypeSpace, TypeSpaceSettings};
 
-use super::GenerateError;
+use super::{GenerateError, type_ident};
 use crate::model::Contract;
+use crate::settings::TypeOptions;
 
 /// Crates typify's output names that the runtime re-exports under `__codegen`.
 const REROUTED_CRATES: &[&str] = &["chrono", "regress", "serde", "serde_json", "uuid"];
 
 /// `pub mod types { … }` with every bundled definition.
-pub(super) fn emit(contract: &Contract) -> Result<TokenStream, GenerateError> {
+pub(super) fn emit(
+    contract: &Contract,
+    options: &TypeOptions,
+) -> Result<TokenStream, GenerateError> {
     let mut definitions = Vec::new();
     for (name, body) in &contract.schemas.definitions {
         let schema: schemars::schema::Schema = serde_json::from_value(body.clone())
@@ -23,7 +27,18 @@ pub(super) fn emit(contract: &Contract) -> Result<TokenStream, GenerateError> {
     let mut settings = TypeSpaceSettings::default();
     settings
         .with_derive("PartialEq".to_owned())
-        .with_map_type("::std::collections::BTreeMap");
+        .with_map_type("::std::collections::BTreeMap")
+        .with_struct_builder(options.builders);
+    // Each was parsed by `Settings::resolve`: typify unwraps its own parse of them.
+    for derive in &options.derives {
+        settings.with_derive(derive.clone());
+    }
+    for attribute in &options.attributes {
+        settings.with_attr(attribute.clone());
+    }
+    for (name, rust_type) in &options.replacements {
+        settings.with_replacement(name, rust_type.to_token_stream(), std::iter::empty());
+    }
     // typify panics on some inputs instead of returning errors; the front end rejects what
     // is known to do that, and this turns anything left into an error, not a crashed build.
     let generated = catch_unwind(AssertUnwindSafe(|| {
@@ -42,7 +57,18 @@ pub(super) fn emit(contract: &Contract) -> Result<TokenStream, GenerateError> {
             return Err(GenerateError::Types(reason));
         }
     };
-    let body = reroute(stream);
+    // typify writes nothing for a replaced type; the alias keeps `types::Money` a name for
+    // it, so messages, publishers and the user's code name it the same either way.
+    let aliases = options.replacements.iter().map(|(name, rust_type)| {
+        let alias = type_ident(name);
+        let docs = super::doc(&format!(
+            "The contract's {}, replaced by {} (generator settings).",
+            super::code(name),
+            super::code(&rust_type.to_token_stream().to_string().replace(' ', ""))
+        ));
+        quote! { #docs pub type #alias = #rust_type; }
+    });
+    let body = reroute(quote! { #stream #( #aliases )* });
     // typify's output is not written for every lint a user's crate may enable (it unwraps
     // its pattern regexes, for one), hence the allows on this module only.
     Ok(quote! {

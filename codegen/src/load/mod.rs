@@ -10,12 +10,13 @@ use std::sync::Arc;
 
 pub(crate) use lines::{Column, LineIndex};
 pub use paths::PathDisplay;
-pub use spans::{Duplicate, YamlSpans};
+pub use spans::YamlSpans;
 
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, Place, YamlPath};
+use crate::files::{Files, Sources};
 use crate::format::ContractFile;
 
-/// A contract file as read from disk.
+/// A contract file as read.
 #[derive(Debug, Clone)]
 pub struct LoadedContract {
     /// The typed contents.
@@ -26,6 +27,8 @@ pub struct LoadedContract {
     pub spans: YamlSpans,
     /// How to show paths to the user, relative to how they named the contract.
     pub paths: PathDisplay,
+    /// Where the contract and its schema files are read.
+    pub files: Files,
 }
 
 impl LoadedContract {
@@ -78,11 +81,27 @@ pub fn load(path: &Path) -> Result<LoadedContract, LoadError> {
     };
     let text: Arc<str> = std::fs::read_to_string(path).map_err(io)?.into();
     let paths = PathDisplay::new(path).map_err(io)?;
-    parse(text, paths).map_err(LoadError::Invalid)
+    parse(text, paths, Files::Disk).map_err(LoadError::Invalid)
 }
 
-/// Parses contract text; `paths` says where it came from.
-pub fn parse(text: Arc<str>, paths: PathDisplay) -> Result<LoadedContract, Diagnostics> {
+/// Reads and parses the contract of `sources`, whose schema files are then read from
+/// `sources` too.
+pub(crate) fn load_sources(sources: &Sources) -> Result<LoadedContract, LoadError> {
+    let (files, canonical) = Files::memory(sources);
+    let text = files.read(&canonical).map_err(|source| LoadError::Io {
+        path: sources.contract().to_owned(),
+        source,
+    })?;
+    let paths = PathDisplay::resolved(sources.contract(), &canonical);
+    parse(text, paths, files).map_err(LoadError::Invalid)
+}
+
+/// Parses contract text; `paths` says where it came from, `files` where its schemas are.
+pub fn parse(
+    text: Arc<str>,
+    paths: PathDisplay,
+    files: Files,
+) -> Result<LoadedContract, Diagnostics> {
     // A byte-order mark is not YAML; editors on some systems add one.
     let text: Arc<str> = match text.strip_prefix('\u{feff}') {
         Some(rest) => rest.into(),
@@ -117,6 +136,7 @@ pub fn parse(text: Arc<str>, paths: PathDisplay) -> Result<LoadedContract, Diagn
             spans,
             text,
             paths,
+            files,
         }),
         Err(error) => {
             let mut diagnostics = Diagnostics::new();

@@ -17,17 +17,22 @@ pub struct PathDisplay {
 impl PathDisplay {
     /// For a contract at `contract` (as given by the user). The file must exist.
     pub fn new(contract: &Path) -> std::io::Result<Self> {
-        let canonical = contract.canonicalize()?;
+        Ok(Self::resolved(contract, &contract.canonicalize()?))
+    }
+
+    /// For a contract at `contract` (as given by the user), whose canonical path is
+    /// `canonical`.
+    pub(crate) fn resolved(contract: &Path, canonical: &Path) -> Self {
         let canonical_dir = canonical
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default();
         let shown_dir = contract.parent().map(Path::to_path_buf).unwrap_or_default();
-        Ok(Self {
+        Self {
             contract: contract.to_owned(),
             shown_dir,
             canonical_dir,
-        })
+        }
     }
 
     /// The contract path as given.

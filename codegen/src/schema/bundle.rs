@@ -25,6 +25,7 @@ use serde_json::{Map, Value};
 
 use super::reference::{self, NodeKey};
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, Place, YamlPath};
+use crate::files::Files;
 use crate::load::{Column, LineIndex, PathDisplay, YamlSpans};
 use crate::naming::{Case, ident};
 
@@ -132,6 +133,7 @@ pub enum EntryError {
 /// Collects the schema nodes reachable from a contract's entry files.
 pub struct Bundler<'a> {
     paths: &'a PathDisplay,
+    file_system: &'a Files,
     roots: Vec<PathBuf>,
     /// Parsed files; `None` when a file failed to parse (already reported). Hashed: paths
     /// compare component by component, which made ordered lookups a tenth of bundling.
@@ -150,11 +152,12 @@ pub struct Bundler<'a> {
 }
 
 impl<'a> Bundler<'a> {
-    /// A bundler reading schemas under `roots` (canonical folders); paths are shown through
-    /// `paths`.
-    pub fn new(paths: &'a PathDisplay, roots: Vec<PathBuf>) -> Self {
+    /// A bundler reading schemas from `files` under `roots` (canonical folders); paths are
+    /// shown through `paths`.
+    pub fn new(paths: &'a PathDisplay, files: &'a Files, roots: Vec<PathBuf>) -> Self {
         Self {
             paths,
+            file_system: files,
             roots,
             files: HashMap::new(),
             canonical: HashMap::new(),
@@ -247,7 +250,7 @@ impl<'a> Bundler<'a> {
         let canonical = match self.canonical.get(path) {
             Some(known) => known.clone(),
             None => {
-                let resolved = path.canonicalize().ok();
+                let resolved = self.file_system.canonicalize(path);
                 self.canonical.insert(path.to_owned(), resolved.clone());
                 resolved
             }
@@ -270,7 +273,7 @@ impl<'a> Bundler<'a> {
     /// A missing file has no canonical path; show it relative to its existing parent.
     fn show_uncanonical(&self, path: &Path) -> PathBuf {
         match (
-            path.parent().and_then(|p| p.canonicalize().ok()),
+            path.parent().and_then(|p| self.file_system.canonicalize(p)),
             path.file_name(),
         ) {
             (Some(parent), Some(name)) => self.paths.show(&parent.join(name)),
@@ -280,18 +283,12 @@ impl<'a> Bundler<'a> {
 
     fn parse_file(&mut self, path: &Path) -> Option<Value> {
         let shown = self.paths.show(path);
-        // Only regular files are read: a device or pipe named as a schema (`/dev/zero` under
-        // `schema_roots: ["/"]`) would be read until memory runs out, or block for ever.
-        let read = if path.is_file() {
-            std::fs::read_to_string(path)
-        } else {
-            Err(std::io::Error::other("not a regular file"))
-        };
-        let text = match read {
+        // Regular files only (`Files::read`).
+        let text = match self.file_system.read(path) {
             // A byte-order mark is neither JSON nor YAML; editors on some systems add one.
             Ok(text) => match text.strip_prefix('\u{feff}') {
                 Some(rest) => rest.to_owned(),
-                None => text,
+                None => text.to_string(),
             },
             Err(error) => {
                 self.diagnostics.push(Diagnostic::error(

@@ -4,5 +4,5 @@
 mod bundle;
 pub mod reference;
 
-pub use bundle::{Bundler, DIALECT, EntryError, SchemaBundle};
+pub use bundle::{Bundler, EntryError, SchemaBundle};
 pub use reference::NodeKey;

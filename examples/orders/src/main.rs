@@ -10,9 +10,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use warren_example_orders::types::{OrderCancelled, OrderHeaders, OrderPlaced};
+use warren_example_orders::types::error::ConversionError;
+use warren_example_orders::types::{
+    Address, LineItem, Money, OrderCancelled, OrderCancelledReason, OrderHeaders, OrderPlaced,
+};
 use warren_example_orders::{Handlers, Publishers, consumers, topology};
 use warren_runtime::lapin::options::BasicGetOptions;
 use warren_runtime::lapin::types::{AMQPValue, ShortString};
@@ -107,15 +110,29 @@ fn short(id: &str) -> &str {
     id.get(id.len().saturating_sub(4)..).unwrap_or(id)
 }
 
-fn order(n: u32, customer: &str) -> Result<OrderPlaced, serde_json::Error> {
-    serde_json::from_value(serde_json::json!({
-        "order_id": format!("0190a0b0-0000-7000-8000-{n:012}"),
-        "customer_id": customer,
-        "items": [{ "sku": "TEA-0001", "quantity": 2, "unit_price": { "amount_minor": 450, "currency": "EUR" } }],
-        "total": { "amount_minor": 900, "currency": "EUR" },
-        "shipping_address": { "line1": "1 Main St", "city": "Lyon", "country": "FR" },
-        "placed_at": "2026-11-30T09:00:00Z"
-    }))
+/// An order, built with the generated builders (`build.rs` turns them on): each field is
+/// converted into its type as it is set (`"EUR"` must match the currency pattern, `2` must be
+/// above zero), and `try_into` fails when a required field is missing.
+fn order(n: u32, customer: &str) -> Result<OrderPlaced, ConversionError> {
+    let eur = |amount_minor: u64| Money::builder().amount_minor(amount_minor).currency("EUR");
+    let item = LineItem::builder()
+        .sku("TEA-0001")
+        .quantity(2_u64)
+        .unit_price(eur(450))
+        .try_into()?;
+    OrderPlaced::builder()
+        .order_id(format!("0190a0b0-0000-7000-8000-{n:012}").as_str())
+        .customer_id(customer)
+        .items(vec![item])
+        .total(eur(900))
+        .shipping_address(
+            Address::builder()
+                .line1("1 Main St")
+                .city("Lyon")
+                .country("FR"),
+        )
+        .placed_at(SystemTime::now())
+        .try_into()
 }
 
 #[tokio::main]
@@ -160,10 +177,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .place_order("eu", &order(n, customer)?, &headers)
             .await?;
     }
-    let cancelled: OrderCancelled = serde_json::from_value(serde_json::json!({
-        "order_id": "0190a0b0-0000-7000-8000-000000000002",
-        "reason": "customer_request"
-    }))?;
+    let cancelled: OrderCancelled = OrderCancelled::builder()
+        .order_id("0190a0b0-0000-7000-8000-000000000002")
+        .reason(OrderCancelledReason::CustomerRequest)
+        .try_into()?;
     publishers.cancel_order("eu", &cancelled).await?;
     println!("published {} orders and 1 cancellation\n", customers.len());
 

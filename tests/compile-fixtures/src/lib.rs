@@ -15,6 +15,23 @@ pub type TopologyFn = fn() -> warren_runtime::Topology;
 /// Every fixture contract (its canonical path) with its generated `topology()`.
 pub const TOPOLOGIES: &[(&str, TopologyFn)] = include!(concat!(env!("OUT_DIR"), "/topologies.rs"));
 
+/// The settings fixture (`tests/fixtures/settings`) generated with every generator setting:
+/// `Eq` and `Hash` derived, `#[must_use]`, builders, and the contract's `Money` replaced by
+/// [`Money`] (see `build.rs`).
+pub mod settings {
+    include!(concat!(env!("OUT_DIR"), "/settings.rs"));
+}
+
+/// A user's own money type, replacing the settings fixture's generated `Money`: it implements
+/// what the generated types derive, and serializes as the schema says.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Money {
+    /// Minor units (cents).
+    pub amount_minor: u64,
+    /// ISO 4217 code.
+    pub currency: String,
+}
+
 /// One contract of the name property and its outcome.
 #[derive(Debug)]
 pub struct NameCase {

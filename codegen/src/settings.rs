@@ -1,0 +1,307 @@
+//! What a consumer of a contract chooses about its generated Rust, beyond what the contract
+//! says: extra derives and attributes on the payload and headers types, builders for them, and
+//! schema types replaced by the consumer's own.
+//!
+//! Settings belong to the crate that generates, not to the contract: two services sharing one
+//! `warren.yaml` may want different derives. So they are never read from `warren.yaml`; they
+//! come from `warren_build::Config` or the `warren generate` flags, and reach typify's own
+//! settings (`TypeSpaceSettings`) through [`Settings::resolve`].
+
+use std::collections::BTreeMap;
+
+use quote::ToTokens;
+use syn::parse::Parser;
+
+use crate::diagnostics::{Code, Diagnostic, Diagnostics};
+use crate::model::Contract;
+
+/// The name diagnostics about settings give as their file: settings come from a build script
+/// or command-line flags, not from a file.
+const SETTINGS: &str = "generator settings";
+
+/// The most type names a diagnostic about an unknown replaced type lists.
+const MAX_LISTED_TYPES: usize = 12;
+
+/// How to generate a contract's payload and headers types, beyond what the contract says.
+///
+/// The setters follow `warren_build::Config`: each takes `&mut self` and returns it, so
+/// they chain, and a later call adds to (or, for one type's replacement, overrides) an
+/// earlier one. Nothing is checked until generation, which reports every bad setting at once
+/// as [`Error::Invalid`](crate::Error::Invalid).
+///
+/// ```no_run
+/// let mut settings = warren_codegen::Settings::new();
+/// settings
+///     .derive("Eq")
+///     .derive("Hash")
+///     .attribute("#[non_exhaustive]")
+///     .builders(true)
+///     .replace("Money", "::my_money::Money");
+/// let generated = warren_codegen::check_contract("warren.yaml")?.generate(&settings)?;
+/// # Ok::<(), warren_codegen::Error>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settings {
+    derives: Vec<String>,
+    attributes: Vec<String>,
+    builders: bool,
+    replacements: BTreeMap<String, String>,
+}
+
+impl Settings {
+    /// No extra derives or attributes, no builders, no replacements: the generated types are
+    /// what the schemas say.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a derive to every generated payload and headers type, such as `Eq`, `Hash` or a
+    /// path like `::schemars::JsonSchema`. Types already derive `Clone`, `Debug`,
+    /// `PartialEq`, `Serialize` and `Deserialize`. The derive must hold for every type: `Eq`
+    /// on a type with a `number` field fails to compile.
+    ///
+    /// ```no_run
+    /// let mut settings = warren_codegen::Settings::new();
+    /// settings.derive("Eq").derive("Hash");
+    /// ```
+    pub fn derive(&mut self, path: impl Into<String>) -> &mut Self {
+        let path = path.into();
+        if !self.derives.contains(&path) {
+            self.derives.push(path);
+        }
+        self
+    }
+
+    /// Adds an attribute, written in full as `#[…]`, to every generated payload and headers
+    /// type. Several may be written in one string.
+    ///
+    /// ```no_run
+    /// let mut settings = warren_codegen::Settings::new();
+    /// settings.attribute("#[non_exhaustive]");
+    /// ```
+    pub fn attribute(&mut self, attribute: impl Into<String>) -> &mut Self {
+        let attribute = attribute.into();
+        if !self.attributes.contains(&attribute) {
+            self.attributes.push(attribute);
+        }
+        self
+    }
+
+    /// Whether every generated struct gets a builder (off by default): `T::builder()` sets
+    /// fields one at a time, each converted into its field's type (a pattern or length is
+    /// checked then), and `try_into()` fails when a required one is missing or did not
+    /// convert.
+    ///
+    /// ```no_run
+    /// let mut settings = warren_codegen::Settings::new();
+    /// settings.builders(true);
+    /// // Then, in the crate that includes the generated file:
+    /// // let order: types::OrderPlaced = types::OrderPlaced::builder()
+    /// //     .order_id(id)
+    /// //     .customer_id("c-1")
+    /// //     /* … */
+    /// //     .try_into()?;
+    /// ```
+    pub fn builders(&mut self, builders: bool) -> &mut Self {
+        self.builders = builders;
+        self
+    }
+
+    /// Uses the Rust type at `rust_type` wherever the contract's schemas use the type named
+    /// `type_name`, which is then not generated. `type_name` is the generated type's name
+    /// (such as `Money`), and must be a type of the contract.
+    ///
+    /// The path is resolved inside the generated `types` module: name your own type from
+    /// the crate root (`crate::money::Money`) or another crate (`::my_money::Money`). The
+    /// type must implement what the generated types derive (`Clone`, `Debug`, `PartialEq`,
+    /// serde's traits, and every extra [`derive`](Self::derive)), and serialize to JSON that
+    /// meets the schema, which the runtime still validates. `types::Money` stays a name for
+    /// it, so code written against the generated type keeps compiling.
+    ///
+    /// ```no_run
+    /// let mut settings = warren_codegen::Settings::new();
+    /// settings.replace("Money", "crate::money::Money");
+    /// ```
+    pub fn replace(
+        &mut self,
+        type_name: impl Into<String>,
+        rust_type: impl Into<String>,
+    ) -> &mut Self {
+        self.replacements.insert(type_name.into(), rust_type.into());
+        self
+    }
+
+    /// Checks every setting against `contract`: each derive a path, each attribute outer
+    /// attributes, each replaced type a type of the contract and its replacement a type path.
+    /// Every problem is reported, never just the first.
+    pub(crate) fn resolve(&self, contract: &Contract) -> Result<TypeOptions, Diagnostics> {
+        let mut problems = Diagnostics::new();
+        let mut options = TypeOptions {
+            builders: self.builders,
+            ..TypeOptions::default()
+        };
+        for derive in &self.derives {
+            match syn::parse_str::<syn::Path>(derive) {
+                Ok(path) if path.segments.iter().any(|s| !s.arguments.is_none()) => problems.push(
+                    bad(format!("derive `{derive}` has generic arguments"))
+                        .with_help("name the derive macro alone, such as `Hash`"),
+                ),
+                Ok(path) => options.derives.push(path.to_token_stream().to_string()),
+                Err(error) => problems.push(
+                    bad(format!("derive `{derive}` is not a path: {error}")).with_help(
+                        "name a derive macro, such as `Hash` or `::schemars::JsonSchema`",
+                    ),
+                ),
+            }
+        }
+        for attribute in &self.attributes {
+            match syn::Attribute::parse_outer.parse_str(attribute) {
+                Ok(parsed) if !parsed.is_empty() => options
+                    .attributes
+                    .extend(parsed.iter().map(|a| a.to_token_stream().to_string())),
+                Ok(_) => problems.push(
+                    bad("an attribute setting is empty")
+                        .with_help("write the attribute in full, such as `#[non_exhaustive]`"),
+                ),
+                Err(error) => problems.push(
+                    bad(format!("attribute `{attribute}` does not parse: {error}"))
+                        .with_help("write the attribute in full, such as `#[non_exhaustive]`"),
+                ),
+            }
+        }
+        for (name, rust_type) in &self.replacements {
+            if !contract.schemas.definitions.contains_key(name) {
+                let types = &contract.schemas.definitions;
+                let help = match crate::check::suggest(name, types.keys()) {
+                    Some(close) => format!("did you mean `{close}`?"),
+                    // A large contract's list would bury the message.
+                    None if types.len() > MAX_LISTED_TYPES => format!(
+                        "name one of the contract's {} types as the generated `types` module does",
+                        types.len()
+                    ),
+                    None => format!(
+                        "the contract's types are {}",
+                        crate::check::list(types.keys().map(String::as_str))
+                    ),
+                };
+                problems.push(
+                    bad(format!(
+                        "cannot replace `{name}`: the contract has no such type"
+                    ))
+                    .with_help(help),
+                );
+                continue;
+            }
+            match syn::parse_str::<syn::TypePath>(rust_type) {
+                Ok(path) if path.qself.is_none() && path.path.is_ident(name) => {
+                    problems.push(bad(format!("`{name}` is replaced by itself")).with_help(
+                        "name the replacement from the crate root, such as `crate::money::Money`",
+                    ))
+                }
+                Ok(path) => {
+                    options.replacements.insert(name.clone(), path);
+                }
+                Err(error) => problems.push(
+                    bad(format!(
+                        "the replacement of `{name}`, `{rust_type}`, is not a type path: {error}"
+                    ))
+                    .with_help("name a type, such as `crate::money::Money`"),
+                ),
+            }
+        }
+        if problems.is_empty() {
+            Ok(options)
+        } else {
+            Err(problems)
+        }
+    }
+}
+
+/// An error about a setting.
+fn bad(message: impl Into<String>) -> Diagnostic {
+    Diagnostic::error(Code::BadSetting, SETTINGS, message)
+}
+
+/// Settings checked against a contract; derives and attributes in the token text typify
+/// reads.
+#[derive(Default)]
+pub(crate) struct TypeOptions {
+    /// Extra derives, each a path.
+    pub derives: Vec<String>,
+    /// Extra attributes, one `#[…]` each.
+    pub attributes: Vec<String>,
+    /// Whether structs get builders.
+    pub builders: bool,
+    /// Replaced type name → the Rust type path replacing it.
+    pub replacements: BTreeMap<String, syn::TypePath>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Settings;
+    use crate::{Error, Sources, check_sources};
+
+    fn generate(settings: &Settings) -> Result<String, Error> {
+        let mut sources =
+            Sources::new("warren.yaml", "messages:\n  ping: { payload: ping.json }\n");
+        sources.file(
+            "ping.json",
+            r#"{ "title": "Ping", "type": "object", "properties": { "at": { "type": "string" } } }"#,
+        );
+        check_sources(&sources)?.generate(settings).map(|g| g.code)
+    }
+
+    fn problems(settings: &Settings) -> Vec<String> {
+        match generate(settings) {
+            Err(Error::Invalid(problems)) => problems.iter().map(|d| d.message.clone()).collect(),
+            other => panic!("bad settings: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn settings_are_parsed_before_typify_sees_them() {
+        let mut settings = Settings::new();
+        settings
+            .derive("Vec<u8>")
+            .derive("")
+            .attribute("#[doc = \"x\"] junk")
+            .replace("Ping", "")
+            .replace("Ping", "fn()");
+        assert_eq!(
+            problems(&settings),
+            [
+                "attribute `#[doc = \"x\"] junk` does not parse: unexpected token",
+                "derive `Vec<u8>` has generic arguments",
+                "derive `` is not a path: unexpected end of input, expected identifier",
+                "the replacement of `Ping`, `fn()`, is not a type path: expected identifier, \
+                 found keyword `fn`",
+            ]
+        );
+    }
+
+    #[test]
+    fn good_settings_reach_the_generated_types() {
+        let mut settings = Settings::new();
+        settings
+            .derive(" ::core::hash::Hash ")
+            .attribute("#[must_use] #[doc(alias = \"pong\")]")
+            .replace("Ping", "::std::boxed::Box<crate::Ping>");
+        let code = generate(&settings).expect("valid settings");
+        assert!(
+            code.contains("pub type Ping = ::std::boxed::Box<crate::Ping>;"),
+            "{code}"
+        );
+        let mut settings = Settings::new();
+        settings
+            .derive(" ::core::hash::Hash ")
+            .attribute("#[must_use] #[doc(alias = \"pong\")]");
+        let code = generate(&settings).expect("valid settings");
+        for expected in [
+            "::core::hash::Hash,",
+            "#[must_use]",
+            "#[doc(alias = \"pong\")]",
+        ] {
+            assert!(code.contains(expected), "`{expected}` in {code}");
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! Generator settings (`warren_codegen::Settings`), one snapshot per setting on a small
+//! fixture, and every bad setting reported at once. `tests/compile-fixtures` compiles the
+//! fixture generated with all of them.
+
+use std::path::Path;
+
+use warren_codegen::{Error, RenderStyle, Settings, check_contract};
+
+const FIXTURE: &str = "fixtures/settings/warren.yaml";
+
+/// The `types` module generated from the fixture with `settings`: settings shape nothing else.
+fn types(settings: &Settings) -> String {
+    let generated = check_contract(FIXTURE)
+        .and_then(|checked| checked.generate(settings))
+        .unwrap_or_else(|error| panic!("the settings fixture should generate:\n{error}"));
+    types_module(&generated.code)
+}
+
+/// From the start of the file to the line closing `pub mod types`.
+fn types_module(code: &str) -> String {
+    let start = code.find("pub mod types {").expect("a types module");
+    let end = code[start..]
+        .find("\n}\n")
+        .map(|at| start + at + 3)
+        .expect("the module closes");
+    code[..end].to_owned()
+}
+
+/// What the settings change, as a diff from the default output: the snapshot shows the
+/// setting's effect and nothing else.
+fn changes(settings: &Settings) -> String {
+    let default = types(&Settings::new());
+    let changed = types(settings);
+    let diff = similar::TextDiff::from_lines(&default, &changed);
+    diff.unified_diff().context_radius(2).to_string()
+}
+
+#[test]
+fn extra_derives_join_every_type() {
+    let mut settings = Settings::new();
+    settings.derive("Eq").derive("Hash");
+    insta::assert_snapshot!(changes(&settings));
+}
+
+#[test]
+fn extra_attributes_join_every_type() {
+    let mut settings = Settings::new();
+    settings.attribute("#[must_use]");
+    insta::assert_snapshot!(changes(&settings));
+}
+
+#[test]
+fn builders_give_every_struct_a_builder() {
+    let mut settings = Settings::new();
+    settings.builders(true);
+    insta::assert_snapshot!(changes(&settings));
+}
+
+#[test]
+fn a_replaced_type_is_not_generated_and_keeps_its_name() {
+    let mut settings = Settings::new();
+    settings.replace("Money", "crate::Money");
+    insta::assert_snapshot!(changes(&settings));
+}
+
+/// The whole file with every setting at once, as `tests/compile-fixtures` compiles it.
+#[test]
+fn every_setting_at_once() {
+    let mut settings = Settings::new();
+    settings
+        .derive("Eq")
+        .derive("Hash")
+        .attribute("#[must_use]")
+        .builders(true)
+        .replace("Money", "crate::Money");
+    let generated = check_contract(FIXTURE)
+        .and_then(|checked| checked.generate(&settings))
+        .unwrap_or_else(|error| panic!("the settings fixture should generate:\n{error}"));
+    insta::assert_snapshot!(generated.code);
+}
+
+/// Setting nothing generates exactly what `generate` does.
+#[test]
+fn default_settings_generate_what_generate_does() {
+    let plain = warren_codegen::generate(FIXTURE).expect("generates").code;
+    let with_defaults = check_contract(FIXTURE)
+        .and_then(|checked| checked.generate(&Settings::new()))
+        .expect("generates")
+        .code;
+    assert_eq!(plain, with_defaults);
+}
+
+/// Every bad setting at once, each saying what is wrong and how to fix it; never a panic
+/// (typify unwraps its own parse of derives, attributes and paths).
+#[test]
+fn bad_settings_are_reported_all_at_once() {
+    let mut settings = Settings::new();
+    settings
+        .derive("Ha sh")
+        .derive("Hash")
+        .attribute("must_use")
+        .attribute("#![inner]")
+        .attribute("")
+        .replace("Mony", "crate::Money")
+        .replace("MoneyCurrency", "Vec<")
+        .replace("InvoiceIssued", "InvoiceIssued");
+    let report = match check_contract(FIXTURE).and_then(|checked| checked.generate(&settings)) {
+        Err(Error::Invalid(problems)) => {
+            assert_eq!(problems.error_count(), 7);
+            assert!(
+                problems
+                    .iter()
+                    .all(|d| d.code == warren_codegen::Code::BadSetting)
+            );
+            problems.render(RenderStyle::Plain)
+        }
+        other => panic!("the settings are bad: {other:?}"),
+    };
+    insta::assert_snapshot!(report);
+}
+
+/// Settings are the generating crate's choice (`warren_build::Config`, the CLI's flags,
+/// tested in `codegen/tests/cli.rs`), never the contract's.
+#[test]
+fn settings_are_not_read_from_the_contract() {
+    // A contract cannot carry settings: the format refuses unknown fields.
+    let text = std::fs::read_to_string(FIXTURE).expect("the fixture");
+    let mut sources =
+        warren_codegen::Sources::new("warren.yaml", format!("{text}derives: [Hash]\n"));
+    sources.file(
+        "invoice.json",
+        std::fs::read_to_string(Path::new(FIXTURE).with_file_name("invoice.json"))
+            .expect("the schema"),
+    );
+    let error = warren_codegen::check_sources(&sources).expect_err("unknown field");
+    assert!(
+        error.to_string().contains("unknown field `derives`"),
+        "{error}"
+    );
+}
