@@ -15,7 +15,8 @@ use crate::topology::{OnPoison, QueueKind, Retry};
 use crate::worker::QueueInfo;
 use crate::worker::decode::{decode as decode_delivery, original_route, retries_so_far};
 use crate::worker::settle::{MAX_ERROR_BYTES, truncate};
-use crate::{Compression, Message};
+use crate::Message;
+use crate::publisher::Compression;
 
 /// The fixed message type's payload, as typify would generate it from [`PAYLOAD_SCHEMA`].
 #[derive(Debug, Serialize, Deserialize)]
@@ -151,7 +152,7 @@ mod tests {
     use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 
     use super::{compress, decode, sample_body};
-    use crate::Compression;
+    use crate::publisher::Compression;
 
     fn json() -> BasicProperties {
         BasicProperties::default().with_content_type(ShortString::from("application/json"))

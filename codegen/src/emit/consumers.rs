@@ -152,7 +152,7 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
                     let failures = breaker.failures;
                     let millis = breaker.cool_down.as_millis();
                     quote! {
-                        ::core::option::Option::Some(::warren_runtime::CircuitBreaker {
+                        ::core::option::Option::Some(::warren_runtime::codegen::CircuitBreaker {
                             failures: #failures,
                             cool_down: ::core::time::Duration::from_millis(#millis),
                         })
@@ -161,7 +161,7 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
                 None => quote! { ::core::option::Option::None },
             };
             let spec = quote! {
-                ::warren_runtime::ConsumerSpec {
+                ::warren_runtime::codegen::ConsumerSpec {
                     name: #name,
                     queue: #queue,
                     prefetch: #prefetch,
@@ -176,7 +176,7 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
                     quote! {
                         worker.add_batch::<messages::#marker, _>(
                             #spec,
-                            ::warren_runtime::BatchSpec {
+                            ::warren_runtime::codegen::BatchSpec {
                                 size: #size,
                                 timeout: ::core::time::Duration::from_millis(#millis),
                             },
