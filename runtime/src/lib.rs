@@ -14,8 +14,10 @@
 //! // again by itself after the connection is lost and restored.
 //! warren_runtime::declare(&connection, &topology).await?;
 //!
-//! // The generated `Publishers::new(publisher)` wraps this with one method per publisher.
-//! let publisher = Publisher::new(&connection).await?;
+//! // Publishes to the topology's exchanges, in its namespace, if it has one
+//! // (`Topology::namespaced`). The generated `Publishers::new(publisher)` wraps this with one
+//! // method per publisher.
+//! let publisher = Publisher::new(&connection, &topology).await?;
 //!
 //! let worker = Worker::new(connection, topology);
 //! let stop = worker.shutdown_handle(); // `stop.shutdown()` drains handlers and ends `run`

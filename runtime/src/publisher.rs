@@ -10,7 +10,7 @@ use lapin::{BasicProperties, Channel, Confirmation};
 
 use crate::schema::Validators;
 use crate::sync::lock;
-use crate::{Connection, Message, PublishError, amqp};
+use crate::{Connection, Message, PublishError, Topology, amqp};
 
 /// How long a publish waits for the broker's confirm by default.
 pub const DEFAULT_PUBLISH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -118,13 +118,40 @@ impl std::fmt::Debug for Publisher {
 }
 
 impl Publisher {
-    /// A publisher on `connection`, its channel opened (in confirm mode) at once so that a
-    /// broker refusing channels is reported here rather than at the first publish.
-    pub async fn new(connection: &Connection) -> Result<Self, PublishError> {
+    /// A publisher on `connection` for the exchanges of `topology`, its channel opened (in
+    /// confirm mode) at once so that a broker refusing channels is reported here rather than
+    /// at the first publish.
+    ///
+    /// The topology's namespace ([`Topology::namespaced`]) is the publisher's: exchange names
+    /// (and queue names used as keys on the default exchange) are prefixed with it, so the
+    /// publisher reaches the exchanges [`crate::declare`] declared and the [`crate::Worker`]
+    /// built on the same topology consumes from.
+    ///
+    /// ```no_run
+    /// # async fn run(topology: warren_runtime::Topology) -> Result<(), Box<dyn std::error::Error>> {
+    /// use warren_runtime::{Connection, Publisher};
+    /// let connection = Connection::connect("amqp://guest:guest@localhost:5672/%2f", "billing").await?;
+    /// // The generated `topology()` in your crate; the namespace is set here, once.
+    /// let topology = topology.namespaced("staging.");
+    /// warren_runtime::declare(&connection, &topology).await?;
+    /// let publisher = Publisher::new(&connection, &topology).await?;
+    /// // Then the generated `Publishers::new(publisher)`.
+    /// # Ok(()) }
+    /// ```
+    pub async fn new(connection: &Connection, topology: &Topology) -> Result<Self, PublishError> {
+        Self::open(connection, &topology.namespace).await
+    }
+
+    /// A publisher whose names are prefixed with `namespace`. The worker's retry and
+    /// dead-letter copies pass `""`: their names come from the topology, namespaced already.
+    pub(crate) async fn open(
+        connection: &Connection,
+        namespace: &str,
+    ) -> Result<Self, PublishError> {
         let publisher = Self {
             connection: connection.clone(),
             channel: Arc::default(),
-            namespace: Arc::from(""),
+            namespace: Arc::from(namespace),
             timeout: DEFAULT_PUBLISH_TIMEOUT,
         };
         publisher
@@ -133,24 +160,20 @@ impl Publisher {
         Ok(publisher)
     }
 
-    /// Prefixes exchange names (and queue names used as keys on the default exchange) with
-    /// `namespace`, matching a topology built with [`crate::Topology::namespaced`].
-    pub fn namespaced(mut self, namespace: &str) -> Self {
-        self.namespace = Arc::from(namespace);
-        self
-    }
-
     /// How long a publish may take in all, reconnecting included, before it gives up
     /// (default 30 s): with [`PublishError::NotConnected`] while the connection is down (the
     /// message was not sent), with [`PublishError::Timeout`] or [`PublishError::Blocked`]
     /// when it was sent but not confirmed in time.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+    pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
     /// Publishes `payload` and `headers` as message `M` with a fresh message id and the
     /// current time. See [`Publisher::publish_with`].
+    ///
+    /// Called by the generated publish methods; not a stable API.
+    #[doc(hidden)]
     pub async fn publish<M: Message>(
         &self,
         publication: Publication<'_>,
@@ -165,6 +188,9 @@ impl Publisher {
     /// Schemas (nothing is sent when they are invalid), persistent, `mandatory`, with its
     /// content type and optional compression, and waits for the broker's confirm. Succeeds
     /// only when the broker confirmed the message and did not return it as unroutable.
+    ///
+    /// Called by the generated publish methods; not a stable API.
+    #[doc(hidden)]
     pub async fn publish_with<M: Message>(
         &self,
         publication: Publication<'_>,

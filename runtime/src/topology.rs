@@ -56,8 +56,7 @@ impl Topology {
     /// reference to them (bindings, dead-letter targets, wait queues, alternate exchanges)
     /// rewritten to match. Several services or test runs can then share one broker without
     /// seeing each other's messages; a worker built on the result consumes the prefixed
-    /// queues, and a [`crate::Publisher::namespaced`] with the same prefix publishes to its
-    /// exchanges.
+    /// queues, and a [`crate::Publisher`] built on it publishes to its exchanges.
     pub fn namespaced(&self, prefix: &str) -> Self {
         let name = |n: &str| format!("{prefix}{n}");
         let exchange_ref = |n: &str| if n.is_empty() { String::new() } else { name(n) };

@@ -172,14 +172,14 @@ impl Worker {
 
     /// How long shutdown waits for in-flight handlers before closing anyway (default 30 s);
     /// their messages are then redelivered.
-    pub fn with_drain_timeout(mut self, timeout: Duration) -> Self {
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
         self.settings.drain_timeout = timeout;
         self
     }
 
     /// The largest body accepted, before and after decompression (default 64 MiB); a larger
     /// one is poison (`too-large`).
-    pub fn with_max_body_bytes(mut self, bytes: usize) -> Self {
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.settings.max_body_bytes = bytes;
         self
     }
@@ -198,17 +198,17 @@ impl Worker {
     /// let url = "amqp://guest:guest@localhost:5672/%2f";
     /// let consuming = Connection::connect(url, "billing-consume").await?;
     /// let publishing = Connection::connect(url, "billing-copies").await?;
-    /// let worker = Worker::new(consuming, topology).with_copies_connection(publishing);
+    /// let worker = Worker::new(consuming, topology).copies_connection(publishing);
     /// # Ok(()) }
     /// ```
-    pub fn with_copies_connection(mut self, connection: Connection) -> Self {
+    pub fn copies_connection(mut self, connection: Connection) -> Self {
         self.copies = Some(connection);
         self
     }
 
     /// How long a retry or dead-letter copy waits for its confirm (default 30 s); without
     /// one, the original is returned to its queue.
-    pub fn with_publish_timeout(mut self, timeout: Duration) -> Self {
+    pub fn publish_timeout(mut self, timeout: Duration) -> Self {
         self.settings.publish_timeout = timeout;
         self
     }
@@ -218,7 +218,7 @@ impl Worker {
     /// express (bounds, lengths, patterns, formats) are no longer checked, so a message
     /// breaking them reaches the handler. For producers you trust, when validation is the
     /// measured bottleneck.
-    pub fn with_schema_validation(mut self, validate: bool) -> Self {
+    pub fn schema_validation(mut self, validate: bool) -> Self {
         self.settings.validate = validate;
         self
     }
@@ -241,12 +241,18 @@ impl Worker {
     }
 
     /// Adds a consumer handling messages one at a time.
+    ///
+    /// Called by the generated `Handlers::register`; not a stable API.
+    #[doc(hidden)]
     pub fn add<M: Message, H: Handler<M>>(&mut self, spec: ConsumerSpec, handler: H) {
         self.consumers
             .push(Box::new(consume::Single::<M, H>::new(spec, handler)));
     }
 
     /// Adds a consumer handling messages in batches.
+    ///
+    /// Called by the generated `Handlers::register`; not a stable API.
+    #[doc(hidden)]
     pub fn add_batch<M: Message, H: BatchHandler<M>>(
         &mut self,
         spec: ConsumerSpec,
