@@ -45,6 +45,9 @@ pub mod output;
 pub mod routing;
 pub mod schema;
 
+// Only in builds for fuzzing (the `fuzz/` workspace) and the property tests standing in for
+// them: a user's build of the generator does not contain it.
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 #[path = "fuzz.rs"]
 pub mod __fuzz;

@@ -10,13 +10,13 @@ use lapin::BasicProperties;
 use lapin::types::ShortString;
 use serde::{Deserialize, Serialize};
 
+use crate::Message;
+use crate::publisher::Compression;
 use crate::schema::Validators;
 use crate::topology::{OnPoison, QueueKind, Retry};
 use crate::worker::QueueInfo;
 use crate::worker::decode::{decode as decode_delivery, original_route, retries_so_far};
 use crate::worker::settle::{MAX_ERROR_BYTES, truncate};
-use crate::Message;
-use crate::publisher::Compression;
 
 /// The fixed message type's payload, as typify would generate it from [`PAYLOAD_SCHEMA`].
 #[derive(Debug, Serialize, Deserialize)]

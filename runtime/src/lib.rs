@@ -37,8 +37,50 @@
 //! - [`topology`]: the description of exchanges, queues (with their arguments), bindings and
 //!   retry infrastructure that generated `topology()` functions return;
 //! - [`Publisher`]: publishes typed payloads with confirms and `mandatory`;
-//! - [`Worker`], [`Handler`], [`BatchHandler`]: run consumers.
+//! - [`Worker`]: runs consumers (the generated `Handlers { .. }.run(worker)` adds them).
+//!
+//! # One namespace, set once
+//!
+//! [`Topology::namespaced`] prefixes every name of a topology, so several services or test
+//! runs share a broker unseen by each other. It is the only place a namespace is set:
+//! [`declare`], [`Worker::new`] and [`Publisher::new`] all take the topology, and with it
+//! its namespace.
+//!
+//! # Settings: one convention
+//!
+//! What can be configured is set with consuming setters named after the setting, without a
+//! `with_` prefix, each returning `Self` so they chain; where something is opened, a terminal
+//! method does it (`connect()`):
+//!
+//! ```no_run
+//! # async fn run(topology: warren_runtime::Topology) -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use warren_runtime::{Connection, PublishOptions, Publisher, Worker};
+//!
+//! let connection = Connection::builder("billing")
+//!     .url("amqp://guest:guest@rabbit-1:5672/%2f")
+//!     .reconnect_backoff(Duration::from_millis(200), Duration::from_secs(30))
+//!     .connect()
+//!     .await?;
+//! let publisher = Publisher::new(&connection, &topology)
+//!     .await?
+//!     .timeout(Duration::from_secs(5));
+//! let options = PublishOptions::default().message_id("order-42");
+//! let worker = Worker::new(connection, topology)
+//!     .drain_timeout(Duration::from_secs(10))
+//!     .max_body_bytes(1 << 20);
+//! # Ok(()) }
+//! ```
+//!
+//! # Not for your code
+//!
+//! The `codegen` module (hidden from these docs) holds what only generated code names: the
+//! consumer and publication settings it fills in from the contract, and the crates typify's
+//! output refers to. It is not a stable API.
 
+// Only in builds for fuzzing (the `fuzz/` workspace) and the property test standing in for it:
+// a user's build of the runtime does not contain it.
+#[cfg(any(test, feature = "fuzzing"))]
 #[path = "fuzz.rs"]
 #[doc(hidden)]
 pub mod __fuzz;
@@ -58,16 +100,14 @@ mod wire;
 mod worker;
 
 pub use connection::{Connection, ConnectionBuilder};
-pub use declare::{DeclareError, declare, delete, verify};
-pub use delivery::Delivery;
-pub use error::{HandlerError, PublishError, WorkerError};
+pub use declare::{DeclareError, TopologyEntity, declare, delete, verify};
+pub use delivery::{Delivery, DeliveryBuilder};
+pub use error::{HandlerError, MessagePart, PublishError, ShortField, WorkerError};
 pub use message::{Message, NoHeaders};
 pub use publisher::{DEFAULT_PUBLISH_TIMEOUT, PublishOptions, Publisher};
 pub use schema::SchemaError;
 pub use topology::Topology;
-pub use worker::{
-    BatchHandler, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_BODY_BYTES, Handler, ShutdownHandle, Worker,
-};
+pub use worker::{DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_BODY_BYTES, ShutdownHandle, Worker};
 
 /// The AMQP client warren runs on, for connections and channels you create yourself.
 pub use lapin;
@@ -83,7 +123,7 @@ pub mod codegen {
     pub use crate::publisher::{Compression, Publication};
     pub use crate::routing_key::{KeyPart, RoutingKey};
     pub use crate::topology::arguments;
-    pub use crate::worker::{BatchSpec, CircuitBreaker, ConsumerSpec};
+    pub use crate::worker::{BatchHandler, BatchSpec, CircuitBreaker, ConsumerSpec, Handler};
 
     pub use chrono;
     pub use regress;

@@ -8,6 +8,7 @@ use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::types::ShortString;
 use lapin::{BasicProperties, Channel, Confirmation};
 
+use crate::error::{MessagePart, ShortField};
 use crate::schema::Validators;
 use crate::sync::lock;
 use crate::{Connection, Message, PublishError, Topology, amqp};
@@ -62,7 +63,15 @@ pub struct Publication<'a> {
     pub compression: Option<Compression>,
 }
 
-/// Per-message properties a caller may set instead of the defaults.
+/// Per-message properties a caller may set instead of the defaults, passed to the generated
+/// `Publishers::with(options)`.
+///
+/// ```
+/// use warren_runtime::PublishOptions;
+/// // The business key as message id, so a consumer deduplicates a second publish of it.
+/// let options = PublishOptions::default().message_id("order-42").timestamp(1_796_000_000);
+/// assert_eq!(options.message_id.as_deref(), Some("order-42"));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PublishOptions {
     /// The message id; by default a new UUID v7 (time-ordered). Consumers deduplicate on it,
@@ -198,21 +207,23 @@ impl Publisher {
         headers: &M::Headers,
         options: &PublishOptions,
     ) -> Result<(), PublishError> {
-        let serialize = |what, source| PublishError::Serialize {
+        let serialize = |part, source| PublishError::Serialize {
             message: M::NAME,
-            what,
+            part,
             source,
         };
         let validators = Validators::of::<M>()?;
-        let payload = serde_json::to_value(payload).map_err(|e| serialize("payload", e))?;
+        let payload =
+            serde_json::to_value(payload).map_err(|e| serialize(MessagePart::Payload, e))?;
         if let Some(errors) = validators.payload_errors(&payload) {
             return Err(PublishError::Invalid {
                 message: M::NAME,
-                what: "payload",
+                part: MessagePart::Payload,
                 errors,
             });
         }
-        let headers = serde_json::to_value(headers).map_err(|e| serialize("headers", e))?;
+        let headers =
+            serde_json::to_value(headers).map_err(|e| serialize(MessagePart::Headers, e))?;
         let headers = match headers {
             serde_json::Value::Object(map) => serde_json::Value::Object(map),
             serde_json::Value::Null => serde_json::Value::Object(serde_json::Map::new()),
@@ -221,16 +232,17 @@ impl Publisher {
         if let Some(errors) = validators.headers_errors(&headers) {
             return Err(PublishError::Invalid {
                 message: M::NAME,
-                what: "headers",
+                part: MessagePart::Headers,
                 errors,
             });
         }
-        let mut body = serde_json::to_vec(&payload).map_err(|e| serialize("payload", e))?;
+        let mut body =
+            serde_json::to_vec(&payload).map_err(|e| serialize(MessagePart::Payload, e))?;
         let message_id = options
             .message_id
             .clone()
             .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
-        short("message id", &message_id)?;
+        short(ShortField::MessageId, &message_id)?;
         let mut properties = BasicProperties::default()
             .with_content_type(ShortString::from(M::CONTENT_TYPE))
             .with_delivery_mode(2)
@@ -316,7 +328,7 @@ impl Publisher {
         properties: BasicProperties,
     ) -> Result<(), PublishError> {
         // AMQP short strings; lapin would panic on longer ones.
-        short("exchange name", exchange)?;
+        short(ShortField::ExchangeName, exchange)?;
         if routing_key.len() > MAX_SHORT {
             return Err(PublishError::RoutingKeyTooLong(routing_key.len()));
         }
@@ -376,10 +388,10 @@ impl Publisher {
 /// The longest AMQP short string, in bytes.
 const MAX_SHORT: usize = 255;
 
-fn short(what: &'static str, text: &str) -> Result<(), PublishError> {
+fn short(field: ShortField, text: &str) -> Result<(), PublishError> {
     if text.len() > MAX_SHORT {
         return Err(PublishError::TooLong {
-            what,
+            field,
             bytes: text.len(),
         });
     }

@@ -98,7 +98,7 @@ fn adapter(consumer: &Consumer, message: &Message) -> TokenStream {
     };
     let body = if consumer.batch.is_some() {
         quote! {
-            impl<__H: super::consumers::#name> ::warren_runtime::BatchHandler<super::messages::#marker> for #name<__H> {
+            impl<__H: super::consumers::#name> ::warren_runtime::codegen::BatchHandler<super::messages::#marker> for #name<__H> {
                 fn handle_batch(&self, batch: ::std::vec::Vec<#delivery>) -> #returns {
                     super::consumers::#name::handle_batch(&self.0, batch)
                 }
@@ -106,7 +106,7 @@ fn adapter(consumer: &Consumer, message: &Message) -> TokenStream {
         }
     } else {
         quote! {
-            impl<__H: super::consumers::#name> ::warren_runtime::Handler<super::messages::#marker> for #name<__H> {
+            impl<__H: super::consumers::#name> ::warren_runtime::codegen::Handler<super::messages::#marker> for #name<__H> {
                 fn handle(&self, delivery: #delivery) -> #returns {
                     super::consumers::#name::handle(&self.0, delivery)
                 }

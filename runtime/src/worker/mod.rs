@@ -92,6 +92,19 @@ pub trait BatchHandler<M: Message>: Send + Sync + 'static {
 
 /// Stops a running worker: it stops consuming, waits for in-flight handlers up to its drain
 /// timeout, and closes its channels; what was not acknowledged is redelivered by the broker.
+///
+/// ```no_run
+/// # async fn run(connection: warren_runtime::Connection, topology: warren_runtime::Topology) -> Result<(), Box<dyn std::error::Error>> {
+/// let worker = warren_runtime::Worker::new(connection, topology);
+/// let stop = worker.shutdown_handle();
+/// tokio::spawn(async move {
+///     // Or on a signal, or at a deploy's request.
+///     tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+///     stop.shutdown();
+/// });
+/// worker.run().await?; // returns once drained
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ShutdownHandle {
     sender: Arc<watch::Sender<bool>>,
@@ -132,6 +145,21 @@ trait Registered: Send {
 }
 
 /// Runs a contract's consumers on one connection, each on channels of its own.
+///
+/// Built on a topology (its queues' retry and dead-letter policies, and its namespace),
+/// configured with setters, given its handlers by the generated `Handlers`:
+///
+/// ```no_run
+/// # async fn run(connection: warren_runtime::Connection, topology: warren_runtime::Topology) -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// let worker = warren_runtime::Worker::new(connection, topology)
+///     .drain_timeout(Duration::from_secs(10))
+///     .max_body_bytes(1 << 20);
+/// // Your crate: `Handlers { fulfil_order: Fulfilment, .. }.run(worker).await?`, which
+/// // registers each consumer and then runs:
+/// worker.run().await?;
+/// # Ok(()) }
+/// ```
 pub struct Worker {
     connection: Connection,
     copies: Option<Connection>,
@@ -297,7 +325,7 @@ impl Worker {
         }
         let mut outcome = Ok(());
         while let Some(finished) = tasks.join_next().await {
-            let result = finished.unwrap_or_else(|e| Err(WorkerError::Panicked(e.to_string())));
+            let result = finished.unwrap_or_else(|e| Err(WorkerError::Panicked(e)));
             if let Err(error) = result {
                 // One consumer failing stops the others: the worker is not half running.
                 if outcome.is_ok() {

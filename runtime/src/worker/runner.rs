@@ -96,7 +96,7 @@ impl Runner {
             match created {
                 Ok(publisher) => break publisher.timeout(context.settings.publish_timeout),
                 Err(crate::PublishError::NotConnected(_)) if !context.copies.is_closed() => {}
-                Err(error) => return Err(WorkerError::Publisher(error.to_string())),
+                Err(error) => return Err(WorkerError::Publisher(error)),
             }
         };
         let breaker = spec
