@@ -108,6 +108,13 @@ impl fmt::Display for HandlerError {
 }
 
 /// Which part of a message an error is about.
+///
+/// ```
+/// use warren_runtime::{MessagePart, PublishError};
+/// fn bad_headers(error: &PublishError) -> bool {
+///     matches!(error, PublishError::Invalid { part: MessagePart::Headers, .. })
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MessagePart {
     /// The payload (the body).
@@ -266,6 +273,20 @@ pub enum PublishError {
 }
 
 /// Why a worker stopped.
+///
+/// ```no_run
+/// # async fn run(worker: warren_runtime::Worker) {
+/// use warren_runtime::WorkerError;
+/// match worker.run().await {
+///     Ok(()) => {} // shut down through its `ShutdownHandle`
+///     // The queue was deleted under the consumer: redeploying will not help by itself.
+///     Err(WorkerError::Cancelled { consumer, queue }) => {
+///         eprintln!("{consumer}: queue {queue} is gone");
+///     }
+///     Err(other) => eprintln!("worker stopped: {other}"),
+/// }
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WorkerError {
