@@ -167,11 +167,7 @@ async fn warren_publish(
 
 /// The generated publishers of `topology`'s namespace.
 async fn publishers(connection: &Connection, topology: &Topology) -> Result<Publishers> {
-    Ok(Publishers::new(
-        Publisher::new(connection)
-            .await?
-            .namespaced(&topology.namespace),
-    ))
+    Ok(Publishers::new(Publisher::new(connection, topology).await?))
 }
 
 /// Runs `publishes`, up to `WINDOW` at once, each as a task of its own; the first error
@@ -260,7 +256,7 @@ async fn warren_consume(
     validate: bool,
 ) -> Result<Duration> {
     let count = Count(Arc::new((AtomicUsize::new(0), Notify::new(), n)));
-    let worker = Worker::new(connection.clone(), topology.clone()).with_schema_validation(validate);
+    let worker = Worker::new(connection.clone(), topology.clone()).schema_validation(validate);
     let stop = worker.shutdown_handle();
     let started = Instant::now();
     let running = tokio::spawn(

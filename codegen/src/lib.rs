@@ -72,6 +72,9 @@ mod routing;
 mod schema;
 mod settings;
 
+// Only in builds for fuzzing (the `fuzz/` workspace) and the property tests standing in for
+// them: a user's build of the generator does not contain it.
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 #[path = "fuzz.rs"]
 pub mod __fuzz;

@@ -11,7 +11,8 @@ use warren_runtime::lapin::BasicProperties;
 use warren_runtime::lapin::types::{
     AMQPValue, DecimalValue, FieldArray, FieldTable, LongString, ShortString,
 };
-use warren_runtime::{__fuzz, Compression, DEFAULT_MAX_BODY_BYTES};
+use warren_runtime::codegen::Compression;
+use warren_runtime::{__fuzz, DEFAULT_MAX_BODY_BYTES};
 
 #[derive(Debug, Arbitrary)]
 struct Input {

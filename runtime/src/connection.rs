@@ -552,19 +552,19 @@ async fn attempts(
         let opened = tokio::time::timeout(ATTEMPT_TIMEOUT, async {
             let opened = open(&settings.urls[index], &settings)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(AttemptFailed::Open)?;
             match redeclare(&opened.connection, &topologies).await {
                 Ok(()) => Ok(opened),
                 Err(error) => {
                     // A broker still starting can refuse declarations; a topology that no
                     // longer matches never will, and says so in the log.
                     abandon(&opened.connection, "re-declare failed").await;
-                    Err(format!("re-declaring the topology failed: {error}"))
+                    Err(AttemptFailed::Redeclare(error))
                 }
             }
         })
         .await
-        .unwrap_or_else(|_| Err(format!("no answer within {ATTEMPT_TIMEOUT:?}")));
+        .unwrap_or(Err(AttemptFailed::Silent));
         match opened {
             Ok(opened) => return Some((opened, index, attempt)),
             Err(error) if attempt == first + 1 || attempt.is_multiple_of(WARN_EVERY) => {
@@ -575,6 +575,17 @@ async fn attempts(
             }
         }
     }
+}
+
+/// Why one reconnect attempt failed: logged, and the next attempt made.
+#[derive(Debug, thiserror::Error)]
+enum AttemptFailed {
+    #[error("{0}")]
+    Open(#[source] lapin::Error),
+    #[error("re-declaring the topology failed: {0}")]
+    Redeclare(#[source] crate::DeclareError),
+    #[error("no answer within {ATTEMPT_TIMEOUT:?}")]
+    Silent,
 }
 
 /// Closes a connection that will not be used, without waiting long for the broker.

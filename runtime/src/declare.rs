@@ -11,41 +11,70 @@ use lapin::types::ShortString;
 use crate::model::{Destination, ExchangeKind, Topology};
 use crate::{Connection, amqp};
 
+/// What part of a topology a [`DeclareError`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TopologyEntity {
+    /// An exchange.
+    Exchange,
+    /// A queue.
+    Queue,
+    /// A binding (named by its source exchange).
+    Binding,
+}
+
+impl std::fmt::Display for TopologyEntity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Exchange => "exchange",
+            Self::Queue => "queue",
+            Self::Binding => "binding",
+        })
+    }
+}
+
 /// Why declaring or checking a topology failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DeclareError {
     /// The queue or exchange exists with other arguments or flags (`PRECONDITION_FAILED`).
-    #[error("{kind} `{name}` already exists with {}: {detail}", argument.as_ref().map_or("different settings".to_owned(), |a| format!("a different `{a}`")))]
+    #[error("{kind} `{name}` already exists with {}: {source}", argument.as_ref().map_or("different settings".to_owned(), |a| format!("a different `{a}`")))]
     Mismatch {
-        /// `queue` or `exchange`.
-        kind: &'static str,
+        /// A queue or an exchange.
+        kind: TopologyEntity,
         /// Its name.
         name: String,
         /// The argument that differs, when the broker named it.
         argument: Option<String>,
-        /// The broker's message.
-        detail: String,
+        /// The broker's refusal, its message naming what differs.
+        #[source]
+        source: lapin::Error,
     },
     /// A passive check found the queue or exchange missing (`NOT_FOUND`).
     #[error("{kind} `{name}` does not exist")]
     Missing {
-        /// `queue` or `exchange`.
-        kind: &'static str,
+        /// A queue or an exchange.
+        kind: TopologyEntity,
         /// Its name.
         name: String,
+        /// The broker's answer.
+        #[source]
+        source: lapin::Error,
     },
     /// Any other broker or connection failure.
     #[error("declaring {kind} `{name}` failed: {source}")]
     Broker {
-        /// `queue`, `exchange` or `binding`.
-        kind: &'static str,
+        /// A queue, an exchange or a binding.
+        kind: TopologyEntity,
         /// Its name.
         name: String,
         /// The error.
         #[source]
         source: lapin::Error,
     },
+    /// The channel to declare on could not be opened.
+    #[error("cannot open a channel to declare on: {0}")]
+    Channel(#[source] lapin::Error),
 }
 
 /// How to declare.
@@ -62,6 +91,19 @@ enum Mode {
 /// The connection remembers the topology and declares it again after every reconnect,
 /// before publishers and workers resume, so a broker that lost it (a non-durable queue, a
 /// node rebuilt from scratch) has it back before the first message.
+///
+/// ```no_run
+/// # async fn run(connection: warren_runtime::Connection, topology: warren_runtime::Topology) {
+/// use warren_runtime::{DeclareError, TopologyEntity};
+/// match warren_runtime::declare(&connection, &topology).await {
+///     Ok(()) => {}
+///     Err(DeclareError::Mismatch { kind: TopologyEntity::Queue, name, argument, .. }) => {
+///         eprintln!("queue {name} was declared before with another {argument:?}");
+///     }
+///     Err(other) => eprintln!("{other}"),
+/// }
+/// # }
+/// ```
 pub async fn declare(connection: &Connection, topology: &Topology) -> Result<(), DeclareError> {
     // Remembered first, so a reconnect racing with this declare still re-declares it; and
     // forgotten if it fails, so a topology the broker refuses cannot block every reconnect.
@@ -87,6 +129,13 @@ pub(crate) async fn declare_on(
 
 /// Checks that every exchange and queue of `topology` exists, without creating or changing
 /// anything (passive declares). Bindings cannot be checked this way and are not.
+///
+/// ```no_run
+/// # async fn run(connection: warren_runtime::Connection, topology: warren_runtime::Topology) -> Result<(), warren_runtime::DeclareError> {
+/// // A service that may not declare (the platform team does) checks at start-up instead.
+/// warren_runtime::verify(&connection, &topology).await?;
+/// # Ok(()) }
+/// ```
 pub async fn verify(connection: &Connection, topology: &Topology) -> Result<(), DeclareError> {
     let channel = open_channel(connection).await?;
     apply(&channel, topology, Mode::Check).await
@@ -98,7 +147,7 @@ async fn apply(
     topology: &Topology,
     mode: Mode,
 ) -> Result<(), DeclareError> {
-    let broker = |kind: &'static str, name: &str| {
+    let broker = |kind: TopologyEntity, name: &str| {
         let name = name.to_owned();
         move |source| DeclareError::Broker { kind, name, source }
     };
@@ -125,7 +174,7 @@ async fn apply(
                 amqp::arguments(&exchange.declare_arguments()),
             )
             .await
-            .map_err(|e| classify("exchange", &exchange.name, e))?;
+            .map_err(|e| classify(TopologyEntity::Exchange, &exchange.name, e))?;
     }
     for queue in &topology.queues {
         let options = QueueDeclareOptions {
@@ -142,7 +191,7 @@ async fn apply(
                 amqp::arguments(&queue.declare_arguments()),
             )
             .await
-            .map_err(|e| classify("queue", &queue.name, e))?;
+            .map_err(|e| classify(TopologyEntity::Queue, &queue.name, e))?;
     }
     if mode == Mode::Declare {
         for binding in &topology.bindings {
@@ -173,7 +222,7 @@ async fn apply(
                         .await
                 }
             };
-            result.map_err(broker("binding", &binding.exchange))?;
+            result.map_err(broker(TopologyEntity::Binding, &binding.exchange))?;
         }
     }
     let _ = channel.close(200, ShortString::from("declared")).await;
@@ -182,6 +231,15 @@ async fn apply(
 
 /// Deletes every queue and exchange of `topology`, messages included, and stops declaring it
 /// on reconnect. Meant for tests and for tearing down a namespace; it does not ask twice.
+///
+/// ```no_run
+/// # async fn run(connection: warren_runtime::Connection, topology: warren_runtime::Topology) -> Result<(), warren_runtime::DeclareError> {
+/// let scratch = topology.namespaced("test.run-7.");
+/// warren_runtime::declare(&connection, &scratch).await?;
+/// // … the test …
+/// warren_runtime::delete(&connection, &scratch).await?;
+/// # Ok(()) }
+/// ```
 pub async fn delete(connection: &Connection, topology: &Topology) -> Result<(), DeclareError> {
     connection.forget(topology);
     let channel = open_channel(connection).await?;
@@ -192,7 +250,7 @@ pub async fn delete(connection: &Connection, topology: &Topology) -> Result<(), 
                 QueueDeleteOptions::default(),
             )
             .await
-            .map_err(|e| classify("queue", &queue.name, e))?;
+            .map_err(|e| classify(TopologyEntity::Queue, &queue.name, e))?;
     }
     for exchange in &topology.exchanges {
         channel
@@ -201,7 +259,7 @@ pub async fn delete(connection: &Connection, topology: &Topology) -> Result<(), 
                 ExchangeDeleteOptions::default(),
             )
             .await
-            .map_err(|e| classify("exchange", &exchange.name, e))?;
+            .map_err(|e| classify(TopologyEntity::Exchange, &exchange.name, e))?;
     }
     let _ = channel.close(200, ShortString::from("deleted")).await;
     Ok(())
@@ -212,21 +270,18 @@ async fn open_channel(connection: &Connection) -> Result<lapin::Channel, Declare
 }
 
 fn channel_error(source: lapin::Error) -> DeclareError {
-    DeclareError::Broker {
-        kind: "channel",
-        name: "-".to_owned(),
-        source,
-    }
+    DeclareError::Channel(source)
 }
 
 /// Turns the broker's `PRECONDITION_FAILED` and `NOT_FOUND` into errors that say what and
 /// where, instead of a bare channel error.
-fn classify(kind: &'static str, name: &str, error: lapin::Error) -> DeclareError {
+fn classify(kind: TopologyEntity, name: &str, error: lapin::Error) -> DeclareError {
     if let ErrorKind::ProtocolError(amqp_error) = error.kind() {
-        let detail = amqp_error.get_message().to_string();
         match amqp_error.kind() {
             AMQPErrorKind::Soft(AMQPSoftError::PRECONDITIONFAILED) => {
-                let argument = detail
+                let argument = amqp_error
+                    .get_message()
+                    .as_str()
                     .split_once("inequivalent arg '")
                     .and_then(|(_, rest)| rest.split_once('\''))
                     .map(|(argument, _)| argument.to_owned());
@@ -234,13 +289,14 @@ fn classify(kind: &'static str, name: &str, error: lapin::Error) -> DeclareError
                     kind,
                     name: name.to_owned(),
                     argument,
-                    detail,
+                    source: error,
                 };
             }
             AMQPErrorKind::Soft(AMQPSoftError::NOTFOUND) => {
                 return DeclareError::Missing {
                     kind,
                     name: name.to_owned(),
+                    source: error,
                 };
             }
             _ => {}

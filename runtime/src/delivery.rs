@@ -15,7 +15,14 @@ pub struct Delivery<P, H = crate::NoHeaders> {
 }
 
 impl<P, H> Delivery<P, H> {
-    /// A delivery of `payload` with `headers`, as a handler test would build one.
+    /// A delivery of `payload` with `headers`, as a handler test would build one: no route,
+    /// a first attempt, no message id. [`Delivery::builder`] sets those too.
+    ///
+    /// ```
+    /// use warren_runtime::{Delivery, NoHeaders};
+    /// let delivery = Delivery::new("payload", NoHeaders {});
+    /// assert_eq!(delivery.retry_count(), 0);
+    /// ```
     pub fn new(payload: P, headers: H) -> Self {
         Self {
             payload,
@@ -27,37 +34,6 @@ impl<P, H> Delivery<P, H> {
             message_id: None,
             first_failure: None,
         }
-    }
-
-    /// Sets the exchange and routing key the message was published with.
-    pub fn with_route(
-        mut self,
-        exchange: impl Into<String>,
-        routing_key: impl Into<String>,
-    ) -> Self {
-        self.exchange = exchange.into();
-        self.routing_key = routing_key.into();
-        self
-    }
-
-    /// Sets how many times the message was retried before this delivery, and whether the
-    /// broker flagged it as redelivered.
-    pub fn with_attempt(mut self, retry_count: u32, redelivered: bool) -> Self {
-        self.retry_count = retry_count;
-        self.redelivered = redelivered;
-        self
-    }
-
-    /// Sets the message id.
-    pub fn with_message_id(mut self, message_id: impl Into<String>) -> Self {
-        self.message_id = Some(message_id.into());
-        self
-    }
-
-    /// Sets when the message first failed.
-    pub fn with_first_failure(mut self, at: std::time::SystemTime) -> Self {
-        self.first_failure = Some(at);
-        self
     }
 
     /// The payload.
@@ -110,5 +86,60 @@ impl<P, H> Delivery<P, H> {
     /// When a handler first failed on this message, for a retried message.
     pub fn first_failure(&self) -> Option<std::time::SystemTime> {
         self.first_failure
+    }
+
+    /// A delivery of `payload` with `headers` whose broker-side facts (route, attempt,
+    /// message id, first failure) are set one by one, as a handler test would build a
+    /// retried message:
+    ///
+    /// ```
+    /// use warren_runtime::{Delivery, NoHeaders};
+    /// let delivery = Delivery::builder("payload", NoHeaders {})
+    ///     .route("orders", "order.eu.placed")
+    ///     .attempt(2, false)
+    ///     .message_id("order-42")
+    ///     .build();
+    /// assert_eq!((delivery.retry_count(), delivery.message_id()), (2, Some("order-42")));
+    /// ```
+    pub fn builder(payload: P, headers: H) -> DeliveryBuilder<P, H> {
+        DeliveryBuilder(Self::new(payload, headers))
+    }
+}
+
+/// Builds a [`Delivery`] with its broker-side facts; see [`Delivery::builder`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeliveryBuilder<P, H = crate::NoHeaders>(Delivery<P, H>);
+
+impl<P, H> DeliveryBuilder<P, H> {
+    /// The exchange and routing key the message was published with.
+    pub fn route(mut self, exchange: impl Into<String>, routing_key: impl Into<String>) -> Self {
+        self.0.exchange = exchange.into();
+        self.0.routing_key = routing_key.into();
+        self
+    }
+
+    /// How many times the message was retried before this delivery, and whether the broker
+    /// flagged it as redelivered.
+    pub fn attempt(mut self, retry_count: u32, redelivered: bool) -> Self {
+        self.0.retry_count = retry_count;
+        self.0.redelivered = redelivered;
+        self
+    }
+
+    /// The message id.
+    pub fn message_id(mut self, message_id: impl Into<String>) -> Self {
+        self.0.message_id = Some(message_id.into());
+        self
+    }
+
+    /// When a handler first failed on the message.
+    pub fn first_failure(mut self, at: std::time::SystemTime) -> Self {
+        self.0.first_failure = Some(at);
+        self
+    }
+
+    /// The delivery.
+    pub fn build(self) -> Delivery<P, H> {
+        self.0
     }
 }

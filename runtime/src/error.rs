@@ -18,26 +18,45 @@ type Source = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// Any error converts into a retryable `HandlerError` with `?`, so an unclassified failure
 /// is retried. Mark the deterministic ones (a business rule refusing the message) with
 /// [`HandlerError::non_retryable`].
+///
+/// ```
+/// use warren_runtime::HandlerError;
+///
+/// fn charge(amount: i64) -> Result<(), HandlerError> {
+///     if amount < 0 {
+///         // Dead-lettered at once: no retry makes a negative amount valid.
+///         return Err(HandlerError::non_retryable("a negative amount"));
+///     }
+///     // Any other error is retryable through `?`.
+///     std::fs::read("/nonexistent/ledger")?;
+///     Ok(())
+/// }
+///
+/// let refused = charge(-1).unwrap_err();
+/// assert!(!refused.is_retryable());
+/// assert_eq!(refused.cause().to_string(), "a negative amount");
+/// assert!(charge(5).unwrap_err().is_retryable());
+/// ```
 pub struct HandlerError {
     retryable: bool,
-    source: Source,
+    cause: Source,
 }
 
 impl HandlerError {
     /// A failure that may succeed later (a downstream service is down, a lock timed out).
-    pub fn retryable(source: impl Into<Source>) -> Self {
+    pub fn retryable(cause: impl Into<Source>) -> Self {
         Self {
             retryable: true,
-            source: source.into(),
+            cause: cause.into(),
         }
     }
 
     /// A failure that can never succeed (the order does not exist, the amount is negative):
     /// the message is dead-lettered at once.
-    pub fn non_retryable(source: impl Into<Source>) -> Self {
+    pub fn non_retryable(cause: impl Into<Source>) -> Self {
         Self {
             retryable: false,
-            source: source.into(),
+            cause: cause.into(),
         }
     }
 
@@ -46,14 +65,19 @@ impl HandlerError {
         self.retryable
     }
 
-    /// The underlying error.
-    pub fn source(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
-        self.source.as_ref()
+    /// The error the handler failed with.
+    ///
+    /// (Not named `source`: `HandlerError` is not itself a [`std::error::Error`], since any
+    /// error converts into it with `?`, and a method of that name would read as
+    /// [`std::error::Error::source`], the error *behind* an error. This is the failure
+    /// itself; its own `source()` chain is the standard one.)
+    pub fn cause(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        self.cause.as_ref()
     }
 
-    /// Takes the underlying error.
-    pub fn into_source(self) -> Source {
-        self.source
+    /// Takes the error the handler failed with.
+    pub fn into_cause(self) -> Source {
+        self.cause
     }
 }
 
@@ -67,7 +91,7 @@ impl fmt::Debug for HandlerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HandlerError")
             .field("retryable", &self.retryable)
-            .field("source", &self.source)
+            .field("cause", &self.cause)
             .finish()
     }
 }
@@ -79,33 +103,96 @@ impl fmt::Display for HandlerError {
         } else {
             "non-retryable"
         };
-        write!(f, "{kind}: {}", self.source)
+        write!(f, "{kind}: {}", self.cause)
+    }
+}
+
+/// Which part of a message an error is about.
+///
+/// ```
+/// use warren_runtime::{MessagePart, PublishError};
+/// fn bad_headers(error: &PublishError) -> bool {
+///     matches!(error, PublishError::Invalid { part: MessagePart::Headers, .. })
+/// }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MessagePart {
+    /// The payload (the body).
+    Payload,
+    /// The headers.
+    Headers,
+}
+
+impl fmt::Display for MessagePart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Payload => "payload",
+            Self::Headers => "headers",
+        })
+    }
+}
+
+/// Which AMQP short string (at most 255 bytes) was too long, in [`PublishError::TooLong`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ShortField {
+    /// The message id.
+    MessageId,
+    /// The exchange name, namespace included.
+    ExchangeName,
+}
+
+impl fmt::Display for ShortField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::MessageId => "message id",
+            Self::ExchangeName => "exchange name",
+        })
     }
 }
 
 /// Why a publish did not succeed. Every variant means the broker did not confirm the message
 /// as routed to a queue.
+///
+/// Some failures leave the outcome unknown (the message may have been routed); only those are
+/// worth publishing again, and only where consumers deduplicate on the message id:
+///
+/// ```
+/// use warren_runtime::PublishError;
+///
+/// fn worth_another_try(error: &PublishError) -> bool {
+///     matches!(
+///         error,
+///         PublishError::NotConnected(_)
+///             | PublishError::Timeout(_)
+///             | PublishError::Blocked { .. }
+///             | PublishError::Unconfirmed(_)
+///     )
+/// }
+/// assert!(worth_another_try(&PublishError::Timeout(std::time::Duration::from_secs(30))));
+/// assert!(!worth_another_try(&PublishError::RoutingKeyTooLong(300)));
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PublishError {
     /// The payload or headers could not be serialized.
-    #[error("cannot serialize the {what} of message `{message}`: {source}")]
+    #[error("cannot serialize the {part} of message `{message}`: {source}")]
     Serialize {
         /// The message name.
         message: &'static str,
-        /// `payload` or `headers`.
-        what: &'static str,
+        /// The payload or the headers.
+        part: MessagePart,
         /// The serde error.
         #[source]
         source: serde_json::Error,
     },
     /// The payload or headers break the message's JSON Schema; nothing was sent.
-    #[error("the {what} of message `{message}` breaks its schema: {errors}")]
+    #[error("the {part} of message `{message}` breaks its schema: {errors}")]
     Invalid {
         /// The message name.
         message: &'static str,
-        /// `payload` or `headers`.
-        what: &'static str,
+        /// The payload or the headers.
+        part: MessagePart,
         /// Every violation, with its JSON pointer.
         errors: String,
     },
@@ -152,10 +239,10 @@ pub enum PublishError {
     RoutingKeyTooLong(usize),
     /// The message id or the (namespaced) exchange name is longer than AMQP's 255 bytes;
     /// nothing was sent.
-    #[error("the {what} is {bytes} bytes; AMQP allows at most 255")]
+    #[error("the {field} is {bytes} bytes; AMQP allows at most 255")]
     TooLong {
-        /// `message id` or `exchange name`.
-        what: &'static str,
+        /// The message id or the exchange name.
+        field: ShortField,
         /// Its length.
         bytes: usize,
     },
@@ -186,6 +273,20 @@ pub enum PublishError {
 }
 
 /// Why a worker stopped.
+///
+/// ```no_run
+/// # async fn run(worker: warren_runtime::Worker) {
+/// use warren_runtime::WorkerError;
+/// match worker.run().await {
+///     Ok(()) => {} // shut down through its `ShutdownHandle`
+///     // The queue was deleted under the consumer: redeploying will not help by itself.
+///     Err(WorkerError::Cancelled { consumer, queue }) => {
+///         eprintln!("{consumer}: queue {queue} is gone");
+///     }
+///     Err(other) => eprintln!("worker stopped: {other}"),
+/// }
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WorkerError {
@@ -202,7 +303,7 @@ pub enum WorkerError {
     Schema(#[from] crate::schema::SchemaError),
     /// The channel for retry and dead-letter copies could not be opened.
     #[error("cannot open the publishing channel: {0}")]
-    Publisher(String),
+    Publisher(#[source] PublishError),
     /// The broker cancelled a consumer and its queue is gone (deleted). A cancel whose queue
     /// still exists, and a lost channel or connection, are recovered from instead.
     #[error("consumer `{consumer}` of queue `{queue}` was cancelled by the broker")]
@@ -212,9 +313,9 @@ pub enum WorkerError {
         /// Its queue.
         queue: String,
     },
-    /// A consumer task panicked.
-    #[error("a consumer panicked: {0}")]
-    Panicked(String),
+    /// A consumer task panicked (or was cancelled, as its runtime shut down).
+    #[error("a consumer task failed: {0}")]
+    Panicked(#[source] tokio::task::JoinError),
     /// The channel or connection failed.
     #[error("broker error: {0}")]
     Broker(#[from] lapin::Error),

@@ -10,12 +10,13 @@ use lapin::BasicProperties;
 use lapin::types::ShortString;
 use serde::{Deserialize, Serialize};
 
+use crate::Message;
+use crate::publisher::Compression;
 use crate::model::{DeadLetter, OnPoison, QueueKind, Retry};
 use crate::schema::Validators;
 use crate::worker::QueueInfo;
 use crate::worker::decode::{decode as decode_delivery, original_route, retries_so_far};
 use crate::worker::settle::{MAX_ERROR_BYTES, truncate};
-use crate::{Compression, Message};
 
 /// The fixed message type's payload, as typify would generate it from [`PAYLOAD_SCHEMA`].
 #[derive(Debug, Serialize, Deserialize)]
@@ -155,7 +156,7 @@ mod tests {
     use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 
     use super::{compress, decode, sample_body};
-    use crate::Compression;
+    use crate::publisher::Compression;
 
     fn json() -> BasicProperties {
         BasicProperties::default().with_content_type(ShortString::from("application/json"))

@@ -4,7 +4,14 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// A message type of a contract. The generator emits one marker type per message
-/// (`messages::OrderPlaced`) implementing this trait.
+/// (`messages::OrderPlaced`) implementing this trait; code generic over messages reads it:
+///
+/// ```
+/// use warren_runtime::Message;
+/// fn describe<M: Message>() -> String {
+///     format!("{} ({})", M::NAME, M::CONTENT_TYPE)
+/// }
+/// ```
 pub trait Message: Send + Sync + 'static {
     /// The payload type, generated from the message's payload schema.
     type Payload: Serialize + DeserializeOwned + Send + Sync + 'static;

@@ -8,9 +8,10 @@ use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::types::ShortString;
 use lapin::{BasicProperties, Channel, Confirmation};
 
+use crate::error::{MessagePart, ShortField};
 use crate::schema::Validators;
 use crate::sync::lock;
-use crate::{Connection, Message, PublishError, amqp};
+use crate::{Connection, Message, PublishError, Topology, amqp};
 
 /// How long a publish waits for the broker's confirm by default.
 pub const DEFAULT_PUBLISH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -62,7 +63,15 @@ pub struct Publication<'a> {
     pub compression: Option<Compression>,
 }
 
-/// Per-message properties a caller may set instead of the defaults.
+/// Per-message properties a caller may set instead of the defaults, passed to the generated
+/// `Publishers::with(options)`.
+///
+/// ```
+/// use warren_runtime::PublishOptions;
+/// // The business key as message id, so a consumer deduplicates a second publish of it.
+/// let options = PublishOptions::default().message_id("order-42").timestamp(1_796_000_000);
+/// assert_eq!(options.message_id.as_deref(), Some("order-42"));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PublishOptions {
     /// The message id; by default a new UUID v7 (time-ordered). Consumers deduplicate on it,
@@ -118,13 +127,40 @@ impl std::fmt::Debug for Publisher {
 }
 
 impl Publisher {
-    /// A publisher on `connection`, its channel opened (in confirm mode) at once so that a
-    /// broker refusing channels is reported here rather than at the first publish.
-    pub async fn new(connection: &Connection) -> Result<Self, PublishError> {
+    /// A publisher on `connection` for the exchanges of `topology`, its channel opened (in
+    /// confirm mode) at once so that a broker refusing channels is reported here rather than
+    /// at the first publish.
+    ///
+    /// The topology's namespace ([`Topology::namespaced`]) is the publisher's: exchange names
+    /// (and queue names used as keys on the default exchange) are prefixed with it, so the
+    /// publisher reaches the exchanges [`crate::declare`] declared and the [`crate::Worker`]
+    /// built on the same topology consumes from.
+    ///
+    /// ```no_run
+    /// # async fn run(topology: warren_runtime::Topology) -> Result<(), Box<dyn std::error::Error>> {
+    /// use warren_runtime::{Connection, Publisher};
+    /// let connection = Connection::connect("amqp://guest:guest@localhost:5672/%2f", "billing").await?;
+    /// // The generated `topology()` in your crate; the namespace is set here, once.
+    /// let topology = topology.namespaced("staging.");
+    /// warren_runtime::declare(&connection, &topology).await?;
+    /// let publisher = Publisher::new(&connection, &topology).await?;
+    /// // Then the generated `Publishers::new(publisher)`.
+    /// # Ok(()) }
+    /// ```
+    pub async fn new(connection: &Connection, topology: &Topology) -> Result<Self, PublishError> {
+        Self::open(connection, &topology.namespace).await
+    }
+
+    /// A publisher whose names are prefixed with `namespace`. The worker's retry and
+    /// dead-letter copies pass `""`: their names come from the topology, namespaced already.
+    pub(crate) async fn open(
+        connection: &Connection,
+        namespace: &str,
+    ) -> Result<Self, PublishError> {
         let publisher = Self {
             connection: connection.clone(),
             channel: Arc::default(),
-            namespace: Arc::from(""),
+            namespace: Arc::from(namespace),
             timeout: DEFAULT_PUBLISH_TIMEOUT,
         };
         publisher
@@ -133,24 +169,20 @@ impl Publisher {
         Ok(publisher)
     }
 
-    /// Prefixes exchange names (and queue names used as keys on the default exchange) with
-    /// `namespace`, matching a topology built with [`crate::Topology::namespaced`].
-    pub fn namespaced(mut self, namespace: &str) -> Self {
-        self.namespace = Arc::from(namespace);
-        self
-    }
-
     /// How long a publish may take in all, reconnecting included, before it gives up
     /// (default 30 s): with [`PublishError::NotConnected`] while the connection is down (the
     /// message was not sent), with [`PublishError::Timeout`] or [`PublishError::Blocked`]
     /// when it was sent but not confirmed in time.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+    pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
     /// Publishes `payload` and `headers` as message `M` with a fresh message id and the
     /// current time. See [`Publisher::publish_with`].
+    ///
+    /// Called by the generated publish methods; not a stable API.
+    #[doc(hidden)]
     pub async fn publish<M: Message>(
         &self,
         publication: Publication<'_>,
@@ -165,6 +197,9 @@ impl Publisher {
     /// Schemas (nothing is sent when they are invalid), persistent, `mandatory`, with its
     /// content type and optional compression, and waits for the broker's confirm. Succeeds
     /// only when the broker confirmed the message and did not return it as unroutable.
+    ///
+    /// Called by the generated publish methods; not a stable API.
+    #[doc(hidden)]
     pub async fn publish_with<M: Message>(
         &self,
         publication: Publication<'_>,
@@ -172,21 +207,23 @@ impl Publisher {
         headers: &M::Headers,
         options: &PublishOptions,
     ) -> Result<(), PublishError> {
-        let serialize = |what, source| PublishError::Serialize {
+        let serialize = |part, source| PublishError::Serialize {
             message: M::NAME,
-            what,
+            part,
             source,
         };
         let validators = Validators::of::<M>()?;
-        let payload = serde_json::to_value(payload).map_err(|e| serialize("payload", e))?;
+        let payload =
+            serde_json::to_value(payload).map_err(|e| serialize(MessagePart::Payload, e))?;
         if let Some(errors) = validators.payload_errors(&payload) {
             return Err(PublishError::Invalid {
                 message: M::NAME,
-                what: "payload",
+                part: MessagePart::Payload,
                 errors,
             });
         }
-        let headers = serde_json::to_value(headers).map_err(|e| serialize("headers", e))?;
+        let headers =
+            serde_json::to_value(headers).map_err(|e| serialize(MessagePart::Headers, e))?;
         let headers = match headers {
             serde_json::Value::Object(map) => serde_json::Value::Object(map),
             serde_json::Value::Null => serde_json::Value::Object(serde_json::Map::new()),
@@ -195,16 +232,17 @@ impl Publisher {
         if let Some(errors) = validators.headers_errors(&headers) {
             return Err(PublishError::Invalid {
                 message: M::NAME,
-                what: "headers",
+                part: MessagePart::Headers,
                 errors,
             });
         }
-        let mut body = serde_json::to_vec(&payload).map_err(|e| serialize("payload", e))?;
+        let mut body =
+            serde_json::to_vec(&payload).map_err(|e| serialize(MessagePart::Payload, e))?;
         let message_id = options
             .message_id
             .clone()
             .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
-        short("message id", &message_id)?;
+        short(ShortField::MessageId, &message_id)?;
         let mut properties = BasicProperties::default()
             .with_content_type(ShortString::from(M::CONTENT_TYPE))
             .with_delivery_mode(2)
@@ -290,7 +328,7 @@ impl Publisher {
         properties: BasicProperties,
     ) -> Result<(), PublishError> {
         // AMQP short strings; lapin would panic on longer ones.
-        short("exchange name", exchange)?;
+        short(ShortField::ExchangeName, exchange)?;
         if routing_key.len() > MAX_SHORT {
             return Err(PublishError::RoutingKeyTooLong(routing_key.len()));
         }
@@ -350,10 +388,10 @@ impl Publisher {
 /// The longest AMQP short string, in bytes.
 const MAX_SHORT: usize = crate::model::limits::MAX_SHORT_STRING;
 
-fn short(what: &'static str, text: &str) -> Result<(), PublishError> {
+fn short(field: ShortField, text: &str) -> Result<(), PublishError> {
     if text.len() > MAX_SHORT {
         return Err(PublishError::TooLong {
-            what,
+            field,
             bytes: text.len(),
         });
     }

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use serde_json::Value;
 
-use crate::Message;
+use crate::{Message, MessagePart};
 
 /// The compiled validators of one message type.
 pub(crate) struct Validators {
@@ -15,15 +15,18 @@ pub(crate) struct Validators {
 }
 
 /// Why a schema could not be compiled: a bug in the generated code or the contract.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("the {what} schema of message `{message}` does not compile: {reason}")]
+#[derive(Debug, thiserror::Error)]
+#[error("the {part} schema of message `{message}` does not compile: {source}")]
 pub struct SchemaError {
     /// The message.
     pub message: &'static str,
-    /// `payload` or `headers`.
-    pub what: &'static str,
-    /// What the validator said.
-    pub reason: String,
+    /// The payload's schema or the headers'.
+    pub part: MessagePart,
+    /// Why: the schema is not JSON (a `serde_json` error), or not a JSON Schema the
+    /// validator accepts (a `jsonschema` error). Boxed, so that neither crate's version is
+    /// part of this API.
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync + 'static>,
 }
 
 impl Validators {
@@ -36,9 +39,9 @@ impl Validators {
             return Ok(found);
         }
         let compiled = Arc::new(Self {
-            payload: compile::<M>("payload", M::PAYLOAD_SCHEMA)?,
+            payload: compile::<M>(MessagePart::Payload, M::PAYLOAD_SCHEMA)?,
             headers: M::HEADERS_SCHEMA
-                .map(|schema| compile::<M>("headers", schema))
+                .map(|schema| compile::<M>(MessagePart::Headers, schema))
                 .transpose()?,
         });
         if let Ok(mut cache) = cache.write() {
@@ -59,19 +62,19 @@ impl Validators {
 }
 
 fn compile<M: Message>(
-    what: &'static str,
+    part: MessagePart,
     schema: &str,
 ) -> Result<jsonschema::Validator, SchemaError> {
-    let fail = |reason: String| SchemaError {
+    let fail = |source: Box<dyn std::error::Error + Send + Sync + 'static>| SchemaError {
         message: M::NAME,
-        what,
-        reason,
+        part,
+        source,
     };
-    let schema: Value = serde_json::from_str(schema).map_err(|e| fail(e.to_string()))?;
+    let schema: Value = serde_json::from_str(schema).map_err(|e| fail(Box::new(e)))?;
     jsonschema::options()
         .should_validate_formats(true)
         .build(&schema)
-        .map_err(|e| fail(e.to_string()))
+        .map_err(|e| fail(Box::new(e.to_owned())))
 }
 
 /// At most this many errors are listed; the rest are counted.

@@ -4,11 +4,12 @@
 
 use proptest::collection::vec;
 use proptest::prelude::*;
+use warren_runtime::codegen::Compression;
 use warren_runtime::lapin::BasicProperties;
 use warren_runtime::lapin::types::{
     AMQPValue, DecimalValue, FieldArray, FieldTable, LongString, ShortString,
 };
-use warren_runtime::{__fuzz, Compression, DEFAULT_MAX_BODY_BYTES};
+use warren_runtime::{__fuzz, DEFAULT_MAX_BODY_BYTES};
 
 /// A body: random bytes, random JSON, or a valid payload with random fields.
 fn body() -> impl Strategy<Value = Vec<u8>> {

@@ -98,7 +98,7 @@ fn adapter(consumer: &Consumer, message: &Message) -> TokenStream {
     };
     let body = if consumer.batch.is_some() {
         quote! {
-            impl<__H: super::consumers::#name> ::warren_runtime::BatchHandler<super::messages::#marker> for #name<__H> {
+            impl<__H: super::consumers::#name> ::warren_runtime::codegen::BatchHandler<super::messages::#marker> for #name<__H> {
                 fn handle_batch(&self, batch: ::std::vec::Vec<#delivery>) -> #returns {
                     super::consumers::#name::handle_batch(&self.0, batch)
                 }
@@ -106,7 +106,7 @@ fn adapter(consumer: &Consumer, message: &Message) -> TokenStream {
         }
     } else {
         quote! {
-            impl<__H: super::consumers::#name> ::warren_runtime::Handler<super::messages::#marker> for #name<__H> {
+            impl<__H: super::consumers::#name> ::warren_runtime::codegen::Handler<super::messages::#marker> for #name<__H> {
                 fn handle(&self, delivery: #delivery) -> #returns {
                     super::consumers::#name::handle(&self.0, delivery)
                 }
@@ -152,7 +152,7 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
                     let failures = breaker.failures;
                     let millis = breaker.cool_down.as_millis();
                     quote! {
-                        ::core::option::Option::Some(::warren_runtime::CircuitBreaker {
+                        ::core::option::Option::Some(::warren_runtime::codegen::CircuitBreaker {
                             failures: #failures,
                             cool_down: ::core::time::Duration::from_millis(#millis),
                         })
@@ -161,7 +161,7 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
                 None => quote! { ::core::option::Option::None },
             };
             let spec = quote! {
-                ::warren_runtime::ConsumerSpec {
+                ::warren_runtime::codegen::ConsumerSpec {
                     name: #name,
                     queue: #queue,
                     prefetch: #prefetch,
@@ -176,7 +176,7 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
                     quote! {
                         worker.add_batch::<messages::#marker, _>(
                             #spec,
-                            ::warren_runtime::BatchSpec {
+                            ::warren_runtime::codegen::BatchSpec {
                                 size: #size,
                                 timeout: ::core::time::Duration::from_millis(#millis),
                             },

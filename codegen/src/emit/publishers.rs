@@ -74,7 +74,7 @@ fn method(contract: &Contract, publisher: &Publisher) -> Option<TokenStream> {
         let parts = key_parts(publisher);
         (
             quote! {
-                let routing_key = ::warren_runtime::RoutingKey::build(&[ #( #parts ),* ])?;
+                let routing_key = ::warren_runtime::codegen::RoutingKey::build(&[ #( #parts ),* ])?;
             },
             quote! { routing_key.as_str() },
         )
@@ -82,10 +82,10 @@ fn method(contract: &Contract, publisher: &Publisher) -> Option<TokenStream> {
     let compression = match publisher.compression {
         None => quote! { ::core::option::Option::None },
         Some(Compression::Gzip) => {
-            quote! { ::core::option::Option::Some(::warren_runtime::Compression::Gzip) }
+            quote! { ::core::option::Option::Some(::warren_runtime::codegen::Compression::Gzip) }
         }
         Some(Compression::Deflate) => {
-            quote! { ::core::option::Option::Some(::warren_runtime::Compression::Deflate) }
+            quote! { ::core::option::Option::Some(::warren_runtime::codegen::Compression::Deflate) }
         }
     };
     let exchange_text = if exchange.is_empty() {
@@ -114,7 +114,7 @@ fn method(contract: &Contract, publisher: &Publisher) -> Option<TokenStream> {
             #build_key
             self.publisher
                 .publish_with::<messages::#marker>(
-                    ::warren_runtime::Publication {
+                    ::warren_runtime::codegen::Publication {
                         exchange: #exchange,
                         routing_key: #key,
                         compression: #compression,
@@ -140,18 +140,18 @@ fn key_parts(publisher: &Publisher) -> Vec<TokenStream> {
             KeyWord::Literal(text) => literal.push_str(text),
             KeyWord::Placeholder(name) => {
                 if !literal.is_empty() {
-                    parts.push(quote! { ::warren_runtime::KeyPart::Literal(#literal) });
+                    parts.push(quote! { ::warren_runtime::codegen::KeyPart::Literal(#literal) });
                     literal.clear();
                 }
                 let value = ident(name, Role::Placeholder);
                 parts.push(
-                    quote! { ::warren_runtime::KeyPart::Value { name: #name, value: #value } },
+                    quote! { ::warren_runtime::codegen::KeyPart::Value { name: #name, value: #value } },
                 );
             }
         }
     }
     if !literal.is_empty() {
-        parts.push(quote! { ::warren_runtime::KeyPart::Literal(#literal) });
+        parts.push(quote! { ::warren_runtime::codegen::KeyPart::Literal(#literal) });
     }
     parts
 }

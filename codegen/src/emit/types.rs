@@ -10,7 +10,7 @@ use super::{GenerateError, type_ident};
 use crate::model::Contract;
 use crate::settings::TypeOptions;
 
-/// Crates typify's output names that the runtime re-exports under `__codegen`.
+/// Crates typify's output names that the runtime re-exports under `codegen`.
 const REROUTED_CRATES: &[&str] = &["chrono", "regress", "serde", "serde_json", "uuid"];
 
 /// `pub mod types { … }` with every bundled definition.
@@ -102,7 +102,7 @@ fn reroute(stream: TokenStream) -> TokenStream {
                 rerouted.set_span(group.span());
                 out.extend([TokenTree::Group(rerouted)]);
                 if is_serde_derive(&trees, i) {
-                    out.extend(quote! { #[serde(crate = "::warren_runtime::__codegen::serde")] });
+                    out.extend(quote! { #[serde(crate = "::warren_runtime::codegen::serde")] });
                 }
             }
             TokenTree::Punct(first)
@@ -111,7 +111,7 @@ fn reroute(stream: TokenStream) -> TokenStream {
                 if let Some(TokenTree::Ident(krate)) = trees.get(i + 2)
                     && REROUTED_CRATES.contains(&krate.to_string().as_str())
                 {
-                    out.extend(quote! { ::warren_runtime::__codegen:: });
+                    out.extend(quote! { ::warren_runtime::codegen:: });
                     out.extend([TokenTree::Ident(krate.clone())]);
                     i += 3;
                     continue;
@@ -187,19 +187,19 @@ mod tests {
         let output = reroute(input).to_string();
         assert!(!output.contains("derive (:: serde"), "{output}");
         assert!(
-            output.contains("# [serde (crate = \"::warren_runtime::__codegen::serde\")]"),
+            output.contains("# [serde (crate = \"::warren_runtime::codegen::serde\")]"),
             "{output}"
         );
         assert!(
-            output.contains(":: warren_runtime :: __codegen :: uuid :: Uuid"),
+            output.contains(":: warren_runtime :: codegen :: uuid :: Uuid"),
             "{output}"
         );
         assert!(
-            output.contains("as :: warren_runtime :: __codegen :: serde :: de :: Error"),
+            output.contains("as :: warren_runtime :: codegen :: serde :: de :: Error"),
             "{output}"
         );
         assert!(output.contains(":: std :: string :: String"), "{output}");
         assert!(output.contains("x :: serde :: y"), "{output}");
-        assert_eq!(output.matches("__codegen").count(), 8, "{output}");
+        assert_eq!(output.matches("codegen").count(), 8, "{output}");
     }
 }

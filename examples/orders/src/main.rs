@@ -159,7 +159,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let running = tokio::spawn(handlers.run(worker));
 
-    let publishers = Publishers::new(Publisher::new(&connection).await?.namespaced(&namespace));
+    let publishers = Publishers::new(Publisher::new(&connection, &topology).await?);
     let headers = OrderHeaders {
         tenant: "acme".into(),
         trace_id: None,

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::CircuitBreaker;
 use super::policy::Failure;
-use crate::CircuitBreaker;
 use crate::sync::lock;
 
 /// The breaker's state, shared by the consume loop and the delivery tasks that report to it.

@@ -84,7 +84,7 @@ where
             } else {
                 Failure::NonRetryable
             };
-            Err((failure, error.source().to_string()))
+            Err((failure, error.cause().to_string()))
         }
         Err(panic) => Err((
             Failure::Retryable,

@@ -176,16 +176,16 @@ pub(crate) fn decode<M: Message>(
         )
     })?;
     let (exchange, routing_key) = original_route(raw);
-    let mut delivery = Delivery::new(payload, typed_headers)
-        .with_route(exchange, routing_key)
-        .with_attempt(retries_so_far(raw, queue), raw.redelivered);
+    let mut delivery = Delivery::builder(payload, typed_headers)
+        .route(exchange, routing_key)
+        .attempt(retries_so_far(raw, queue), raw.redelivered);
     if let Some(id) = properties.message_id() {
-        delivery = delivery.with_message_id(id.as_str());
+        delivery = delivery.message_id(id.as_str());
     }
     if let Some(at) = first_failure(table) {
-        delivery = delivery.with_first_failure(at);
+        delivery = delivery.first_failure(at);
     }
-    Ok(delivery)
+    Ok(delivery.build())
 }
 
 /// A body of the worker's cap holds at most one JSON value (or object member) per this many

@@ -92,6 +92,19 @@ pub trait BatchHandler<M: Message>: Send + Sync + 'static {
 
 /// Stops a running worker: it stops consuming, waits for in-flight handlers up to its drain
 /// timeout, and closes its channels; what was not acknowledged is redelivered by the broker.
+///
+/// ```no_run
+/// # async fn run(connection: warren_runtime::Connection, topology: warren_runtime::Topology) -> Result<(), Box<dyn std::error::Error>> {
+/// let worker = warren_runtime::Worker::new(connection, topology);
+/// let stop = worker.shutdown_handle();
+/// tokio::spawn(async move {
+///     // Or on a signal, or at a deploy's request.
+///     tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+///     stop.shutdown();
+/// });
+/// worker.run().await?; // returns once drained
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ShutdownHandle {
     sender: Arc<watch::Sender<bool>>,
@@ -132,6 +145,21 @@ trait Registered: Send {
 }
 
 /// Runs a contract's consumers on one connection, each on channels of its own.
+///
+/// Built on a topology (its queues' retry and dead-letter policies, and its namespace),
+/// configured with setters, given its handlers by the generated `Handlers`:
+///
+/// ```no_run
+/// # async fn run(connection: warren_runtime::Connection, topology: warren_runtime::Topology) -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// let worker = warren_runtime::Worker::new(connection, topology)
+///     .drain_timeout(Duration::from_secs(10))
+///     .max_body_bytes(1 << 20);
+/// // Your crate: `Handlers { fulfil_order: Fulfilment, .. }.run(worker).await?`, which
+/// // registers each consumer and then runs:
+/// worker.run().await?;
+/// # Ok(()) }
+/// ```
 pub struct Worker {
     connection: Connection,
     copies: Option<Connection>,
@@ -172,14 +200,14 @@ impl Worker {
 
     /// How long shutdown waits for in-flight handlers before closing anyway (default 30 s);
     /// their messages are then redelivered.
-    pub fn with_drain_timeout(mut self, timeout: Duration) -> Self {
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
         self.settings.drain_timeout = timeout;
         self
     }
 
     /// The largest body accepted, before and after decompression (default 64 MiB); a larger
     /// one is poison (`too-large`).
-    pub fn with_max_body_bytes(mut self, bytes: usize) -> Self {
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.settings.max_body_bytes = bytes;
         self
     }
@@ -198,17 +226,17 @@ impl Worker {
     /// let url = "amqp://guest:guest@localhost:5672/%2f";
     /// let consuming = Connection::connect(url, "billing-consume").await?;
     /// let publishing = Connection::connect(url, "billing-copies").await?;
-    /// let worker = Worker::new(consuming, topology).with_copies_connection(publishing);
+    /// let worker = Worker::new(consuming, topology).copies_connection(publishing);
     /// # Ok(()) }
     /// ```
-    pub fn with_copies_connection(mut self, connection: Connection) -> Self {
+    pub fn copies_connection(mut self, connection: Connection) -> Self {
         self.copies = Some(connection);
         self
     }
 
     /// How long a retry or dead-letter copy waits for its confirm (default 30 s); without
     /// one, the original is returned to its queue.
-    pub fn with_publish_timeout(mut self, timeout: Duration) -> Self {
+    pub fn publish_timeout(mut self, timeout: Duration) -> Self {
         self.settings.publish_timeout = timeout;
         self
     }
@@ -218,7 +246,7 @@ impl Worker {
     /// express (bounds, lengths, patterns, formats) are no longer checked, so a message
     /// breaking them reaches the handler. For producers you trust, when validation is the
     /// measured bottleneck.
-    pub fn with_schema_validation(mut self, validate: bool) -> Self {
+    pub fn schema_validation(mut self, validate: bool) -> Self {
         self.settings.validate = validate;
         self
     }
@@ -241,12 +269,18 @@ impl Worker {
     }
 
     /// Adds a consumer handling messages one at a time.
+    ///
+    /// Called by the generated `Handlers::register`; not a stable API.
+    #[doc(hidden)]
     pub fn add<M: Message, H: Handler<M>>(&mut self, spec: ConsumerSpec, handler: H) {
         self.consumers
             .push(Box::new(consume::Single::<M, H>::new(spec, handler)));
     }
 
     /// Adds a consumer handling messages in batches.
+    ///
+    /// Called by the generated `Handlers::register`; not a stable API.
+    #[doc(hidden)]
     pub fn add_batch<M: Message, H: BatchHandler<M>>(
         &mut self,
         spec: ConsumerSpec,
@@ -291,7 +325,7 @@ impl Worker {
         }
         let mut outcome = Ok(());
         while let Some(finished) = tasks.join_next().await {
-            let result = finished.unwrap_or_else(|e| Err(WorkerError::Panicked(e.to_string())));
+            let result = finished.unwrap_or_else(|e| Err(WorkerError::Panicked(e)));
             if let Err(error) = result {
                 // One consumer failing stops the others: the worker is not half running.
                 if outcome.is_ok() {

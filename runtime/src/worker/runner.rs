@@ -91,12 +91,12 @@ impl Runner {
         let publisher = loop {
             let created = tokio::select! {
                 _ = stopped.wait_for(|stop| *stop) => return Ok(None),
-                created = Publisher::new(&context.copies) => created,
+                created = Publisher::open(&context.copies, "") => created,
             };
             match created {
-                Ok(publisher) => break publisher.with_timeout(context.settings.publish_timeout),
+                Ok(publisher) => break publisher.timeout(context.settings.publish_timeout),
                 Err(crate::PublishError::NotConnected(_)) if !context.copies.is_closed() => {}
-                Err(error) => return Err(WorkerError::Publisher(error.to_string())),
+                Err(error) => return Err(WorkerError::Publisher(error)),
             }
         };
         let breaker = spec

@@ -362,10 +362,9 @@ impl Harness {
         warren_runtime::declare(&connection, &topology)
             .await
             .expect("the topology declares");
-        let publisher = Publisher::new(&connection)
+        let publisher = Publisher::new(&connection, &topology)
             .await
-            .expect("a publishing channel")
-            .namespaced(&namespace);
+            .expect("a publishing channel");
         let recorder = Recorder::default();
         let worker = configure(Worker::new(connection.clone(), topology.clone()));
         let shutdown = worker.shutdown_handle();

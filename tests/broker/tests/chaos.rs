@@ -78,7 +78,7 @@ fn chaos_job(n: usize) -> types::Job {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confirmed_messages_survive_three_broker_kills() {
     let (broker, harness) = private(5791, "chaos", |worker| {
-        worker.with_publish_timeout(Duration::from_secs(5))
+        worker.publish_timeout(Duration::from_secs(5))
     })
     .await;
     let started = Instant::now();
@@ -303,11 +303,10 @@ async fn publishes_wait_out_a_resource_alarm_and_never_claim_an_unconfirmed_succ
     // 2. An alarm that outlasts the timeout: an error that says so, the outcome unknown.
     alarm(true);
     let short = warren_broker_tests::Publishers::new(
-        warren_runtime::Publisher::new(&harness.connection)
+        warren_runtime::Publisher::new(&harness.connection, &harness.topology)
             .await
             .expect("a publisher")
-            .namespaced(&harness.topology.namespace)
-            .with_timeout(Duration::from_secs(2)),
+            .timeout(Duration::from_secs(2)),
     );
     let blocked = short
         .submit("none", &job("blocked", types::JobBehaviour::Ok), &headers())

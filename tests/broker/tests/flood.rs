@@ -61,7 +61,7 @@ fn poison(i: usize) -> (&'static str, Vec<u8>, BasicProperties) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_poison_messages_among_ten_thousand_valid_ones() {
-    let h = Harness::start_with("flood", |w| w.with_max_body_bytes(CAP)).await;
+    let h = Harness::start_with("flood", |w| w.max_body_bytes(CAP)).await;
     let channel = h.connection.create_channel().await.expect("a channel");
     channel
         .confirm_select(ConfirmSelectOptions::default())

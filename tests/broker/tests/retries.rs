@@ -23,7 +23,7 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn poison_goes_to_the_dead_letter_queue_with_its_reason_and_is_never_retried() {
     // A retry queue (with no sibling bound): poison must still get zero retries.
-    let h = Harness::start_with("poison", |w| w.with_max_body_bytes(64 * 1024)).await;
+    let h = Harness::start_with("poison", |w| w.max_body_bytes(64 * 1024)).await;
     let valid = serde_json::to_vec(&job("fine", JobBehaviour::Ok)).expect("json");
     let mut out_of_bounds = job("bounds", JobBehaviour::Ok);
     out_of_bounds.amount = 1001;
@@ -350,7 +350,7 @@ async fn copies_can_go_through_a_connection_of_their_own() {
             .expect("a second connection");
     let h = Harness::start_with("copies", {
         let copies = copies.clone();
-        move |worker| worker.with_copies_connection(copies)
+        move |worker| worker.copies_connection(copies)
     })
     .await;
     let mut flaky = job("flaky", JobBehaviour::Retryable);

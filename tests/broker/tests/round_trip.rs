@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use warren_broker_tests::types::JobBehaviour;
 use warren_broker_tests::{Harness, job};
-use warren_runtime::{DeclareError, PublishError, PublishOptions};
+use warren_runtime::{
+    DeclareError, MessagePart, PublishError, PublishOptions, ShortField, TopologyEntity,
+};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -83,7 +85,7 @@ async fn unroutable_and_invalid_publishes_are_errors() {
         matches!(
             refused,
             PublishError::Invalid {
-                what: "payload",
+                part: MessagePart::Payload,
                 ..
             }
         ),
@@ -119,7 +121,7 @@ async fn unroutable_and_invalid_publishes_are_errors() {
         matches!(
             long_id,
             PublishError::TooLong {
-                what: "message id",
+                field: ShortField::MessageId,
                 bytes: 256
             }
         ),
@@ -169,7 +171,7 @@ async fn declaration_is_idempotent_checks_passively_and_names_mismatches() {
         } => {
             assert_eq!(
                 (*kind, name.as_str()),
-                ("queue", h.name("requeue").as_str())
+                (TopologyEntity::Queue, h.name("requeue").as_str())
             );
             assert_eq!(argument.as_deref(), Some("x-delivery-limit"));
         }
@@ -183,7 +185,7 @@ async fn declaration_is_idempotent_checks_passively_and_names_mismatches() {
         matches!(
             error,
             DeclareError::Missing {
-                kind: "exchange",
+                kind: TopologyEntity::Exchange,
                 ..
             }
         ),

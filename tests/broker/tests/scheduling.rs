@@ -255,7 +255,7 @@ async fn shutdown_drains_in_flight_handlers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_slower_than_the_drain_timeout_is_redelivered_not_lost() {
     let mut h = Harness::start_with("drain-timeout", |w| {
-        w.with_drain_timeout(Duration::from_millis(100))
+        w.drain_timeout(Duration::from_millis(100))
     })
     .await;
     h.submit("none", job("too-slow", JobBehaviour::Slow)).await;
