@@ -13,15 +13,16 @@
 //! identifiers are derived by [`crate::naming`].
 
 mod consumers;
+mod docs;
 mod messages;
 mod publishers;
 mod topology;
 mod types;
 
 use proc_macro2::{Ident, Span, TokenStream};
-use quote::quote;
 
 use crate::model::Contract;
+use docs::{code, doc};
 use crate::naming::{self, Case, Role};
 
 /// The first line of every generated file.
@@ -99,21 +100,5 @@ fn to_ident(name: &str, derived: Result<naming::Ident, naming::NameError>) -> Id
             UNNAMED.with_borrow_mut(|unnamed| unnamed.push(format!("`{name}`")));
             Ident::new("__warren_unnamed", Span::call_site())
         }
-    }
-}
-
-/// `#[doc = "…"]` lines for `text`, one attribute per line so rustdoc keeps the layout.
-fn doc(text: &str) -> TokenStream {
-    let lines = text.lines().map(|line| format!(" {line}"));
-    quote! { #( #[doc = #lines] )* }
-}
-
-/// Escapes text for rustdoc Markdown inline code: names may hold backticks.
-fn code(text: &str) -> String {
-    let escaped = naming::printable(text);
-    if escaped.contains('`') {
-        format!("`` {escaped} ``")
-    } else {
-        format!("`{escaped}`")
     }
 }

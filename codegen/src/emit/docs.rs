@@ -1,0 +1,112 @@
+//! Doc comments of generated items: text from the contract made safe to emit, and the lines
+//! that say where an item came from.
+//!
+//! Contract text (names, descriptions, schema titles) is hostile: it reaches the file only
+//! as the string of a `#[doc = "…"]` attribute, which no content can end, and with every
+//! [hidden](crate::diagnostics::is_hidden) character written as an escape. A bare carriage
+//! return in a doc comment is a compile error, and bidirectional overrides trip rustc's
+//! deny-by-default `text_direction_codepoint_in_comment` lint, so neither may reach it.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use crate::diagnostics::escape_source;
+use crate::model::{Consumer, Contract, Exhausted, RetryPolicy};
+
+/// `#[doc = "…"]` lines for `text`, one attribute per line so rustdoc keeps the layout.
+pub(super) fn doc(text: &str) -> TokenStream {
+    let text = escape_source(text);
+    let lines = text.lines().map(|line| {
+        if line.is_empty() {
+            String::new()
+        } else {
+            format!(" {line}")
+        }
+    });
+    quote! { #( #[doc = #lines] )* }
+}
+
+/// `text` as rustdoc Markdown inline code: hidden characters escaped, and delimited by one
+/// backtick more than the longest run of backticks inside it.
+pub(super) fn code(text: &str) -> String {
+    let escaped = crate::diagnostics::escape(text);
+    let longest = escaped
+        .split(|c| c != '`')
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    if longest == 0 {
+        return format!("`{escaped}`");
+    }
+    let fence = "`".repeat(longest + 1);
+    format!("{fence} {escaped} {fence}")
+}
+
+/// What happens when `consumer`'s handler fails, in one line: the retry policy of its queue,
+/// and where a message goes once its retries are spent.
+pub(super) fn retry_line(contract: &Contract, consumer: &Consumer) -> String {
+    let Some(queue) = contract.queues.get(&consumer.queue) else {
+        return String::new();
+    };
+    // As the runtime decides (`runtime/src/worker/policy.rs`): a queue without a
+    // dead-letter exchange has the broker discard what would be dead-lettered.
+    let dead_letter = match &queue.dead_letter {
+        Some(target) if target.exchange.is_empty() => "dead-lettered through the default exchange".to_owned(),
+        Some(target) => format!("dead-lettered to exchange {}", code(&target.exchange)),
+        None => "discarded (the queue has no dead-letter exchange)".to_owned(),
+    };
+    let spent = |exhausted: Exhausted| match exhausted {
+        Exhausted::DeadLetter => dead_letter.clone(),
+        Exhausted::Drop => "dropped".to_owned(),
+        Exhausted::Requeue => "requeued again, without end".to_owned(),
+    };
+    match &queue.retry {
+        RetryPolicy::None => format!("Retries: none; a failure is {dead_letter}."),
+        RetryPolicy::ImmediateRequeue {
+            max_retries,
+            exhausted,
+        } => format!(
+            "Retries: up to {max_retries}, requeued at once; then {}.",
+            spent(*exhausted)
+        ),
+        RetryPolicy::TtlBackoff {
+            max_retries,
+            initial_delay,
+            max_delay,
+            multiplier,
+            jitter,
+            exhausted,
+            tiers,
+        } => format!(
+            "Retries: up to {max_retries}, after {initial_delay} growing ×{multiplier} to at most \
+             {max_delay}{} ({} wait queues); then {}.",
+            if *jitter { " with jitter" } else { "" },
+            tiers.len(),
+            spent(*exhausted)
+        ),
+        RetryPolicy::QuorumNative { delivery_limit } => format!(
+            "Retries: redelivered by the broker up to its delivery limit ({delivery_limit}); \
+             then {dead_letter}."
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{code, doc};
+
+    #[test]
+    fn doc_text_cannot_hold_a_bare_carriage_return_or_a_bidi_override() {
+        let tokens = doc("a\rb\u{202e}c\r\nd\n\ne").to_string();
+        assert!(!tokens.contains('\r') && !tokens.contains('\u{202e}'), "{tokens}");
+        assert!(tokens.contains(r"a\\rb\\u{202e}c"), "{tokens}");
+        assert_eq!(tokens.matches("doc").count(), 4, "{tokens}");
+    }
+
+    #[test]
+    fn inline_code_fences_outgrow_the_backticks_inside() {
+        assert_eq!(code("a"), "`a`");
+        assert_eq!(code("a`b"), "`` a`b ``");
+        assert_eq!(code("``x`"), "``` ``x` ```");
+    }
+}
