@@ -26,15 +26,59 @@ pub(super) fn doc(text: &str) -> TokenStream {
     quote! { #( #[doc = #lines] )* }
 }
 
+/// The width generated prose is wrapped at, so doc comments read in an editor.
+const WIDTH: usize = 88;
+
+/// A doc of generated prose around the contract's own `description` of the item: `head`,
+/// the description as written (it is Markdown, which wrapping could break), then `tail`.
+/// The generated parts are wrapped at [`WIDTH`]; empty parts are left out.
+pub(super) fn compose(head: &str, description: Option<&str>, tail: &str) -> String {
+    let parts = [
+        wrap(head),
+        description.unwrap_or_default().to_owned(),
+        wrap(tail),
+    ];
+    let parts: Vec<&str> = parts
+        .iter()
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| p.trim_matches('\n'))
+        .collect();
+    parts.join("\n\n")
+}
+
+/// `text` with each line broken at spaces to fit [`WIDTH`]; a list item's continuation lines
+/// are indented under its text.
+fn wrap(text: &str) -> String {
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let indent = if line.starts_with("- ") { "  " } else { "" };
+            let mut out = String::new();
+            let mut width = 0;
+            for word in line.split(' ') {
+                let len = word.chars().count();
+                if width > indent.len() && width + 1 + len > WIDTH {
+                    out.push('\n');
+                    out.push_str(indent);
+                    width = indent.len();
+                } else if !out.is_empty() {
+                    out.push(' ');
+                    width += 1;
+                }
+                out.push_str(word);
+                width += len;
+            }
+            out
+        })
+        .collect();
+    lines.join("\n")
+}
+
 /// `text` as rustdoc Markdown inline code: hidden characters escaped, and delimited by one
 /// backtick more than the longest run of backticks inside it.
 pub(super) fn code(text: &str) -> String {
     let escaped = crate::diagnostics::escape(text);
-    let longest = escaped
-        .split(|c| c != '`')
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
+    let longest = escaped.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     if longest == 0 {
         return format!("`{escaped}`");
     }
@@ -51,7 +95,9 @@ pub(super) fn retry_line(contract: &Contract, consumer: &Consumer) -> String {
     // As the runtime decides (`runtime/src/worker/policy.rs`): a queue without a
     // dead-letter exchange has the broker discard what would be dead-lettered.
     let dead_letter = match &queue.dead_letter {
-        Some(target) if target.exchange.is_empty() => "dead-lettered through the default exchange".to_owned(),
+        Some(target) if target.exchange.is_empty() => {
+            "dead-lettered through the default exchange".to_owned()
+        }
         Some(target) => format!("dead-lettered to exchange {}", code(&target.exchange)),
         None => "discarded (the queue has no dead-letter exchange)".to_owned(),
     };
@@ -61,12 +107,12 @@ pub(super) fn retry_line(contract: &Contract, consumer: &Consumer) -> String {
         Exhausted::Requeue => "requeued again, without end".to_owned(),
     };
     match &queue.retry {
-        RetryPolicy::None => format!("Retries: none; a failure is {dead_letter}."),
+        RetryPolicy::None => format!("on failure: no retries; {dead_letter}"),
         RetryPolicy::ImmediateRequeue {
             max_retries,
             exhausted,
         } => format!(
-            "Retries: up to {max_retries}, requeued at once; then {}.",
+            "on failure: up to {max_retries} retries, requeued at once; then {}",
             spent(*exhausted)
         ),
         RetryPolicy::TtlBackoff {
@@ -78,29 +124,47 @@ pub(super) fn retry_line(contract: &Contract, consumer: &Consumer) -> String {
             exhausted,
             tiers,
         } => format!(
-            "Retries: up to {max_retries}, after {initial_delay} growing ×{multiplier} to at most \
-             {max_delay}{} ({} wait queues); then {}.",
+            "on failure: up to {max_retries} retries, after {initial_delay} growing ×{multiplier} \
+             to at most {max_delay}{} ({} wait queues); then {}",
             if *jitter { " with jitter" } else { "" },
             tiers.len(),
             spent(*exhausted)
         ),
         RetryPolicy::QuorumNative { delivery_limit } => format!(
-            "Retries: redelivered by the broker up to its delivery limit ({delivery_limit}); \
-             then {dead_letter}."
+            "on failure: redelivered by the broker, up to {delivery_limit} deliveries in all; \
+             then {dead_letter}"
         ),
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{code, doc};
+    use super::{code, compose, doc};
 
     #[test]
     fn doc_text_cannot_hold_a_bare_carriage_return_or_a_bidi_override() {
         let tokens = doc("a\rb\u{202e}c\r\nd\n\ne").to_string();
-        assert!(!tokens.contains('\r') && !tokens.contains('\u{202e}'), "{tokens}");
+        assert!(
+            !tokens.contains('\r') && !tokens.contains('\u{202e}'),
+            "{tokens}"
+        );
         assert!(tokens.contains(r"a\\rb\\u{202e}c"), "{tokens}");
         assert_eq!(tokens.matches("doc").count(), 4, "{tokens}");
+    }
+
+    #[test]
+    fn prose_wraps_and_descriptions_stay_as_written() {
+        let long = "word ".repeat(30).trim_end().to_owned();
+        let text = compose(&long, Some(&long), &format!("- {long}"));
+        let parts: Vec<&str> = text.split("\n\n").collect();
+        assert_eq!(parts.len(), 3, "{text}");
+        assert!(parts[0].lines().all(|l| l.len() <= 88) && parts[0].lines().count() > 1);
+        assert_eq!(parts[1], long);
+        assert!(
+            parts[2].lines().skip(1).all(|l| l.starts_with("  word")),
+            "{text}"
+        );
+        assert_eq!(compose("a", None, ""), "a");
     }
 
     #[test]

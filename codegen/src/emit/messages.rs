@@ -3,6 +3,7 @@
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
+use super::docs::compose;
 use super::{code, doc, ident, type_ident};
 use crate::model::{Contract, Message, SchemaType};
 use crate::naming::Role;
@@ -62,10 +63,8 @@ fn marker(contract: &Contract, message: &Message) -> TokenStream {
 /// The marker's doc: the message's description, its types and where they were read, and who
 /// publishes and consumes it.
 fn marker_doc(contract: &Contract, message: &Message) -> String {
-    let mut text = format!("Message {} of the contract.", code(&message.name));
-    if let Some(description) = &message.description {
-        text = format!("{text}\n\n{description}");
-    }
+    let head = format!("Message {} of the contract.", code(&message.name));
+    let mut text = String::new();
     let sources = &contract.schemas.sources;
     let typed = |what: &str, schema: &SchemaType| {
         let name = &schema.type_name;
@@ -75,12 +74,14 @@ fn marker_doc(contract: &Contract, message: &Message) -> String {
         }
         line
     };
-    text.push('\n');
     text.push_str(&typed("payload", &message.payload));
     if let Some(headers) = &message.headers {
         text.push_str(&typed("headers", headers));
     }
-    text.push_str(&format!("\n- content type: {}", code(&message.content_type)));
+    text.push_str(&format!(
+        "\n- content type: {}",
+        code(&message.content_type)
+    ));
     let publishers: Vec<String> = contract
         .publishers
         .values()
@@ -99,7 +100,7 @@ fn marker_doc(contract: &Contract, message: &Message) -> String {
     if !consumers.is_empty() {
         text.push_str(&format!("\n- consumed by {}", consumers.join(", ")));
     }
-    text
+    compose(&head, message.description.as_deref(), &text)
 }
 
 /// A bundled schema as a raw string literal, pretty-printed so it reads in an editor.
@@ -162,7 +163,9 @@ mod tests {
             let written = literal.to_string();
             assert!(written.starts_with("r#"), "{written}");
             assert!(
-                !written.chars().any(|c| crate::diagnostics::is_hidden(c) && c != '\n'),
+                !written
+                    .chars()
+                    .any(|c| crate::diagnostics::is_hidden(c) && c != '\n'),
                 "{written}"
             );
             let parsed: syn::LitStr = syn::parse_str(&written).expect("one string literal");

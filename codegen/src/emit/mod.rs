@@ -22,8 +22,8 @@ mod types;
 use proc_macro2::{Ident, Span, TokenStream};
 
 use crate::model::Contract;
-use docs::{code, doc};
 use crate::naming::{self, Case, Role};
+use docs::{code, doc};
 
 /// The first line of every generated file.
 pub fn header() -> String {
