@@ -17,6 +17,7 @@ mod docs;
 mod messages;
 mod publishers;
 mod topology;
+mod type_docs;
 mod types;
 
 use proc_macro2::{Ident, Span, TokenStream};
