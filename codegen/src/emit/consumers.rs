@@ -3,7 +3,7 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::docs::{compose, retry_line};
+use super::docs::{allow_contract_markdown, compose, retry_line};
 use super::{code, doc, ident, type_ident};
 use crate::model::{Consumer, Contract, Message};
 use crate::naming::{self, Role};
@@ -18,9 +18,11 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
     let traits = consumers.iter().map(|(c, m)| handler_trait(contract, c, m));
     let adapters = consumers.iter().map(|(c, m)| adapter(c, m));
     let handlers = handlers(&consumers);
+    let allow = allow_contract_markdown();
     quote! {
         /// One handler trait per consumer of the contract. Implement each with an
         /// `async fn`; its future must be `Send`.
+        #allow
         pub mod consumers {
             #( #traits )*
         }

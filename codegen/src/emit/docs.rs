@@ -14,6 +14,10 @@ use crate::diagnostics::escape_source;
 use crate::model::{Consumer, Contract, Exhausted, RetryPolicy};
 
 /// `#[doc = "…"]` lines for `text`, one attribute per line so rustdoc keeps the layout.
+///
+/// rustdoc runs a code block in a public item's docs as a test of the crate that includes
+/// the generated code, and a contract's description is not Rust: a doc that may hold one is
+/// written `#[cfg_attr(not(doctest), doc = "…")]`, shown everywhere but never run.
 pub(super) fn doc(text: &str) -> TokenStream {
     let text = escape_source(text);
     let lines = text.lines().map(|line| {
@@ -23,7 +27,38 @@ pub(super) fn doc(text: &str) -> TokenStream {
             format!(" {line}")
         }
     });
-    quote! { #( #[doc = #lines] )* }
+    if may_hold_code_block(&text) {
+        quote! { #( #[cfg_attr(not(doctest), doc = #lines)] )* }
+    } else {
+        quote! { #( #[doc = #lines] )* }
+    }
+}
+
+/// Whether Markdown `text` may hold a code block: a fence, or a line indented as one (more
+/// than it takes, since a list item's continuation is indented too).
+fn may_hold_code_block(text: &str) -> bool {
+    text.lines().any(|line| {
+        let trimmed = line.trim_start();
+        trimmed.starts_with("```")
+            || trimmed.starts_with("~~~")
+            || line.starts_with("    ")
+            || line.starts_with('\t')
+    })
+}
+
+/// `#[allow(…)]` of the rustdoc lints a contract's own Markdown may trip, for a module whose
+/// docs hold descriptions from the contract: they are written for other tools too, and an
+/// unclosed `<b>` or a `[note]` that links nowhere is the contract's business, not an error
+/// in the crate that includes the generated code (`cargo doc` with warnings denied).
+pub(super) fn allow_contract_markdown() -> TokenStream {
+    quote! {
+        #[allow(
+            rustdoc::bare_urls,
+            rustdoc::broken_intra_doc_links,
+            rustdoc::invalid_html_tags,
+            rustdoc::invalid_rust_codeblocks
+        )]
+    }
 }
 
 /// The width generated prose is wrapped at, so doc comments read in an editor.
@@ -150,6 +185,27 @@ mod tests {
         );
         assert!(tokens.contains(r"a\\rb\\u{202e}c"), "{tokens}");
         assert_eq!(tokens.matches("doc").count(), 4, "{tokens}");
+    }
+
+    #[test]
+    fn docs_that_may_hold_code_are_never_doctests() {
+        for text in [
+            "a\n\n    let x = 1;",
+            "```\nx\n```",
+            "a\n~~~ rust\n~~~",
+            "\tcode",
+        ] {
+            let tokens = doc(text).to_string();
+            assert!(
+                tokens.contains("cfg_attr (not (doctest)"),
+                "{text:?}: {tokens}"
+            );
+        }
+        assert!(
+            !doc("plain\n- list\n  continued")
+                .to_string()
+                .contains("cfg_attr")
+        );
     }
 
     #[test]

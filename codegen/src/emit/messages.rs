@@ -3,7 +3,7 @@
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
-use super::docs::compose;
+use super::docs::{allow_contract_markdown, compose};
 use super::{code, doc, ident, type_ident};
 use crate::model::{Contract, Message, SchemaType};
 use crate::naming::Role;
@@ -14,9 +14,11 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
         .messages
         .values()
         .map(|message| marker(contract, message));
+    let allow = allow_contract_markdown();
     quote! {
         /// One marker type per message of the contract, naming its payload and headers types,
         /// content type and JSON Schemas.
+        #allow
         pub mod messages {
             #( #markers )*
         }

@@ -67,7 +67,7 @@ fn method_doc(publisher: &Publisher, marker: &Ident, payload: &Ident, headers: b
         head.push_str(&format!(", compressed with {}", compression.as_str()));
     }
     head.push('.');
-    let mut text = format!("- message: [`messages::{marker}`](messages::{marker})");
+    let mut text = format!("- message: [`messages::{marker}`]");
     for placeholder in publisher.routing_key.placeholders() {
         let parameter = ident(placeholder, Role::Placeholder);
         text.push_str(&format!(
@@ -75,9 +75,7 @@ fn method_doc(publisher: &Publisher, marker: &Ident, payload: &Ident, headers: b
             code(&format!("{{{placeholder}}}"))
         ));
     }
-    text.push_str(&format!(
-        "\n- `payload`: the body, [`types::{payload}`](types::{payload})"
-    ));
+    text.push_str(&format!("\n- `payload`: the body, [`types::{payload}`]"));
     if headers {
         text.push_str("\n- `headers`: the message's application headers");
     }
