@@ -110,8 +110,8 @@ fn trait_doc(contract: &Contract, consumer: &Consumer, message: &Message) -> Str
     }
     text.push_str(
         "\n\nReturn `Ok(())` to acknowledge, `HandlerError::non_retryable` for a failure that \
-         can never succeed (dead-lettered at once), or any other error to let the queue's \
-         retry policy decide.",
+         can never succeed (never retried), or any other error to let the queue's retry policy \
+         decide.",
     );
     compose(&head, message.description.as_deref(), &text)
 }

@@ -57,11 +57,15 @@ fn method_doc(publisher: &Publisher, marker: &Ident, payload: &Ident, headers: b
     } else {
         format!("exchange {}", code(&publisher.exchange))
     };
+    let key = if publisher.routing_key_text.is_empty() {
+        "an empty routing key".to_owned()
+    } else {
+        format!("routing key {}", code(&publisher.routing_key_text))
+    };
     let mut head = format!(
-        "Publisher {}: publishes message {} to {exchange} with routing key {}",
+        "Publisher {}: publishes message {} to {exchange} with {key}",
         code(&publisher.name),
         code(&publisher.message),
-        code(&publisher.routing_key_text)
     );
     if let Some(compression) = publisher.compression {
         head.push_str(&format!(", compressed with {}", compression.as_str()));
