@@ -88,7 +88,7 @@ fn type_doc(
         let own = doc_text(attrs);
         let own = (own.trim() != format!("`{name}`")).then_some(own);
         let origin = users.get(name).map_or_else(String::new, |(owner, field)| {
-            format!("The type of field `{field}` of [`{owner}`].")
+            format!("The type of field {} of [`{owner}`].", code(field))
         });
         return compose("", own.as_deref(), &origin);
     };
@@ -103,9 +103,10 @@ fn type_doc(
         .filter(|t| !t.is_empty())
         .collect();
     let mut origin = match schemas.sources.get(name) {
-        Some(source) => format!("- JSON Schema: {}", code(source)),
+        Some(source) => format!("From the JSON Schema at {}.", code(source)),
         None => String::new(),
     };
+    let mut carries = Vec::new();
     for message in contract.messages.values() {
         let what = if message.payload.type_name == name {
             "payload"
@@ -118,11 +119,16 @@ fn type_doc(
         } else {
             continue;
         };
-        origin.push_str(&format!(
-            "\n- {what} of message {} ([`messages::{marker}`](super::messages::{marker}))",
+        carries.push(format!(
+            "the {what} of message {} ([`messages::{marker}`](super::messages::{marker}))",
             code(&message.name),
             marker = super::ident(&message.name, crate::naming::Role::Message),
         ));
+    }
+    if let Some(first) = carries.first_mut() {
+        // Each starts with "the", lower case: the first begins a sentence.
+        first[..1].make_ascii_uppercase();
+        origin.push_str(&format!(" {}.", carries.join("; ")));
     }
     compose("", Some(&own.join("\n\n")), &origin)
 }
