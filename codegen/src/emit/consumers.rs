@@ -4,7 +4,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::docs::{allow_contract_markdown, compose, retry_line};
-use super::{code, doc, ident, type_ident};
+use super::{code, ident, type_ident};
 use crate::model::{Consumer, Contract, Message};
 use crate::naming::{self, Role};
 
@@ -51,7 +51,7 @@ fn delivery(message: &Message, types: &TokenStream) -> TokenStream {
 fn handler_trait(contract: &Contract, consumer: &Consumer, message: &Message) -> TokenStream {
     let name = ident(&consumer.name, Role::ConsumerTrait);
     let delivery = delivery(message, &quote! { super::types });
-    let docs = doc(&trait_doc(contract, consumer, message));
+    let docs = trait_doc(contract, consumer, message);
     let returns = quote! {
         impl ::core::future::Future<
             Output = ::core::result::Result<(), ::warren_runtime::HandlerError>,
@@ -77,7 +77,7 @@ fn handler_trait(contract: &Contract, consumer: &Consumer, message: &Message) ->
 }
 
 /// The trait's doc: the consumer, its queue and message, and how the queue treats a failure.
-fn trait_doc(contract: &Contract, consumer: &Consumer, message: &Message) -> String {
+fn trait_doc(contract: &Contract, consumer: &Consumer, message: &Message) -> TokenStream {
     let marker = ident(&message.name, Role::Message);
     let head = format!(
         "Consumer {}: handles message {} from queue {}.",
@@ -167,7 +167,7 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
         .map(|(c, _)| ident(&c.name, Role::ConsumerField))
         .collect();
     let field_docs = consumers.iter().zip(&traits).map(|((c, m), t)| {
-        doc(&compose(
+        compose(
             &format!(
                 "The handler of consumer {} (message {} from queue {}): a type implementing \
              [`consumers::{t}`].",
@@ -177,7 +177,7 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
             ),
             None,
             "",
-        ))
+        )
     });
     let registrations = consumers
         .iter()
@@ -255,7 +255,7 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
              trait it implements: `{param}` implements [`consumers::{handler_trait}`]."
         ));
     }
-    let docs = doc(&compose(&text, None, ""));
+    let docs = compose(&text, None, "");
     quote! {
         #docs
         pub struct Handlers #generics {

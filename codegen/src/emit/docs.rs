@@ -19,6 +19,12 @@ use crate::model::{Consumer, Contract, Exhausted, RetryPolicy};
 /// the generated code, and a contract's description is not Rust: a doc that may hold one is
 /// written `#[cfg_attr(not(doctest), doc = "…")]`, shown everywhere but never run.
 pub(super) fn doc(text: &str) -> TokenStream {
+    lines(text, may_hold_code_block(text))
+}
+
+/// One doc attribute per line of `text`, made safe (see the module's doc), each under
+/// `cfg_attr(not(doctest))` when `hidden_from_doctests`.
+fn lines(text: &str, hidden_from_doctests: bool) -> TokenStream {
     let text = escape_source(text);
     let lines = text.lines().map(|line| {
         if line.is_empty() {
@@ -27,7 +33,7 @@ pub(super) fn doc(text: &str) -> TokenStream {
             format!(" {line}")
         }
     });
-    if may_hold_code_block(&text) {
+    if hidden_from_doctests {
         quote! { #( #[cfg_attr(not(doctest), doc = #lines)] )* }
     } else {
         quote! { #( #[doc = #lines] )* }
@@ -64,21 +70,29 @@ pub(super) fn allow_contract_markdown() -> TokenStream {
 /// The width generated prose is wrapped at, so doc comments read in an editor.
 const WIDTH: usize = 88;
 
-/// A doc of generated prose around the contract's own `description` of the item: `head`,
-/// the description as written (it is Markdown, which wrapping could break), then `tail`.
-/// The generated parts are wrapped at [`WIDTH`]; empty parts are left out.
-pub(super) fn compose(head: &str, description: Option<&str>, tail: &str) -> String {
+/// The doc attributes of generated prose around the contract's own `description` of the
+/// item: `head`, the description as written (it is Markdown, which wrapping could break),
+/// then `tail`, a blank line between each. The generated parts are wrapped at [`WIDTH`];
+/// empty parts are left out; only the description can be kept out of doctests ([`doc`]).
+pub(super) fn compose(head: &str, description: Option<&str>, tail: &str) -> TokenStream {
     let parts = [
-        wrap(head),
-        description.unwrap_or_default().to_owned(),
-        wrap(tail),
+        (wrap(head), false),
+        (description.unwrap_or_default().to_owned(), true),
+        (wrap(tail), false),
     ];
-    let parts: Vec<&str> = parts
-        .iter()
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| p.trim_matches('\n'))
-        .collect();
-    parts.join("\n\n")
+    let mut docs = TokenStream::new();
+    for (text, from_contract) in parts.iter().filter(|(p, _)| !p.trim().is_empty()) {
+        if !docs.is_empty() {
+            docs.extend(quote! { #[doc = ""] });
+        }
+        let text = text.trim_matches('\n');
+        docs.extend(if *from_contract {
+            doc(text)
+        } else {
+            lines(text, false)
+        });
+    }
+    docs
 }
 
 /// `text` with each line broken at spaces to fit [`WIDTH`]; a list item's continuation lines
@@ -174,7 +188,7 @@ pub(super) fn retry_line(contract: &Contract, consumer: &Consumer) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{code, compose, doc};
+    use super::{code, compose, doc, wrap};
 
     #[test]
     fn doc_text_cannot_hold_a_bare_carriage_return_or_a_bidi_override() {
@@ -211,16 +225,22 @@ mod tests {
     #[test]
     fn prose_wraps_and_descriptions_stay_as_written() {
         let long = "word ".repeat(30).trim_end().to_owned();
-        let text = compose(&long, Some(&long), &format!("- {long}"));
-        let parts: Vec<&str> = text.split("\n\n").collect();
-        assert_eq!(parts.len(), 3, "{text}");
-        assert!(parts[0].lines().all(|l| l.len() <= 88) && parts[0].lines().count() > 1);
-        assert_eq!(parts[1], long);
+        let head = wrap(&long);
+        assert!(head.lines().all(|l| l.len() <= 88) && head.lines().count() > 1);
+        let list = wrap(&format!("- {long}"));
         assert!(
-            parts[2].lines().skip(1).all(|l| l.starts_with("  word")),
-            "{text}"
+            list.lines().skip(1).all(|l| l.starts_with("  word")),
+            "{list}"
         );
-        assert_eq!(compose("a", None, ""), "a");
+        let docs = compose(&long, Some(&long), "").to_string();
+        assert!(docs.contains(&format!("\" {long}\"")), "{docs}");
+        assert_eq!(compose("a", None, "").to_string(), doc("a").to_string());
+    }
+
+    #[test]
+    fn only_the_contract_description_is_kept_out_of_doctests() {
+        let docs = compose("Generated.", Some("    code"), "More.").to_string();
+        assert_eq!(docs.matches("cfg_attr").count(), 1, "{docs}");
     }
 
     #[test]

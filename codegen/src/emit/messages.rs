@@ -4,7 +4,7 @@ use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
 use super::docs::{allow_contract_markdown, compose};
-use super::{code, doc, ident, type_ident};
+use super::{code, ident, type_ident};
 use crate::model::{Contract, Message, SchemaType};
 use crate::naming::Role;
 
@@ -27,7 +27,7 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
 
 fn marker(contract: &Contract, message: &Message) -> TokenStream {
     let name = ident(&message.name, Role::Message);
-    let docs = doc(&marker_doc(contract, message));
+    let docs = marker_doc(contract, message);
     let payload = type_ident(&message.payload.type_name);
     let headers = match &message.headers {
         Some(headers) => {
@@ -64,7 +64,7 @@ fn marker(contract: &Contract, message: &Message) -> TokenStream {
 
 /// The marker's doc: the message's description, its types and where they were read, and who
 /// publishes and consumes it.
-fn marker_doc(contract: &Contract, message: &Message) -> String {
+fn marker_doc(contract: &Contract, message: &Message) -> TokenStream {
     let head = format!("Message {} of the contract.", code(&message.name));
     let mut text = String::new();
     let sources = &contract.schemas.sources;

@@ -24,7 +24,7 @@ use proc_macro2::{Ident, Span, TokenStream};
 
 use crate::model::Contract;
 use crate::naming::{self, Case, Role};
-use docs::{code, doc};
+use docs::code;
 
 /// The first line of every generated file.
 pub fn header() -> String {

@@ -4,7 +4,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
 use super::docs::compose;
-use super::{code, doc, ident};
+use super::{code, ident};
 use crate::model::{Compression, Contract, KeyWord, Publisher};
 use crate::naming::Role;
 
@@ -51,7 +51,12 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
 }
 
 /// The method's doc: where the message goes, and what each parameter is.
-fn method_doc(publisher: &Publisher, marker: &Ident, payload: &Ident, headers: bool) -> String {
+fn method_doc(
+    publisher: &Publisher,
+    marker: &Ident,
+    payload: &Ident,
+    headers: bool,
+) -> TokenStream {
     let exchange = if publisher.exchange.is_empty() {
         "the default exchange".to_owned()
     } else {
@@ -129,8 +134,7 @@ fn method(contract: &Contract, publisher: &Publisher) -> Option<TokenStream> {
             quote! { ::core::option::Option::Some(::warren_runtime::Compression::Deflate) }
         }
     };
-    let text = method_doc(publisher, &marker, &payload, message.headers.is_some());
-    let docs = doc(&text);
+    let docs = method_doc(publisher, &marker, &payload, message.headers.is_some());
     Some(quote! {
         #docs
         pub async fn #name(

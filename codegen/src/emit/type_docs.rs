@@ -29,26 +29,26 @@ pub(super) fn rewrite(stream: TokenStream, contract: &Contract) -> TokenStream {
     for item in &mut file.items {
         match item {
             Item::Struct(item) => {
-                let text = type_doc(contract, &users, &item.ident.to_string(), &item.attrs);
-                replace_docs(&mut item.attrs, &text);
+                let docs = type_doc(contract, &users, &item.ident.to_string(), &item.attrs);
+                replace_docs(&mut item.attrs, docs);
                 fields_docs(&mut item.fields);
             }
             Item::Enum(item) => {
-                let text = type_doc(contract, &users, &item.ident.to_string(), &item.attrs);
-                replace_docs(&mut item.attrs, &text);
+                let docs = type_doc(contract, &users, &item.ident.to_string(), &item.attrs);
+                replace_docs(&mut item.attrs, docs);
                 for variant in &mut item.variants {
-                    let text = doc_text(&variant.attrs);
-                    replace_docs(&mut variant.attrs, &text);
+                    let docs = doc(&doc_text(&variant.attrs));
+                    replace_docs(&mut variant.attrs, docs);
                     fields_docs(&mut variant.fields);
                 }
             }
             Item::Type(item) => {
-                let text = type_doc(contract, &users, &item.ident.to_string(), &item.attrs);
-                replace_docs(&mut item.attrs, &text);
+                let docs = type_doc(contract, &users, &item.ident.to_string(), &item.attrs);
+                replace_docs(&mut item.attrs, docs);
             }
             Item::Mod(item) => {
                 if let Some(text) = module_doc(&item.ident.to_string()) {
-                    replace_docs(&mut item.attrs, &compose(text, None, ""));
+                    replace_docs(&mut item.attrs, compose(text, None, ""));
                 }
             }
             _ => {}
@@ -80,7 +80,7 @@ fn type_doc(
     users: &BTreeMap<String, (String, String)>,
     name: &str,
     attrs: &[Attribute],
-) -> String {
+) -> TokenStream {
     let schemas = &contract.schemas;
     let Some(body) = schemas.definitions.get(name) else {
         // A type typify made for part of a schema: its description, if typify found one, and
@@ -198,8 +198,8 @@ fn serde_rename(attrs: &[Attribute]) -> Option<String> {
 /// The field docs of `fields`, made safe.
 fn fields_docs(fields: &mut Fields) {
     for field in fields.iter_mut() {
-        let text = doc_text(&field.attrs);
-        replace_docs(&mut field.attrs, &text);
+        let docs = doc(&doc_text(&field.attrs));
+        replace_docs(&mut field.attrs, docs);
     }
 }
 
@@ -225,11 +225,9 @@ fn doc_text(attrs: &[Attribute]) -> String {
     lines.join("\n")
 }
 
-/// Replaces the doc attributes of `attrs` by `text` (none when it is empty), before the
-/// others.
-fn replace_docs(attrs: &mut Vec<Attribute>, text: &str) {
+/// Replaces the doc attributes of `attrs` by `docs`, before the others.
+fn replace_docs(attrs: &mut Vec<Attribute>, docs: TokenStream) {
     attrs.retain(|attr| !attr.path().is_ident("doc"));
-    let docs = doc(text);
     if let Ok(mut new) = Attribute::parse_outer.parse2(quote! { #docs }) {
         new.append(attrs);
         *attrs = new;
