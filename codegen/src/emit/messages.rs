@@ -1,5 +1,7 @@
 //! One marker type per message, implementing `warren_runtime::Message`.
 
+use std::collections::BTreeMap;
+
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
@@ -10,10 +12,26 @@ use crate::naming::Role;
 
 /// `pub mod messages { … }`.
 pub(super) fn emit(contract: &Contract) -> TokenStream {
-    let markers = contract
-        .messages
-        .values()
-        .map(|message| marker(contract, message));
+    // Who publishes and consumes each message, gathered once: asking per message would cost
+    // the square of the contract.
+    let mut users: BTreeMap<&str, Users> = BTreeMap::new();
+    for publisher in contract.publishers.values() {
+        let entry = users.entry(publisher.message.as_str()).or_default();
+        entry.publishers.push(code(&publisher.name));
+    }
+    for consumer in contract.consumers.values() {
+        let entry = users.entry(consumer.message.as_str()).or_default();
+        entry.consumers.push(format!(
+            "{} (queue {})",
+            code(&consumer.name),
+            code(&consumer.queue)
+        ));
+    }
+    let none = Users::default();
+    let markers = contract.messages.values().map(|message| {
+        let users = users.get(message.name.as_str()).unwrap_or(&none);
+        marker(contract, message, users)
+    });
     let allow = allow_contract_markdown();
     quote! {
         /// One marker type per message of the contract, naming its payload and headers types,
@@ -25,9 +43,16 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
     }
 }
 
-fn marker(contract: &Contract, message: &Message) -> TokenStream {
+/// The publishers and consumers of one message, as doc text.
+#[derive(Default)]
+struct Users {
+    publishers: Vec<String>,
+    consumers: Vec<String>,
+}
+
+fn marker(contract: &Contract, message: &Message, users: &Users) -> TokenStream {
     let name = ident(&message.name, Role::Message);
-    let docs = marker_doc(contract, message);
+    let docs = marker_doc(contract, message, users);
     let payload = type_ident(&message.payload.type_name);
     let headers = match &message.headers {
         Some(headers) => {
@@ -64,7 +89,7 @@ fn marker(contract: &Contract, message: &Message) -> TokenStream {
 
 /// The marker's doc: the message's description, its types and where they were read, and who
 /// publishes and consumes it.
-fn marker_doc(contract: &Contract, message: &Message) -> TokenStream {
+fn marker_doc(contract: &Contract, message: &Message, users: &Users) -> TokenStream {
     let head = format!("Message {} of the contract.", code(&message.name));
     let mut text = String::new();
     let sources = &contract.schemas.sources;
@@ -84,23 +109,11 @@ fn marker_doc(contract: &Contract, message: &Message) -> TokenStream {
         "\n- content type: {}",
         code(&message.content_type)
     ));
-    let publishers: Vec<String> = contract
-        .publishers
-        .values()
-        .filter(|p| p.message == message.name)
-        .map(|p| code(&p.name))
-        .collect();
-    if !publishers.is_empty() {
-        text.push_str(&format!("\n- published by {}", publishers.join(", ")));
+    if !users.publishers.is_empty() {
+        text.push_str(&format!("\n- published by {}", users.publishers.join(", ")));
     }
-    let consumers: Vec<String> = contract
-        .consumers
-        .values()
-        .filter(|c| c.message == message.name)
-        .map(|c| format!("{} (queue {})", code(&c.name), code(&c.queue)))
-        .collect();
-    if !consumers.is_empty() {
-        text.push_str(&format!("\n- consumed by {}", consumers.join(", ")));
+    if !users.consumers.is_empty() {
+        text.push_str(&format!("\n- consumed by {}", users.consumers.join(", ")));
     }
     compose(&head, message.description.as_deref(), &text)
 }

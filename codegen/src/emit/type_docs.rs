@@ -9,7 +9,7 @@
 //! messages it carries, a type typify made for part of one names the field it types.
 //! Field and variant docs (property descriptions) are kept, made [safe](super::docs::doc).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
@@ -26,15 +26,45 @@ pub(super) fn rewrite(stream: TokenStream, contract: &Contract) -> TokenStream {
         return stream;
     };
     let users = users(&file.items);
+    // Which messages carry each type, gathered once rather than asked per type.
+    let mut carried: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for message in contract.messages.values() {
+        let marker = super::ident(&message.name, crate::naming::Role::Message);
+        let types = [
+            Some(("payload", &message.payload)),
+            message.headers.as_ref().map(|h| ("headers", h)),
+        ];
+        for (what, schema) in types.into_iter().flatten() {
+            carried
+                .entry(schema.type_name.as_str())
+                .or_default()
+                .push(format!(
+                    "the {what} of message {} ([`messages::{marker}`](super::messages::{marker}))",
+                    code(&message.name)
+                ));
+        }
+    }
     for item in &mut file.items {
         match item {
             Item::Struct(item) => {
-                let docs = type_doc(contract, &users, &item.ident.to_string(), &item.attrs);
+                let docs = type_doc(
+                    contract,
+                    &users,
+                    &carried,
+                    &item.ident.to_string(),
+                    &item.attrs,
+                );
                 replace_docs(&mut item.attrs, docs);
                 fields_docs(&mut item.fields);
             }
             Item::Enum(item) => {
-                let docs = type_doc(contract, &users, &item.ident.to_string(), &item.attrs);
+                let docs = type_doc(
+                    contract,
+                    &users,
+                    &carried,
+                    &item.ident.to_string(),
+                    &item.attrs,
+                );
                 replace_docs(&mut item.attrs, docs);
                 for variant in &mut item.variants {
                     let docs = doc(&doc_text(&variant.attrs));
@@ -43,7 +73,13 @@ pub(super) fn rewrite(stream: TokenStream, contract: &Contract) -> TokenStream {
                 }
             }
             Item::Type(item) => {
-                let docs = type_doc(contract, &users, &item.ident.to_string(), &item.attrs);
+                let docs = type_doc(
+                    contract,
+                    &users,
+                    &carried,
+                    &item.ident.to_string(),
+                    &item.attrs,
+                );
                 replace_docs(&mut item.attrs, docs);
             }
             Item::Mod(item) => {
@@ -78,6 +114,7 @@ fn module_doc(name: &str) -> Option<&'static str> {
 fn type_doc(
     contract: &Contract,
     users: &BTreeMap<String, (String, String)>,
+    carried: &BTreeMap<&str, Vec<String>>,
     name: &str,
     attrs: &[Attribute],
 ) -> TokenStream {
@@ -106,25 +143,7 @@ fn type_doc(
         Some(source) => format!("From the JSON Schema at {}.", code(source)),
         None => String::new(),
     };
-    let mut carries = Vec::new();
-    for message in contract.messages.values() {
-        let what = if message.payload.type_name == name {
-            "payload"
-        } else if message
-            .headers
-            .as_ref()
-            .is_some_and(|h| h.type_name == name)
-        {
-            "headers"
-        } else {
-            continue;
-        };
-        carries.push(format!(
-            "the {what} of message {} ([`messages::{marker}`](super::messages::{marker}))",
-            code(&message.name),
-            marker = super::ident(&message.name, crate::naming::Role::Message),
-        ));
-    }
+    let mut carries = carried.get(name).cloned().unwrap_or_default();
     if let Some(first) = carries.first_mut() {
         // Each starts with "the", lower case: the first begins a sentence.
         first[..1].make_ascii_uppercase();
@@ -136,7 +155,7 @@ fn type_doc(
 /// For each generated type used by a field of another, the first such type and field (by
 /// its name in JSON): how a type typify made for part of a schema is found again.
 fn users(items: &[Item]) -> BTreeMap<String, (String, String)> {
-    let names: Vec<String> = items
+    let names: BTreeSet<String> = items
         .iter()
         .filter_map(|item| match item {
             Item::Struct(item) => Some(item.ident.to_string()),
