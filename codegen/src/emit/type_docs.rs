@@ -16,15 +16,18 @@ use quote::{ToTokens, quote};
 use syn::parse::Parser;
 use syn::{Attribute, Expr, ExprLit, Fields, Item, Lit, Meta};
 
+use super::GenerateError;
 use super::docs::{code, compose, doc};
 use crate::model::Contract;
 
-/// typify's `stream` with its doc comments rewritten; the stream unchanged if it does not
-/// parse (generation reports that once it parses the whole file).
-pub(super) fn rewrite(stream: TokenStream, contract: &Contract) -> TokenStream {
-    let Ok(mut file) = syn::parse2::<syn::File>(stream.clone()) else {
-        return stream;
-    };
+/// typify's `stream` with its doc comments rewritten. Taken by value and parsed without a
+/// copy kept: the types are most of a large contract's code.
+pub(super) fn rewrite(
+    stream: TokenStream,
+    contract: &Contract,
+) -> Result<TokenStream, GenerateError> {
+    let mut file = syn::parse2::<syn::File>(stream)
+        .map_err(|e| GenerateError::Internal(format!("typify's code does not parse ({e})")))?;
     let users = users(&file.items);
     // Which messages carry each type, gathered once rather than asked per type.
     let mut carried: BTreeMap<&str, Vec<String>> = BTreeMap::new();
@@ -90,7 +93,7 @@ pub(super) fn rewrite(stream: TokenStream, contract: &Contract) -> TokenStream {
             _ => {}
         }
     }
-    file.into_token_stream()
+    Ok(file.into_token_stream())
 }
 
 /// Better lines for typify's modules than its own ("Error types.").

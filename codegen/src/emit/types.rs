@@ -42,7 +42,7 @@ pub(super) fn emit(contract: &Contract) -> Result<TokenStream, GenerateError> {
             return Err(GenerateError::Types(reason));
         }
     };
-    let body = super::type_docs::rewrite(reroute(stream), contract);
+    let body = super::type_docs::rewrite(reroute(stream), contract)?;
     // typify's output is not written for every lint a user's crate may enable (it unwraps
     // its pattern regexes, for one), hence the allows on this module only.
     let allow_markdown = super::docs::allow_contract_markdown();
