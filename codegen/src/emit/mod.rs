@@ -51,16 +51,17 @@ pub fn generate(contract: &Contract) -> Result<String, GenerateError> {
     let mut code = format!("{}\n", header());
     // One section at a time, each parsed, formatted and dropped before the next: the token
     // trees and syntax trees of a large contract are many times the size of its text.
-    let sections: [&dyn Fn() -> Result<TokenStream, GenerateError>; 5] = [
+    // The types come parsed already: their docs are rewritten on the syntax tree.
+    let sections: [&dyn Fn() -> Result<syn::File, GenerateError>; 5] = [
         &|| types::emit(contract),
-        &|| Ok(messages::emit(contract)),
-        &|| Ok(publishers::emit(contract)),
-        &|| Ok(consumers::emit(contract)),
-        &|| Ok(topology::emit(contract)),
+        &|| parse(messages::emit(contract)),
+        &|| parse(publishers::emit(contract)),
+        &|| parse(consumers::emit(contract)),
+        &|| parse(topology::emit(contract)),
     ];
     for section in sections {
         UNNAMED.with_borrow_mut(Vec::clear);
-        let tokens = section()?;
+        let file = section();
         let unnamed = UNNAMED.with_borrow_mut(std::mem::take);
         if !unnamed.is_empty() {
             return Err(GenerateError::Internal(format!(
@@ -68,11 +69,15 @@ pub fn generate(contract: &Contract) -> Result<String, GenerateError> {
                 unnamed.join(", ")
             )));
         }
-        let file: syn::File = syn::parse2(tokens)
-            .map_err(|e| GenerateError::Internal(format!("generated code does not parse ({e})")))?;
-        code.push_str(&prettyplease::unparse(&file));
+        code.push_str(&prettyplease::unparse(&file?));
     }
     Ok(code)
+}
+
+/// A section's tokens as a file.
+fn parse(tokens: TokenStream) -> Result<syn::File, GenerateError> {
+    syn::parse2(tokens)
+        .map_err(|e| GenerateError::Internal(format!("generated code does not parse ({e})")))
 }
 
 thread_local! {
