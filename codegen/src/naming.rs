@@ -16,7 +16,9 @@
 //! identifier with `_`, so an escaped identifier meets no other contract name's, and two
 //! names that escape alike (`new`, `New`) meet each other, which the checks report.
 //! The generator's own names in places contract names reach (the adapters' generic `__H`,
-//! the module `__adapters`) start with `_`, which derived identifiers never do.
+//! the module `__adapters`) start with `_`, which derived identifiers never do. `Handlers`'
+//! type parameters, which a user reads, are named after their traits instead
+//! ([`handler_param`]).
 
 use heck::{ToSnakeCase, ToUpperCamelCase};
 
@@ -76,8 +78,8 @@ pub enum Role {
     Message,
     /// A publisher's method on `Publishers`.
     Publisher,
-    /// A consumer's handler trait in `consumers`, which also names its adapter and its
-    /// generic parameter of `Handlers`.
+    /// A consumer's handler trait in `consumers`, which also names its adapter (and, through
+    /// [`handler_param`], its type parameter of `Handlers`).
     ConsumerTrait,
     /// A consumer's field of `Handlers`.
     ConsumerField,
@@ -127,6 +129,23 @@ pub fn role_ident(name: &str, role: Role) -> Result<Ident, NameError> {
         id.raw = false;
     }
     Ok(id)
+}
+
+/// The type parameter of `Handlers` for the consumer whose trait is `handler_trait`: the
+/// trait's name with `Impl` after it (`FulfilOrder` → `FulfilOrderImpl`), so the struct reads
+/// `fulfil_order: FulfilOrderImpl` where `FulfilOrderImpl: consumers::FulfilOrder`, and no
+/// parameter reads as the trait it is bound by.
+///
+/// No parameter can meet a name the struct or its impl uses: they name traits and types by
+/// path (`consumers::…`, `::warren_runtime::…`), except `Handlers` itself, and a parameter
+/// always ends in `Impl`. Two consumers' traits differ, so their parameters do: the suffix
+/// follows the trait's identifier, whose trailing `_` (only `Self_`, since a type is never
+/// named `Self`) is dropped to keep the parameter `UpperCamelCase`.
+pub fn handler_param(handler_trait: &Ident) -> Ident {
+    Ident {
+        text: format!("{}Impl", handler_trait.text.trim_end_matches('_')),
+        raw: false,
+    }
 }
 
 /// Derives the identifier for `name` in `case`.
@@ -183,7 +202,7 @@ pub fn printable(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{Case, NameError, Role, ident, printable, role_ident};
+    use super::{Case, NameError, Role, handler_param, ident, printable, role_ident};
 
     #[test]
     fn printable_escapes_control_characters_only() {
@@ -226,6 +245,38 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn handler_params_end_in_impl_and_stay_distinct() {
+        let names = [
+            "fulfil_order",
+            "self",
+            "Self",
+            "handlers",
+            "h",
+            "fulfil_order_impl",
+            "impl",
+        ];
+        let mut params = std::collections::BTreeSet::new();
+        for name in names {
+            let Ok(handler_trait) = role_ident(name, Role::ConsumerTrait) else {
+                continue;
+            };
+            let param = handler_param(&handler_trait);
+            assert!(
+                param.text.ends_with("Impl") && !param.raw,
+                "{name} → {param}"
+            );
+            assert!(!param.text.contains('_'), "{name} → {param}");
+            params.insert((handler_trait, param.text));
+        }
+        let texts: std::collections::BTreeSet<_> = params.iter().map(|(_, p)| p).collect();
+        assert_eq!(texts.len(), params.len(), "{params:?}");
+        assert_eq!(
+            handler_param(&role_ident("fulfil_order", Role::ConsumerTrait).unwrap()).text,
+            "FulfilOrderImpl"
+        );
     }
 
     /// The escape is collision-free only because derived identifiers never end (or start)

@@ -31,7 +31,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .file_name(format!("{module}.rs"))
             .compile(contract)?;
         modules.push_str(&format!(
-            "pub mod {module} {{ include!(concat!(env!(\"OUT_DIR\"), \"/{module}.rs\")); }}\n"
+            "/// The generated code of `{}`.\n\
+             pub mod {module} {{ include!(concat!(env!(\"OUT_DIR\"), \"/{module}.rs\")); }}\n",
+            contract.display()
         ));
         let path = contract.canonicalize()?;
         topologies.push_str(&format!(
@@ -85,7 +87,8 @@ fn name_cases(out_dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
                 let module = format!("case_{i}");
                 std::fs::write(dir.join(format!("{module}.rs")), generated.code)?;
                 modules.push_str(&format!(
-                    "pub mod {module} {{ include!(concat!(env!(\"OUT_DIR\"), \"/names/{module}.rs\")); }}\n"
+                    "/// The generated code of name case {i}.\n\
+                     pub mod {module} {{ include!(concat!(env!(\"OUT_DIR\"), \"/names/{module}.rs\")); }}\n"
                 ));
                 "Generated".to_owned()
             }

@@ -3,9 +3,10 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::{code, doc, ident, type_ident};
+use super::docs::{allow_contract_markdown, compose, retry_line};
+use super::{code, ident, type_ident};
 use crate::model::{Consumer, Contract, Message};
-use crate::naming::Role;
+use crate::naming::{self, Role};
 
 /// `pub mod consumers`, `pub struct Handlers` and the adapters to the runtime's handler traits.
 pub(super) fn emit(contract: &Contract) -> TokenStream {
@@ -14,12 +15,14 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
         .values()
         .filter_map(|c| contract.messages.get(&c.message).map(|m| (c, m)))
         .collect();
-    let traits = consumers.iter().map(|(c, m)| handler_trait(c, m));
+    let traits = consumers.iter().map(|(c, m)| handler_trait(contract, c, m));
     let adapters = consumers.iter().map(|(c, m)| adapter(c, m));
     let handlers = handlers(&consumers);
+    let allow = allow_contract_markdown();
     quote! {
         /// One handler trait per consumer of the contract. Implement each with an
         /// `async fn`; its future must be `Send`.
+        #allow
         pub mod consumers {
             #( #traits )*
         }
@@ -45,24 +48,10 @@ fn delivery(message: &Message, types: &TokenStream) -> TokenStream {
     }
 }
 
-fn handler_trait(consumer: &Consumer, message: &Message) -> TokenStream {
+fn handler_trait(contract: &Contract, consumer: &Consumer, message: &Message) -> TokenStream {
     let name = ident(&consumer.name, Role::ConsumerTrait);
     let delivery = delivery(message, &quote! { super::types });
-    let mut text = format!(
-        "Handles message {} from queue {} (consumer {}).",
-        code(&message.name),
-        code(&consumer.queue),
-        code(&consumer.name)
-    );
-    if let Some(description) = &message.description {
-        text = format!("{text}\n\n{description}");
-    }
-    text.push_str(
-        "\n\nReturn `Ok(())` to acknowledge, `HandlerError::non_retryable` for a failure that \
-         can never succeed (dead-lettered at once), or any other error to let the queue's \
-         retry policy decide.",
-    );
-    let docs = doc(&text);
+    let docs = trait_doc(contract, consumer, message);
     let returns = quote! {
         impl ::core::future::Future<
             Output = ::core::result::Result<(), ::warren_runtime::HandlerError>,
@@ -85,6 +74,46 @@ fn handler_trait(consumer: &Consumer, message: &Message) -> TokenStream {
             #method
         }
     }
+}
+
+/// The trait's doc: the consumer, its queue and message, and how the queue treats a failure.
+fn trait_doc(contract: &Contract, consumer: &Consumer, message: &Message) -> TokenStream {
+    let marker = ident(&message.name, Role::Message);
+    let head = format!(
+        "Consumer {}: handles message {} from queue {}.",
+        code(&consumer.name),
+        code(&message.name),
+        code(&consumer.queue)
+    );
+    let mut text = format!("- message: [`messages::{marker}`](super::messages::{marker})");
+    let retry = retry_line(contract, consumer);
+    if !retry.is_empty() {
+        text.push_str(&format!("\n- {retry}"));
+    }
+    let handling = match (&consumer.batch, consumer.concurrency) {
+        (Some(batch), _) => format!(
+            "in batches of up to {}, waiting at most {} for one to fill",
+            batch.size, batch.timeout
+        ),
+        (None, 1) => "one delivery at a time".to_owned(),
+        (None, n) => format!("up to {n} deliveries at once"),
+    };
+    text.push_str(&format!(
+        "\n- prefetch {}, handling {handling}",
+        consumer.prefetch
+    ));
+    if let Some(breaker) = &consumer.circuit_breaker {
+        text.push_str(&format!(
+            "\n- circuit breaker: pauses for {} after {} retryable failures in a row",
+            breaker.cool_down, breaker.failures
+        ));
+    }
+    text.push_str(
+        "\n\nReturn `Ok(())` to acknowledge, `HandlerError::non_retryable` for a failure that \
+         can never succeed (never retried), or any other error to let the queue's retry policy \
+         decide.",
+    );
+    compose(&head, message.description.as_deref(), &text)
 }
 
 fn adapter(consumer: &Consumer, message: &Message) -> TokenStream {
@@ -122,20 +151,33 @@ fn adapter(consumer: &Consumer, message: &Message) -> TokenStream {
 }
 
 fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
-    let params: Vec<_> = consumers
+    let traits: Vec<_> = consumers
         .iter()
         .map(|(c, _)| ident(&c.name, Role::ConsumerTrait))
+        .collect();
+    let params: Vec<_> = consumers
+        .iter()
+        .map(|(c, _)| {
+            let handler_trait = naming::role_ident(&c.name, Role::ConsumerTrait);
+            super::to_ident(&c.name, handler_trait.map(|t| naming::handler_param(&t)))
+        })
         .collect();
     let fields: Vec<_> = consumers
         .iter()
         .map(|(c, _)| ident(&c.name, Role::ConsumerField))
         .collect();
-    let field_docs = consumers.iter().map(|(c, _)| {
-        doc(&format!(
-            "The handler of consumer {} (queue {}).",
-            code(&c.name),
-            code(&c.queue)
-        ))
+    let field_docs = consumers.iter().zip(&traits).map(|((c, m), t)| {
+        compose(
+            &format!(
+                "The handler of consumer {} (message {} from queue {}): a type implementing \
+             [`consumers::{t}`].",
+                code(&c.name),
+                code(&m.name),
+                code(&c.queue)
+            ),
+            None,
+            "",
+        )
     });
     let registrations = consumers
         .iter()
@@ -202,18 +244,25 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
     let bounds = if params.is_empty() {
         quote! {}
     } else {
-        quote! { <#( #params: consumers::#params ),*> }
+        quote! { <#( #params: consumers::#traits ),*> }
     };
+    let mut text = "The handler of every consumer of the contract. Each field is required, so \
+                    a consumer without a handler is a compile error."
+        .to_owned();
+    if let (Some(param), Some(handler_trait)) = (params.first(), traits.first()) {
+        text.push_str(&format!(
+            "\n\nEach type parameter is the type of one consumer's handler, named after the \
+             trait it implements: `{param}` implements [`consumers::{handler_trait}`]."
+        ));
+    }
+    let docs = compose(&text, None, "");
     quote! {
-        /// The handler of every consumer of the contract. Each field is required, so a
-        /// consumer without a handler is a compile error.
+        #docs
         pub struct Handlers #generics {
             #( #field_docs pub #fields: #params, )*
         }
 
-        // `self::`: a consumer named `handlers` makes a generic `Handlers`, which would
-        // hide the struct inside the impl.
-        impl #bounds self::Handlers #generics {
+        impl #bounds Handlers #generics {
             /// Adds every consumer to `worker`.
             pub fn register(self, worker: &mut ::warren_runtime::Worker) {
                 #unused

@@ -1,31 +1,58 @@
 //! One marker type per message, implementing `warren_runtime::Message`.
 
-use proc_macro2::TokenStream;
+use std::collections::BTreeMap;
+
+use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
-use super::{code, doc, ident, type_ident};
+use super::docs::{allow_contract_markdown, compose};
+use super::{code, ident, type_ident};
 use crate::model::{Contract, Message, SchemaType};
 use crate::naming::Role;
 
 /// `pub mod messages { … }`.
 pub(super) fn emit(contract: &Contract) -> TokenStream {
-    let markers = contract.messages.values().map(marker);
+    // Who publishes and consumes each message, gathered once: asking per message would cost
+    // the square of the contract.
+    let mut users: BTreeMap<&str, Users> = BTreeMap::new();
+    for publisher in contract.publishers.values() {
+        let entry = users.entry(publisher.message.as_str()).or_default();
+        entry.publishers.push(code(&publisher.name));
+    }
+    for consumer in contract.consumers.values() {
+        let entry = users.entry(consumer.message.as_str()).or_default();
+        entry.consumers.push(format!(
+            "{} (queue {})",
+            code(&consumer.name),
+            code(&consumer.queue)
+        ));
+    }
+    let none = Users::default();
+    let markers = contract.messages.values().map(|message| {
+        let users = users.get(message.name.as_str()).unwrap_or(&none);
+        marker(contract, message, users)
+    });
+    let allow = allow_contract_markdown();
     quote! {
         /// One marker type per message of the contract, naming its payload and headers types,
         /// content type and JSON Schemas.
+        #allow
         pub mod messages {
             #( #markers )*
         }
     }
 }
 
-fn marker(message: &Message) -> TokenStream {
+/// The publishers and consumers of one message, as doc text.
+#[derive(Default)]
+struct Users {
+    publishers: Vec<String>,
+    consumers: Vec<String>,
+}
+
+fn marker(contract: &Contract, message: &Message, users: &Users) -> TokenStream {
     let name = ident(&message.name, Role::Message);
-    let mut text = format!("Message {}.", code(&message.name));
-    if let Some(description) = &message.description {
-        text = format!("{text}\n\n{description}");
-    }
-    let docs = doc(&text);
+    let docs = marker_doc(contract, message, users);
     let payload = type_ident(&message.payload.type_name);
     let headers = match &message.headers {
         Some(headers) => {
@@ -36,10 +63,10 @@ fn marker(message: &Message) -> TokenStream {
     };
     let message_name = &message.name;
     let content_type = &message.content_type;
-    let payload_schema = schema_text(&message.payload);
+    let payload_schema = schema_literal(&message.payload.schema);
     let headers_schema = match &message.headers {
         Some(headers) => {
-            let text = schema_text(headers);
+            let text = schema_literal(&headers.schema);
             quote! { ::core::option::Option::Some(#text) }
         }
         None => quote! { ::core::option::Option::None },
@@ -60,7 +87,106 @@ fn marker(message: &Message) -> TokenStream {
     }
 }
 
-/// The standalone schema as compact JSON.
-fn schema_text(schema: &SchemaType) -> String {
-    schema.schema.to_string()
+/// The marker's doc: the message's description, its types and where they were read, and who
+/// publishes and consumes it.
+fn marker_doc(contract: &Contract, message: &Message, users: &Users) -> TokenStream {
+    let head = format!("Message {} of the contract.", code(&message.name));
+    let mut text = String::new();
+    let sources = &contract.schemas.sources;
+    let typed = |what: &str, schema: &SchemaType| {
+        let name = &schema.type_name;
+        let mut line = format!("\n- {what}: [`{name}`](super::types::{name})");
+        if let Some(source) = sources.get(name) {
+            line.push_str(&format!(", from {}", code(source)));
+        }
+        line
+    };
+    text.push_str(&typed("payload", &message.payload));
+    if let Some(headers) = &message.headers {
+        text.push_str(&typed("headers", headers));
+    }
+    text.push_str(&format!(
+        "\n- content type: {}",
+        code(&message.content_type)
+    ));
+    if !users.publishers.is_empty() {
+        text.push_str(&format!("\n- published by {}", users.publishers.join(", ")));
+    }
+    if !users.consumers.is_empty() {
+        text.push_str(&format!("\n- consumed by {}", users.consumers.join(", ")));
+    }
+    compose(&head, message.description.as_deref(), &text)
+}
+
+/// A bundled schema as a raw string literal, pretty-printed so it reads in an editor.
+///
+/// The runtime parses the text as JSON, so only its value matters: key order is the
+/// bundle's (deterministic), and every [hidden](crate::diagnostics::is_hidden) character,
+/// which JSON text can only hold inside a string, is written as its `\uXXXX` escape, since
+/// rustc refuses a bidirectional override in a literal. The literal gets one `#` more than
+/// the longest run of `#` after a `"` in the text, so no content can end it early.
+pub(super) fn schema_literal(schema: &serde_json::Value) -> Literal {
+    let pretty = serde_json::to_string_pretty(schema).unwrap_or_else(|_| schema.to_string());
+    let mut text = String::with_capacity(pretty.len());
+    for c in pretty.chars() {
+        if crate::diagnostics::is_hidden(c) && c != '\n' {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                text.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            text.push(c);
+        }
+    }
+    let hashes = "#".repeat(longest_hash_run(&text) + 1);
+    let source = format!("r{hashes}\"{text}\"{hashes}");
+    // A raw string literal of that shape always lexes; should it not, the escaped literal
+    // has the same value.
+    source
+        .parse::<Literal>()
+        .unwrap_or_else(|_| Literal::string(&text))
+}
+
+/// The longest run of `#` right after a `"` in `text`.
+fn longest_hash_run(text: &str) -> usize {
+    text.split('"')
+        .skip(1)
+        .map(|after| after.len() - after.trim_start_matches('#').len())
+        .max()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::schema_literal;
+
+    /// Whatever a schema holds, its literal is one token whose value parses back to the same
+    /// JSON, with no bare hidden character in the file.
+    #[test]
+    fn schema_literals_survive_hostile_content() {
+        let cases = [
+            json!({"$ref": "#/$defs/A"}),
+            json!({"description": "ends \"### early? \"#\"## r#\"x\"#"}),
+            json!({"title": "\"##########"}),
+            json!({"description": "\u{202e} bidi, \r CR, \u{0} NUL, \u{2028} LS, */ /* `"}),
+            json!({"enum": ["\"#", "#\"", "\\\"#"]}),
+        ];
+        for schema in cases {
+            let literal = schema_literal(&schema);
+            let written = literal.to_string();
+            assert!(written.starts_with("r#"), "{written}");
+            assert!(
+                !written
+                    .chars()
+                    .any(|c| crate::diagnostics::is_hidden(c) && c != '\n'),
+                "{written}"
+            );
+            let parsed: syn::LitStr = syn::parse_str(&written).expect("one string literal");
+            let value: serde_json::Value =
+                serde_json::from_str(&parsed.value()).expect("the value is JSON");
+            assert_eq!(value, schema, "{written}");
+        }
+    }
 }

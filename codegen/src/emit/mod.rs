@@ -13,17 +13,19 @@
 //! identifiers are derived by [`crate::naming`].
 
 mod consumers;
+mod docs;
 mod messages;
 mod publishers;
 mod topology;
+mod type_docs;
 mod types;
 
 use proc_macro2::{Ident, Span, TokenStream};
-use quote::quote;
 
 use crate::model::Contract;
 use crate::naming::{self, Case, Role};
 use crate::settings::TypeOptions;
+use docs::code;
 
 /// The first line of every generated file.
 pub fn header() -> String {
@@ -53,16 +55,17 @@ pub(crate) fn generate(
     let mut code = format!("{}\n", header());
     // One section at a time, each parsed, formatted and dropped before the next: the token
     // trees and syntax trees of a large contract are many times the size of its text.
-    let sections: [&dyn Fn() -> Result<TokenStream, GenerateError>; 5] = [
+    // The types come parsed already: their docs are rewritten on the syntax tree.
+    let sections: [&dyn Fn() -> Result<syn::File, GenerateError>; 5] = [
         &|| types::emit(contract, options),
-        &|| Ok(messages::emit(contract)),
-        &|| Ok(publishers::emit(contract)),
-        &|| Ok(consumers::emit(contract)),
-        &|| Ok(topology::emit(contract)),
+        &|| parse(messages::emit(contract)),
+        &|| parse(publishers::emit(contract)),
+        &|| parse(consumers::emit(contract)),
+        &|| parse(topology::emit(contract)),
     ];
     for section in sections {
         UNNAMED.with_borrow_mut(Vec::clear);
-        let tokens = section()?;
+        let file = section();
         let unnamed = UNNAMED.with_borrow_mut(std::mem::take);
         if !unnamed.is_empty() {
             return Err(GenerateError::Internal(format!(
@@ -70,11 +73,15 @@ pub(crate) fn generate(
                 unnamed.join(", ")
             )));
         }
-        let file: syn::File = syn::parse2(tokens)
-            .map_err(|e| GenerateError::Internal(format!("generated code does not parse ({e})")))?;
-        code.push_str(&prettyplease::unparse(&file));
+        code.push_str(&prettyplease::unparse(&file?));
     }
     Ok(code)
+}
+
+/// A section's tokens as a file.
+fn parse(tokens: TokenStream) -> Result<syn::File, GenerateError> {
+    syn::parse2(tokens)
+        .map_err(|e| GenerateError::Internal(format!("generated code does not parse ({e})")))
 }
 
 thread_local! {
@@ -103,21 +110,5 @@ fn to_ident(name: &str, derived: Result<naming::Ident, naming::NameError>) -> Id
             UNNAMED.with_borrow_mut(|unnamed| unnamed.push(format!("`{name}`")));
             Ident::new("__warren_unnamed", Span::call_site())
         }
-    }
-}
-
-/// `#[doc = "…"]` lines for `text`, one attribute per line so rustdoc keeps the layout.
-fn doc(text: &str) -> TokenStream {
-    let lines = text.lines().map(|line| format!(" {line}"));
-    quote! { #( #[doc = #lines] )* }
-}
-
-/// Escapes text for rustdoc Markdown inline code: names may hold backticks.
-fn code(text: &str) -> String {
-    let escaped = naming::printable(text);
-    if escaped.contains('`') {
-        format!("`` {escaped} ``")
-    } else {
-        format!("`{escaped}`")
     }
 }

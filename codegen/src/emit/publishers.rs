@@ -1,9 +1,10 @@
 //! `Publishers`: one async method per publisher of the contract.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::{code, doc, ident};
+use super::docs::compose;
+use super::{code, ident};
 use crate::model::{Compression, Contract, KeyWord, Publisher};
 use crate::naming::Role;
 
@@ -49,6 +50,51 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
     }
 }
 
+/// The method's doc: where the message goes, and what each parameter is.
+fn method_doc(
+    publisher: &Publisher,
+    marker: &Ident,
+    payload: &Ident,
+    headers: bool,
+) -> TokenStream {
+    let exchange = if publisher.exchange.is_empty() {
+        "the default exchange".to_owned()
+    } else {
+        format!("exchange {}", code(&publisher.exchange))
+    };
+    let key = if publisher.routing_key_text.is_empty() {
+        "an empty routing key".to_owned()
+    } else {
+        format!("routing key {}", code(&publisher.routing_key_text))
+    };
+    let mut head = format!(
+        "Publisher {}: publishes message {} to {exchange} with {key}",
+        code(&publisher.name),
+        code(&publisher.message),
+    );
+    if let Some(compression) = publisher.compression {
+        head.push_str(&format!(", compressed with {}", compression.as_str()));
+    }
+    head.push('.');
+    let mut text = format!("- message: [`messages::{marker}`]");
+    for placeholder in publisher.routing_key.placeholders() {
+        let parameter = ident(placeholder, Role::Placeholder);
+        text.push_str(&format!(
+            "\n- `{parameter}`: the value of {} in the routing key; not empty",
+            code(&format!("{{{placeholder}}}"))
+        ));
+    }
+    text.push_str(&format!("\n- `payload`: the body, [`types::{payload}`]"));
+    if headers {
+        text.push_str("\n- `headers`: the message's application headers");
+    }
+    text.push_str(
+        "\n\nNothing is sent when the payload or headers break their schema. Waits for the \
+         broker's confirm, and fails when the message reaches no queue.",
+    );
+    compose(&head, None, &text)
+}
+
 fn method(contract: &Contract, publisher: &Publisher) -> Option<TokenStream> {
     let message = contract.messages.get(&publisher.message)?;
     let name = ident(&publisher.name, Role::Publisher);
@@ -88,21 +134,7 @@ fn method(contract: &Contract, publisher: &Publisher) -> Option<TokenStream> {
             quote! { ::core::option::Option::Some(::warren_runtime::codegen::Compression::Deflate) }
         }
     };
-    let exchange_text = if exchange.is_empty() {
-        "the default exchange".to_owned()
-    } else {
-        format!("exchange {}", code(exchange))
-    };
-    let mut text = format!(
-        "Publishes message {} to {exchange_text} with routing key {}",
-        code(&message.name),
-        code(&publisher.routing_key_text)
-    );
-    if let Some(compression) = publisher.compression {
-        text.push_str(&format!(", compressed with {}", compression.as_str()));
-    }
-    text.push_str(&format!(" (publisher {}).", code(&publisher.name)));
-    let docs = doc(&text);
+    let docs = method_doc(publisher, &marker, &payload, message.headers.is_some());
     Some(quote! {
         #docs
         pub async fn #name(

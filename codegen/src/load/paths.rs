@@ -49,6 +49,17 @@ impl PathDisplay {
     pub fn show(&self, path: &Path) -> PathBuf {
         normalize(&self.shown_dir.join(relative(&self.canonical_dir, path)))
     }
+
+    /// The canonical path `path` relative to the contract's folder, with `/` between its
+    /// parts whatever the platform: how generated code names a schema file, the same
+    /// wherever the contract is built from.
+    pub fn from_contract_dir(&self, path: &Path) -> String {
+        let parts: Vec<String> = normalize(&relative(&self.canonical_dir, path))
+            .components()
+            .map(|part| part.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        parts.join("/")
+    }
 }
 
 /// `path` relative to `base`; both absolute.

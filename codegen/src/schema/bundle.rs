@@ -74,6 +74,11 @@ pub struct SchemaBundle {
     pub definitions: BTreeMap<String, Value>,
     /// Every schema file read, canonical paths.
     pub files: BTreeSet<PathBuf>,
+    /// Where each definition was read, by Rust type name: its file relative to the
+    /// contract's folder, and the JSON pointer in it unless it is the file's root
+    /// (`schemas/order.json#/$defs/Money`). Of identical copies merged into one definition,
+    /// the first.
+    pub sources: BTreeMap<String, String>,
 }
 
 impl SchemaBundle {
@@ -192,6 +197,7 @@ impl<'a> Bundler<'a> {
         let mut bundle = SchemaBundle {
             definitions: BTreeMap::new(),
             files: self.files.keys().cloned().collect(),
+            sources: BTreeMap::new(),
         };
         // Group nodes by Rust name; identical bodies merge, different ones clash.
         let mut groups: BTreeMap<&str, Vec<(&NodeKey, Value)>> = BTreeMap::new();
@@ -210,6 +216,11 @@ impl<'a> Bundler<'a> {
                     self.clash(name, first_key, key);
                 }
             }
+            let mut source = self.paths.from_contract_dir(&first_key.file);
+            if !first_key.pointer.is_empty() {
+                source = format!("{source}#{}", first_key.pointer);
+            }
+            bundle.sources.insert(name.to_owned(), source);
             bundle.definitions.insert(name.to_owned(), first_body);
         }
         for (name, cycle) in unnested_cycles(&bundle.definitions) {

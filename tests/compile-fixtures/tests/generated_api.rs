@@ -2,7 +2,7 @@
 //! `async fn`, `Handlers` built from them, payload types that round-trip their JSON, and
 //! message markers whose schemas are the bundled JSON Schemas.
 
-use warren_compile_fixtures::{hostile_names, payload_shapes, routing};
+use warren_compile_fixtures::{hostile_docs, hostile_names, payload_shapes, routing};
 use warren_runtime::{Delivery, HandlerError, Message, NoHeaders};
 
 struct Archive;
@@ -193,4 +193,65 @@ fn topology_carries_arguments_wait_queues_and_bindings() {
         routing.bindings.iter().any(|b| b.exchange == "telemetry"
             && b.destination == Destination::Exchange("archive".into()))
     );
+}
+
+/// A schema whose text holds what would end a raw string (`"###`), bidirectional overrides
+/// and a carriage return reaches the runtime whole: the file holds them escaped, and the
+/// literal's value parses to the schema as written.
+#[test]
+fn hostile_schema_text_reaches_the_runtime_whole() {
+    let schema: serde_json::Value =
+        serde_json::from_str(hostile_docs::messages::Nasty::PAYLOAD_SCHEMA).unwrap();
+    let body = &schema["$defs"]["NastyTitle"];
+    assert_eq!(
+        body["description"],
+        "\"### closes r##\"…\"##? \u{202e} reversed \u{2066} isolate \r bare CR\n*/ /** ///"
+    );
+    assert_eq!(body["title"], "Nasty \r\"## title");
+    assert_eq!(body["properties"]["kind"]["enum"][2], "\u{202e}");
+}
+
+struct Anything;
+
+impl hostile_docs::consumers::A for Anything {
+    async fn handle(
+        &self,
+        _: Delivery<hostile_docs::types::NastyTitle>,
+    ) -> Result<(), HandlerError> {
+        Ok(())
+    }
+}
+
+impl hostile_docs::consumers::AImpl for Anything {
+    async fn handle(
+        &self,
+        _: Delivery<hostile_docs::types::NastyTitle>,
+    ) -> Result<(), HandlerError> {
+        Ok(())
+    }
+}
+
+impl hostile_docs::consumers::Self_ for Anything {
+    async fn handle(
+        &self,
+        _: Delivery<hostile_docs::types::NastyTitle>,
+    ) -> Result<(), HandlerError> {
+        Ok(())
+    }
+}
+
+/// `Handlers`' type parameters are `AImpl`, `AImplImpl` and `SelfImpl` for consumers `a`,
+/// `a_impl` (whose trait is itself `AImpl`) and `self`: distinct, and each bound by its own
+/// trait.
+#[test]
+fn handlers_type_parameters_stay_distinct_from_each_other_and_the_traits() {
+    let handlers = hostile_docs::Handlers {
+        a: Anything,
+        a_impl: Anything,
+        self_: Anything,
+    };
+    // `register` exists only where each parameter implements its trait.
+    let _register = hostile_docs::Handlers::<Anything, Anything, Anything>::register;
+    let hostile_docs::Handlers { a, a_impl, self_ } = handlers;
+    let _: (Anything, Anything, Anything) = (a, a_impl, self_);
 }

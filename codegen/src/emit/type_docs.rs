@@ -1,0 +1,296 @@
+//! The doc comments of typify's payload and headers types, rewritten to say where each type
+//! came from.
+//!
+//! typify documents a type by its schema's `description`, or else by its own name in
+//! backticks (`` /// `AddressLine1` ``), and its modules by generic lines ("Error types.");
+//! its doc strings also keep whatever characters the schema held. Here every generated type
+//! gets its schema's `title` (when it says more than the name) and `description` as written,
+//! then where it was read: a definition names its schema file and JSON pointer and the
+//! messages it carries, a type typify made for part of one names the field it types.
+//! Field and variant docs (property descriptions) are kept, made [safe](super::docs::doc).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proc_macro2::TokenStream;
+use quote::{ToTokens, quote};
+use syn::parse::Parser;
+use syn::{Attribute, Expr, ExprLit, Fields, Item, Lit, Meta};
+
+use super::GenerateError;
+use super::docs::{code, compose, doc};
+use crate::model::Contract;
+
+/// The items of typify's `stream` with their doc comments rewritten. Parsed once, here, and
+/// handed to the printer as syntax ([`fill`]): the types are most of a large contract's code,
+/// and parsing them twice cost a fifth of generating it.
+pub(super) fn rewrite(
+    stream: TokenStream,
+    contract: &Contract,
+) -> Result<Vec<Item>, GenerateError> {
+    let mut file = syn::parse2::<syn::File>(stream)
+        .map_err(|e| GenerateError::Internal(format!("typify's code does not parse ({e})")))?;
+    let users = users(&file.items);
+    // Which messages carry each type, gathered once rather than asked per type.
+    let mut carried: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for message in contract.messages.values() {
+        let marker = super::ident(&message.name, crate::naming::Role::Message);
+        let types = [
+            Some(("payload", &message.payload)),
+            message.headers.as_ref().map(|h| ("headers", h)),
+        ];
+        for (what, schema) in types.into_iter().flatten() {
+            carried
+                .entry(schema.type_name.as_str())
+                .or_default()
+                .push(format!(
+                    "the {what} of message {} ([`messages::{marker}`](super::messages::{marker}))",
+                    code(&message.name)
+                ));
+        }
+    }
+    for item in &mut file.items {
+        match item {
+            Item::Struct(item) => {
+                let docs = type_doc(
+                    contract,
+                    &users,
+                    &carried,
+                    &item.ident.to_string(),
+                    &item.attrs,
+                );
+                replace_docs(&mut item.attrs, docs);
+                fields_docs(&mut item.fields);
+            }
+            Item::Enum(item) => {
+                let docs = type_doc(
+                    contract,
+                    &users,
+                    &carried,
+                    &item.ident.to_string(),
+                    &item.attrs,
+                );
+                replace_docs(&mut item.attrs, docs);
+                for variant in &mut item.variants {
+                    let docs = doc(&doc_text(&variant.attrs));
+                    replace_docs(&mut variant.attrs, docs);
+                    fields_docs(&mut variant.fields);
+                }
+            }
+            Item::Type(item) => {
+                let docs = type_doc(
+                    contract,
+                    &users,
+                    &carried,
+                    &item.ident.to_string(),
+                    &item.attrs,
+                );
+                replace_docs(&mut item.attrs, docs);
+            }
+            Item::Mod(item) => {
+                if let Some(text) = module_doc(&item.ident.to_string()) {
+                    replace_docs(&mut item.attrs, compose(text, None, ""));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(file.items)
+}
+
+/// The file of `shell`, an empty module, with `items` as the module's content.
+pub(super) fn fill(shell: TokenStream, items: Vec<Item>) -> Result<syn::File, GenerateError> {
+    let mut file = syn::parse2::<syn::File>(shell)
+        .map_err(|e| GenerateError::Internal(format!("the types module does not parse ({e})")))?;
+    match file.items.as_mut_slice() {
+        [Item::Mod(module)] => {
+            module.content = Some((syn::token::Brace::default(), items));
+            Ok(file)
+        }
+        _ => Err(GenerateError::Internal(
+            "the types module is not one module".to_owned(),
+        )),
+    }
+}
+
+/// Better lines for typify's modules than its own ("Error types.").
+fn module_doc(name: &str) -> Option<&'static str> {
+    match name {
+        "error" => Some(
+            "The error of the `TryFrom` and `FromStr` conversions of types with constraints \
+             (a pattern, a length, an enumeration): which constraint the value broke.",
+        ),
+        "builder" => Some(
+            "Builders of the struct types, one each of the same name: start from `default()`, \
+             set the fields, then convert with `try_into()`, which says which required field is \
+             missing or which value is invalid.",
+        ),
+        "defaults" => Some("The default values the schemas give, for serde."),
+        _ => None,
+    }
+}
+
+/// The doc of the generated type `name`: its schema's own words, then where it came from.
+fn type_doc(
+    contract: &Contract,
+    users: &BTreeMap<String, (String, String)>,
+    carried: &BTreeMap<&str, Vec<String>>,
+    name: &str,
+    attrs: &[Attribute],
+) -> TokenStream {
+    let schemas = &contract.schemas;
+    let Some(body) = schemas.definitions.get(name) else {
+        // A type typify made for part of a schema: its description, if typify found one, and
+        // the field it types.
+        let own = doc_text(attrs);
+        let own = (own.trim() != format!("`{name}`")).then_some(own);
+        let origin = users.get(name).map_or_else(String::new, |(owner, field)| {
+            format!("The type of field {} of [`{owner}`].", code(field))
+        });
+        return compose("", own.as_deref(), &origin);
+    };
+    let text = |key: &str| body.get(key).and_then(|v| v.as_str()).map(str::trim);
+    // A file's root is named by its title, so a title is often the name itself.
+    let names_it = |title: &str| {
+        crate::naming::ident(title, crate::naming::Case::Type).is_ok_and(|id| id.text == name)
+    };
+    let own: Vec<&str> = [text("title").filter(|t| !names_it(t)), text("description")]
+        .into_iter()
+        .flatten()
+        .filter(|t| !t.is_empty())
+        .collect();
+    let mut origin = match schemas.sources.get(name) {
+        Some(source) => format!("From the JSON Schema at {}.", code(source)),
+        None => String::new(),
+    };
+    let mut carries = carried.get(name).cloned().unwrap_or_default();
+    if let Some(first) = carries.first_mut() {
+        // Each starts with "the", lower case: the first begins a sentence.
+        first[..1].make_ascii_uppercase();
+        origin.push_str(&format!(" {}.", carries.join("; ")));
+    }
+    compose("", Some(&own.join("\n\n")), &origin)
+}
+
+/// For each generated type used by a field of another, the first such type and field (by
+/// its name in JSON): how a type typify made for part of a schema is found again.
+fn users(items: &[Item]) -> BTreeMap<String, (String, String)> {
+    let names: BTreeSet<String> = items
+        .iter()
+        .filter_map(|item| match item {
+            Item::Struct(item) => Some(item.ident.to_string()),
+            Item::Enum(item) => Some(item.ident.to_string()),
+            Item::Type(item) => Some(item.ident.to_string()),
+            _ => None,
+        })
+        .collect();
+    let mut users = BTreeMap::new();
+    for item in items {
+        let Item::Struct(item) = item else { continue };
+        let owner = item.ident.to_string();
+        for field in &item.fields {
+            let Some(ident) = &field.ident else { continue };
+            let json = serde_rename(&field.attrs)
+                .unwrap_or_else(|| ident.to_string().trim_start_matches("r#").to_owned());
+            for tree in flatten(field.ty.to_token_stream()) {
+                let used = tree.to_string();
+                if used != owner && names.contains(&used) && !users.contains_key(&used) {
+                    users.insert(used, (owner.clone(), json.clone()));
+                }
+            }
+        }
+    }
+    users
+}
+
+/// Every identifier of `tokens`, groups opened.
+fn flatten(tokens: TokenStream) -> Vec<proc_macro2::Ident> {
+    let mut out = Vec::new();
+    for tree in tokens {
+        match tree {
+            proc_macro2::TokenTree::Ident(ident) => out.push(ident),
+            proc_macro2::TokenTree::Group(group) => out.extend(flatten(group.stream())),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The name of a field in JSON when serde renames it: `#[serde(rename = "…")]`.
+fn serde_rename(attrs: &[Attribute]) -> Option<String> {
+    let mut renamed = None;
+    for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        // Other serde arguments (`default`, `skip_serializing_if = …`) are skipped whole.
+        let _ = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("rename") {
+                let value: syn::LitStr = meta.value()?.parse()?;
+                renamed = Some(value.value());
+            } else if let Ok(value) = meta.value() {
+                let _: Expr = value.parse()?;
+            }
+            Ok(())
+        });
+    }
+    renamed
+}
+
+/// The field docs of `fields`, made safe.
+fn fields_docs(fields: &mut Fields) {
+    for field in fields.iter_mut() {
+        let docs = doc(&doc_text(&field.attrs));
+        replace_docs(&mut field.attrs, docs);
+    }
+}
+
+/// The text of the doc attributes of `attrs`, one per line.
+fn doc_text(attrs: &[Attribute]) -> String {
+    let lines: Vec<String> = attrs
+        .iter()
+        .filter_map(|attr| match &attr.meta {
+            Meta::NameValue(nv) if nv.path.is_ident("doc") => match &nv.value {
+                Expr::Lit(ExprLit {
+                    lit: Lit::Str(text),
+                    ..
+                }) => Some(text.value()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    let lines: Vec<&str> = lines
+        .iter()
+        .map(|line| line.strip_prefix(' ').unwrap_or(line))
+        .collect();
+    lines.join("\n")
+}
+
+/// Replaces the doc attributes of `attrs` by `docs`, before the others.
+fn replace_docs(attrs: &mut Vec<Attribute>, docs: TokenStream) {
+    // Only `#[doc = "…"]` lines: a `#[doc(alias = …)]` or `#[doc(hidden)]` a user asked
+    // for in the generator settings stays.
+    attrs.retain(|attr| !matches!(&attr.meta, Meta::NameValue(nv) if nv.path.is_ident("doc")));
+    if let Ok(mut new) = Attribute::parse_outer.parse2(quote! { #docs }) {
+        new.append(attrs);
+        *attrs = new;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+    use syn::parse::Parser;
+
+    use super::{doc_text, serde_rename};
+
+    #[test]
+    fn reads_docs_and_serde_renames() {
+        let attrs = syn::Attribute::parse_outer
+            .parse2(quote! {
+                #[doc = "first"]
+                #[doc = " second"]
+                #[serde(default, skip_serializing_if = "x", rename = "quote\"d")]
+            })
+            .expect("attributes");
+        assert_eq!(doc_text(&attrs), "first\nsecond");
+        assert_eq!(serde_rename(&attrs).as_deref(), Some("quote\"d"));
+    }
+}
