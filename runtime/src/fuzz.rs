@@ -11,8 +11,8 @@ use lapin::types::ShortString;
 use serde::{Deserialize, Serialize};
 
 use crate::Message;
-use crate::publisher::Compression;
 use crate::model::{DeadLetter, OnPoison, QueueKind, Retry};
+use crate::publisher::Compression;
 use crate::schema::Validators;
 use crate::worker::QueueInfo;
 use crate::worker::decode::{decode as decode_delivery, original_route, retries_so_far};

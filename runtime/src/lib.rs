@@ -102,9 +102,9 @@ pub use declare::{DeclareError, TopologyEntity, declare, delete, verify};
 pub use delivery::{Delivery, DeliveryBuilder};
 pub use error::{HandlerError, MessagePart, PublishError, ShortField, WorkerError};
 pub use message::{Message, NoHeaders};
+pub use model::Topology;
 pub use publisher::{DEFAULT_PUBLISH_TIMEOUT, PublishOptions, Publisher};
 pub use schema::SchemaError;
-pub use model::Topology;
 pub use worker::{DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_BODY_BYTES, ShutdownHandle, Worker};
 
 /// The topology model shared with the generator: exchanges, queues, bindings, retry

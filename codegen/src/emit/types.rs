@@ -14,10 +14,7 @@ use crate::settings::TypeOptions;
 const REROUTED_CRATES: &[&str] = &["chrono", "regress", "serde", "serde_json", "uuid"];
 
 /// `pub mod types { … }` with every bundled definition.
-pub(super) fn emit(
-    contract: &Contract,
-    options: &TypeOptions,
-) -> Result<syn::File, GenerateError> {
+pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::File, GenerateError> {
     let mut definitions = Vec::new();
     for (name, body) in &contract.schemas.definitions {
         let schema: schemars::schema::Schema = serde_json::from_value(body.clone())

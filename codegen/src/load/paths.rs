@@ -53,7 +53,7 @@ impl PathDisplay {
     /// The canonical path `path` relative to the contract's folder, with `/` between its
     /// parts whatever the platform: how generated code names a schema file, the same
     /// wherever the contract is built from.
-    pub fn from_contract_dir(&self, path: &Path) -> String {
+    pub fn in_contract_dir(&self, path: &Path) -> String {
         let parts: Vec<String> = normalize(&relative(&self.canonical_dir, path))
             .components()
             .map(|part| part.as_os_str().to_string_lossy().into_owned())

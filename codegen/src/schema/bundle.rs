@@ -216,7 +216,7 @@ impl<'a> Bundler<'a> {
                     self.clash(name, first_key, key);
                 }
             }
-            let mut source = self.paths.from_contract_dir(&first_key.file);
+            let mut source = self.paths.in_contract_dir(&first_key.file);
             if !first_key.pointer.is_empty() {
                 source = format!("{source}#{}", first_key.pointer);
             }
