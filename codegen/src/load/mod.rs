@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub(crate) use lines::{Column, LineIndex};
-pub use paths::PathDisplay;
+pub(crate) use paths::PathDisplay;
 pub use spans::YamlSpans;
 
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, Place, YamlPath};
-use crate::files::{Files, Sources};
+use crate::files::Files;
 use crate::format::ContractFile;
 
 /// A contract file as read.
@@ -73,31 +73,23 @@ pub enum LoadError {
     Invalid(Diagnostics),
 }
 
-/// Reads and parses the contract at `path`.
-pub fn load(path: &Path) -> Result<LoadedContract, LoadError> {
+/// Reads and parses the contract at `path` in `files`, whose schema files are then read
+/// from `files` too: the file system, or [`Sources`](crate::Sources) held in memory. Only a
+/// regular file is read (`Files::read`), so a device or a pipe named as the contract fails
+/// at once rather than reading for ever.
+pub(crate) fn load(files: Files, path: &Path) -> Result<LoadedContract, LoadError> {
     let io = |source| LoadError::Io {
         path: path.to_owned(),
         source,
     };
-    let text: Arc<str> = std::fs::read_to_string(path).map_err(io)?.into();
-    let paths = PathDisplay::new(path).map_err(io)?;
-    parse(text, paths, Files::Disk).map_err(LoadError::Invalid)
-}
-
-/// Reads and parses the contract of `sources`, whose schema files are then read from
-/// `sources` too.
-pub(crate) fn load_sources(sources: &Sources) -> Result<LoadedContract, LoadError> {
-    let (files, canonical) = Files::memory(sources);
-    let text = files.read(&canonical).map_err(|source| LoadError::Io {
-        path: sources.contract().to_owned(),
-        source,
-    })?;
-    let paths = PathDisplay::resolved(sources.contract(), &canonical);
+    let canonical = files.canonicalize(path).map_err(io)?;
+    let text = files.read(&canonical).map_err(io)?;
+    let paths = PathDisplay::resolved(path, &canonical, &files);
     parse(text, paths, files).map_err(LoadError::Invalid)
 }
 
 /// Parses contract text; `paths` says where it came from, `files` where its schemas are.
-pub fn parse(
+pub(crate) fn parse(
     text: Arc<str>,
     paths: PathDisplay,
     files: Files,

@@ -72,7 +72,8 @@ pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
 pub struct SchemaBundle {
     /// Definitions by Rust type name; every `$ref` in them is `#/$defs/<Name>`.
     pub definitions: BTreeMap<String, Value>,
-    /// Every schema file read, canonical paths.
+    /// Every schema file read: on disk by canonical path, in memory by the name given to
+    /// [`Sources::file`](crate::Sources::file).
     pub files: BTreeSet<PathBuf>,
     /// Where each definition was read, by Rust type name: its file relative to the
     /// contract's folder, and the JSON pointer in it unless it is the file's root
@@ -196,7 +197,11 @@ impl<'a> Bundler<'a> {
         let names = self.name_nodes();
         let mut bundle = SchemaBundle {
             definitions: BTreeMap::new(),
-            files: self.files.keys().cloned().collect(),
+            files: self
+                .files
+                .keys()
+                .map(|file| self.paths.input(file))
+                .collect(),
             sources: BTreeMap::new(),
         };
         // Group nodes by Rust name; identical bodies merge, different ones clash.
@@ -261,7 +266,7 @@ impl<'a> Bundler<'a> {
         let canonical = match self.canonical.get(path) {
             Some(known) => known.clone(),
             None => {
-                let resolved = self.file_system.canonicalize(path);
+                let resolved = self.file_system.canonicalize(path).ok();
                 self.canonical.insert(path.to_owned(), resolved.clone());
                 resolved
             }
@@ -284,11 +289,14 @@ impl<'a> Bundler<'a> {
     /// A missing file has no canonical path; show it relative to its existing parent.
     fn show_uncanonical(&self, path: &Path) -> PathBuf {
         match (
-            path.parent().and_then(|p| self.file_system.canonicalize(p)),
+            path.parent()
+                .and_then(|p| self.file_system.canonicalize(p).ok()),
             path.file_name(),
         ) {
             (Some(parent), Some(name)) => self.paths.show(&parent.join(name)),
-            _ => path.to_owned(),
+            // No folder to resolve against (or, in memory, a `..` above the root): the path
+            // as written, relative to the contract.
+            _ => self.paths.show(path),
         }
     }
 
