@@ -56,9 +56,15 @@ impl Settings {
     }
 
     /// Adds a derive to every generated payload and headers type, such as `Eq`, `Hash` or a
-    /// path like `::schemars::JsonSchema`. Types already derive `Clone`, `Debug`,
-    /// `PartialEq`, `Serialize` and `Deserialize`. The derive must hold for every type: `Eq`
-    /// on a type with a `number` field fails to compile.
+    /// path like `::schemars::JsonSchema`. The derive must hold for every type: `Eq` on a
+    /// type with a `number` field fails to compile.
+    ///
+    /// Every type already derives `Clone`, `Debug`, `PartialEq` and serde's `Serialize` and
+    /// `Deserialize`; enums of plain strings also `Copy`, `Eq`, `Hash`, `Ord` and
+    /// `PartialOrd`, string newtypes (a string with a pattern or a length) `Eq`, `Hash`, `Ord`
+    /// and `PartialOrd`, and structs whose fields all have defaults `Default`. Deriving one of
+    /// these again is harmless: a derive of the standard library or serde is merged with the
+    /// type's own however its path is written (`::core::hash::Hash` is `Hash`).
     ///
     /// ```no_run
     /// let mut settings = warren_codegen::Settings::new();
@@ -146,7 +152,12 @@ impl Settings {
                     bad(format!("derive `{derive}` has generic arguments"))
                         .with_help("name the derive macro alone, such as `Hash`"),
                 ),
-                Ok(path) => options.derives.push(path.to_token_stream().to_string()),
+                Ok(path) => {
+                    let derive = typify_derive(&path);
+                    if !options.derives.contains(&derive) {
+                        options.derives.push(derive);
+                    }
+                }
                 Err(error) => problems.push(
                     bad(format!("derive `{derive}` is not a path: {error}")).with_help(
                         "name a derive macro, such as `Hash` or `::schemars::JsonSchema`",
@@ -217,6 +228,50 @@ impl Settings {
     }
 }
 
+/// The derives of the standard library typify writes on some generated types, each by the
+/// module that holds it: typify writes them by their bare names.
+const STD_DERIVES: &[(&str, &str)] = &[
+    ("clone", "Clone"),
+    ("marker", "Copy"),
+    ("fmt", "Debug"),
+    ("default", "Default"),
+    ("cmp", "Eq"),
+    ("hash", "Hash"),
+    ("cmp", "Ord"),
+    ("cmp", "PartialEq"),
+    ("cmp", "PartialOrd"),
+];
+
+/// `derive` written as typify writes it. typify merges a type's derives by their text, so a
+/// derive it already writes, written another way (`::core::hash::Hash` for `Hash`, on a
+/// string enum that derives `Hash` already), would be derived twice and fail to compile
+/// (E0119): a derive of the standard library is its bare name, serde's is `::serde::…`, and
+/// any other path is written without spaces.
+fn typify_derive(derive: &syn::Path) -> String {
+    let names: Vec<String> = derive
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    match names.as_slice() {
+        [krate, module, name]
+            if ["std", "core"].contains(krate) && STD_DERIVES.contains(&(*module, *name)) =>
+        {
+            (*name).to_owned()
+        }
+        ["serde", name @ ("Serialize" | "Deserialize")] => format!("::serde::{name}"),
+        _ => {
+            let joined = names.join("::");
+            if derive.leading_colon.is_some() {
+                format!("::{joined}")
+            } else {
+                joined
+            }
+        }
+    }
+}
+
 /// An error about a setting.
 fn bad(message: impl Into<String>) -> Diagnostic {
     Diagnostic::error(Code::BadSetting, SETTINGS, message)
@@ -259,6 +314,22 @@ mod tests {
     }
 
     #[test]
+    fn std_and_serde_derives_are_written_as_typify_writes_them() {
+        let written = |derive: &str| super::typify_derive(&syn::parse_str(derive).expect("a path"));
+        assert_eq!(written("::core::hash::Hash"), "Hash");
+        assert_eq!(written("std::cmp::PartialOrd"), "PartialOrd");
+        assert_eq!(written("core::marker::Copy"), "Copy");
+        assert_eq!(written("serde::Serialize"), "::serde::Serialize");
+        assert_eq!(written(":: serde :: Deserialize"), "::serde::Deserialize");
+        assert_eq!(
+            written(":: schemars :: JsonSchema"),
+            "::schemars::JsonSchema"
+        );
+        assert_eq!(written("my::hash::Hash"), "my::hash::Hash");
+        assert_eq!(written("std::hash::Eq"), "std::hash::Eq");
+    }
+
+    #[test]
     fn settings_are_parsed_before_typify_sees_them() {
         let mut settings = Settings::new();
         settings
@@ -296,11 +367,8 @@ mod tests {
             .derive(" ::core::hash::Hash ")
             .attribute("#[must_use] #[doc(alias = \"pong\")]");
         let code = generate(&settings).expect("valid settings");
-        for expected in [
-            "::core::hash::Hash,",
-            "#[must_use]",
-            "#[doc(alias = \"pong\")]",
-        ] {
+        assert!(!code.contains("::core::hash::Hash"), "{code}");
+        for expected in ["Hash,", "#[must_use]", "#[doc(alias = \"pong\")]"] {
             assert!(code.contains(expected), "`{expected}` in {code}");
         }
     }

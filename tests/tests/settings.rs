@@ -42,6 +42,23 @@ fn extra_derives_join_every_type() {
     insta::assert_snapshot!(changes(&settings));
 }
 
+/// A derive of the standard library or serde written as a path is the derive typify writes
+/// by its bare name: the fixture's string enum derives `Eq` and `Hash` already, and
+/// deriving them twice would not compile.
+#[test]
+fn a_derive_written_as_a_path_is_merged_with_the_types_own() {
+    let mut bare = Settings::new();
+    bare.derive("Eq").derive("Hash");
+    let mut paths = Settings::new();
+    paths
+        .derive("std::cmp::Eq")
+        .derive("::core::hash::Hash")
+        .derive("serde::Serialize");
+    let code = types(&paths);
+    assert_eq!(code, types(&bare));
+    assert!(code.contains("pub enum InvoiceIssuedStatus"), "{code}");
+}
+
 #[test]
 fn extra_attributes_join_every_type() {
     let mut settings = Settings::new();
