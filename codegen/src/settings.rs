@@ -7,7 +7,7 @@
 //! come from `warren_build::Config` or the `warren generate` flags, and reach typify's own
 //! settings (`TypeSpaceSettings`) through [`Settings::resolve`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use quote::ToTokens;
 use syn::parse::Parser;
@@ -115,14 +115,17 @@ impl Settings {
 
     /// Uses the Rust type at `rust_type` wherever the contract's schemas use the type named
     /// `type_name`, which is then not generated. `type_name` is the generated type's name
-    /// (such as `Money`), and must be a type of the contract.
+    /// (such as `Money`) of one of the contract's schema definitions: a schema file's root or
+    /// a definition under its `$defs`. The types generated for a part of one (`MoneyCurrency`
+    /// for field `currency` of `Money`) cannot be replaced alone.
     ///
     /// The path is resolved inside the generated `types` module: name your own type from
     /// the crate root (`crate::money::Money`) or another crate (`::my_money::Money`). The
     /// type must implement what the generated types derive (`Clone`, `Debug`, `PartialEq`,
     /// serde's traits, and every extra [`derive`](Self::derive)), and serialize to JSON that
     /// meets the schema, which the runtime still validates. `types::Money` stays a name for
-    /// it, so code written against the generated type keeps compiling.
+    /// it, so code written against the generated type keeps compiling; a replacement naming
+    /// that alias (`Money`, `self::Money`, `types::Money`) is refused.
     ///
     /// ```no_run
     /// let mut settings = warren_codegen::Settings::new();
@@ -180,38 +183,29 @@ impl Settings {
                 ),
             }
         }
+        // Built only when a replaced name is no definition, to say what it is instead.
+        let mut made: Option<BTreeSet<String>> = None;
         for (name, rust_type) in &self.replacements {
-            if !contract.schemas.definitions.contains_key(name) {
-                let types = &contract.schemas.definitions;
-                let help = match crate::check::suggest(name, types.keys()) {
-                    Some(close) => format!("did you mean `{close}`?"),
-                    // A large contract's list would bury the message.
-                    None if types.len() > MAX_LISTED_TYPES => format!(
-                        "name one of the contract's {} types as the generated `types` module does",
-                        types.len()
-                    ),
-                    None => format!(
-                        "the contract's types are {}",
-                        crate::check::list(types.keys().map(String::as_str))
-                    ),
-                };
-                problems.push(
-                    bad(format!(
-                        "cannot replace `{name}`: the contract has no such type"
-                    ))
-                    .with_help(help),
-                );
-                continue;
+            let known = contract.schemas.definitions.contains_key(name);
+            if !known {
+                let made = made.get_or_insert_with(|| crate::emit::type_names(contract));
+                problems.push(unknown_type(contract, name, made));
             }
+            // Checked whether or not the name is known: both problems are reported at once.
             match syn::parse_str::<syn::TypePath>(rust_type) {
-                Ok(path) if path.qself.is_none() && path.path.is_ident(name) => {
-                    problems.push(bad(format!("`{name}` is replaced by itself")).with_help(
-                        "name the replacement from the crate root, such as `crate::money::Money`",
+                Ok(path) if names_the_alias(&path, name) => problems.push(
+                    bad(format!(
+                        "`{name}` is replaced by itself: `{rust_type}` names the alias \
+                         `types::{name}` that stands for the replacement"
                     ))
-                }
-                Ok(path) => {
+                    .with_help(
+                        "name the replacement from the crate root, such as `crate::money::Money`",
+                    ),
+                ),
+                Ok(path) if known => {
                     options.replacements.insert(name.clone(), path);
                 }
+                Ok(_) => {}
                 Err(error) => problems.push(
                     bad(format!(
                         "the replacement of `{name}`, `{rust_type}`, is not a type path: {error}"
@@ -272,6 +266,80 @@ fn typify_derive(derive: &syn::Path) -> String {
     }
 }
 
+/// Why `name`, which is no schema definition of `contract`, cannot be replaced: a type typify
+/// makes for a part of a definition (`made` holds their names), or no type at all.
+fn unknown_type(contract: &Contract, name: &str, made: &BTreeSet<String>) -> Diagnostic {
+    let types = &contract.schemas.definitions;
+    if made.contains(name) {
+        // typify names a part after the definition holding it: `MoneyCurrency` in `Money`.
+        let parent = types
+            .keys()
+            .filter(|definition| name.starts_with(definition.as_str()))
+            .max_by_key(|definition| definition.len());
+        let (part_of, help) = match parent {
+            Some(parent) => (
+                format!("a part of `{parent}` (a property, an item or a variant)"),
+                format!(
+                    "replace `{parent}`, or move this part of its schema into a definition of \
+                     its own under `$defs`, refer to it with `$ref`, and replace that"
+                ),
+            ),
+            None => (
+                "a part of a schema (a property, an item or a variant)".to_owned(),
+                "move this part of its schema into a definition of its own under `$defs`, \
+                 refer to it with `$ref`, and replace that"
+                    .to_owned(),
+            ),
+        };
+        return bad(format!(
+            "cannot replace `{name}`: only the contract's schema definitions can be replaced, \
+             and `{name}` is a type generated for {part_of}"
+        ))
+        .with_help(help);
+    }
+    let help = match crate::check::suggest(name, types.keys()) {
+        Some(close) => format!("did you mean `{close}`?"),
+        // A large contract's list would bury the message.
+        None if types.len() > MAX_LISTED_TYPES => format!(
+            "name one of the contract's {} schema definitions as the generated `types` module \
+             does",
+            types.len()
+        ),
+        None => format!(
+            "the contract's schema definitions are {}",
+            crate::check::list(types.keys().map(String::as_str))
+        ),
+    };
+    bad(format!(
+        "cannot replace `{name}`: the contract has no schema definition of that name"
+    ))
+    .with_help(help)
+}
+
+/// Whether `path`, resolved inside the generated `types` module, names the alias `name` that
+/// the replacement leaves there: `Money`, `self::Money`, `types::Money` or
+/// `super::types::Money`. Such an alias would stand for itself.
+fn names_the_alias(path: &syn::TypePath, name: &str) -> bool {
+    if path.qself.is_some() || path.path.leading_colon.is_some() {
+        return false;
+    }
+    let segments: Vec<String> = path
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let Some((last, prefix)) = segments.split_last() else {
+        return false;
+    };
+    let prefix: Vec<&str> = prefix
+        .iter()
+        .map(String::as_str)
+        .skip_while(|segment| *segment == "self")
+        .collect();
+    last == name && matches!(prefix.as_slice(), [] | ["types"] | ["super", "types"])
+}
+
 /// An error about a setting.
 fn bad(message: impl Into<String>) -> Diagnostic {
     Diagnostic::error(Code::BadSetting, SETTINGS, message)
@@ -327,6 +395,30 @@ mod tests {
         );
         assert_eq!(written("my::hash::Hash"), "my::hash::Hash");
         assert_eq!(written("std::hash::Eq"), "std::hash::Eq");
+    }
+
+    #[test]
+    fn a_replacement_naming_the_alias_it_leaves_is_refused() {
+        let aliases = |path: &str| {
+            super::names_the_alias(&syn::parse_str(path).expect("a type path"), "Money")
+        };
+        for alias in [
+            "Money",
+            "self::Money",
+            "types::Money",
+            "self::types::Money",
+            "super::types::Money",
+        ] {
+            assert!(aliases(alias), "{alias}");
+        }
+        for other in [
+            "crate::Money",
+            "::types::Money",
+            "super::Money",
+            "money::Money",
+        ] {
+            assert!(!aliases(other), "{other}");
+        }
     }
 
     #[test]

@@ -20,6 +20,8 @@ mod topology;
 mod type_docs;
 mod types;
 
+pub(crate) use types::type_names;
+
 use proc_macro2::{Ident, Span, TokenStream};
 
 use crate::model::Contract;
