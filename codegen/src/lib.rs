@@ -59,6 +59,8 @@
 //! # Ok::<(), warren_codegen::Error>(())
 //! ```
 
+#![warn(unreachable_pub)]
+
 mod check;
 pub mod diagnostics;
 mod emit;
