@@ -59,8 +59,6 @@
 //! # Ok::<(), warren_codegen::Error>(())
 //! ```
 
-#![warn(unreachable_pub)]
-
 mod check;
 pub mod diagnostics;
 mod emit;

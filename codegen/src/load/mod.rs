@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 pub(crate) use lines::{Column, LineIndex};
 pub(crate) use paths::PathDisplay;
-pub use spans::YamlSpans;
+pub(crate) use spans::YamlSpans;
 
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, Place, YamlPath};
 use crate::files::Files;
@@ -18,7 +18,7 @@ use crate::format::ContractFile;
 
 /// A contract file as read.
 #[derive(Debug, Clone)]
-pub struct LoadedContract {
+pub(crate) struct LoadedContract {
     /// The typed contents.
     pub file: ContractFile,
     /// The file's text.
@@ -33,22 +33,22 @@ pub struct LoadedContract {
 
 impl LoadedContract {
     /// The contract's path as the user gave it.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.paths.contract()
     }
 
     /// An error about the node at `path`, pointing at its value.
-    pub fn error_at(&self, code: Code, path: &YamlPath, message: String) -> Diagnostic {
+    pub(crate) fn error_at(&self, code: Code, path: &YamlPath, message: String) -> Diagnostic {
         Diagnostic::error(code, self.path(), message).at(self.place(path))
     }
 
     /// A warning about the node at `path`, pointing at its value.
-    pub fn warning_at(&self, code: Code, path: &YamlPath, message: String) -> Diagnostic {
+    pub(crate) fn warning_at(&self, code: Code, path: &YamlPath, message: String) -> Diagnostic {
         Diagnostic::warning(code, self.path(), message).at(self.place(path))
     }
 
     /// The place of the node at `path`, with its span when it is written in the file.
-    pub fn place(&self, path: &YamlPath) -> Place {
+    pub(crate) fn place(&self, path: &YamlPath) -> Place {
         Place::Yaml {
             path: path.clone(),
             span: self.spans.find(path),
@@ -58,7 +58,7 @@ impl LoadedContract {
 
 /// Why a contract could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum LoadError {
+pub(crate) enum LoadError {
     /// The contract file could not be read at all.
     #[error("cannot read contract `{}`: {source}", path.display())]
     Io {

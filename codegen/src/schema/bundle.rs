@@ -65,7 +65,7 @@ const DEFINITION_KEYWORDS: &[&str] = &["$defs", "definitions"];
 const DOCUMENT_KEYWORDS: &[&str] = &["$id", "$schema", "$anchor", "$dynamicAnchor"];
 
 /// The JSON Schema dialect of bundled schemas.
-pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
+pub(super) const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
 
 /// Every schema definition of a contract, in one root.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -124,7 +124,7 @@ impl SchemaBundle {
 
 /// Why an entry schema (a message's `payload` or `headers` file) cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EntryError {
+pub(crate) enum EntryError {
     /// No such file.
     #[error("schema file `{}` does not exist", .0.display())]
     Missing(PathBuf),
@@ -137,7 +137,7 @@ pub enum EntryError {
 }
 
 /// Collects the schema nodes reachable from a contract's entry files.
-pub struct Bundler<'a> {
+pub(crate) struct Bundler<'a> {
     paths: &'a PathDisplay,
     file_system: &'a Files,
     roots: Vec<PathBuf>,
@@ -160,7 +160,7 @@ pub struct Bundler<'a> {
 impl<'a> Bundler<'a> {
     /// A bundler reading schemas from `files` under `roots` (canonical folders); paths are
     /// shown through `paths`.
-    pub fn new(paths: &'a PathDisplay, files: &'a Files, roots: Vec<PathBuf>) -> Self {
+    pub(crate) fn new(paths: &'a PathDisplay, files: &'a Files, roots: Vec<PathBuf>) -> Self {
         Self {
             paths,
             file_system: files,
@@ -177,7 +177,7 @@ impl<'a> Bundler<'a> {
 
     /// Adds the schema file at `relative` (to the contract's folder) and everything it
     /// references; returns the node of its root.
-    pub fn add_entry(&mut self, relative: &str) -> Result<NodeKey, EntryError> {
+    pub(crate) fn add_entry(&mut self, relative: &str) -> Result<NodeKey, EntryError> {
         let path = self.paths.contract_dir().join(relative);
         let file = self.open(&path)?;
         let key = NodeKey {
@@ -190,7 +190,7 @@ impl<'a> Bundler<'a> {
 
     /// Resolves everything queued, names and rewrites the definitions. Returns the bundle,
     /// the Rust type name of every node, and the problems found in schema files.
-    pub fn finish(mut self) -> (SchemaBundle, BTreeMap<NodeKey, String>, Diagnostics) {
+    pub(crate) fn finish(mut self) -> (SchemaBundle, BTreeMap<NodeKey, String>, Diagnostics) {
         while let Some(key) = self.queue.pop() {
             self.discover(&key);
         }
