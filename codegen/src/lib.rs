@@ -192,7 +192,7 @@ impl Checked {
     /// Generates the contract's Rust file, its types shaped by `settings`.
     ///
     /// Returns [`Error::Invalid`] with every bad setting (and the contract's warnings) when a
-    /// setting does not parse or names no type of the contract.
+    /// setting does not parse or names no schema definition of the contract.
     ///
     /// ```no_run
     /// let mut settings = warren_codegen::Settings::new();
