@@ -141,7 +141,8 @@ impl Settings {
     }
 
     /// Checks every setting against `contract`: each derive a path, each attribute outer
-    /// attributes, each replaced type a schema definition of the contract and its replacement a type path.
+    /// attributes, each replaced type a schema definition of the contract and its replacement
+    /// a type path other than the alias it leaves.
     /// Every problem is reported, never just the first.
     pub(crate) fn resolve(&self, contract: &Contract) -> Result<TypeOptions, Diagnostics> {
         let mut problems = Diagnostics::new();
