@@ -186,28 +186,9 @@ impl std::fmt::Display for Ident {
     }
 }
 
-/// `name` with control characters (newlines, tabs…) escaped, for messages and docs; quotes
-/// and other printable characters stay as written.
-pub fn printable(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{Case, NameError, Role, handler_param, ident, printable, role_ident};
-
-    #[test]
-    fn printable_escapes_control_characters_only() {
-        assert_eq!(printable("a\nb\t\"c\" 'd'"), "a\\nb\\t\"c\" 'd'");
-    }
+    use super::{Case, NameError, Role, handler_param, ident, role_ident};
 
     #[test]
     fn derives_cased_identifiers() {
