@@ -59,6 +59,10 @@
 //! # Ok::<(), warren_codegen::Error>(())
 //! ```
 
+// The library's surface is what lib.rs exports; inside the private stage modules an item
+// is `pub(crate)`, so `pub` there would be a promise nobody can see.
+#![warn(unreachable_pub)]
+
 mod check;
 pub mod diagnostics;
 mod emit;

@@ -107,13 +107,13 @@ fn split_words(key: &str) -> Vec<&str> {
 
 /// Whether some routing key fits both the topic binding `pattern` and `key`.
 #[cfg(test)]
-pub fn topic_matches(binding: &str, key: &KeyTemplate) -> bool {
+pub(crate) fn topic_matches(binding: &str, key: &KeyTemplate) -> bool {
     intersects(&pattern(binding, ExchangeKind::Topic), &key.tokens())
 }
 
 /// Whether some routing key equals the direct binding key `binding` and fits `key`.
 #[cfg(test)]
-pub fn direct_matches(binding: &str, key: &KeyTemplate) -> bool {
+pub(crate) fn direct_matches(binding: &str, key: &KeyTemplate) -> bool {
     intersects(&pattern(binding, ExchangeKind::Direct), &key.tokens())
 }
 

@@ -120,7 +120,7 @@ impl YamlSpans {
     /// The span of the key that introduces `path` (`max_delay` in `retry: {max_delay: 1s}`),
     /// falling back to [`YamlSpans::find`].
     #[cfg(test)]
-    pub fn find_key(&self, path: &YamlPath) -> Option<Span> {
+    pub(crate) fn find_key(&self, path: &YamlPath) -> Option<Span> {
         self.keys.get(path).copied().or_else(|| self.find(path))
     }
 }
