@@ -254,12 +254,7 @@ pub(crate) fn build(
     }
     Ok(Contract {
         source: loaded.path().to_owned(),
-        topology: Topology {
-            exchanges,
-            queues,
-            bindings,
-            namespace: String::new(),
-        },
+        topology: Topology::new(exchanges, queues, bindings),
         messages,
         publishers,
         consumers,

@@ -70,6 +70,10 @@ pub mod argument {
 }
 
 /// Every exchange, queue and binding of a contract.
+///
+/// Built by [`Topology::new`] (as generated `topology()` does), with no namespace; a
+/// namespace is set only by [`Topology::namespaced`], which rewrites every name with it, so
+/// the names and the namespace cannot disagree.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Topology {
     /// Exchanges, by name order.
@@ -79,21 +83,78 @@ pub struct Topology {
     pub queues: Vec<Queue>,
     /// Bindings, in contract order.
     pub bindings: Vec<Binding>,
-    /// The prefix every name carries (empty unless [`Topology::namespaced`] was used).
-    pub namespace: String,
+    pub(crate) namespace: Namespace,
+}
+
+/// The prefix a namespaced topology's names carry, and the one rule that applies it: to a
+/// queue or exchange name, to an exchange reference (where the default exchange `""` is the
+/// broker's and stays), and to a publish target (where a key on the default exchange names a
+/// queue).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Namespace(String);
+
+impl Namespace {
+    /// The prefix (empty for none).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// A queue or exchange name in this namespace.
+    pub fn name(&self, name: &str) -> String {
+        format!("{}{name}", self.0)
+    }
+
+    /// A reference to an exchange: prefixed, except the default exchange (`""`).
+    pub fn exchange(&self, exchange: &str) -> String {
+        if exchange.is_empty() {
+            String::new()
+        } else {
+            self.name(exchange)
+        }
+    }
+
+    /// Where a message published to `exchange` with `routing_key` goes in this namespace:
+    /// the exchange prefixed, or on the default exchange the key (a queue name) prefixed.
+    pub fn publish_target(&self, exchange: &str, routing_key: &str) -> (String, String) {
+        if exchange.is_empty() {
+            (String::new(), self.name(routing_key))
+        } else {
+            (self.exchange(exchange), routing_key.to_owned())
+        }
+    }
 }
 
 impl Topology {
+    /// A topology of these exchanges, queues and bindings, with no namespace.
+    pub fn new(exchanges: Vec<Exchange>, queues: Vec<Queue>, bindings: Vec<Binding>) -> Self {
+        Self {
+            exchanges,
+            queues,
+            bindings,
+            namespace: Namespace::default(),
+        }
+    }
+
+    /// The prefix every name carries (empty unless [`Topology::namespaced`] was used).
+    pub fn namespace(&self) -> &Namespace {
+        &self.namespace
+    }
+
+    /// `name` (a queue or exchange of the contract, as written there) in this topology's
+    /// namespace.
+    pub fn qualified(&self, name: &str) -> String {
+        self.namespace.name(name)
+    }
+
     /// The same topology with every exchange and queue name prefixed with `prefix`, and every
     /// reference to them (bindings, dead-letter targets, wait queues, alternate exchanges)
     /// rewritten to match. Several services or test runs can then share one broker without
-    /// seeing each other's messages.
+    /// seeing each other's messages. Namespacing twice prefixes twice.
     pub fn namespaced(&self, prefix: &str) -> Self {
-        let name = |n: &str| format!("{prefix}{n}");
-        // The default exchange (`""`) is the broker's, and stays unprefixed.
-        let exchange_ref = |n: &str| if n.is_empty() { String::new() } else { name(n) };
+        let space = Namespace(prefix.to_owned());
+        let name = |n: &str| space.name(n);
         let mut topology = self.clone();
-        topology.namespace = format!("{prefix}{}", self.namespace);
+        topology.namespace = Namespace(format!("{prefix}{}", self.namespace.0));
         for exchange in &mut topology.exchanges {
             exchange.name = name(&exchange.name);
             exchange.alternate_exchange = exchange.alternate_exchange.as_deref().map(name);
@@ -105,7 +166,7 @@ impl Topology {
                     // Through the default exchange, the key is a queue name.
                     dead_letter.routing_key = dead_letter.routing_key.as_deref().map(name);
                 }
-                dead_letter.exchange = exchange_ref(&dead_letter.exchange);
+                dead_letter.exchange = space.exchange(&dead_letter.exchange);
             }
             if let Retry::TtlBackoff(backoff) = &mut queue.retry {
                 for tier in &mut backoff.tiers {
@@ -126,6 +187,72 @@ impl Topology {
         topology
     }
 
+    /// Checks what the typed model cannot hold by its types alone, before anything is
+    /// declared or consumed:
+    ///
+    /// - no queue or exchange carries in [`Queue::arguments`] / [`Exchange::arguments`] an
+    ///   argument a typed field sets ([`Queue::RESERVED_ARGUMENTS`],
+    ///   [`Exchange::RESERVED_ARGUMENTS`], and `x-message-ttl` on a wait queue): the broker
+    ///   would get one value and warren act on another (a dead-letter exchange the worker
+    ///   does not know of, an alternate exchange namespacing does not rewrite);
+    /// - every ttl-backoff queue's tiers are the ones [`crate::Backoff::new`] lays out for its
+    ///   policy ([`crate::Backoff::is_laid_out`]), and each tier's wait queue is in the
+    ///   topology, so every retry finds its wait queue.
+    ///
+    /// A topology built by the generator always passes; one built or edited by hand may not.
+    pub fn validate(&self) -> Result<(), TopologyError> {
+        for exchange in &self.exchanges {
+            if let Some(key) = Exchange::RESERVED_ARGUMENTS
+                .iter()
+                .find(|key| exchange.arguments.contains_key(**key))
+            {
+                return Err(TopologyError::ReservedArgument {
+                    owner: exchange.name.clone(),
+                    key,
+                });
+            }
+        }
+        for queue in &self.queues {
+            let wait_ttl =
+                matches!(queue.role, QueueRole::Wait { .. }).then_some(argument::MESSAGE_TTL);
+            if let Some(key) = Queue::RESERVED_ARGUMENTS
+                .iter()
+                .copied()
+                .chain(wait_ttl)
+                .find(|key| queue.arguments.contains_key(*key))
+            {
+                return Err(TopologyError::ReservedArgument {
+                    owner: queue.name.clone(),
+                    key,
+                });
+            }
+            let Retry::TtlBackoff(backoff) = &queue.retry else {
+                continue;
+            };
+            if !backoff.is_laid_out(&queue.name) {
+                return Err(TopologyError::WaitTiers {
+                    queue: queue.name.clone(),
+                });
+            }
+            if let Some(tier) = backoff.tiers.iter().find(|tier| {
+                !self.queues.iter().any(|q| {
+                    q.name == tier.queue
+                        && q.role
+                            == QueueRole::Wait {
+                                queue: queue.name.clone(),
+                                delay: tier.delay,
+                            }
+                })
+            }) {
+                return Err(TopologyError::MissingWaitQueue {
+                    queue: queue.name.clone(),
+                    wait_queue: tier.queue.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// The queue named `name`.
     pub fn queue(&self, name: &str) -> Option<&Queue> {
         self.queues.iter().find(|q| q.name == name)
@@ -136,6 +263,52 @@ impl Topology {
         self.exchanges.iter().find(|e| e.name == name)
     }
 }
+
+/// Why [`Topology::validate`] refused a topology.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TopologyError {
+    /// A queue or exchange holds in its raw arguments one a typed field sets.
+    ReservedArgument {
+        /// The queue or exchange.
+        owner: String,
+        /// The argument.
+        key: &'static str,
+    },
+    /// A ttl-backoff queue's wait tiers are not the ones its policy lays out.
+    WaitTiers {
+        /// The queue.
+        queue: String,
+    },
+    /// A ttl-backoff queue's wait queue is not in the topology.
+    MissingWaitQueue {
+        /// The queue.
+        queue: String,
+        /// Its missing wait queue.
+        wait_queue: String,
+    },
+}
+
+impl std::fmt::Display for TopologyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::ReservedArgument { owner, key } => write!(
+                f,
+                "`{owner}` has `{key}` in its raw arguments, which a typed field sets"
+            ),
+            Self::WaitTiers { queue } => write!(
+                f,
+                "the wait tiers of queue `{queue}` are not the ones its backoff policy lays out"
+            ),
+            Self::MissingWaitQueue { queue, wait_queue } => write!(
+                f,
+                "wait queue `{wait_queue}` of queue `{queue}` is not in the topology"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TopologyError {}
 
 spelled! {
     /// The kind of an exchange, which decides how routing keys are matched.
@@ -173,6 +346,10 @@ pub struct Exchange {
 }
 
 impl Exchange {
+    /// The arguments a typed field sets, which [`Exchange::arguments`] must not hold
+    /// ([`Topology::validate`]).
+    pub const RESERVED_ARGUMENTS: &'static [&'static str] = &[argument::ALTERNATE_EXCHANGE];
+
     /// The arguments the broker is told: [`Exchange::arguments`] and the alternate exchange.
     pub fn declare_arguments(&self) -> Arguments {
         let mut arguments = self.arguments.clone();
@@ -241,6 +418,15 @@ pub struct Queue {
 }
 
 impl Queue {
+    /// The arguments a typed field sets, which [`Queue::arguments`] must not hold
+    /// ([`Topology::validate`]; on a wait queue `x-message-ttl` too).
+    pub const RESERVED_ARGUMENTS: &'static [&'static str] = &[
+        argument::QUEUE_TYPE,
+        argument::DEAD_LETTER_EXCHANGE,
+        argument::DEAD_LETTER_ROUTING_KEY,
+        argument::DELIVERY_LIMIT,
+    ];
+
     /// A declared queue of `kind` with the contract's defaults: durable, shared, kept, no
     /// dead-lettering, no retries.
     pub fn new(name: impl Into<String>, kind: QueueKind) -> Self {
@@ -475,7 +661,17 @@ mod tests {
         topology.queues.push(queue.clone());
         topology.queues.extend(queue.wait_queues());
         let spaced = topology.namespaced("t1.");
-        assert_eq!(spaced.namespace, "t1.");
+        assert_eq!(spaced.namespace().as_str(), "t1.");
+        assert_eq!(spaced.qualified("work"), "t1.work");
+        assert_eq!(
+            spaced.namespace().publish_target("", "work"),
+            (String::new(), "t1.work".to_owned())
+        );
+        assert_eq!(
+            spaced.namespace().publish_target("jobs", "a.b"),
+            ("t1.jobs".to_owned(), "a.b".to_owned())
+        );
+        assert_eq!(spaced.validate(), Ok(()));
         let wait = spaced.queue("t1.work.wait.100ms").expect("wait queue");
         assert_eq!(
             wait.role,

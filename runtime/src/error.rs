@@ -176,7 +176,7 @@ impl fmt::Display for ShortField {
 #[non_exhaustive]
 pub enum PublishError {
     /// The payload or headers could not be serialized.
-    #[error("cannot serialize the {part} of message `{message}`: {source}")]
+    #[error("cannot serialize the {part} of message `{message}`")]
     Serialize {
         /// The message name.
         message: &'static str,
@@ -220,7 +220,7 @@ pub enum PublishError {
     /// The channel or connection failed after the message was handed to it and before the
     /// broker confirmed it: it may or may not have been routed. Publishing it again is safe
     /// only where consumers deduplicate (on the message id).
-    #[error("the broker did not confirm the message, the outcome is unknown: {0}")]
+    #[error("the broker did not confirm the message, the outcome is unknown")]
     Unconfirmed(#[source] lapin::Error),
     /// The headers type did not serialize to a JSON object.
     #[error("the headers of message `{message}` must serialize to a JSON object")]
@@ -247,7 +247,7 @@ pub enum PublishError {
         bytes: usize,
     },
     /// Compressing the body failed.
-    #[error("cannot compress the body: {0}")]
+    #[error("cannot compress the body")]
     Compress(#[source] std::io::Error),
     /// The broker returned the message: it matched no queue.
     #[error(
@@ -268,7 +268,7 @@ pub enum PublishError {
         routing_key: String,
     },
     /// Opening the publishing channel failed; the message was not sent.
-    #[error("cannot open a publishing channel: {0}")]
+    #[error("cannot open a publishing channel")]
     Broker(#[from] lapin::Error),
 }
 
@@ -302,7 +302,7 @@ pub enum WorkerError {
     #[error(transparent)]
     Schema(#[from] crate::schema::SchemaError),
     /// The channel for retry and dead-letter copies could not be opened.
-    #[error("cannot open the publishing channel: {0}")]
+    #[error("cannot open the publishing channel for retry and dead-letter copies")]
     Publisher(#[source] PublishError),
     /// The broker cancelled a consumer and its queue is gone (deleted). A cancel whose queue
     /// still exists, and a lost channel or connection, are recovered from instead.
@@ -314,9 +314,31 @@ pub enum WorkerError {
         queue: String,
     },
     /// A consumer task panicked (or was cancelled, as its runtime shut down).
-    #[error("a consumer task failed: {0}")]
+    #[error("a consumer task failed")]
     Panicked(#[source] tokio::task::JoinError),
     /// The channel or connection failed.
-    #[error("broker error: {0}")]
+    #[error("the channel or connection failed")]
     Broker(#[from] lapin::Error),
+    /// The topology contradicts itself ([`crate::model::Topology::validate`]): raw
+    /// arguments a typed field sets, or wait tiers that are not its retry policy's. Refused
+    /// before anything is consumed.
+    #[error(transparent)]
+    Topology(#[from] crate::model::TopologyError),
+}
+
+/// An error and its sources, `: `-separated, for log lines: warren's errors say what failed
+/// and leave the why to [`std::error::Error::source`] (the Rust API guidelines' convention),
+/// so a log line shows the whole chain.
+pub(crate) struct Chain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(error) = source {
+            write!(f, ": {error}")?;
+            source = error.source();
+        }
+        Ok(())
+    }
 }

@@ -9,6 +9,7 @@ use lapin::types::ShortString;
 use lapin::{BasicProperties, Channel, Confirmation};
 
 use crate::error::{MessagePart, ShortField};
+use crate::model::Namespace;
 use crate::schema::Validators;
 use crate::sync::lock;
 use crate::{Connection, Message, PublishError, Topology, amqp};
@@ -105,7 +106,7 @@ impl PublishOptions {
 pub struct Publisher {
     connection: Connection,
     channel: Arc<ChannelSlot>,
-    namespace: Arc<str>,
+    namespace: Arc<Namespace>,
     timeout: Duration,
 }
 
@@ -148,19 +149,19 @@ impl Publisher {
     /// # Ok(()) }
     /// ```
     pub async fn new(connection: &Connection, topology: &Topology) -> Result<Self, PublishError> {
-        Self::open(connection, &topology.namespace).await
+        Self::open(connection, topology.namespace().clone()).await
     }
 
     /// A publisher whose names are prefixed with `namespace`. The worker's retry and
-    /// dead-letter copies pass `""`: their names come from the topology, namespaced already.
+    /// dead-letter copies pass none: their names come from the topology, namespaced already.
     pub(crate) async fn open(
         connection: &Connection,
-        namespace: &str,
+        namespace: Namespace,
     ) -> Result<Self, PublishError> {
         let publisher = Self {
             connection: connection.clone(),
             channel: Arc::default(),
-            namespace: Arc::from(namespace),
+            namespace: Arc::new(namespace),
             timeout: DEFAULT_PUBLISH_TIMEOUT,
         };
         publisher
@@ -261,7 +262,9 @@ impl Publisher {
             properties =
                 properties.with_content_encoding(ShortString::from(compression.encoding()));
         }
-        let (exchange, routing_key) = self.resolve(publication.exchange, publication.routing_key);
+        let (exchange, routing_key) = self
+            .namespace
+            .publish_target(publication.exchange, publication.routing_key);
         self.send(&exchange, &routing_key, &body, properties).await
     }
 
@@ -294,19 +297,6 @@ impl Publisher {
             .as_ref()
             .filter(|channel| channel.status().connected())
             .cloned()
-    }
-
-    /// Applies the namespace: exchanges are prefixed, and so is the key on the default
-    /// exchange, where it names a queue.
-    fn resolve(&self, exchange: &str, routing_key: &str) -> (String, String) {
-        if exchange.is_empty() {
-            (String::new(), format!("{}{routing_key}", self.namespace))
-        } else {
-            (
-                format!("{}{exchange}", self.namespace),
-                routing_key.to_owned(),
-            )
-        }
     }
 
     /// The `frame_max` negotiated on the current link (RabbitMQ's default while there is

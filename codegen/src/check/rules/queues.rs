@@ -144,10 +144,9 @@ fn typed_field_set(queue: &Queue, argument: &str) -> bool {
     match argument {
         "x-queue-type" => queue.kind.is_some(),
         "x-dead-letter-exchange" => queue.dead_letter.is_some(),
-        "x-dead-letter-routing-key" => queue
-            .dead_letter
-            .as_ref()
-            .is_some_and(|d| d.routing_key.is_some()),
+        // With `dead_letter` set, the typed field is the whole target: a missing
+        // `routing_key` means "keep the message's own key", which a raw key would contradict.
+        "x-dead-letter-routing-key" => queue.dead_letter.is_some(),
         "x-delivery-limit" => {
             queue.delivery_limit.is_some() || queue.kind.unwrap_or_default() == QueueKind::Quorum
         }
