@@ -350,6 +350,25 @@ impl Exchange {
     /// ([`Topology::validate`]).
     pub const RESERVED_ARGUMENTS: &'static [&'static str] = &[argument::ALTERNATE_EXCHANGE];
 
+    /// The exchange with a raw `alternate-exchange` argument folded into
+    /// [`Exchange::alternate_exchange`], its one place: the typed field wins over a raw one,
+    /// and a raw string becomes the typed field when none is set. What is left in
+    /// [`Exchange::arguments`] then passes [`Topology::validate`] (a raw value that is not a
+    /// string stays, and is refused there).
+    pub fn normalized(mut self) -> Self {
+        let raw = match self.arguments.get(argument::ALTERNATE_EXCHANGE) {
+            Some(ArgValue::String(alternate)) => Some(alternate.clone()),
+            _ => None,
+        };
+        if self.alternate_exchange.is_none() {
+            self.alternate_exchange = raw;
+        }
+        if self.alternate_exchange.is_some() {
+            self.arguments.remove(argument::ALTERNATE_EXCHANGE);
+        }
+        self
+    }
+
     /// The arguments the broker is told: [`Exchange::arguments`] and the alternate exchange.
     pub fn declare_arguments(&self) -> Arguments {
         let mut arguments = self.arguments.clone();
@@ -443,6 +462,49 @@ impl Queue {
             role: QueueRole::Declared,
             arguments: Arguments::new(),
         }
+    }
+
+    /// The queue with the raw arguments a typed field sets folded into it, so each fact has
+    /// one place and [`Topology::validate`] passes:
+    ///
+    /// - `x-queue-type` is dropped: [`Queue::kind`] alone is the type (as it always was);
+    /// - with no [`Queue::dead_letter`], a raw string `x-dead-letter-exchange` becomes it,
+    ///   with a raw string `x-dead-letter-routing-key` as its key; with one, the typed field
+    ///   is the whole target and raw ones are dropped;
+    /// - with no [`Queue::delivery_limit`], a raw integer `x-delivery-limit` that fits
+    ///   becomes it; a raw one is dropped either way (only a declared quorum queue is given a
+    ///   limit, by [`Queue::quorum_delivery_limit`]);
+    /// - on a wait queue, `x-message-ttl` is dropped: its delay is its TTL.
+    ///
+    /// A raw dead-letter exchange that is not a string stays, and is refused by
+    /// [`Topology::validate`]. The generator builds every queue through this.
+    pub fn normalized(mut self) -> Self {
+        let text = |arguments: &Arguments, key: &str| match arguments.get(key) {
+            Some(ArgValue::String(value)) => Some(value.clone()),
+            _ => None,
+        };
+        self.arguments.remove(argument::QUEUE_TYPE);
+        if self.dead_letter.is_none()
+            && let Some(exchange) = text(&self.arguments, argument::DEAD_LETTER_EXCHANGE)
+        {
+            self.dead_letter = Some(DeadLetter {
+                exchange,
+                routing_key: text(&self.arguments, argument::DEAD_LETTER_ROUTING_KEY),
+            });
+        }
+        if self.dead_letter.is_some() {
+            self.arguments.remove(argument::DEAD_LETTER_EXCHANGE);
+            self.arguments.remove(argument::DEAD_LETTER_ROUTING_KEY);
+        }
+        if let Some(ArgValue::Int(limit)) = self.arguments.remove(argument::DELIVERY_LIMIT)
+            && self.delivery_limit.is_none()
+        {
+            self.delivery_limit = u32::try_from(limit).ok();
+        }
+        if matches!(self.role, QueueRole::Wait { .. }) {
+            self.arguments.remove(argument::MESSAGE_TTL);
+        }
+        self
     }
 
     /// The `x-delivery-limit` of a declared quorum queue (`None` for other queues):
@@ -586,7 +648,10 @@ pub enum Destination {
 mod tests {
     use std::time::Duration;
 
-    use super::{ArgValue, DeadLetter, Queue, QueueKind, QueueRole, Topology};
+    use super::{
+        ArgValue, Arguments, DeadLetter, Exchange, ExchangeKind, Queue, QueueKind, QueueRole,
+        Topology, TopologyError,
+    };
     use crate::retry::{Backoff, Exhausted, QUORUM_UNLIMITED, Retry};
 
     fn backoff_queue(kind: QueueKind, exhausted: Exhausted) -> Queue {
@@ -654,12 +719,110 @@ mod tests {
         );
     }
 
+    /// Raw arguments a typed field sets are folded into it, so a hand-built topology passes
+    /// `validate` once normalized, and is refused before.
+    #[test]
+    fn raw_arguments_fold_into_typed_fields() {
+        let text = |s: &str| ArgValue::String(s.into());
+        let mut raw = Queue::new("work", QueueKind::Quorum);
+        raw.arguments
+            .insert("x-dead-letter-exchange".into(), text("dlx"));
+        raw.arguments
+            .insert("x-dead-letter-routing-key".into(), text("failed"));
+        raw.arguments.insert("x-queue-type".into(), text("classic"));
+        raw.arguments
+            .insert("x-delivery-limit".into(), ArgValue::Int(7));
+        raw.arguments
+            .insert("x-max-length".into(), ArgValue::Int(10));
+        let refused = Topology::new(Vec::new(), vec![raw.clone()], Vec::new());
+        assert_eq!(
+            refused.validate(),
+            Err(TopologyError::ReservedArgument {
+                owner: "work".into(),
+                key: "x-queue-type"
+            })
+        );
+        let queue = raw.normalized();
+        assert_eq!(
+            queue.dead_letter,
+            Some(DeadLetter {
+                exchange: "dlx".into(),
+                routing_key: Some("failed".into())
+            })
+        );
+        assert_eq!(queue.delivery_limit, Some(7));
+        assert_eq!(queue.kind, QueueKind::Quorum);
+        assert_eq!(queue.arguments.keys().collect::<Vec<_>>(), ["x-max-length"]);
+        // Namespacing now reaches the dead-letter exchange, which a raw argument hid from it.
+        let spaced = Topology::new(Vec::new(), vec![queue], Vec::new()).namespaced("t1.");
+        assert_eq!(spaced.validate(), Ok(()));
+        assert_eq!(
+            spaced.queues[0].declare_arguments()["x-dead-letter-exchange"],
+            text("t1.dlx")
+        );
+
+        let mut exchange = Exchange {
+            name: "events".into(),
+            kind: ExchangeKind::Topic,
+            durable: true,
+            auto_delete: false,
+            internal: false,
+            alternate_exchange: None,
+            arguments: Arguments::new(),
+        };
+        exchange
+            .arguments
+            .insert("alternate-exchange".into(), text("unrouted"));
+        let refused = Topology::new(vec![exchange.clone()], Vec::new(), Vec::new());
+        assert!(matches!(
+            refused.validate(),
+            Err(TopologyError::ReservedArgument {
+                key: "alternate-exchange",
+                ..
+            })
+        ));
+        let exchange = exchange.normalized();
+        assert_eq!(exchange.alternate_exchange.as_deref(), Some("unrouted"));
+        assert!(exchange.arguments.is_empty());
+    }
+
+    /// Tiers edited by hand, or a wait queue left out, are refused as a whole topology.
+    #[test]
+    fn validate_refuses_tiers_not_laid_out() {
+        let queue = backoff_queue(QueueKind::Quorum, Exhausted::DeadLetter);
+        let mut queues = vec![queue.clone()];
+        queues.extend(queue.wait_queues());
+        let whole = Topology::new(Vec::new(), queues.clone(), Vec::new());
+        assert_eq!(whole.validate(), Ok(()));
+
+        let mut missing = whole.clone();
+        missing.queues.retain(|q| q.name != "work.wait.200ms");
+        assert_eq!(
+            missing.validate(),
+            Err(TopologyError::MissingWaitQueue {
+                queue: "work".into(),
+                wait_queue: "work.wait.200ms".into()
+            })
+        );
+
+        let mut edited = whole;
+        if let Retry::TtlBackoff(backoff) = &mut edited.queues[0].retry {
+            backoff.tiers[1].delay = Duration::from_millis(201);
+        }
+        assert_eq!(
+            edited.validate(),
+            Err(TopologyError::WaitTiers {
+                queue: "work".into()
+            })
+        );
+    }
+
     #[test]
     fn namespacing_rewrites_every_reference() {
         let queue = backoff_queue(QueueKind::Quorum, Exhausted::DeadLetter);
-        let mut topology = Topology::default();
-        topology.queues.push(queue.clone());
-        topology.queues.extend(queue.wait_queues());
+        let mut queues = vec![queue.clone()];
+        queues.extend(queue.wait_queues());
+        let topology = Topology::new(Vec::new(), queues, Vec::new());
         let spaced = topology.namespaced("t1.");
         assert_eq!(spaced.namespace().as_str(), "t1.");
         assert_eq!(spaced.qualified("work"), "t1.work");

@@ -28,10 +28,22 @@ impl Checker<'_> {
             self.retry_rules(name, queue, &path);
             for (argument, field) in TYPED_QUEUE_ARGUMENTS {
                 if queue.arguments.contains_key(*argument) && typed_field_set(queue, argument) {
+                    let unset_key = *argument == "x-dead-letter-routing-key"
+                        && queue
+                            .dead_letter
+                            .as_ref()
+                            .is_some_and(|d| d.routing_key.is_none());
+                    let message = if unset_key {
+                        format!(
+                            "`{argument}` is set here, but `dead_letter` sets the dead-letter target, and without `{field}` dead letters keep their own key"
+                        )
+                    } else {
+                        format!("`{argument}` is set both here and by `{field}`")
+                    };
                     self.error(
                         Code::DuplicateArgument,
                         &path.key("arguments").key(*argument),
-                        format!("`{argument}` is set both here and by `{field}`"),
+                        message,
                         format!("keep only `{field}`"),
                     );
                 }
