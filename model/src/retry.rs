@@ -150,8 +150,9 @@ pub enum Retry {
     },
     /// Park failed messages in wait queues for growing delays.
     TtlBackoff(Backoff),
-    /// The broker counts deliveries against the queue's
-    /// [`delivery_limit`](crate::Queue::delivery_limit) and dead-letters past it.
+    /// The broker counts deliveries against the queue's `x-delivery-limit`
+    /// ([`Queue::quorum_delivery_limit`](crate::Queue::quorum_delivery_limit)) and
+    /// dead-letters past it.
     QuorumNative,
 }
 

@@ -424,7 +424,7 @@ pub struct Queue {
     /// Where dead letters go (`x-dead-letter-exchange`, `x-dead-letter-routing-key`).
     pub dead_letter: Option<DeadLetter>,
     /// A quorum queue's `x-delivery-limit` as the contract set it; `None` derives it from
-    /// the retry policy ([`Queue::delivery_limit`]).
+    /// the retry policy ([`Queue::quorum_delivery_limit`], which the broker is told).
     pub delivery_limit: Option<u32>,
     /// How failed deliveries are retried.
     pub retry: Retry,

@@ -132,7 +132,9 @@ impl fmt::Display for MessagePart {
     }
 }
 
-/// Which AMQP short string (at most 255 bytes) was too long, in [`PublishError::TooLong`].
+/// Which AMQP short string (at most
+/// [`MAX_SHORT_STRING`](crate::model::limits::MAX_SHORT_STRING) bytes) was too long, in
+/// [`PublishError::TooLong`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ShortField {
@@ -140,6 +142,8 @@ pub enum ShortField {
     MessageId,
     /// The exchange name, namespace included.
     ExchangeName,
+    /// The routing key (on the default exchange, namespace included).
+    RoutingKey,
 }
 
 impl fmt::Display for ShortField {
@@ -147,6 +151,7 @@ impl fmt::Display for ShortField {
         f.write_str(match self {
             Self::MessageId => "message id",
             Self::ExchangeName => "exchange name",
+            Self::RoutingKey => "routing key",
         })
     }
 }
@@ -170,7 +175,10 @@ impl fmt::Display for ShortField {
 ///     )
 /// }
 /// assert!(worth_another_try(&PublishError::Timeout(std::time::Duration::from_secs(30))));
-/// assert!(!worth_another_try(&PublishError::RoutingKeyTooLong(300)));
+/// assert!(!worth_another_try(&PublishError::TooLong {
+///     field: warren_runtime::ShortField::RoutingKey,
+///     bytes: 300,
+/// }));
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -234,14 +242,15 @@ pub enum PublishError {
         /// The placeholder's name.
         placeholder: &'static str,
     },
-    /// The routing key is longer than AMQP's 255 bytes.
-    #[error("routing key is {0} bytes; AMQP allows at most 255")]
-    RoutingKeyTooLong(usize),
-    /// The message id or the (namespaced) exchange name is longer than AMQP's 255 bytes;
-    /// nothing was sent.
-    #[error("the {field} is {bytes} bytes; AMQP allows at most 255")]
+    /// The message id, the (namespaced) exchange name or the routing key is longer than an
+    /// AMQP short string holds
+    /// ([`MAX_SHORT_STRING`](crate::model::limits::MAX_SHORT_STRING) bytes); nothing was sent.
+    #[error(
+        "the {field} is {bytes} bytes; AMQP allows at most {}",
+        crate::model::limits::MAX_SHORT_STRING
+    )]
     TooLong {
-        /// The message id or the exchange name.
+        /// The message id, the exchange name or the routing key.
         field: ShortField,
         /// Its length.
         bytes: usize,

@@ -10,6 +10,7 @@ use lapin::{BasicProperties, Channel, Confirmation};
 
 use crate::error::{MessagePart, ShortField};
 use crate::model::Namespace;
+use crate::model::limits::MAX_SHORT_STRING;
 use crate::schema::Validators;
 use crate::sync::lock;
 use crate::{Connection, Message, PublishError, Topology, amqp};
@@ -319,9 +320,7 @@ impl Publisher {
     ) -> Result<(), PublishError> {
         // AMQP short strings; lapin would panic on longer ones.
         short(ShortField::ExchangeName, exchange)?;
-        if routing_key.len() > MAX_SHORT {
-            return Err(PublishError::RoutingKeyTooLong(routing_key.len()));
-        }
+        short(ShortField::RoutingKey, routing_key)?;
         let deadline = crate::connection::deadline_after(self.timeout);
         let channel = tokio::time::timeout_at(deadline, self.channel(deadline))
             .await
@@ -375,11 +374,8 @@ impl Publisher {
     }
 }
 
-/// The longest AMQP short string, in bytes.
-const MAX_SHORT: usize = crate::model::limits::MAX_SHORT_STRING;
-
 fn short(field: ShortField, text: &str) -> Result<(), PublishError> {
-    if text.len() > MAX_SHORT {
+    if text.len() > MAX_SHORT_STRING {
         return Err(PublishError::TooLong {
             field,
             bytes: text.len(),

@@ -12,8 +12,8 @@ use serde_json::Value;
 use super::policy::broker_counts;
 use super::settle::{MAX_ERROR_BYTES, truncate};
 use crate::amqp::{header_int, header_str, table_to_json};
-use crate::model::Queue;
-use crate::model::{FailureReason, headers};
+use crate::model::limits::MAX_SHORT_STRING;
+use crate::model::{FailureReason, Queue, headers};
 use crate::schema::Validators;
 use crate::{Delivery, Message};
 
@@ -77,15 +77,12 @@ fn is_retry_copy(raw: &lapin::message::Delivery, queue: &Queue) -> bool {
 /// delivery's own route stands in for it (found while fuzzing the decode path).
 pub(crate) fn original_route(raw: &lapin::message::Delivery) -> (String, String) {
     let table = raw.properties.headers().as_ref();
-    let header = |key| header_str(table, key).filter(|value| value.len() <= MAX_NAME_BYTES);
+    let header = |key| header_str(table, key).filter(|value| value.len() <= MAX_SHORT_STRING);
     (
         header(headers::ORIGINAL_EXCHANGE).unwrap_or_else(|| raw.exchange.to_string()),
         header(headers::ORIGINAL_ROUTING_KEY).unwrap_or_else(|| raw.routing_key.to_string()),
     )
 }
-
-/// The longest exchange name or routing key AMQP carries (a short string).
-const MAX_NAME_BYTES: usize = crate::model::limits::MAX_SHORT_STRING;
 
 /// Decodes `raw` as message `M`, validating it against its JSON Schemas unless `validators`
 /// is `None` (validation turned off).
