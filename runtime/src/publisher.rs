@@ -180,29 +180,13 @@ impl Publisher {
         self
     }
 
-    /// Publishes `payload` and `headers` as message `M` with a fresh message id and the
-    /// current time. See [`Publisher::publish_with`].
-    ///
-    /// Called by the generated publish methods; not a stable API.
-    #[doc(hidden)]
-    pub async fn publish<M: Message>(
-        &self,
-        publication: Publication<'_>,
-        payload: &M::Payload,
-        headers: &M::Headers,
-    ) -> Result<(), PublishError> {
-        self.publish_with::<M>(publication, payload, headers, &PublishOptions::default())
-            .await
-    }
-
     /// Publishes `payload` and `headers` as message `M`: validated against the message's JSON
     /// Schemas (nothing is sent when they are invalid), persistent, `mandatory`, with its
     /// content type and optional compression, and waits for the broker's confirm. Succeeds
     /// only when the broker confirmed the message and did not return it as unroutable.
     ///
-    /// Called by the generated publish methods; not a stable API.
-    #[doc(hidden)]
-    pub async fn publish_with<M: Message>(
+    /// Generated publish methods reach it through [`publish`].
+    pub(crate) async fn publish_with<M: Message>(
         &self,
         publication: Publication<'_>,
         payload: &M::Payload,
@@ -382,6 +366,23 @@ fn short(field: ShortField, text: &str) -> Result<(), PublishError> {
         });
     }
     Ok(())
+}
+
+/// Publishes `payload` and `headers` as message `M` on `publisher`: what generated publish
+/// methods call (`warren_runtime::codegen::publish`); not a stable API. Validated against
+/// the message's JSON Schemas (nothing is sent when they are invalid), persistent,
+/// `mandatory`, with its content type and optional compression; succeeds only when the broker
+/// confirmed the message and did not return it as unroutable.
+pub async fn publish<M: Message>(
+    publisher: &Publisher,
+    publication: Publication<'_>,
+    payload: &M::Payload,
+    headers: &M::Headers,
+    options: &PublishOptions,
+) -> Result<(), PublishError> {
+    publisher
+        .publish_with::<M>(publication, payload, headers, options)
+        .await
 }
 
 /// Seconds since the Unix epoch.

@@ -268,19 +268,13 @@ impl Worker {
     }
 
     /// Adds a consumer handling messages one at a time.
-    ///
-    /// Called by the generated `Handlers::register`; not a stable API.
-    #[doc(hidden)]
-    pub fn add<M: Message, H: Handler<M>>(&mut self, spec: ConsumerSpec, handler: H) {
+    fn add<M: Message, H: Handler<M>>(&mut self, spec: ConsumerSpec, handler: H) {
         self.consumers
             .push(Box::new(consume::Single::<M, H>::new(spec, handler)));
     }
 
     /// Adds a consumer handling messages in batches.
-    ///
-    /// Called by the generated `Handlers::register`; not a stable API.
-    #[doc(hidden)]
-    pub fn add_batch<M: Message, H: BatchHandler<M>>(
+    fn add_batch<M: Message, H: BatchHandler<M>>(
         &mut self,
         spec: ConsumerSpec,
         batch: BatchSpec,
@@ -342,4 +336,21 @@ impl Worker {
         }
         outcome
     }
+}
+
+/// Adds a consumer handling messages one at a time to `worker`: what the generated
+/// `Handlers::register` calls (`warren_runtime::codegen::add`); not a stable API.
+pub fn add<M: Message, H: Handler<M>>(worker: &mut Worker, spec: ConsumerSpec, handler: H) {
+    worker.add::<M, H>(spec, handler);
+}
+
+/// Adds a consumer handling messages in batches to `worker`: what the generated
+/// `Handlers::register` calls (`warren_runtime::codegen::add_batch`); not a stable API.
+pub fn add_batch<M: Message, H: BatchHandler<M>>(
+    worker: &mut Worker,
+    spec: ConsumerSpec,
+    batch: BatchSpec,
+    handler: H,
+) {
+    worker.add_batch::<M, H>(spec, batch, handler);
 }

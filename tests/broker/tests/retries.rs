@@ -512,6 +512,11 @@ async fn a_hand_edited_wait_tier_is_refused_at_start() {
     // One message waits in the queue whose tiers are then edited.
     let backoff = declared.qualified("backoff");
     let channel = connection.create_channel().await.expect("a channel");
+    // Confirmed, so the message is in the (quorum) queue before the worker starts.
+    channel
+        .confirm_select(lapin::options::ConfirmSelectOptions::default())
+        .await
+        .expect("confirm mode");
     let body = serde_json::to_vec(&job("waiting", JobBehaviour::Ok)).expect("json");
     channel
         .basic_publish(
