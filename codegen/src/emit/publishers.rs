@@ -144,8 +144,8 @@ fn method(contract: &Contract, publisher: &Publisher) -> Option<TokenStream> {
             #headers_param
         ) -> ::core::result::Result<(), ::warren_runtime::PublishError> {
             #build_key
-            self.publisher
-                .publish_with::<messages::#marker>(
+            ::warren_runtime::codegen::publish::<messages::#marker>(
+                    &self.publisher,
                     ::warren_runtime::codegen::Publication {
                         exchange: #exchange,
                         routing_key: #key,
