@@ -59,8 +59,8 @@ pub use duration::{DURATION_UNITS, DurationLabel};
 pub use reason::FailureReason;
 pub use retry::{
     Backoff, DEFAULT_INITIAL_DELAY, DEFAULT_JITTER, DEFAULT_MAX_DELAY, DEFAULT_MAX_RETRIES,
-    DEFAULT_MULTIPLIER, Exhausted, JITTER_BUCKETS, MAX_WAIT_TIERS, QUORUM_UNLIMITED, Retry,
-    WaitTier, backoff_delay, delay_tiers, jitter_bucket, wait_queue_name,
+    DEFAULT_MULTIPLIER, Exhausted, JITTER_BUCKETS, MAX_WAIT_TIERS, MIN_MULTIPLIER,
+    QUORUM_UNLIMITED, Retry, WaitTier, backoff_delay, delay_tiers, jitter_bucket, wait_queue_name,
 };
 pub use spelled::UnknownName;
 pub use topology::argument;

@@ -35,10 +35,22 @@ pub const QUORUM_UNLIMITED: u32 = i32::MAX as u32;
 /// leave together anyway.
 pub const JITTER_BUCKETS: [(u64, u64); 4] = [(1, 1), (5, 6), (2, 3), (1, 2)];
 
-/// The multiplier a policy grows by: `multiplier`, or 1 where it is below 1 or NaN (a delay
-/// never shrinks, so every retry's delay is one [`delay_tiers`] lays out).
+/// The smallest multiplier above 1 a ttl-backoff policy may grow by; the generator's checks
+/// refuse one between 1 and this. Closer to 1, a delay would take billions of retries to grow
+/// by a millisecond, and laying out the wait tiers ([`delay_tiers`]) would mean computing
+/// every one of them: from this factor on, a delay reaches any bound within a few thousand
+/// retries.
+pub const MIN_MULTIPLIER: f64 = 1.01;
+
+/// The multiplier a policy grows by: `multiplier`; 1 where it is below 1 or NaN (a delay
+/// never shrinks, so every retry's delay is one [`delay_tiers`] lays out); and
+/// [`MIN_MULTIPLIER`] where it is above 1 but below that.
 fn effective_multiplier(multiplier: f64) -> f64 {
-    if multiplier >= 1.0 { multiplier } else { 1.0 }
+    if !(multiplier > 1.0) {
+        1.0
+    } else {
+        multiplier.max(MIN_MULTIPLIER)
+    }
 }
 
 /// `base^exponent` by square-and-multiply, with IEEE 754 multiplications only. Each basic
@@ -64,7 +76,8 @@ fn power(mut base: f64, mut exponent: u32) -> f64 {
 
 /// The delay before retry `attempt` (from 0) of a ttl-backoff policy, before jitter:
 /// `min(initial × multiplier^attempt, max)`, in whole milliseconds (half a millisecond
-/// rounds away from zero). A multiplier below 1 (or NaN) counts as 1. Deterministic: the
+/// rounds away from zero). A multiplier below 1 (or NaN) counts as 1, one between 1 and
+/// [`MIN_MULTIPLIER`] as that. Deterministic: the
 /// same on every platform (see the crate's tests of the arithmetic).
 pub fn backoff_delay(initial: Duration, max: Duration, multiplier: f64, attempt: u32) -> Duration {
     if initial.is_zero() {
@@ -394,6 +407,9 @@ mod tests {
             (1000, 0, 2.0),
             (0, 5, 1e308),
             (50_000, 1_000, 2.0),
+            // Barely above 1: as `MIN_MULTIPLIER`, so laying out the tiers of u32::MAX
+            // retries takes a few thousand steps, not billions.
+            (1000, 1500, 1.0 + 1e-15),
         ] {
             for jitter in [false, true] {
                 let backoff = Backoff::new(

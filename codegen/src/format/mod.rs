@@ -239,7 +239,8 @@ pub(crate) struct Retry {
     /// `ttl-backoff`: upper bound of the delay (default `30s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_delay: Option<Duration>,
-    /// `ttl-backoff`: factor between consecutive delays (default 2).
+    /// `ttl-backoff`: factor between consecutive delays (default 2): 1 for a constant delay,
+    /// else at least 1.01.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multiplier: Option<f64>,
     /// `ttl-backoff`: spread retries of messages that failed together (default `true`).

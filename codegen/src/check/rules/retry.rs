@@ -3,6 +3,7 @@
 use super::{Checker, entry, has_dead_letter_exchange};
 use crate::diagnostics::{Code, YamlPath};
 use crate::format::{Exhausted, Queue, QueueKind, Retry, RetryMode};
+use warren_model::MIN_MULTIPLIER;
 
 impl Checker<'_> {
     /// The queue's `retry`, checked in steps; `path` is the queue's.
@@ -146,15 +147,27 @@ impl Checker<'_> {
                 format!("raise `max_delay` to at least {initial}, or lower `initial_delay`"),
             );
         }
-        if let Some(multiplier) = retry.multiplier
-            && (!multiplier.is_finite() || multiplier < 1.0)
-        {
-            self.error(
-                Code::BadRetry,
-                &path.key("multiplier"),
-                format!("`multiplier` must be at least 1 (got {multiplier}); delays never shrink"),
-                "use 1 for a constant delay, 2 to double it each time",
-            );
+        if let Some(multiplier) = retry.multiplier {
+            if !multiplier.is_finite() || multiplier < 1.0 {
+                self.error(
+                    Code::BadRetry,
+                    &path.key("multiplier"),
+                    format!(
+                        "`multiplier` must be at least 1 (got {multiplier}); delays never shrink"
+                    ),
+                    "use 1 for a constant delay, 2 to double it each time",
+                );
+            } else if multiplier > 1.0 && multiplier < MIN_MULTIPLIER {
+                self.error(
+                    Code::BadRetry,
+                    &path.key("multiplier"),
+                    format!(
+                        "`multiplier` {multiplier} grows a delay by less than 1% per retry; it \
+                         must be 1 (a constant delay) or at least {MIN_MULTIPLIER}"
+                    ),
+                    "use 1 for a constant delay, 1.5 or 2 for a growing one",
+                );
+            }
         }
     }
 
