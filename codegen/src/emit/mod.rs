@@ -60,7 +60,7 @@ pub(crate) fn generate(
         &|| types::emit(contract, options),
         &|| parse(messages::emit(contract)),
         &|| parse(publishers::emit(contract)),
-        &|| parse(consumers::emit(contract)),
+        &|| parse(consumers::emit(contract)?),
         &|| parse(topology::emit(contract)),
     ];
     for section in sections {
