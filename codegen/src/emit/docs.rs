@@ -229,7 +229,41 @@ pub(super) fn retry_line(contract: &Contract, consumer: &Consumer) -> Result<Str
 
 #[cfg(test)]
 mod tests {
-    use super::{code, compose, doc, wrap};
+    use super::{code, compose, doc, retry_line, wrap};
+    use crate::emit::GenerateError;
+    use crate::model::{Contract, QueueKind, Retry};
+
+    /// A checked contract with consumer `c` of queue `inbox`.
+    fn contract() -> Contract {
+        let mut sources = crate::Sources::new(
+            "warren.yaml",
+            "queues:\n  inbox: { on_poison: drop }\nmessages:\n  ping: { payload: ping.json }\n\
+             consumers:\n  c: { queue: inbox, message: ping }\n",
+        );
+        sources.file("ping.json", r#"{ "title": "Ping", "type": "object" }"#);
+        crate::check_sources(&sources).expect("a valid contract").contract
+    }
+
+    #[test]
+    fn a_retry_line_the_model_cannot_back_is_an_internal_error() {
+        let contract = contract();
+        let consumer = &contract.consumers["c"];
+        assert!(retry_line(&contract, consumer).is_ok());
+        let mut unknown_queue = contract.clone();
+        unknown_queue.topology.queues.clear();
+        assert!(matches!(
+            retry_line(&unknown_queue, consumer),
+            Err(GenerateError::Internal(_))
+        ));
+        // Only a declared quorum queue has a delivery limit to speak of.
+        let mut no_limit = contract.clone();
+        let queue = &mut no_limit.topology.queues[0];
+        (queue.kind, queue.retry) = (QueueKind::Classic, Retry::QuorumNative);
+        assert!(matches!(
+            retry_line(&no_limit, consumer),
+            Err(GenerateError::Internal(_))
+        ));
+    }
 
     #[test]
     fn doc_text_cannot_hold_a_bare_carriage_return_or_a_bidi_override() {

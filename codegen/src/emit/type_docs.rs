@@ -448,7 +448,20 @@ mod tests {
     use quote::quote;
     use syn::parse::Parser;
 
-    use super::{doc_text, serde_rename};
+    use super::{doc_text, replace_docs, serde_rename};
+    use crate::emit::GenerateError;
+
+    #[test]
+    fn docs_that_do_not_parse_are_an_internal_error_and_keep_the_old_ones() {
+        let mut attrs = syn::Attribute::parse_outer
+            .parse2(quote! { #[doc = "old"] #[serde(default)] })
+            .expect("attributes");
+        let result = replace_docs(&mut attrs, quote! { not an attribute });
+        assert!(matches!(result, Err(GenerateError::Internal(_))), "{result:?}");
+        assert_eq!(doc_text(&attrs), "old");
+        replace_docs(&mut attrs, quote! { #[doc = "new"] }).expect("parses");
+        assert_eq!((doc_text(&attrs).as_str(), attrs.len()), ("new", 2));
+    }
 
     #[test]
     fn reads_docs_and_serde_renames() {
