@@ -73,7 +73,7 @@ pub(super) fn rewrite(
                         doc(&own)
                     };
                     replace_docs(&mut variant.attrs, docs)?;
-                    let place = format!("variant {} of [`{name}`]", code(&value));
+                    let place = format!("variant {}", code(&value));
                     fields_docs(&mut variant.fields, &place)?;
                 }
             }
@@ -222,12 +222,12 @@ fn variant_origin(tagging: &Tagging, owner: &str, value: &str, fields: &Fields) 
     }
 }
 
-/// Where a field of the generated type `name` is a property: the schema file of a
-/// definition, or else the type itself.
+/// Which schema the fields of the generated type `name` are properties of: a definition's
+/// file (and pointer), or else the type's own schema.
 fn property_place(contract: &Contract, name: &str) -> String {
     match contract.schemas.sources.get(name) {
-        Some(source) => format!("[`{name}`], from the JSON Schema at {}", code(source)),
-        None => format!("[`{name}`]"),
+        Some(source) => code(source),
+        None => format!("the schema of [`{name}`]"),
     }
 }
 
