@@ -50,7 +50,12 @@ fn may_hold_code_block(text: &str) -> bool {
         || text.lines().any(|line| {
             let markers: String = line
                 .chars()
-                .take_while(|c| matches!(c, ' ' | '\t' | '>' | '-' | '*' | '+' | '.' | ')' | '0'..='9'))
+                .take_while(|c| {
+                    matches!(
+                        c,
+                        ' ' | '\t' | '>' | '-' | '*' | '+' | '.' | ')' | '0'..='9'
+                    )
+                })
                 .collect();
             markers.contains('\t') || markers.contains("    ")
         })
@@ -80,7 +85,11 @@ const WIDTH: usize = 88;
 /// empty parts are left out. The whole is one [`doc`]: a code block opened in one part
 /// runs on into the next, so the parts are kept out of doctests together.
 pub(super) fn compose(head: &str, description: Option<&str>, tail: &str) -> TokenStream {
-    let parts = [wrap(head), description.unwrap_or_default().to_owned(), wrap(tail)];
+    let parts = [
+        wrap(head),
+        description.unwrap_or_default().to_owned(),
+        wrap(tail),
+    ];
     let parts: Vec<&str> = parts
         .iter()
         .filter(|p| !p.trim().is_empty())
@@ -170,7 +179,10 @@ pub(super) fn code(text: &str) -> String {
 /// What happens when `consumer`'s handler fails, in one line: the retry policy of its queue,
 /// and where a message goes once its retries are spent. The checks refuse a consumer of an
 /// unknown queue and a quorum-native retry without a delivery limit, so either is a bug.
-pub(super) fn retry_line(contract: &Contract, consumer: &Consumer) -> Result<String, GenerateError> {
+pub(super) fn retry_line(
+    contract: &Contract,
+    consumer: &Consumer,
+) -> Result<String, GenerateError> {
     let Some(queue) = contract.topology.queue(&consumer.queue) else {
         return Err(GenerateError::Internal(format!(
             "consumer {} reads queue {}, which the model does not hold",
@@ -241,7 +253,9 @@ mod tests {
              consumers:\n  c: { queue: inbox, message: ping }\n",
         );
         sources.file("ping.json", r#"{ "title": "Ping", "type": "object" }"#);
-        crate::check_sources(&sources).expect("a valid contract").contract
+        crate::check_sources(&sources)
+            .expect("a valid contract")
+            .contract
     }
 
     #[test]
@@ -300,7 +314,11 @@ mod tests {
                 "{text:?}: {tokens}"
             );
         }
-        for text in ["plain\n- list\n  continued", "> quoted\n1. item", "`one` `` two ``"] {
+        for text in [
+            "plain\n- list\n  continued",
+            "> quoted\n1. item",
+            "`one` `` two ``",
+        ] {
             assert!(!doc(text).to_string().contains("cfg_attr"), "{text:?}");
         }
     }
@@ -314,7 +332,11 @@ mod tests {
             format!("{long} > quoted"),
             format!("{long} - item"),
         ] {
-            let text = wrap(&format!("Consumer {} reads queue {}.", code("c"), code(&name)));
+            let text = wrap(&format!(
+                "Consumer {} reads queue {}.",
+                code("c"),
+                code(&name)
+            ));
             assert!(
                 text.lines().any(|line| line.contains(&code(&name))),
                 "{name:?}: {text}"

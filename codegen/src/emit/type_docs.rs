@@ -64,11 +64,15 @@ pub(super) fn rewrite(
                 replace_docs(&mut item.attrs, docs)?;
                 let tagging = Tagging::of(&item.attrs);
                 for variant in &mut item.variants {
-                    let value = serde_rename(&variant.attrs)
-                        .unwrap_or_else(|| variant.ident.to_string());
+                    let value =
+                        serde_rename(&variant.attrs).unwrap_or_else(|| variant.ident.to_string());
                     let own = doc_text(&variant.attrs);
                     let docs = if own.trim().is_empty() {
-                        compose(&variant_origin(&tagging, &name, &value, &variant.fields), None, "")
+                        compose(
+                            &variant_origin(&tagging, &name, &value, &variant.fields),
+                            None,
+                            "",
+                        )
                     } else {
                         doc(&own)
                     };
@@ -399,7 +403,11 @@ fn fields_docs(fields: &mut Fields, place: &str) -> Result<(), GenerateError> {
             Some(ident) if own.trim().is_empty() => {
                 let json = serde_rename(&field.attrs)
                     .unwrap_or_else(|| ident.to_string().trim_start_matches("r#").to_owned());
-                compose(&format!("JSON property {} of {place}.", code(&json)), None, "")
+                compose(
+                    &format!("JSON property {} of {place}.", code(&json)),
+                    None,
+                    "",
+                )
             }
             _ => doc(&own),
         };
@@ -457,7 +465,10 @@ mod tests {
             .parse2(quote! { #[doc = "old"] #[serde(default)] })
             .expect("attributes");
         let result = replace_docs(&mut attrs, quote! { not an attribute });
-        assert!(matches!(result, Err(GenerateError::Internal(_))), "{result:?}");
+        assert!(
+            matches!(result, Err(GenerateError::Internal(_))),
+            "{result:?}"
+        );
         assert_eq!(doc_text(&attrs), "old");
         replace_docs(&mut attrs, quote! { #[doc = "new"] }).expect("parses");
         assert_eq!((doc_text(&attrs).as_str(), attrs.len()), ("new", 2));

@@ -240,6 +240,12 @@ impl hostile_docs::consumers::Self_ for Anything {
     }
 }
 
+impl hostile_docs::consumers::Fenced for Anything {
+    async fn handle(&self, _: Delivery<hostile_docs::types::Fenced>) -> Result<(), HandlerError> {
+        Ok(())
+    }
+}
+
 /// `Handlers`' type parameters are `AImpl`, `AImplImpl` and `SelfImpl` for consumers `a`,
 /// `a_impl` (whose trait is itself `AImpl`) and `self`: distinct, and each bound by its own
 /// trait.
@@ -249,9 +255,15 @@ fn handlers_type_parameters_stay_distinct_from_each_other_and_the_traits() {
         a: Anything,
         a_impl: Anything,
         self_: Anything,
+        fenced: Anything,
     };
     // `register` exists only where each parameter implements its trait.
-    let _register = hostile_docs::Handlers::<Anything, Anything, Anything>::register;
-    let hostile_docs::Handlers { a, a_impl, self_ } = handlers;
-    let _: (Anything, Anything, Anything) = (a, a_impl, self_);
+    let _register = hostile_docs::Handlers::<Anything, Anything, Anything, Anything>::register;
+    let hostile_docs::Handlers {
+        a,
+        a_impl,
+        self_,
+        fenced,
+    } = handlers;
+    let _: (Anything, Anything, Anything, Anything) = (a, a_impl, self_, fenced);
 }
