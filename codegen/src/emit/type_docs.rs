@@ -149,11 +149,9 @@ fn module_items_docs(
                 })?;
             }
             ("defaults", Item::Fn(item)) => {
-                let text = format!(
-                    "A default value the schemas give, for serde's `default` (`{}`).",
-                    item.sig.ident
-                );
-                replace_docs(&mut item.attrs, compose(&text, None, ""))?;
+                // The field it serves names it in its `#[serde(default = "defaults::…")]`.
+                let text = "A default value a schema gives a field, for serde's `default`.";
+                replace_docs(&mut item.attrs, compose(text, None, ""))?;
             }
             _ => {}
         }

@@ -139,6 +139,8 @@ fn payload_types_round_trip_and_validate_what_serde_can() {
     let shapes: payload_shapes::types::Shapes = serde_json::from_value(json.clone()).unwrap();
     assert_eq!(shapes.status, payload_shapes::types::ShapesStatus::Active);
     assert_eq!(shapes.tree.as_ref().unwrap().children.len(), 1);
+    // Defaults the schema gives (typify's `defaults` module).
+    assert_eq!((shapes.channel.as_str(), shapes.attempts), ("email", 3));
     let back = serde_json::to_value(&shapes).unwrap();
     assert_eq!(back["payment"], json["payment"]);
     assert_eq!(back["tree"], json["tree"]);
