@@ -10,11 +10,20 @@ use crate::naming::{self, Role};
 
 /// `pub mod consumers`, `pub struct Handlers` and the adapters to the runtime's handler traits.
 pub(super) fn emit(contract: &Contract) -> Result<TokenStream, GenerateError> {
+    // The checks refuse a consumer of an unknown message: one here is a bug, not a consumer
+    // to leave out of `Handlers` without a word.
     let consumers: Vec<(&Consumer, &Message)> = contract
         .consumers
         .values()
-        .filter_map(|c| contract.messages.get(&c.message).map(|m| (c, m)))
-        .collect();
+        .map(|c| match contract.messages.get(&c.message) {
+            Some(m) => Ok((c, m)),
+            None => Err(GenerateError::Internal(format!(
+                "consumer {} handles message {}, which the model does not hold",
+                code(&c.name),
+                code(&c.message)
+            ))),
+        })
+        .collect::<Result<_, _>>()?;
     let traits = consumers
         .iter()
         .map(|(c, m)| handler_trait(contract, c, m))

@@ -245,12 +245,14 @@ mod tests {
     use crate::emit::GenerateError;
     use crate::model::{Contract, QueueKind, Retry};
 
-    /// A checked contract with consumer `c` of queue `inbox`.
+    /// A checked contract with consumer `c` of queue `inbox` and publisher `p`, both of
+    /// message `ping`.
     fn contract() -> Contract {
         let mut sources = crate::Sources::new(
             "warren.yaml",
             "queues:\n  inbox: { on_poison: drop }\nmessages:\n  ping: { payload: ping.json }\n\
-             consumers:\n  c: { queue: inbox, message: ping }\n",
+             consumers:\n  c: { queue: inbox, message: ping }\n\
+             publishers:\n  p: { exchange: \"\", routing_key: inbox, message: ping }\n",
         );
         sources.file("ping.json", r#"{ "title": "Ping", "type": "object" }"#);
         crate::check_sources(&sources)
@@ -277,6 +279,21 @@ mod tests {
             retry_line(&no_limit, consumer),
             Err(GenerateError::Internal(_))
         ));
+    }
+
+    #[test]
+    fn a_consumer_or_publisher_of_a_message_the_model_lacks_is_an_internal_error() {
+        let generate = |contract: &Contract| {
+            crate::emit::generate(contract, &crate::settings::TypeOptions::default())
+        };
+        let contract = contract();
+        assert!(generate(&contract).is_ok());
+        let mut lost = contract.clone();
+        lost.consumers.get_mut("c").expect("consumer c").message = "gone".to_owned();
+        assert!(matches!(generate(&lost), Err(GenerateError::Internal(_))));
+        let mut lost = contract;
+        lost.publishers.get_mut("p").expect("publisher p").message = "gone".to_owned();
+        assert!(matches!(generate(&lost), Err(GenerateError::Internal(_))));
     }
 
     #[test]
