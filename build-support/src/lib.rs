@@ -20,8 +20,9 @@
 //! `warren validate`: file, line, what is wrong and how to fix it.
 //!
 //! [`compile`] is `Config::new().compile(..)`; a [`Config`] sets the output folder, the file
-//! name and the `rerun-if-changed` lines, and how the payload and headers types are generated:
-//! extra derives and attributes, builders, and schema types replaced by your own.
+//! name and the `rerun-if-changed` lines, and how the payload and headers types are generated
+//! ([`Settings`]): extra derives and attributes, builders, and schema types replaced by your
+//! own.
 //!
 //! ```no_run
 //! // build.rs
@@ -45,8 +46,10 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use warren_codegen::RenderStyle;
+/// Given to [`Config::settings`].
+pub use warren_codegen::Settings;
 use warren_codegen::diagnostics::escape;
-use warren_codegen::{RenderStyle, Settings};
 
 /// Generates the Rust for the contract at `contract` with the default [`Config`].
 ///
@@ -152,19 +155,29 @@ impl Config {
         self
     }
 
-    /// Adds a derive to every generated payload and headers type, such as `Hash`, `Eq` or a
-    /// path like `::schemars::JsonSchema` (whose crate the package then depends on). The types
-    /// already derive `Clone`, `Debug`, `PartialEq` and serde's traits. The derive must hold
-    /// for every type: `Eq` on a type with a `number` field fails to compile.
+    /// Generates the payload and headers types with `settings`, replacing every generator
+    /// setting made so far. The setters below each add one setting; [`Settings`] documents
+    /// them all.
     ///
     /// ```no_run
     /// // build.rs
     /// fn main() {
-    ///     warren_build::Config::new()
-    ///         .derive("Eq")
-    ///         .derive("Hash")
-    ///         .compile("warren.yaml")
-    ///         .unwrap();
+    ///     let mut settings = warren_build::Settings::new();
+    ///     settings.derive("Eq").builders(true);
+    ///     warren_build::Config::new().settings(settings).compile("warren.yaml").unwrap();
+    /// }
+    /// ```
+    pub fn settings(&mut self, settings: Settings) -> &mut Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Adds a derive to every generated type: [`Settings::derive`].
+    ///
+    /// ```no_run
+    /// // build.rs
+    /// fn main() {
+    ///     warren_build::Config::new().derive("Hash").compile("warren.yaml").unwrap();
     /// }
     /// ```
     pub fn derive(&mut self, path: impl Into<String>) -> &mut Self {
@@ -172,16 +185,12 @@ impl Config {
         self
     }
 
-    /// Adds an attribute, written in full as `#[…]`, to every generated payload and headers
-    /// type. A string that does not parse as attributes fails the build, saying why.
+    /// Adds an attribute to every generated type: [`Settings::attribute`].
     ///
     /// ```no_run
     /// // build.rs
     /// fn main() {
-    ///     warren_build::Config::new()
-    ///         .attribute("#[must_use]")
-    ///         .compile("warren.yaml")
-    ///         .unwrap();
+    ///     warren_build::Config::new().attribute("#[must_use]").compile("warren.yaml").unwrap();
     /// }
     /// ```
     pub fn attribute(&mut self, attribute: impl Into<String>) -> &mut Self {
@@ -189,46 +198,25 @@ impl Config {
         self
     }
 
-    /// Gives every generated struct a builder (off by default), so payloads are built field
-    /// by field and checked against their schema, rather than from `json!`.
+    /// Gives every generated struct a builder: [`Settings::builders`].
     ///
     /// ```no_run
     /// // build.rs
     /// fn main() {
-    ///     warren_build::Config::new()
-    ///         .builders(true)
-    ///         .compile("warren.yaml")
-    ///         .unwrap();
+    ///     warren_build::Config::new().builders(true).compile("warren.yaml").unwrap();
     /// }
-    /// // src/lib.rs, with the contract's `OrderPlaced`:
-    /// // let order: types::OrderPlaced = types::OrderPlaced::builder()
-    /// //     .order_id(id)
-    /// //     .total(total)
-    /// //     /* every required field */
-    /// //     .try_into()?;
     /// ```
     pub fn builders(&mut self, builders: bool) -> &mut Self {
         self.settings.builders(builders);
         self
     }
 
-    /// Uses your Rust type at `rust_type` wherever the contract's schemas use the generated
-    /// type `type_name` (such as `Money`), which is then not generated. A name that is not a
-    /// type of the contract fails the build, naming it.
-    ///
-    /// The path is resolved inside the generated `types` module: name your type from the
-    /// crate root (`crate::money::Money`) or from another crate. It must implement what the
-    /// generated types derive (`Clone`, `Debug`, `PartialEq`, serde's `Serialize` and
-    /// `Deserialize`, and every extra [`derive`](Self::derive)), and serialize to JSON that
-    /// meets the schema. `types::Money` stays a name for it.
+    /// Uses your type instead of a generated one: [`Settings::replace`].
     ///
     /// ```no_run
     /// // build.rs
     /// fn main() {
-    ///     warren_build::Config::new()
-    ///         .replace("Money", "crate::money::Money")
-    ///         .compile("warren.yaml")
-    ///         .unwrap();
+    ///     warren_build::Config::new().replace("Money", "crate::money::Money").compile("warren.yaml").unwrap();
     /// }
     /// ```
     pub fn replace(

@@ -32,18 +32,23 @@ pub use path::{Segment, YamlPath};
 /// Whether `c` must not reach a terminal as written: C0 and C1 control characters (ESC
 /// starts terminal commands, CR and BS overwrite what was printed, NUL truncates), DEL, the
 /// bidirectional overrides and isolates that reorder the text around them (U+202E, the
-/// "Trojan Source" characters), and the Unicode line and paragraph separators.
+/// "Trojan Source" characters), the Unicode line and paragraph separators, and the
+/// zero-width and invisible format characters (a soft hyphen, a zero-width space or joiner, a
+/// byte-order mark) that make two different names print the same.
 pub fn is_hidden(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
-            '\u{061c}'
-                | '\u{200e}'
-                | '\u{200f}'
+            '\u{00ad}'
+                | '\u{061c}'
+                | '\u{180e}'
+                | '\u{200b}'..='\u{200f}'
                 | '\u{202a}'..='\u{202e}'
+                | '\u{2060}'..='\u{2064}'
                 | '\u{2066}'..='\u{2069}'
                 | '\u{2028}'
                 | '\u{2029}'
+                | '\u{feff}'
         )
 }
 

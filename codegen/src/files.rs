@@ -15,7 +15,9 @@ use std::sync::Arc;
 /// disk: [`check_sources`](crate::check_sources) reads nothing else.
 ///
 /// Paths are virtual. Relative ones (the usual case) are relative to one virtual working
-/// folder, as paths given to the CLI are relative to the current one; the contract's
+/// folder, as paths given to the CLI are relative to the current one. What is above that
+/// folder holds nothing but the files named with `..` (or absolutely), so a `..` that
+/// climbs past them finds nothing, as it would on disk. The contract's
 /// `payload:` paths, `schema_roots` and every `$ref` resolve against them with the same rules
 /// as on disk, `schema_roots` containment included. Diagnostics, and the files the checked
 /// contract lists as its inputs, name files by these paths.
@@ -53,9 +55,10 @@ impl Sources {
         Self { contract, files }
     }
 
-    /// Adds the file `text` at the virtual path `path`: a schema file, named as the contract
-    /// names it relative to the contract's folder (`orders/schemas/order.json` beside
-    /// `orders/warren.yaml`). Adding a path twice keeps the last text.
+    /// Adds the file `text` at the virtual path `path`: a schema file, named like the
+    /// contract's path, relative to the virtual working folder and not to the contract's
+    /// folder (`orders/schemas/order.json` beside `orders/warren.yaml`, which names it
+    /// `schemas/order.json`). Adding a path twice keeps the last text.
     pub fn file(&mut self, path: impl Into<PathBuf>, text: impl Into<String>) -> &mut Self {
         self.files.insert(path.into(), Arc::from(text.into()));
         self
@@ -76,29 +79,54 @@ pub(crate) enum Files {
     Memory(Arc<Memory>),
 }
 
+/// The placeholder folder names of the virtual working folder are this, or this with a number
+/// when some source path already uses it (`<memory-2>`).
+const PLACEHOLDER: &str = "<memory>";
+
 /// [`Sources`] placed under one absolute virtual working folder.
 #[derive(Debug)]
 pub(crate) struct Memory {
-    files: BTreeMap<PathBuf, Arc<str>>,
+    /// The virtual working folder, against which relative paths resolve.
+    cwd: PathBuf,
+    /// Every file by its absolute virtual path: its name as the caller gave it, and its text.
+    files: BTreeMap<PathBuf, (PathBuf, Arc<str>)>,
 }
 
 impl Memory {
-    /// Places `sources` under a virtual working folder deep enough that every `..` in their
-    /// paths stays inside the virtual root, so `../common/money.json` is a file like any
-    /// other and is shown as written.
-    fn new(sources: &Sources) -> (Self, PathBuf) {
+    /// Places `sources` under a virtual working folder one level deeper than the deepest `..`
+    /// of their paths, so `../common/money.json` is a file like any other, and a `..` written
+    /// in the contract that climbs further than any source path reaches nothing, as the
+    /// unknown folders above a real working folder would hold nothing of the sources.
+    ///
+    /// The working folder's placeholder name is one no source path uses: `../<memory>/x.json`
+    /// and `x.json` must stay two files, as they would be on disk beside a folder with any
+    /// other name.
+    fn new(sources: &Sources) -> Self {
         let climb = sources.files.keys().map(|p| climb(p)).max().unwrap_or(0);
+        let used = |name: &str| {
+            sources
+                .files
+                .keys()
+                .any(|path| path.components().any(|part| part.as_os_str() == name))
+        };
+        let placeholder = std::iter::once(PLACEHOLDER.to_owned())
+            .chain((2..).map(|n| format!("<memory-{n}>")))
+            .find(|name| !used(name))
+            .unwrap_or_else(|| PLACEHOLDER.to_owned());
         let mut cwd = PathBuf::from("/");
-        for _ in 0..climb {
-            // A name no relative path is likely to pass back down through.
-            cwd.push("<memory>");
+        for _ in 0..=climb {
+            cwd.push(&placeholder);
         }
+        // The working folder is deeper than any path climbs, so every path folds.
         let files = sources
             .files
             .iter()
-            .map(|(path, text)| (fold(&cwd.join(path)), text.clone()))
+            .filter_map(|(path, text)| {
+                let folded = fold(&cwd.join(path))?;
+                Some((folded, (path.clone(), text.clone())))
+            })
             .collect();
-        (Self { files }, cwd)
+        Self { cwd, files }
     }
 
     fn is_dir(&self, path: &Path) -> bool {
@@ -111,21 +139,23 @@ impl Memory {
 }
 
 impl Files {
-    /// The in-memory file system of `sources`, and the absolute virtual path of its contract.
-    pub(crate) fn memory(sources: &Sources) -> (Self, PathBuf) {
-        let (memory, cwd) = Memory::new(sources);
-        let contract = fold(&cwd.join(sources.contract()));
-        (Self::Memory(Arc::new(memory)), contract)
+    /// The in-memory file system of `sources`.
+    pub(crate) fn memory(sources: &Sources) -> Self {
+        Self::Memory(Arc::new(Memory::new(sources)))
     }
 
-    /// The absolute path `path` names, links followed; `None` when nothing is there.
-    pub(crate) fn canonicalize(&self, path: &Path) -> Option<PathBuf> {
+    /// The absolute path `path` names, links followed; relative paths resolve against the
+    /// working folder. An error when nothing is there: in memory, also when `..` climbs above
+    /// the root (on disk the root is its own parent, but the virtual root stands for folders
+    /// that hold none of the sources).
+    pub(crate) fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         match self {
-            Self::Disk => path.canonicalize().ok(),
-            Self::Memory(memory) => {
-                let folded = fold(path);
-                (memory.files.contains_key(&folded) || memory.is_dir(&folded)).then_some(folded)
-            }
+            Self::Disk => path.canonicalize(),
+            Self::Memory(memory) => fold(&memory.cwd.join(path))
+                .filter(|folded| memory.files.contains_key(folded) || memory.is_dir(folded))
+                .ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::NotFound, "no such file in the sources")
+                }),
         }
     }
 
@@ -138,20 +168,29 @@ impl Files {
     }
 
     /// The text of the regular file at `path` (canonical). Only regular files are read: a
-    /// device or pipe named as a schema (`/dev/zero` under `schema_roots: ["/"]`) would be
-    /// read until memory runs out, or block for ever.
+    /// device or pipe named as a contract or a schema (`/dev/zero` under
+    /// `schema_roots: ["/"]`) would be read until memory runs out, or block for ever.
     pub(crate) fn read(&self, path: &Path) -> io::Result<Arc<str>> {
         match self {
             Self::Disk if path.is_file() => std::fs::read_to_string(path).map(Arc::from),
             Self::Disk => Err(io::Error::other("not a regular file")),
             Self::Memory(memory) => match memory.files.get(path) {
-                Some(text) => Ok(text.clone()),
+                Some((_, text)) => Ok(text.clone()),
                 None if memory.is_dir(path) => Err(io::Error::other("not a regular file")),
                 None => Err(io::Error::new(
                     io::ErrorKind::NotFound,
                     "no such file in the sources",
                 )),
             },
+        }
+    }
+
+    /// The name the caller gave the file at `path` (canonical), when the caller named files
+    /// one by one: in memory, the path given to [`Sources::file`]. On disk, `None`.
+    pub(crate) fn given_name(&self, path: &Path) -> Option<&Path> {
+        match self {
+            Self::Disk => None,
+            Self::Memory(memory) => memory.files.get(path).map(|(name, _)| name.as_path()),
         }
     }
 }
@@ -174,19 +213,21 @@ fn climb(path: &Path) -> usize {
 }
 
 /// Removes `.` and folds `dir/..` of an absolute path, as resolving it would with no links;
-/// `..` at the root stays at the root.
-fn fold(path: &Path) -> PathBuf {
+/// `None` when `..` climbs above the root.
+fn fold(path: &Path) -> Option<PathBuf> {
     let mut out = PathBuf::new();
     for part in path.components() {
         match part {
             Component::CurDir => {}
             Component::ParentDir => {
-                out.pop();
+                if !out.pop() {
+                    return None;
+                }
             }
             other => out.push(other),
         }
     }
-    out
+    Some(out)
 }
 
 #[cfg(test)]
@@ -197,8 +238,9 @@ mod tests {
 
     #[test]
     fn paths_fold_and_climb() {
-        assert_eq!(fold(Path::new("/a/./b/../c")), Path::new("/a/c"));
-        assert_eq!(fold(Path::new("/../a")), Path::new("/a"));
+        assert_eq!(fold(Path::new("/a/./b/../c")), Some("/a/c".into()));
+        assert_eq!(fold(Path::new("/../a")), None);
+        assert_eq!(fold(Path::new("/a/../..")), None);
         assert_eq!(climb(Path::new("../../a")), 2);
         assert_eq!(climb(Path::new("a/../..")), 1);
         assert_eq!(climb(Path::new("a/b")), 0);
@@ -208,20 +250,42 @@ mod tests {
     fn memory_answers_like_a_file_system() {
         let mut sources = Sources::new("warren.yaml", "");
         sources.file("../common/money.json", "{}");
-        let (files, contract) = Files::memory(&sources);
-        let dir = contract.parent().expect("a folder");
+        let files = Files::memory(&sources);
         let money = files
-            .canonicalize(&dir.join("schemas/../../common/money.json"))
+            .canonicalize(Path::new("schemas/../../common/money.json"))
             .expect("the file");
         assert_eq!(files.read(&money).expect("its text").as_ref(), "{}");
+        assert_eq!(
+            files.given_name(&money),
+            Some(Path::new("../common/money.json"))
+        );
         let common = files
-            .canonicalize(&dir.join("../common"))
+            .canonicalize(Path::new("../common"))
             .expect("a folder");
         assert!(files.is_dir(&common));
         assert!(!files.is_dir(&money));
-        assert!(files.canonicalize(&dir.join("missing.json")).is_none());
-        assert!(files.read(&dir.join("missing.json")).is_err());
+        assert!(files.canonicalize(Path::new("missing.json")).is_err());
+        // The working folder is one level deeper than the deepest climb: above it, nothing.
+        assert!(files.canonicalize(Path::new("../../money.json")).is_err());
+        assert!(files.canonicalize(Path::new("../../../../x")).is_err());
         let folder = files.read(&common).expect_err("a folder is not read");
         assert_eq!(folder.to_string(), "not a regular file");
+    }
+
+    /// A source path through a folder named like the placeholder is a file of its own.
+    #[test]
+    fn source_paths_never_collide_through_the_placeholder() {
+        let mut sources = Sources::new("warren.yaml", "");
+        sources
+            .file("x.json", "inside")
+            .file("../<memory>/x.json", "beside");
+        let files = Files::memory(&sources);
+        let inside = files.canonicalize(Path::new("x.json")).expect("x.json");
+        let beside = files
+            .canonicalize(Path::new("../<memory>/x.json"))
+            .expect("../<memory>/x.json");
+        assert_ne!(inside, beside);
+        assert_eq!(files.read(&inside).expect("text").as_ref(), "inside");
+        assert_eq!(files.read(&beside).expect("text").as_ref(), "beside");
     }
 }

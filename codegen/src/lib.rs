@@ -59,6 +59,10 @@
 //! # Ok::<(), warren_codegen::Error>(())
 //! ```
 
+// The library's surface is what lib.rs exports; inside the private stage modules an item
+// is `pub(crate)`, so `pub` there would be a promise nobody can see.
+#![warn(unreachable_pub)]
+
 mod check;
 pub mod diagnostics;
 mod emit;
@@ -144,7 +148,7 @@ pub struct Checked {
 /// Returns [`Error::Io`] when the contract file itself cannot be read, and
 /// [`Error::Invalid`] with every problem found (errors and warnings) otherwise.
 pub fn check_contract(path: impl AsRef<Path>) -> Result<Checked, Error> {
-    check_loaded(load::load(path.as_ref()).map_err(Error::from_load)?)
+    check_loaded(load::load(files::Files::Disk, path.as_ref()).map_err(Error::from_load)?)
 }
 
 /// Checks a contract held in memory with its schema files, as [`check_contract`] checks one
@@ -161,7 +165,8 @@ pub fn check_contract(path: impl AsRef<Path>) -> Result<Checked, Error> {
 /// }
 /// ```
 pub fn check_sources(sources: &Sources) -> Result<Checked, Error> {
-    check_loaded(load::load_sources(sources).map_err(Error::from_load)?)
+    let files = files::Files::memory(sources);
+    check_loaded(load::load(files, sources.contract()).map_err(Error::from_load)?)
 }
 
 /// Bundles the schemas of `loaded` and runs every check.
@@ -174,25 +179,13 @@ fn check_loaded(loaded: load::LoadedContract) -> Result<Checked, Error> {
     if problems.has_errors() {
         return Err(Error::Invalid(problems));
     }
-    let mut contract = model::build(
+    let contract = model::build(
         &loaded,
         schemas.bundle,
         &schemas.entries,
         &schemas.type_names,
     )
     .map_err(Error::Internal)?;
-    if let files::Files::Memory(_) = loaded.files {
-        // Canonical paths in memory are made up; name the files as the caller did.
-        let shown = |path: &std::path::PathBuf| {
-            if path.is_absolute() {
-                loaded.paths.show(path)
-            } else {
-                path.clone()
-            }
-        };
-        contract.inputs = contract.inputs.iter().map(shown).collect();
-        contract.schemas.files = contract.schemas.files.iter().map(shown).collect();
-    }
     Ok(Checked {
         contract,
         warnings: problems,
@@ -203,7 +196,7 @@ impl Checked {
     /// Generates the contract's Rust file, its types shaped by `settings`.
     ///
     /// Returns [`Error::Invalid`] with every bad setting (and the contract's warnings) when a
-    /// setting does not parse or names no type of the contract.
+    /// setting does not parse or names no schema definition of the contract.
     ///
     /// ```no_run
     /// let mut settings = warren_codegen::Settings::new();

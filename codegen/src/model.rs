@@ -53,8 +53,9 @@ pub struct Contract {
     pub consumers: BTreeMap<String, Consumer>,
     /// Every payload and headers type, bundled.
     pub schemas: SchemaBundle,
-    /// Every file the contract was built from (the contract and each schema file, canonical):
-    /// what a build script must watch.
+    /// Every file the contract was built from, what a build script must watch: the contract
+    /// as its path was given, then each schema file, on disk by its canonical path, in
+    /// memory by the name given to [`Sources::file`](crate::Sources::file).
     pub inputs: Vec<PathBuf>,
 }
 

@@ -24,7 +24,7 @@ use heck::{ToSnakeCase, ToUpperCamelCase};
 
 /// The case of a derived identifier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Case {
+pub(crate) enum Case {
     /// `UpperCamelCase`, for types and traits.
     Type,
     /// `snake_case`, for functions, methods and fields.
@@ -33,7 +33,7 @@ pub enum Case {
 
 /// A Rust identifier derived from a contract name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Ident {
+pub(crate) struct Ident {
     /// The identifier without any `r#` prefix.
     pub text: String,
     /// True when the identifier is a keyword and must be written `r#text`.
@@ -42,7 +42,7 @@ pub struct Ident {
 
 /// Why a name cannot become an identifier.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NameError {
+pub(crate) enum NameError {
     /// Nothing usable is left once punctuation is dropped.
     #[error("it has no letters or digits")]
     Empty(String),
@@ -73,7 +73,7 @@ const RESERVED: &[&str] = &["self", "Self", "super", "crate", "_"];
 
 /// Where a contract name becomes an identifier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     /// A message's marker type in `messages`.
     Message,
     /// A publisher's method on `Publishers`.
@@ -89,7 +89,7 @@ pub enum Role {
 
 impl Role {
     /// The case of identifiers in this place.
-    pub fn case(self) -> Case {
+    pub(crate) fn case(self) -> Case {
         match self {
             Self::Message | Self::ConsumerTrait => Case::Type,
             Self::Publisher | Self::ConsumerField | Self::Placeholder => Case::Value,
@@ -97,7 +97,7 @@ impl Role {
     }
 
     /// Names the generated code itself gives in this place.
-    pub fn taken(self) -> &'static [&'static str] {
+    pub(crate) fn taken(self) -> &'static [&'static str] {
         match self {
             // `Publishers`' own methods, and those of the traits it derives (a `clone`
             // publisher would hide `Clone::clone` from method calls).
@@ -109,7 +109,7 @@ impl Role {
     }
 
     /// What the identifier is, for messages: `type`, `method`, `trait`…
-    pub fn noun(self) -> &'static str {
+    pub(crate) fn noun(self) -> &'static str {
         match self {
             Self::Message => "type",
             Self::Publisher => "method",
@@ -122,7 +122,7 @@ impl Role {
 
 /// Derives the identifier of `name` in `role`: [`ident`] in the role's case, with a trailing
 /// `_` when the generated code already takes that identifier there.
-pub fn role_ident(name: &str, role: Role) -> Result<Ident, NameError> {
+pub(crate) fn role_ident(name: &str, role: Role) -> Result<Ident, NameError> {
     let mut id = ident(name, role.case())?;
     if role.taken().contains(&id.text.as_str()) {
         id.text.push('_');
@@ -141,7 +141,7 @@ pub fn role_ident(name: &str, role: Role) -> Result<Ident, NameError> {
 /// always ends in `Impl`. Two consumers' traits differ, so their parameters do: the suffix
 /// follows the trait's identifier, whose trailing `_` (only `Self_`, since a type is never
 /// named `Self`) is dropped to keep the parameter `UpperCamelCase`.
-pub fn handler_param(handler_trait: &Ident) -> Ident {
+pub(crate) fn handler_param(handler_trait: &Ident) -> Ident {
     Ident {
         text: format!("{}Impl", handler_trait.text.trim_end_matches('_')),
         raw: false,
@@ -149,7 +149,7 @@ pub fn handler_param(handler_trait: &Ident) -> Ident {
 }
 
 /// Derives the identifier for `name` in `case`.
-pub fn ident(name: &str, case: Case) -> Result<Ident, NameError> {
+pub(crate) fn ident(name: &str, case: Case) -> Result<Ident, NameError> {
     if let Some(ch) = name.chars().find(|c| !c.is_ascii() && c.is_alphanumeric()) {
         return Err(NameError::NonAscii {
             name: name.to_owned(),
@@ -186,28 +186,9 @@ impl std::fmt::Display for Ident {
     }
 }
 
-/// `name` with control characters (newlines, tabs…) escaped, for messages and docs; quotes
-/// and other printable characters stay as written.
-pub fn printable(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{Case, NameError, Role, handler_param, ident, printable, role_ident};
-
-    #[test]
-    fn printable_escapes_control_characters_only() {
-        assert_eq!(printable("a\nb\t\"c\" 'd'"), "a\\nb\\t\"c\" 'd'");
-    }
+    use super::{Case, NameError, Role, handler_param, ident, role_ident};
 
     #[test]
     fn derives_cased_identifiers() {

@@ -107,13 +107,13 @@ fn split_words(key: &str) -> Vec<&str> {
 
 /// Whether some routing key fits both the topic binding `pattern` and `key`.
 #[cfg(test)]
-pub fn topic_matches(binding: &str, key: &KeyTemplate) -> bool {
+pub(crate) fn topic_matches(binding: &str, key: &KeyTemplate) -> bool {
     intersects(&pattern(binding, ExchangeKind::Topic), &key.tokens())
 }
 
 /// Whether some routing key equals the direct binding key `binding` and fits `key`.
 #[cfg(test)]
-pub fn direct_matches(binding: &str, key: &KeyTemplate) -> bool {
+pub(crate) fn direct_matches(binding: &str, key: &KeyTemplate) -> bool {
     intersects(&pattern(binding, ExchangeKind::Direct), &key.tokens())
 }
 
@@ -160,7 +160,7 @@ fn step(
 
 /// Where a binding delivers.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Destination {
+pub(crate) enum Destination {
     /// A queue.
     Queue(String),
     /// Another exchange, which routes the message on with the same key.
@@ -169,7 +169,7 @@ pub enum Destination {
 
 /// A binding, as far as routing cares.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Edge {
+pub(crate) struct Edge {
     /// Binding key (topic pattern or direct key); `None` for fanout and headers bindings.
     pub key: Option<String>,
     /// Where it delivers.
@@ -305,7 +305,7 @@ struct Node {
 
 /// The exchange graph of a contract.
 #[derive(Debug, Clone, Default)]
-pub struct Graph {
+pub(crate) struct Graph {
     /// Declared exchanges.
     exchanges: BTreeMap<String, Node>,
     /// Declared queues (for the default exchange, which routes by queue name).
@@ -316,7 +316,7 @@ pub struct Graph {
 
 /// What a routing key reaches.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Reach {
+pub(crate) struct Reach {
     /// Queues that receive the message for some value of the key's placeholders.
     pub queues: BTreeSet<String>,
     /// Queues reached only through headers bindings, which may or may not match depending
@@ -340,7 +340,7 @@ impl Reach {
     }
 
     /// True when the message may end in some queue.
-    pub fn is_routable(&self) -> bool {
+    pub(crate) fn is_routable(&self) -> bool {
         !self.queues.is_empty() || !self.maybe.is_empty() || self.leaves_contract
     }
 }
@@ -362,7 +362,7 @@ impl Graph {
     /// The graph of `exchanges` (name, kind, alternate exchange), `queues`, and `bindings`
     /// (source exchange and edge, in contract order). Bindings from an exchange that is not
     /// declared are left out: routing never follows them.
-    pub fn new(
+    pub(crate) fn new(
         exchanges: impl IntoIterator<Item = (String, ExchangeKind, Option<String>)>,
         queues: impl IntoIterator<Item = String>,
         bindings: impl IntoIterator<Item = (String, Edge)>,
@@ -410,14 +410,14 @@ impl Graph {
     }
 
     /// Whether the declared `exchange` has a binding.
-    pub fn has_bindings(&self, exchange: &str) -> bool {
+    pub(crate) fn has_bindings(&self, exchange: &str) -> bool {
         self.exchanges
             .get(exchange)
             .is_some_and(|node| !node.edges.is_empty())
     }
 
     /// The distinct binding keys declared on `exchange`, sorted.
-    pub fn binding_keys(&self, exchange: &str) -> &[String] {
+    pub(crate) fn binding_keys(&self, exchange: &str) -> &[String] {
         self.exchanges
             .get(exchange)
             .map(|node| node.keys.as_slice())
@@ -425,7 +425,7 @@ impl Graph {
     }
 
     /// Follows `key` from `exchange` (`""` is the default exchange).
-    pub fn route(&self, exchange: &str, key: &KeyTemplate) -> Reach {
+    pub(crate) fn route(&self, exchange: &str, key: &KeyTemplate) -> Reach {
         let mut reach = Reach::default();
         let mut seen = BTreeSet::new();
         let tokens = key.tokens();

@@ -7,7 +7,7 @@
 //! come from `warren_build::Config` or the `warren generate` flags, and reach typify's own
 //! settings (`TypeSpaceSettings`) through [`Settings::resolve`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use quote::ToTokens;
 use syn::parse::Parser;
@@ -56,9 +56,15 @@ impl Settings {
     }
 
     /// Adds a derive to every generated payload and headers type, such as `Eq`, `Hash` or a
-    /// path like `::schemars::JsonSchema`. Types already derive `Clone`, `Debug`,
-    /// `PartialEq`, `Serialize` and `Deserialize`. The derive must hold for every type: `Eq`
-    /// on a type with a `number` field fails to compile.
+    /// path like `::schemars::JsonSchema`. The derive must hold for every type: `Eq` on a
+    /// type with a `number` field fails to compile.
+    ///
+    /// Every type already derives `Clone`, `Debug`, `PartialEq` and serde's `Serialize` and
+    /// `Deserialize`; enums of plain strings also `Copy`, `Eq`, `Hash`, `Ord` and
+    /// `PartialOrd`, string newtypes (a string with a pattern or a length) `Eq`, `Hash`, `Ord`
+    /// and `PartialOrd`, and structs whose fields all have defaults `Default`. Deriving one of
+    /// these again is harmless: a derive of the standard library or serde is merged with the
+    /// type's own however its path is written (`::core::hash::Hash` is `Hash`).
     ///
     /// ```no_run
     /// let mut settings = warren_codegen::Settings::new();
@@ -109,14 +115,17 @@ impl Settings {
 
     /// Uses the Rust type at `rust_type` wherever the contract's schemas use the type named
     /// `type_name`, which is then not generated. `type_name` is the generated type's name
-    /// (such as `Money`), and must be a type of the contract.
+    /// (such as `Money`) of one of the contract's schema definitions: a schema file's root or
+    /// a definition under its `$defs`. The types generated for a part of one (`MoneyCurrency`
+    /// for field `currency` of `Money`) cannot be replaced alone.
     ///
     /// The path is resolved inside the generated `types` module: name your own type from
     /// the crate root (`crate::money::Money`) or another crate (`::my_money::Money`). The
     /// type must implement what the generated types derive (`Clone`, `Debug`, `PartialEq`,
     /// serde's traits, and every extra [`derive`](Self::derive)), and serialize to JSON that
     /// meets the schema, which the runtime still validates. `types::Money` stays a name for
-    /// it, so code written against the generated type keeps compiling.
+    /// it, so code written against the generated type keeps compiling; a replacement naming
+    /// that alias (`Money`, `self::Money`, `types::Money`) is refused.
     ///
     /// ```no_run
     /// let mut settings = warren_codegen::Settings::new();
@@ -132,7 +141,8 @@ impl Settings {
     }
 
     /// Checks every setting against `contract`: each derive a path, each attribute outer
-    /// attributes, each replaced type a type of the contract and its replacement a type path.
+    /// attributes, each replaced type a schema definition of the contract and its replacement
+    /// a type path other than the alias it leaves.
     /// Every problem is reported, never just the first.
     pub(crate) fn resolve(&self, contract: &Contract) -> Result<TypeOptions, Diagnostics> {
         let mut problems = Diagnostics::new();
@@ -146,7 +156,12 @@ impl Settings {
                     bad(format!("derive `{derive}` has generic arguments"))
                         .with_help("name the derive macro alone, such as `Hash`"),
                 ),
-                Ok(path) => options.derives.push(path.to_token_stream().to_string()),
+                Ok(path) => {
+                    let derive = typify_derive(&path);
+                    if !options.derives.contains(&derive) {
+                        options.derives.push(derive);
+                    }
+                }
                 Err(error) => problems.push(
                     bad(format!("derive `{derive}` is not a path: {error}")).with_help(
                         "name a derive macro, such as `Hash` or `::schemars::JsonSchema`",
@@ -169,38 +184,29 @@ impl Settings {
                 ),
             }
         }
+        // Built only when a replaced name is no definition, to say what it is instead.
+        let mut made: Option<BTreeSet<String>> = None;
         for (name, rust_type) in &self.replacements {
-            if !contract.schemas.definitions.contains_key(name) {
-                let types = &contract.schemas.definitions;
-                let help = match crate::check::suggest(name, types.keys()) {
-                    Some(close) => format!("did you mean `{close}`?"),
-                    // A large contract's list would bury the message.
-                    None if types.len() > MAX_LISTED_TYPES => format!(
-                        "name one of the contract's {} types as the generated `types` module does",
-                        types.len()
-                    ),
-                    None => format!(
-                        "the contract's types are {}",
-                        crate::check::list(types.keys().map(String::as_str))
-                    ),
-                };
-                problems.push(
-                    bad(format!(
-                        "cannot replace `{name}`: the contract has no such type"
-                    ))
-                    .with_help(help),
-                );
-                continue;
+            let known = contract.schemas.definitions.contains_key(name);
+            if !known {
+                let made = made.get_or_insert_with(|| crate::emit::type_names(contract));
+                problems.push(unknown_type(contract, name, made));
             }
+            // Checked whether or not the name is known: both problems are reported at once.
             match syn::parse_str::<syn::TypePath>(rust_type) {
-                Ok(path) if path.qself.is_none() && path.path.is_ident(name) => {
-                    problems.push(bad(format!("`{name}` is replaced by itself")).with_help(
-                        "name the replacement from the crate root, such as `crate::money::Money`",
+                Ok(path) if names_the_alias(&path, name) => problems.push(
+                    bad(format!(
+                        "`{name}` is replaced by itself: `{rust_type}` names the alias \
+                         `types::{name}` that stands for the replacement"
                     ))
-                }
-                Ok(path) => {
+                    .with_help(
+                        "name the replacement from the crate root, such as `crate::money::Money`",
+                    ),
+                ),
+                Ok(path) if known => {
                     options.replacements.insert(name.clone(), path);
                 }
+                Ok(_) => {}
                 Err(error) => problems.push(
                     bad(format!(
                         "the replacement of `{name}`, `{rust_type}`, is not a type path: {error}"
@@ -215,6 +221,124 @@ impl Settings {
             Err(problems)
         }
     }
+}
+
+/// The derives of the standard library typify writes on some generated types, each by the
+/// module that holds it: typify writes them by their bare names.
+const STD_DERIVES: &[(&str, &str)] = &[
+    ("clone", "Clone"),
+    ("marker", "Copy"),
+    ("fmt", "Debug"),
+    ("default", "Default"),
+    ("cmp", "Eq"),
+    ("hash", "Hash"),
+    ("cmp", "Ord"),
+    ("cmp", "PartialEq"),
+    ("cmp", "PartialOrd"),
+];
+
+/// `derive` written as typify writes it. typify merges a type's derives by their text, so a
+/// derive it already writes, written another way (`::core::hash::Hash` for `Hash`, on a
+/// string enum that derives `Hash` already), would be derived twice and fail to compile
+/// (E0119): a derive of the standard library is its bare name, serde's is `::serde::…`, and
+/// any other path is written without spaces.
+fn typify_derive(derive: &syn::Path) -> String {
+    let names: Vec<String> = derive
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    match names.as_slice() {
+        [krate, module, name]
+            if ["std", "core"].contains(krate) && STD_DERIVES.contains(&(*module, *name)) =>
+        {
+            (*name).to_owned()
+        }
+        ["serde", name @ ("Serialize" | "Deserialize")] => format!("::serde::{name}"),
+        _ => {
+            let joined = names.join("::");
+            if derive.leading_colon.is_some() {
+                format!("::{joined}")
+            } else {
+                joined
+            }
+        }
+    }
+}
+
+/// Why `name`, which is no schema definition of `contract`, cannot be replaced: a type typify
+/// makes for a part of a definition (`made` holds their names), or no type at all.
+fn unknown_type(contract: &Contract, name: &str, made: &BTreeSet<String>) -> Diagnostic {
+    let types = &contract.schemas.definitions;
+    if made.contains(name) {
+        // typify names a part after the definition holding it: `MoneyCurrency` in `Money`.
+        let parent = types
+            .keys()
+            .filter(|definition| name.starts_with(definition.as_str()))
+            .max_by_key(|definition| definition.len());
+        let (part_of, help) = match parent {
+            Some(parent) => (
+                format!("a part of `{parent}` (a property, an item or a variant)"),
+                format!(
+                    "replace `{parent}`, or move this part of its schema into a definition of \
+                     its own under `$defs`, refer to it with `$ref`, and replace that"
+                ),
+            ),
+            None => (
+                "a part of a schema (a property, an item or a variant)".to_owned(),
+                "move this part of its schema into a definition of its own under `$defs`, \
+                 refer to it with `$ref`, and replace that"
+                    .to_owned(),
+            ),
+        };
+        return bad(format!(
+            "cannot replace `{name}`: only the contract's schema definitions can be replaced, \
+             and `{name}` is a type generated for {part_of}"
+        ))
+        .with_help(help);
+    }
+    let help = match crate::check::suggest(name, types.keys()) {
+        Some(close) => format!("did you mean `{close}`?"),
+        // A large contract's list would bury the message.
+        None if types.len() > MAX_LISTED_TYPES => format!(
+            "name one of the contract's {} schema definitions as the generated `types` module \
+             does",
+            types.len()
+        ),
+        None => format!(
+            "the contract's schema definitions are {}",
+            crate::check::list(types.keys().map(String::as_str))
+        ),
+    };
+    bad(format!(
+        "cannot replace `{name}`: the contract has no schema definition of that name"
+    ))
+    .with_help(help)
+}
+
+/// Whether `path`, resolved inside the generated `types` module, names the alias `name` that
+/// the replacement leaves there: `Money`, `self::Money`, `types::Money` or
+/// `super::types::Money`. Such an alias would stand for itself.
+fn names_the_alias(path: &syn::TypePath, name: &str) -> bool {
+    if path.qself.is_some() || path.path.leading_colon.is_some() {
+        return false;
+    }
+    let segments: Vec<String> = path
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let Some((last, prefix)) = segments.split_last() else {
+        return false;
+    };
+    let prefix: Vec<&str> = prefix
+        .iter()
+        .map(String::as_str)
+        .skip_while(|segment| *segment == "self")
+        .collect();
+    last == name && matches!(prefix.as_slice(), [] | ["types"] | ["super", "types"])
 }
 
 /// An error about a setting.
@@ -259,6 +383,46 @@ mod tests {
     }
 
     #[test]
+    fn std_and_serde_derives_are_written_as_typify_writes_them() {
+        let written = |derive: &str| super::typify_derive(&syn::parse_str(derive).expect("a path"));
+        assert_eq!(written("::core::hash::Hash"), "Hash");
+        assert_eq!(written("std::cmp::PartialOrd"), "PartialOrd");
+        assert_eq!(written("core::marker::Copy"), "Copy");
+        assert_eq!(written("serde::Serialize"), "::serde::Serialize");
+        assert_eq!(written(":: serde :: Deserialize"), "::serde::Deserialize");
+        assert_eq!(
+            written(":: schemars :: JsonSchema"),
+            "::schemars::JsonSchema"
+        );
+        assert_eq!(written("my::hash::Hash"), "my::hash::Hash");
+        assert_eq!(written("std::hash::Eq"), "std::hash::Eq");
+    }
+
+    #[test]
+    fn a_replacement_naming_the_alias_it_leaves_is_refused() {
+        let aliases = |path: &str| {
+            super::names_the_alias(&syn::parse_str(path).expect("a type path"), "Money")
+        };
+        for alias in [
+            "Money",
+            "self::Money",
+            "types::Money",
+            "self::types::Money",
+            "super::types::Money",
+        ] {
+            assert!(aliases(alias), "{alias}");
+        }
+        for other in [
+            "crate::Money",
+            "::types::Money",
+            "super::Money",
+            "money::Money",
+        ] {
+            assert!(!aliases(other), "{other}");
+        }
+    }
+
+    #[test]
     fn settings_are_parsed_before_typify_sees_them() {
         let mut settings = Settings::new();
         settings
@@ -296,11 +460,8 @@ mod tests {
             .derive(" ::core::hash::Hash ")
             .attribute("#[must_use] #[doc(alias = \"pong\")]");
         let code = generate(&settings).expect("valid settings");
-        for expected in [
-            "::core::hash::Hash,",
-            "#[must_use]",
-            "#[doc(alias = \"pong\")]",
-        ] {
+        assert!(!code.contains("::core::hash::Hash"), "{code}");
+        for expected in ["Hash,", "#[must_use]", "#[doc(alias = \"pong\")]"] {
             assert!(code.contains(expected), "`{expected}` in {code}");
         }
     }

@@ -186,6 +186,47 @@ fn a_device_named_as_a_schema_is_refused_unread() {
     );
 }
 
+/// A device or a pipe named as the contract is refused before it is read: `/dev/zero` would
+/// be read until memory ran out, a pipe with no writer would block for ever.
+#[cfg(unix)]
+#[test]
+fn a_device_or_pipe_named_as_the_contract_is_refused_unread() {
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let fifo = dir.path().join("warren.yaml");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    for contract in [Path::new("/dev/zero"), fifo.as_path()] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_warren"))
+            .args(["validate", "--color", "never"])
+            .arg(contract)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the warren binary runs");
+        let started = Instant::now();
+        while child.try_wait().expect("waits").is_none() {
+            if started.elapsed() > Duration::from_secs(20) {
+                child.kill().expect("stops");
+                panic!("`warren validate {}` did not finish", contract.display());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let output = child.wait_with_output().expect("its output");
+        assert_eq!(output.status.code(), Some(2));
+        assert_eq!(
+            stderr(&output),
+            format!(
+                "error: cannot read contract `{}`: not a regular file\n",
+                contract.display()
+            )
+        );
+    }
+}
+
 /// The bytes of `text` that a terminal would act on: every control character but the line
 /// feeds that separate diagnostics, C1 controls and bidirectional overrides.
 fn raw_controls(text: &str) -> Vec<char> {

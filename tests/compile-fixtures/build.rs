@@ -45,11 +45,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::write(out_dir.join("fixtures.rs"), modules)?;
     std::fs::write(out_dir.join("topologies.rs"), topologies)?;
     // The settings fixture with every generator setting at once; `src/lib.rs` holds the
-    // `Money` that replaces the contract's.
+    // `Money` that replaces the contract's. The derives are written as paths: the string
+    // enum derives `Eq` and `Hash` already, and must not derive them twice.
     warren_build::Config::new()
         .file_name("settings.rs")
-        .derive("Eq")
-        .derive("Hash")
+        .derive("std::cmp::Eq")
+        .derive("::core::hash::Hash")
         .attribute("#[must_use]")
         .builders(true)
         .replace("Money", "crate::Money")

@@ -42,6 +42,23 @@ fn extra_derives_join_every_type() {
     insta::assert_snapshot!(changes(&settings));
 }
 
+/// A derive of the standard library or serde written as a path is the derive typify writes
+/// by its bare name: the fixture's string enum derives `Eq` and `Hash` already, and
+/// deriving them twice would not compile.
+#[test]
+fn a_derive_written_as_a_path_is_merged_with_the_types_own() {
+    let mut bare = Settings::new();
+    bare.derive("Eq").derive("Hash");
+    let mut paths = Settings::new();
+    paths
+        .derive("std::cmp::Eq")
+        .derive("::core::hash::Hash")
+        .derive("serde::Serialize");
+    let code = types(&paths);
+    assert_eq!(code, types(&bare));
+    assert!(code.contains("pub enum InvoiceIssuedStatus"), "{code}");
+}
+
 #[test]
 fn extra_attributes_join_every_type() {
     let mut settings = Settings::new();
@@ -101,12 +118,17 @@ fn bad_settings_are_reported_all_at_once() {
         .attribute("must_use")
         .attribute("#![inner]")
         .attribute("")
-        .replace("Mony", "crate::Money")
-        .replace("MoneyCurrency", "Vec<")
-        .replace("InvoiceIssued", "InvoiceIssued");
+        // Not a type of the contract, and not a type path either: both are reported.
+        .replace("Mony", "fn()")
+        // Types the generator makes for a field, not schema definitions.
+        .replace("MoneyCurrency", "crate::Currency")
+        .replace("InvoiceIssuedStatus", "Vec<")
+        // Each the alias the replacement leaves, which would stand for itself.
+        .replace("InvoiceIssued", "InvoiceIssued")
+        .replace("Money", "self::Money");
     let report = match check_contract(FIXTURE).and_then(|checked| checked.generate(&settings)) {
         Err(Error::Invalid(problems)) => {
-            assert_eq!(problems.error_count(), 7);
+            assert_eq!(problems.error_count(), 11);
             assert!(
                 problems
                     .iter()

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use warren_codegen::{Error, RenderStyle, Settings, Sources, check_sources};
+use warren_codegen::{Code, Error, RenderStyle, Settings, Severity, Sources, check_sources};
 
 /// The orders example, whose schemas reach `../common` through `schema_roots`, generates the
 /// same file from memory as from disk.
@@ -156,4 +156,117 @@ fn every_fixture_gives_the_same_outcome_from_memory() {
     }
     assert!(differ.is_empty(), "{differ:?}");
     assert!(compared > 30, "{compared} fixtures");
+}
+
+/// What a refusal says, without the paths (shown differently from disk and from memory): each
+/// error's code and whether it says the file is missing or outside the schema roots.
+fn refusal(result: Result<warren_codegen::Checked, Error>) -> Vec<(Code, bool, bool)> {
+    match result {
+        Err(Error::Invalid(problems)) => problems
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .map(|d| {
+                (
+                    d.code,
+                    d.message.contains("does not exist"),
+                    d.message.contains("outside the schema roots"),
+                )
+            })
+            .collect(),
+        other => panic!("refused: {other:?}"),
+    }
+}
+
+/// Checks the contract `contract` among `files` from memory, then the same layout from disk
+/// (relative paths under `<tmp>/work`), and asserts both refuse it alike; returns the
+/// refusal.
+fn refused_alike(
+    tmp: &Path,
+    contract: (&str, &str),
+    files: &[(&str, &str)],
+) -> Vec<(Code, bool, bool)> {
+    let mut sources = Sources::new(contract.0, contract.1);
+    for (path, text) in files {
+        sources.file(*path, *text);
+    }
+    let from_memory = refusal(check_sources(&sources));
+    let work = tmp.join("work");
+    for (path, text) in std::iter::once(&contract).chain(files) {
+        let path = work.join(path);
+        std::fs::create_dir_all(path.parent().expect("a folder")).expect("a folder");
+        std::fs::write(&path, text).expect("written");
+    }
+    let from_disk = refusal(warren_codegen::check_contract(work.join(contract.0)));
+    assert_eq!(from_memory, from_disk);
+    assert!(!from_memory.is_empty());
+    from_memory
+}
+
+const PING: &str = r#"{ "title": "Ping", "type": "object" }"#;
+
+/// A `..` that climbs above the folders the sources name reaches nothing, as on disk: the
+/// working folder is not the root.
+#[test]
+fn a_climb_past_the_sources_finds_nothing() {
+    let tmp = tempfile::tempdir().expect("a folder");
+    let refused = refused_alike(
+        tmp.path(),
+        (
+            "warren.yaml",
+            "messages:\n  ping: { payload: ../ping.json }\n",
+        ),
+        &[("ping.json", PING)],
+    );
+    assert_eq!(refused, [(Code::BadSchemaFile, true, false)]);
+    let tmp = tempfile::tempdir().expect("a folder");
+    let refused = refused_alike(
+        tmp.path(),
+        (
+            "orders/warren.yaml",
+            "messages:\n  ping: { payload: ../../../../ping.json }\n",
+        ),
+        &[("../ping.json", PING)],
+    );
+    assert_eq!(refused, [(Code::BadSchemaFile, true, false)]);
+}
+
+/// An absolute `$ref` to a file outside the contract's folder is outside the schema roots,
+/// from memory as from disk.
+#[test]
+fn an_absolute_path_is_outside_the_roots() {
+    let tmp = tempfile::tempdir().expect("a folder");
+    let outside = tmp.path().join("etc/x.json");
+    let outside = outside.to_str().expect("a UTF-8 path");
+    let ping = format!(r#"{{ "title": "Ping", "$ref": "{outside}" }}"#);
+    let refused = refused_alike(
+        tmp.path(),
+        ("warren.yaml", "messages:\n  ping: { payload: ping.json }\n"),
+        &[("ping.json", &ping), (outside, PING)],
+    );
+    assert_eq!(refused, [(Code::BadRef, false, true)]);
+    // Named from the root of the virtual file system, as the reviewer's case.
+    let mut sources = Sources::new("warren.yaml", "messages:\n  ping: { payload: ping.json }\n");
+    sources
+        .file("ping.json", r#"{ "title": "Ping", "$ref": "/etc/x.json" }"#)
+        .file("/etc/x.json", PING);
+    assert_eq!(
+        refusal(check_sources(&sources)),
+        [(Code::BadRef, false, true)]
+    );
+}
+
+/// A source path through a folder named like the working folder's placeholder is a file of
+/// its own, not the file of the same name in the working folder.
+#[test]
+fn a_source_path_through_the_placeholder_is_another_file() {
+    let tmp = tempfile::tempdir().expect("a folder");
+    let refused = refused_alike(
+        tmp.path(),
+        (
+            "warren.yaml",
+            "messages:\n  ping: { payload: x.json }\n  pong: { payload: ../<memory>/x.json }\n",
+        ),
+        &[("x.json", PING), ("../<memory>/x.json", PING)],
+    );
+    assert_eq!(refused, [(Code::BadSchemaFile, false, true)]);
 }

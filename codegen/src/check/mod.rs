@@ -76,10 +76,11 @@ pub(crate) fn list<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
     }
 }
 
-/// A name as shown in a message: control characters escaped, long names shortened.
+/// A name as shown in a message: [hidden](crate::diagnostics::is_hidden) characters escaped,
+/// long names shortened.
 pub(crate) fn shown(name: &str) -> String {
     const MAX_CHARS: usize = 48;
-    let escaped = crate::naming::printable(name);
+    let escaped = crate::diagnostics::escape(name).into_owned();
     if escaped.chars().count() <= MAX_CHARS {
         escaped
     } else {

@@ -25,7 +25,7 @@ pub(crate) fn bundle_schemas(contract: &LoadedContract, out: &mut Diagnostics) -
             .files
             .canonicalize(&contract.paths.contract_dir().join(root))
         {
-            Some(path) if contract.files.is_dir(&path) => roots.push(path),
+            Ok(path) if contract.files.is_dir(&path) => roots.push(path),
             _ => out.push(
                 contract
                     .error_at(

@@ -123,10 +123,21 @@ impl fmt::Display for YamlPath {
                     f.write_str(key)?;
                 }
                 Segment::Key(key) => {
-                    // `\` and `"` first, so the escapes `escape` adds stay distinguishable
-                    // from a backslash that was in the name.
-                    let quoted = key.replace('\\', r"\\").replace('"', r#"\""#);
-                    write!(f, "[\"{}\"]", escape(&quoted))?;
+                    // `\` and `"` escaped here, so the escapes `escape` adds stay
+                    // distinguishable from a backslash that was in the name; whitespace other
+                    // than a space (a no-break space, an em space) is escaped too, so it cannot
+                    // pass for one.
+                    f.write_str("[\"")?;
+                    for c in key.chars() {
+                        match c {
+                            '\\' | '"' => write!(f, "\\{c}")?,
+                            c if c.is_whitespace() && c != ' ' && !is_hidden(c) => {
+                                write!(f, "{}", c.escape_unicode())?;
+                            }
+                            c => write!(f, "{}", escape(c.encode_utf8(&mut [0; 4])))?,
+                        }
+                    }
+                    f.write_str("\"]")?;
                 }
             }
         }
@@ -190,6 +201,12 @@ mod tests {
         let hostile = queue("\u{1b}[31mred\u{202e}").to_string();
         assert_eq!(hostile, r#"queues["\u{1b}[31mred\u{202e}"]"#);
         assert!(!hostile.chars().any(super::is_hidden));
+        // Invisible characters and look-alike spaces cannot make two names print the same.
+        assert_eq!(
+            queue("orders\u{200b}").key("retry").to_string(),
+            r#"queues["orders\u{200b}"].retry"#
+        );
+        assert_eq!(queue("a\u{a0}b").to_string(), r#"queues["a\u{a0}b"]"#);
     }
 
     /// Reads a displayed path back, as a person would: the display is unambiguous when this
@@ -243,7 +260,8 @@ mod tests {
     fn segment() -> impl Strategy<Value = Segment> {
         const ALPHABET: &[&str] = &[
             "a", "b", "é", "0", "-", "_", "*", ".", "[", "]", "\"", "'", "`", "\\", " ", "\n",
-            "\u{1b}", "\u{202e}", "\u{85}", "\u{a0}", "u", "{", "}",
+            "\u{1b}", "\u{202e}", "\u{85}", "\u{a0}", "\u{200b}", "\u{feff}", "\u{2003}", "u", "{",
+            "}",
         ];
         prop_oneof![
             vec(select(ALPHABET), 0..6).prop_map(|parts| Segment::Key(parts.concat())),

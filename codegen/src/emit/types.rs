@@ -13,14 +13,50 @@ use crate::settings::TypeOptions;
 /// Crates typify's output names that the runtime re-exports under `codegen`.
 const REROUTED_CRATES: &[&str] = &["chrono", "regress", "serde", "serde_json", "uuid"];
 
-/// `pub mod types { … }` with every bundled definition.
-pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::File, GenerateError> {
+/// The bundled definitions as typify reads them.
+fn definitions(
+    contract: &Contract,
+) -> Result<Vec<(String, schemars::schema::Schema)>, GenerateError> {
     let mut definitions = Vec::new();
     for (name, body) in &contract.schemas.definitions {
         let schema: schemars::schema::Schema = serde_json::from_value(body.clone())
             .map_err(|e| GenerateError::Types(format!("definition `{name}`: {e}")))?;
         definitions.push((name.clone(), schema));
     }
+    Ok(definitions)
+}
+
+/// The names of the types typify makes from the contract's definitions: the definitions'
+/// own and those it makes for their parts (`MoneyCurrency` for field `currency` of `Money`).
+/// Empty when typify fails, which generation then reports.
+pub(crate) fn type_names(contract: &Contract) -> std::collections::BTreeSet<String> {
+    let Ok(definitions) = definitions(contract) else {
+        return Default::default();
+    };
+    catch_unwind(AssertUnwindSafe(|| {
+        let mut space = TypeSpace::new(&TypeSpaceSettings::default());
+        if space.add_ref_types(definitions).is_err() {
+            return Default::default();
+        }
+        space
+            .iter_types()
+            .filter(|t| {
+                matches!(
+                    t.details(),
+                    typify::TypeDetails::Struct(_)
+                        | typify::TypeDetails::Enum(_)
+                        | typify::TypeDetails::Newtype(_)
+                )
+            })
+            .map(|t| t.name())
+            .collect()
+    }))
+    .unwrap_or_default()
+}
+
+/// `pub mod types { … }` with every bundled definition.
+pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::File, GenerateError> {
+    let definitions = definitions(contract)?;
     let mut settings = TypeSpaceSettings::default();
     settings
         .with_derive("PartialEq".to_owned())

@@ -17,15 +17,15 @@ use serde::{Deserialize, Serialize};
 pub use duration::Duration;
 use spelled::SpelledSchema;
 /// An argument value: the model's, read from a contract as a bare scalar (`arguments.rs`).
-pub use warren_model::ArgValue as ArgumentValue;
+pub(crate) use warren_model::ArgValue as ArgumentValue;
 /// The model's enums, read from a contract through their `FromStr` (`spelled.rs`).
-pub use warren_model::{ExchangeKind, Exhausted, OnPoison, QueueKind};
+pub(crate) use warren_model::{ExchangeKind, Exhausted, OnPoison, QueueKind};
 
 /// A whole `warren.yaml` file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(title = "warren contract")]
-pub struct ContractFile {
+pub(crate) struct ContractFile {
     /// Folders, relative to this file, from which payload and headers schemas may be read
     /// besides the contract's own folder (for example a shared `common/` folder or a git
     /// submodule). A `$ref` that resolves outside every root is refused.
@@ -54,7 +54,7 @@ pub struct ContractFile {
 /// An exchange.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Exchange {
+pub(crate) struct Exchange {
     /// Exchange type (default `topic`).
     #[serde(
         default,
@@ -89,7 +89,7 @@ pub struct Exchange {
 /// What happens when a queue's length limit is reached (`x-overflow`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum Overflow {
+pub(crate) enum Overflow {
     /// Drop (or dead-letter) the oldest message.
     DropHead,
     /// Refuse new publishes (nack under confirms).
@@ -101,7 +101,7 @@ pub enum Overflow {
 /// A queue.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Queue {
+pub(crate) struct Queue {
     /// Queue type (default `quorum`).
     #[serde(
         default,
@@ -170,7 +170,7 @@ impl Queue {
     /// Where the queue dead-letters: `dead_letter.exchange`, else a string
     /// `x-dead-letter-exchange` argument. The checks and the model both ask here, so they agree
     /// on whether a queue has somewhere to dead-letter.
-    pub fn dead_letter_exchange(&self) -> Option<&str> {
+    pub(crate) fn dead_letter_exchange(&self) -> Option<&str> {
         match (
             &self.dead_letter,
             self.arguments.get("x-dead-letter-exchange"),
@@ -184,7 +184,7 @@ impl Queue {
     /// The routing key of dead letters, read as [`Queue::dead_letter_exchange`] reads the
     /// exchange: `dead_letter.routing_key`, else, when the exchange is a raw argument too, a
     /// string `x-dead-letter-routing-key` argument.
-    pub fn dead_letter_routing_key(&self) -> Option<&str> {
+    pub(crate) fn dead_letter_routing_key(&self) -> Option<&str> {
         match (&self.dead_letter, self.dead_letter_exchange()) {
             (Some(dead_letter), _) => dead_letter.routing_key.as_deref(),
             (None, Some(_)) => match self.arguments.get("x-dead-letter-routing-key") {
@@ -199,7 +199,7 @@ impl Queue {
 /// A queue's dead-letter target.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct DeadLetter {
+pub(crate) struct DeadLetter {
     /// The dead-letter exchange (`x-dead-letter-exchange`); `""` is the default exchange.
     pub exchange: String,
     /// Routing key for dead letters (`x-dead-letter-routing-key`); when absent, each message
@@ -211,7 +211,7 @@ pub struct DeadLetter {
 /// How retries happen.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum RetryMode {
+pub(crate) enum RetryMode {
     /// No retries: a retryable failure is dead-lettered like a non-retryable one.
     #[default]
     None,
@@ -226,7 +226,7 @@ pub enum RetryMode {
 /// A queue's retry policy.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Retry {
+pub(crate) struct Retry {
     /// The retry mechanism (default `none`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<RetryMode>,
@@ -254,7 +254,7 @@ pub struct Retry {
 /// How a headers-exchange binding combines its header values (`x-match`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum HeadersMatch {
+pub(crate) enum HeadersMatch {
     /// Every listed header must match.
     #[default]
     All,
@@ -265,7 +265,7 @@ pub enum HeadersMatch {
 /// A binding from an exchange to a queue, or to another exchange.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Binding {
+pub(crate) struct Binding {
     /// The source exchange.
     pub exchange: String,
     /// The destination queue (exactly one of `queue` and `to_exchange`).
@@ -302,7 +302,7 @@ pub struct Binding {
 /// A message type.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Message {
+pub(crate) struct Message {
     /// JSON Schema file of the payload (JSON or YAML), relative to the contract.
     pub payload: String,
     /// JSON Schema file of the application headers, relative to the contract.
@@ -329,7 +329,7 @@ pub enum Compression {
 /// A publisher: one message type sent to one exchange with one routing key.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Publisher {
+pub(crate) struct Publisher {
     /// The exchange to publish to; `""` is the default exchange.
     pub exchange: String,
     /// The routing key; `{name}` placeholders become typed parameters of the publish method.
@@ -349,7 +349,7 @@ pub struct Publisher {
 /// A consumer: one handler for the messages of one queue.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Consumer {
+pub(crate) struct Consumer {
     /// The queue consumed.
     pub queue: String,
     /// The message type the queue carries.
@@ -372,7 +372,7 @@ pub struct Consumer {
 /// Batch delivery settings of a consumer.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Batch {
+pub(crate) struct Batch {
     /// Most messages in one batch.
     pub size: u16,
     /// Longest wait for a batch to fill before it is handled as it is.
@@ -383,7 +383,7 @@ pub struct Batch {
 /// consumer takes no new deliveries for `cool_down`, then lets one through as a probe.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CircuitBreaker {
+pub(crate) struct CircuitBreaker {
     /// Consecutive retryable failures (handler errors and panics) that open the breaker
     /// (at least 1).
     pub failures: u32,
@@ -396,7 +396,7 @@ macro_rules! spelled {
     ($($ty:ident { $($variant:ident => $text:literal),* $(,)? })*) => {
         $(impl $ty {
             /// The value as written in a contract.
-            pub const fn as_str(self) -> &'static str {
+            pub(crate) const fn as_str(self) -> &'static str {
                 match self {
                     $(Self::$variant => $text),*
                 }

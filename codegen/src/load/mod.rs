@@ -9,16 +9,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub(crate) use lines::{Column, LineIndex};
-pub use paths::PathDisplay;
-pub use spans::YamlSpans;
+pub(crate) use paths::PathDisplay;
+pub(crate) use spans::YamlSpans;
 
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, Place, YamlPath};
-use crate::files::{Files, Sources};
+use crate::files::Files;
 use crate::format::ContractFile;
 
 /// A contract file as read.
 #[derive(Debug, Clone)]
-pub struct LoadedContract {
+pub(crate) struct LoadedContract {
     /// The typed contents.
     pub file: ContractFile,
     /// The file's text.
@@ -33,22 +33,22 @@ pub struct LoadedContract {
 
 impl LoadedContract {
     /// The contract's path as the user gave it.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.paths.contract()
     }
 
     /// An error about the node at `path`, pointing at its value.
-    pub fn error_at(&self, code: Code, path: &YamlPath, message: String) -> Diagnostic {
+    pub(crate) fn error_at(&self, code: Code, path: &YamlPath, message: String) -> Diagnostic {
         Diagnostic::error(code, self.path(), message).at(self.place(path))
     }
 
     /// A warning about the node at `path`, pointing at its value.
-    pub fn warning_at(&self, code: Code, path: &YamlPath, message: String) -> Diagnostic {
+    pub(crate) fn warning_at(&self, code: Code, path: &YamlPath, message: String) -> Diagnostic {
         Diagnostic::warning(code, self.path(), message).at(self.place(path))
     }
 
     /// The place of the node at `path`, with its span when it is written in the file.
-    pub fn place(&self, path: &YamlPath) -> Place {
+    pub(crate) fn place(&self, path: &YamlPath) -> Place {
         Place::Yaml {
             path: path.clone(),
             span: self.spans.find(path),
@@ -58,7 +58,7 @@ impl LoadedContract {
 
 /// Why a contract could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum LoadError {
+pub(crate) enum LoadError {
     /// The contract file could not be read at all.
     #[error("cannot read contract `{}`: {source}", path.display())]
     Io {
@@ -73,31 +73,23 @@ pub enum LoadError {
     Invalid(Diagnostics),
 }
 
-/// Reads and parses the contract at `path`.
-pub fn load(path: &Path) -> Result<LoadedContract, LoadError> {
+/// Reads and parses the contract at `path` in `files`, whose schema files are then read
+/// from `files` too: the file system, or [`Sources`](crate::Sources) held in memory. Only a
+/// regular file is read (`Files::read`), so a device or a pipe named as the contract fails
+/// at once rather than reading for ever.
+pub(crate) fn load(files: Files, path: &Path) -> Result<LoadedContract, LoadError> {
     let io = |source| LoadError::Io {
         path: path.to_owned(),
         source,
     };
-    let text: Arc<str> = std::fs::read_to_string(path).map_err(io)?.into();
-    let paths = PathDisplay::new(path).map_err(io)?;
-    parse(text, paths, Files::Disk).map_err(LoadError::Invalid)
-}
-
-/// Reads and parses the contract of `sources`, whose schema files are then read from
-/// `sources` too.
-pub(crate) fn load_sources(sources: &Sources) -> Result<LoadedContract, LoadError> {
-    let (files, canonical) = Files::memory(sources);
-    let text = files.read(&canonical).map_err(|source| LoadError::Io {
-        path: sources.contract().to_owned(),
-        source,
-    })?;
-    let paths = PathDisplay::resolved(sources.contract(), &canonical);
+    let canonical = files.canonicalize(path).map_err(io)?;
+    let text = files.read(&canonical).map_err(io)?;
+    let paths = PathDisplay::resolved(path, &canonical, &files);
     parse(text, paths, files).map_err(LoadError::Invalid)
 }
 
 /// Parses contract text; `paths` says where it came from, `files` where its schemas are.
-pub fn parse(
+pub(crate) fn parse(
     text: Arc<str>,
     paths: PathDisplay,
     files: Files,

@@ -3,26 +3,26 @@
 //! Files are resolved to canonical absolute paths (so one file reached two ways is one file
 //! and symlinks cannot escape the schema roots), but diagnostics show paths relative to the
 //! contract path the user typed: `examples/common/money.json`, not `/home/…/money.json`.
+//! Files held in memory are shown by the names the caller gave them.
 
 use std::path::{Component, Path, PathBuf};
 
+use crate::files::Files;
+
 /// Maps canonical paths back to paths relative to the contract as the user named it.
 #[derive(Debug, Clone)]
-pub struct PathDisplay {
+pub(crate) struct PathDisplay {
     contract: PathBuf,
     shown_dir: PathBuf,
     canonical_dir: PathBuf,
+    /// Where the files are, for the names a caller gave files held in memory.
+    files: Files,
 }
 
 impl PathDisplay {
-    /// For a contract at `contract` (as given by the user). The file must exist.
-    pub fn new(contract: &Path) -> std::io::Result<Self> {
-        Ok(Self::resolved(contract, &contract.canonicalize()?))
-    }
-
-    /// For a contract at `contract` (as given by the user), whose canonical path is
-    /// `canonical`.
-    pub(crate) fn resolved(contract: &Path, canonical: &Path) -> Self {
+    /// For a contract at `contract` (as given by the user), whose canonical path in `files`
+    /// is `canonical`.
+    pub(crate) fn resolved(contract: &Path, canonical: &Path, files: &Files) -> Self {
         let canonical_dir = canonical
             .parent()
             .map(Path::to_path_buf)
@@ -32,28 +32,43 @@ impl PathDisplay {
             contract: contract.to_owned(),
             shown_dir,
             canonical_dir,
+            files: files.clone(),
         }
     }
 
     /// The contract path as given.
-    pub fn contract(&self) -> &Path {
+    pub(crate) fn contract(&self) -> &Path {
         &self.contract
     }
 
     /// The canonical folder of the contract, against which its relative paths resolve.
-    pub fn contract_dir(&self) -> &Path {
+    pub(crate) fn contract_dir(&self) -> &Path {
         &self.canonical_dir
     }
 
-    /// How to show the canonical path `path`.
-    pub fn show(&self, path: &Path) -> PathBuf {
-        normalize(&self.shown_dir.join(relative(&self.canonical_dir, path)))
+    /// How to show the canonical path `path` in a diagnostic: a file held in memory by the
+    /// name its caller gave it, any other path relative to the contract as the user named it.
+    pub(crate) fn show(&self, path: &Path) -> PathBuf {
+        match self.files.given_name(path) {
+            Some(given) => given.to_owned(),
+            None => normalize(&self.shown_dir.join(relative(&self.canonical_dir, path))),
+        }
+    }
+
+    /// How the checked contract names the file at `path` (canonical) among its inputs: on
+    /// disk the canonical path, which a build script watches wherever it runs from; in memory
+    /// the name its caller gave it, since the canonical path there is made up.
+    pub(crate) fn input(&self, path: &Path) -> PathBuf {
+        match self.files {
+            Files::Disk => path.to_owned(),
+            Files::Memory(_) => self.show(path),
+        }
     }
 
     /// The canonical path `path` relative to the contract's folder, with `/` between its
     /// parts whatever the platform: how generated code names a schema file, the same
     /// wherever the contract is built from.
-    pub fn in_contract_dir(&self, path: &Path) -> String {
+    pub(crate) fn in_contract_dir(&self, path: &Path) -> String {
         let parts: Vec<String> = normalize(&relative(&self.canonical_dir, path))
             .components()
             .map(|part| part.as_os_str().to_string_lossy().into_owned())

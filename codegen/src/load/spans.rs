@@ -17,7 +17,7 @@ use crate::diagnostics::{Segment, Span, YamlPath};
 /// Only nodes that have a path are indexed: what sits inside a mapping key that is itself a
 /// collection or an alias (`? [a, b] : value`) is skipped, value included.
 #[derive(Debug, Clone, Default)]
-pub struct YamlSpans {
+pub(crate) struct YamlSpans {
     values: BTreeMap<YamlPath, Span>,
     keys: BTreeMap<YamlPath, Span>,
     /// Values written over several lines, where the key is the better place to point at.
@@ -30,11 +30,11 @@ pub struct YamlSpans {
 
 /// The deepest nesting a contract may have. Real contracts nest a handful of levels; a
 /// document nested thousands deep is an attack on the parser, refused before it is deserialized.
-pub const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
 
 /// A key written twice in one mapping.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Duplicate {
+pub(crate) struct Duplicate {
     /// The path of the mapping (`queues`).
     pub parent: YamlPath,
     /// The repeated key.
@@ -45,7 +45,7 @@ pub struct Duplicate {
 
 impl Duplicate {
     /// The path of the repeated entry.
-    pub fn path(&self) -> YamlPath {
+    pub(crate) fn path(&self) -> YamlPath {
         self.parent.key(self.key.as_str())
     }
 }
@@ -53,7 +53,7 @@ impl Duplicate {
 impl YamlSpans {
     /// Indexes `text`. A document the parser rejects yields an empty index: the typed parse
     /// reports that error with its own position.
-    pub fn index(text: &str) -> Self {
+    pub(crate) fn index(text: &str) -> Self {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let lines = LineIndex::new(text);
         // Flow collections are nested by brackets, cheaply counted before any parser sees
@@ -89,7 +89,7 @@ impl YamlSpans {
 
     /// The span of the value at `path` (of its key when the value spans several lines), else
     /// of the nearest ancestor that is written in the file.
-    pub fn find(&self, path: &YamlPath) -> Option<Span> {
+    pub(crate) fn find(&self, path: &YamlPath) -> Option<Span> {
         let mut path: &[Segment] = path.segments();
         loop {
             let key = self.keys.get(path);
@@ -107,20 +107,20 @@ impl YamlSpans {
     }
 
     /// Where the document nests deeper than a contract may (`MAX_DEPTH` levels), if it does.
-    pub fn too_deep(&self) -> Option<Span> {
+    pub(crate) fn too_deep(&self) -> Option<Span> {
         self.too_deep
     }
 
     /// Keys written twice in one mapping. YAML parsers keep the last entry silently; a
     /// contract must not.
-    pub fn duplicates(&self) -> &[Duplicate] {
+    pub(crate) fn duplicates(&self) -> &[Duplicate] {
         &self.duplicates
     }
 
     /// The span of the key that introduces `path` (`max_delay` in `retry: {max_delay: 1s}`),
     /// falling back to [`YamlSpans::find`].
     #[cfg(test)]
-    pub fn find_key(&self, path: &YamlPath) -> Option<Span> {
+    pub(crate) fn find_key(&self, path: &YamlPath) -> Option<Span> {
         self.keys.get(path).copied().or_else(|| self.find(path))
     }
 }

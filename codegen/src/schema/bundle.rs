@@ -65,14 +65,15 @@ const DEFINITION_KEYWORDS: &[&str] = &["$defs", "definitions"];
 const DOCUMENT_KEYWORDS: &[&str] = &["$id", "$schema", "$anchor", "$dynamicAnchor"];
 
 /// The JSON Schema dialect of bundled schemas.
-pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
+pub(super) const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
 
 /// Every schema definition of a contract, in one root.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SchemaBundle {
     /// Definitions by Rust type name; every `$ref` in them is `#/$defs/<Name>`.
     pub definitions: BTreeMap<String, Value>,
-    /// Every schema file read, canonical paths.
+    /// Every schema file read: on disk by canonical path, in memory by the name given to
+    /// [`Sources::file`](crate::Sources::file).
     pub files: BTreeSet<PathBuf>,
     /// Where each definition was read, by Rust type name: its file relative to the
     /// contract's folder, and the JSON pointer in it unless it is the file's root
@@ -123,7 +124,7 @@ impl SchemaBundle {
 
 /// Why an entry schema (a message's `payload` or `headers` file) cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EntryError {
+pub(crate) enum EntryError {
     /// No such file.
     #[error("schema file `{}` does not exist", .0.display())]
     Missing(PathBuf),
@@ -136,7 +137,7 @@ pub enum EntryError {
 }
 
 /// Collects the schema nodes reachable from a contract's entry files.
-pub struct Bundler<'a> {
+pub(crate) struct Bundler<'a> {
     paths: &'a PathDisplay,
     file_system: &'a Files,
     roots: Vec<PathBuf>,
@@ -159,7 +160,7 @@ pub struct Bundler<'a> {
 impl<'a> Bundler<'a> {
     /// A bundler reading schemas from `files` under `roots` (canonical folders); paths are
     /// shown through `paths`.
-    pub fn new(paths: &'a PathDisplay, files: &'a Files, roots: Vec<PathBuf>) -> Self {
+    pub(crate) fn new(paths: &'a PathDisplay, files: &'a Files, roots: Vec<PathBuf>) -> Self {
         Self {
             paths,
             file_system: files,
@@ -176,7 +177,7 @@ impl<'a> Bundler<'a> {
 
     /// Adds the schema file at `relative` (to the contract's folder) and everything it
     /// references; returns the node of its root.
-    pub fn add_entry(&mut self, relative: &str) -> Result<NodeKey, EntryError> {
+    pub(crate) fn add_entry(&mut self, relative: &str) -> Result<NodeKey, EntryError> {
         let path = self.paths.contract_dir().join(relative);
         let file = self.open(&path)?;
         let key = NodeKey {
@@ -189,14 +190,18 @@ impl<'a> Bundler<'a> {
 
     /// Resolves everything queued, names and rewrites the definitions. Returns the bundle,
     /// the Rust type name of every node, and the problems found in schema files.
-    pub fn finish(mut self) -> (SchemaBundle, BTreeMap<NodeKey, String>, Diagnostics) {
+    pub(crate) fn finish(mut self) -> (SchemaBundle, BTreeMap<NodeKey, String>, Diagnostics) {
         while let Some(key) = self.queue.pop() {
             self.discover(&key);
         }
         let names = self.name_nodes();
         let mut bundle = SchemaBundle {
             definitions: BTreeMap::new(),
-            files: self.files.keys().cloned().collect(),
+            files: self
+                .files
+                .keys()
+                .map(|file| self.paths.input(file))
+                .collect(),
             sources: BTreeMap::new(),
         };
         // Group nodes by Rust name; identical bodies merge, different ones clash.
@@ -261,7 +266,7 @@ impl<'a> Bundler<'a> {
         let canonical = match self.canonical.get(path) {
             Some(known) => known.clone(),
             None => {
-                let resolved = self.file_system.canonicalize(path);
+                let resolved = self.file_system.canonicalize(path).ok();
                 self.canonical.insert(path.to_owned(), resolved.clone());
                 resolved
             }
@@ -284,11 +289,14 @@ impl<'a> Bundler<'a> {
     /// A missing file has no canonical path; show it relative to its existing parent.
     fn show_uncanonical(&self, path: &Path) -> PathBuf {
         match (
-            path.parent().and_then(|p| self.file_system.canonicalize(p)),
+            path.parent()
+                .and_then(|p| self.file_system.canonicalize(p).ok()),
             path.file_name(),
         ) {
             (Some(parent), Some(name)) => self.paths.show(&parent.join(name)),
-            _ => path.to_owned(),
+            // No folder to resolve against (or, in memory, a `..` above the root): the path
+            // as written, relative to the contract.
+            _ => self.paths.show(path),
         }
     }
 

@@ -2,7 +2,8 @@
 //! root with every cross-file `$ref` resolved.
 
 mod bundle;
-pub mod reference;
+pub(crate) mod reference;
 
-pub use bundle::{Bundler, EntryError, SchemaBundle};
-pub use reference::NodeKey;
+pub use bundle::SchemaBundle;
+pub(crate) use bundle::{Bundler, EntryError};
+pub(crate) use reference::NodeKey;

@@ -8,7 +8,7 @@ use serde_json::Value;
 /// A schema node somewhere on disk: a canonical file and a JSON pointer in it (`""` is the
 /// whole file).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct NodeKey {
+pub(crate) struct NodeKey {
     /// Canonical path of the file.
     pub file: PathBuf,
     /// JSON pointer inside the file, `""` for its root.
@@ -23,7 +23,7 @@ impl fmt::Display for NodeKey {
 
 /// A `$ref` split into its file part and its fragment, percent-decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reference {
+pub(crate) struct Reference {
     /// Relative file path; empty for the same file.
     pub file: String,
     /// JSON pointer (`/$defs/Money`), or `""` for the file's root.
@@ -32,7 +32,7 @@ pub struct Reference {
 
 /// Why a `$ref` string is not one warren follows.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ReferenceError {
+pub(crate) enum ReferenceError {
     /// `http:` or `https:`.
     #[error("remote `$ref` `{0}` is refused: warren never fetches schemas at build time")]
     Remote(String),
@@ -46,7 +46,7 @@ pub enum ReferenceError {
 
 impl ReferenceError {
     /// How to fix it.
-    pub fn help(&self) -> &'static str {
+    pub(crate) fn help(&self) -> &'static str {
         match self {
             Self::Remote(_) => {
                 "copy the schema into a schema root (the contract's folder or a folder listed in \
@@ -59,7 +59,7 @@ impl ReferenceError {
 }
 
 /// Splits a `$ref` value.
-pub fn parse(reference: &str) -> Result<Reference, ReferenceError> {
+pub(crate) fn parse(reference: &str) -> Result<Reference, ReferenceError> {
     let (file, fragment) = reference.split_once('#').unwrap_or((reference, ""));
     if let Some((scheme, _)) = file.split_once(':') {
         // A one-letter "scheme" is a Windows drive, which is still a (non-portable) path.
@@ -86,18 +86,18 @@ pub fn parse(reference: &str) -> Result<Reference, ReferenceError> {
 }
 
 /// The node at the (decoded) JSON `pointer` in `root`, following RFC 6901 escapes.
-pub fn lookup<'v>(root: &'v Value, pointer: &str) -> Option<&'v Value> {
+pub(crate) fn lookup<'v>(root: &'v Value, pointer: &str) -> Option<&'v Value> {
     root.pointer(pointer)
 }
 
 /// The last segment of `pointer`, unescaped: the name a definition is known by.
-pub fn last_segment(pointer: &str) -> String {
+pub(crate) fn last_segment(pointer: &str) -> String {
     let segment = pointer.rsplit('/').next().unwrap_or_default();
     segment.replace("~1", "/").replace("~0", "~")
 }
 
 /// Joins `pointer` and a child key, escaping the key.
-pub fn child(pointer: &str, key: &str) -> String {
+pub(crate) fn child(pointer: &str, key: &str) -> String {
     if key.contains(['~', '/']) {
         format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"))
     } else {
@@ -106,7 +106,7 @@ pub fn child(pointer: &str, key: &str) -> String {
 }
 
 /// The file a reference points into, resolved against the folder of the referring file.
-pub fn target_file(from: &Path, reference: &Reference) -> PathBuf {
+pub(crate) fn target_file(from: &Path, reference: &Reference) -> PathBuf {
     if reference.file.is_empty() {
         return from.to_owned();
     }
