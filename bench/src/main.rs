@@ -102,7 +102,7 @@ async fn purge(connection: &Connection, topology: &Topology) -> Result<()> {
     let channel = connection.create_channel().await?;
     channel
         .queue_purge(
-            ShortString::from(format!("{}bench", topology.namespace)),
+            ShortString::from(topology.qualified("bench")),
             lapin::options::QueuePurgeOptions::default(),
         )
         .await?;
@@ -374,7 +374,7 @@ async fn bench_publish(
     println!("publish (median of {ROUNDS} rounds; ratios against the windowed lapin publisher):");
     let (mut lapin, mut warren) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
-        lapin.push(lapin_publish(plain, &format!("{}bench", t.namespace), n).await?);
+        lapin.push(lapin_publish(plain, &t.qualified("bench"), n).await?);
         purge(connection, t).await?;
         warren.push(warren_publish(connection, t, n).await?);
         purge(connection, t).await?;
@@ -416,7 +416,7 @@ async fn bench_consume(
         ),
     ];
     let mut rounds: Vec<Vec<Duration>> = vec![Vec::new(); scenarios.len()];
-    let queue = format!("{}bench", t.namespace);
+    let queue = t.qualified("bench");
     for _ in 0..ROUNDS {
         for ((_, scenario), times) in scenarios.iter().zip(&mut rounds) {
             lapin_publish(plain, &queue, n).await?;

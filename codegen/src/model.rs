@@ -255,12 +255,7 @@ pub(crate) fn build(
     }
     Ok(Contract {
         source: loaded.path().to_owned(),
-        topology: Topology {
-            exchanges,
-            queues,
-            bindings,
-            namespace: String::new(),
-        },
+        topology: Topology::new(exchanges, queues, bindings),
         messages,
         publishers,
         consumers,
@@ -270,27 +265,17 @@ pub(crate) fn build(
 }
 
 fn exchange(name: &str, e: &format::Exchange) -> Exchange {
-    let mut arguments = e.arguments.clone();
-    // `alternate_exchange` wins over a raw `alternate-exchange`, as it did when both were
-    // arguments; a raw one that names an exchange becomes the typed field, so namespacing and
-    // the declaration read it in one place.
-    let raw = match arguments.get(argument::ALTERNATE_EXCHANGE) {
-        Some(ArgValue::String(alternate)) => Some(alternate.clone()),
-        _ => None,
-    };
-    let alternate_exchange = e.alternate_exchange.clone().or(raw);
-    if alternate_exchange.is_some() {
-        arguments.remove(argument::ALTERNATE_EXCHANGE);
-    }
+    // A raw `alternate-exchange` is folded into the typed field by the model's own rule.
     Exchange {
         name: name.to_owned(),
         kind: e.kind.unwrap_or_default(),
         durable: e.durable.unwrap_or(true),
         auto_delete: e.auto_delete.unwrap_or(false),
         internal: e.internal.unwrap_or(false),
-        alternate_exchange,
-        arguments,
+        alternate_exchange: e.alternate_exchange.clone(),
+        arguments: e.arguments.clone(),
     }
+    .normalized()
 }
 
 /// The retry policy of queue `name` with defaults applied, its wait tiers laid out.
@@ -319,35 +304,8 @@ pub(crate) fn retry_policy(name: &str, q: &format::Queue) -> Retry {
     }
 }
 
-/// The dead-letter target of `q`: `dead_letter`, else raw string `x-dead-letter-*` arguments
-/// (which the checks allow without `dead_letter`). A raw target is taken out of `arguments`:
-/// the typed field is then its one place, and the declaration derives the arguments from it
-/// again, byte for byte.
-fn dead_letter(q: &format::Queue, arguments: &mut Arguments) -> Option<DeadLetter> {
-    if let Some(dl) = &q.dead_letter {
-        return Some(DeadLetter {
-            exchange: dl.exchange.clone(),
-            routing_key: dl.routing_key.clone(),
-        });
-    }
-    // The format reads a raw target, for the checks and for here alike.
-    let exchange = q.dead_letter_exchange()?.to_owned();
-    arguments.remove(argument::DEAD_LETTER_EXCHANGE);
-    let routing_key = q.dead_letter_routing_key().map(str::to_owned);
-    if routing_key.is_some() {
-        arguments.remove(argument::DEAD_LETTER_ROUTING_KEY);
-    }
-    Some(DeadLetter {
-        exchange,
-        routing_key,
-    })
-}
-
 fn queue(name: &str, q: &format::Queue) -> Queue {
     let mut arguments = q.arguments.clone();
-    // The queue's type is `kind` alone (a raw `x-queue-type` was always overwritten by it).
-    arguments.remove(argument::QUEUE_TYPE);
-    let dead_letter = dead_letter(q, &mut arguments);
     // The arguments no typed field of the model holds: set from the format's typed fields.
     let mut set = |key: &str, value: ArgValue| {
         arguments.insert(key.to_owned(), value);
@@ -378,13 +336,20 @@ fn queue(name: &str, q: &format::Queue) -> Queue {
         durable: q.durable.unwrap_or(true),
         exclusive: q.exclusive.unwrap_or(false),
         auto_delete: q.auto_delete.unwrap_or(false),
-        dead_letter,
+        dead_letter: q.dead_letter.as_ref().map(|dl| DeadLetter {
+            exchange: dl.exchange.clone(),
+            routing_key: dl.routing_key.clone(),
+        }),
         delivery_limit: q.delivery_limit,
         retry: retry_policy(name, q),
         on_poison: q.on_poison.unwrap_or_default(),
         arguments,
         ..Queue::new(name, q.kind.unwrap_or_default())
     }
+    // Raw `x-` arguments a typed field sets (a raw dead-letter target, which the checks allow
+    // without `dead_letter`) are folded into the typed fields by the model's own rule, so
+    // the declaration derives them again, byte for byte.
+    .normalized()
 }
 
 /// The binding `b`, or `None` when it names no destination (the checks refuse that).

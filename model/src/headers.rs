@@ -21,8 +21,8 @@ pub const DELIVERY_COUNT: &str = "x-delivery-count";
 /// failure `reason` and a `detail`.
 pub const HEADERS_CUT: &str = "x-headers-cut";
 
-/// The headers warren keeps on retried and dead-lettered copies.
-pub const WARREN: [&str; 8] = [
+/// The headers warren writes on retried and dead-lettered copies.
+pub const WARREN: [&str; 7] = [
     RETRY_COUNT,
     FIRST_FAILURE,
     LAST_ERROR,
@@ -30,11 +30,12 @@ pub const WARREN: [&str; 8] = [
     ORIGINAL_EXCHANGE,
     ORIGINAL_ROUTING_KEY,
     CONSUMER,
-    DELIVERY_COUNT,
 ];
 
-/// The headers RabbitMQ writes when it dead-letters a message.
-pub const BROKER_DEATH: [&str; 7] = [
+/// The headers RabbitMQ writes: the delivery count of a quorum queue, and the record of a
+/// dead-lettering (`x-death` and its summaries).
+pub const BROKER: [&str; 8] = [
+    DELIVERY_COUNT,
     "x-death",
     "x-first-death-exchange",
     "x-first-death-queue",

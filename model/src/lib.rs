@@ -28,9 +28,10 @@
 //! );
 //! let mut orders = Queue::new("orders", QueueKind::Quorum);
 //! orders.retry = Retry::TtlBackoff(backoff);
-//! let mut topology = Topology::default();
-//! topology.queues.extend(orders.wait_queues());
-//! topology.queues.insert(0, orders);
+//! let mut queues = orders.wait_queues();
+//! queues.insert(0, orders);
+//! let topology = Topology::new(Vec::new(), queues, Vec::new());
+//! assert_eq!(topology.validate(), Ok(()));
 //!
 //! let names: Vec<&str> = topology.queues.iter().map(|q| q.name.as_str()).collect();
 //! assert_eq!(names, ["orders", "orders.wait.1s", "orders.wait.2s", "orders.wait.4s"]);
@@ -64,6 +65,6 @@ pub use retry::{
 pub use spelled::UnknownName;
 pub use topology::argument;
 pub use topology::{
-    ArgValue, Arguments, Binding, DeadLetter, Destination, Exchange, ExchangeKind, OnPoison, Queue,
-    QueueKind, QueueRole, Topology, arguments,
+    ArgValue, Arguments, Binding, DeadLetter, Destination, Exchange, ExchangeKind, Namespace,
+    OnPoison, Queue, QueueKind, QueueRole, Topology, TopologyError, arguments,
 };

@@ -13,6 +13,10 @@ spelled! {
     /// assert_eq!(FailureReason::NonRetryable.as_str(), "non-retryable");
     /// assert!("gone".parse::<FailureReason>().is_err());
     /// ```
+    ///
+    /// Non-exhaustive: a later warren may dead-letter for a reason of its own, so a
+    /// dead-letter consumer matching on it keeps a catch-all arm.
+    #[non_exhaustive]
     pub enum FailureReason {
         /// The body could not be decompressed, parsed or deserialized.
         Decode => "decode",
@@ -30,8 +34,9 @@ spelled! {
         NonRetryable => "non-retryable",
         /// The retries allowed are spent.
         Exhausted => "exhausted",
-        /// Warren itself failed handling the delivery: a panic, or a topology whose retry
-        /// tiers do not match its policy.
+        /// Warren itself failed handling the delivery: a panic while decoding or settling
+        /// it (or, should one ever be reached, a retry with no wait tier for its delay,
+        /// which `Worker::run` refuses at start).
         InternalError => "internal-error",
     }
 }

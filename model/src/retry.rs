@@ -35,11 +35,43 @@ pub const QUORUM_UNLIMITED: u32 = i32::MAX as u32;
 /// leave together anyway.
 pub const JITTER_BUCKETS: [(u64, u64); 4] = [(1, 1), (5, 6), (2, 3), (1, 2)];
 
+/// The multiplier a policy grows by: `multiplier`, or 1 where it is below 1 or NaN (a delay
+/// never shrinks, so every retry's delay is one [`delay_tiers`] lays out).
+fn effective_multiplier(multiplier: f64) -> f64 {
+    if multiplier >= 1.0 { multiplier } else { 1.0 }
+}
+
+/// `base^exponent` by square-and-multiply, with IEEE 754 multiplications only. Each basic
+/// operation is correctly rounded on every platform, unlike `f64::powi`, whose precision
+/// Rust leaves to the platform and compiler version; the generator (on the build machine)
+/// and the runtime (in the deployed binary) must agree on every bit, since a wait queue is
+/// found by its exact delay. The order of operations is compiler-rt's `__powidf2`, which
+/// `powi` lowered to on the platforms the wait-queue names were first generated on, so the
+/// names are unchanged.
+fn power(mut base: f64, mut exponent: u32) -> f64 {
+    let mut result = 1.0;
+    loop {
+        if exponent & 1 == 1 {
+            result *= base;
+        }
+        exponent /= 2;
+        if exponent == 0 {
+            return result;
+        }
+        base *= base;
+    }
+}
+
 /// The delay before retry `attempt` (from 0) of a ttl-backoff policy, before jitter:
-/// `min(initial × multiplier^attempt, max)`, in whole milliseconds.
+/// `min(initial × multiplier^attempt, max)`, in whole milliseconds (half a millisecond
+/// rounds away from zero). A multiplier below 1 (or NaN) counts as 1. Deterministic: the
+/// same on every platform (see the crate's tests of the arithmetic).
 pub fn backoff_delay(initial: Duration, max: Duration, multiplier: f64, attempt: u32) -> Duration {
-    let exponent = i32::try_from(attempt).unwrap_or(i32::MAX);
-    let millis = initial.as_millis() as f64 * multiplier.powi(exponent);
+    if initial.is_zero() {
+        return Duration::ZERO;
+    }
+    let exponent = i32::try_from(attempt).map_or(i32::MAX as u32, |e| e as u32);
+    let millis = initial.as_millis() as f64 * power(effective_multiplier(multiplier), exponent);
     if !millis.is_finite() || millis >= max.as_millis() as f64 {
         max
     } else {
@@ -47,8 +79,12 @@ pub fn backoff_delay(initial: Duration, max: Duration, multiplier: f64, attempt:
     }
 }
 
-/// The delay of jitter bucket `(numerator, denominator)` of `base`, in whole milliseconds.
+/// The delay of jitter bucket `(numerator, denominator)` of `base`, in whole milliseconds
+/// (rounded down). A zero denominator leaves `base` as it is.
 pub fn jitter_bucket(base: Duration, (numerator, denominator): (u64, u64)) -> Duration {
+    if denominator == 0 {
+        return base;
+    }
     let millis = base.as_millis() * u128::from(numerator) / u128::from(denominator);
     Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX))
 }
@@ -68,7 +104,10 @@ pub fn delay_tiers(
         if tiers.last() != Some(&delay) {
             tiers.push(delay);
         }
-        if delay >= max || multiplier <= 1.0 || tiers.len() > MAX_WAIT_TIERS {
+        // A delay that reached `max`, or never grows (no multiplier, no initial delay),
+        // stays where it is for every later attempt.
+        let fixed = effective_multiplier(multiplier) == 1.0 || initial.is_zero();
+        if delay >= max || fixed || tiers.len() > MAX_WAIT_TIERS {
             break;
         }
     }
@@ -111,8 +150,9 @@ pub enum Retry {
     },
     /// Park failed messages in wait queues for growing delays.
     TtlBackoff(Backoff),
-    /// The broker counts deliveries against the queue's
-    /// [`delivery_limit`](crate::Queue::delivery_limit) and dead-letters past it.
+    /// The broker counts deliveries against the queue's `x-delivery-limit`
+    /// ([`Queue::quorum_delivery_limit`](crate::Queue::quorum_delivery_limit)) and
+    /// dead-letters past it.
     QuorumNative,
 }
 
@@ -142,6 +182,10 @@ impl Backoff {
     /// The schedule of `queue`, with its wait tiers laid out: one per distinct delay
     /// ([`delay_tiers`]), times each jitter bucket with jitter on, named by
     /// [`wait_queue_name`].
+    ///
+    /// Total: a multiplier below 1 (or NaN) counts as 1 and a zero delay stays zero, so every
+    /// retry up to `max_retries` finds its tier ([`Backoff::tier`]) whatever the arguments,
+    /// as long as the policy needs at most [`MAX_WAIT_TIERS`] wait queues.
     pub fn new(
         queue: &str,
         max_retries: u32,
@@ -178,6 +222,22 @@ impl Backoff {
         }
     }
 
+    /// Whether the tiers are the ones [`Backoff::new`] lays out for these fields and for the
+    /// queue named `queue`: what a worker checks before it consumes, so a topology edited by
+    /// hand is refused at start rather than failing one retry at a time.
+    pub fn is_laid_out(&self, queue: &str) -> bool {
+        let expected = Self::new(
+            queue,
+            self.max_retries,
+            self.initial_delay,
+            self.max_delay,
+            self.multiplier,
+            self.jitter,
+            self.exhausted,
+        );
+        expected.tiers == self.tiers
+    }
+
     /// The delay before retry `attempt` (from 0), before jitter ([`backoff_delay`]).
     pub fn delay(&self, attempt: u32) -> Duration {
         backoff_delay(self.initial_delay, self.max_delay, self.multiplier, attempt)
@@ -196,9 +256,10 @@ impl Backoff {
 
     /// The wait tier of retry `attempt` (from 0): the one whose delay is exactly
     /// [`Backoff::wait`]. [`Backoff::new`] lays out a tier for every wait of every attempt
-    /// up to `max_retries`, so `None` means the tiers were not laid out by it (edited by
-    /// hand, or a policy past [`MAX_WAIT_TIERS`], which the generator refuses): a bug to
-    /// report, never a tier to guess.
+    /// up to `max_retries`, whatever its arguments, so `None` means one of two things: the
+    /// tiers or fields were edited by hand after it ([`Backoff::is_laid_out`] is then
+    /// false), or the policy needs more than [`MAX_WAIT_TIERS`] wait queues (which the
+    /// generator refuses). A bug to report, never a tier to guess.
     pub fn tier(&self, attempt: u32, random: f64) -> Option<&WaitTier> {
         let wanted = self.wait(attempt, random);
         self.tiers.iter().find(|tier| tier.delay == wanted)
@@ -307,12 +368,64 @@ mod tests {
         }
     }
 
+    /// The square-and-multiply arithmetic gives the results `f64::powi` gave on this
+    /// platform, so no wait-queue name changes; the fixtures' snapshots pin the same.
+    #[test]
+    fn power_matches_powi_here() {
+        for multiplier in [1.0, 1.01, 1.1, 1.5, 1.7, 2.0, 2.5, 3.0, 7.3, 10.0, 1e10] {
+            for exponent in 0..80u32 {
+                let ours = super::power(multiplier, exponent);
+                let theirs = multiplier.powi(exponent as i32);
+                assert_eq!(ours.to_bits(), theirs.to_bits(), "{multiplier}^{exponent}");
+            }
+        }
+    }
+
+    /// Arguments the generator refuses still give a schedule whose every retry has a tier:
+    /// `Backoff::new` is total.
+    #[test]
+    fn odd_arguments_still_lay_out_every_tier() {
+        for (initial, max, multiplier) in [
+            (1000, 30_000, 0.5),
+            (1000, 30_000, f64::NAN),
+            (1000, 30_000, -2.0),
+            (0, 30_000, 2.0),
+            (0, 0, 2.0),
+            (1000, 0, 2.0),
+            (0, 5, 1e308),
+            (50_000, 1_000, 2.0),
+        ] {
+            for jitter in [false, true] {
+                let backoff = Backoff::new(
+                    "q",
+                    u32::MAX,
+                    ms(initial),
+                    ms(max),
+                    multiplier,
+                    jitter,
+                    Exhausted::DeadLetter,
+                );
+                assert!(backoff.is_laid_out("q"));
+                for attempt in [0, 1, 2, 5, 100, u32::MAX - 1] {
+                    for random in [0.0, 0.3, 0.6, 0.99] {
+                        assert!(
+                            backoff.tier(attempt, random).is_some(),
+                            "{initial}/{max}/{multiplier} jitter {jitter}: attempt {attempt}"
+                        );
+                    }
+                }
+            }
+        }
+        assert_eq!(super::jitter_bucket(ms(900), (1, 0)), ms(900));
+    }
+
     /// Tiers that were not laid out by `Backoff::new` are not papered over with a tier of
     /// another delay.
     #[test]
     fn a_missing_tier_is_none() {
         let mut backoff = Backoff::new("q", 3, ms(100), ms(400), 2.0, false, Exhausted::Drop);
         backoff.tiers.remove(1);
+        assert!(!backoff.is_laid_out("q"));
         assert_eq!(backoff.tier(0, 0.0).map(|t| t.delay), Some(ms(100)));
         assert_eq!(backoff.tier(1, 0.0), None);
     }

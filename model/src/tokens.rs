@@ -21,16 +21,16 @@ impl ToTokens for Topology {
             exchanges,
             queues,
             bindings,
-            namespace,
+            // Set only by `namespaced`, which rewrote the names already: written again, it
+            // would prefix them twice. What the generator writes has none.
+            namespace: _,
         } = self;
-        let namespace = string(namespace);
         tokens.extend(quote! {
-            Topology {
-                exchanges: ::std::vec::Vec::from([ #( #exchanges ),* ]),
-                queues: ::std::vec::Vec::from([ #( #queues ),* ]),
-                bindings: ::std::vec::Vec::from([ #( #bindings ),* ]),
-                namespace: #namespace,
-            }
+            Topology::new(
+                ::std::vec::Vec::from([ #( #exchanges ),* ]),
+                ::std::vec::Vec::from([ #( #queues ),* ]),
+                ::std::vec::Vec::from([ #( #bindings ),* ]),
+            )
         });
     }
 }
@@ -284,14 +284,6 @@ impl ToTokens for ArgumentsTokens<'_> {
 fn duration(duration: std::time::Duration) -> TokenStream {
     let millis = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
     quote! { ::core::time::Duration::from_millis(#millis) }
-}
-
-fn string(text: &str) -> TokenStream {
-    if text.is_empty() {
-        quote! { ::std::string::String::new() }
-    } else {
-        quote! { #text.into() }
-    }
 }
 
 fn optional<T: ToTokens>(value: Option<&T>) -> TokenStream {

@@ -70,6 +70,10 @@ pub mod argument {
 }
 
 /// Every exchange, queue and binding of a contract.
+///
+/// Built by [`Topology::new`] (as generated `topology()` does), with no namespace; a
+/// namespace is set only by [`Topology::namespaced`], which rewrites every name with it, so
+/// the names and the namespace cannot disagree.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Topology {
     /// Exchanges, by name order.
@@ -79,21 +83,78 @@ pub struct Topology {
     pub queues: Vec<Queue>,
     /// Bindings, in contract order.
     pub bindings: Vec<Binding>,
-    /// The prefix every name carries (empty unless [`Topology::namespaced`] was used).
-    pub namespace: String,
+    pub(crate) namespace: Namespace,
+}
+
+/// The prefix a namespaced topology's names carry, and the one rule that applies it: to a
+/// queue or exchange name, to an exchange reference (where the default exchange `""` is the
+/// broker's and stays), and to a publish target (where a key on the default exchange names a
+/// queue).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Namespace(String);
+
+impl Namespace {
+    /// The prefix (empty for none).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// A queue or exchange name in this namespace.
+    pub fn name(&self, name: &str) -> String {
+        format!("{}{name}", self.0)
+    }
+
+    /// A reference to an exchange: prefixed, except the default exchange (`""`).
+    pub fn exchange(&self, exchange: &str) -> String {
+        if exchange.is_empty() {
+            String::new()
+        } else {
+            self.name(exchange)
+        }
+    }
+
+    /// Where a message published to `exchange` with `routing_key` goes in this namespace:
+    /// the exchange prefixed, or on the default exchange the key (a queue name) prefixed.
+    pub fn publish_target(&self, exchange: &str, routing_key: &str) -> (String, String) {
+        if exchange.is_empty() {
+            (String::new(), self.name(routing_key))
+        } else {
+            (self.exchange(exchange), routing_key.to_owned())
+        }
+    }
 }
 
 impl Topology {
+    /// A topology of these exchanges, queues and bindings, with no namespace.
+    pub fn new(exchanges: Vec<Exchange>, queues: Vec<Queue>, bindings: Vec<Binding>) -> Self {
+        Self {
+            exchanges,
+            queues,
+            bindings,
+            namespace: Namespace::default(),
+        }
+    }
+
+    /// The prefix every name carries (empty unless [`Topology::namespaced`] was used).
+    pub fn namespace(&self) -> &Namespace {
+        &self.namespace
+    }
+
+    /// `name` (a queue or exchange of the contract, as written there) in this topology's
+    /// namespace.
+    pub fn qualified(&self, name: &str) -> String {
+        self.namespace.name(name)
+    }
+
     /// The same topology with every exchange and queue name prefixed with `prefix`, and every
     /// reference to them (bindings, dead-letter targets, wait queues, alternate exchanges)
     /// rewritten to match. Several services or test runs can then share one broker without
-    /// seeing each other's messages.
+    /// seeing each other's messages. Namespacing twice prefixes twice.
     pub fn namespaced(&self, prefix: &str) -> Self {
-        let name = |n: &str| format!("{prefix}{n}");
-        // The default exchange (`""`) is the broker's, and stays unprefixed.
-        let exchange_ref = |n: &str| if n.is_empty() { String::new() } else { name(n) };
+        let space = Namespace(prefix.to_owned());
+        let name = |n: &str| space.name(n);
         let mut topology = self.clone();
-        topology.namespace = format!("{prefix}{}", self.namespace);
+        topology.namespace = Namespace(format!("{prefix}{}", self.namespace.0));
         for exchange in &mut topology.exchanges {
             exchange.name = name(&exchange.name);
             exchange.alternate_exchange = exchange.alternate_exchange.as_deref().map(name);
@@ -105,7 +166,7 @@ impl Topology {
                     // Through the default exchange, the key is a queue name.
                     dead_letter.routing_key = dead_letter.routing_key.as_deref().map(name);
                 }
-                dead_letter.exchange = exchange_ref(&dead_letter.exchange);
+                dead_letter.exchange = space.exchange(&dead_letter.exchange);
             }
             if let Retry::TtlBackoff(backoff) = &mut queue.retry {
                 for tier in &mut backoff.tiers {
@@ -126,6 +187,72 @@ impl Topology {
         topology
     }
 
+    /// Checks what the typed model cannot hold by its types alone, before anything is
+    /// declared or consumed:
+    ///
+    /// - no queue or exchange carries in [`Queue::arguments`] / [`Exchange::arguments`] an
+    ///   argument a typed field sets ([`Queue::RESERVED_ARGUMENTS`],
+    ///   [`Exchange::RESERVED_ARGUMENTS`], and `x-message-ttl` on a wait queue): the broker
+    ///   would get one value and warren act on another (a dead-letter exchange the worker
+    ///   does not know of, an alternate exchange namespacing does not rewrite);
+    /// - every ttl-backoff queue's tiers are the ones [`crate::Backoff::new`] lays out for its
+    ///   policy ([`crate::Backoff::is_laid_out`]), and each tier's wait queue is in the
+    ///   topology, so every retry finds its wait queue.
+    ///
+    /// A topology built by the generator always passes; one built or edited by hand may not.
+    pub fn validate(&self) -> Result<(), TopologyError> {
+        for exchange in &self.exchanges {
+            if let Some(key) = Exchange::RESERVED_ARGUMENTS
+                .iter()
+                .find(|key| exchange.arguments.contains_key(**key))
+            {
+                return Err(TopologyError::ReservedArgument {
+                    owner: exchange.name.clone(),
+                    key,
+                });
+            }
+        }
+        for queue in &self.queues {
+            let wait_ttl =
+                matches!(queue.role, QueueRole::Wait { .. }).then_some(argument::MESSAGE_TTL);
+            if let Some(key) = Queue::RESERVED_ARGUMENTS
+                .iter()
+                .copied()
+                .chain(wait_ttl)
+                .find(|key| queue.arguments.contains_key(*key))
+            {
+                return Err(TopologyError::ReservedArgument {
+                    owner: queue.name.clone(),
+                    key,
+                });
+            }
+            let Retry::TtlBackoff(backoff) = &queue.retry else {
+                continue;
+            };
+            if !backoff.is_laid_out(&queue.name) {
+                return Err(TopologyError::WaitTiers {
+                    queue: queue.name.clone(),
+                });
+            }
+            if let Some(tier) = backoff.tiers.iter().find(|tier| {
+                !self.queues.iter().any(|q| {
+                    q.name == tier.queue
+                        && q.role
+                            == QueueRole::Wait {
+                                queue: queue.name.clone(),
+                                delay: tier.delay,
+                            }
+                })
+            }) {
+                return Err(TopologyError::MissingWaitQueue {
+                    queue: queue.name.clone(),
+                    wait_queue: tier.queue.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// The queue named `name`.
     pub fn queue(&self, name: &str) -> Option<&Queue> {
         self.queues.iter().find(|q| q.name == name)
@@ -136,6 +263,52 @@ impl Topology {
         self.exchanges.iter().find(|e| e.name == name)
     }
 }
+
+/// Why [`Topology::validate`] refused a topology.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TopologyError {
+    /// A queue or exchange holds in its raw arguments one a typed field sets.
+    ReservedArgument {
+        /// The queue or exchange.
+        owner: String,
+        /// The argument.
+        key: &'static str,
+    },
+    /// A ttl-backoff queue's wait tiers are not the ones its policy lays out.
+    WaitTiers {
+        /// The queue.
+        queue: String,
+    },
+    /// A ttl-backoff queue's wait queue is not in the topology.
+    MissingWaitQueue {
+        /// The queue.
+        queue: String,
+        /// Its missing wait queue.
+        wait_queue: String,
+    },
+}
+
+impl std::fmt::Display for TopologyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::ReservedArgument { owner, key } => write!(
+                f,
+                "`{owner}` has `{key}` in its raw arguments, which a typed field sets"
+            ),
+            Self::WaitTiers { queue } => write!(
+                f,
+                "the wait tiers of queue `{queue}` are not the ones its backoff policy lays out"
+            ),
+            Self::MissingWaitQueue { queue, wait_queue } => write!(
+                f,
+                "wait queue `{wait_queue}` of queue `{queue}` is not in the topology"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TopologyError {}
 
 spelled! {
     /// The kind of an exchange, which decides how routing keys are matched.
@@ -173,6 +346,29 @@ pub struct Exchange {
 }
 
 impl Exchange {
+    /// The arguments a typed field sets, which [`Exchange::arguments`] must not hold
+    /// ([`Topology::validate`]).
+    pub const RESERVED_ARGUMENTS: &'static [&'static str] = &[argument::ALTERNATE_EXCHANGE];
+
+    /// The exchange with a raw `alternate-exchange` argument folded into
+    /// [`Exchange::alternate_exchange`], its one place: the typed field wins over a raw one,
+    /// and a raw string becomes the typed field when none is set. What is left in
+    /// [`Exchange::arguments`] then passes [`Topology::validate`] (a raw value that is not a
+    /// string stays, and is refused there).
+    pub fn normalized(mut self) -> Self {
+        let raw = match self.arguments.get(argument::ALTERNATE_EXCHANGE) {
+            Some(ArgValue::String(alternate)) => Some(alternate.clone()),
+            _ => None,
+        };
+        if self.alternate_exchange.is_none() {
+            self.alternate_exchange = raw;
+        }
+        if self.alternate_exchange.is_some() {
+            self.arguments.remove(argument::ALTERNATE_EXCHANGE);
+        }
+        self
+    }
+
     /// The arguments the broker is told: [`Exchange::arguments`] and the alternate exchange.
     pub fn declare_arguments(&self) -> Arguments {
         let mut arguments = self.arguments.clone();
@@ -228,7 +424,7 @@ pub struct Queue {
     /// Where dead letters go (`x-dead-letter-exchange`, `x-dead-letter-routing-key`).
     pub dead_letter: Option<DeadLetter>,
     /// A quorum queue's `x-delivery-limit` as the contract set it; `None` derives it from
-    /// the retry policy ([`Queue::delivery_limit`]).
+    /// the retry policy ([`Queue::quorum_delivery_limit`], which the broker is told).
     pub delivery_limit: Option<u32>,
     /// How failed deliveries are retried.
     pub retry: Retry,
@@ -241,6 +437,15 @@ pub struct Queue {
 }
 
 impl Queue {
+    /// The arguments a typed field sets, which [`Queue::arguments`] must not hold
+    /// ([`Topology::validate`]; on a wait queue `x-message-ttl` too).
+    pub const RESERVED_ARGUMENTS: &'static [&'static str] = &[
+        argument::QUEUE_TYPE,
+        argument::DEAD_LETTER_EXCHANGE,
+        argument::DEAD_LETTER_ROUTING_KEY,
+        argument::DELIVERY_LIMIT,
+    ];
+
     /// A declared queue of `kind` with the contract's defaults: durable, shared, kept, no
     /// dead-lettering, no retries.
     pub fn new(name: impl Into<String>, kind: QueueKind) -> Self {
@@ -257,6 +462,49 @@ impl Queue {
             role: QueueRole::Declared,
             arguments: Arguments::new(),
         }
+    }
+
+    /// The queue with the raw arguments a typed field sets folded into it, so each fact has
+    /// one place and [`Topology::validate`] passes:
+    ///
+    /// - `x-queue-type` is dropped: [`Queue::kind`] alone is the type (as it always was);
+    /// - with no [`Queue::dead_letter`], a raw string `x-dead-letter-exchange` becomes it,
+    ///   with a raw string `x-dead-letter-routing-key` as its key; with one, the typed field
+    ///   is the whole target and raw ones are dropped;
+    /// - with no [`Queue::delivery_limit`], a raw integer `x-delivery-limit` that fits
+    ///   becomes it; a raw one is dropped either way (only a declared quorum queue is given a
+    ///   limit, by [`Queue::quorum_delivery_limit`]);
+    /// - on a wait queue, `x-message-ttl` is dropped: its delay is its TTL.
+    ///
+    /// A raw dead-letter exchange that is not a string stays, and is refused by
+    /// [`Topology::validate`]. The generator builds every queue through this.
+    pub fn normalized(mut self) -> Self {
+        let text = |arguments: &Arguments, key: &str| match arguments.get(key) {
+            Some(ArgValue::String(value)) => Some(value.clone()),
+            _ => None,
+        };
+        self.arguments.remove(argument::QUEUE_TYPE);
+        if self.dead_letter.is_none()
+            && let Some(exchange) = text(&self.arguments, argument::DEAD_LETTER_EXCHANGE)
+        {
+            self.dead_letter = Some(DeadLetter {
+                exchange,
+                routing_key: text(&self.arguments, argument::DEAD_LETTER_ROUTING_KEY),
+            });
+        }
+        if self.dead_letter.is_some() {
+            self.arguments.remove(argument::DEAD_LETTER_EXCHANGE);
+            self.arguments.remove(argument::DEAD_LETTER_ROUTING_KEY);
+        }
+        if let Some(ArgValue::Int(limit)) = self.arguments.remove(argument::DELIVERY_LIMIT)
+            && self.delivery_limit.is_none()
+        {
+            self.delivery_limit = u32::try_from(limit).ok();
+        }
+        if matches!(self.role, QueueRole::Wait { .. }) {
+            self.arguments.remove(argument::MESSAGE_TTL);
+        }
+        self
     }
 
     /// The `x-delivery-limit` of a declared quorum queue (`None` for other queues):
@@ -400,7 +648,10 @@ pub enum Destination {
 mod tests {
     use std::time::Duration;
 
-    use super::{ArgValue, DeadLetter, Queue, QueueKind, QueueRole, Topology};
+    use super::{
+        ArgValue, Arguments, DeadLetter, Exchange, ExchangeKind, Queue, QueueKind, QueueRole,
+        Topology, TopologyError,
+    };
     use crate::retry::{Backoff, Exhausted, QUORUM_UNLIMITED, Retry};
 
     fn backoff_queue(kind: QueueKind, exhausted: Exhausted) -> Queue {
@@ -468,14 +719,122 @@ mod tests {
         );
     }
 
+    /// Raw arguments a typed field sets are folded into it, so a hand-built topology passes
+    /// `validate` once normalized, and is refused before.
+    #[test]
+    fn raw_arguments_fold_into_typed_fields() {
+        let text = |s: &str| ArgValue::String(s.into());
+        let mut raw = Queue::new("work", QueueKind::Quorum);
+        raw.arguments
+            .insert("x-dead-letter-exchange".into(), text("dlx"));
+        raw.arguments
+            .insert("x-dead-letter-routing-key".into(), text("failed"));
+        raw.arguments.insert("x-queue-type".into(), text("classic"));
+        raw.arguments
+            .insert("x-delivery-limit".into(), ArgValue::Int(7));
+        raw.arguments
+            .insert("x-max-length".into(), ArgValue::Int(10));
+        let refused = Topology::new(Vec::new(), vec![raw.clone()], Vec::new());
+        assert_eq!(
+            refused.validate(),
+            Err(TopologyError::ReservedArgument {
+                owner: "work".into(),
+                key: "x-queue-type"
+            })
+        );
+        let queue = raw.normalized();
+        assert_eq!(
+            queue.dead_letter,
+            Some(DeadLetter {
+                exchange: "dlx".into(),
+                routing_key: Some("failed".into())
+            })
+        );
+        assert_eq!(queue.delivery_limit, Some(7));
+        assert_eq!(queue.kind, QueueKind::Quorum);
+        assert_eq!(queue.arguments.keys().collect::<Vec<_>>(), ["x-max-length"]);
+        // Namespacing now reaches the dead-letter exchange, which a raw argument hid from it.
+        let spaced = Topology::new(Vec::new(), vec![queue], Vec::new()).namespaced("t1.");
+        assert_eq!(spaced.validate(), Ok(()));
+        assert_eq!(
+            spaced.queues[0].declare_arguments()["x-dead-letter-exchange"],
+            text("t1.dlx")
+        );
+
+        let mut exchange = Exchange {
+            name: "events".into(),
+            kind: ExchangeKind::Topic,
+            durable: true,
+            auto_delete: false,
+            internal: false,
+            alternate_exchange: None,
+            arguments: Arguments::new(),
+        };
+        exchange
+            .arguments
+            .insert("alternate-exchange".into(), text("unrouted"));
+        let refused = Topology::new(vec![exchange.clone()], Vec::new(), Vec::new());
+        assert!(matches!(
+            refused.validate(),
+            Err(TopologyError::ReservedArgument {
+                key: "alternate-exchange",
+                ..
+            })
+        ));
+        let exchange = exchange.normalized();
+        assert_eq!(exchange.alternate_exchange.as_deref(), Some("unrouted"));
+        assert!(exchange.arguments.is_empty());
+    }
+
+    /// Tiers edited by hand, or a wait queue left out, are refused as a whole topology.
+    #[test]
+    fn validate_refuses_tiers_not_laid_out() {
+        let queue = backoff_queue(QueueKind::Quorum, Exhausted::DeadLetter);
+        let mut queues = vec![queue.clone()];
+        queues.extend(queue.wait_queues());
+        let whole = Topology::new(Vec::new(), queues.clone(), Vec::new());
+        assert_eq!(whole.validate(), Ok(()));
+
+        let mut missing = whole.clone();
+        missing.queues.retain(|q| q.name != "work.wait.200ms");
+        assert_eq!(
+            missing.validate(),
+            Err(TopologyError::MissingWaitQueue {
+                queue: "work".into(),
+                wait_queue: "work.wait.200ms".into()
+            })
+        );
+
+        let mut edited = whole;
+        if let Retry::TtlBackoff(backoff) = &mut edited.queues[0].retry {
+            backoff.tiers[1].delay = Duration::from_millis(201);
+        }
+        assert_eq!(
+            edited.validate(),
+            Err(TopologyError::WaitTiers {
+                queue: "work".into()
+            })
+        );
+    }
+
     #[test]
     fn namespacing_rewrites_every_reference() {
         let queue = backoff_queue(QueueKind::Quorum, Exhausted::DeadLetter);
-        let mut topology = Topology::default();
-        topology.queues.push(queue.clone());
-        topology.queues.extend(queue.wait_queues());
+        let mut queues = vec![queue.clone()];
+        queues.extend(queue.wait_queues());
+        let topology = Topology::new(Vec::new(), queues, Vec::new());
         let spaced = topology.namespaced("t1.");
-        assert_eq!(spaced.namespace, "t1.");
+        assert_eq!(spaced.namespace().as_str(), "t1.");
+        assert_eq!(spaced.qualified("work"), "t1.work");
+        assert_eq!(
+            spaced.namespace().publish_target("", "work"),
+            (String::new(), "t1.work".to_owned())
+        );
+        assert_eq!(
+            spaced.namespace().publish_target("jobs", "a.b"),
+            ("t1.jobs".to_owned(), "a.b".to_owned())
+        );
+        assert_eq!(spaced.validate(), Ok(()));
         let wait = spaced.queue("t1.work.wait.100ms").expect("wait queue");
         assert_eq!(
             wait.role,

@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures_lite::StreamExt;
+
+use crate::error::Chain;
 use lapin::tcp::OwnedTLSConfig;
 use lapin::types::{LongString, ShortString};
 use lapin::{ConnectionProperties, ConnectionState, ErrorKind, Event};
@@ -428,7 +430,7 @@ async fn supervise(shared: Weak<Shared>, mut opened: Opened, mut url_index: usiz
             return;
         }
         *lock(&strong.blocked) = None;
-        tracing::warn!(connection = %name, %error, "connection lost; reconnecting");
+        tracing::warn!(connection = %name, error = %Chain(&error), "connection lost; reconnecting");
         drop(strong);
         if since.elapsed() >= STABLE {
             attempts = 0;
@@ -568,10 +570,10 @@ async fn attempts(
         match opened {
             Ok(opened) => return Some((opened, index, attempt)),
             Err(error) if attempt == first + 1 || attempt.is_multiple_of(WARN_EVERY) => {
-                tracing::warn!(connection = %settings.name, url = index, attempt, %error, "reconnect attempt failed; trying again");
+                tracing::warn!(connection = %settings.name, url = index, attempt, error = %Chain(&error), "reconnect attempt failed; trying again");
             }
             Err(error) => {
-                tracing::debug!(connection = %settings.name, url = index, attempt, %error, "reconnect attempt failed");
+                tracing::debug!(connection = %settings.name, url = index, attempt, error = %Chain(&error), "reconnect attempt failed");
             }
         }
     }
@@ -580,9 +582,9 @@ async fn attempts(
 /// Why one reconnect attempt failed: logged, and the next attempt made.
 #[derive(Debug, thiserror::Error)]
 enum AttemptFailed {
-    #[error("{0}")]
+    #[error("opening the connection failed")]
     Open(#[source] lapin::Error),
-    #[error("re-declaring the topology failed: {0}")]
+    #[error("re-declaring the topology failed")]
     Redeclare(#[source] crate::DeclareError),
     #[error("no answer within {ATTEMPT_TIMEOUT:?}")]
     Silent,

@@ -8,7 +8,7 @@ use lapin::options::{
 use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
 use lapin::types::ShortString;
 
-use crate::model::{Destination, ExchangeKind, Topology};
+use crate::model::{Destination, ExchangeKind, Topology, TopologyError};
 use crate::{Connection, amqp};
 
 /// What part of a topology a [`DeclareError`] is about.
@@ -38,7 +38,7 @@ impl std::fmt::Display for TopologyEntity {
 #[non_exhaustive]
 pub enum DeclareError {
     /// The queue or exchange exists with other arguments or flags (`PRECONDITION_FAILED`).
-    #[error("{kind} `{name}` already exists with {}: {source}", argument.as_ref().map_or("different settings".to_owned(), |a| format!("a different `{a}`")))]
+    #[error("{kind} `{name}` already exists with {}", argument.as_ref().map_or("different settings".to_owned(), |a| format!("a different `{a}`")))]
     Mismatch {
         /// A queue or an exchange.
         kind: TopologyEntity,
@@ -62,7 +62,7 @@ pub enum DeclareError {
         source: lapin::Error,
     },
     /// Any other broker or connection failure.
-    #[error("declaring {kind} `{name}` failed: {source}")]
+    #[error("declaring {kind} `{name}` failed")]
     Broker {
         /// A queue, an exchange or a binding.
         kind: TopologyEntity,
@@ -73,8 +73,11 @@ pub enum DeclareError {
         source: lapin::Error,
     },
     /// The channel to declare on could not be opened.
-    #[error("cannot open a channel to declare on: {0}")]
+    #[error("cannot open a channel to declare on")]
     Channel(#[source] lapin::Error),
+    /// The topology contradicts itself ([`Topology::validate`]): nothing was declared.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
 }
 
 /// How to declare.
@@ -105,6 +108,7 @@ enum Mode {
 /// # }
 /// ```
 pub async fn declare(connection: &Connection, topology: &Topology) -> Result<(), DeclareError> {
+    topology.validate()?;
     // Remembered first, so a reconnect racing with this declare still re-declares it; and
     // forgotten if it fails, so a topology the broker refuses cannot block every reconnect.
     connection.remember(topology);
@@ -137,6 +141,7 @@ pub(crate) async fn declare_on(
 /// # Ok(()) }
 /// ```
 pub async fn verify(connection: &Connection, topology: &Topology) -> Result<(), DeclareError> {
+    topology.validate()?;
     let channel = open_channel(connection).await?;
     apply(&channel, topology, Mode::Check).await
 }

@@ -132,7 +132,9 @@ impl fmt::Display for MessagePart {
     }
 }
 
-/// Which AMQP short string (at most 255 bytes) was too long, in [`PublishError::TooLong`].
+/// Which AMQP short string (at most
+/// [`MAX_SHORT_STRING`](crate::model::limits::MAX_SHORT_STRING) bytes) was too long, in
+/// [`PublishError::TooLong`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ShortField {
@@ -140,6 +142,8 @@ pub enum ShortField {
     MessageId,
     /// The exchange name, namespace included.
     ExchangeName,
+    /// The routing key (on the default exchange, namespace included).
+    RoutingKey,
 }
 
 impl fmt::Display for ShortField {
@@ -147,6 +151,7 @@ impl fmt::Display for ShortField {
         f.write_str(match self {
             Self::MessageId => "message id",
             Self::ExchangeName => "exchange name",
+            Self::RoutingKey => "routing key",
         })
     }
 }
@@ -170,13 +175,16 @@ impl fmt::Display for ShortField {
 ///     )
 /// }
 /// assert!(worth_another_try(&PublishError::Timeout(std::time::Duration::from_secs(30))));
-/// assert!(!worth_another_try(&PublishError::RoutingKeyTooLong(300)));
+/// assert!(!worth_another_try(&PublishError::TooLong {
+///     field: warren_runtime::ShortField::RoutingKey,
+///     bytes: 300,
+/// }));
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PublishError {
     /// The payload or headers could not be serialized.
-    #[error("cannot serialize the {part} of message `{message}`: {source}")]
+    #[error("cannot serialize the {part} of message `{message}`")]
     Serialize {
         /// The message name.
         message: &'static str,
@@ -220,7 +228,7 @@ pub enum PublishError {
     /// The channel or connection failed after the message was handed to it and before the
     /// broker confirmed it: it may or may not have been routed. Publishing it again is safe
     /// only where consumers deduplicate (on the message id).
-    #[error("the broker did not confirm the message, the outcome is unknown: {0}")]
+    #[error("the broker did not confirm the message, the outcome is unknown")]
     Unconfirmed(#[source] lapin::Error),
     /// The headers type did not serialize to a JSON object.
     #[error("the headers of message `{message}` must serialize to a JSON object")]
@@ -234,20 +242,21 @@ pub enum PublishError {
         /// The placeholder's name.
         placeholder: &'static str,
     },
-    /// The routing key is longer than AMQP's 255 bytes.
-    #[error("routing key is {0} bytes; AMQP allows at most 255")]
-    RoutingKeyTooLong(usize),
-    /// The message id or the (namespaced) exchange name is longer than AMQP's 255 bytes;
-    /// nothing was sent.
-    #[error("the {field} is {bytes} bytes; AMQP allows at most 255")]
+    /// The message id, the (namespaced) exchange name or the routing key is longer than an
+    /// AMQP short string holds
+    /// ([`MAX_SHORT_STRING`](crate::model::limits::MAX_SHORT_STRING) bytes); nothing was sent.
+    #[error(
+        "the {field} is {bytes} bytes; AMQP allows at most {}",
+        crate::model::limits::MAX_SHORT_STRING
+    )]
     TooLong {
-        /// The message id or the exchange name.
+        /// The message id, the exchange name or the routing key.
         field: ShortField,
         /// Its length.
         bytes: usize,
     },
     /// Compressing the body failed.
-    #[error("cannot compress the body: {0}")]
+    #[error("cannot compress the body")]
     Compress(#[source] std::io::Error),
     /// The broker returned the message: it matched no queue.
     #[error(
@@ -268,7 +277,7 @@ pub enum PublishError {
         routing_key: String,
     },
     /// Opening the publishing channel failed; the message was not sent.
-    #[error("cannot open a publishing channel: {0}")]
+    #[error("cannot open a publishing channel")]
     Broker(#[from] lapin::Error),
 }
 
@@ -302,7 +311,7 @@ pub enum WorkerError {
     #[error(transparent)]
     Schema(#[from] crate::schema::SchemaError),
     /// The channel for retry and dead-letter copies could not be opened.
-    #[error("cannot open the publishing channel: {0}")]
+    #[error("cannot open the publishing channel for retry and dead-letter copies")]
     Publisher(#[source] PublishError),
     /// The broker cancelled a consumer and its queue is gone (deleted). A cancel whose queue
     /// still exists, and a lost channel or connection, are recovered from instead.
@@ -314,9 +323,31 @@ pub enum WorkerError {
         queue: String,
     },
     /// A consumer task panicked (or was cancelled, as its runtime shut down).
-    #[error("a consumer task failed: {0}")]
+    #[error("a consumer task failed")]
     Panicked(#[source] tokio::task::JoinError),
     /// The channel or connection failed.
-    #[error("broker error: {0}")]
+    #[error("the channel or connection failed")]
     Broker(#[from] lapin::Error),
+    /// The topology contradicts itself ([`crate::model::Topology::validate`]): raw
+    /// arguments a typed field sets, or wait tiers that are not its retry policy's. Refused
+    /// before anything is consumed.
+    #[error(transparent)]
+    Topology(#[from] crate::model::TopologyError),
+}
+
+/// An error and its sources, `: `-separated, for log lines: warren's errors say what failed
+/// and leave the why to [`std::error::Error::source`] (the Rust API guidelines' convention),
+/// so a log line shows the whole chain.
+pub(crate) struct Chain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(error) = source {
+            write!(f, ": {error}")?;
+            source = error.source();
+        }
+        Ok(())
+    }
 }

@@ -11,10 +11,9 @@ use lapin::types::ShortString;
 use serde::{Deserialize, Serialize};
 
 use crate::Message;
-use crate::model::{DeadLetter, OnPoison, QueueKind, Retry};
+use crate::model::{DeadLetter, OnPoison, Queue, QueueKind, Retry};
 use crate::publisher::Compression;
 use crate::schema::Validators;
-use crate::worker::QueueInfo;
 use crate::worker::decode::{decode as decode_delivery, original_route, retries_so_far};
 use crate::worker::settle::{MAX_ERROR_BYTES, truncate};
 
@@ -124,9 +123,7 @@ pub fn decode(
         body,
     );
     raw.properties = properties;
-    let queue = QueueInfo {
-        name: "jobs".to_owned(),
-        kind: QueueKind::Classic,
+    let queue = Queue {
         retry: Retry::None,
         on_poison: OnPoison::DeadLetter,
         // No routing key: a dead letter goes out under the message's original one.
@@ -134,6 +131,7 @@ pub fn decode(
             exchange: "jobs.dlx".to_owned(),
             routing_key: None,
         }),
+        ..Queue::new("jobs", QueueKind::Classic)
     };
     let decoded = decode_delivery::<JobMessage>(&raw, &queue, Some(&validators), max_body_bytes);
     // What settling then reads from the same delivery without a broker: the retry count,

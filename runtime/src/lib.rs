@@ -122,9 +122,11 @@ pub use lapin;
 /// may use it; it changes without notice between versions. (As tonic's `codegen` module.)
 #[doc(hidden)]
 pub mod codegen {
-    pub use crate::publisher::{Compression, Publication};
+    pub use crate::publisher::{Compression, Publication, publish};
     pub use crate::routing_key::{KeyPart, RoutingKey};
-    pub use crate::worker::{BatchHandler, BatchSpec, CircuitBreaker, ConsumerSpec, Handler};
+    pub use crate::worker::{
+        BatchHandler, BatchSpec, CircuitBreaker, ConsumerSpec, Handler, add, add_batch,
+    };
 
     pub use chrono;
     pub use regress;

@@ -9,6 +9,8 @@ use lapin::types::ShortString;
 use lapin::{BasicProperties, Channel, Confirmation};
 
 use crate::error::{MessagePart, ShortField};
+use crate::model::Namespace;
+use crate::model::limits::MAX_SHORT_STRING;
 use crate::schema::Validators;
 use crate::sync::lock;
 use crate::{Connection, Message, PublishError, Topology, amqp};
@@ -105,7 +107,7 @@ impl PublishOptions {
 pub struct Publisher {
     connection: Connection,
     channel: Arc<ChannelSlot>,
-    namespace: Arc<str>,
+    namespace: Arc<Namespace>,
     timeout: Duration,
 }
 
@@ -148,19 +150,19 @@ impl Publisher {
     /// # Ok(()) }
     /// ```
     pub async fn new(connection: &Connection, topology: &Topology) -> Result<Self, PublishError> {
-        Self::open(connection, &topology.namespace).await
+        Self::open(connection, topology.namespace().clone()).await
     }
 
     /// A publisher whose names are prefixed with `namespace`. The worker's retry and
-    /// dead-letter copies pass `""`: their names come from the topology, namespaced already.
+    /// dead-letter copies pass none: their names come from the topology, namespaced already.
     pub(crate) async fn open(
         connection: &Connection,
-        namespace: &str,
+        namespace: Namespace,
     ) -> Result<Self, PublishError> {
         let publisher = Self {
             connection: connection.clone(),
             channel: Arc::default(),
-            namespace: Arc::from(namespace),
+            namespace: Arc::new(namespace),
             timeout: DEFAULT_PUBLISH_TIMEOUT,
         };
         publisher
@@ -178,29 +180,13 @@ impl Publisher {
         self
     }
 
-    /// Publishes `payload` and `headers` as message `M` with a fresh message id and the
-    /// current time. See [`Publisher::publish_with`].
-    ///
-    /// Called by the generated publish methods; not a stable API.
-    #[doc(hidden)]
-    pub async fn publish<M: Message>(
-        &self,
-        publication: Publication<'_>,
-        payload: &M::Payload,
-        headers: &M::Headers,
-    ) -> Result<(), PublishError> {
-        self.publish_with::<M>(publication, payload, headers, &PublishOptions::default())
-            .await
-    }
-
     /// Publishes `payload` and `headers` as message `M`: validated against the message's JSON
     /// Schemas (nothing is sent when they are invalid), persistent, `mandatory`, with its
     /// content type and optional compression, and waits for the broker's confirm. Succeeds
     /// only when the broker confirmed the message and did not return it as unroutable.
     ///
-    /// Called by the generated publish methods; not a stable API.
-    #[doc(hidden)]
-    pub async fn publish_with<M: Message>(
+    /// Generated publish methods reach it through [`publish`].
+    pub(crate) async fn publish_with<M: Message>(
         &self,
         publication: Publication<'_>,
         payload: &M::Payload,
@@ -261,7 +247,9 @@ impl Publisher {
             properties =
                 properties.with_content_encoding(ShortString::from(compression.encoding()));
         }
-        let (exchange, routing_key) = self.resolve(publication.exchange, publication.routing_key);
+        let (exchange, routing_key) = self
+            .namespace
+            .publish_target(publication.exchange, publication.routing_key);
         self.send(&exchange, &routing_key, &body, properties).await
     }
 
@@ -296,19 +284,6 @@ impl Publisher {
             .cloned()
     }
 
-    /// Applies the namespace: exchanges are prefixed, and so is the key on the default
-    /// exchange, where it names a queue.
-    fn resolve(&self, exchange: &str, routing_key: &str) -> (String, String) {
-        if exchange.is_empty() {
-            (String::new(), format!("{}{routing_key}", self.namespace))
-        } else {
-            (
-                format!("{}{exchange}", self.namespace),
-                routing_key.to_owned(),
-            )
-        }
-    }
-
     /// The `frame_max` negotiated on the current link (RabbitMQ's default while there is
     /// none: nothing is published then anyway).
     pub(crate) fn frame_max(&self) -> usize {
@@ -329,9 +304,7 @@ impl Publisher {
     ) -> Result<(), PublishError> {
         // AMQP short strings; lapin would panic on longer ones.
         short(ShortField::ExchangeName, exchange)?;
-        if routing_key.len() > MAX_SHORT {
-            return Err(PublishError::RoutingKeyTooLong(routing_key.len()));
-        }
+        short(ShortField::RoutingKey, routing_key)?;
         let deadline = crate::connection::deadline_after(self.timeout);
         let channel = tokio::time::timeout_at(deadline, self.channel(deadline))
             .await
@@ -385,17 +358,31 @@ impl Publisher {
     }
 }
 
-/// The longest AMQP short string, in bytes.
-const MAX_SHORT: usize = crate::model::limits::MAX_SHORT_STRING;
-
 fn short(field: ShortField, text: &str) -> Result<(), PublishError> {
-    if text.len() > MAX_SHORT {
+    if text.len() > MAX_SHORT_STRING {
         return Err(PublishError::TooLong {
             field,
             bytes: text.len(),
         });
     }
     Ok(())
+}
+
+/// Publishes `payload` and `headers` as message `M` on `publisher`: what generated publish
+/// methods call (`warren_runtime::codegen::publish`); not a stable API. Validated against
+/// the message's JSON Schemas (nothing is sent when they are invalid), persistent,
+/// `mandatory`, with its content type and optional compression; succeeds only when the broker
+/// confirmed the message and did not return it as unroutable.
+pub async fn publish<M: Message>(
+    publisher: &Publisher,
+    publication: Publication<'_>,
+    payload: &M::Payload,
+    headers: &M::Headers,
+    options: &PublishOptions,
+) -> Result<(), PublishError> {
+    publisher
+        .publish_with::<M>(publication, payload, headers, options)
+        .await
 }
 
 /// Seconds since the Unix epoch.

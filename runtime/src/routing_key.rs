@@ -1,6 +1,6 @@
 //! Routing keys built from a contract's template and typed placeholder values.
 
-use crate::PublishError;
+use crate::{PublishError, ShortField};
 
 /// A piece of a routing-key template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +37,10 @@ impl RoutingKey {
             }
         }
         if key.len() > crate::model::limits::MAX_SHORT_STRING {
-            return Err(PublishError::RoutingKeyTooLong(key.len()));
+            return Err(PublishError::TooLong {
+                field: ShortField::RoutingKey,
+                bytes: key.len(),
+            });
         }
         Ok(Self(key))
     }
@@ -51,7 +54,7 @@ impl RoutingKey {
 #[cfg(test)]
 mod tests {
     use super::{KeyPart, RoutingKey};
-    use crate::PublishError;
+    use crate::{PublishError, ShortField};
 
     #[test]
     fn joins_literals_and_values() {
@@ -86,7 +89,10 @@ mod tests {
         }]);
         assert!(matches!(
             too_long,
-            Err(PublishError::RoutingKeyTooLong(256))
+            Err(PublishError::TooLong {
+                field: ShortField::RoutingKey,
+                bytes: 256
+            })
         ));
     }
 }

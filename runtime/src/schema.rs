@@ -16,7 +16,7 @@ pub(crate) struct Validators {
 
 /// Why a schema could not be compiled: a bug in the generated code or the contract.
 #[derive(Debug, thiserror::Error)]
-#[error("the {part} schema of message `{message}` does not compile: {source}")]
+#[error("the {part} schema of message `{message}` does not compile")]
 pub struct SchemaError {
     /// The message.
     pub message: &'static str,

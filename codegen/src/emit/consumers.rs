@@ -233,7 +233,8 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
                     let size = batch.size;
                     let millis = batch.timeout.as_millis();
                     quote! {
-                        worker.add_batch::<messages::#marker, _>(
+                        ::warren_runtime::codegen::add_batch::<messages::#marker, _>(
+                            worker,
                             #spec,
                             ::warren_runtime::codegen::BatchSpec {
                                 size: #size,
@@ -244,7 +245,7 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
                     }
                 }
                 None => quote! {
-                    worker.add::<messages::#marker, _>(#spec, __adapters::#adapter(self.#field));
+                    ::warren_runtime::codegen::add::<messages::#marker, _>(worker, #spec, __adapters::#adapter(self.#field));
                 },
             }
         });

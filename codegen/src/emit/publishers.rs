@@ -153,8 +153,8 @@ fn method(contract: &Contract, publisher: &Publisher) -> Result<TokenStream, Gen
             #headers_param
         ) -> ::core::result::Result<(), ::warren_runtime::PublishError> {
             #build_key
-            self.publisher
-                .publish_with::<messages::#marker>(
+            ::warren_runtime::codegen::publish::<messages::#marker>(
+                    &self.publisher,
                     ::warren_runtime::codegen::Publication {
                         exchange: #exchange,
                         routing_key: #key,

@@ -6,9 +6,8 @@
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 
-use super::header::{
-    CUT_TOO_LARGE, FRAME_OVERHEAD, HEADER_PREFIX, HEADERS_CUT, MAX_DETAIL_BYTES, own_header,
-};
+use super::header::{FRAME_OVERHEAD, HEADER_PREFIX, HEADERS_CUT, MAX_DETAIL_BYTES, own_header};
+use crate::model::FailureReason;
 
 /// Room kept free in a copy's header frame for what the broker adds on its way (an `x-death`
 /// entry per queue and reason, and its `x-first-death-*` and `x-last-death-*` headers).
@@ -104,7 +103,10 @@ pub(crate) fn fit(properties: &BasicProperties, budget: usize) -> Option<BasicPr
     headers.remove(HEADERS_CUT);
     let marker_room = entry_len(
         HEADERS_CUT,
-        &marker(CUT_TOO_LARGE, &"-".repeat(MAX_DETAIL_BYTES)),
+        &marker(
+            FailureReason::TooLarge.as_str(),
+            &"-".repeat(MAX_DETAIL_BYTES),
+        ),
     );
     let mut order: Vec<(bool, usize, ShortString)> = headers
         .iter()
@@ -133,7 +135,7 @@ pub(crate) fn fit(properties: &BasicProperties, budget: usize) -> Option<BasicPr
         "cut to fit a {budget}-byte header frame: {}",
         notes.join(", ")
     );
-    let mut reason = CUT_TOO_LARGE;
+    let mut reason = FailureReason::TooLarge.as_str();
     if let Some((was, before)) = earlier {
         reason = was.as_str();
         detail = format!("{before}; then {detail}");

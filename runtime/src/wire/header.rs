@@ -9,15 +9,11 @@ use lapin::types::{AMQPValue, FieldTable};
 
 use super::fields::{Flaw, entries, key_end};
 use crate::model::FailureReason;
-use crate::model::headers::{BROKER_DEATH, WARREN};
+use crate::model::headers::{BROKER, WARREN};
 
 /// The header a rebuilt frame carries: a table with the failure `reason` (`too-large` or
 /// `malformed-headers`) and a `detail` saying what was cut.
 pub(crate) use crate::model::headers::HEADERS_CUT;
-/// `reason` of [`HEADERS_CUT`] when headers were cut to fit the frame size.
-pub(crate) const CUT_TOO_LARGE: &str = FailureReason::TooLarge.as_str();
-/// `reason` of [`HEADERS_CUT`] when headers or properties could not be parsed safely.
-pub(crate) const CUT_MALFORMED: &str = FailureReason::MalformedHeaders.as_str();
 
 /// The failure reason and detail of a message whose headers the guard cut, from `headers`.
 pub(crate) fn headers_cut(headers: Option<&FieldTable>) -> Option<(FailureReason, String)> {
@@ -27,10 +23,13 @@ pub(crate) fn headers_cut(headers: Option<&FieldTable>) -> Option<(FailureReason
             format!("`{HEADERS_CUT}` is not a table"),
         ));
     };
-    let reason = match crate::amqp::header_str(Some(cut), "reason").as_deref() {
-        Some(CUT_TOO_LARGE) => FailureReason::TooLarge,
-        _ => FailureReason::MalformedHeaders,
-    };
+    // `too-large` (cut to fit the frame size), else `malformed-headers` (could not be
+    // parsed safely), whatever else a producer wrote there.
+    let reason =
+        match crate::amqp::header_str(Some(cut), "reason").and_then(|reason| reason.parse().ok()) {
+            Some(FailureReason::TooLarge) => FailureReason::TooLarge,
+            _ => FailureReason::MalformedHeaders,
+        };
     let detail = crate::amqp::header_str(Some(cut), "detail").unwrap_or_default();
     Some((reason, detail))
 }
@@ -45,7 +44,7 @@ pub(super) const HEADER_PREFIX: usize = 14;
 /// Whether `key` is a header written by warren or by the broker: cut only once nothing else
 /// is left.
 pub(super) fn own_header(key: &str) -> bool {
-    WARREN.contains(&key) || BROKER_DEATH.contains(&key)
+    WARREN.contains(&key) || BROKER.contains(&key)
 }
 
 /// A property of the basic class, in wire order (bit 15 first).
@@ -359,15 +358,16 @@ fn marker_len() -> usize {
     let entry = |key: &str, value: usize| 1 + key.len() + 1 + 4 + value;
     entry(
         HEADERS_CUT,
-        4 + entry("reason", CUT_MALFORMED.len()) + entry("detail", MAX_DETAIL_BYTES),
+        4 + entry("reason", FailureReason::MalformedHeaders.as_str().len())
+            + entry("detail", MAX_DETAIL_BYTES),
     )
 }
 
 fn push_marker(out: &mut Vec<u8>, cuts: &Cuts) {
     let reason = if cuts.malformed {
-        CUT_MALFORMED
+        FailureReason::MalformedHeaders.as_str()
     } else {
-        CUT_TOO_LARGE
+        FailureReason::TooLarge.as_str()
     };
     let detail = crate::worker::settle::truncate(&cuts.detail(), MAX_DETAIL_BYTES);
     push_short(out, HEADERS_CUT);

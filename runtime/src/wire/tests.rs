@@ -6,8 +6,9 @@ use futures_lite::io::{AsyncRead, AsyncReadExt};
 use lapin::types::{AMQPValue, FieldTable};
 use proptest::prelude::*;
 
-use super::header::{CUT_MALFORMED, CUT_TOO_LARGE, HEADERS_CUT, headers_cut, judge};
+use super::header::{HEADERS_CUT, headers_cut, judge};
 use super::{GuardedStream, MAX_DEPTH, method};
+use crate::model::FailureReason;
 
 fn short(text: &[u8]) -> Vec<u8> {
     let mut out = vec![u8::try_from(text.len()).unwrap()];
@@ -110,7 +111,7 @@ fn headers_nested_past_the_bound_are_cut_and_the_rest_kept() {
     assert!(!headers.inner().contains_key("trace"));
     assert!(!headers.inner().contains_key("just-too-deep"));
     let (reason, detail) = headers_cut(Some(&headers)).expect("marked");
-    assert_eq!(reason.as_str(), CUT_MALFORMED);
+    assert_eq!(reason.as_str(), FailureReason::MalformedHeaders.as_str());
     assert!(
         detail.contains("`trace`") && detail.contains("deeper"),
         "{detail}"
@@ -138,7 +139,7 @@ fn a_frame_over_frame_max_loses_its_largest_foreign_headers_first() {
     }
     assert!(!headers.inner().contains_key("blob"));
     let (reason, detail) = headers_cut(Some(&headers)).expect("marked");
-    assert_eq!(reason.as_str(), CUT_TOO_LARGE);
+    assert_eq!(reason.as_str(), FailureReason::TooLarge.as_str());
     assert!(detail.contains("`blob` (130605 bytes)"), "{detail}");
 }
 
@@ -157,7 +158,7 @@ fn values_lapin_cannot_parse_are_cut() {
         let headers = parsed_headers(&rebuilt);
         assert_eq!(
             headers_cut(Some(&headers)).expect("marked").0.as_str(),
-            CUT_MALFORMED
+            FailureReason::MalformedHeaders.as_str()
         );
     }
 }

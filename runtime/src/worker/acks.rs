@@ -19,6 +19,7 @@ use std::time::Duration;
 use lapin::options::BasicAckOptions;
 use tokio::sync::Notify;
 
+use crate::error::Chain;
 use crate::sync::lock;
 
 /// The longest an ack waits for company.
@@ -132,7 +133,7 @@ impl Inner {
                 .await
             {
                 // The channel is gone; the broker redelivers whatever it had not seen acked.
-                tracing::info!(consumer = self.consumer, %error, "acks not sent: the channel closed; the broker redelivers those messages");
+                tracing::info!(consumer = self.consumer, error = %Chain(&error), "acks not sent: the channel closed; the broker redelivers those messages");
                 return;
             }
         }

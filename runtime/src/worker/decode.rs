@@ -9,10 +9,11 @@ use std::time::{Duration, SystemTime};
 use lapin::types::FieldTable;
 use serde_json::Value;
 
-use super::policy::QueueInfo;
+use super::policy::broker_counts;
 use super::settle::{MAX_ERROR_BYTES, truncate};
 use crate::amqp::{header_int, header_str, table_to_json};
-use crate::model::{FailureReason, headers};
+use crate::model::limits::MAX_SHORT_STRING;
+use crate::model::{FailureReason, Queue, headers};
 use crate::schema::Validators;
 use crate::{Delivery, Message};
 
@@ -45,8 +46,8 @@ fn poison(reason: FailureReason, detail: impl AsRef<str>) -> Poison {
 ///   write access to `amq.default` where that matters (docs/runtime.md).
 ///
 /// A believed count saturates at `u32::MAX`; the arithmetic on it saturates too (`policy`).
-pub(crate) fn retries_so_far(raw: &lapin::message::Delivery, queue: &QueueInfo) -> u32 {
-    let (key, believed) = if queue.broker_counts() {
+pub(crate) fn retries_so_far(raw: &lapin::message::Delivery, queue: &Queue) -> u32 {
+    let (key, believed) = if broker_counts(queue) {
         (headers::DELIVERY_COUNT, raw.redelivered)
     } else {
         (headers::RETRY_COUNT, is_retry_copy(raw, queue))
@@ -62,7 +63,7 @@ pub(crate) fn retries_so_far(raw: &lapin::message::Delivery, queue: &QueueInfo) 
 /// the name of the queue it was delivered from, and without a failure reason (a dead letter sent
 /// through the default exchange to a dead-letter queue comes the same way, and its count is the
 /// retries of the queue it died in).
-fn is_retry_copy(raw: &lapin::message::Delivery, queue: &QueueInfo) -> bool {
+fn is_retry_copy(raw: &lapin::message::Delivery, queue: &Queue) -> bool {
     raw.exchange.as_str().is_empty()
         && raw.routing_key.as_str() == queue.name
         && header_str(raw.properties.headers().as_ref(), headers::FAILURE_REASON).is_none()
@@ -76,21 +77,18 @@ fn is_retry_copy(raw: &lapin::message::Delivery, queue: &QueueInfo) -> bool {
 /// delivery's own route stands in for it (found while fuzzing the decode path).
 pub(crate) fn original_route(raw: &lapin::message::Delivery) -> (String, String) {
     let table = raw.properties.headers().as_ref();
-    let header = |key| header_str(table, key).filter(|value| value.len() <= MAX_NAME_BYTES);
+    let header = |key| header_str(table, key).filter(|value| value.len() <= MAX_SHORT_STRING);
     (
         header(headers::ORIGINAL_EXCHANGE).unwrap_or_else(|| raw.exchange.to_string()),
         header(headers::ORIGINAL_ROUTING_KEY).unwrap_or_else(|| raw.routing_key.to_string()),
     )
 }
 
-/// The longest exchange name or routing key AMQP carries (a short string).
-const MAX_NAME_BYTES: usize = crate::model::limits::MAX_SHORT_STRING;
-
 /// Decodes `raw` as message `M`, validating it against its JSON Schemas unless `validators`
 /// is `None` (validation turned off).
 pub(crate) fn decode<M: Message>(
     raw: &lapin::message::Delivery,
-    queue: &QueueInfo,
+    queue: &Queue,
     validators: Option<&Validators>,
     max_body_bytes: usize,
 ) -> Result<Delivery<M::Payload, M::Headers>, Poison> {

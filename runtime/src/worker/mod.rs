@@ -21,10 +21,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::model::Topology;
+use crate::model::{Queue, Topology};
 use crate::{Connection, Delivery, HandlerError, Message, WorkerError};
-
-pub(crate) use policy::QueueInfo;
 
 /// How long shutdown waits for in-flight handlers by default.
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -131,7 +129,8 @@ pub(crate) struct Context {
     pub connection: Connection,
     /// Where retry and dead-letter copies are published (by default `connection`).
     pub copies: Connection,
-    pub queue: QueueInfo,
+    /// The consumer's queue, as the topology has it (namespaced); shared, never copied.
+    pub queue: Arc<Queue>,
     pub settings: Settings,
     pub shutdown: watch::Receiver<bool>,
 }
@@ -269,19 +268,13 @@ impl Worker {
     }
 
     /// Adds a consumer handling messages one at a time.
-    ///
-    /// Called by the generated `Handlers::register`; not a stable API.
-    #[doc(hidden)]
-    pub fn add<M: Message, H: Handler<M>>(&mut self, spec: ConsumerSpec, handler: H) {
+    fn add<M: Message, H: Handler<M>>(&mut self, spec: ConsumerSpec, handler: H) {
         self.consumers
             .push(Box::new(consume::Single::<M, H>::new(spec, handler)));
     }
 
     /// Adds a consumer handling messages in batches.
-    ///
-    /// Called by the generated `Handlers::register`; not a stable API.
-    #[doc(hidden)]
-    pub fn add_batch<M: Message, H: BatchHandler<M>>(
+    fn add_batch<M: Message, H: BatchHandler<M>>(
         &mut self,
         spec: ConsumerSpec,
         batch: BatchSpec,
@@ -296,17 +289,24 @@ impl Worker {
     /// On shutdown each consumer stops consuming, drains its in-flight handlers (up to the
     /// drain timeout) and closes its channels.
     pub async fn run(self) -> Result<(), WorkerError> {
+        // Before anything is consumed: a topology built or edited by hand whose raw arguments
+        // contradict its typed fields, or whose wait tiers are not its policy's, is refused
+        // here, at start, rather than failing one message at a time.
+        self.topology.validate()?;
         // Resolve every queue first: a consumer of an unknown queue stops nothing midway.
         let mut ready = Vec::new();
         for consumer in self.consumers {
             let spec = *consumer.spec();
-            let name = format!("{}{}", self.topology.namespace, spec.queue);
-            let queue = self.topology.queue(&name).map(queue_info).ok_or_else(|| {
-                WorkerError::UnknownQueue {
+            let name = self.topology.qualified(spec.queue);
+            let queue = self
+                .topology
+                .queue(&name)
+                .cloned()
+                .map(Arc::new)
+                .ok_or_else(|| WorkerError::UnknownQueue {
                     consumer: spec.name.to_owned(),
                     queue: name.clone(),
-                }
-            })?;
+                })?;
             ready.push((consumer, queue));
         }
         let mut tasks = tokio::task::JoinSet::new();
@@ -338,13 +338,19 @@ impl Worker {
     }
 }
 
-/// What the worker needs to know about a queue of the topology.
-fn queue_info(queue: &crate::model::Queue) -> QueueInfo {
-    QueueInfo {
-        name: queue.name.clone(),
-        kind: queue.kind,
-        retry: queue.retry.clone(),
-        on_poison: queue.on_poison,
-        dead_letter: queue.dead_letter.clone(),
-    }
+/// Adds a consumer handling messages one at a time to `worker`: what the generated
+/// `Handlers::register` calls (`warren_runtime::codegen::add`); not a stable API.
+pub fn add<M: Message, H: Handler<M>>(worker: &mut Worker, spec: ConsumerSpec, handler: H) {
+    worker.add::<M, H>(spec, handler);
+}
+
+/// Adds a consumer handling messages in batches to `worker`: what the generated
+/// `Handlers::register` calls (`warren_runtime::codegen::add_batch`); not a stable API.
+pub fn add_batch<M: Message, H: BatchHandler<M>>(
+    worker: &mut Worker,
+    spec: ConsumerSpec,
+    batch: BatchSpec,
+    handler: H,
+) {
+    worker.add_batch::<M, H>(spec, batch, handler);
 }

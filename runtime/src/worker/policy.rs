@@ -1,38 +1,25 @@
 //! What happens to a delivery that failed: the queue's retry policy applied to one failure.
 //! Pure decisions, so the model is testable without a broker.
 
-use crate::model::{DeadLetter, Exhausted, FailureReason, OnPoison, QueueKind, Retry};
+use crate::model::{Exhausted, FailureReason, OnPoison, Queue, QueueKind, Retry};
 
-/// A queue as the worker needs to know it.
-#[derive(Debug, Clone)]
-pub(crate) struct QueueInfo {
-    /// Its (namespaced) name.
-    pub name: String,
-    pub kind: QueueKind,
-    pub retry: Retry,
-    pub on_poison: OnPoison,
-    /// Where dead letters go.
-    pub dead_letter: Option<DeadLetter>,
+/// Dead-lettering `queue`'s delivery for `reason`: to the dead-letter exchange, or, with
+/// none, discarded.
+pub(crate) fn dead_letter_outcome(queue: &Queue, reason: FailureReason) -> Outcome {
+    if queue.dead_letter.is_some() {
+        Outcome::DeadLetter { reason }
+    } else {
+        Outcome::Discard { reason }
+    }
 }
 
-impl QueueInfo {
-    /// Dead-lettering for `reason`: to the dead-letter exchange, or, with none, discarded.
-    pub fn dead_letter_outcome(&self, reason: FailureReason) -> Outcome {
-        if self.dead_letter.is_some() {
-            Outcome::DeadLetter { reason }
-        } else {
-            Outcome::Discard { reason }
-        }
-    }
-
-    /// Whether the broker counts deliveries for this queue's retries (`x-delivery-count`),
-    /// rather than warren (`x-retry-count` on republished copies).
-    pub fn broker_counts(&self) -> bool {
-        matches!(
-            (&self.retry, self.kind),
-            (Retry::QuorumNative, _) | (Retry::ImmediateRequeue { .. }, QueueKind::Quorum)
-        )
-    }
+/// Whether the broker counts deliveries for `queue`'s retries (`x-delivery-count`), rather
+/// than warren (`x-retry-count` on republished copies).
+pub(crate) fn broker_counts(queue: &Queue) -> bool {
+    matches!(
+        (&queue.retry, queue.kind),
+        (Retry::QuorumNative, _) | (Retry::ImmediateRequeue { .. }, QueueKind::Quorum)
+    )
 }
 
 /// Why a delivery failed.
@@ -72,8 +59,8 @@ pub(crate) enum Outcome {
 
 /// Applies `queue`'s policy to a `failure` after `retries` earlier retries. `jitter` is a
 /// number in `[0, 1)` (random in production).
-pub(crate) fn decide(queue: &QueueInfo, retries: u32, failure: Failure, jitter: f64) -> Outcome {
-    let dead_letter = |reason| queue.dead_letter_outcome(reason);
+pub(crate) fn decide(queue: &Queue, retries: u32, failure: Failure, jitter: f64) -> Outcome {
+    let dead_letter = |reason| dead_letter_outcome(queue, reason);
     let exhausted = |policy: Exhausted| match policy {
         Exhausted::DeadLetter => dead_letter(FailureReason::Exhausted),
         Exhausted::Drop => Outcome::Drop {
@@ -121,15 +108,21 @@ pub(crate) fn decide(queue: &QueueInfo, retries: u32, failure: Failure, jitter: 
                     return exhausted(backoff.exhausted);
                 }
                 let Some(tier) = backoff.tier(retries, jitter) else {
-                    // The tiers were not laid out by `Backoff::new` for this policy (a
-                    // topology edited by hand): no wait queue has the delay, and guessing one
-                    // would retry on another schedule than the contract's. A bug to look at.
+                    // Not reached with a topology `Worker::run` accepted: it refuses tiers
+                    // that are not the ones `Backoff::new` lays out, and the arithmetic is
+                    // the same on every platform. Should it be reached anyway, nothing is
+                    // lost and no schedule is guessed: a copy in the dead-letter queue
+                    // (`internal-error`) for someone to look at, or, with nowhere to
+                    // dead-letter, back to the queue (discarding would lose the body).
                     tracing::error!(
                         queue = queue.name,
                         retries,
                         "no wait tier for this retry's delay: the topology's tiers do not match its backoff"
                     );
-                    return dead_letter(FailureReason::InternalError);
+                    return match dead_letter(FailureReason::InternalError) {
+                        Outcome::Discard { .. } => Outcome::Requeue { exhausted: false },
+                        keep => keep,
+                    };
                 };
                 Outcome::Retry {
                     routing_key: tier.queue.clone(),
@@ -145,19 +138,20 @@ pub(crate) fn decide(queue: &QueueInfo, retries: u32, failure: Failure, jitter: 
 mod tests {
     use std::time::Duration;
 
-    use super::{Failure, Outcome, QueueInfo, decide};
-    use crate::model::{Backoff, DeadLetter, Exhausted, FailureReason, OnPoison, QueueKind, Retry};
+    use super::{Failure, Outcome, decide};
+    use crate::model::{
+        Backoff, DeadLetter, Exhausted, FailureReason, OnPoison, Queue, QueueKind, Retry,
+    };
 
-    fn queue(kind: QueueKind, retry: Retry) -> QueueInfo {
-        QueueInfo {
-            name: "work".into(),
-            kind,
+    fn queue(kind: QueueKind, retry: Retry) -> Queue {
+        Queue {
             retry,
             on_poison: OnPoison::DeadLetter,
             dead_letter: Some(DeadLetter {
                 exchange: "dlx".into(),
                 routing_key: None,
             }),
+            ..Queue::new("work", kind)
         }
     }
 
@@ -294,9 +288,10 @@ mod tests {
         );
     }
 
-    /// A topology whose tiers do not match its backoff (edited by hand) has no wait queue for
-    /// the delay a retry wants: it is dead-lettered as warren's own error, not retried on a
-    /// schedule the contract did not ask for.
+    /// A topology whose tiers do not match its backoff (edited by hand; `Worker::run` refuses
+    /// it, so this is defence in depth) has no wait queue for the delay a retry wants: it is
+    /// dead-lettered as warren's own error, not retried on a schedule the contract did not
+    /// ask for, and never discarded.
     #[test]
     fn a_missing_tier_is_an_internal_error() {
         let mut q = queue(QueueKind::Quorum, backoff(Exhausted::DeadLetter));
@@ -308,6 +303,12 @@ mod tests {
             Outcome::DeadLetter {
                 reason: FailureReason::InternalError
             }
+        );
+        // With nowhere to dead-letter, it goes back to the queue rather than being lost.
+        q.dead_letter = None;
+        assert_eq!(
+            decide(&q, 1, Failure::Retryable, 0.0),
+            Outcome::Requeue { exhausted: false }
         );
     }
 }

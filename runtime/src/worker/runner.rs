@@ -19,6 +19,8 @@ use super::breaker::Breaker;
 use super::settle::Settler;
 use super::{ConsumerSpec, Context};
 use crate::connection::backoff;
+use crate::error::Chain;
+use crate::model::Namespace;
 use crate::schema::Validators;
 use crate::{Connection, Message, Publisher, WorkerError};
 
@@ -91,7 +93,7 @@ impl Runner {
         let publisher = loop {
             let created = tokio::select! {
                 _ = stopped.wait_for(|stop| *stop) => return Ok(None),
-                created = Publisher::open(&context.copies, "") => created,
+                created = Publisher::open(&context.copies, Namespace::default()) => created,
             };
             match created {
                 Ok(publisher) => break publisher.timeout(context.settings.publish_timeout),
@@ -295,7 +297,7 @@ impl Runner {
                 Err(error) if self.context.connection.is_closed() => return Err(error),
                 Err(error) => {
                     if attempt.is_multiple_of(10) {
-                        tracing::warn!(consumer = self.spec.name, %error, attempt, "subscribing failed; trying again");
+                        tracing::warn!(consumer = self.spec.name, error = %Chain(&error), attempt, "subscribing failed; trying again");
                     }
                     let pause = backoff(attempt, RESUBSCRIBE_MIN, RESUBSCRIBE_MAX);
                     attempt += 1;

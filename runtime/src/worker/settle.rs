@@ -4,6 +4,7 @@
 //! a delivery still unsettled. One whose channel closed first is not settled at all: the broker
 //! redelivers it.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use lapin::BasicProperties;
@@ -12,10 +13,11 @@ use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 
 use super::acks::Taken;
 use super::decode::original_route;
-use super::policy::{Failure, Outcome, QueueInfo, decide};
+use super::policy::{Failure, Outcome, dead_letter_outcome, decide};
 use crate::Publisher;
 use crate::connection::backoff;
-use crate::model::{FailureReason, headers};
+use crate::error::Chain;
+use crate::model::{FailureReason, Queue, headers};
 
 /// Longest `x-last-error` kept, in bytes: diagnostic headers stay far below the frame size
 /// whatever an error says.
@@ -29,7 +31,7 @@ const COPY_WARN_EVERY: u32 = 10;
 
 /// Settles the deliveries of one consumer.
 pub(in crate::worker) struct Settler {
-    pub queue: QueueInfo,
+    pub queue: Arc<Queue>,
     pub consumer: &'static str,
     /// A confirm-mode channel of the consumer's own, for retry and dead-letter copies.
     pub publisher: Publisher,
@@ -55,7 +57,7 @@ impl Settler {
             Err(error) => tracing::warn!(
                 consumer = self.consumer,
                 what,
-                %error,
+                error = %Chain(&error),
                 "settling failed; the message will be redelivered"
             ),
         }
@@ -114,7 +116,7 @@ impl Settler {
                 }
                 // A copy over the frame size would close the connection it is published on,
                 // and retrying cannot make the message smaller.
-                let too_large = self.queue.dead_letter_outcome(FailureReason::TooLarge);
+                let too_large = dead_letter_outcome(&self.queue, FailureReason::TooLarge);
                 Box::pin(self.apply(raw, too_large, retries, error)).await;
             }
             Outcome::DeadLetter { reason } => {
@@ -205,7 +207,7 @@ impl Settler {
             };
             let pause = backoff(attempt, COPY_RETRY_MIN, COPY_RETRY_MAX);
             if attempt.is_multiple_of(COPY_WARN_EVERY) {
-                tracing::error!(consumer = self.consumer, exchange, routing_key, %error, attempt, ?pause, "cannot publish the retry or dead-letter copy; the message is held and the copy tried again");
+                tracing::error!(consumer = self.consumer, exchange, routing_key, error = %Chain(&error), attempt, ?pause, "cannot publish the retry or dead-letter copy; the message is held and the copy tried again");
             }
             attempt = attempt.saturating_add(1);
             tokio::time::sleep(pause).await;

@@ -404,7 +404,7 @@ impl Harness {
 
     /// A namespaced name.
     pub fn name(&self, name: &str) -> String {
-        format!("{}{name}", self.topology.namespace)
+        self.topology.qualified(name)
     }
 
     /// Publishes a job through the generated publisher.

@@ -90,13 +90,7 @@ async fn a_dead_letter_returned_three_times_is_still_there() {
         "the case under test is a queue with nowhere to dead-letter"
     );
     let namespace = format!("test.dlq.{}.", uuid::Uuid::now_v7().simple());
-    let topology = Topology {
-        exchanges: Vec::new(),
-        queues: vec![dead_letters],
-        bindings: Vec::new(),
-        namespace: String::new(),
-    }
-    .namespaced(&namespace);
+    let topology = Topology::new(Vec::new(), vec![dead_letters], Vec::new()).namespaced(&namespace);
     warren_runtime::declare(&connection, &topology)
         .await
         .expect("the queue declares");

@@ -491,3 +491,131 @@ async fn a_retry_count_of_u32_max_is_settled_and_the_consumer_goes_on() {
     );
     h.stop().await.expect("clean shutdown");
 }
+
+/// A topology whose wait tiers were edited by hand (here one tier's delay) is refused when
+/// the worker starts, naming the queue, before it consumes anything: not one message at a
+/// time, as each retry failed to find its wait queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_edited_wait_tier_is_refused_at_start() {
+    use warren_broker_tests::{Handlers, Recorder, topology};
+    use warren_runtime::model::{Retry, TopologyError};
+    use warren_runtime::{Connection, Worker, WorkerError};
+
+    let connection = Connection::connect(&warren_broker_tests::amqp_url(), "warren-test-tiers")
+        .await
+        .expect("the test broker answers at AMQP_URL");
+    let namespace = format!("test.tiers.{}.", uuid::Uuid::now_v7().simple());
+    let declared = topology().namespaced(&namespace);
+    warren_runtime::declare(&connection, &declared)
+        .await
+        .expect("the topology declares");
+    // One message waits in the queue whose tiers are then edited.
+    let backoff = declared.qualified("backoff");
+    let channel = connection.create_channel().await.expect("a channel");
+    // Confirmed, so the message is in the (quorum) queue before the worker starts.
+    channel
+        .confirm_select(lapin::options::ConfirmSelectOptions::default())
+        .await
+        .expect("confirm mode");
+    let body = serde_json::to_vec(&job("waiting", JobBehaviour::Ok)).expect("json");
+    channel
+        .basic_publish(
+            ShortString::from(""),
+            ShortString::from(backoff.as_str()),
+            lapin::options::BasicPublishOptions::default(),
+            &body,
+            json_properties(),
+        )
+        .await
+        .expect("published")
+        .await
+        .expect("confirmed");
+
+    let mut edited = declared.clone();
+    let queue = edited
+        .queues
+        .iter_mut()
+        .find(|q| q.name == backoff)
+        .expect("the backoff queue");
+    let Retry::TtlBackoff(policy) = &mut queue.retry else {
+        panic!("`backoff` is a ttl-backoff queue");
+    };
+    policy.tiers[0].delay += Duration::from_millis(1);
+
+    let recorder = Recorder::default();
+    let handlers = Handlers {
+        run_backoff: recorder.clone(),
+        run_batch: recorder.clone(),
+        run_bounded: recorder.clone(),
+        run_drop: recorder.clone(),
+        run_forever: recorder.clone(),
+        run_backoff_forever: recorder.clone(),
+        run_jitter: recorder.clone(),
+        run_native: recorder.clone(),
+        run_none: recorder.clone(),
+        run_requeue: recorder.clone(),
+        run_requeue_classic: recorder.clone(),
+        run_short_long: recorder.clone(),
+        run_spin: recorder.clone(),
+        run_outage: recorder.clone(),
+        run_chaos: recorder.clone(),
+        run_sibling: recorder.clone(),
+    };
+    let outcome = tokio::time::timeout(WAIT, handlers.run(Worker::new(connection.clone(), edited)))
+        .await
+        .expect("refused at once, not left running");
+    match outcome {
+        Err(WorkerError::Topology(TopologyError::WaitTiers { queue })) => {
+            assert_eq!(queue, backoff);
+        }
+        other => panic!("expected the wait tiers refused, got {other:?}"),
+    }
+    // Nothing was consumed: the message still waits.
+    let left = channel
+        .basic_get(
+            ShortString::from(backoff.as_str()),
+            lapin::options::BasicGetOptions { no_ack: true },
+        )
+        .await
+        .expect("basic.get");
+    assert!(left.is_some(), "the message was left in its queue");
+    warren_runtime::delete(&connection, &declared)
+        .await
+        .expect("the topology deletes");
+}
+
+/// A hand-built topology with a dead-letter exchange in its raw arguments is refused by
+/// `declare` (the worker would think the queue has none); normalized, the raw argument is the
+/// typed field and it declares.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_raw_dead_letter_argument_is_refused_by_declare() {
+    use warren_runtime::model::{ArgValue, Queue, QueueKind, TopologyError};
+    use warren_runtime::{Connection, DeclareError, Topology};
+
+    let connection = Connection::connect(&warren_broker_tests::amqp_url(), "warren-test-raw")
+        .await
+        .expect("the test broker answers at AMQP_URL");
+    let namespace = format!("test.raw.{}.", uuid::Uuid::now_v7().simple());
+    let mut queue = Queue::new("work", QueueKind::Quorum);
+    queue.arguments.insert(
+        "x-dead-letter-exchange".into(),
+        ArgValue::String(String::new()),
+    );
+    let raw = Topology::new(Vec::new(), vec![queue.clone()], Vec::new()).namespaced(&namespace);
+    match warren_runtime::declare(&connection, &raw).await {
+        Err(DeclareError::Topology(TopologyError::ReservedArgument { owner, key })) => {
+            assert_eq!(owner, format!("{namespace}work"));
+            assert_eq!(key, "x-dead-letter-exchange");
+        }
+        other => panic!("expected the raw argument refused, got {other:?}"),
+    }
+    let normalized =
+        Topology::new(Vec::new(), vec![queue.normalized()], Vec::new()).namespaced(&namespace);
+    assert!(normalized.queues[0].dead_letter.is_some());
+    warren_runtime::declare(&connection, &normalized)
+        .await
+        .expect("the normalized topology declares");
+    warren_runtime::delete(&connection, &normalized)
+        .await
+        .expect("the topology deletes");
+}

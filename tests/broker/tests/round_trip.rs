@@ -211,7 +211,10 @@ async fn a_consumer_cancelled_by_the_broker_stops_the_worker_with_an_error() {
         warren_runtime::WorkerError::Cancelled { consumer, queue } => {
             consumer == "run_sibling" && *queue == sibling
         }
-        other => other.to_string().contains(&sibling),
+        // The queue is named in the error's chain (its sources), not necessarily in its
+        // own message.
+        other => std::iter::successors(Some(other as &dyn std::error::Error), |e| e.source())
+            .any(|e| e.to_string().contains(&sibling)),
     };
     assert!(named, "{error}");
 }

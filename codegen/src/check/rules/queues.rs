@@ -28,10 +28,22 @@ impl Checker<'_> {
             self.retry_rules(name, queue, &path);
             for (argument, field) in TYPED_QUEUE_ARGUMENTS {
                 if queue.arguments.contains_key(*argument) && typed_field_set(queue, argument) {
+                    let unset_key = *argument == "x-dead-letter-routing-key"
+                        && queue
+                            .dead_letter
+                            .as_ref()
+                            .is_some_and(|d| d.routing_key.is_none());
+                    let message = if unset_key {
+                        format!(
+                            "`{argument}` is set here, but `dead_letter` sets the dead-letter target, and without `{field}` dead letters keep their own key"
+                        )
+                    } else {
+                        format!("`{argument}` is set both here and by `{field}`")
+                    };
                     self.error(
                         Code::DuplicateArgument,
                         &path.key("arguments").key(*argument),
-                        format!("`{argument}` is set both here and by `{field}`"),
+                        message,
                         format!("keep only `{field}`"),
                     );
                 }
@@ -144,10 +156,9 @@ fn typed_field_set(queue: &Queue, argument: &str) -> bool {
     match argument {
         "x-queue-type" => queue.kind.is_some(),
         "x-dead-letter-exchange" => queue.dead_letter.is_some(),
-        "x-dead-letter-routing-key" => queue
-            .dead_letter
-            .as_ref()
-            .is_some_and(|d| d.routing_key.is_some()),
+        // With `dead_letter` set, the typed field is the whole target: a missing
+        // `routing_key` means "keep the message's own key", which a raw key would contradict.
+        "x-dead-letter-routing-key" => queue.dead_letter.is_some(),
         "x-delivery-limit" => {
             queue.delivery_limit.is_some() || queue.kind.unwrap_or_default() == QueueKind::Quorum
         }
