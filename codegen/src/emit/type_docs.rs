@@ -7,7 +7,10 @@
 //! gets its schema's `title` (when it says more than the name) and `description` as written,
 //! then where it was read: a definition names its schema file and JSON pointer and the
 //! messages it carries, a type typify made for part of one names the field it types.
-//! Field and variant docs (property descriptions) are kept, made [safe](super::docs::doc).
+//! Field and variant docs (property descriptions) are kept, made [safe](super::docs::doc);
+//! a field without one names its JSON property and schema file, a variant its JSON value, a
+//! builder the type it builds and a setter the property it sets, so every public item typify
+//! writes is documented (the `types` module does not allow `missing_docs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
