@@ -4,22 +4,34 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::docs::{allow_contract_markdown, compose, retry_line};
-use super::{code, ident, type_ident};
+use super::{GenerateError, code, ident, type_ident};
 use crate::model::{Consumer, Contract, Message};
 use crate::naming::{self, Role};
 
 /// `pub mod consumers`, `pub struct Handlers` and the adapters to the runtime's handler traits.
-pub(super) fn emit(contract: &Contract) -> TokenStream {
+pub(super) fn emit(contract: &Contract) -> Result<TokenStream, GenerateError> {
+    // The checks refuse a consumer of an unknown message: one here is a bug, not a consumer
+    // to leave out of `Handlers` without a word.
     let consumers: Vec<(&Consumer, &Message)> = contract
         .consumers
         .values()
-        .filter_map(|c| contract.messages.get(&c.message).map(|m| (c, m)))
-        .collect();
-    let traits = consumers.iter().map(|(c, m)| handler_trait(contract, c, m));
+        .map(|c| match contract.messages.get(&c.message) {
+            Some(m) => Ok((c, m)),
+            None => Err(GenerateError::Internal(format!(
+                "consumer {} handles message {}, which the model does not hold",
+                code(&c.name),
+                code(&c.message)
+            ))),
+        })
+        .collect::<Result<_, _>>()?;
+    let traits = consumers
+        .iter()
+        .map(|(c, m)| handler_trait(contract, c, m))
+        .collect::<Result<Vec<_>, _>>()?;
     let adapters = consumers.iter().map(|(c, m)| adapter(c, m));
     let handlers = handlers(&consumers);
     let allow = allow_contract_markdown();
-    quote! {
+    Ok(quote! {
         /// One handler trait per consumer of the contract. Implement each with an
         /// `async fn`; its future must be `Send`.
         #allow
@@ -33,7 +45,7 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
         mod __adapters {
             #( #adapters )*
         }
-    }
+    })
 }
 
 /// The delivery type of a message: `Delivery<Payload, Headers>`.
@@ -48,10 +60,14 @@ fn delivery(message: &Message, types: &TokenStream) -> TokenStream {
     }
 }
 
-fn handler_trait(contract: &Contract, consumer: &Consumer, message: &Message) -> TokenStream {
+fn handler_trait(
+    contract: &Contract,
+    consumer: &Consumer,
+    message: &Message,
+) -> Result<TokenStream, GenerateError> {
     let name = ident(&consumer.name, Role::ConsumerTrait);
     let delivery = delivery(message, &quote! { super::types });
-    let docs = trait_doc(contract, consumer, message);
+    let docs = trait_doc(contract, consumer, message)?;
     let returns = quote! {
         impl ::core::future::Future<
             Output = ::core::result::Result<(), ::warren_runtime::HandlerError>,
@@ -68,16 +84,20 @@ fn handler_trait(contract: &Contract, consumer: &Consumer, message: &Message) ->
             fn handle(&self, delivery: #delivery) -> #returns;
         }
     };
-    quote! {
+    Ok(quote! {
         #docs
         pub trait #name: ::core::marker::Send + ::core::marker::Sync + 'static {
             #method
         }
-    }
+    })
 }
 
 /// The trait's doc: the consumer, its queue and message, and how the queue treats a failure.
-fn trait_doc(contract: &Contract, consumer: &Consumer, message: &Message) -> TokenStream {
+fn trait_doc(
+    contract: &Contract,
+    consumer: &Consumer,
+    message: &Message,
+) -> Result<TokenStream, GenerateError> {
     let marker = ident(&message.name, Role::Message);
     let head = format!(
         "Consumer {}: handles message {} from queue {}.",
@@ -86,10 +106,7 @@ fn trait_doc(contract: &Contract, consumer: &Consumer, message: &Message) -> Tok
         code(&consumer.queue)
     );
     let mut text = format!("- message: [`messages::{marker}`](super::messages::{marker})");
-    let retry = retry_line(contract, consumer);
-    if !retry.is_empty() {
-        text.push_str(&format!("\n- {retry}"));
-    }
+    text.push_str(&format!("\n- {}", retry_line(contract, consumer)?));
     let handling = match (&consumer.batch, consumer.concurrency) {
         (Some(batch), _) => format!(
             "in batches of up to {}, waiting at most {} for one to fill",
@@ -113,7 +130,7 @@ fn trait_doc(contract: &Contract, consumer: &Consumer, message: &Message) -> Tok
          can never succeed (never retried), or any other error to let the queue's retry policy \
          decide.",
     );
-    compose(&head, message.description.as_deref(), &text)
+    Ok(compose(&head, message.description.as_deref(), &text))
 }
 
 fn adapter(consumer: &Consumer, message: &Message) -> TokenStream {

@@ -13,21 +13,19 @@ use quote::quote;
 use crate::diagnostics::escape_source;
 use warren_model::DurationLabel;
 
+use super::GenerateError;
 use crate::model::{Consumer, Contract, Exhausted, Retry};
 
 /// `#[doc = "…"]` lines for `text`, one attribute per line so rustdoc keeps the layout.
 ///
 /// rustdoc runs a code block in a public item's docs as a test of the crate that includes
-/// the generated code, and a contract's description is not Rust: a doc that may hold one is
-/// written `#[cfg_attr(not(doctest), doc = "…")]`, shown everywhere but never run.
+/// the generated code, and contract text is not Rust: a doc that may hold one is written
+/// `#[cfg_attr(not(doctest), doc = "…")]` on every line, shown everywhere but never run.
+/// The test is on the lines as written, so it holds for generated prose around contract
+/// text too (a name in a `code` span), not only for descriptions.
 pub(super) fn doc(text: &str) -> TokenStream {
-    lines(text, may_hold_code_block(text))
-}
-
-/// One doc attribute per line of `text`, made safe (see the module's doc), each under
-/// `cfg_attr(not(doctest))` when `hidden_from_doctests`.
-fn lines(text: &str, hidden_from_doctests: bool) -> TokenStream {
     let text = escape_source(text);
+    let hidden_from_doctests = may_hold_code_block(&text);
     let lines = text.lines().map(|line| {
         if line.is_empty() {
             String::new()
@@ -42,16 +40,25 @@ fn lines(text: &str, hidden_from_doctests: bool) -> TokenStream {
     }
 }
 
-/// Whether Markdown `text` may hold a code block: a fence, or a line indented as one (more
-/// than it takes, since a list item's continuation is indented too).
+/// Whether Markdown `text` may hold a code block, erring towards yes: any run of three
+/// backticks or tildes (a fence may open inside a block quote or a list item, after a
+/// wrapped line's break, or in a title), or a line whose leading block-quote and list
+/// markers hold a tab or four spaces (an indented code block, at any nesting).
 fn may_hold_code_block(text: &str) -> bool {
-    text.lines().any(|line| {
-        let trimmed = line.trim_start();
-        trimmed.starts_with("```")
-            || trimmed.starts_with("~~~")
-            || line.starts_with("    ")
-            || line.starts_with('\t')
-    })
+    text.contains("```")
+        || text.contains("~~~")
+        || text.lines().any(|line| {
+            let markers: String = line
+                .chars()
+                .take_while(|c| {
+                    matches!(
+                        c,
+                        ' ' | '\t' | '>' | '-' | '*' | '+' | '.' | ')' | '0'..='9'
+                    )
+                })
+                .collect();
+            markers.contains('\t') || markers.contains("    ")
+        })
 }
 
 /// `#[allow(…)]` of the rustdoc lints a contract's own Markdown may trip, for a module whose
@@ -75,30 +82,25 @@ const WIDTH: usize = 88;
 /// The doc attributes of generated prose around the contract's own `description` of the
 /// item: `head`, the description as written (it is Markdown, which wrapping could break),
 /// then `tail`, a blank line between each. The generated parts are wrapped at [`WIDTH`];
-/// empty parts are left out; only the description can be kept out of doctests ([`doc`]).
+/// empty parts are left out. The whole is one [`doc`]: a code block opened in one part
+/// runs on into the next, so the parts are kept out of doctests together.
 pub(super) fn compose(head: &str, description: Option<&str>, tail: &str) -> TokenStream {
     let parts = [
-        (wrap(head), false),
-        (description.unwrap_or_default().to_owned(), true),
-        (wrap(tail), false),
+        wrap(head),
+        description.unwrap_or_default().to_owned(),
+        wrap(tail),
     ];
-    let mut docs = TokenStream::new();
-    for (text, from_contract) in parts.iter().filter(|(p, _)| !p.trim().is_empty()) {
-        if !docs.is_empty() {
-            docs.extend(quote! { #[doc = ""] });
-        }
-        let text = text.trim_matches('\n');
-        docs.extend(if *from_contract {
-            doc(text)
-        } else {
-            lines(text, false)
-        });
-    }
-    docs
+    let parts: Vec<&str> = parts
+        .iter()
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| p.trim_matches('\n'))
+        .collect();
+    doc(&parts.join("\n\n"))
 }
 
-/// `text` with each line broken at spaces to fit [`WIDTH`]; a list item's continuation lines
-/// are indented under its text.
+/// `text` with each line broken at spaces to fit [`WIDTH`], never inside a `code` span (a
+/// name holding a space must not start a line with whatever follows it: a fence, a `>`, a
+/// `-`); a list item's continuation lines are indented under its text.
 fn wrap(text: &str) -> String {
     let lines: Vec<String> = text
         .lines()
@@ -106,7 +108,7 @@ fn wrap(text: &str) -> String {
             let indent = if line.starts_with("- ") { "  " } else { "" };
             let mut out = String::new();
             let mut width = 0;
-            for word in line.split(' ') {
+            for word in words(line) {
                 let len = word.chars().count();
                 if width > indent.len() && width + 1 + len > WIDTH {
                     out.push('\n');
@@ -125,6 +127,43 @@ fn wrap(text: &str) -> String {
     lines.join("\n")
 }
 
+/// `line` split at its spaces, except those inside a Markdown code span: a run of backticks
+/// up to the next run of as many (without one, the backticks are text).
+fn words(line: &str) -> Vec<&str> {
+    let bytes = line.as_bytes();
+    let run = |at: usize| bytes[at..].iter().take_while(|&&b| b == b'`').count();
+    let (mut words, mut start, mut i) = (Vec::new(), 0, 0);
+    while i < bytes.len() {
+        match bytes[i] {
+            b' ' => {
+                words.push(&line[start..i]);
+                start = i + 1;
+                i += 1;
+            }
+            b'`' => {
+                let open = run(i);
+                let mut j = i + open;
+                i += open;
+                while j < bytes.len() {
+                    if bytes[j] == b'`' {
+                        let close = run(j);
+                        j += close;
+                        if close == open {
+                            i = j;
+                            break;
+                        }
+                    } else {
+                        j += 1;
+                    }
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    words.push(&line[start..]);
+    words
+}
+
 /// `text` as rustdoc Markdown inline code: hidden characters escaped, and delimited by one
 /// backtick more than the longest run of backticks inside it.
 pub(super) fn code(text: &str) -> String {
@@ -138,10 +177,18 @@ pub(super) fn code(text: &str) -> String {
 }
 
 /// What happens when `consumer`'s handler fails, in one line: the retry policy of its queue,
-/// and where a message goes once its retries are spent.
-pub(super) fn retry_line(contract: &Contract, consumer: &Consumer) -> String {
+/// and where a message goes once its retries are spent. The checks refuse a consumer of an
+/// unknown queue and a quorum-native retry without a delivery limit, so either is a bug.
+pub(super) fn retry_line(
+    contract: &Contract,
+    consumer: &Consumer,
+) -> Result<String, GenerateError> {
     let Some(queue) = contract.topology.queue(&consumer.queue) else {
-        return String::new();
+        return Err(GenerateError::Internal(format!(
+            "consumer {} reads queue {}, which the model does not hold",
+            code(&consumer.name),
+            code(&consumer.queue)
+        )));
     };
     // As the runtime decides (`runtime/src/worker/policy.rs`): a queue without a
     // dead-letter exchange has the broker discard what would be dead-lettered.
@@ -157,7 +204,7 @@ pub(super) fn retry_line(contract: &Contract, consumer: &Consumer) -> String {
         Exhausted::Drop => "dropped".to_owned(),
         Exhausted::Requeue => "requeued again, without end".to_owned(),
     };
-    match &queue.retry {
+    Ok(match &queue.retry {
         Retry::None => format!("on failure: no retries; {dead_letter}"),
         Retry::ImmediateRequeue {
             max_retries,
@@ -177,17 +224,77 @@ pub(super) fn retry_line(contract: &Contract, consumer: &Consumer) -> String {
             backoff.tiers.len(),
             spent(backoff.exhausted)
         ),
-        Retry::QuorumNative => format!(
-            "on failure: redelivered by the broker, up to {} deliveries in all; then \
-             {dead_letter}",
-            queue.quorum_delivery_limit().unwrap_or_default()
-        ),
-    }
+        Retry::QuorumNative => {
+            let Some(limit) = queue.quorum_delivery_limit() else {
+                return Err(GenerateError::Internal(format!(
+                    "queue {} retries quorum-natively without a delivery limit",
+                    code(&queue.name)
+                )));
+            };
+            format!(
+                "on failure: redelivered by the broker, up to {limit} deliveries in all; then \
+                 {dead_letter}"
+            )
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{code, compose, doc, wrap};
+    use super::{code, compose, doc, retry_line, wrap};
+    use crate::emit::GenerateError;
+    use crate::model::{Contract, QueueKind, Retry};
+
+    /// A checked contract with consumer `c` of queue `inbox` and publisher `p`, both of
+    /// message `ping`.
+    fn contract() -> Contract {
+        let mut sources = crate::Sources::new(
+            "warren.yaml",
+            "queues:\n  inbox: { on_poison: drop }\nmessages:\n  ping: { payload: ping.json }\n\
+             consumers:\n  c: { queue: inbox, message: ping }\n\
+             publishers:\n  p: { exchange: \"\", routing_key: inbox, message: ping }\n",
+        );
+        sources.file("ping.json", r#"{ "title": "Ping", "type": "object" }"#);
+        crate::check_sources(&sources)
+            .expect("a valid contract")
+            .contract
+    }
+
+    #[test]
+    fn a_retry_line_the_model_cannot_back_is_an_internal_error() {
+        let contract = contract();
+        let consumer = &contract.consumers["c"];
+        assert!(retry_line(&contract, consumer).is_ok());
+        let mut unknown_queue = contract.clone();
+        unknown_queue.topology.queues.clear();
+        assert!(matches!(
+            retry_line(&unknown_queue, consumer),
+            Err(GenerateError::Internal(_))
+        ));
+        // Only a declared quorum queue has a delivery limit to speak of.
+        let mut no_limit = contract.clone();
+        let queue = &mut no_limit.topology.queues[0];
+        (queue.kind, queue.retry) = (QueueKind::Classic, Retry::QuorumNative);
+        assert!(matches!(
+            retry_line(&no_limit, consumer),
+            Err(GenerateError::Internal(_))
+        ));
+    }
+
+    #[test]
+    fn a_consumer_or_publisher_of_a_message_the_model_lacks_is_an_internal_error() {
+        let generate = |contract: &Contract| {
+            crate::emit::generate(contract, &crate::settings::TypeOptions::default())
+        };
+        let contract = contract();
+        assert!(generate(&contract).is_ok());
+        let mut lost = contract.clone();
+        lost.consumers.get_mut("c").expect("consumer c").message = "gone".to_owned();
+        assert!(matches!(generate(&lost), Err(GenerateError::Internal(_))));
+        let mut lost = contract;
+        lost.publishers.get_mut("p").expect("publisher p").message = "gone".to_owned();
+        assert!(matches!(generate(&lost), Err(GenerateError::Internal(_))));
+    }
 
     #[test]
     fn doc_text_cannot_hold_a_bare_carriage_return_or_a_bidi_override() {
@@ -207,39 +314,70 @@ mod tests {
             "```\nx\n```",
             "a\n~~~ rust\n~~~",
             "\tcode",
+            // Fences and indented code inside block quotes and list items.
+            "> ```rust\n> x\n> ```",
+            "- ```rust\n  x\n  ```",
+            "1. ```rust\n   x\n   ```",
+            "1) ~~~\n   x",
+            ">     indented in a quote",
+            "- a\n\n      indented in an item",
+            "> - >\tnested",
+            // A fence in the middle of a line may start one once the line is wrapped.
+            "see `a ~~~ rust b`",
         ] {
             let tokens = doc(text).to_string();
             assert!(
-                tokens.contains("cfg_attr (not (doctest)"),
+                tokens.contains("cfg_attr (not (doctest)") && !tokens.contains("# [doc"),
                 "{text:?}: {tokens}"
             );
         }
-        assert!(
-            !doc("plain\n- list\n  continued")
-                .to_string()
-                .contains("cfg_attr")
-        );
+        for text in [
+            "plain\n- list\n  continued",
+            "> quoted\n1. item",
+            "`one` `` two ``",
+        ] {
+            assert!(!doc(text).to_string().contains("cfg_attr"), "{text:?}");
+        }
     }
 
     #[test]
-    fn prose_wraps_and_descriptions_stay_as_written() {
-        let long = "word ".repeat(30).trim_end().to_owned();
-        let head = wrap(&long);
-        assert!(head.lines().all(|l| l.len() <= 88) && head.lines().count() > 1);
-        let list = wrap(&format!("- {long}"));
-        assert!(
-            list.lines().skip(1).all(|l| l.starts_with("  word")),
-            "{list}"
-        );
-        let docs = compose(&long, Some(&long), "").to_string();
-        assert!(docs.contains(&format!("\" {long}\"")), "{docs}");
-        assert_eq!(compose("a", None, "").to_string(), doc("a").to_string());
+    fn wrapping_never_breaks_a_code_span() {
+        let long = "x".repeat(84);
+        for name in [
+            format!("{long} ``` {long}"),
+            format!("{long} ~~~ rust b"),
+            format!("{long} > quoted"),
+            format!("{long} - item"),
+        ] {
+            let text = wrap(&format!(
+                "Consumer {} reads queue {}.",
+                code("c"),
+                code(&name)
+            ));
+            assert!(
+                text.lines().any(|line| line.contains(&code(&name))),
+                "{name:?}: {text}"
+            );
+        }
+        // A backtick that opens no span is text, and words around it still break.
+        let text = wrap(&format!("a ` {long} {long}"));
+        assert_eq!(text.lines().count(), 2, "{text}");
     }
 
     #[test]
-    fn only_the_contract_description_is_kept_out_of_doctests() {
-        let docs = compose("Generated.", Some("    code"), "More.").to_string();
-        assert_eq!(docs.matches("cfg_attr").count(), 1, "{docs}");
+    fn contract_text_in_generated_prose_is_kept_out_of_doctests_with_the_rest() {
+        let long = "x".repeat(84);
+        let name = format!("{long} ~~~ rust b");
+        let head = format!("Consumer of queue {}.", code(&name));
+        let docs = compose(&head, Some("A plain description."), "More.").to_string();
+        assert!(!docs.contains("# [doc"), "{docs}");
+        assert!(docs.contains(&format!("\" {}.\"", code(&name))), "{docs}");
+        // A description's code block hides the generated parts around it too: an unclosed
+        // fence runs on into them.
+        let docs = compose("Generated.", Some("```"), "More.").to_string();
+        assert!(!docs.contains("# [doc"), "{docs}");
+        let docs = compose("Generated.", Some("Plain."), "More.").to_string();
+        assert!(!docs.contains("cfg_attr"), "{docs}");
     }
 
     #[test]

@@ -124,7 +124,8 @@ fn marker_doc(contract: &Contract, message: &Message, users: &Users) -> TokenStr
 /// bundle's (deterministic), and every [hidden](crate::diagnostics::is_hidden) character,
 /// which JSON text can only hold inside a string, is written as its `\uXXXX` escape, since
 /// rustc refuses a bidirectional override in a literal. The literal gets one `#` more than
-/// the longest run of `#` after a `"` in the text, so no content can end it early.
+/// the longest run of `#` after a `"` in the text, so no content can end it early; past the
+/// 255 `#` a raw string can take, it is an escaped string instead.
 pub(super) fn schema_literal(schema: &serde_json::Value) -> Literal {
     let pretty = serde_json::to_string_pretty(schema).unwrap_or_else(|_| schema.to_string());
     let mut text = String::with_capacity(pretty.len());
@@ -140,8 +141,9 @@ pub(super) fn schema_literal(schema: &serde_json::Value) -> Literal {
     }
     let hashes = "#".repeat(longest_hash_run(&text) + 1);
     let source = format!("r{hashes}\"{text}\"{hashes}");
-    // A raw string literal of that shape always lexes; should it not, the escaped literal
-    // has the same value.
+    // A raw string literal takes at most 255 `#`: a schema holding a `"` followed by 255
+    // or more of them cannot be one, and gets the escaped literal, which has the same value
+    // on one line.
     source
         .parse::<Literal>()
         .unwrap_or_else(|_| Literal::string(&text))
@@ -166,17 +168,29 @@ mod tests {
     /// JSON, with no bare hidden character in the file.
     #[test]
     fn schema_literals_survive_hostile_content() {
+        // Each with whether its literal is a raw string.
         let cases = [
-            json!({"$ref": "#/$defs/A"}),
-            json!({"description": "ends \"### early? \"#\"## r#\"x\"#"}),
-            json!({"title": "\"##########"}),
-            json!({"description": "\u{202e} bidi, \r CR, \u{0} NUL, \u{2028} LS, */ /* `"}),
-            json!({"enum": ["\"#", "#\"", "\\\"#"]}),
+            (json!({"$ref": "#/$defs/A"}), true),
+            (
+                json!({"description": "ends \"### early? \"#\"## r#\"x\"#"}),
+                true,
+            ),
+            (json!({"title": "\"##########"}), true),
+            (
+                json!({"description": "\u{202e} bidi, \r CR, \u{0} NUL, \u{2028} LS, */ /* `"}),
+                true,
+            ),
+            (json!({"enum": ["\"#", "#\"", "\\\"#"]}), true),
+            // The most `#` a raw string can take after the `"`, then one too many: past 255
+            // `#` only an escaped string holds the text.
+            (json!({"title": format!("\"{}", "#".repeat(254))}), true),
+            (json!({"title": format!("\"{}", "#".repeat(255))}), false),
         ];
-        for schema in cases {
+        for (schema, raw) in cases {
             let literal = schema_literal(&schema);
             let written = literal.to_string();
-            assert!(written.starts_with("r#"), "{written}");
+            let prefix = if raw { "r#" } else { "\"" };
+            assert!(written.starts_with(prefix), "{written}");
             assert!(
                 !written
                     .chars()

@@ -61,8 +61,8 @@ pub(crate) fn generate(
     let sections: [&dyn Fn() -> Result<syn::File, GenerateError>; 5] = [
         &|| types::emit(contract, options),
         &|| parse(messages::emit(contract)),
-        &|| parse(publishers::emit(contract)),
-        &|| parse(consumers::emit(contract)),
+        &|| parse(publishers::emit(contract)?),
+        &|| parse(consumers::emit(contract)?),
         &|| parse(topology::emit(contract)),
     ];
     for section in sections {

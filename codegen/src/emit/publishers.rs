@@ -4,17 +4,18 @@ use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
 use super::docs::compose;
-use super::{code, ident};
+use super::{GenerateError, code, ident};
 use crate::model::{Compression, Contract, KeyWord, Publisher};
 use crate::naming::Role;
 
 /// `pub struct Publishers` and its methods.
-pub(super) fn emit(contract: &Contract) -> TokenStream {
+pub(super) fn emit(contract: &Contract) -> Result<TokenStream, GenerateError> {
     let methods = contract
         .publishers
         .values()
-        .filter_map(|publisher| method(contract, publisher));
-    quote! {
+        .map(|publisher| method(contract, publisher))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(quote! {
         /// The contract's publishers: one method per publisher, with the exchange, routing
         /// key and compression of the contract baked in. Each publish waits for the broker's
         /// confirm and fails when the message reaches no queue.
@@ -47,7 +48,7 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
 
             #( #methods )*
         }
-    }
+    })
 }
 
 /// The method's doc: where the message goes, and what each parameter is.
@@ -95,8 +96,16 @@ fn method_doc(
     compose(&head, None, &text)
 }
 
-fn method(contract: &Contract, publisher: &Publisher) -> Option<TokenStream> {
-    let message = contract.messages.get(&publisher.message)?;
+fn method(contract: &Contract, publisher: &Publisher) -> Result<TokenStream, GenerateError> {
+    // The checks refuse a publisher of an unknown message: one here is a bug, not a method
+    // to leave out without a word.
+    let Some(message) = contract.messages.get(&publisher.message) else {
+        return Err(GenerateError::Internal(format!(
+            "publisher {} sends message {}, which the model does not hold",
+            code(&publisher.name),
+            code(&publisher.message)
+        )));
+    };
     let name = ident(&publisher.name, Role::Publisher);
     let marker = ident(&message.name, Role::Message);
     let payload = super::type_ident(&message.payload.type_name);
@@ -135,7 +144,7 @@ fn method(contract: &Contract, publisher: &Publisher) -> Option<TokenStream> {
         }
     };
     let docs = method_doc(publisher, &marker, &payload, message.headers.is_some());
-    Some(quote! {
+    Ok(quote! {
         #docs
         pub async fn #name(
             &self,

@@ -7,12 +7,15 @@
 //! gets its schema's `title` (when it says more than the name) and `description` as written,
 //! then where it was read: a definition names its schema file and JSON pointer and the
 //! messages it carries, a type typify made for part of one names the field it types.
-//! Field and variant docs (property descriptions) are kept, made [safe](super::docs::doc).
+//! Field and variant docs (property descriptions) are kept, made [safe](super::docs::doc);
+//! a field without one names its JSON property and schema file, a variant its JSON value, a
+//! builder the type it builds and a setter the property it sets, so every public item typify
+//! writes is documented (the `types` module does not allow `missing_docs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use proc_macro2::TokenStream;
-use quote::{ToTokens, quote};
+use quote::ToTokens;
 use syn::parse::Parser;
 use syn::{Attribute, Expr, ExprLit, Fields, Item, Lit, Meta};
 
@@ -48,32 +51,37 @@ pub(super) fn rewrite(
                 ));
         }
     }
+    let properties = properties(&file.items);
     for item in &mut file.items {
         match item {
             Item::Struct(item) => {
-                let docs = type_doc(
-                    contract,
-                    &users,
-                    &carried,
-                    &item.ident.to_string(),
-                    &item.attrs,
-                );
-                replace_docs(&mut item.attrs, docs);
-                fields_docs(&mut item.fields);
+                let name = item.ident.to_string();
+                let docs = type_doc(contract, &users, &carried, &name, &item.attrs);
+                replace_docs(&mut item.attrs, docs)?;
+                let place = property_place(contract, &name);
+                fields_docs(&mut item.fields, &place)?;
             }
             Item::Enum(item) => {
-                let docs = type_doc(
-                    contract,
-                    &users,
-                    &carried,
-                    &item.ident.to_string(),
-                    &item.attrs,
-                );
-                replace_docs(&mut item.attrs, docs);
+                let name = item.ident.to_string();
+                let docs = type_doc(contract, &users, &carried, &name, &item.attrs);
+                replace_docs(&mut item.attrs, docs)?;
+                let tagging = Tagging::of(&item.attrs);
                 for variant in &mut item.variants {
-                    let docs = doc(&doc_text(&variant.attrs));
-                    replace_docs(&mut variant.attrs, docs);
-                    fields_docs(&mut variant.fields);
+                    let value =
+                        serde_rename(&variant.attrs).unwrap_or_else(|| variant.ident.to_string());
+                    let own = doc_text(&variant.attrs);
+                    let docs = if own.trim().is_empty() {
+                        compose(
+                            &variant_origin(&tagging, &name, &value, &variant.fields),
+                            None,
+                            "",
+                        )
+                    } else {
+                        doc(&own)
+                    };
+                    replace_docs(&mut variant.attrs, docs)?;
+                    let place = format!("variant {}", code(&value));
+                    fields_docs(&mut variant.fields, &place)?;
                 }
             }
             Item::Type(item) => {
@@ -84,17 +92,171 @@ pub(super) fn rewrite(
                     &item.ident.to_string(),
                     &item.attrs,
                 );
-                replace_docs(&mut item.attrs, docs);
+                replace_docs(&mut item.attrs, docs)?;
+            }
+            Item::Impl(item) if item.trait_.is_none() => {
+                let owner = item.self_ty.to_token_stream().to_string();
+                methods_docs(item, |method| match method {
+                    "builder" => Ok(format!(
+                        "A [`builder::{owner}`] of this type, every field unset (or at its \
+                         default): set them, then convert it with `try_into()`."
+                    )),
+                    _ => Ok(format!("A method typify generated for [`{owner}`].")),
+                })?;
             }
             Item::Mod(item) => {
-                if let Some(text) = module_doc(&item.ident.to_string()) {
-                    replace_docs(&mut item.attrs, compose(text, None, ""));
+                let module = item.ident.to_string();
+                if let Some(text) = module_doc(&module) {
+                    replace_docs(&mut item.attrs, compose(text, None, ""))?;
+                }
+                if let Some((_, content)) = &mut item.content {
+                    module_items_docs(&module, content, &properties)?;
                 }
             }
             _ => {}
         }
     }
     Ok(file.items)
+}
+
+/// The docs of the items of typify's module `module`: a builder and its setters say which
+/// type and which JSON property they build, a default function which default it gives.
+fn module_items_docs(
+    module: &str,
+    items: &mut [Item],
+    properties: &BTreeMap<String, BTreeMap<String, String>>,
+) -> Result<(), GenerateError> {
+    for item in items {
+        match (module, item) {
+            ("builder", Item::Struct(item)) => {
+                let text = format!(
+                    "Builder of [`super::{}`]: start from `default()`, set the fields, then \
+                     convert it with `try_into()`.",
+                    item.ident
+                );
+                replace_docs(&mut item.attrs, compose(&text, None, ""))?;
+            }
+            ("builder", Item::Impl(item)) if item.trait_.is_none() => {
+                let owner = item.self_ty.to_token_stream().to_string();
+                let fields = properties.get(&owner);
+                methods_docs(item, |field| {
+                    let json = fields.and_then(|f| f.get(field)).ok_or_else(|| {
+                        GenerateError::Internal(format!(
+                            "builder `{owner}` sets `{field}`, which type `{owner}` does not have"
+                        ))
+                    })?;
+                    Ok(format!(
+                        "Sets field `{field}` (JSON property {}).",
+                        code(json)
+                    ))
+                })?;
+            }
+            ("defaults", Item::Fn(item)) => {
+                // The field it serves names it in its `#[serde(default = "defaults::…")]`.
+                let text = "A default value a schema gives a field, for serde's `default`.";
+                replace_docs(&mut item.attrs, compose(text, None, ""))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Documents each method of `item` that has no doc by `text(its name)`.
+fn methods_docs(
+    item: &mut syn::ItemImpl,
+    text: impl Fn(&str) -> Result<String, GenerateError>,
+) -> Result<(), GenerateError> {
+    for member in &mut item.items {
+        let syn::ImplItem::Fn(method) = member else {
+            continue;
+        };
+        if doc_text(&method.attrs).trim().is_empty() {
+            let name = method.sig.ident.to_string();
+            let name = name.trim_start_matches("r#");
+            replace_docs(&mut method.attrs, compose(&text(name)?, None, ""))?;
+        }
+    }
+    Ok(())
+}
+
+/// How serde writes an enum's variants: typify's `#[serde(tag = "…")]` and
+/// `#[serde(untagged)]`, or else externally tagged.
+enum Tagging {
+    External,
+    Internal(String),
+    Untagged,
+}
+
+impl Tagging {
+    fn of(attrs: &[Attribute]) -> Self {
+        let mut tagging = Self::External;
+        for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
+            let _ = attr.parse_nested_meta(|meta| {
+                if meta.path.is_ident("untagged") {
+                    tagging = Self::Untagged;
+                } else if meta.path.is_ident("tag") {
+                    let value: syn::LitStr = meta.value()?.parse()?;
+                    tagging = Self::Internal(value.value());
+                } else if let Ok(value) = meta.value() {
+                    let _: Expr = value.parse()?;
+                }
+                Ok(())
+            });
+        }
+        tagging
+    }
+}
+
+/// The doc of a variant without a description of its own: its JSON value, or the shape of
+/// JSON it stands for.
+fn variant_origin(tagging: &Tagging, owner: &str, value: &str, fields: &Fields) -> String {
+    let json = serde_json::Value::String(value.to_owned()).to_string();
+    match (tagging, fields) {
+        (Tagging::Untagged, _) => format!("One of the shapes a [`{owner}`] may take."),
+        (Tagging::Internal(tag), _) => format!(
+            "A [`{owner}`] whose JSON property {} is {}.",
+            code(tag),
+            code(&json)
+        ),
+        (Tagging::External, Fields::Unit) => format!("The JSON value {}.", code(&json)),
+        (Tagging::External, _) => format!(
+            "A [`{owner}`] written as a JSON object of the one property {}.",
+            code(&json)
+        ),
+    }
+}
+
+/// Which schema the fields of the generated type `name` are properties of: a definition's
+/// file (and pointer), or else the type's own schema.
+fn property_place(contract: &Contract, name: &str) -> String {
+    match contract.schemas.sources.get(name) {
+        Some(source) => code(source),
+        None => format!("the schema of [`{name}`]"),
+    }
+}
+
+/// For each generated struct, its fields (as Rust names them) with their JSON property
+/// names: what a builder's setter sets.
+fn properties(items: &[Item]) -> BTreeMap<String, BTreeMap<String, String>> {
+    items
+        .iter()
+        .filter_map(|item| match item {
+            Item::Struct(item) => Some((
+                item.ident.to_string(),
+                item.fields
+                    .iter()
+                    .filter_map(|field| field.ident.as_ref().map(|ident| (ident, field)))
+                    .map(|(ident, field)| {
+                        let rust = ident.to_string().trim_start_matches("r#").to_owned();
+                        let json = serde_rename(&field.attrs).unwrap_or_else(|| rust.clone());
+                        (rust, json)
+                    })
+                    .collect(),
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The file of `shell`, an empty module, with `items` as the module's content.
@@ -233,12 +395,26 @@ fn serde_rename(attrs: &[Attribute]) -> Option<String> {
     renamed
 }
 
-/// The field docs of `fields`, made safe.
-fn fields_docs(fields: &mut Fields) {
+/// The field docs of `fields`, made safe; a named field without one says which JSON
+/// property of `place` it is.
+fn fields_docs(fields: &mut Fields, place: &str) -> Result<(), GenerateError> {
     for field in fields.iter_mut() {
-        let docs = doc(&doc_text(&field.attrs));
-        replace_docs(&mut field.attrs, docs);
+        let own = doc_text(&field.attrs);
+        let docs = match &field.ident {
+            Some(ident) if own.trim().is_empty() => {
+                let json = serde_rename(&field.attrs)
+                    .unwrap_or_else(|| ident.to_string().trim_start_matches("r#").to_owned());
+                compose(
+                    &format!("JSON property {} of {place}.", code(&json)),
+                    None,
+                    "",
+                )
+            }
+            _ => doc(&own),
+        };
+        replace_docs(&mut field.attrs, docs)?;
     }
+    Ok(())
 }
 
 /// The text of the doc attributes of `attrs`, one per line.
@@ -264,14 +440,16 @@ fn doc_text(attrs: &[Attribute]) -> String {
 }
 
 /// Replaces the doc attributes of `attrs` by `docs`, before the others.
-fn replace_docs(attrs: &mut Vec<Attribute>, docs: TokenStream) {
+fn replace_docs(attrs: &mut Vec<Attribute>, docs: TokenStream) -> Result<(), GenerateError> {
+    let mut new = Attribute::parse_outer
+        .parse2(docs)
+        .map_err(|e| GenerateError::Internal(format!("a generated doc does not parse ({e})")))?;
     // Only `#[doc = "…"]` lines: a `#[doc(alias = …)]` or `#[doc(hidden)]` a user asked
     // for in the generator settings stays.
     attrs.retain(|attr| !matches!(&attr.meta, Meta::NameValue(nv) if nv.path.is_ident("doc")));
-    if let Ok(mut new) = Attribute::parse_outer.parse2(quote! { #docs }) {
-        new.append(attrs);
-        *attrs = new;
-    }
+    new.append(attrs);
+    *attrs = new;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -279,7 +457,23 @@ mod tests {
     use quote::quote;
     use syn::parse::Parser;
 
-    use super::{doc_text, serde_rename};
+    use super::{doc_text, replace_docs, serde_rename};
+    use crate::emit::GenerateError;
+
+    #[test]
+    fn docs_that_do_not_parse_are_an_internal_error_and_keep_the_old_ones() {
+        let mut attrs = syn::Attribute::parse_outer
+            .parse2(quote! { #[doc = "old"] #[serde(default)] })
+            .expect("attributes");
+        let result = replace_docs(&mut attrs, quote! { not an attribute });
+        assert!(
+            matches!(result, Err(GenerateError::Internal(_))),
+            "{result:?}"
+        );
+        assert_eq!(doc_text(&attrs), "old");
+        replace_docs(&mut attrs, quote! { #[doc = "new"] }).expect("parses");
+        assert_eq!((doc_text(&attrs).as_str(), attrs.len()), ("new", 2));
+    }
 
     #[test]
     fn reads_docs_and_serde_renames() {

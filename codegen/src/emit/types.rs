@@ -113,7 +113,6 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
             clippy::pedantic,
             clippy::restriction,
             dead_code,
-            missing_docs,
             unreachable_pub,
             unused_imports
         )]

@@ -6,8 +6,12 @@
 //! that validates is compiled here, in [`names`]; [`NAME_CASES`] says what became of each.
 //!
 //! `missing_docs` is denied too: every public item the generator writes says what it is and
-//! where in the contract it came from. The payload types are the exception: their module
-//! allows the lint, since typify leaves fields without a schema description undocumented.
+//! where in the contract it came from, the payload types (their fields, variants, builders
+//! and setters) included.
+//!
+//! Contract text in those docs never runs as a doctest: `cargo test --doc` on this crate
+//! runs none (the `hostile-docs` fixture puts fences in names and descriptions, whose prose
+//! would fail to compile as Rust).
 #![deny(warnings, missing_docs)]
 
 include!(concat!(env!("OUT_DIR"), "/fixtures.rs"));

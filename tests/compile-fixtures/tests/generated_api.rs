@@ -139,6 +139,8 @@ fn payload_types_round_trip_and_validate_what_serde_can() {
     let shapes: payload_shapes::types::Shapes = serde_json::from_value(json.clone()).unwrap();
     assert_eq!(shapes.status, payload_shapes::types::ShapesStatus::Active);
     assert_eq!(shapes.tree.as_ref().unwrap().children.len(), 1);
+    // Defaults the schema gives (typify's `defaults` module).
+    assert_eq!((shapes.channel.as_str(), shapes.attempts), ("email", 3));
     let back = serde_json::to_value(&shapes).unwrap();
     assert_eq!(back["payment"], json["payment"]);
     assert_eq!(back["tree"], json["tree"]);
@@ -240,6 +242,12 @@ impl hostile_docs::consumers::Self_ for Anything {
     }
 }
 
+impl hostile_docs::consumers::Fenced for Anything {
+    async fn handle(&self, _: Delivery<hostile_docs::types::Fenced>) -> Result<(), HandlerError> {
+        Ok(())
+    }
+}
+
 /// `Handlers`' type parameters are `AImpl`, `AImplImpl` and `SelfImpl` for consumers `a`,
 /// `a_impl` (whose trait is itself `AImpl`) and `self`: distinct, and each bound by its own
 /// trait.
@@ -249,9 +257,15 @@ fn handlers_type_parameters_stay_distinct_from_each_other_and_the_traits() {
         a: Anything,
         a_impl: Anything,
         self_: Anything,
+        fenced: Anything,
     };
     // `register` exists only where each parameter implements its trait.
-    let _register = hostile_docs::Handlers::<Anything, Anything, Anything>::register;
-    let hostile_docs::Handlers { a, a_impl, self_ } = handlers;
-    let _: (Anything, Anything, Anything) = (a, a_impl, self_);
+    let _register = hostile_docs::Handlers::<Anything, Anything, Anything, Anything>::register;
+    let hostile_docs::Handlers {
+        a,
+        a_impl,
+        self_,
+        fenced,
+    } = handlers;
+    let _: (Anything, Anything, Anything, Anything) = (a, a_impl, self_, fenced);
 }
