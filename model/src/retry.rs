@@ -46,10 +46,11 @@ pub const MIN_MULTIPLIER: f64 = 1.01;
 /// never shrinks, so every retry's delay is one [`delay_tiers`] lays out); and
 /// [`MIN_MULTIPLIER`] where it is above 1 but below that.
 fn effective_multiplier(multiplier: f64) -> f64 {
-    if !(multiplier > 1.0) {
-        1.0
-    } else {
+    if multiplier > 1.0 {
         multiplier.max(MIN_MULTIPLIER)
+    } else {
+        // Below 1, and NaN, which compares false.
+        1.0
     }
 }
 
