@@ -232,8 +232,8 @@ impl Trie {
         self.nodes[at].ends.push(edge);
     }
 
-    /// The bindings whose pattern's language meets `key`'s, as [`intersects`] decides for
-    /// one pattern, in increasing order. The walk is that dynamic programme run over the
+    /// The bindings whose pattern's language meets `key`'s, as `intersects` (the tests'
+    /// oracle) decides for one pattern, in increasing order. The walk is that dynamic programme run over the
     /// trie, all patterns at once: a state is (trie node, position in the key), and `Inside`
     /// stands for a pattern position at a `#` (the trie node past it, since only a `#` leads
     /// there).
