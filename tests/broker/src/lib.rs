@@ -67,6 +67,48 @@ impl Default for State {
 #[derive(Clone, Default)]
 pub struct Recorder(Arc<State>);
 
+/// [`Handlers`] with every consumer of the test contract handled by a [`Recorder`].
+pub type Recorded = Handlers<
+    Recorder,
+    Recorder,
+    Recorder,
+    Recorder,
+    Recorder,
+    Recorder,
+    Recorder,
+    Recorder,
+    Recorder,
+    Recorder,
+    Recorder,
+    Recorder,
+    Recorder,
+    Recorder,
+    Recorder,
+    Recorder,
+>;
+
+/// Every consumer of the test contract handled by `recorder`.
+pub fn handlers(recorder: &Recorder) -> Recorded {
+    Handlers {
+        run_backoff: recorder.clone(),
+        run_batch: recorder.clone(),
+        run_bounded: recorder.clone(),
+        run_drop: recorder.clone(),
+        run_forever: recorder.clone(),
+        run_backoff_forever: recorder.clone(),
+        run_jitter: recorder.clone(),
+        run_native: recorder.clone(),
+        run_none: recorder.clone(),
+        run_requeue: recorder.clone(),
+        run_requeue_classic: recorder.clone(),
+        run_short_long: recorder.clone(),
+        run_spin: recorder.clone(),
+        run_outage: recorder.clone(),
+        run_chaos: recorder.clone(),
+        run_sibling: recorder.clone(),
+    }
+}
+
 impl Recorder {
     fn record(
         &self,
@@ -368,24 +410,7 @@ impl Harness {
         let recorder = Recorder::default();
         let worker = configure(Worker::new(connection.clone(), topology.clone()));
         let shutdown = worker.shutdown_handle();
-        let handlers = Handlers {
-            run_backoff: recorder.clone(),
-            run_batch: recorder.clone(),
-            run_bounded: recorder.clone(),
-            run_drop: recorder.clone(),
-            run_forever: recorder.clone(),
-            run_backoff_forever: recorder.clone(),
-            run_jitter: recorder.clone(),
-            run_native: recorder.clone(),
-            run_none: recorder.clone(),
-            run_requeue: recorder.clone(),
-            run_requeue_classic: recorder.clone(),
-            run_short_long: recorder.clone(),
-            run_spin: recorder.clone(),
-            run_outage: recorder.clone(),
-            run_chaos: recorder.clone(),
-            run_sibling: recorder.clone(),
-        };
+        let handlers = handlers(&recorder);
         let worker = tokio::spawn(handlers.run(worker));
         let raw = Mutex::new(raw_channel(&connection).await);
         Self {

@@ -497,7 +497,7 @@ async fn a_retry_count_of_u32_max_is_settled_and_the_consumer_goes_on() {
 /// time, as each retry failed to find its wait queue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hand_edited_wait_tier_is_refused_at_start() {
-    use warren_broker_tests::{Handlers, Recorder, topology};
+    use warren_broker_tests::{Recorder, handlers, topology};
     use warren_runtime::model::{Retry, TopologyError};
     use warren_runtime::{Connection, Worker, WorkerError};
 
@@ -543,24 +543,7 @@ async fn a_hand_edited_wait_tier_is_refused_at_start() {
     policy.tiers[0].delay += Duration::from_millis(1);
 
     let recorder = Recorder::default();
-    let handlers = Handlers {
-        run_backoff: recorder.clone(),
-        run_batch: recorder.clone(),
-        run_bounded: recorder.clone(),
-        run_drop: recorder.clone(),
-        run_forever: recorder.clone(),
-        run_backoff_forever: recorder.clone(),
-        run_jitter: recorder.clone(),
-        run_native: recorder.clone(),
-        run_none: recorder.clone(),
-        run_requeue: recorder.clone(),
-        run_requeue_classic: recorder.clone(),
-        run_short_long: recorder.clone(),
-        run_spin: recorder.clone(),
-        run_outage: recorder.clone(),
-        run_chaos: recorder.clone(),
-        run_sibling: recorder.clone(),
-    };
+    let handlers = handlers(&recorder);
     let outcome = tokio::time::timeout(WAIT, handlers.run(Worker::new(connection.clone(), edited)))
         .await
         .expect("refused at once, not left running");
