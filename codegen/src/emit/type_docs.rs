@@ -52,19 +52,22 @@ pub(super) fn rewrite(
         }
     }
     let properties = properties(&file.items);
+    // A generated type's doc: its schema's words, then where it came from and who carries it.
+    let type_docs = |name: &str, attrs: &mut Vec<Attribute>| {
+        let docs = type_doc(contract, &users, &carried, name, attrs);
+        replace_docs(attrs, docs)
+    };
     for item in &mut file.items {
         match item {
             Item::Struct(item) => {
                 let name = item.ident.to_string();
-                let docs = type_doc(contract, &users, &carried, &name, &item.attrs);
-                replace_docs(&mut item.attrs, docs)?;
+                type_docs(&name, &mut item.attrs)?;
                 let place = property_place(contract, &name);
                 fields_docs(&mut item.fields, &place)?;
             }
             Item::Enum(item) => {
                 let name = item.ident.to_string();
-                let docs = type_doc(contract, &users, &carried, &name, &item.attrs);
-                replace_docs(&mut item.attrs, docs)?;
+                type_docs(&name, &mut item.attrs)?;
                 let tagging = Tagging::of(&item.attrs);
                 for variant in &mut item.variants {
                     let value =
@@ -84,16 +87,7 @@ pub(super) fn rewrite(
                     fields_docs(&mut variant.fields, &place)?;
                 }
             }
-            Item::Type(item) => {
-                let docs = type_doc(
-                    contract,
-                    &users,
-                    &carried,
-                    &item.ident.to_string(),
-                    &item.attrs,
-                );
-                replace_docs(&mut item.attrs, docs)?;
-            }
+            Item::Type(item) => type_docs(&item.ident.to_string(), &mut item.attrs)?,
             Item::Impl(item) if item.trait_.is_none() => {
                 let owner = item.self_ty.to_token_stream().to_string();
                 methods_docs(item, |method| match method {

@@ -38,6 +38,17 @@ impl G {
         out.extend(body);
         out
     }
+    /// How many members an array or table gets: one on the deep spine, none past depth 6,
+    /// else up to 3.
+    fn children(&mut self, deep: bool, depth: usize) -> usize {
+        if deep {
+            1
+        } else if depth > 6 {
+            0
+        } else {
+            self.0.usize(..4)
+        }
+    }
     fn long_prefixed(&mut self, tag: u8, content: Vec<u8>) -> Vec<u8> {
         let mut len = content.len() as u32;
         if self.0.u8(..50) == 0 {
@@ -76,13 +87,7 @@ impl G {
                 self.long_prefixed(tag, b)
             }
             b'A' => {
-                let n = if deep {
-                    1
-                } else if depth > 6 {
-                    0
-                } else {
-                    self.0.usize(..4)
-                };
+                let n = self.children(deep, depth);
                 let mut c = Vec::new();
                 for _ in 0..n {
                     c.extend(self.value(depth + 1));
@@ -90,13 +95,7 @@ impl G {
                 self.long_prefixed(b'A', c)
             }
             b'F' => {
-                let n = if deep {
-                    1
-                } else if depth > 6 {
-                    0
-                } else {
-                    self.0.usize(..4)
-                };
+                let n = self.children(deep, depth);
                 let mut c = Vec::new();
                 for _ in 0..n {
                     c.extend(self.short());
