@@ -287,6 +287,12 @@ impl Diagnostics {
         self.sources.extend(other.sources);
     }
 
+    /// The same problems without the warnings, every source kept.
+    pub(crate) fn into_errors(mut self) -> Self {
+        self.items.retain(|d| d.severity == Severity::Error);
+        self
+    }
+
     /// Every problem, errors first, then in file order.
     pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
         self.items.iter()

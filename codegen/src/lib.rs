@@ -68,6 +68,7 @@ pub mod diagnostics;
 mod emit;
 mod files;
 mod format;
+mod imports;
 mod load;
 pub mod model;
 mod naming;
@@ -169,18 +170,30 @@ pub fn check_sources(sources: &Sources) -> Result<Checked, Error> {
     check_loaded(load::load(files, sources.contract()).map_err(Error::from_load)?)
 }
 
-/// Bundles the schemas of `loaded` and runs every check.
+/// Resolves the imports of `loaded`, bundles its schemas and runs every check.
 fn check_loaded(loaded: load::LoadedContract) -> Result<Checked, Error> {
+    let mut stack = imports::ImportStack::default();
+    stack.enter(&loaded);
+    check_loaded_in(loaded, &mut stack)
+}
+
+/// [`check_loaded`] for a contract imported by those on `stack`.
+fn check_loaded_in(
+    mut loaded: load::LoadedContract,
+    stack: &mut imports::ImportStack,
+) -> Result<Checked, Error> {
     let mut problems = Diagnostics::new();
     problems.add_source(loaded.path(), loaded.text.clone());
-    let schemas = check::bundle_schemas(&loaded, &mut problems);
-    check::run(&loaded, &mut problems);
+    let imports = imports::resolve(&mut loaded, stack, &mut problems);
+    let schemas = check::bundle_schemas(&loaded, &imports, &mut problems);
+    check::run(&loaded, &imports, &mut problems);
     problems.sort();
     if problems.has_errors() {
         return Err(Error::Invalid(problems));
     }
     let contract = model::build(
         &loaded,
+        &imports,
         schemas.bundle,
         &schemas.entries,
         &schemas.type_names,

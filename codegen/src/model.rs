@@ -13,11 +13,13 @@ use std::path::PathBuf;
 use warren_model::argument;
 pub use warren_model::{
     ArgValue, Arguments, Backoff, Binding, DeadLetter, Destination, Exchange, ExchangeKind,
-    Exhausted, MAX_WAIT_TIERS, OnPoison, Queue, QueueKind, QueueRole, Retry, Topology, WaitTier,
+    Exhausted, Import, MAX_WAIT_TIERS, OnPoison, Queue, QueueKind, QueueRole, Retry, Topology,
+    WaitTier,
 };
 
 use crate::format::{self, RetryMode};
 pub use crate::format::{Compression, Duration};
+use crate::imports::Imports;
 use crate::load::LoadedContract;
 pub use crate::routing::{KeyTemplate, KeyWord};
 use crate::schema::{NodeKey, SchemaBundle};
@@ -72,6 +74,9 @@ pub struct Message {
     pub content_type: String,
     /// What the message means.
     pub description: Option<String>,
+    /// For a message another contract owns, that contract's name in this one (`orders` for
+    /// `orders::order_placed`); `None` for the contract's own.
+    pub owner: Option<String>,
 }
 
 /// A type defined by a bundled schema.
@@ -142,6 +147,7 @@ pub struct CircuitBreaker {
 /// turned into wrong output.
 pub(crate) fn build(
     loaded: &LoadedContract,
+    imports: &Imports,
     schemas: SchemaBundle,
     entries: &BTreeMap<String, (NodeKey, Option<NodeKey>)>,
     type_names: &BTreeMap<NodeKey, String>,
@@ -171,10 +177,23 @@ pub(crate) fn build(
             type_name,
         }
     };
+    // The contract's own messages, then the imported ones it uses, by qualified name.
+    let imported = imports
+        .messages
+        .iter()
+        .filter_map(|(qualified, (alias, _))| {
+            let message = imports.message(qualified).map(|(_, m)| m).or_else(|| {
+                bug(format!("imported message `{qualified}` has no owner"));
+                None
+            })?;
+            Some((qualified, message, Some(alias.clone())))
+        });
     let messages = file
         .messages
         .iter()
-        .filter_map(|(name, m)| {
+        .map(|(name, m)| (name, m, None))
+        .chain(imported)
+        .filter_map(|(name, m, owner)| {
             let Some((payload, headers)) = entries.get(name) else {
                 bug(format!("message `{name}` has no bundled schema"));
                 return None;
@@ -190,6 +209,7 @@ pub(crate) fn build(
                         .clone()
                         .unwrap_or_else(|| DEFAULT_CONTENT_TYPE.to_owned()),
                     description: m.description.clone(),
+                    owner,
                 },
             ))
         })
@@ -239,6 +259,38 @@ pub(crate) fn build(
         .collect();
     let mut inputs = vec![loaded.paths.contract().to_owned()];
     inputs.extend(schemas.files.iter().cloned());
+    // A change to an imported contract or its schemas changes what this one generates.
+    for import in imports.contracts.values() {
+        for input in &import.checked.contract.inputs {
+            if !inputs.contains(input) {
+                inputs.push(input.clone());
+            }
+        }
+    }
+    let imported_exchanges = imports
+        .contracts
+        .values()
+        .filter_map(|import| {
+            let exchanges: Vec<Exchange> = imports
+                .exchanges
+                .iter()
+                .filter(|(_, alias)| **alias == import.alias)
+                .filter_map(|(name, _)| {
+                    let exchange = import.checked.contract.topology.exchange(name).cloned();
+                    if exchange.is_none() {
+                        bug(format!(
+                            "imported exchange `{name}` is not in its owner's model"
+                        ));
+                    }
+                    exchange
+                })
+                .collect();
+            (!exchanges.is_empty()).then(|| Import {
+                contract: import.owner_as_written(),
+                exchanges,
+            })
+        })
+        .collect();
     let bindings = file
         .bindings
         .iter()
@@ -255,7 +307,7 @@ pub(crate) fn build(
     }
     Ok(Contract {
         source: loaded.path().to_owned(),
-        topology: Topology::new(exchanges, queues, bindings),
+        topology: Topology::new(exchanges, queues, bindings).importing(imported_exchanges),
         messages,
         publishers,
         consumers,

@@ -31,6 +31,7 @@ fn format_schema_describes_every_section_and_refuses_unknown_ones() {
             "bindings",
             "consumers",
             "exchanges",
+            "imports",
             "messages",
             "publishers",
             "queues",

@@ -65,6 +65,6 @@ pub use retry::{
 pub use spelled::UnknownName;
 pub use topology::argument;
 pub use topology::{
-    ArgValue, Arguments, Binding, DeadLetter, Destination, Exchange, ExchangeKind, Namespace,
-    OnPoison, Queue, QueueKind, QueueRole, Topology, TopologyError, arguments,
+    ArgValue, Arguments, Binding, DeadLetter, Destination, Exchange, ExchangeKind, Import,
+    Namespace, OnPoison, Queue, QueueKind, QueueRole, Topology, TopologyError, arguments,
 };

@@ -12,7 +12,7 @@ use quote::{ToTokens, quote};
 
 use crate::{
     ArgValue, Arguments, Backoff, Binding, DeadLetter, Destination, Exchange, ExchangeKind,
-    Exhausted, OnPoison, Queue, QueueKind, QueueRole, Retry, Topology, WaitTier,
+    Exhausted, Import, OnPoison, Queue, QueueKind, QueueRole, Retry, Topology, WaitTier,
 };
 
 impl ToTokens for Topology {
@@ -21,6 +21,7 @@ impl ToTokens for Topology {
             exchanges,
             queues,
             bindings,
+            imports,
             // Set only by `namespaced`, which rewrote the names already: written again, it
             // would prefix them twice. What the generator writes has none.
             namespace: _,
@@ -31,6 +32,25 @@ impl ToTokens for Topology {
                 ::std::vec::Vec::from([ #( #queues ),* ]),
                 ::std::vec::Vec::from([ #( #bindings ),* ]),
             )
+        });
+        // Only a contract that imports says so: the others' `topology()` reads as before.
+        if !imports.is_empty() {
+            tokens.extend(quote! { .importing(::std::vec::Vec::from([ #( #imports ),* ])) });
+        }
+    }
+}
+
+impl ToTokens for Import {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        let Self {
+            contract,
+            exchanges,
+        } = self;
+        tokens.extend(quote! {
+            Import {
+                contract: #contract.into(),
+                exchanges: ::std::vec::Vec::from([ #( #exchanges ),* ]),
+            }
         });
     }
 }

@@ -83,7 +83,22 @@ pub struct Topology {
     pub queues: Vec<Queue>,
     /// Bindings, in contract order.
     pub bindings: Vec<Binding>,
+    /// What the contract uses but another contract owns: exchanges it binds to, publishes
+    /// to or dead-letters to. They are never declared or deleted here, only checked on the
+    /// broker (`warren_runtime::declare` and `verify`), so a mistake names its owner.
+    pub imports: Vec<Import>,
     pub(crate) namespace: Namespace,
+}
+
+/// The exchanges a contract uses from one contract it imports.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Import {
+    /// The imported contract, as the importing contract names it (`orders`), with its path
+    /// relative to the importing contract (`orders (../orders/warren.yaml)`): what an error
+    /// about a missing or different exchange tells the reader to go and look at.
+    pub contract: String,
+    /// Its exchanges the importing contract uses, declared as the owner declares them.
+    pub exchanges: Vec<Exchange>,
 }
 
 /// The prefix a namespaced topology's names carry, and the one rule that applies it: to a
@@ -131,8 +146,15 @@ impl Topology {
             exchanges,
             queues,
             bindings,
+            imports: Vec::new(),
             namespace: Namespace::default(),
         }
+    }
+
+    /// The same topology, using `imports` from the contracts that own them.
+    pub fn importing(mut self, imports: Vec<Import>) -> Self {
+        self.imports = imports;
+        self
     }
 
     /// The prefix every name carries (empty unless [`Topology::namespaced`] was used).
@@ -155,7 +177,8 @@ impl Topology {
         let name = |n: &str| space.name(n);
         let mut topology = self.clone();
         topology.namespace = Namespace(format!("{prefix}{}", self.namespace.0));
-        for exchange in &mut topology.exchanges {
+        let imported = topology.imports.iter_mut().flat_map(|i| &mut i.exchanges);
+        for exchange in topology.exchanges.iter_mut().chain(imported) {
             exchange.name = name(&exchange.name);
             exchange.alternate_exchange = exchange.alternate_exchange.as_deref().map(name);
         }
@@ -258,9 +281,19 @@ impl Topology {
         self.queues.iter().find(|q| q.name == name)
     }
 
-    /// The exchange named `name`.
+    /// The exchange named `name`, declared here or imported.
     pub fn exchange(&self, name: &str) -> Option<&Exchange> {
-        self.exchanges.iter().find(|e| e.name == name)
+        self.exchanges
+            .iter()
+            .chain(self.imports.iter().flat_map(|i| &i.exchanges))
+            .find(|e| e.name == name)
+    }
+
+    /// The import that holds exchange `name`, when another contract owns it.
+    pub fn owner_of(&self, exchange: &str) -> Option<&Import> {
+        self.imports
+            .iter()
+            .find(|i| i.exchanges.iter().any(|e| e.name == exchange))
     }
 }
 

@@ -8,7 +8,7 @@ use lapin::options::{
 use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
 use lapin::types::ShortString;
 
-use crate::model::{Destination, ExchangeKind, Topology, TopologyError};
+use crate::model::{Destination, Exchange, ExchangeKind, Topology, TopologyError};
 use crate::{Connection, amqp};
 
 /// What part of a topology a [`DeclareError`] is about.
@@ -72,12 +72,55 @@ pub enum DeclareError {
         #[source]
         source: lapin::Error,
     },
+    /// An exchange the topology imports from the contract that owns it is not on the broker
+    /// as that contract declares it. Nothing of the importing contract was declared: deploy
+    /// (or fix) the owning contract first, or ask its team.
+    #[error("{kind} `{name}`, which this contract imports from {contract}, {problem}")]
+    Imported {
+        /// The owning contract, as the importing contract names it, with its path.
+        contract: String,
+        /// An exchange.
+        kind: TopologyEntity,
+        /// Its name.
+        name: String,
+        /// Whether it is missing or different.
+        problem: ImportProblem,
+        /// The broker's answer.
+        #[source]
+        source: lapin::Error,
+    },
     /// The channel to declare on could not be opened.
     #[error("cannot open a channel to declare on")]
     Channel(#[source] lapin::Error),
     /// The topology contradicts itself ([`Topology::validate`]): nothing was declared.
     #[error(transparent)]
     Topology(#[from] TopologyError),
+}
+
+/// What is wrong with an imported exchange on the broker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ImportProblem {
+    /// It does not exist (`NOT_FOUND`).
+    Missing,
+    /// It exists with other flags or arguments than its owner declares (`PRECONDITION_FAILED`);
+    /// the argument when the broker named it.
+    Differs(Option<String>),
+}
+
+impl std::fmt::Display for ImportProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Missing => f.write_str("does not exist on the broker (is the owner deployed?)"),
+            Self::Differs(None) => {
+                f.write_str("exists on the broker with other settings than its owner declares")
+            }
+            Self::Differs(Some(argument)) => write!(
+                f,
+                "exists on the broker with another `{argument}` than its owner declares"
+            ),
+        }
+    }
 }
 
 /// How to declare.
@@ -156,28 +199,17 @@ async fn apply(
         let name = name.to_owned();
         move |source| DeclareError::Broker { kind, name, source }
     };
+    // What others own first: a contract whose imports are missing declares nothing, so a
+    // half-deployed system fails at start-up with the owner's name, not later with a
+    // publish that the broker drops or a binding it refuses.
+    for import in &topology.imports {
+        for exchange in &import.exchanges {
+            check_imported(channel, &import.contract, exchange).await?;
+        }
+    }
     let passive = mode == Mode::Check;
     for exchange in &topology.exchanges {
-        let kind = match exchange.kind {
-            ExchangeKind::Topic => lapin::ExchangeKind::Topic,
-            ExchangeKind::Direct => lapin::ExchangeKind::Direct,
-            ExchangeKind::Fanout => lapin::ExchangeKind::Fanout,
-            ExchangeKind::Headers => lapin::ExchangeKind::Headers,
-        };
-        let options = ExchangeDeclareOptions {
-            passive,
-            durable: exchange.durable,
-            auto_delete: exchange.auto_delete,
-            internal: exchange.internal,
-            nowait: false,
-        };
-        channel
-            .exchange_declare(
-                ShortString::from(exchange.name.as_str()),
-                kind,
-                options,
-                amqp::arguments(&exchange.declare_arguments()),
-            )
+        declare_exchange(channel, exchange, passive)
             .await
             .map_err(|e| classify(TopologyEntity::Exchange, &exchange.name, e))?;
     }
@@ -232,6 +264,68 @@ async fn apply(
     }
     let _ = channel.close(200, ShortString::from("declared")).await;
     Ok(())
+}
+
+/// Declares (or, `passive`, checks) one exchange.
+async fn declare_exchange(
+    channel: &lapin::Channel,
+    exchange: &Exchange,
+    passive: bool,
+) -> Result<(), lapin::Error> {
+    let kind = match exchange.kind {
+        ExchangeKind::Topic => lapin::ExchangeKind::Topic,
+        ExchangeKind::Direct => lapin::ExchangeKind::Direct,
+        ExchangeKind::Fanout => lapin::ExchangeKind::Fanout,
+        ExchangeKind::Headers => lapin::ExchangeKind::Headers,
+    };
+    let options = ExchangeDeclareOptions {
+        passive,
+        durable: exchange.durable,
+        auto_delete: exchange.auto_delete,
+        internal: exchange.internal,
+        nowait: false,
+    };
+    channel
+        .exchange_declare(
+            ShortString::from(exchange.name.as_str()),
+            kind,
+            options,
+            amqp::arguments(&exchange.declare_arguments()),
+        )
+        .await
+}
+
+/// Checks an exchange another contract owns: a passive declare says whether it exists
+/// (and never creates it); a passive declare cannot see its type or arguments, so an
+/// existing one is then declared again exactly as its owner declares it, which the broker
+/// accepts as a no-op when they agree and refuses (`PRECONDITION_FAILED`) when they differ.
+async fn check_imported(
+    channel: &lapin::Channel,
+    contract: &str,
+    exchange: &Exchange,
+) -> Result<(), DeclareError> {
+    let imported = |error: lapin::Error| {
+        let problem = match classify(TopologyEntity::Exchange, &exchange.name, error) {
+            DeclareError::Missing { source, .. } => (ImportProblem::Missing, source),
+            DeclareError::Mismatch {
+                argument, source, ..
+            } => (ImportProblem::Differs(argument), source),
+            other => return other,
+        };
+        DeclareError::Imported {
+            contract: contract.to_owned(),
+            kind: TopologyEntity::Exchange,
+            name: exchange.name.clone(),
+            problem: problem.0,
+            source: problem.1,
+        }
+    };
+    declare_exchange(channel, exchange, true)
+        .await
+        .map_err(imported)?;
+    declare_exchange(channel, exchange, false)
+        .await
+        .map_err(imported)
 }
 
 /// Deletes every queue and exchange of `topology`, messages included, and stops declaring it

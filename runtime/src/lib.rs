@@ -98,7 +98,7 @@ mod wire;
 mod worker;
 
 pub use connection::{Connection, ConnectionBuilder};
-pub use declare::{DeclareError, TopologyEntity, declare, delete, verify};
+pub use declare::{DeclareError, ImportProblem, TopologyEntity, declare, delete, verify};
 pub use delivery::{Delivery, DeliveryBuilder};
 pub use error::{HandlerError, MessagePart, PublishError, ShortField, WorkerError};
 pub use message::{Message, NoHeaders};

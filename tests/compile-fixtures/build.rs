@@ -15,10 +15,16 @@ use std::path::{Path, PathBuf};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fixtures = Path::new("../fixtures/contracts");
     println!("cargo:rerun-if-changed={}", fixtures.display());
-    let mut contracts = vec![(
-        "orders_example".to_owned(),
-        PathBuf::from("../../examples/orders/warren.yaml"),
-    )];
+    let mut contracts = vec![
+        (
+            "orders_example".to_owned(),
+            PathBuf::from("../../examples/orders/warren.yaml"),
+        ),
+        (
+            "invoicing_example".to_owned(),
+            PathBuf::from("../../examples/invoicing/warren.yaml"),
+        ),
+    ];
     find_contracts(fixtures, fixtures, &mut contracts)?;
     contracts.sort();
     let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);

@@ -25,6 +25,14 @@ fn generated_code_of_the_orders_example() {
     insta::assert_snapshot!(generated(Path::new("../examples/orders/warren.yaml")));
 }
 
+/// The second service of the example: it imports the orders contract, so its types for
+/// `orders::order_placed` come from the orders team's schemas and its `topology()` imports the
+/// `orders` exchange rather than declaring it.
+#[test]
+fn generated_code_of_the_invoicing_example() {
+    insta::assert_snapshot!(generated(Path::new("../examples/invoicing/warren.yaml")));
+}
+
 #[test]
 fn generation_is_deterministic() {
     let path = Path::new("fixtures/contracts/routing/warren.yaml");

@@ -8,14 +8,15 @@
 mod rules;
 mod schemas;
 
-pub(crate) use schemas::bundle_schemas;
+pub(crate) use schemas::{bundle_schemas, schema_roots};
 
 use crate::diagnostics::Diagnostics;
+use crate::imports::Imports;
 use crate::load::LoadedContract;
 
-/// Runs every check on `contract`, adding problems to `out`.
-pub(crate) fn run(contract: &LoadedContract, out: &mut Diagnostics) {
-    let mut checker = rules::Checker::new(contract, out);
+/// Runs every check on `contract`, which uses `imports`, adding problems to `out`.
+pub(crate) fn run(contract: &LoadedContract, imports: &Imports, out: &mut Diagnostics) {
+    let mut checker = rules::Checker::new(contract, imports, out);
     checker.duplicates();
     checker.names();
     checker.references();

@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use std::path::PathBuf;
+
 use crate::diagnostics::{Code, Diagnostics, YamlPath};
+use crate::imports::Imports;
 use crate::load::LoadedContract;
 use crate::schema::{Bundler, EntryError, NodeKey, SchemaBundle};
 
@@ -17,8 +20,9 @@ pub(crate) struct SchemaStage {
     pub type_names: BTreeMap<NodeKey, String>,
 }
 
-/// Resolves the schema roots, then bundles every message's schemas.
-pub(crate) fn bundle_schemas(contract: &LoadedContract, out: &mut Diagnostics) -> SchemaStage {
+/// The folders `contract`'s schemas may be read from: its own, then each of its
+/// `schema_roots` (a root that is not a folder is reported to `out` and left out).
+pub(crate) fn schema_roots(contract: &LoadedContract, out: &mut Diagnostics) -> Vec<PathBuf> {
     let mut roots = vec![contract.paths.contract_dir().to_owned()];
     for (i, root) in contract.file.schema_roots.iter().enumerate() {
         match contract
@@ -36,6 +40,21 @@ pub(crate) fn bundle_schemas(contract: &LoadedContract, out: &mut Diagnostics) -
                     .with_help("schema roots are folders, relative to the contract's folder"),
             ),
         }
+    }
+    roots
+}
+
+/// Resolves the schema roots, then bundles every message's schemas: the contract's own,
+/// and those of the imported messages it uses, read from their owners' folders (which, with
+/// the owners' schema roots, become roots this contract's `$ref`s may reach too).
+pub(crate) fn bundle_schemas(
+    contract: &LoadedContract,
+    imports: &Imports,
+    out: &mut Diagnostics,
+) -> SchemaStage {
+    let mut roots = schema_roots(contract, out);
+    for import in imports.contracts.values() {
+        roots.extend(import.schema_roots());
     }
     let mut bundler = Bundler::new(&contract.paths, &contract.files, roots);
     let mut entries = BTreeMap::new();
@@ -74,6 +93,40 @@ pub(crate) fn bundle_schemas(contract: &LoadedContract, out: &mut Diagnostics) -
             }
             (Some(payload), Some(Some(headers))) => {
                 entries.insert(name.clone(), (payload, Some(headers)));
+            }
+            _ => {}
+        }
+    }
+    // Imported messages passed their owner's checks, and their owner's folders are roots
+    // here: a problem now is with the import as a whole, reported at its entry.
+    for (qualified, (alias, _)) in &imports.messages {
+        let Some((import, message)) = imports.message(qualified) else {
+            continue;
+        };
+        let dir = import.loaded.paths.contract_dir();
+        let mut entry = |file: &str| match bundler.add_entry_in(dir, file) {
+            Ok(key) => Some(key),
+            Err(problem) => {
+                out.push(
+                    contract
+                        .error_at(
+                            Code::BadImport,
+                            &YamlPath::root().key("imports").key(alias),
+                            format!("message `{qualified}`: {problem}"),
+                        )
+                        .with_help("fix the imported contract's schema, or ask its owners"),
+                );
+                None
+            }
+        };
+        let payload = entry(&message.payload);
+        let headers = message.headers.as_deref().map(&mut entry);
+        match (payload, headers) {
+            (Some(payload), None) => {
+                entries.insert(qualified.clone(), (payload, None));
+            }
+            (Some(payload), Some(Some(headers))) => {
+                entries.insert(qualified.clone(), (payload, Some(headers)));
             }
             _ => {}
         }

@@ -52,6 +52,15 @@ codes! {
     /// Two names that would become the same Rust identifier.
     IdentifierClash = "identifier-clash",
 
+    // Imports.
+    /// An `imports` entry that cannot be used: its name, its path, a cycle, or an imported
+    /// contract with errors of its own.
+    BadImport = "bad-import",
+    /// A qualified name (`orders::order_placed`) whose contract is not imported.
+    UnknownImport = "unknown-import",
+    /// A contract declares (or names by qualified name) what another contract owns.
+    OwnedElsewhere = "owned-elsewhere",
+
     // References.
     /// A reference to an exchange that is not declared.
     UnknownExchange = "unknown-exchange",

@@ -90,7 +90,14 @@ fn marker(contract: &Contract, message: &Message, users: &Users) -> TokenStream 
 /// The marker's doc: the message's description, its types and where they were read, and who
 /// publishes and consumes it.
 fn marker_doc(contract: &Contract, message: &Message, users: &Users) -> TokenStream {
-    let head = format!("Message {} of the contract.", code(&message.name));
+    let head = match &message.owner {
+        None => format!("Message {} of the contract.", code(&message.name)),
+        Some(owner) => format!(
+            "Message {} of the imported contract {}.",
+            code(&message.name),
+            code(owner)
+        ),
+    };
     let mut text = String::new();
     let sources = &contract.schemas.sources;
     let typed = |what: &str, schema: &SchemaType| {

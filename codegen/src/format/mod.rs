@@ -26,6 +26,14 @@ pub(crate) use warren_model::{ExchangeKind, Exhausted, OnPoison, QueueKind};
 #[serde(deny_unknown_fields)]
 #[schemars(title = "warren contract")]
 pub(crate) struct ContractFile {
+    /// Contracts this one uses, by the name it calls them (`orders: ../orders/warren.yaml`),
+    /// each path relative to this file. Their exchanges and messages are then written
+    /// `orders::orders` and `orders::order_placed`: bind this contract's queues to them,
+    /// publish and consume their messages. What is imported is never declared here; it is
+    /// checked on the broker at start-up, and the imported contract's folder and schema roots
+    /// become roots this contract's schemas may `$ref` into.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub imports: BTreeMap<String, String>,
     /// Folders, relative to this file, from which payload and headers schemas may be read
     /// besides the contract's own folder (for example a shared `common/` folder or a git
     /// submodule). A `$ref` that resolves outside every root is refused.

@@ -178,7 +178,18 @@ impl<'a> Bundler<'a> {
     /// Adds the schema file at `relative` (to the contract's folder) and everything it
     /// references; returns the node of its root.
     pub(crate) fn add_entry(&mut self, relative: &str) -> Result<NodeKey, EntryError> {
-        let path = self.paths.contract_dir().join(relative);
+        let dir = self.paths.contract_dir().to_owned();
+        self.add_entry_in(&dir, relative)
+    }
+
+    /// [`Bundler::add_entry`] for a file named relative to `dir`: an imported message's
+    /// schema, named relative to its owner's folder.
+    pub(crate) fn add_entry_in(
+        &mut self,
+        dir: &Path,
+        relative: &str,
+    ) -> Result<NodeKey, EntryError> {
+        let path = dir.join(relative);
         let file = self.open(&path)?;
         let key = NodeKey {
             file,

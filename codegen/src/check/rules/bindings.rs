@@ -10,7 +10,7 @@ impl Checker<'_> {
         for (i, binding) in self.file.bindings.iter().enumerate() {
             let path = YamlPath::root().key("bindings").index(i);
             self.binding_destination(&path, binding);
-            let Some(exchange) = self.file.exchanges.get(&binding.exchange) else {
+            let Some(exchange) = self.exchange(&binding.exchange) else {
                 continue;
             };
             let kind = exchange.kind.unwrap_or_default();

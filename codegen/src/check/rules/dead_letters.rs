@@ -24,7 +24,7 @@ impl Checker<'_> {
                 self.dead_letters_by_default_exchange(name, &dl, &path, &key_path);
                 continue;
             }
-            let Some(exchange) = file.exchanges.get(&dl.exchange) else {
+            let Some(exchange) = self.exchange(&dl.exchange) else {
                 continue;
             };
             let Some(loss) = self.dead_letter_loss(name, &dl, exchange) else {

@@ -14,7 +14,8 @@ mod retry;
 use std::collections::BTreeMap;
 
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, YamlPath};
-use crate::format::{ArgumentValue, ContractFile, Queue};
+use crate::format::{self, ArgumentValue, ContractFile, Queue};
+use crate::imports::Imports;
 use crate::load::LoadedContract;
 use crate::routing::{Destination, Edge, Graph, KeyTemplate, Reach};
 
@@ -25,6 +26,8 @@ const MAX_NAME_BYTES: usize = warren_model::limits::MAX_SHORT_STRING;
 pub(super) struct Checker<'a> {
     contract: &'a LoadedContract,
     file: &'a ContractFile,
+    /// The contracts it imports, and which of their exchanges and messages it uses.
+    imports: &'a Imports,
     out: &'a mut Diagnostics,
     graph: Graph,
     /// Where each publisher's messages go, for publishers whose key parses; computed once
@@ -35,9 +38,13 @@ pub(super) struct Checker<'a> {
 }
 
 impl<'a> Checker<'a> {
-    pub(super) fn new(contract: &'a LoadedContract, out: &'a mut Diagnostics) -> Self {
+    pub(super) fn new(
+        contract: &'a LoadedContract,
+        imports: &'a Imports,
+        out: &'a mut Diagnostics,
+    ) -> Self {
         let file = &contract.file;
-        let graph = graph(file);
+        let graph = graph(file, imports);
         let routes: BTreeMap<&str, Reach> = file
             .publishers
             .iter()
@@ -55,11 +62,21 @@ impl<'a> Checker<'a> {
         Self {
             contract,
             file,
+            imports,
             out,
             graph,
             routes,
             reaching,
         }
+    }
+
+    /// The exchange named `name`: declared here, or imported from its owner.
+    fn exchange(&self, name: &str) -> Option<&'a format::Exchange> {
+        let imports: &'a Imports = self.imports;
+        self.file
+            .exchanges
+            .get(name)
+            .or_else(|| imports.exchange(name))
     }
 
     fn error(&mut self, code: Code, path: &YamlPath, message: String, help: impl Into<String>) {
@@ -149,9 +166,13 @@ fn has_dead_letter_exchange(queue: &Queue) -> bool {
     dead_letter_of(queue).is_some()
 }
 
-/// The exchange graph of the contract's declared exchanges and bindings.
-fn graph(file: &ContractFile) -> Graph {
-    let exchanges = file.exchanges.iter().map(|(name, e)| {
+/// The exchange graph of the contract's declared exchanges and bindings, with those of the
+/// contracts it imports: a publisher to an imported exchange reaches the owner's queues too.
+fn graph(file: &ContractFile, imports: &Imports) -> Graph {
+    let files: Vec<&ContractFile> = std::iter::once(file)
+        .chain(imports.contracts.values().map(|i| &i.loaded.file))
+        .collect();
+    let exchanges = files.iter().flat_map(|f| &f.exchanges).map(|(name, e)| {
         let alternate =
             e.alternate_exchange
                 .clone()
@@ -161,17 +182,21 @@ fn graph(file: &ContractFile) -> Graph {
                 });
         (name.clone(), e.kind.unwrap_or_default(), alternate)
     });
-    let bindings = file.bindings.iter().filter_map(|binding| {
-        let to = match (&binding.queue, &binding.to_exchange) {
-            (Some(queue), _) => Destination::Queue(queue.clone()),
-            (None, Some(exchange)) => Destination::Exchange(exchange.clone()),
-            (None, None) => return None,
-        };
-        let edge = Edge {
-            key: binding.routing_key.clone(),
-            to,
-        };
-        Some((binding.exchange.clone(), edge))
-    });
-    Graph::new(exchanges, file.queues.keys().cloned(), bindings)
+    let bindings = files
+        .iter()
+        .flat_map(|f| &f.bindings)
+        .filter_map(|binding| {
+            let to = match (&binding.queue, &binding.to_exchange) {
+                (Some(queue), _) => Destination::Queue(queue.clone()),
+                (None, Some(exchange)) => Destination::Exchange(exchange.clone()),
+                (None, None) => return None,
+            };
+            let edge = Edge {
+                key: binding.routing_key.clone(),
+                to,
+            };
+            Some((binding.exchange.clone(), edge))
+        });
+    let queues = files.iter().flat_map(|f| f.queues.keys()).cloned();
+    Graph::new(exchanges, queues, bindings)
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::{Checker, Kind, MAX_NAME_BYTES, entry};
 use crate::check::shown;
 use crate::diagnostics::Code;
-use crate::diagnostics::Diagnostic;
+use crate::diagnostics::{Diagnostic, YamlPath};
 use crate::model::{Backoff, Retry, retry_policy};
 use crate::naming::{Role, role_ident};
 
@@ -62,7 +62,10 @@ impl Checker<'_> {
         for (kind, names) in amqp_names {
             let (what, section) = kind.words();
             for name in names {
-                let path = entry(section, name);
+                let path = match self.imports.messages.get(name) {
+                    Some((alias, _)) => YamlPath::root().key("imports").key(alias),
+                    None => entry(section, name),
+                };
                 if name.trim().is_empty() {
                     self.error(
                         Code::BadName,
@@ -172,7 +175,13 @@ impl Checker<'_> {
             (
                 "messages",
                 Role::Message,
-                self.file.messages.keys().collect(),
+                // Imported messages get identifiers here too (`orders::order_placed` is
+                // `OrdersOrderPlaced`).
+                self.file
+                    .messages
+                    .keys()
+                    .chain(self.imports.messages.keys())
+                    .collect(),
             ),
             (
                 "publishers",

@@ -15,7 +15,7 @@ impl Checker<'_> {
         let file = self.file;
         for (name, publisher) in &file.publishers {
             let path = entry("publishers", name);
-            let exchange = file.exchanges.get(&publisher.exchange);
+            let exchange = self.exchange(&publisher.exchange);
             let kind = exchange.map(|e| e.kind.unwrap_or_default());
             if exchange.is_some_and(|e| e.internal == Some(true)) {
                 self.error(

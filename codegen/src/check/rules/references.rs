@@ -3,6 +3,7 @@
 use super::{Checker, Kind, dead_letter_of, entry};
 use crate::check::{shown, suggest};
 use crate::diagnostics::{Code, YamlPath};
+use crate::imports::SEPARATOR;
 
 impl Checker<'_> {
     /// Every name used must be declared.
@@ -56,15 +57,19 @@ impl Checker<'_> {
         }
     }
 
-    /// Reports `name` at `path` unless a `kind` of that name is declared.
+    /// Reports `name` at `path` unless a `kind` of that name is declared or imported.
     fn declared(&mut self, kind: Kind, name: &str, path: &YamlPath) {
         let file = self.file;
         let declared = match kind {
-            Kind::Exchange => file.exchanges.contains_key(name),
+            Kind::Exchange => self.exchange(name).is_some(),
             Kind::Queue => file.queues.contains_key(name),
-            Kind::Message => file.messages.contains_key(name),
+            Kind::Message => {
+                file.messages.contains_key(name) || self.imports.messages.contains_key(name)
+            }
         };
-        if declared {
+        // A qualified name left as written named nothing an import has: resolving the imports
+        // reported it already.
+        if declared || name.contains(SEPARATOR) {
             return;
         }
         let names: Vec<&String> = match kind {
