@@ -228,6 +228,30 @@ impl Config {
         self
     }
 
+    /// Takes the types of an imported contract from the module that already holds its
+    /// generated code, so one message has one Rust type in the crate:
+    /// [`Settings::extern_contract`].
+    ///
+    /// ```no_run
+    /// // build.rs: the crate generates both contracts; `src/lib.rs` has
+    /// // `pub mod orders { include!(concat!(env!("OUT_DIR"), "/orders.rs")); }`
+    /// fn main() {
+    ///     warren_build::compile("contracts/orders/warren.yaml").unwrap();
+    ///     warren_build::Config::new()
+    ///         .extern_contract("orders", "crate::orders")
+    ///         .compile("contracts/invoicing/warren.yaml")
+    ///         .unwrap();
+    /// }
+    /// ```
+    pub fn extern_contract(
+        &mut self,
+        import: impl Into<String>,
+        rust_module: impl Into<String>,
+    ) -> &mut Self {
+        self.settings.extern_contract(import, rust_module);
+        self
+    }
+
     /// Checks the contract at `contract`, generates its Rust, and writes it (when its bytes
     /// changed). Returns the path of the generated file.
     ///

@@ -22,11 +22,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::Error;
 use crate::check::{list, shown, suggest};
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, YamlPath};
 use crate::format::{self, ArgumentValue, ContractFile};
 use crate::load::{self, LoadError, LoadedContract};
-use crate::{Checked, Error};
+use crate::model::Contract;
 
 /// Between a contract's name for an imported contract and a name in it: `orders::orders`.
 pub(crate) const SEPARATOR: &str = "::";
@@ -44,8 +45,8 @@ pub(crate) struct Import {
     pub written: String,
     /// The contract as read, for its format-level entries and its folders.
     pub loaded: LoadedContract,
-    /// The contract as checked, for its model (defaults applied).
-    pub checked: Arc<Checked>,
+    /// The contract's model, as checked on its own (defaults applied).
+    pub contract: Arc<Contract>,
 }
 
 impl Import {
@@ -98,7 +99,7 @@ impl Imports {
 #[derive(Debug, Default)]
 pub(crate) struct ImportStack {
     checking: Vec<PathBuf>,
-    done: BTreeMap<PathBuf, Option<Arc<Checked>>>,
+    done: BTreeMap<PathBuf, Option<Arc<Contract>>>,
 }
 
 impl ImportStack {
@@ -254,7 +255,7 @@ fn import(
         Err(LoadError::Invalid(problems)) => return Err(invalid(alias, relative, problems)),
     };
     let checked = match stack.done.get(&canonical) {
-        Some(Some(checked)) => checked.clone(),
+        Some(Some(contract)) => contract.clone(),
         // Checked before, with errors reported then: say so once more, without repeating them.
         Some(None) => return Err(invalid(alias, relative, Diagnostics::new())),
         None => {
@@ -263,9 +264,9 @@ fn import(
             stack.checking.pop();
             match result {
                 Ok(checked) => {
-                    let checked = Arc::new(checked);
-                    stack.done.insert(canonical, Some(checked.clone()));
-                    checked
+                    let contract = Arc::new(checked.contract);
+                    stack.done.insert(canonical, Some(contract.clone()));
+                    contract
                 }
                 Err(error) => {
                     stack.done.insert(canonical, None);
@@ -284,7 +285,7 @@ fn import(
         alias: alias.to_owned(),
         written: relative.to_owned(),
         loaded,
-        checked,
+        contract: checked,
     })
 }
 

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use warren_model::argument;
 pub use warren_model::{
@@ -55,6 +56,8 @@ pub struct Contract {
     pub consumers: BTreeMap<String, Consumer>,
     /// Every payload and headers type, bundled.
     pub schemas: SchemaBundle,
+    /// Each contract it imports, by the name it gives it (`orders`), as checked on its own.
+    pub imports: BTreeMap<String, Arc<Contract>>,
     /// Every file the contract was built from, what a build script must watch: the contract
     /// as its path was given, then each schema file, on disk by its canonical path, in
     /// memory by the name given to [`Sources::file`](crate::Sources::file).
@@ -261,7 +264,7 @@ pub(crate) fn build(
     inputs.extend(schemas.files.iter().cloned());
     // A change to an imported contract or its schemas changes what this one generates.
     for import in imports.contracts.values() {
-        for input in &import.checked.contract.inputs {
+        for input in &import.contract.inputs {
             if !inputs.contains(input) {
                 inputs.push(input.clone());
             }
@@ -276,7 +279,7 @@ pub(crate) fn build(
                 .iter()
                 .filter(|(_, alias)| **alias == import.alias)
                 .filter_map(|(name, _)| {
-                    let exchange = import.checked.contract.topology.exchange(name).cloned();
+                    let exchange = import.contract.topology.exchange(name).cloned();
                     if exchange.is_none() {
                         bug(format!(
                             "imported exchange `{name}` is not in its owner's model"
@@ -313,6 +316,11 @@ pub(crate) fn build(
         consumers,
         schemas,
         inputs,
+        imports: imports
+            .contracts
+            .iter()
+            .map(|(alias, import)| (alias.clone(), import.contract.clone()))
+            .collect(),
     })
 }
 

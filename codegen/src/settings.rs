@@ -46,6 +46,7 @@ pub struct Settings {
     attributes: Vec<String>,
     builders: bool,
     replacements: BTreeMap<String, String>,
+    externs: BTreeMap<String, String>,
 }
 
 impl Settings {
@@ -140,6 +141,27 @@ impl Settings {
         self
     }
 
+    /// Takes the types of imported contract `import` (its name under `imports`) from where
+    /// its own generated code already is, `rust_module` (the module that includes it, such as
+    /// `crate::orders`, or a crate another team publishes), instead of generating copies. An
+    /// imported message then has one Rust type whichever contract of the crate names it:
+    /// every type of this contract read from a schema file the imported contract reads too
+    /// becomes `<rust_module>::types::<its name there>`. An explicit [`Settings::replace`] of
+    /// the same type wins.
+    ///
+    /// ```
+    /// let mut settings = warren_codegen::Settings::new();
+    /// settings.extern_contract("orders", "crate::orders");
+    /// ```
+    pub fn extern_contract(
+        &mut self,
+        import: impl Into<String>,
+        rust_module: impl Into<String>,
+    ) -> &mut Self {
+        self.externs.insert(import.into(), rust_module.into());
+        self
+    }
+
     /// Checks every setting against `contract`: each derive a path, each attribute outer
     /// attributes, each replaced type a schema definition of the contract and its replacement
     /// a type path other than the alias it leaves.
@@ -215,10 +237,62 @@ impl Settings {
                 ),
             }
         }
+        self.resolve_externs(contract, &mut options, &mut problems);
         if problems.is_empty() {
             Ok(options)
         } else {
             Err(problems)
+        }
+    }
+
+    /// Turns each [`Settings::extern_contract`] into replacements: this contract's types
+    /// whose schema (file and pointer) the imported contract bundles too, by that contract's
+    /// name for them.
+    fn resolve_externs(
+        &self,
+        contract: &Contract,
+        options: &mut TypeOptions,
+        problems: &mut Diagnostics,
+    ) {
+        for (import, module) in &self.externs {
+            let Some(imported) = contract.imports.get(import) else {
+                let imports: Vec<&str> = contract.imports.keys().map(String::as_str).collect();
+                problems.push(
+                    bad(format!("`{import}` is not a contract this one imports")).with_help(
+                        format!("name one of its `imports`: {}", crate::check::list(imports)),
+                    ),
+                );
+                continue;
+            };
+            let theirs: BTreeMap<_, &String> = imported
+                .schemas
+                .origins
+                .iter()
+                .map(|(name, origin)| (origin, name))
+                .collect();
+            for (name, origin) in &contract.schemas.origins {
+                let Some(their_name) = theirs.get(origin) else {
+                    continue;
+                };
+                if self.replacements.contains_key(name) {
+                    continue;
+                }
+                let path = format!("{module}::types::{their_name}");
+                match syn::parse_str::<syn::TypePath>(&path) {
+                    Ok(path) => {
+                        options.replacements.insert(name.clone(), path);
+                    }
+                    Err(error) => {
+                        problems.push(
+                            bad(format!(
+                                "the module of imported contract `{import}`, `{module}`, is not a path: {error}"
+                            ))
+                            .with_help("name the module that includes its generated code, such as `crate::orders`"),
+                        );
+                        break;
+                    }
+                }
+            }
         }
     }
 }
@@ -420,6 +494,69 @@ mod tests {
         ] {
             assert!(!aliases(other), "{other}");
         }
+    }
+
+    /// A contract importing `shop`, whose `sale` payload refers to a `Money` both contracts'
+    /// schemas read, beside one type of the importer's own.
+    fn importing() -> Sources {
+        let mut sources = Sources::new(
+            "billing/warren.yaml",
+            "imports: { shop: ../shop/warren.yaml }\n\
+             queues:\n  sales: { on_poison: drop }\n\
+             exchanges:\n  billing: {}\n\
+             bindings:\n  - { exchange: \"shop::shop\", queue: sales, routing_key: \"#\" }\n\
+             messages:\n  refund: { payload: refund.json }\n\
+             publishers:\n  refund: { exchange: billing, routing_key: r, message: refund, external_consumers: true }\n\
+             consumers:\n  bill: { queue: sales, message: \"shop::sale\" }\n",
+        );
+        sources
+            .file(
+                "shop/warren.yaml",
+                "exchanges:\n  shop: {}\nmessages:\n  sale: { payload: sale.json }\n",
+            )
+            .file(
+                "shop/sale.json",
+                r#"{ "title": "Sale", "type": "object", "properties": { "total": { "$ref": "money.json" } } }"#,
+            )
+            .file(
+                "shop/money.json",
+                r#"{ "title": "Money", "type": "object", "properties": { "cents": { "type": "integer" } } }"#,
+            )
+            .file(
+                "billing/refund.json",
+                r#"{ "title": "Refund", "type": "object", "properties": { "amount": { "$ref": "../shop/money.json" } } }"#,
+            );
+        sources
+    }
+
+    #[test]
+    fn an_extern_contract_lends_its_types_and_an_unknown_one_is_refused() {
+        let checked = check_sources(&importing()).expect("a valid contract");
+        let mut settings = Settings::new();
+        settings.extern_contract("shop", "crate::shop");
+        let code = checked.clone().generate(&settings).expect("generates").code;
+        // The imported message's type, and the importer's own use of the same schema.
+        assert!(
+            code.contains("pub type Sale = crate::shop::types::Sale;"),
+            "{code}"
+        );
+        assert!(
+            code.contains("pub type Money = crate::shop::types::Money;"),
+            "{code}"
+        );
+        assert!(code.contains("pub struct Refund"), "{code}");
+        let mut settings = Settings::new();
+        settings.extern_contract("shops", "crate::shop");
+        let Err(Error::Invalid(problems)) = checked.generate(&settings) else {
+            panic!("an unknown import");
+        };
+        assert_eq!(
+            problems
+                .iter()
+                .map(|d| d.message.as_str())
+                .collect::<Vec<_>>(),
+            ["`shops` is not a contract this one imports"]
+        );
     }
 
     #[test]

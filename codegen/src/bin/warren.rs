@@ -102,6 +102,10 @@ struct SettingsArgs {
     /// `Money=crate::money::Money` (repeatable)
     #[arg(long = "replace", value_name = "TYPE=PATH", value_parser = replacement)]
     replacements: Vec<(String, String)>,
+    /// Take an imported contract's types from the module that holds its generated code,
+    /// such as `orders=crate::orders`, instead of generating copies (repeatable)
+    #[arg(long = "extern", value_name = "IMPORT=MODULE", value_parser = extern_contract)]
+    externs: Vec<(String, String)>,
 }
 
 impl SettingsArgs {
@@ -115,6 +119,9 @@ impl SettingsArgs {
         }
         for (name, rust_type) in &self.replacements {
             settings.replace(name, rust_type);
+        }
+        for (import, module) in &self.externs {
+            settings.extern_contract(import, module);
         }
         settings.builders(self.builder);
         settings
@@ -144,6 +151,9 @@ impl SettingsArgs {
         for (name, rust_type) in &self.replacements {
             add("--replace", Some(&format!("{name}={rust_type}")));
         }
+        for (import, module) in &self.externs {
+            add("--extern", Some(&format!("{import}={module}")));
+        }
         flags
     }
 }
@@ -163,12 +173,19 @@ fn shell_quoted(text: &str) -> String {
 
 /// `TYPE=PATH`, split at the first `=`.
 fn replacement(text: &str) -> Result<(String, String), String> {
-    match text.split_once('=') {
-        Some((name, path)) if !name.trim().is_empty() && !path.trim().is_empty() => {
-            Ok((name.trim().to_owned(), path.trim().to_owned()))
-        }
-        _ => Err("expected TYPE=PATH, such as `Money=crate::money::Money`".to_owned()),
-    }
+    pair(text).ok_or_else(|| "expected TYPE=PATH, such as `Money=crate::money::Money`".to_owned())
+}
+
+/// `IMPORT=MODULE`, split at the first `=`.
+fn extern_contract(text: &str) -> Result<(String, String), String> {
+    pair(text).ok_or_else(|| "expected IMPORT=MODULE, such as `orders=crate::orders`".to_owned())
+}
+
+/// `NAME=VALUE`, split at the first `=`, both trimmed and not empty.
+fn pair(text: &str) -> Option<(String, String)> {
+    let (name, value) = text.split_once('=')?;
+    let (name, value) = (name.trim(), value.trim());
+    (!name.is_empty() && !value.is_empty()).then(|| (name.to_owned(), value.to_owned()))
 }
 
 /// A command's failure: its exit status and what to print.

@@ -80,6 +80,9 @@ pub struct SchemaBundle {
     /// (`schemas/order.json#/$defs/Money`). Of identical copies merged into one definition,
     /// the first.
     pub sources: BTreeMap<String, String>,
+    /// The same, as the file's canonical path and the pointer: one schema's identity
+    /// across bundles, so a contract's type can be matched with an imported contract's.
+    pub(crate) origins: BTreeMap<String, NodeKey>,
 }
 
 impl SchemaBundle {
@@ -214,6 +217,7 @@ impl<'a> Bundler<'a> {
                 .map(|file| self.paths.input(file))
                 .collect(),
             sources: BTreeMap::new(),
+            origins: BTreeMap::new(),
         };
         // Group nodes by Rust name; identical bodies merge, different ones clash.
         let mut groups: BTreeMap<&str, Vec<(&NodeKey, Value)>> = BTreeMap::new();
@@ -237,6 +241,7 @@ impl<'a> Bundler<'a> {
                 source = format!("{source}#{}", first_key.pointer);
             }
             bundle.sources.insert(name.to_owned(), source);
+            bundle.origins.insert(name.to_owned(), first_key.clone());
             bundle.definitions.insert(name.to_owned(), first_body);
         }
         for (name, cycle) in unnested_cycles(&bundle.definitions) {
