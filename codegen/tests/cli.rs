@@ -403,3 +403,22 @@ fn generate_and_check_take_the_generator_settings() {
         stderr(&usage)
     );
 }
+
+#[test]
+fn generate_takes_an_imported_contracts_types_from_its_module() {
+    let contract = "examples/invoicing/warren.yaml";
+    let output = warren(&["generate", contract, "--extern", "orders=crate::orders"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let code = String::from_utf8_lossy(&output.stdout);
+    assert!(code.contains("pub type OrderPlaced = crate::orders::types::OrderPlaced;"));
+    assert!(code.contains("pub struct InvoiceIssued"));
+    let output = warren(&["generate", contract, "--extern", "order=crate::orders"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("`order` is not a contract this one imports"),
+        "{}",
+        stderr(&output)
+    );
+    let output = warren(&["generate", contract, "--extern", "orders"]);
+    assert_eq!(output.status.code(), Some(2));
+}
