@@ -102,6 +102,8 @@ pub(crate) struct SchemaChange {
     /// `/$defs/OrderPlaced/properties/total/minimum`.
     pub(crate) pointer: String,
     /// Where in the document it is, for people: `total.currency`, `items[]`, `(root)`.
+    /// Property names are contract text, unescaped: escape before printing to a terminal
+    /// ([`SchemaChange::describe`] does).
     pub(crate) location: String,
     /// What changed.
     pub(crate) kind: SchemaChangeKind,

@@ -520,6 +520,24 @@ fn inline_titles_name_rust_types() {
 }
 
 #[test]
+fn names_are_escaped_when_described() {
+    let change = one(
+        object(json!(false), json!({}), &[]),
+        object(
+            json!(false),
+            json!({ "a\u{1b}[2J": { "type": "string" } }),
+            &[],
+        ),
+    );
+    assert_eq!(change.location, "a\u{1b}[2J");
+    assert!(
+        !change.describe().contains('\u{1b}'),
+        "{}",
+        change.describe()
+    );
+}
+
+#[test]
 fn output_is_sorted_by_pointer_and_deterministic() {
     let old = object(
         json!(false),
