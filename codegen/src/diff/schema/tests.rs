@@ -813,3 +813,32 @@ fn anything_where_a_schema_belongs_is_reported_not_panicked_on() {
         &json!({ "enum": 1 }),
     );
 }
+
+/// The orders example as the generator bundles it: the shape `compare` is given.
+#[test]
+fn the_orders_example_as_bundled() {
+    let checked = crate::check_contract("../examples/orders/warren.yaml").unwrap();
+    let payload = &checked.contract.messages["order_placed"].payload.schema;
+    assert!(compare(payload, payload).is_empty());
+    let mut new = payload.clone();
+    let defs = new["$defs"].as_object_mut().unwrap();
+    let name = defs
+        .iter()
+        .find(|(_, body)| body["properties"].get("sku").is_some())
+        .map(|(name, _)| name.clone())
+        .unwrap();
+    defs[&name]["properties"]["quantity"]["minimum"] = json!(0);
+    let changes = compare(payload, &new);
+    assert_eq!(
+        summary(&changes),
+        vec![(
+            "items[].quantity".to_owned(),
+            "items[].quantity: `minimum` loosened (`1` → `0`)".to_owned(),
+            effect(true, false, true)
+        )]
+    );
+    assert_eq!(
+        changes[0].pointer,
+        format!("/$defs/{name}/properties/quantity/minimum")
+    );
+}
