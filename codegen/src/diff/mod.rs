@@ -1,0 +1,3 @@
+//! `warren diff`: what changed between two versions of a contract, and whom it breaks.
+
+pub(crate) mod schema;
