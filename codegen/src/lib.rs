@@ -65,6 +65,7 @@
 
 mod check;
 pub mod diagnostics;
+pub mod diff;
 mod emit;
 mod files;
 mod format;
