@@ -28,11 +28,14 @@ fn report(rule: &str) -> Report {
 /// Every fixture pair, with whether it breaks someone (`warren diff` exits 1) or not (0).
 const PAIRS: &[(&str, bool)] = &[
     ("additions", false),
+    ("content-type", true),
     ("exchange-redeclare", true),
     ("message-removed", true),
+    ("message-renamed", true),
     ("message-switched", true),
     ("queue-redeclare", true),
     ("queue-removed", true),
+    ("queue-renamed", true),
     ("routing", true),
     ("schema-property", true),
     ("unchanged", false),
@@ -74,7 +77,13 @@ fn json_of_every_pair() {
 
 #[test]
 fn table_of_a_few_pairs() {
-    for rule in ["queue-redeclare", "routing", "additions", "unchanged"] {
+    for rule in [
+        "queue-redeclare",
+        "routing",
+        "additions",
+        "unchanged",
+        "message-renamed",
+    ] {
         insta::assert_snapshot!(format!("table-{rule}"), report(rule).table());
     }
 }

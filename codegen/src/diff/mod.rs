@@ -137,16 +137,34 @@ impl Context<'_> {
                     "nothing published it before",
                 ),
                 (Some(_), None) => {
-                    let mut breaks = self.roles.consumers(name);
-                    breaks.push(Self::rust_code(name));
-                    self.push(
-                        Rule::MessageRemoved,
-                        location,
-                        format!("message `{name}` removed"),
-                        breaks,
-                        "queues and dead-letter queues may still hold it: keep the message \
-                         (and a consumer) until they are drained and nobody publishes it",
-                    );
+                    // A rename is a removal and an addition: an added message with the same
+                    // wire form is named, and then only the generated names change.
+                    let renamed = self.new.messages.keys().find(|added| {
+                        !self.old.messages.contains_key(*added) && self.same_wire(name, added)
+                    });
+                    match renamed {
+                        Some(to) => self.push(
+                            Rule::RenamedMessage,
+                            location,
+                            format!("message `{name}` renamed to `{to}` (same schemas)"),
+                            vec![Self::rust_code(name)],
+                            "the wire is unchanged (same schemas and content type), so queued \
+                             messages still decode; the generated names change",
+                        ),
+                        None => {
+                            let mut breaks = self.roles.consumers(name);
+                            breaks.push(Self::rust_code(name));
+                            self.push(
+                                Rule::MessageRemoved,
+                                location,
+                                format!("message `{name}` removed"),
+                                breaks,
+                                "queues and dead-letter queues may still hold it: keep the \
+                                 message (and a consumer) until they are drained and nobody \
+                                 publishes it",
+                            );
+                        }
+                    }
                 }
                 (Some(old), Some(new)) => {
                     self.schema(name, "payload", Some(&old.payload), Some(&new.payload));
@@ -231,6 +249,20 @@ impl Context<'_> {
         }
     }
 
+    /// Whether message `old` of the old version and message `new` of the new one have the
+    /// same wire form: schemas and content type.
+    fn same_wire(&self, old: &str, new: &str) -> bool {
+        match (self.old.messages.get(old), self.new.messages.get(new)) {
+            (Some(a), Some(b)) => {
+                a.payload.schema == b.payload.schema
+                    && a.headers.as_ref().map(|h| &h.schema)
+                        == b.headers.as_ref().map(|h| &h.schema)
+                    && a.content_type == b.content_type
+            }
+            _ => false,
+        }
+    }
+
     fn publishers(&mut self) {
         for name in keys(&self.old.publishers, &self.new.publishers) {
             let location = at("publishers", name);
@@ -249,6 +281,11 @@ impl Context<'_> {
                     Vec::new(),
                     "its consumers stop receiving its messages; nothing already sent is lost",
                 ),
+                (Some(old), Some(new))
+                    if old.message != new.message && self.same_wire(&old.message, &new.message) =>
+                {
+                    self.renamed_message(&location, "publisher", name, &old.message, &new.message);
+                }
                 (Some(old), Some(new)) if old.message != new.message => {
                     let mut breaks = self.roles.consumers(&old.message);
                     breaks.push(Self::rust_code(&old.message));
@@ -267,6 +304,19 @@ impl Context<'_> {
                 _ => {}
             }
         }
+    }
+
+    /// A publisher or consumer that moved to a message of the same wire form (a renamed
+    /// message): only the generated code changes.
+    fn renamed_message(&mut self, location: &str, role: &str, name: &str, old: &str, new: &str) {
+        self.push(
+            Rule::RenamedMessage,
+            format!("{location}.message"),
+            format!("{role} `{name}` uses `{new}` instead of `{old}`, of the same schemas"),
+            vec![Self::rust_code(old)],
+            "the wire is unchanged, so queued messages still decode; code naming the old \
+             message's generated items must be updated",
+        );
     }
 
     fn consumers(&mut self) {
@@ -304,6 +354,11 @@ impl Context<'_> {
                             "its queue goes with it, or another consumer reads it"
                         },
                     );
+                }
+                (Some(old), Some(new))
+                    if old.message != new.message && self.same_wire(&old.message, &new.message) =>
+                {
+                    self.renamed_message(&location, "consumer", name, &old.message, &new.message);
                 }
                 (Some(old), Some(new)) if old.message != new.message => {
                     let reader = self

@@ -79,6 +79,8 @@ pub enum Rule {
     ContentType,
     /// A publisher now publishes another message.
     PublisherMessage,
+    /// A publisher or consumer now uses another message of the same wire form (a rename).
+    RenamedMessage,
     /// A consumer now reads another message.
     ConsumerMessage,
     /// A publisher was added or removed.
@@ -93,8 +95,12 @@ pub enum Rule {
     WaitQueueRemoved,
     /// A queue property or argument the broker compares on redeclare.
     QueueRedeclare,
+    /// A queue argument the broker does not compare on redeclare (it keeps the old value).
+    QueueArgumentIgnored,
     /// A queue setting the broker never sees (the worker's retry or poison handling).
     QueueBehaviour,
+    /// An exchange argument the broker does not compare on redeclare.
+    ExchangeArgumentIgnored,
     /// An exchange was added.
     ExchangeAdded,
     /// An exchange was removed.
@@ -118,6 +124,7 @@ impl Rule {
             Self::MessageRemoved => "message-removed",
             Self::ContentType => "content-type",
             Self::PublisherMessage => "publisher-message",
+            Self::RenamedMessage => "renamed-message",
             Self::ConsumerMessage => "consumer-message",
             Self::Publisher => "publisher",
             Self::Consumer => "consumer",
@@ -125,7 +132,9 @@ impl Rule {
             Self::QueueRemoved => "queue-removed",
             Self::WaitQueueRemoved => "wait-queue-removed",
             Self::QueueRedeclare => "queue-redeclare",
+            Self::QueueArgumentIgnored => "queue-argument-ignored",
             Self::QueueBehaviour => "queue-behaviour",
+            Self::ExchangeArgumentIgnored => "exchange-argument-ignored",
             Self::ExchangeAdded => "exchange-added",
             Self::ExchangeRemoved => "exchange-removed",
             Self::ExchangeRedeclare => "exchange-redeclare",

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use warren_model::{ArgValue, Arguments, Destination, Exchange, Queue, QueueRole, Topology};
 
 use super::{Context, Party, PartyKind, Rule, at, queued};
+use crate::diagnostics::YamlPath;
 use crate::model::Contract;
 use crate::routing::{self, Edge, Graph};
 
@@ -32,25 +33,90 @@ fn shown(value: Option<&ArgValue>) -> String {
     }
 }
 
-/// The declaration properties and arguments that differ, as `what: old → new`.
+/// The queue arguments RabbitMQ compares when a queue is declared again
+/// (`rabbit_amqqueue:declare_args/0` on 3.10, plus the quorum delivery limit): one that
+/// differs, or is set on one side only, fails the declaration with PRECONDITION_FAILED.
+/// Any other argument is taken on the first declaration and ignored afterwards.
+const COMPARED_QUEUE_ARGUMENTS: &[&str] = &[
+    "x-queue-type",
+    "x-expires",
+    "x-message-ttl",
+    "x-dead-letter-exchange",
+    "x-dead-letter-routing-key",
+    "x-dead-letter-strategy",
+    "x-delivery-limit",
+    "x-max-length",
+    "x-max-length-bytes",
+    "x-max-in-memory-length",
+    "x-max-in-memory-bytes",
+    "x-max-priority",
+    "x-overflow",
+    "x-queue-mode",
+    "x-queue-version",
+    "x-single-active-consumer",
+    "x-quorum-initial-group-size",
+    "x-initial-cluster-size",
+    "x-max-age",
+    "x-stream-max-segment-size-bytes",
+    "x-queue-leader-locator",
+    "x-queue-master-locator",
+];
+
+/// The exchange arguments RabbitMQ compares on redeclare.
+const COMPARED_EXCHANGE_ARGUMENTS: &[&str] = &[warren_model::argument::ALTERNATE_EXCHANGE];
+
+/// Differences of a declaration: those the broker refuses on redeclare, and those of
+/// arguments it ignores then.
+#[derive(Default)]
+struct Declaration {
+    refused: Vec<String>,
+    ignored: Vec<String>,
+}
+
+/// The declaration properties (all compared) and arguments that differ, as
+/// `what: old → new`.
 fn declaration_changes(
     flags: &[(&str, bool, bool)],
     old: &Arguments,
     new: &Arguments,
-) -> Vec<String> {
-    let mut out: Vec<String> = flags
-        .iter()
-        .filter(|(_, a, b)| a != b)
-        .map(|(what, a, b)| format!("{what}: {a} → {b}"))
-        .collect();
+    compared: &[&str],
+) -> Declaration {
+    let mut out = Declaration {
+        refused: flags
+            .iter()
+            .filter(|(_, a, b)| a != b)
+            .map(|(what, a, b)| format!("{what}: {a} → {b}"))
+            .collect(),
+        ignored: Vec::new(),
+    };
     let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
     for key in keys {
         let (a, b) = (old.get(key), new.get(key));
         if a != b {
-            out.push(format!("`{key}`: {} → {}", shown(a), shown(b)));
+            let change = format!("`{key}`: {} → {}", shown(a), shown(b));
+            if compared.contains(&key.as_str()) {
+                out.refused.push(change);
+            } else {
+                out.ignored.push(change);
+            }
         }
     }
     out
+}
+
+/// Lists the arguments a broker ignores on redeclare: safe, but without effect on a queue or
+/// exchange that exists.
+fn ignored(cx: &mut Context<'_>, rule: Rule, location: &str, what: &str, changes: Vec<String>) {
+    for change in changes {
+        cx.push(
+            rule,
+            location.to_owned(),
+            format!("{what} {change}"),
+            Vec::new(),
+            "the broker does not compare this argument on redeclare, so where it exists it \
+             keeps the old value: set it by policy, or recreate it, for the change to apply",
+        );
+    }
 }
 
 fn deploy(name: &str) -> Party {
@@ -89,7 +155,7 @@ fn queues(cx: &mut Context<'_>) {
                 QueueRole::Declared => cx.push(
                     Rule::QueueRemoved,
                     queue_location(queue),
-                    format!("queue `{name}` removed"),
+                    format!("queue `{name}` removed{}", renamed(cx, name)),
                     vec![queued(name)],
                     "it may still hold messages (and keep receiving them through bindings on \
                      the broker, which a deploy does not remove): stop publishing to it, let \
@@ -111,6 +177,25 @@ fn queues(cx: &mut Context<'_>) {
     }
 }
 
+/// When a consumer of the removed queue `name` reads a new queue now: that it was renamed.
+fn renamed(cx: &Context<'_>, name: &str) -> String {
+    cx.old
+        .consumers
+        .values()
+        .filter(|c| c.queue == name)
+        .find_map(|c| {
+            let moved = cx.new.consumers.get(&c.name)?;
+            let is_new = cx.old.topology.queue(&moved.queue).is_none();
+            is_new.then(|| {
+                format!(
+                    " (renamed to `{}`? consumer `{}` reads it now)",
+                    moved.queue, c.name
+                )
+            })
+        })
+        .unwrap_or_default()
+}
+
 fn queue_pair(cx: &mut Context<'_>, old: &Queue, new: &Queue) {
     let name = &new.name;
     let changes = declaration_changes(
@@ -121,8 +206,17 @@ fn queue_pair(cx: &mut Context<'_>, old: &Queue, new: &Queue) {
         ],
         &old.declare_arguments(),
         &new.declare_arguments(),
+        COMPARED_QUEUE_ARGUMENTS,
     );
-    for change in changes {
+    let what = format!("queue `{name}`");
+    ignored(
+        cx,
+        Rule::QueueArgumentIgnored,
+        &queue_location(new),
+        &what,
+        changes.ignored,
+    );
+    for change in changes.refused {
         cx.push(
             Rule::QueueRedeclare,
             queue_location(new),
@@ -205,7 +299,7 @@ fn exchange_pair(cx: &mut Context<'_>, old: &Exchange, new: &Exchange) {
             new.kind.as_str()
         ));
     }
-    changes.extend(declaration_changes(
+    let declaration = declaration_changes(
         &[
             ("durable", old.durable, new.durable),
             ("auto-delete", old.auto_delete, new.auto_delete),
@@ -213,7 +307,18 @@ fn exchange_pair(cx: &mut Context<'_>, old: &Exchange, new: &Exchange) {
         ],
         &old.declare_arguments(),
         &new.declare_arguments(),
-    ));
+        COMPARED_EXCHANGE_ARGUMENTS,
+    );
+    changes.extend(declaration.refused);
+    let what = format!("exchange `{name}`");
+    let location = at("exchanges", name);
+    ignored(
+        cx,
+        Rule::ExchangeArgumentIgnored,
+        &location,
+        &what,
+        declaration.ignored,
+    );
     for change in changes {
         cx.push(
             Rule::ExchangeRedeclare,
@@ -244,18 +349,22 @@ fn binding_text(exchange: &str, to: &Destination, key: &str, arguments: &Argumen
     text
 }
 
-fn binding_set(topology: &Topology) -> BTreeMap<String, Option<String>> {
+/// Each binding as text, with where it is in the contract (`bindings[i]`) and the queue it
+/// delivers to.
+fn binding_set(topology: &Topology) -> BTreeMap<String, (String, Option<String>)> {
     topology
         .bindings
         .iter()
-        .map(|b| {
+        .enumerate()
+        .map(|(i, b)| {
             let queue = match &b.destination {
                 Destination::Queue(q) => Some(q.clone()),
                 Destination::Exchange(_) => None,
             };
+            let location = YamlPath::root().key("bindings").index(i).to_string();
             (
                 binding_text(&b.exchange, &b.destination, &b.routing_key, &b.arguments),
-                queue,
+                (location, queue),
             )
         })
         .collect()
@@ -264,7 +373,7 @@ fn binding_set(topology: &Topology) -> BTreeMap<String, Option<String>> {
 fn bindings(cx: &mut Context<'_>) {
     let old = binding_set(&cx.old.topology);
     let new = binding_set(&cx.new.topology);
-    for (text, queue) in &old {
+    for (text, (location, queue)) in &old {
         if new.contains_key(text) {
             continue;
         }
@@ -280,16 +389,16 @@ fn bindings(cx: &mut Context<'_>) {
         };
         cx.push(
             Rule::BindingRemoved,
-            "bindings".to_owned(),
+            location.clone(),
             format!("binding {text} removed"),
             breaks,
             advice,
         );
     }
-    for text in new.keys().filter(|t| !old.contains_key(*t)) {
+    for (text, (location, _)) in new.iter().filter(|(t, _)| !old.contains_key(*t)) {
         cx.push(
             Rule::BindingAdded,
-            "bindings".to_owned(),
+            location.clone(),
             format!("binding {text} added"),
             Vec::new(),
             "declared on the next deploy; any publisher whose route changes is listed",
@@ -353,12 +462,21 @@ fn routes(cx: &mut Context<'_>) {
             }
             summary.push_str(&format!(" no longer reach {}", list(&lost)));
         }
+        // A consumer that moved to a queue the key reaches now (a renamed queue) still gets
+        // the messages.
+        let moved = |party: &Party| {
+            cx.new
+                .consumers
+                .get(&party.name)
+                .is_some_and(|c| after.contains(&c.queue))
+        };
         let breaks: Vec<Party> = lost
             .iter()
             .flat_map(|q| cx.roles.queue_consumers(q))
+            .filter(|party| !moved(party))
             .collect();
-        let advice = if lost.is_empty() {
-            "more queues receive its messages; nobody loses any"
+        let advice = if breaks.is_empty() {
+            "every consumer still receives its messages"
         } else {
             "consumers of the queues it no longer reaches stop receiving its messages: keep a \
              binding for them, or move those consumers first"
