@@ -256,9 +256,9 @@ fn exchanges(cx: &mut Context<'_>) {
                 "declared on the next deploy",
             ),
             (Some(_), None) => {
-                let breaks: Vec<Party> = publishers_to(cx.old, name)
+                let breaks: Vec<Party> = publishers_to(cx, cx.old, name)
                     .into_iter()
-                    .chain(publishers_to(cx.new, name))
+                    .chain(publishers_to(cx, cx.new, name))
                     .collect();
                 cx.push(
                     Rule::ExchangeRemoved,
@@ -275,16 +275,17 @@ fn exchanges(cx: &mut Context<'_>) {
     }
 }
 
-/// The publishers of `contract` that publish to `exchange`.
-fn publishers_to(contract: &Contract, exchange: &str) -> Vec<Party> {
+/// The publishers of `contract` that publish to `exchange`, as the roles know them.
+fn publishers_to(cx: &Context<'_>, contract: &Contract, exchange: &str) -> Vec<Party> {
     contract
         .publishers
         .values()
         .filter(|p| p.exchange == exchange)
-        .map(|p| Party {
-            kind: PartyKind::Publisher,
-            name: p.name.clone(),
-            contract: String::new(),
+        .flat_map(|p| {
+            cx.roles
+                .publishers(&p.message)
+                .into_iter()
+                .filter(|party| party.name == p.name)
         })
         .collect()
 }
