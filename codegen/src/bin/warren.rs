@@ -26,8 +26,9 @@ Examples:
   warren diff --against origin/main contracts/orders/warren.yaml
                                                             in CI: fail when a change breaks someone
 
-Exit status: 0 on success (warnings are shown), 1 when the contract has errors or a checked
-file is stale, 2 when the command itself failed (bad arguments, unreadable files)."
+Exit status: 0 on success (warnings are shown), 1 when the contract has errors, a checked
+file is stale or `diff` finds a change that breaks someone, 2 when the command itself failed
+(bad arguments, unreadable files, an invalid contract given to `diff`)."
 )]
 struct Cli {
     /// Colour diagnostics: auto (when stderr is a terminal), always or never.
@@ -94,7 +95,7 @@ Examples:
   warren diff old/warren.yaml warren.yaml                   two copies of a contract
   warren diff --against origin/main contracts/orders/warren.yaml
                                                             against a git revision (CI)
-  warren diff --against HEAD~1 warren.yaml --format json    for tools: see docs/architecture.md")]
+  warren diff --against HEAD~1 warren.yaml --format json    for tools (schemas/diff-report.schema.json)")]
     Diff {
         /// `OLD NEW`, or with `--against` only the contract.
         #[arg(value_name = "CONTRACT", num_args = 1..=2, required = true)]
