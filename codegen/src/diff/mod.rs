@@ -88,7 +88,7 @@ pub(crate) fn at(section: &str, name: &str) -> String {
     YamlPath::root().key(section).key(name).to_string()
 }
 
-/// The keys of two maps: both, only the old, only the new.
+/// Every key of either map, in order.
 pub(crate) fn keys<'a, V>(
     old: &'a std::collections::BTreeMap<String, V>,
     new: &'a std::collections::BTreeMap<String, V>,
@@ -97,6 +97,7 @@ pub(crate) fn keys<'a, V>(
 }
 
 impl Context<'_> {
+    /// Records a change; `breaks` empty makes it safe.
     pub(crate) fn push(
         &mut self,
         rule: Rule,
