@@ -65,7 +65,7 @@
 
 mod check;
 pub mod diagnostics;
-mod diff;
+pub mod diff;
 mod emit;
 mod files;
 mod format;

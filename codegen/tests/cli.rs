@@ -422,3 +422,163 @@ fn generate_takes_an_imported_contracts_types_from_its_module() {
     let output = warren(&["generate", contract, "--extern", "orders"]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[test]
+fn diff_exits_1_on_a_breaking_change_0_when_safe_2_when_invalid() {
+    let pair = |rule: &str| {
+        [
+            format!("tests/fixtures/diff/{rule}/old/warren.yaml"),
+            format!("tests/fixtures/diff/{rule}/new/warren.yaml"),
+        ]
+    };
+    let [old, new] = pair("routing");
+    let breaking = warren(&["diff", &old, &new]);
+    assert_eq!(breaking.status.code(), Some(1), "{}", stderr(&breaking));
+    let table = String::from_utf8_lossy(&breaking.stdout).into_owned();
+    assert!(
+        table.contains("BREAKING  publisher `submit`'s messages no longer reach `work`"),
+        "{table}"
+    );
+
+    let [old, new] = pair("additions");
+    let safe = warren(&["diff", &old, &new, "--format", "json"]);
+    assert_eq!(safe.status.code(), Some(0), "{}", stderr(&safe));
+    let json: serde_json::Value =
+        serde_json::from_slice(&safe.stdout).expect("diff --format json prints JSON");
+    assert_eq!(json["breaking"], false);
+    assert_eq!(json["summary"]["changes"], 4);
+
+    let invalid = warren(&["diff", &old, "tests/fixtures/checks/unknown-names.yaml"]);
+    assert_eq!(invalid.status.code(), Some(2));
+    assert!(
+        stderr(&invalid).contains("unknown-names.yaml"),
+        "{}",
+        stderr(&invalid)
+    );
+    assert_eq!(
+        warren(&["diff", &old]).status.code(),
+        Some(2),
+        "one path, no --against"
+    );
+    assert_eq!(
+        warren(&["diff", &old, &new, "--format", "xml"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+/// `--against REV`: the contract at a revision of a repository built here, with its
+/// schema beside it; a contract that did not exist then is all new.
+#[test]
+fn diff_against_a_git_revision() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let repo = dir.path();
+    let git = |args: &[&str]| {
+        let output = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(repo)
+            .output()
+            .expect("git runs");
+        assert!(output.status.success(), "git {args:?}: {}", stderr(&output));
+    };
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/diff/routing");
+    let contracts = repo.join("contracts");
+    std::fs::create_dir_all(&contracts).expect("a folder");
+    let copy = |side: &str| {
+        for file in ["warren.yaml", "job.json"] {
+            std::fs::copy(fixtures.join(side).join(file), contracts.join(file)).expect("copied");
+        }
+    };
+    git(&["init", "-q"]);
+    std::fs::write(repo.join("README"), "v0\n").expect("written");
+    git(&["add", "."]);
+    git(&["commit", "-qm", "before the contract"]);
+    copy("old");
+    git(&["add", "."]);
+    git(&["commit", "-qm", "v1"]);
+    copy("new");
+    let contract = contracts.join("warren.yaml");
+    let contract = contract.to_str().expect("a UTF-8 path");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_warren"))
+            .args(args)
+            .current_dir(repo)
+            .output()
+            .expect("the warren binary runs")
+    };
+
+    let against_head = run(&["diff", "--against", "HEAD", "contracts/warren.yaml"]);
+    assert_eq!(
+        against_head.status.code(),
+        Some(1),
+        "{}",
+        stderr(&against_head)
+    );
+    let table = String::from_utf8_lossy(&against_head.stdout).into_owned();
+    assert!(
+        table.starts_with("HEAD:contracts/warren.yaml → contracts/warren.yaml\n"),
+        "{table}"
+    );
+    assert!(table.contains("no longer reach `work`"), "{table}");
+    // The work tree and the index are untouched.
+    let status = Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(repo)
+        .output()
+        .expect("git runs");
+    assert_eq!(
+        String::from_utf8_lossy(&status.stdout),
+        " M contracts/warren.yaml\n"
+    );
+
+    // An absolute path works from anywhere; before the contract existed, all is new.
+    let before = warren(&["diff", "--against", "HEAD~1", contract, "--format", "json"]);
+    assert_eq!(before.status.code(), Some(0), "{}", stderr(&before));
+    let json: serde_json::Value = serde_json::from_slice(&before.stdout).expect("JSON");
+    assert_eq!(json["old"], "(none)");
+    assert_eq!(json["breaking"], false);
+
+    // The same contract at HEAD after a commit: no changes.
+    git(&["commit", "-qam", "v2"]);
+    let same = run(&["diff", "--against", "HEAD", "contracts/warren.yaml"]);
+    assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
+    assert!(String::from_utf8_lossy(&same.stdout).ends_with("no changes\n"));
+
+    // An invalid old version is reported as `REV:path`.
+    std::fs::write(contracts.join("warren.yaml"), "queues: [\n").expect("written");
+    git(&["commit", "-qam", "broken"]);
+    copy("new");
+    let invalid = run(&["diff", "--against", "HEAD", "contracts/warren.yaml"]);
+    assert_eq!(invalid.status.code(), Some(2));
+    assert!(
+        stderr(&invalid).contains("HEAD:contracts/warren.yaml"),
+        "{}",
+        stderr(&invalid)
+    );
+
+    let unknown = run(&[
+        "diff",
+        "--against",
+        "no-such-branch",
+        "contracts/warren.yaml",
+    ]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("unknown revision `no-such-branch`"),
+        "{}",
+        stderr(&unknown)
+    );
+
+    let outside = tempfile::tempdir().expect("a folder outside any repository");
+    let lone = outside.path().join("warren.yaml");
+    std::fs::copy(contracts.join("warren.yaml"), &lone).expect("copied");
+    let not_a_repo = warren(&["diff", "--against", "HEAD", lone.to_str().expect("UTF-8")]);
+    assert_eq!(not_a_repo.status.code(), Some(2));
+    assert!(
+        stderr(&not_a_repo).contains("not inside a git work tree"),
+        "{}",
+        stderr(&not_a_repo)
+    );
+}

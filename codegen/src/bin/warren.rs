@@ -23,9 +23,12 @@ Examples:
   warren check examples/orders/warren.yaml --against src/orders.rs
                                                             in CI: fail when orders.rs is stale
   warren schema > schemas/warren.schema.json                the format's JSON Schema, for editors
+  warren diff --against origin/main contracts/orders/warren.yaml
+                                                            in CI: fail when a change breaks someone
 
-Exit status: 0 on success (warnings are shown), 1 when the contract has errors or a checked
-file is stale, 2 when the command itself failed (bad arguments, unreadable files)."
+Exit status: 0 on success (warnings are shown), 1 when the contract has errors, a checked
+file is stale or `diff` finds a change that breaks someone, 2 when the command itself failed
+(bad arguments, unreadable files, an invalid contract given to `diff`)."
 )]
 struct Cli {
     /// Colour diagnostics: auto (when stderr is a terminal), always or never.
@@ -75,6 +78,34 @@ enum Command {
         against: PathBuf,
         #[command(flatten)]
         settings: SettingsArgs,
+    },
+    /// List every change between two versions of a contract, and who each breaks
+    ///
+    /// Compares two versions of a contract and its schemas: two paths (`OLD NEW`), or one
+    /// path and the same path at a git revision (`--against REV CONTRACT`, read from the
+    /// repository without touching its work tree; a contract that did not exist then is
+    /// all new). Each change says who it breaks: consumers that read with the old schema
+    /// what new publishers send, or with the new schema what their queues and dead-letter
+    /// queues still hold; code using the generated types; the next deploy, when the broker
+    /// refuses to redeclare a queue or exchange; messages left in a queue that goes away.
+    /// Exits 1 when any change breaks someone, 0 otherwise, 2 when a version is invalid or
+    /// cannot be read.
+    #[command(after_help = "\
+Examples:
+  warren diff old/warren.yaml warren.yaml                   two copies of a contract
+  warren diff --against origin/main contracts/orders/warren.yaml
+                                                            against a git revision (CI)
+  warren diff --against HEAD~1 warren.yaml --format json    for tools (schemas/diff-report.schema.json)")]
+    Diff {
+        /// `OLD NEW`, or with `--against` only the contract.
+        #[arg(value_name = "CONTRACT", num_args = 1..=2, required = true)]
+        contracts: Vec<PathBuf>,
+        /// Compare CONTRACT with itself at this git revision (a branch, tag or commit).
+        #[arg(long, value_name = "REV")]
+        against: Option<String>,
+        /// `table` for people, `json` for tools.
+        #[arg(long, default_value = "table", value_parser = ["table", "json"])]
+        format: String,
     },
     /// Print the JSON Schema of the contract format
     ///
@@ -230,6 +261,11 @@ fn main() -> ExitCode {
             against,
             settings,
         } => check(&contract, &against, &settings, style),
+        Command::Diff {
+            contracts,
+            against,
+            format,
+        } => diff(&contracts, against.as_deref(), format == "json", style),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -353,4 +389,87 @@ fn check(
             settings.flags()
         ),
     })
+}
+
+/// Checks one version of a contract for `warren diff`; an invalid one exits 2 with its
+/// diagnostics, with `hide` (a temporary folder) shown as `shown_as`.
+fn diff_version(
+    contract: &Path,
+    style: RenderStyle,
+    hide: Option<(&str, &str)>,
+) -> Result<warren_codegen::Checked, Failure> {
+    warren_codegen::check_contract(contract).map_err(|error| {
+        let mut failure = failure(error, style);
+        failure.status = 2;
+        if let Some((hidden, shown_as)) = hide {
+            failure.message = failure.message.replace(hidden, shown_as);
+        }
+        failure
+    })
+}
+
+fn diff(
+    contracts: &[PathBuf],
+    against: Option<&str>,
+    json: bool,
+    style: RenderStyle,
+) -> Result<(), Failure> {
+    use warren_codegen::diff::{self, Version};
+    let usage = || {
+        Failure::usage(
+            "error: give two contracts (`warren diff OLD NEW`), or one with a revision \
+             (`warren diff --against REV CONTRACT`)\n"
+                .to_owned(),
+        )
+    };
+    // Kept until the report is written: the exported tree of `--against`.
+    let mut _folder = None;
+    let (old, old_shown, new) = match (against, contracts) {
+        (None, [old, new]) => (Some(diff_version(old, style, None)?), shown(old), new),
+        (Some(rev), [new]) => {
+            let folder = tempfile::tempdir().map_err(|e| {
+                Failure::usage(format!("error: cannot create a temporary folder: {e}\n"))
+            })?;
+            let exported = diff::export(new, rev, folder.path())
+                .map_err(|e| Failure::usage(format!("error: {}\n", escape(&e.to_string()))))?;
+            let tree = format!("{}/", folder.path().join("tree").display());
+            let old = match &exported.contract {
+                Some(path) => Some(diff_version(
+                    path,
+                    style,
+                    Some((&tree, &format!("{rev}:"))),
+                )?),
+                None => None,
+            };
+            _folder = Some(folder);
+            (old, escape(&exported.shown).into_owned(), new)
+        }
+        _ => return Err(usage()),
+    };
+    let new_checked = diff_version(new, style, None)?;
+    let new_shown = shown(new);
+    let report = diff::diff(
+        old.as_ref().map(|checked| Version {
+            shown: &old_shown,
+            contract: &checked.contract,
+        }),
+        Version {
+            shown: &new_shown,
+            contract: &new_checked.contract,
+        },
+    );
+    if json {
+        let text = serde_json::to_string_pretty(&report.json())
+            .map_err(|e| Failure::usage(format!("error: {e}\n")))?;
+        println!("{text}");
+    } else {
+        print!("{}", report.table());
+    }
+    if report.is_breaking() {
+        return Err(Failure {
+            status: 1,
+            message: String::new(),
+        });
+    }
+    Ok(())
 }

@@ -1,3 +1,413 @@
-//! `warren diff`: what changed between two versions of a contract, and whom it breaks.
+//! `warren diff`: every change between two versions of a contract, and who it breaks.
+//!
+//! A change is breaking when it breaks a party ([`Party`]): a consumer that reads with the
+//! old schema what new publishers send, or reads with the new schema what its queues, wait
+//! queues and dead-letter queues still hold from the old one; code using the generated
+//! types; the next deploy, when the broker refuses to redeclare a queue or exchange; or
+//! messages left in a queue the new version drops. Who publishes and who consumes each
+//! message comes from [`Roles`], computed from a set of contracts. Messages are compared here
+//! (their schemas by `schema.rs`), the topology in `topology.rs`, the git revision is read by
+//! `git.rs`, and the report is rendered by `report.rs`.
 
-pub(crate) mod schema;
+mod git;
+mod report;
+mod roles;
+mod schema;
+mod topology;
+
+use std::collections::BTreeSet;
+
+pub use git::{Exported, GitError, export};
+pub use report::{Change, JSON_FORMAT_VERSION, Party, PartyKind, Report, Rule};
+pub use roles::Roles;
+
+use crate::diagnostics::YamlPath;
+use crate::model::{Contract, SchemaType};
+
+/// One version of a contract and how it is shown.
+#[derive(Debug, Clone, Copy)]
+pub struct Version<'a> {
+    /// How the version is named in the report: its path, or `REV:path`.
+    pub shown: &'a str,
+    /// The checked contract.
+    pub contract: &'a Contract,
+}
+
+/// Every change from `old` (`None`: the contract did not exist, so everything is new) to
+/// `new`, with who it breaks from the roles of both versions.
+pub fn diff(old: Option<Version<'_>>, new: Version<'_>) -> Report {
+    let mut roles = Roles::new([(new.shown, new.contract)]);
+    if let Some(old) = old {
+        roles.add(old.shown, old.contract);
+    }
+    diff_with(old, new, &roles)
+}
+
+/// [`diff`] with the roles given: publishers and consumers from other contracts too.
+pub fn diff_with(old: Option<Version<'_>>, new: Version<'_>, roles: &Roles) -> Report {
+    let empty = Contract {
+        source: Default::default(),
+        topology: Default::default(),
+        messages: Default::default(),
+        publishers: Default::default(),
+        consumers: Default::default(),
+        schemas: crate::schema::SchemaBundle::default(),
+        inputs: Vec::new(),
+        imports: Default::default(),
+    };
+    let old_contract = old.map_or(&empty, |v| v.contract);
+    let mut changes = Vec::new();
+    let mut cx = Context {
+        old: old_contract,
+        new: new.contract,
+        roles,
+        changes: &mut changes,
+    };
+    cx.messages();
+    cx.publishers();
+    cx.consumers();
+    topology::compare(&mut cx);
+    changes
+        .sort_by(|a, b| (&a.location, a.rule, &a.summary).cmp(&(&b.location, b.rule, &b.summary)));
+    Report {
+        old: old.map_or_else(|| "(none)".to_owned(), |v| v.shown.to_owned()),
+        new: new.shown.to_owned(),
+        changes,
+    }
+}
+
+/// What the rules share.
+pub(crate) struct Context<'a> {
+    pub(crate) old: &'a Contract,
+    pub(crate) new: &'a Contract,
+    pub(crate) roles: &'a Roles,
+    pub(crate) changes: &'a mut Vec<Change>,
+}
+
+/// The path of `name` in contract section `section`, as diagnostics write it.
+pub(crate) fn at(section: &str, name: &str) -> String {
+    YamlPath::root().key(section).key(name).to_string()
+}
+
+/// Every key of either map, in order.
+pub(crate) fn keys<'a, V>(
+    old: &'a std::collections::BTreeMap<String, V>,
+    new: &'a std::collections::BTreeMap<String, V>,
+) -> BTreeSet<&'a str> {
+    old.keys().chain(new.keys()).map(String::as_str).collect()
+}
+
+impl Context<'_> {
+    /// Records a change; `breaks` empty makes it safe.
+    pub(crate) fn push(
+        &mut self,
+        rule: Rule,
+        location: String,
+        summary: String,
+        breaks: Vec<Party>,
+        advice: &str,
+    ) {
+        let mut breaks = breaks;
+        breaks.sort();
+        breaks.dedup();
+        self.changes.push(Change {
+            rule,
+            location,
+            summary,
+            breaks,
+            advice: advice.to_owned(),
+        });
+    }
+
+    fn rust_code(message: &str) -> Party {
+        Party {
+            kind: PartyKind::RustCode,
+            name: message.to_owned(),
+            contract: String::new(),
+        }
+    }
+
+    fn messages(&mut self) {
+        for name in keys(&self.old.messages, &self.new.messages) {
+            let location = at("messages", name);
+            match (self.old.messages.get(name), self.new.messages.get(name)) {
+                (None, Some(_)) => self.push(
+                    Rule::MessageAdded,
+                    location,
+                    format!("message `{name}` added"),
+                    Vec::new(),
+                    "nothing published it before",
+                ),
+                (Some(_), None) => {
+                    // A rename is a removal and an addition: an added message with the same
+                    // wire form is named, and then only the generated names change.
+                    let renamed = self.new.messages.keys().find(|added| {
+                        !self.old.messages.contains_key(*added) && self.same_wire(name, added)
+                    });
+                    match renamed {
+                        Some(to) => self.push(
+                            Rule::RenamedMessage,
+                            location,
+                            format!("message `{name}` renamed to `{to}` (same schemas)"),
+                            vec![Self::rust_code(name)],
+                            "the wire is unchanged (same schemas and content type), so queued \
+                             messages still decode; the generated names change",
+                        ),
+                        None => {
+                            let mut breaks = self.roles.consumers(name);
+                            breaks.push(Self::rust_code(name));
+                            self.push(
+                                Rule::MessageRemoved,
+                                location,
+                                format!("message `{name}` removed"),
+                                breaks,
+                                "queues and dead-letter queues may still hold it: keep the \
+                                 message (and a consumer) until they are drained and nobody \
+                                 publishes it",
+                            );
+                        }
+                    }
+                }
+                (Some(old), Some(new)) => {
+                    self.schema(name, "payload", Some(&old.payload), Some(&new.payload));
+                    self.schema(name, "headers", old.headers.as_ref(), new.headers.as_ref());
+                    if old.content_type != new.content_type {
+                        let mut breaks = self.roles.consumers(name);
+                        breaks.extend(self.roles.publishers(name));
+                        self.push(
+                            Rule::ContentType,
+                            format!("{location}.content_type"),
+                            format!(
+                                "message `{name}`'s content type `{}` → `{}`",
+                                old.content_type, new.content_type
+                            ),
+                            breaks,
+                            "readers of either version refuse the other's bodies, and queues \
+                             hold old ones: publish a new message instead",
+                        );
+                    }
+                }
+                (None, None) => {}
+            }
+        }
+    }
+
+    /// The changes of one schema of message `name`; a schema absent on one side is
+    /// compared as `true` (anything goes).
+    fn schema(
+        &mut self,
+        name: &str,
+        part: &str,
+        old: Option<&SchemaType>,
+        new: Option<&SchemaType>,
+    ) {
+        let anything = serde_json::Value::Bool(true);
+        let old_schema = old.map_or(&anything, |s| &s.schema);
+        let new_schema = new.map_or(&anything, |s| &s.schema);
+        for change in schema::compare(old_schema, new_schema) {
+            let mut breaks = Vec::new();
+            let mut why = Vec::new();
+            if change.effect.old_readers {
+                breaks.extend(self.roles.consumers(name));
+                why.push(
+                    "consumers still on the old schema reject what new publishers send: \
+                     deploy every consumer before any publisher",
+                );
+            }
+            if change.effect.new_readers {
+                breaks.extend(self.roles.consumers(name));
+                why.push(
+                    "consumers on the new schema reject messages written under the old one, \
+                     which their queues, wait queues and dead-letter queues still hold (and \
+                     redrive sends back): drain them first, or accept both shapes",
+                );
+            }
+            if change.effect.rust_api {
+                breaks.push(Self::rust_code(name));
+                breaks.extend(self.roles.publishers(name));
+                why.push("the generated Rust types change: code using them must be updated");
+            }
+            let advice = if why.is_empty() {
+                "readers of either version accept the other's messages".to_owned()
+            } else {
+                why.join("; ")
+            };
+            let pointer = if change.pointer.is_empty() {
+                String::new()
+            } else {
+                format!("#{}", change.pointer)
+            };
+            self.push(
+                Rule::Schema,
+                format!("{}.{part}{pointer}", at("messages", name)),
+                format!(
+                    "message `{name}` {part} at {}: {}",
+                    change.location,
+                    change.describe()
+                ),
+                breaks,
+                &advice,
+            );
+        }
+    }
+
+    /// Whether message `old` of the old version and message `new` of the new one have the
+    /// same wire form: schemas and content type.
+    fn same_wire(&self, old: &str, new: &str) -> bool {
+        match (self.old.messages.get(old), self.new.messages.get(new)) {
+            (Some(a), Some(b)) => {
+                a.payload.schema == b.payload.schema
+                    && a.headers.as_ref().map(|h| &h.schema)
+                        == b.headers.as_ref().map(|h| &h.schema)
+                    && a.content_type == b.content_type
+            }
+            _ => false,
+        }
+    }
+
+    fn publishers(&mut self) {
+        for name in keys(&self.old.publishers, &self.new.publishers) {
+            let location = at("publishers", name);
+            match (self.old.publishers.get(name), self.new.publishers.get(name)) {
+                (None, Some(p)) => self.push(
+                    Rule::Publisher,
+                    location,
+                    format!("publisher `{name}` of `{}` added", p.message),
+                    Vec::new(),
+                    "a new source of a known message",
+                ),
+                (Some(p), None) => self.push(
+                    Rule::Publisher,
+                    location,
+                    format!("publisher `{name}` of `{}` removed", p.message),
+                    Vec::new(),
+                    "its consumers stop receiving its messages; nothing already sent is lost",
+                ),
+                (Some(old), Some(new))
+                    if old.message != new.message && self.same_wire(&old.message, &new.message) =>
+                {
+                    self.renamed_message(&location, "publisher", name, &old.message, &new.message);
+                }
+                (Some(old), Some(new)) if old.message != new.message => {
+                    let mut breaks = self.roles.consumers(&old.message);
+                    breaks.push(Self::rust_code(&old.message));
+                    self.push(
+                        Rule::PublisherMessage,
+                        format!("{location}.message"),
+                        format!(
+                            "publisher `{name}` sends `{}` instead of `{}`",
+                            new.message, old.message
+                        ),
+                        breaks,
+                        "the queues it reaches are read as the old message: add a publisher \
+                         (and queues) for the new message instead",
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A publisher or consumer that moved to a message of the same wire form (a renamed
+    /// message): only the generated code changes.
+    fn renamed_message(&mut self, location: &str, role: &str, name: &str, old: &str, new: &str) {
+        self.push(
+            Rule::RenamedMessage,
+            format!("{location}.message"),
+            format!("{role} `{name}` uses `{new}` instead of `{old}`, of the same schemas"),
+            vec![Self::rust_code(old)],
+            "the wire is unchanged, so queued messages still decode; code naming the old \
+             message's generated items must be updated",
+        );
+    }
+
+    fn consumers(&mut self) {
+        for name in keys(&self.old.consumers, &self.new.consumers) {
+            let location = at("consumers", name);
+            match (self.old.consumers.get(name), self.new.consumers.get(name)) {
+                (None, Some(c)) => self.push(
+                    Rule::Consumer,
+                    location,
+                    format!("consumer `{name}` of queue `{}` added", c.queue),
+                    Vec::new(),
+                    "a new reader",
+                ),
+                (Some(c), None) => {
+                    let queue_stays = self.new.topology.queue(&c.queue).is_some()
+                        && self
+                            .roles
+                            .queue_consumers(&c.queue)
+                            .iter()
+                            .all(|p| p.name == name);
+                    let breaks = if queue_stays {
+                        vec![queued(&c.queue)]
+                    } else {
+                        Vec::new()
+                    };
+                    self.push(
+                        Rule::Consumer,
+                        location,
+                        format!("consumer `{name}` of queue `{}` removed", c.queue),
+                        breaks,
+                        if queue_stays {
+                            "its queue stays and keeps receiving: messages pile up unread; \
+                             remove the queue's bindings too, and delete it once drained"
+                        } else {
+                            "its queue goes with it, or another consumer reads it"
+                        },
+                    );
+                }
+                (Some(old), Some(new))
+                    if old.message != new.message && self.same_wire(&old.message, &new.message) =>
+                {
+                    self.renamed_message(&location, "consumer", name, &old.message, &new.message);
+                }
+                (Some(old), Some(new)) if old.message != new.message => {
+                    let reader = self
+                        .roles
+                        .consumers(&new.message)
+                        .into_iter()
+                        .find(|p| p.kind == PartyKind::Consumer && p.name == name)
+                        .unwrap_or_else(|| Party {
+                            kind: PartyKind::Consumer,
+                            name: name.to_owned(),
+                            contract: String::new(),
+                        });
+                    let mut breaks = vec![reader];
+                    breaks.push(queued(&new.queue));
+                    self.push(
+                        Rule::ConsumerMessage,
+                        format!("{location}.message"),
+                        format!(
+                            "consumer `{name}` reads `{}` instead of `{}`",
+                            new.message, old.message
+                        ),
+                        breaks,
+                        "its queue (and its wait and dead-letter queues) still hold the old \
+                         message: consume the new one from a new queue",
+                    );
+                }
+                (Some(old), Some(new)) if old.queue != new.queue => self.push(
+                    Rule::Consumer,
+                    format!("{location}.queue"),
+                    format!(
+                        "consumer `{name}` reads queue `{}` instead of `{}`",
+                        new.queue, old.queue
+                    ),
+                    vec![queued(&old.queue)],
+                    "messages left in the old queue are no longer read: drain it first",
+                ),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The messages sitting in `queue`.
+pub(crate) fn queued(queue: &str) -> Party {
+    Party {
+        kind: PartyKind::QueuedMessages,
+        name: queue.to_owned(),
+        contract: String::new(),
+    }
+}

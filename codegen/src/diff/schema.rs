@@ -16,9 +16,6 @@
 //! [`MAX_DEPTH`] and after [`MAX_PAIRS`] pairs, and says so: what it did not analyse is
 //! reported as breaking both ways, never silently called safe.
 
-// Called by the `warren diff` command, which is merged separately.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
@@ -126,6 +123,11 @@ pub(crate) struct Effect {
 }
 
 impl Effect {
+    /// Whether the change breaks anyone at all.
+    #[cfg(test)]
+    pub(crate) fn breaks_anyone(self) -> bool {
+        self.old_readers || self.new_readers || self.rust_api
+    }
     /// Breaks nobody.
     const NONE: Self = Self {
         old_readers: false,
@@ -144,11 +146,6 @@ impl Effect {
         new_readers: false,
         rust_api: true,
     };
-
-    /// Whether the change breaks anyone at all.
-    pub(crate) fn breaks_anyone(self) -> bool {
-        self.old_readers || self.new_readers || self.rust_api
-    }
 
     /// The same wire effect, and the Rust API broken when `rust_api`.
     fn with_rust(self, rust_api: bool) -> Self {

@@ -1,0 +1,86 @@
+//! Who produces and who consumes each message, across a set of contracts.
+//!
+//! Built from every contract given (today one; later the contracts that import it too), so
+//! a change can name the consumer it breaks and the contract that consumer is in.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::report::{Party, PartyKind};
+use crate::model::Contract;
+
+/// Publishers and consumers of each message, and consumers of each queue.
+#[derive(Debug, Clone, Default)]
+pub struct Roles {
+    publishers: BTreeMap<String, BTreeSet<Party>>,
+    consumers: BTreeMap<String, BTreeSet<Party>>,
+    queue_consumers: BTreeMap<String, BTreeSet<Party>>,
+}
+
+impl Roles {
+    /// The roles in `contracts`, each given with the name it is shown by.
+    pub fn new<'a>(contracts: impl IntoIterator<Item = (&'a str, &'a Contract)>) -> Self {
+        let mut roles = Self::default();
+        for (shown, contract) in contracts {
+            roles.add(shown, contract);
+        }
+        roles
+    }
+
+    /// Adds the publishers and consumers of `contract`, shown as `shown`. A party already
+    /// known by kind and name (the same consumer in the other version of a contract) is
+    /// kept as first added.
+    pub fn add(&mut self, shown: &str, contract: &Contract) {
+        let party = |kind, name: &str| Party {
+            kind,
+            name: name.to_owned(),
+            contract: shown.to_owned(),
+        };
+        let insert = |map: &mut BTreeMap<String, BTreeSet<Party>>, key: &str, party: Party| {
+            let set = map.entry(key.to_owned()).or_default();
+            if !set
+                .iter()
+                .any(|p| p.kind == party.kind && p.name == party.name)
+            {
+                set.insert(party);
+            }
+        };
+        for publisher in contract.publishers.values() {
+            let writer = party(PartyKind::Publisher, &publisher.name);
+            insert(&mut self.publishers, &publisher.message, writer);
+        }
+        for consumer in contract.consumers.values() {
+            let reader = party(PartyKind::Consumer, &consumer.name);
+            insert(&mut self.consumers, &consumer.message, reader.clone());
+            insert(&mut self.queue_consumers, &consumer.queue, reader);
+        }
+    }
+
+    /// The publishers of `message`.
+    pub fn publishers(&self, message: &str) -> Vec<Party> {
+        self.publishers
+            .get(message)
+            .map(|p| p.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The consumers of `message`; when none of the contracts consumes it, the consumers
+    /// elsewhere, as one party.
+    pub fn consumers(&self, message: &str) -> Vec<Party> {
+        match self.consumers.get(message) {
+            Some(found) if !found.is_empty() => found.iter().cloned().collect(),
+            _ => vec![Party {
+                kind: PartyKind::UnknownConsumers,
+                name: message.to_owned(),
+                contract: String::new(),
+            }],
+        }
+    }
+
+    /// The consumers reading `queue` (none when nobody does).
+    pub fn queue_consumers(&self, queue: &str) -> Vec<Party> {
+        self.queue_consumers
+            .get(queue)
+            .map(|p| p.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+}
