@@ -75,6 +75,7 @@ mod output;
 mod routing;
 mod schema;
 mod settings;
+mod system;
 
 // Only in builds for fuzzing (the `fuzz/` workspace) and the property tests standing in for
 // them: a user's build of the generator does not contain it.
@@ -92,6 +93,7 @@ pub use format::json_schema;
 pub use output::{Written, write_if_changed};
 pub use schema::SchemaBundle;
 pub use settings::Settings;
+pub use system::{System, check_system};
 
 /// Why a contract could not be checked or turned into Rust.
 #[derive(Debug, thiserror::Error)]
@@ -171,16 +173,21 @@ pub fn check_sources(sources: &Sources) -> Result<Checked, Error> {
 
 /// Bundles the schemas of `loaded` and runs every check.
 fn check_loaded(loaded: load::LoadedContract) -> Result<Checked, Error> {
+    check_in(&loaded, check::Scope::Alone)
+}
+
+/// Bundles the schemas of `loaded` and runs the checks of `scope`.
+fn check_in(loaded: &load::LoadedContract, scope: check::Scope) -> Result<Checked, Error> {
     let mut problems = Diagnostics::new();
     problems.add_source(loaded.path(), loaded.text.clone());
-    let schemas = check::bundle_schemas(&loaded, &mut problems);
-    check::run(&loaded, &mut problems);
+    let schemas = check::bundle_schemas(loaded, &mut problems);
+    check::run(loaded, scope, &mut problems);
     problems.sort();
     if problems.has_errors() {
         return Err(Error::Invalid(problems));
     }
     let contract = model::build(
-        &loaded,
+        loaded,
         schemas.bundle,
         &schemas.entries,
         &schemas.type_names,

@@ -13,9 +13,19 @@ pub(crate) use schemas::bundle_schemas;
 use crate::diagnostics::Diagnostics;
 use crate::load::LoadedContract;
 
-/// Runs every check on `contract`, adding problems to `out`.
-pub(crate) fn run(contract: &LoadedContract, out: &mut Diagnostics) {
-    let mut checker = rules::Checker::new(contract, out);
+/// Which checks run: a contract alone, or one of several checked as a system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// Every rule, as `warren validate warren.yaml` runs them.
+    Alone,
+    /// Every rule but whether a publisher's messages reach a queue: another contract of the
+    /// system may bind that queue, so the system checks decide (`crate::system`).
+    InSystem,
+}
+
+/// Runs every check of `scope` on `contract`, adding problems to `out`.
+pub(crate) fn run(contract: &LoadedContract, scope: Scope, out: &mut Diagnostics) {
+    let mut checker = rules::Checker::new(contract, scope, out);
     checker.duplicates();
     checker.names();
     checker.references();

@@ -13,6 +13,7 @@ mod retry;
 
 use std::collections::BTreeMap;
 
+use super::Scope;
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, YamlPath};
 use crate::format::{ArgumentValue, ContractFile, Queue};
 use crate::load::LoadedContract;
@@ -32,10 +33,16 @@ pub(super) struct Checker<'a> {
     routes: BTreeMap<&'a str, Reach>,
     /// The other way round: per queue, the publishers known to reach it, in name order.
     reaching: BTreeMap<String, Vec<&'a str>>,
+    /// Whether the contract is checked alone or in a system.
+    scope: Scope,
 }
 
 impl<'a> Checker<'a> {
-    pub(super) fn new(contract: &'a LoadedContract, out: &'a mut Diagnostics) -> Self {
+    pub(super) fn new(
+        contract: &'a LoadedContract,
+        scope: Scope,
+        out: &'a mut Diagnostics,
+    ) -> Self {
         let file = &contract.file;
         let graph = graph(file);
         let routes: BTreeMap<&str, Reach> = file
@@ -59,6 +66,7 @@ impl<'a> Checker<'a> {
             graph,
             routes,
             reaching,
+            scope,
         }
     }
 
