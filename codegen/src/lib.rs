@@ -35,6 +35,12 @@
 //! }
 //! ```
 //!
+//! [`check_system`] checks several contracts (or the folders holding them) as one system, as
+//! `warren validate orders/ billing/` does: each alone, then together, for what no contract
+//! can see alone (a publisher whose messages reach no queue of any contract, a consumer and a
+//! publisher of one message whose schemas differ, an exchange two contracts declare
+//! differently).
+//!
 //! [`Checked::generate`] takes [`Settings`]: extra derives and attributes on the payload and
 //! headers types, builders for them, and schema types replaced by your own. The contract and
 //! its schemas can also be held in memory, as [`Sources`], for tests and tools:

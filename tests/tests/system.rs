@@ -219,3 +219,38 @@ fn a_large_system_is_checked_quickly() {
         started.elapsed()
     );
 }
+
+/// A related place's file, label and snippet come from hostile files too: rendered, they are
+/// escaped as the main place is.
+#[test]
+fn related_places_are_escaped() {
+    use warren_codegen::diagnostics::{Diagnostic, Diagnostics, Place, Span};
+    let hostile = "evil\u{1b}[31m\u{202e}";
+    let mut problems = Diagnostics::new();
+    problems.add_source(
+        format!("{hostile}.yaml"),
+        format!("queues:\n  {hostile}: {{}}\n").into(),
+    );
+    let span = Span {
+        offset: 10,
+        len: 12,
+        line: 2,
+        column: 3,
+    };
+    problems.push(
+        Diagnostic::error(Code::ConflictingDeclaration, "a.yaml", "differs").also_at(
+            format!("{hostile}.yaml"),
+            Place::Position(span),
+            format!("queue `{hostile}` here"),
+        ),
+    );
+    let rendered = problems.render(RenderStyle::Plain);
+    let one_line = problems.iter().map(ToString::to_string).collect::<String>();
+    for text in [&rendered, &one_line] {
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{202e}'),
+            "{text}"
+        );
+        assert!(text.contains(r"evil\u{1b}[31m\u{202e}"), "{text}");
+    }
+}
