@@ -74,16 +74,20 @@ fn walk(root: &Path) -> io::Result<Vec<(PathBuf, PathBuf)>> {
     let mut found = Vec::new();
     let mut queue = VecDeque::from([(root.to_path_buf(), 0usize)]);
     while let Some((folder, depth)) = queue.pop_front() {
+        // An error names the folder that failed, not only the one the user named.
+        let at = |e: io::Error| io::Error::new(e.kind(), format!("`{}`: {e}", folder.display()));
         // A folder reached twice (a symlink back up the tree) is read once.
-        if !visited.insert(std::fs::canonicalize(&folder)?) {
+        if !visited.insert(std::fs::canonicalize(&folder).map_err(at)?) {
             continue;
         }
         if visited.len() > MAX_FOLDERS {
             return Err(too_many(format!("more than {MAX_FOLDERS} folders")));
         }
-        let mut entries: Vec<(std::ffi::OsString, PathBuf)> = std::fs::read_dir(&folder)?
+        let mut entries: Vec<(std::ffi::OsString, PathBuf)> = std::fs::read_dir(&folder)
+            .map_err(at)?
             .map(|entry| entry.map(|e| (e.file_name(), e.path())))
-            .collect::<io::Result<_>>()?;
+            .collect::<io::Result<_>>()
+            .map_err(at)?;
         entries.sort();
         for (name, path) in entries {
             // Following links: a contract repository may link a shared folder in.
@@ -97,7 +101,7 @@ fn walk(root: &Path) -> io::Result<Vec<(PathBuf, PathBuf)>> {
                     queue.push_back((path, depth + 1));
                 }
             } else if name == CONTRACT_FILE && metadata.is_file() {
-                found.push((std::fs::canonicalize(&path)?, path));
+                found.push((std::fs::canonicalize(&path).map_err(at)?, path));
                 if found.len() > MAX_CONTRACTS {
                     return Err(too_many(format!("more than {MAX_CONTRACTS} contracts")));
                 }

@@ -59,7 +59,8 @@ pub(crate) struct Member {
 ///
 /// A single contract (one file, or a folder holding one) is checked exactly as
 /// [`check_contract`] checks it. Returns [`Error::Io`] when a path cannot be read or a
-/// folder holds no contract, and [`Error::Invalid`] with every problem of every contract and
+/// folder holds no contract (no paths at all make an empty, valid system), and
+/// [`Error::Invalid`] with every problem of every contract and
 /// of the system when there is an error.
 ///
 /// ```no_run

@@ -74,8 +74,9 @@ fn unroutable(union: &Union<'_>, note: &str, out: &mut Diagnostics) {
         let path = entry("publishers", name).key("routing_key");
         let seen = if publisher.exchange.is_empty() {
             format!(
-                "on the default exchange the routing key must be a queue name; the system's queues: {}",
-                list(union.queues.keys().copied().take(8))
+                "on the default exchange the routing key must be a queue name; the system's queues: {}{}",
+                list(union.queues.keys().copied().take(MAX_RELATED)),
+                more(union.queues.len())
             )
         } else {
             format!("bindings seen: {}", union.graph.bindings_seen(reach))
@@ -101,19 +102,20 @@ fn unroutable(union: &Union<'_>, note: &str, out: &mut Diagnostics) {
         };
         let mut diagnostic = diagnostic.at(union.place(*id, &path));
         // The other contracts that declare the exchanges it went through: where a binding
-        // would go.
-        let mut related = Vec::new();
-        for exchange in &reach.visited {
-            for (other, _) in union.exchanges.get(exchange.as_str()).into_iter().flatten() {
-                if other != id {
-                    related.push((*other, exchange));
-                }
-            }
-        }
-        for (other, exchange) in related.iter().take(MAX_RELATED) {
+        // would go. Taken lazily: an exchange a thousand contracts declare lists four.
+        let related = reach
+            .visited
+            .iter()
+            .flat_map(|exchange| {
+                let all = union.exchanges.get(exchange.as_str()).into_iter().flatten();
+                all.map(move |(other, _)| (*other, exchange))
+            })
+            .filter(|(other, _)| other != id)
+            .take(MAX_RELATED);
+        for (other, exchange) in related {
             diagnostic = diagnostic.also_at(
-                union.file(*other),
-                union.place(*other, &entry("exchanges", exchange)),
+                union.file(other),
+                union.place(other, &entry("exchanges", exchange)),
                 format!(
                     "exchange `{exchange}` is declared here too, with no binding the key matches"
                 ),

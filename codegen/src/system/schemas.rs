@@ -1,7 +1,9 @@
 //! Whether a publisher and a consumer agree about the message between them.
 //!
-//! Today: whether their bundled schemas are the same JSON Schema. One function, so a
-//! compatibility engine that says which way a difference breaks can take its place.
+//! Today: whether their bundled schemas are the same JSON Schema, exactly: annotations
+//! (`title`, `description`) and the `$defs` names derived from them count, so two copies of
+//! one schema that drifted only in a title differ. One function, so a compatibility engine
+//! that says which way a difference breaks (`diff::schema`) can take its place.
 
 use crate::model::Message;
 
