@@ -150,6 +150,28 @@ pub struct Diagnostic {
     pub file: PathBuf,
     /// Where in the file.
     pub place: Place,
+    /// Other places the problem involves, in other files or the same one: the other
+    /// declaration of a queue two contracts declare differently, the publisher whose message a
+    /// consumer disagrees with. Rendered after the main place, each with its snippet.
+    pub related: Vec<Related>,
+}
+
+/// Another place a [`Diagnostic`] involves, with what it is there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Related {
+    /// The file, as the user would write its path.
+    pub file: PathBuf,
+    /// Where in the file.
+    pub place: Place,
+    /// What is at that place, such as "queue `billing` declared here as classic".
+    pub label: String,
+}
+
+impl Related {
+    /// The location as `file:line:column (path)`, with hidden characters [escaped](escape).
+    pub fn location(&self) -> String {
+        escape(&raw_location(&self.file, &self.place)).into_owned()
+    }
 }
 
 impl Diagnostic {
@@ -162,6 +184,7 @@ impl Diagnostic {
             help: None,
             file: file.into(),
             place: Place::File,
+            related: Vec::new(),
         }
     }
 
@@ -185,16 +208,59 @@ impl Diagnostic {
         self
     }
 
+    /// Adds another place the problem involves, with what is there.
+    pub fn also_at(
+        mut self,
+        file: impl Into<PathBuf>,
+        place: Place,
+        label: impl Into<String>,
+    ) -> Self {
+        self.related.push(Related {
+            file: file.into(),
+            place,
+            label: label.into(),
+        });
+        self
+    }
+
     /// The location as `file:line:column`, followed by the YAML path or JSON pointer, with
     /// hidden characters [escaped](escape).
     pub fn location(&self) -> String {
-        let location = self.raw_location();
-        escape(&location).into_owned()
+        escape(&raw_location(&self.file, &self.place)).into_owned()
     }
 
-    fn raw_location(&self) -> String {
-        let file = self.file.display();
-        match &self.place {
+    fn span(&self) -> Option<Span> {
+        self.place.span()
+    }
+}
+
+impl Place {
+    /// Where the place is written, when it is.
+    fn span(&self) -> Option<Span> {
+        match self {
+            Place::Yaml { span, .. } | Place::Pointer { span, .. } => *span,
+            Place::Position(span) => Some(*span),
+            Place::File => None,
+        }
+    }
+
+    /// How the place is named in a snippet's label: `at `queues.orders``; empty for a bare
+    /// position or a whole file.
+    fn label(&self) -> String {
+        match self {
+            // A path's display is escaped already.
+            Place::Yaml { path, .. } => format!("at `{path}`"),
+            Place::Pointer { pointer, .. } => format!("at JSON pointer `#{}`", escape(pointer)),
+            Place::Position(_) | Place::File => String::new(),
+        }
+    }
+}
+
+/// `file:line:column (path)` of `place` in `file`, unescaped.
+fn raw_location(file: &std::path::Path, place: &Place) -> String {
+    {
+        let file = file.display();
+        match place {
             Place::Yaml {
                 path,
                 span: Some(span),
@@ -210,14 +276,6 @@ impl Diagnostic {
             } => format!("{file}#{pointer}"),
             Place::Position(span) => format!("{file}:{}:{}", span.line, span.column),
             Place::File => file.to_string(),
-        }
-    }
-
-    fn span(&self) -> Option<Span> {
-        match &self.place {
-            Place::Yaml { span, .. } | Place::Pointer { span, .. } => *span,
-            Place::Position(span) => Some(*span),
-            Place::File => None,
         }
     }
 }
@@ -237,6 +295,14 @@ impl fmt::Display for Diagnostic {
         )?;
         if let Some(help) = &self.help {
             write!(f, " (help: {})", escape(help))?;
+        }
+        for related in &self.related {
+            write!(
+                f,
+                "; also at {}: {}",
+                related.location(),
+                escape(&related.label)
+            )?;
         }
         Ok(())
     }
@@ -389,21 +455,11 @@ impl Diagnostics {
         let mut report = MietteDiagnostic::new(escape(&diagnostic.message))
             .with_code(format!("warren::{}", diagnostic.code))
             .with_severity(severity);
-        let place = match &diagnostic.place {
-            // A path's display is escaped already.
-            Place::Yaml { path, .. } => format!("at `{path}`"),
-            Place::Pointer { pointer, .. } => format!("at JSON pointer `#{}`", escape(pointer)),
-            Place::Position(_) | Place::File => String::new(),
-        };
         if let Some(help) = &diagnostic.help {
             report = report.with_help(escape(help));
         }
-        let excerpt = diagnostic.span().and_then(|span| {
-            let (file, text) = self.sources.get_key_value(&diagnostic.file)?;
-            let index = lines.entry(file).or_insert_with(|| LineIndex::new(text));
-            Excerpt::around(text, index, span, &diagnostic.file)
-        });
-        match excerpt {
+        let place = diagnostic.place.label();
+        let main = match self.excerpt(&diagnostic.file, &diagnostic.place, lines) {
             Some((excerpt, span)) => {
                 let label = if place.is_empty() {
                     "here".to_owned()
@@ -424,7 +480,103 @@ impl Diagnostics {
                 report.message = headline;
                 miette::Report::new(report)
             }
+        };
+        if diagnostic.related.is_empty() {
+            return main;
         }
+        let related = diagnostic
+            .related
+            .iter()
+            .map(|related| self.related_report(related, lines))
+            .collect();
+        miette::Report::new(WithRelated { main, related })
+    }
+
+    /// A related place as an advice of its own, with its snippet, under its main report.
+    fn related_report<'s>(
+        &'s self,
+        related: &'s Related,
+        lines: &mut BTreeMap<&'s PathBuf, LineIndex<'s>>,
+    ) -> miette::Report {
+        let mut report = MietteDiagnostic::new(format!(
+            "{}: {}",
+            related.location(),
+            escape(&related.label)
+        ))
+        .with_severity(miette::Severity::Advice);
+        match self.excerpt(&related.file, &related.place, lines) {
+            Some((excerpt, span)) => {
+                let label = related.place.label();
+                let label = if label.is_empty() {
+                    "here".to_owned()
+                } else {
+                    label
+                };
+                report = report.with_label(LabeledSpan::new_with_span(Some(label), span));
+                miette::Report::new(report).with_source_code(excerpt)
+            }
+            None => miette::Report::new(report),
+        }
+    }
+
+    /// The excerpt of `file` around `place`, when its text was kept and the lines are short
+    /// enough to show.
+    fn excerpt<'s>(
+        &'s self,
+        file: &'s PathBuf,
+        place: &Place,
+        lines: &mut BTreeMap<&'s PathBuf, LineIndex<'s>>,
+    ) -> Option<(Excerpt, SourceSpan)> {
+        let span = place.span()?;
+        let (file, text) = self.sources.get_key_value(file)?;
+        let index = lines.entry(file).or_insert_with(|| LineIndex::new(text));
+        Excerpt::around(text, index, span, file)
+    }
+}
+
+/// A report followed by the reports of its related places, which miette renders after it
+/// (each with its own file's snippet).
+#[derive(Debug)]
+struct WithRelated {
+    main: miette::Report,
+    related: Vec<miette::Report>,
+}
+
+impl fmt::Display for WithRelated {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.main, f)
+    }
+}
+
+impl std::error::Error for WithRelated {}
+
+impl miette::Diagnostic for WithRelated {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.main.code()
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        self.main.severity()
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.main.help()
+    }
+
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        self.main.source_code()
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        self.main.labels()
+    }
+
+    fn related<'a>(&'a self) -> Option<Box<dyn Iterator<Item = &'a dyn miette::Diagnostic> + 'a>> {
+        Some(Box::new(
+            self.related
+                .iter()
+                .map(|r| r.as_ref() as &dyn miette::Diagnostic),
+        ))
     }
 }
 

@@ -260,7 +260,7 @@ fn import(
         Some(None) => return Err(invalid(alias, relative, Diagnostics::new())),
         None => {
             stack.checking.push(canonical.clone());
-            let result = crate::check_loaded_in(loaded.clone(), stack);
+            let result = crate::check_loaded_in(loaded.clone(), stack, crate::check::Scope::Alone);
             stack.checking.pop();
             match result {
                 Ok(checked) => {

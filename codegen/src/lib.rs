@@ -35,6 +35,12 @@
 //! }
 //! ```
 //!
+//! [`check_system`] checks several contracts (or the folders holding them) as one system, as
+//! `warren validate orders/ billing/` does: each alone, then together, for what no contract
+//! can see alone (a publisher whose messages reach no queue of any contract, a consumer and a
+//! publisher of one message whose schemas differ, an exchange two contracts declare
+//! differently).
+//!
 //! [`Checked::generate`] takes [`Settings`]: extra derives and attributes on the payload and
 //! headers types, builders for them, and schema types replaced by your own. The contract and
 //! its schemas can also be held in memory, as [`Sources`], for tests and tools:
@@ -77,6 +83,7 @@ mod output;
 mod routing;
 mod schema;
 mod settings;
+mod system;
 
 // Only in builds for fuzzing (the `fuzz/` workspace) and the property tests standing in for
 // them: a user's build of the generator does not contain it.
@@ -94,6 +101,7 @@ pub use format::json_schema;
 pub use output::{Written, write_if_changed};
 pub use schema::SchemaBundle;
 pub use settings::Settings;
+pub use system::{System, check_system};
 
 /// Why a contract could not be checked or turned into Rust.
 #[derive(Debug, thiserror::Error)]
@@ -173,21 +181,27 @@ pub fn check_sources(sources: &Sources) -> Result<Checked, Error> {
 
 /// Resolves the imports of `loaded`, bundles its schemas and runs every check.
 fn check_loaded(loaded: load::LoadedContract) -> Result<Checked, Error> {
-    let mut stack = imports::ImportStack::default();
-    stack.enter(&loaded);
-    check_loaded_in(loaded, &mut stack)
+    check_in(&loaded, check::Scope::Alone)
 }
 
-/// [`check_loaded`] for a contract imported by those on `stack`.
+/// Resolves the imports of `loaded`, bundles its schemas and runs the checks of `scope`.
+fn check_in(loaded: &load::LoadedContract, scope: check::Scope) -> Result<Checked, Error> {
+    let mut stack = imports::ImportStack::default();
+    stack.enter(loaded);
+    check_loaded_in(loaded.clone(), &mut stack, scope)
+}
+
+/// [`check_in`] for a contract imported by those on `stack`.
 fn check_loaded_in(
     mut loaded: load::LoadedContract,
     stack: &mut imports::ImportStack,
+    scope: check::Scope,
 ) -> Result<Checked, Error> {
     let mut problems = Diagnostics::new();
     problems.add_source(loaded.path(), loaded.text.clone());
     let imports = imports::resolve(&mut loaded, stack, &mut problems);
     let schemas = check::bundle_schemas(&loaded, &imports, &mut problems);
-    check::run(&loaded, &imports, &mut problems);
+    check::run(&loaded, &imports, scope, &mut problems);
     problems.sort();
     if problems.has_errors() {
         return Err(Error::Invalid(problems));

@@ -424,6 +424,25 @@ impl Graph {
             .unwrap_or_default()
     }
 
+    /// The binding keys of every exchange `reach` visited, for a message saying why it
+    /// reaches no queue: `` `a.*` on `orders`; none on `audit` ``.
+    pub(crate) fn bindings_seen(&self, reach: &Reach) -> String {
+        let parts: Vec<String> = reach
+            .visited
+            .iter()
+            .map(|exchange| {
+                let keys = self.binding_keys(exchange);
+                if keys.is_empty() {
+                    format!("none on `{exchange}`")
+                } else {
+                    let keys = crate::check::list(keys.iter().map(String::as_str));
+                    format!("{keys} on `{exchange}`")
+                }
+            })
+            .collect();
+        parts.join("; ")
+    }
+
     /// Follows `key` from `exchange` (`""` is the default exchange).
     pub(crate) fn route(&self, exchange: &str, key: &KeyTemplate) -> Reach {
         let mut reach = Reach::default();

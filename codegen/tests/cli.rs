@@ -582,3 +582,65 @@ fn diff_against_a_git_revision() {
         stderr(&not_a_repo)
     );
 }
+
+#[test]
+fn validate_a_folder_checks_its_contracts_as_one_system() {
+    let output = warren(&[
+        "validate",
+        "--color",
+        "never",
+        "tests/fixtures/system/conflicting",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(text.ends_with("2 errors, 0 warnings\n"), "{text}");
+    // Each diagnostic names both contracts, with their lines.
+    assert!(
+        text.contains("╭─[tests/fixtures/system/conflicting/orders/warren.yaml:5:3]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("╭─[tests/fixtures/system/conflicting/billing/warren.yaml:5:12]"),
+        "{text}"
+    );
+    assert!(text.contains("x-queue-type quorum vs"), "{text}");
+}
+
+#[test]
+fn validate_several_files_with_only_warnings_succeeds() {
+    let output = warren(&[
+        "validate",
+        "--color",
+        "never",
+        "tests/fixtures/system/unfed/orders/warren.yaml",
+        "tests/fixtures/system/unfed/billing/warren.yaml",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(text.contains("warren::unfed-consumer"), "{text}");
+    assert!(
+        text.ends_with(
+            "0 errors, 1 warning\n\
+             tests/fixtures/system/unfed/orders/warren.yaml: valid (1 exchanges, 0 queues, 1 messages, 1 publishers, 0 consumers)\n\
+             tests/fixtures/system/unfed/billing/warren.yaml: valid (1 exchanges, 2 queues, 1 messages, 0 publishers, 2 consumers)\n\
+             2 contracts: valid as one system\n"
+        ),
+        "{text}"
+    );
+    // Alone, the orders contract's publisher reaches none of its own queues.
+    let alone = warren(&["validate", "tests/fixtures/system/unfed/orders/warren.yaml"]);
+    assert_eq!(alone.status.code(), Some(1), "{}", stderr(&alone));
+}
+
+#[test]
+fn validate_a_folder_without_contracts_exits_2() {
+    let output = warren(&["validate", "codegen/src/bin"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).starts_with(
+            "error: cannot read contract `codegen/src/bin`: no `warren.yaml` in this folder or its subfolders"
+        ),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -17,6 +17,8 @@ use warren_codegen::{Diagnostics, Error, Generated, RenderStyle, Settings, Writt
     after_help = "\
 Examples:
   warren validate examples/orders/warren.yaml              check a contract and its schemas
+  warren validate orders/warren.yaml billing/warren.yaml   check contracts as one system
+  warren validate contracts/                               every warren.yaml under contracts/
   warren generate examples/orders/warren.yaml -o orders.rs  write the Rust for a contract
   warren generate warren.yaml --derive Hash --builder --replace Money=crate::money::Money
                                                             with derives, builders, your own types
@@ -40,14 +42,32 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Check a contract and every schema it reaches
+    /// Check a contract and every schema it reaches, or several contracts as one system
     ///
     /// Reads the contract's YAML, every schema it reaches through `$ref`, and checks every
     /// topology rule (routability, dead-lettering, retry settings, names). All problems are
     /// reported at once, each with its file, line, YAML path or JSON pointer, and a fix.
+    ///
+    /// Given several contracts, or a folder (every `warren.yaml` under it, 16 levels deep at
+    /// most, hidden folders and `target/` skipped), each is checked alone, then those that
+    /// pass are checked together: a publisher whose messages reach no queue of any contract
+    /// (an error; a warning when it is marked `external_consumers: true`), a consumer no
+    /// publisher of the system reaches (a warning), a publisher and a consumer in different
+    /// contracts whose schemas of their message differ, and an exchange or queue two
+    /// contracts declare differently. A publisher may then reach a queue of another contract
+    /// without `external_consumers: true`.
+    #[command(after_help = "\
+Examples:
+  warren validate warren.yaml
+  warren validate orders/warren.yaml billing/warren.yaml
+  warren validate contracts/
+
+Exit status: 0 when every contract and the system are valid (warnings are shown), 1 on any
+error, 2 when a path cannot be read or a folder holds no warren.yaml.")]
     Validate {
-        /// The contract file, usually `warren.yaml`.
-        contract: PathBuf,
+        /// Contract files (usually `warren.yaml`) or folders holding them.
+        #[arg(required = true, value_name = "CONTRACT")]
+        contracts: Vec<PathBuf>,
     },
     /// Generate the Rust for a contract
     ///
@@ -250,7 +270,10 @@ fn main() -> ExitCode {
             print!("{}", warren_codegen::json_schema());
             Ok(())
         }
-        Command::Validate { contract } => validate(&contract, style),
+        Command::Validate { contracts } => match contracts.as_slice() {
+            [contract] if !contract.is_dir() => validate(contract, style),
+            _ => validate_system(&contracts, style),
+        },
         Command::Generate {
             contract,
             output,
@@ -300,17 +323,35 @@ fn show_warnings(warnings: &Diagnostics, style: RenderStyle) {
 fn validate(contract: &Path, style: RenderStyle) -> Result<(), Failure> {
     let checked = warren_codegen::check_contract(contract).map_err(|e| failure(e, style))?;
     show_warnings(&checked.warnings, style);
-    let c = &checked.contract;
-    eprintln!(
+    eprintln!("{}", valid_line(&checked.contract));
+    exit_without_freeing(checked);
+    Ok(())
+}
+
+/// `PATH: valid (2 exchanges, …)`, what `validate` prints for a valid contract.
+fn valid_line(c: &warren_codegen::model::Contract) -> String {
+    format!(
         "{}: valid ({} exchanges, {} queues, {} messages, {} publishers, {} consumers)",
-        shown(contract),
+        shown(&c.source),
         c.topology.exchanges.len(),
         c.topology.queues.len(),
         c.messages.len(),
         c.publishers.len(),
         c.consumers.len()
-    );
-    exit_without_freeing(checked);
+    )
+}
+
+/// `validate` of several contracts, or of the contracts under folders, as one system.
+fn validate_system(paths: &[PathBuf], style: RenderStyle) -> Result<(), Failure> {
+    let system = warren_codegen::check_system(paths).map_err(|e| failure(e, style))?;
+    show_warnings(&system.warnings, style);
+    for checked in &system.contracts {
+        eprintln!("{}", valid_line(&checked.contract));
+    }
+    if system.contracts.len() > 1 {
+        eprintln!("{} contracts: valid as one system", system.contracts.len());
+    }
+    exit_without_freeing(system);
     Ok(())
 }
 

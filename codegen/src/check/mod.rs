@@ -14,9 +14,24 @@ use crate::diagnostics::Diagnostics;
 use crate::imports::Imports;
 use crate::load::LoadedContract;
 
-/// Runs every check on `contract`, which uses `imports`, adding problems to `out`.
-pub(crate) fn run(contract: &LoadedContract, imports: &Imports, out: &mut Diagnostics) {
-    let mut checker = rules::Checker::new(contract, imports, out);
+/// Which checks run: a contract alone, or one of several checked as a system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// Every rule, as `warren validate warren.yaml` runs them.
+    Alone,
+    /// Every rule but whether a publisher's messages reach a queue: another contract of the
+    /// system may bind that queue, so the system checks decide (`crate::system`).
+    InSystem,
+}
+
+/// Runs every check of `scope` on `contract`, which uses `imports`, adding problems to `out`.
+pub(crate) fn run(
+    contract: &LoadedContract,
+    imports: &Imports,
+    scope: Scope,
+    out: &mut Diagnostics,
+) {
+    let mut checker = rules::Checker::new(contract, imports, scope, out);
     checker.duplicates();
     checker.names();
     checker.references();

@@ -144,6 +144,18 @@ codes! {
     /// Two different schemas that would become the same Rust type.
     TypeNameClash = "type-name-clash",
 
+    // Several contracts checked as one system (`warren validate A B`, `warren validate DIR`).
+    /// (Warning) a publisher marked `external_consumers: true` whose messages reach no queue
+    /// in any contract of the system.
+    UnconsumedInSystem = "unconsumed-in-system",
+    /// (Warning) a consumer whose queue no publisher of the system reaches.
+    UnfedConsumer = "unfed-consumer",
+    /// A publisher and a consumer in different contracts whose schemas for the message they
+    /// share differ.
+    SchemaMismatch = "schema-mismatch",
+    /// An exchange or queue that two contracts declare differently.
+    ConflictingDeclaration = "conflicting-declaration",
+
     // Generator settings (`warren_codegen::Settings`), not the contract.
     /// A derive, attribute or type replacement that does not parse, or replaces no type of
     /// the contract.

@@ -13,6 +13,7 @@ mod retry;
 
 use std::collections::BTreeMap;
 
+use super::Scope;
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, YamlPath};
 use crate::format::{self, ArgumentValue, ContractFile, Queue};
 use crate::imports::Imports;
@@ -35,12 +36,15 @@ pub(super) struct Checker<'a> {
     routes: BTreeMap<&'a str, Reach>,
     /// The other way round: per queue, the publishers known to reach it, in name order.
     reaching: BTreeMap<String, Vec<&'a str>>,
+    /// Whether the contract is checked alone or in a system.
+    scope: Scope,
 }
 
 impl<'a> Checker<'a> {
     pub(super) fn new(
         contract: &'a LoadedContract,
         imports: &'a Imports,
+        scope: Scope,
         out: &'a mut Diagnostics,
     ) -> Self {
         let file = &contract.file;
@@ -67,6 +71,7 @@ impl<'a> Checker<'a> {
             graph,
             routes,
             reaching,
+            scope,
         }
     }
 

@@ -3,11 +3,12 @@
 use std::collections::BTreeMap;
 
 use super::{Checker, entry};
+use crate::check::Scope;
 use crate::check::list;
 use crate::diagnostics::{Code, YamlPath};
 use crate::format::{ExchangeKind, Publisher};
 use crate::naming::{Role, role_ident};
-use crate::routing::{Graph, KeyTemplate, Reach};
+use crate::routing::KeyTemplate;
 
 impl Checker<'_> {
     /// Routing keys, their placeholders, and whether they reach a queue.
@@ -52,7 +53,11 @@ impl Checker<'_> {
             };
             self.placeholders(&path, &template);
             let unknown_exchange = kind.is_none() && !publisher.exchange.is_empty();
-            if publisher.external_consumers == Some(true) || unknown_exchange {
+            // In a system, another contract may bind the queue: `crate::system` decides.
+            if publisher.external_consumers == Some(true)
+                || unknown_exchange
+                || self.scope == Scope::InSystem
+            {
                 continue;
             }
             self.unroutable_publisher(name, publisher, text, &path);
@@ -87,7 +92,7 @@ impl Checker<'_> {
         } else {
             format!(
                 "bindings seen: {}. Bind a queue with a matching key, or set `external_consumers: true` if another service declares the queue",
-                describe_visited(&self.graph, reach)
+                self.graph.bindings_seen(reach)
             )
         };
         self.error(
@@ -137,20 +142,4 @@ impl Checker<'_> {
             }
         }
     }
-}
-
-fn describe_visited(graph: &Graph, reach: &Reach) -> String {
-    let parts: Vec<String> = reach
-        .visited
-        .iter()
-        .map(|exchange| {
-            let keys = graph.binding_keys(exchange);
-            if keys.is_empty() {
-                format!("none on `{exchange}`")
-            } else {
-                format!("{} on `{exchange}`", list(keys.iter().map(String::as_str)))
-            }
-        })
-        .collect();
-    parts.join("; ")
 }
