@@ -59,8 +59,9 @@ pub(super) fn emit(
              be `Send`."
         ),
         None,
-        "Register every handler at once with [`Handlers`](super::Handlers), or each alone \
-         with its function in [`register`].",
+        // A module's outer docs resolve links where the module is declared, not inside it.
+        "Register every handler at once with [`Handlers`], or each alone with its function in \
+         [`consumers::register`].",
     );
     let allow = allow_contract_markdown();
     Ok(quote! {

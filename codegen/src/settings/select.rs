@@ -61,6 +61,14 @@ impl Kind {
         }
     }
 
+    /// Whether the contract has one of this kind named `name`.
+    fn has(self, contract: &Contract, name: &str) -> bool {
+        match self {
+            Self::Consumer => contract.consumers.contains_key(name),
+            Self::Publisher => contract.publishers.contains_key(name),
+        }
+    }
+
     /// The contract's names of this kind.
     fn names(self, contract: &Contract) -> Vec<&String> {
         match self {
@@ -125,9 +133,8 @@ fn checked(
     let Choice::Only(names) = choice else {
         return None;
     };
-    let known = kind.names(contract);
     for name in names {
-        if !known.iter().any(|k| *k == name) {
+        if !kind.has(contract, name) {
             problems.push(unknown(name, kind, contract));
         }
     }
@@ -139,7 +146,7 @@ fn unknown(name: &str, kind: Kind, contract: &Contract) -> Diagnostic {
     let noun = kind.noun();
     let other = kind.other().noun();
     let known = kind.names(contract);
-    let help = if kind.other().names(contract).iter().any(|k| *k == name) {
+    let help = if kind.other().has(contract, name) {
         // `--consumer place_order` for a publisher: the likeliest slip of all.
         format!(
             "`{}` is a {other}: choose it with `{other}(…)` (`--{other}` on the command line)",
