@@ -128,11 +128,11 @@ fn check_passes_on_a_current_file_and_fails_with_a_diff_on_a_stale_one() {
     assert_eq!(stale.status.code(), Some(1));
     let report = stderr(&stale);
     assert!(
-        report.contains("-                queue: \"orders.billing.old\","),
+        report.contains("-                    queue: \"orders.billing.old\","),
         "{report}"
     );
     assert!(
-        report.contains("+                queue: \"orders.billing\","),
+        report.contains("+                    queue: \"orders.billing\","),
         "{report}"
     );
     assert!(
