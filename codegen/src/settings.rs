@@ -33,8 +33,10 @@ const MAX_LISTED_TYPES: usize = 12;
 ///
 /// The setters follow `warren_build::Config`: each takes `&mut self` and returns it, so
 /// they chain, and a later call adds to (or, for one type's replacement, overrides) an
-/// earlier one. Nothing is checked until generation, which reports every bad setting at once
-/// as [`Error::Invalid`](crate::Error::Invalid).
+/// earlier one; [`no_consumers`](Self::no_consumers) and
+/// [`no_publishers`](Self::no_publishers) empty their choice. Nothing is checked until
+/// generation, which reports every bad setting at once as
+/// [`Error::Invalid`](crate::Error::Invalid).
 ///
 /// ```no_run
 /// let mut settings = warren_codegen::Settings::new();
