@@ -20,9 +20,9 @@
 //! `warren validate`: file, line, what is wrong and how to fix it.
 //!
 //! [`compile`] is `Config::new().compile(..)`; a [`Config`] sets the output folder, the file
-//! name and the `rerun-if-changed` lines, and how the payload and headers types are generated
-//! ([`Settings`]): extra derives and attributes, builders, and schema types replaced by your
-//! own.
+//! name and the `rerun-if-changed` lines, and how the Rust is generated ([`Settings`]): extra
+//! derives and attributes on the payload and headers types, builders, schema types replaced
+//! by your own, and which of the contract's consumers and publishers this crate runs.
 //!
 //! ```no_run
 //! // build.rs
@@ -32,6 +32,10 @@
 //!         .derive("Eq")
 //!         .builders(true)
 //!         .replace("Money", "crate::money::Money")
+//!         // This service runs the fulfilment consumer and places orders; the contract's
+//!         // other consumers run elsewhere.
+//!         .consumer("fulfil_order")
+//!         .publisher("place_order")
 //!         .compile("warren.yaml")?;
 //!     Ok(())
 //! }
@@ -155,9 +159,8 @@ impl Config {
         self
     }
 
-    /// Generates the payload and headers types with `settings`, replacing every generator
-    /// setting made so far. The setters below each add one setting; [`Settings`] documents
-    /// them all.
+    /// Generates with `settings`, replacing every generator setting made so far. The setters
+    /// below each add one setting; [`Settings`] documents them all.
     ///
     /// ```no_run
     /// // build.rs
@@ -249,6 +252,82 @@ impl Config {
         rust_module: impl Into<String>,
     ) -> &mut Self {
         self.settings.extern_contract(import, rust_module);
+        self
+    }
+
+    /// Generates consumer `name` of the contract, and only the consumers chosen so:
+    /// [`Settings::consumer`]. For a service that runs some of a contract's consumers:
+    /// `Handlers` then needs a handler for these alone, and every other consumer is left out.
+    ///
+    /// ```no_run
+    /// // build.rs of the fulfilment service, which runs one consumer of the orders contract
+    /// // and publishes with none of its publishers.
+    /// fn main() {
+    ///     warren_build::Config::new()
+    ///         .consumer("fulfil_order")
+    ///         .no_publishers()
+    ///         .compile("../contracts/orders/warren.yaml")
+    ///         .unwrap();
+    /// }
+    /// // src/main.rs:
+    /// // Handlers { fulfil_order: Fulfilment }.run(worker).await?;
+    /// ```
+    pub fn consumer(&mut self, name: impl Into<String>) -> &mut Self {
+        self.settings.consumer(name);
+        self
+    }
+
+    /// Generates no consumer at all, for a service that only publishes:
+    /// [`Settings::no_consumers`].
+    ///
+    /// ```no_run
+    /// // build.rs of the shop front, which only places orders.
+    /// fn main() {
+    ///     warren_build::Config::new()
+    ///         .no_consumers()
+    ///         .publisher("place_order")
+    ///         .compile("../contracts/orders/warren.yaml")
+    ///         .unwrap();
+    /// }
+    /// ```
+    pub fn no_consumers(&mut self) -> &mut Self {
+        self.settings.no_consumers();
+        self
+    }
+
+    /// Generates publisher `name` of the contract, and only the publishers chosen so:
+    /// [`Settings::publisher`].
+    ///
+    /// ```no_run
+    /// // build.rs
+    /// fn main() {
+    ///     warren_build::Config::new()
+    ///         .publisher("place_order")
+    ///         .publisher("cancel_order")
+    ///         .compile("warren.yaml")
+    ///         .unwrap();
+    /// }
+    /// ```
+    pub fn publisher(&mut self, name: impl Into<String>) -> &mut Self {
+        self.settings.publisher(name);
+        self
+    }
+
+    /// Generates no publisher at all, for a service that only consumes:
+    /// [`Settings::no_publishers`].
+    ///
+    /// ```no_run
+    /// // build.rs
+    /// fn main() {
+    ///     warren_build::Config::new()
+    ///         .consumer("bill_orders")
+    ///         .no_publishers()
+    ///         .compile("warren.yaml")
+    ///         .unwrap();
+    /// }
+    /// ```
+    pub fn no_publishers(&mut self) -> &mut Self {
+        self.settings.no_publishers();
         self
     }
 

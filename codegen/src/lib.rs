@@ -42,8 +42,9 @@
 //! differently).
 //!
 //! [`Checked::generate`] takes [`Settings`]: extra derives and attributes on the payload and
-//! headers types, builders for them, and schema types replaced by your own. The contract and
-//! its schemas can also be held in memory, as [`Sources`], for tests and tools:
+//! headers types, builders for them, schema types replaced by your own, and which of the
+//! contract's consumers and publishers to generate (for a service running some of them). The
+//! contract and its schemas can also be held in memory, as [`Sources`], for tests and tools:
 //!
 //! ```
 //! use warren_codegen::{Settings, Sources};
@@ -224,7 +225,8 @@ impl Checked {
     /// Generates the contract's Rust file, its types shaped by `settings`.
     ///
     /// Returns [`Error::Invalid`] with every bad setting (and the contract's warnings) when a
-    /// setting does not parse or names no schema definition of the contract.
+    /// setting does not parse, names no schema definition of the contract, or chooses a
+    /// consumer or publisher the contract does not have.
     ///
     /// ```no_run
     /// let mut settings = warren_codegen::Settings::new();

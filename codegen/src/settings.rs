@@ -1,6 +1,7 @@
 //! What a consumer of a contract chooses about its generated Rust, beyond what the contract
-//! says: extra derives and attributes on the payload and headers types, builders for them, and
-//! schema types replaced by the consumer's own.
+//! says: extra derives and attributes on the payload and headers types, builders for them,
+//! schema types replaced by the consumer's own, and which of the contract's consumers and
+//! publishers it generates (`select.rs`).
 //!
 //! Settings belong to the crate that generates, not to the contract: two services sharing one
 //! `warren.yaml` may want different derives. So they are never read from `warren.yaml`; they
@@ -15,6 +16,11 @@ use syn::parse::Parser;
 use crate::diagnostics::{Code, Diagnostic, Diagnostics};
 use crate::model::Contract;
 
+mod select;
+
+use select::Choice;
+pub(crate) use select::Selection;
+
 /// The name diagnostics about settings give as their file: settings come from a build script
 /// or command-line flags, not from a file.
 const SETTINGS: &str = "generator settings";
@@ -22,12 +28,15 @@ const SETTINGS: &str = "generator settings";
 /// The most type names a diagnostic about an unknown replaced type lists.
 const MAX_LISTED_TYPES: usize = 12;
 
-/// How to generate a contract's payload and headers types, beyond what the contract says.
+/// How to generate a contract's Rust, beyond what the contract says: its payload and headers
+/// types, and which of its consumers and publishers.
 ///
 /// The setters follow `warren_build::Config`: each takes `&mut self` and returns it, so
 /// they chain, and a later call adds to (or, for one type's replacement, overrides) an
-/// earlier one. Nothing is checked until generation, which reports every bad setting at once
-/// as [`Error::Invalid`](crate::Error::Invalid).
+/// earlier one; [`no_consumers`](Self::no_consumers) and
+/// [`no_publishers`](Self::no_publishers) empty their choice. Nothing is checked until
+/// generation, which reports every bad setting at once as
+/// [`Error::Invalid`](crate::Error::Invalid).
 ///
 /// ```no_run
 /// let mut settings = warren_codegen::Settings::new();
@@ -36,7 +45,10 @@ const MAX_LISTED_TYPES: usize = 12;
 ///     .derive("Hash")
 ///     .attribute("#[non_exhaustive]")
 ///     .builders(true)
-///     .replace("Money", "::my_money::Money");
+///     .replace("Money", "::my_money::Money")
+///     // This service runs one consumer of the contract and publishes with one publisher.
+///     .consumer("fulfil_order")
+///     .publisher("place_order");
 /// let generated = warren_codegen::check_contract("warren.yaml")?.generate(&settings)?;
 /// # Ok::<(), warren_codegen::Error>(())
 /// ```
@@ -47,11 +59,13 @@ pub struct Settings {
     builders: bool,
     replacements: BTreeMap<String, String>,
     externs: BTreeMap<String, String>,
+    consumers: Choice,
+    publishers: Choice,
 }
 
 impl Settings {
     /// No extra derives or attributes, no builders, no replacements: the generated types are
-    /// what the schemas say.
+    /// what the schemas say; and every consumer and publisher of the contract.
     pub fn new() -> Self {
         Self::default()
     }
@@ -162,12 +176,78 @@ impl Settings {
         self
     }
 
+    /// Generates consumer `name` of the contract, and only the consumers chosen so: a
+    /// service that runs some of a contract's consumers chooses them, and its generated code
+    /// then has a handler trait, a `Handlers` field and a `consumers::register` function for
+    /// those alone, so leaving one of *them* without a handler is still a compile error, and
+    /// the others are no concern of the service. Repeat it for each consumer; without it,
+    /// every consumer of the contract is generated.
+    ///
+    /// `name` is the consumer's name in the contract; a name the contract does not have fails
+    /// generation (with every other bad setting, and a "did you mean").
+    ///
+    /// What the choice leaves out is only code: the payload and headers types and message
+    /// markers of every message are still generated, and `topology()` is still the whole
+    /// contract's. Every service sharing a contract declares the same topology, so whichever
+    /// starts first declares what the others need (the queues a publisher's messages must
+    /// reach, the dead-letter exchanges and wait queues of every consumer), and no two
+    /// services redeclare one queue differently.
+    ///
+    /// ```no_run
+    /// let mut settings = warren_codegen::Settings::new();
+    /// settings.consumer("fulfil_order").consumer("bill_orders");
+    /// ```
+    pub fn consumer(&mut self, name: impl Into<String>) -> &mut Self {
+        self.consumers.add(name.into());
+        self
+    }
+
+    /// Generates no consumer at all, for a service that only publishes: no `consumers`
+    /// module, no `Handlers`. A later [`consumer`](Self::consumer) chooses one again.
+    ///
+    /// ```no_run
+    /// let mut settings = warren_codegen::Settings::new();
+    /// settings.no_consumers().publisher("place_order");
+    /// ```
+    pub fn no_consumers(&mut self) -> &mut Self {
+        self.consumers.none();
+        self
+    }
+
+    /// Generates publisher `name` of the contract, and only the publishers chosen so:
+    /// `Publishers` then has a method for those alone. Repeat it for each publisher; without
+    /// it, every publisher of the contract is generated. A name the contract does not have
+    /// fails generation, as for [`consumer`](Self::consumer).
+    ///
+    /// ```no_run
+    /// let mut settings = warren_codegen::Settings::new();
+    /// settings.publisher("place_order");
+    /// ```
+    pub fn publisher(&mut self, name: impl Into<String>) -> &mut Self {
+        self.publishers.add(name.into());
+        self
+    }
+
+    /// Generates no publisher at all, for a service that only consumes: no `Publishers`. A
+    /// later [`publisher`](Self::publisher) chooses one again.
+    ///
+    /// ```no_run
+    /// let mut settings = warren_codegen::Settings::new();
+    /// settings.consumer("fulfil_order").no_publishers();
+    /// ```
+    pub fn no_publishers(&mut self) -> &mut Self {
+        self.publishers.none();
+        self
+    }
+
     /// Checks every setting against `contract`: each derive a path, each attribute outer
     /// attributes, each replaced type a schema definition of the contract and its replacement
-    /// a type path other than the alias it leaves.
-    /// Every problem is reported, never just the first.
-    pub(crate) fn resolve(&self, contract: &Contract) -> Result<TypeOptions, Diagnostics> {
+    /// a type path other than the alias it leaves, each chosen consumer and publisher one of
+    /// the contract's. Every problem is reported, never just the first.
+    pub(crate) fn resolve(&self, contract: &Contract) -> Result<Resolved, Diagnostics> {
         let mut problems = Diagnostics::new();
+        let selection =
+            Selection::resolve(&self.consumers, &self.publishers, contract, &mut problems);
         let mut options = TypeOptions {
             builders: self.builders,
             ..TypeOptions::default()
@@ -239,7 +319,10 @@ impl Settings {
         }
         self.resolve_externs(contract, &mut options, &mut problems);
         if problems.is_empty() {
-            Ok(options)
+            Ok(Resolved {
+                types: options,
+                selection,
+            })
         } else {
             Err(problems)
         }
@@ -420,8 +503,17 @@ fn bad(message: impl Into<String>) -> Diagnostic {
     Diagnostic::error(Code::BadSetting, SETTINGS, message)
 }
 
-/// Settings checked against a contract; derives and attributes in the token text typify
-/// reads.
+/// Settings checked against a contract: what emit reads.
+#[derive(Default)]
+pub(crate) struct Resolved {
+    /// How the payload and headers types are generated.
+    pub types: TypeOptions,
+    /// Which consumers and publishers are generated.
+    pub selection: Selection,
+}
+
+/// The type settings checked against a contract; derives and attributes in the token text
+/// typify reads.
 #[derive(Default)]
 pub(crate) struct TypeOptions {
     /// Extra derives, each a path.

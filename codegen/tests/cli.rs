@@ -128,11 +128,11 @@ fn check_passes_on_a_current_file_and_fails_with_a_diff_on_a_stale_one() {
     assert_eq!(stale.status.code(), Some(1));
     let report = stderr(&stale);
     assert!(
-        report.contains("-                queue: \"orders.billing.old\","),
+        report.contains("-                    queue: \"orders.billing.old\","),
         "{report}"
     );
     assert!(
-        report.contains("+                queue: \"orders.billing\","),
+        report.contains("+                    queue: \"orders.billing\","),
         "{report}"
     );
     assert!(
@@ -643,4 +643,111 @@ fn validate_a_folder_without_contracts_exits_2() {
         "{}",
         stderr(&output)
     );
+}
+
+/// Choosing consumers and publishers by flag: `generate` leaves the others out, `check` holds
+/// a file to the choice it was generated with (and a stale file's report repeats the flags),
+/// unknown names are reported all at once with a suggestion, and contradictory flags are a
+/// usage error.
+#[test]
+fn generate_and_check_take_the_chosen_consumers_and_publishers() {
+    let contract = "examples/orders/warren.yaml";
+    let flags = [
+        "--consumer",
+        "fulfil_order",
+        "--consumer",
+        "bill_orders",
+        "--publisher",
+        "place_order",
+    ];
+    let output = warren(&[&["generate", contract][..], &flags[..]].concat());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let code = String::from_utf8_lossy(&output.stdout).into_owned();
+    for expected in [
+        "pub trait FulfilOrder",
+        "pub trait BillOrders",
+        "pub struct Handlers<BillOrdersImpl, FulfilOrderImpl> {",
+        "pub fn fulfil_order(",
+        "pub async fn place_order(",
+        // The whole contract's topology, whatever the choice.
+        "name: \"orders.notifications\".into(),",
+    ] {
+        assert!(code.contains(expected), "`{expected}` in:\n{code}");
+    }
+    for left_out in [
+        "NotifyCancellation",
+        "notify_cancellation:",
+        "cancel_order(",
+    ] {
+        assert!(!code.contains(left_out), "`{left_out}` in:\n{code}");
+    }
+
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let out = dir.path().join("orders.rs");
+    let out_arg = out.to_str().expect("a UTF-8 path");
+    std::fs::write(&out, &code).expect("written");
+    let current = warren(&[&["check", contract, "--against", out_arg][..], &flags[..]].concat());
+    assert_eq!(current.status.code(), Some(0), "{}", stderr(&current));
+    // Checked against every consumer, the file is stale: `Handlers` lacks one.
+    let all = warren(&["check", contract, "--against", out_arg]);
+    assert_eq!(all.status.code(), Some(1));
+    assert!(
+        stderr(&all).contains("+    pub notify_cancellation: NotifyCancellationImpl,"),
+        "{}",
+        stderr(&all)
+    );
+    let stale = warren(&[
+        "check",
+        contract,
+        "--against",
+        out_arg,
+        "--no-consumers",
+        "--no-publishers",
+    ]);
+    assert_eq!(stale.status.code(), Some(1));
+    assert!(
+        stderr(&stale).ends_with(&format!("-o {out_arg} --no-consumers --no-publishers`\n")),
+        "{}",
+        stderr(&stale)
+    );
+
+    let none = warren(&["generate", contract, "--no-consumers", "--no-publishers"]);
+    assert_eq!(none.status.code(), Some(0), "{}", stderr(&none));
+    let code = String::from_utf8_lossy(&none.stdout).into_owned();
+    for left_out in [
+        "pub struct Publishers",
+        "pub mod consumers",
+        "pub struct Handlers",
+    ] {
+        assert!(!code.contains(left_out), "`{left_out}` in:\n{code}");
+    }
+    assert!(code.contains("pub struct OrderPlaced"), "{code}");
+
+    let bad = warren(&[
+        "generate",
+        "--color",
+        "never",
+        contract,
+        "--consumer",
+        "fulfil_orders",
+        "--consumer",
+        "place_order",
+        "--publisher",
+        "nobody",
+    ]);
+    assert_eq!(bad.status.code(), Some(1));
+    let report = stderr(&bad).replace("\n  │ ", " ");
+    assert!(report.ends_with("3 errors, 0 warnings\n"), "{report}");
+    for expected in [
+        "cannot choose consumer `fulfil_orders`",
+        "did you mean `fulfil_order`?",
+        "`place_order` is a publisher",
+        "the contract's publishers are `cancel_order`, `place_order`",
+    ] {
+        assert!(report.contains(expected), "`{expected}` in:\n{report}");
+    }
+    assert!(bad.stdout.is_empty());
+
+    let usage = warren(&["generate", contract, "--no-consumers", "--consumer", "x"]);
+    assert_eq!(usage.status.code(), Some(2));
 }

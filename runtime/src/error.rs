@@ -307,6 +307,14 @@ pub enum WorkerError {
         /// Its queue.
         queue: String,
     },
+    /// The consumer was registered on the worker twice (by `Handlers` and by its own
+    /// `consumers::register` function, say): two loops would share its queue, its prefetch
+    /// and its concurrency limit without either knowing. Refused before anything is consumed.
+    #[error("consumer `{consumer}` is registered twice on one worker")]
+    DuplicateConsumer {
+        /// The consumer.
+        consumer: String,
+    },
     /// A message's schema does not compile.
     #[error(transparent)]
     Schema(#[from] crate::schema::SchemaError),

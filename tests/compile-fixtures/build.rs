@@ -61,6 +61,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .builders(true)
         .replace("Money", "crate::Money")
         .compile("../fixtures/settings/warren.yaml")?;
+    // The orders example as a service running two of its three consumers and one of its two
+    // publishers generates it; `src/lib.rs` shows the others left out, and a chosen consumer
+    // without its handler a compile error.
+    warren_build::Config::new()
+        .file_name("chosen.rs")
+        .consumer("fulfil_order")
+        .consumer("bill_orders")
+        .publisher("place_order")
+        .compile("../../examples/orders/warren.yaml")?;
+    // No consumer and no publisher: types, markers and `topology()` alone, still warning-free.
+    warren_build::Config::new()
+        .file_name("types_only.rs")
+        .no_consumers()
+        .no_publishers()
+        .compile("../fixtures/settings/warren.yaml")?;
     name_cases(&out_dir)
 }
 

@@ -1,6 +1,7 @@
 //! Generator settings (`warren_codegen::Settings`), one snapshot per setting on a small
 //! fixture, and every bad setting reported at once. `tests/compile-fixtures` compiles the
-//! fixture generated with all of them.
+//! fixture generated with all of them, and the orders example generated for a choice of its
+//! consumers and publishers.
 
 use std::path::Path;
 
@@ -159,4 +160,88 @@ fn settings_are_not_read_from_the_contract() {
         error.to_string().contains("unknown field `derives`"),
         "{error}"
     );
+}
+
+const ORDERS: &str = "../examples/orders/warren.yaml";
+
+/// The whole file generated from `contract` with `settings`.
+fn code(contract: &str, settings: &Settings) -> String {
+    check_contract(contract)
+        .and_then(|checked| checked.generate(settings))
+        .unwrap_or_else(|error| panic!("{contract} should generate:\n{error}"))
+        .code
+}
+
+/// What `settings` change in the whole file, as a diff from the default output.
+fn file_changes(contract: &str, settings: &Settings) -> String {
+    let default = code(contract, &Settings::new());
+    let changed = code(contract, settings);
+    let diff = similar::TextDiff::from_lines(&default, &changed);
+    diff.unified_diff().context_radius(2).to_string()
+}
+
+/// A service running two of the orders example's three consumers, publishing with one of its
+/// two publishers: the others have no trait, field, register function, adapter or method,
+/// and nothing else changes (types, markers and `topology()` are the whole contract's).
+/// `tests/compile-fixtures` compiles this choice.
+#[test]
+fn chosen_consumers_and_publishers_leave_the_others_out() {
+    let mut settings = Settings::new();
+    settings
+        .consumer("fulfil_order")
+        .consumer("bill_orders")
+        .publisher("place_order");
+    insta::assert_snapshot!(file_changes(ORDERS, &settings));
+}
+
+/// Choosing none leaves `Publishers`, `consumers` and `Handlers` out, rather than generate
+/// them empty with fields nothing reads.
+#[test]
+fn choosing_none_leaves_publishers_consumers_and_handlers_out() {
+    let mut settings = Settings::new();
+    settings.no_consumers().no_publishers();
+    insta::assert_snapshot!(file_changes(FIXTURE, &settings));
+}
+
+/// A choice is built up call by call: a consumer chosen after `no_consumers` is chosen, and
+/// `no_consumers` after a consumer chooses none; naming one twice chooses it once.
+#[test]
+fn a_choice_follows_the_order_of_the_calls() {
+    let mut some = Settings::new();
+    some.no_consumers().consumer("book").consumer("book");
+    let mut all = Settings::new();
+    all.consumer("book");
+    assert_eq!(code(FIXTURE, &some), code(FIXTURE, &all));
+    let mut none = Settings::new();
+    none.consumer("book").no_consumers();
+    assert!(!code(FIXTURE, &none).contains("pub struct Handlers"));
+    // Choosing every consumer by name generates what taking them all does, but for the
+    // docs, which say a choice was made.
+    let chosen = code(FIXTURE, &all).replace("\n/// ", " ");
+    assert!(
+        chosen.contains("1 of the contract's 1 (chosen by the generator settings)"),
+        "{chosen}"
+    );
+}
+
+/// Every unknown name at once, each with what to do: a near name, the kind it is instead, or
+/// the list to choose from.
+#[test]
+fn unknown_consumers_and_publishers_are_reported_all_at_once() {
+    let mut settings = Settings::new();
+    settings
+        .consumer("fulfil_orders")
+        .consumer("cancel_order")
+        .consumer("shipping\u{1b}[2J")
+        .publisher("place_orders")
+        .publisher("bill_orders")
+        .derive("Ha sh");
+    let report = match check_contract(ORDERS).and_then(|checked| checked.generate(&settings)) {
+        Err(Error::Invalid(problems)) => {
+            assert_eq!(problems.error_count(), 6);
+            problems.render(RenderStyle::Plain)
+        }
+        other => panic!("the settings are bad: {other:?}"),
+    };
+    insta::assert_snapshot!(report);
 }

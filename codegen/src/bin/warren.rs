@@ -22,6 +22,8 @@ Examples:
   warren generate examples/orders/warren.yaml -o orders.rs  write the Rust for a contract
   warren generate warren.yaml --derive Hash --builder --replace Money=crate::money::Money
                                                             with derives, builders, your own types
+  warren generate warren.yaml --consumer fulfil_order --no-publishers -o fulfilment.rs
+                                                            for a service running one consumer
   warren check examples/orders/warren.yaml --against src/orders.rs
                                                             in CI: fail when orders.rs is stale
   warren schema > schemas/warren.schema.json                the format's JSON Schema, for editors
@@ -134,8 +136,9 @@ Examples:
     Schema,
 }
 
-/// How the payload and headers types are generated (`warren_codegen::Settings`). Settings
-/// are the generating crate's choice, so they are flags, never part of the contract.
+/// How the payload and headers types are generated, and which consumers and publishers
+/// (`warren_codegen::Settings`). Settings are the generating crate's choice, so they are
+/// flags, never part of the contract.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Generator settings")]
 struct SettingsArgs {
@@ -157,6 +160,21 @@ struct SettingsArgs {
     /// such as `orders=crate::orders`, instead of generating copies (repeatable)
     #[arg(long = "extern", value_name = "IMPORT=MODULE", value_parser = extern_contract)]
     externs: Vec<(String, String)>,
+    /// Generate this consumer of the contract, and only the consumers named so (repeatable);
+    /// without it, every consumer. `Handlers` then needs a handler for these alone
+    #[arg(long = "consumer", value_name = "NAME")]
+    consumers: Vec<String>,
+    /// Generate no consumer: no `consumers` module and no `Handlers`, for a service that only
+    /// publishes
+    #[arg(long, conflicts_with = "consumers")]
+    no_consumers: bool,
+    /// Generate this publisher of the contract, and only the publishers named so
+    /// (repeatable); without it, every publisher
+    #[arg(long = "publisher", value_name = "NAME")]
+    publishers: Vec<String>,
+    /// Generate no publisher: no `Publishers`, for a service that only consumes
+    #[arg(long, conflicts_with = "publishers")]
+    no_publishers: bool,
 }
 
 impl SettingsArgs {
@@ -175,6 +193,18 @@ impl SettingsArgs {
             settings.extern_contract(import, module);
         }
         settings.builders(self.builder);
+        if self.no_consumers {
+            settings.no_consumers();
+        }
+        for consumer in &self.consumers {
+            settings.consumer(consumer);
+        }
+        if self.no_publishers {
+            settings.no_publishers();
+        }
+        for publisher in &self.publishers {
+            settings.publisher(publisher);
+        }
         settings
     }
 
@@ -204,6 +234,18 @@ impl SettingsArgs {
         }
         for (import, module) in &self.externs {
             add("--extern", Some(&format!("{import}={module}")));
+        }
+        if self.no_consumers {
+            add("--no-consumers", None);
+        }
+        for consumer in &self.consumers {
+            add("--consumer", Some(consumer));
+        }
+        if self.no_publishers {
+            add("--no-publishers", None);
+        }
+        for publisher in &self.publishers {
+            add("--publisher", Some(publisher));
         }
         flags
     }

@@ -158,7 +158,7 @@ codes! {
 
     // Generator settings (`warren_codegen::Settings`), not the contract.
     /// A derive, attribute or type replacement that does not parse, or replaces no type of
-    /// the contract.
+    /// the contract; a chosen consumer or publisher the contract does not have.
     BadSetting = "bad-setting",
 }
 

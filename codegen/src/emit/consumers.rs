@@ -1,4 +1,5 @@
-//! One handler trait per consumer, and `Handlers`, which needs all of them.
+//! One handler trait per consumer, a function registering each consumer's handler alone, and
+//! `Handlers`, which needs all of them.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -7,14 +8,21 @@ use super::docs::{allow_contract_markdown, compose, retry_line};
 use super::{GenerateError, code, ident, type_ident};
 use crate::model::{Consumer, Contract, Message};
 use crate::naming::{self, Role};
+use crate::settings::Selection;
 
-/// `pub mod consumers`, `pub struct Handlers` and the adapters to the runtime's handler traits.
-pub(super) fn emit(contract: &Contract) -> Result<TokenStream, GenerateError> {
+/// `pub mod consumers` (with `consumers::register`), `pub struct Handlers` and the adapters to
+/// the runtime's handler traits, for the consumers `selection` chooses; nothing when it
+/// chooses none.
+pub(super) fn emit(
+    contract: &Contract,
+    selection: &Selection,
+) -> Result<TokenStream, GenerateError> {
     // The checks refuse a consumer of an unknown message: one here is a bug, not a consumer
     // to leave out of `Handlers` without a word.
     let consumers: Vec<(&Consumer, &Message)> = contract
         .consumers
         .values()
+        .filter(|c| selection.consumer(&c.name))
         .map(|c| match contract.messages.get(&c.message) {
             Some(m) => Ok((c, m)),
             None => Err(GenerateError::Internal(format!(
@@ -24,19 +32,50 @@ pub(super) fn emit(contract: &Contract) -> Result<TokenStream, GenerateError> {
             ))),
         })
         .collect::<Result<_, _>>()?;
+    if consumers.is_empty() {
+        return Ok(TokenStream::new());
+    }
     let traits = consumers
         .iter()
         .map(|(c, m)| handler_trait(contract, c, m))
         .collect::<Result<Vec<_>, _>>()?;
+    let registrations = consumers.iter().map(|(c, m)| register(c, m));
     let adapters = consumers.iter().map(|(c, m)| adapter(c, m));
-    let handlers = handlers(&consumers);
+    // Which consumers the code holds, said once for the module and `Handlers`.
+    let which = if selection.chooses_consumers() {
+        format!(
+            "consumer this code was generated for, {} of the contract's {} (chosen by the \
+             generator settings)",
+            consumers.len(),
+            contract.consumers.len()
+        )
+    } else {
+        "consumer of the contract".to_owned()
+    };
+    let handlers = handlers(&which, &consumers);
+    let module_docs = compose(
+        &format!(
+            "One handler trait per {which}. Implement each with an `async fn`; its future must \
+             be `Send`."
+        ),
+        None,
+        // A module's outer docs resolve links where the module is declared, not inside it.
+        "Register every handler at once with [`Handlers`], or each alone with its function in \
+         [`consumers::register`].",
+    );
     let allow = allow_contract_markdown();
     Ok(quote! {
-        /// One handler trait per consumer of the contract. Implement each with an
-        /// `async fn`; its future must be `Send`.
+        #module_docs
         #allow
         pub mod consumers {
             #( #traits )*
+
+            /// One function per consumer, registering its handler alone on a worker: for a
+            /// service that runs some of the contract's consumers, or builds its handlers
+            /// one at a time.
+            pub mod register {
+                #( #registrations )*
+            }
         }
 
         #handlers
@@ -167,7 +206,7 @@ fn adapter(consumer: &Consumer, message: &Message) -> TokenStream {
     }
 }
 
-fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
+fn handlers(which: &str, consumers: &[(&Consumer, &Message)]) -> TokenStream {
     let traits: Vec<_> = consumers
         .iter()
         .map(|(c, _)| ident(&c.name, Role::ConsumerTrait))
@@ -196,83 +235,26 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
             "",
         )
     });
-    let registrations = consumers
+    let registrations = fields
         .iter()
-        .zip(&fields)
-        .map(|((consumer, message), field)| {
-            let adapter = ident(&consumer.name, Role::ConsumerTrait);
-            let marker = ident(&message.name, Role::Message);
-            let name = &consumer.name;
-            let queue = &consumer.queue;
-            let prefetch = consumer.prefetch;
-            let concurrency = consumer.concurrency;
-            let circuit_breaker = match &consumer.circuit_breaker {
-                Some(breaker) => {
-                    let failures = breaker.failures;
-                    let millis = breaker.cool_down.as_millis();
-                    quote! {
-                        ::core::option::Option::Some(::warren_runtime::codegen::CircuitBreaker {
-                            failures: #failures,
-                            cool_down: ::core::time::Duration::from_millis(#millis),
-                        })
-                    }
-                }
-                None => quote! { ::core::option::Option::None },
-            };
-            let spec = quote! {
-                ::warren_runtime::codegen::ConsumerSpec {
-                    name: #name,
-                    queue: #queue,
-                    prefetch: #prefetch,
-                    concurrency: #concurrency,
-                    circuit_breaker: #circuit_breaker,
-                }
-            };
-            match &consumer.batch {
-                Some(batch) => {
-                    let size = batch.size;
-                    let millis = batch.timeout.as_millis();
-                    quote! {
-                        ::warren_runtime::codegen::add_batch::<messages::#marker, _>(
-                            worker,
-                            #spec,
-                            ::warren_runtime::codegen::BatchSpec {
-                                size: #size,
-                                timeout: ::core::time::Duration::from_millis(#millis),
-                            },
-                            __adapters::#adapter(self.#field),
-                        );
-                    }
-                }
-                None => quote! {
-                    ::warren_runtime::codegen::add::<messages::#marker, _>(worker, #spec, __adapters::#adapter(self.#field));
-                },
-            }
-        });
-    let unused = if consumers.is_empty() {
-        quote! { let _ = worker; }
-    } else {
-        quote! {}
-    };
-    let generics = if params.is_empty() {
-        quote! {}
-    } else {
-        quote! { <#( #params ),*> }
-    };
-    let bounds = if params.is_empty() {
-        quote! {}
-    } else {
-        quote! { <#( #params: consumers::#traits ),*> }
-    };
-    let mut text = "The handler of every consumer of the contract. Each field is required, so \
-                    a consumer without a handler is a compile error."
-        .to_owned();
+        .map(|field| quote! { consumers::register::#field(worker, self.#field); });
+    // `emit` generates no `Handlers` without a consumer: there is at least one parameter.
+    let generics = quote! { <#( #params ),*> };
+    let bounds = quote! { <#( #params: consumers::#traits ),*> };
+    let mut text = format!(
+        "The handler of every {which}. Each field is required, so a consumer without a \
+         handler is a compile error."
+    );
     if let (Some(param), Some(handler_trait)) = (params.first(), traits.first()) {
         text.push_str(&format!(
             "\n\nEach type parameter is the type of one consumer's handler, named after the \
              trait it implements: `{param}` implements [`consumers::{handler_trait}`]."
         ));
     }
+    text.push_str(
+        "\n\nTo register one consumer's handler alone, call its function in \
+         [`consumers::register`].",
+    );
     let docs = compose(&text, None, "");
     quote! {
         #docs
@@ -281,9 +263,9 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
         }
 
         impl #bounds Handlers #generics {
-            /// Adds every consumer to `worker`.
+            /// Adds every consumer to `worker`, each as its function in
+            /// [`consumers::register`] adds it.
             pub fn register(self, worker: &mut ::warren_runtime::Worker) {
-                #unused
                 #( #registrations )*
             }
 
@@ -295,6 +277,86 @@ fn handlers(consumers: &[(&Consumer, &Message)]) -> TokenStream {
                 self.register(&mut worker);
                 worker.run().await
             }
+        }
+    }
+}
+
+/// `consumers::register::<consumer>`: registers the consumer's handler on a worker, alone.
+/// `Handlers::register` calls these, so both ways register a consumer the same way.
+fn register(consumer: &Consumer, message: &Message) -> TokenStream {
+    let function = ident(&consumer.name, Role::ConsumerField);
+    let handler_trait = ident(&consumer.name, Role::ConsumerTrait);
+    let marker = ident(&message.name, Role::Message);
+    let name = &consumer.name;
+    let queue = &consumer.queue;
+    let prefetch = consumer.prefetch;
+    let concurrency = consumer.concurrency;
+    let circuit_breaker = match &consumer.circuit_breaker {
+        Some(breaker) => {
+            let failures = breaker.failures;
+            let millis = breaker.cool_down.as_millis();
+            quote! {
+                ::core::option::Option::Some(::warren_runtime::codegen::CircuitBreaker {
+                    failures: #failures,
+                    cool_down: ::core::time::Duration::from_millis(#millis),
+                })
+            }
+        }
+        None => quote! { ::core::option::Option::None },
+    };
+    let spec = quote! {
+        ::warren_runtime::codegen::ConsumerSpec {
+            name: #name,
+            queue: #queue,
+            prefetch: #prefetch,
+            concurrency: #concurrency,
+            circuit_breaker: #circuit_breaker,
+        }
+    };
+    let adapter = quote! { super::super::__adapters::#handler_trait(handler) };
+    let add = match &consumer.batch {
+        Some(batch) => {
+            let size = batch.size;
+            let millis = batch.timeout.as_millis();
+            quote! {
+                ::warren_runtime::codegen::add_batch::<super::super::messages::#marker, _>(
+                    worker,
+                    #spec,
+                    ::warren_runtime::codegen::BatchSpec {
+                        size: #size,
+                        timeout: ::core::time::Duration::from_millis(#millis),
+                    },
+                    #adapter,
+                );
+            }
+        }
+        None => quote! {
+            ::warren_runtime::codegen::add::<super::super::messages::#marker, _>(worker, #spec, #adapter);
+        },
+    };
+    let docs = compose(
+        &format!(
+            "Registers `handler` as the handler of consumer {} (message {} from queue {}) on \
+             `worker`, alone.",
+            code(&consumer.name),
+            code(&message.name),
+            code(&consumer.queue)
+        ),
+        None,
+        &format!(
+            "It is handled as [`Handlers`](super::super::Handlers) would handle it: the same \
+             decoding and validation, prefetch, concurrency and retry policy (see \
+             [`{handler_trait}`](super::{handler_trait})). A worker refuses to start with one \
+             consumer registered twice."
+        ),
+    );
+    quote! {
+        #docs
+        pub fn #function(
+            worker: &mut ::warren_runtime::Worker,
+            handler: impl super::#handler_trait,
+        ) {
+            #add
         }
     }
 }

@@ -284,7 +284,7 @@ mod tests {
     #[test]
     fn a_consumer_or_publisher_of_a_message_the_model_lacks_is_an_internal_error() {
         let generate = |contract: &Contract| {
-            crate::emit::generate(contract, &crate::settings::TypeOptions::default())
+            crate::emit::generate(contract, &crate::settings::Resolved::default())
         };
         let contract = contract();
         assert!(generate(&contract).is_ok());

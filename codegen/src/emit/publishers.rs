@@ -7,18 +7,45 @@ use super::docs::compose;
 use super::{GenerateError, code, ident};
 use crate::model::{Compression, Contract, KeyWord, Publisher};
 use crate::naming::Role;
+use crate::settings::Selection;
 
-/// `pub struct Publishers` and its methods.
-pub(super) fn emit(contract: &Contract) -> Result<TokenStream, GenerateError> {
+/// `pub struct Publishers` and a method for each publisher `selection` chooses; nothing when
+/// it chooses none (a `Publishers` without methods would hold fields nothing reads).
+pub(super) fn emit(
+    contract: &Contract,
+    selection: &Selection,
+) -> Result<TokenStream, GenerateError> {
     let methods = contract
         .publishers
         .values()
+        .filter(|publisher| selection.publisher(&publisher.name))
         .map(|publisher| method(contract, publisher))
         .collect::<Result<Vec<_>, _>>()?;
+    if methods.is_empty() {
+        return Ok(TokenStream::new());
+    }
+    let docs = if selection.chooses_publishers() {
+        compose(
+            &format!(
+                "The publishers this code was generated for, {} of the contract's {} (chosen \
+                 by the generator settings): one method per publisher, with the exchange, \
+                 routing key and compression of the contract baked in. Each publish waits for \
+                 the broker's confirm and fails when the message reaches no queue.",
+                methods.len(),
+                contract.publishers.len()
+            ),
+            None,
+            "",
+        )
+    } else {
+        quote! {
+            /// The contract's publishers: one method per publisher, with the exchange, routing
+            /// key and compression of the contract baked in. Each publish waits for the broker's
+            /// confirm and fails when the message reaches no queue.
+        }
+    };
     Ok(quote! {
-        /// The contract's publishers: one method per publisher, with the exchange, routing
-        /// key and compression of the contract baked in. Each publish waits for the broker's
-        /// confirm and fails when the message reaches no queue.
+        #docs
         #[derive(Debug, Clone)]
         pub struct Publishers {
             publisher: ::warren_runtime::Publisher,

@@ -51,6 +51,13 @@ pub mod handlers {
         }
     }
 
+    /// A service running fulfilment alone registers that one consumer on its worker; the
+    /// others run elsewhere. (`build.rs` may instead generate for a choice of consumers,
+    /// `Config::consumer`, and `Handlers` then needs those alone.)
+    pub fn fulfilment_only(worker: &mut warren_runtime::Worker) {
+        crate::consumers::register::fulfil_order(worker, Fulfilment);
+    }
+
     /// Every handler the contract needs: leaving one out does not compile.
     pub fn all() -> crate::Handlers<Billing, Fulfilment, Notifications> {
         crate::Handlers {

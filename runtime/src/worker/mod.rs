@@ -29,7 +29,8 @@ pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// The largest body a worker accepts by default, before and after decompression.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
-/// How one consumer of a contract consumes: what a generated `Handlers::register` fills in.
+/// How one consumer of a contract consumes: what a generated `consumers::register` function
+/// fills in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConsumerSpec {
     /// The consumer's name in the contract.
@@ -146,7 +147,9 @@ trait Registered: Send {
 /// Runs a contract's consumers on one connection, each on channels of its own.
 ///
 /// Built on a topology (its queues' retry and dead-letter policies, and its namespace),
-/// configured with setters, given its handlers by the generated `Handlers`:
+/// configured with setters, given its handlers by the generated `Handlers` (every consumer
+/// generated) or by the generated `consumers::register` functions (one consumer each; a
+/// consumer registered twice is refused when the worker starts):
 ///
 /// ```no_run
 /// # async fn run(connection: warren_runtime::Connection, topology: warren_runtime::Topology) -> Result<(), Box<dyn std::error::Error>> {
@@ -155,7 +158,8 @@ trait Registered: Send {
 ///     .drain_timeout(Duration::from_secs(10))
 ///     .max_body_bytes(1 << 20);
 /// // Your crate: `Handlers { fulfil_order: Fulfilment, .. }.run(worker).await?`, which
-/// // registers each consumer and then runs:
+/// // registers each consumer and then runs; or one consumer at a time, with
+/// // `consumers::register::fulfil_order(&mut worker, Fulfilment)`, then:
 /// worker.run().await?;
 /// # Ok(()) }
 /// ```
@@ -295,8 +299,14 @@ impl Worker {
         self.topology.validate()?;
         // Resolve every queue first: a consumer of an unknown queue stops nothing midway.
         let mut ready = Vec::new();
+        let mut names = std::collections::BTreeSet::new();
         for consumer in self.consumers {
             let spec = *consumer.spec();
+            if !names.insert(spec.name) {
+                return Err(WorkerError::DuplicateConsumer {
+                    consumer: spec.name.to_owned(),
+                });
+            }
             let name = self.topology.qualified(spec.queue);
             let queue = self
                 .topology
@@ -339,13 +349,14 @@ impl Worker {
 }
 
 /// Adds a consumer handling messages one at a time to `worker`: what the generated
-/// `Handlers::register` calls (`warren_runtime::codegen::add`); not a stable API.
+/// `consumers::register` functions call (`warren_runtime::codegen::add`); not a stable API.
 pub fn add<M: Message, H: Handler<M>>(worker: &mut Worker, spec: ConsumerSpec, handler: H) {
     worker.add::<M, H>(spec, handler);
 }
 
 /// Adds a consumer handling messages in batches to `worker`: what the generated
-/// `Handlers::register` calls (`warren_runtime::codegen::add_batch`); not a stable API.
+/// `consumers::register` functions call (`warren_runtime::codegen::add_batch`); not a stable
+/// API.
 pub fn add_batch<M: Message, H: BatchHandler<M>>(
     worker: &mut Worker,
     spec: ConsumerSpec,

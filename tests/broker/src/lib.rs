@@ -390,9 +390,39 @@ impl Harness {
         harness
     }
 
+    /// Like [`Harness::start`], with the worker running only the consumers `register` adds to
+    /// it (through the generated `consumers::register` functions, handled by the recorder),
+    /// rather than every consumer of the contract.
+    pub async fn start_registering(
+        test: &str,
+        register: impl FnOnce(&Recorder, &mut Worker),
+    ) -> Self {
+        let slot = SLOTS
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
+        let mut harness = Self::start_on(&amqp_url(), test, |worker| worker, register).await;
+        harness._slot = Some(slot);
+        harness
+    }
+
     /// Like [`Harness::start_with`], on the broker at `url` (a private one, say). Its
     /// connection reconnects quickly: within a second of the broker answering again.
     pub async fn start_at(url: &str, test: &str, configure: impl FnOnce(Worker) -> Worker) -> Self {
+        Self::start_on(url, test, configure, |recorder, worker| {
+            handlers(recorder).register(worker);
+        })
+        .await
+    }
+
+    /// Declares the contract under a fresh namespace on the broker at `url`, and starts a
+    /// worker configured by `configure` with the consumers `register` adds.
+    async fn start_on(
+        url: &str,
+        test: &str,
+        configure: impl FnOnce(Worker) -> Worker,
+        register: impl FnOnce(&Recorder, &mut Worker),
+    ) -> Self {
         let connection = Connection::builder(&format!("warren-test-{test}"))
             .url(url)
             .reconnect_backoff(Duration::from_millis(50), Duration::from_secs(1))
@@ -408,10 +438,10 @@ impl Harness {
             .await
             .expect("a publishing channel");
         let recorder = Recorder::default();
-        let worker = configure(Worker::new(connection.clone(), topology.clone()));
+        let mut worker = configure(Worker::new(connection.clone(), topology.clone()));
         let shutdown = worker.shutdown_handle();
-        let handlers = handlers(&recorder);
-        let worker = tokio::spawn(handlers.run(worker));
+        register(&recorder, &mut worker);
+        let worker = tokio::spawn(worker.run());
         let raw = Mutex::new(raw_channel(&connection).await);
         Self {
             connection,

@@ -9,9 +9,10 @@
 //! where in the contract it came from, the payload types (their fields, variants, builders
 //! and setters) included.
 //!
-//! Contract text in those docs never runs as a doctest: `cargo test --doc` on this crate
-//! runs none (the `hostile-docs` fixture puts fences in names and descriptions, whose prose
-//! would fail to compile as Rust).
+//! Contract text in those docs never runs as a doctest (the `hostile-docs` fixture puts
+//! fences in names and descriptions, whose prose would fail to compile as Rust): `cargo test
+//! --doc` on this crate runs only the doctests written here, on [`chosen`], which prove what
+//! must not compile.
 #![deny(warnings, missing_docs)]
 
 include!(concat!(env!("OUT_DIR"), "/fixtures.rs"));
@@ -27,6 +28,99 @@ pub const TOPOLOGIES: &[(&str, TopologyFn)] = include!(concat!(env!("OUT_DIR"), 
 /// [`Money`] (see `build.rs`).
 pub mod settings {
     include!(concat!(env!("OUT_DIR"), "/settings.rs"));
+}
+
+/// The orders example generated for a service that runs two of its three consumers
+/// (`fulfil_order` and `bill_orders`) and publishes with one of its two publishers
+/// (`place_order`): see `build.rs`. `Handlers` needs a handler for each chosen consumer, and
+/// for no other; each can also be registered alone:
+///
+/// ```no_run
+/// use warren_compile_fixtures::chosen::{Handlers, consumers, types};
+/// use warren_runtime::{Delivery, HandlerError, Worker};
+///
+/// struct Fulfil;
+/// impl consumers::FulfilOrder for Fulfil {
+///     async fn handle(
+///         &self,
+///         _: Delivery<types::OrderPlaced, types::OrderHeaders>,
+///     ) -> Result<(), HandlerError> {
+///         Ok(())
+///     }
+/// }
+/// struct Bill;
+/// impl consumers::BillOrders for Bill {
+///     async fn handle_batch(
+///         &self,
+///         _: Vec<Delivery<types::OrderPlaced, types::OrderHeaders>>,
+///     ) -> Result<(), HandlerError> {
+///         Ok(())
+///     }
+/// }
+/// fn every_chosen_consumer(worker: &mut Worker) {
+///     Handlers { fulfil_order: Fulfil, bill_orders: Bill }.register(worker);
+/// }
+/// fn one_consumer_alone(worker: &mut Worker) {
+///     consumers::register::fulfil_order(worker, Fulfil);
+/// }
+/// async fn place(
+///     publishers: &warren_compile_fixtures::chosen::Publishers,
+///     order: &types::OrderPlaced,
+///     headers: &types::OrderHeaders,
+/// ) {
+///     let _ = publishers.place_order("eu", order, headers).await;
+/// }
+/// ```
+///
+/// Each `compile_fail` below is that code with one thing changed, so it fails for that thing
+/// and not for a slip (stable rustdoc does not check the error code it names).
+///
+/// A chosen consumer without its handler does not compile (E0063: a missing field):
+///
+/// ```compile_fail,E0063
+/// use warren_compile_fixtures::chosen::{Handlers, consumers, types};
+/// use warren_runtime::{Delivery, HandlerError};
+///
+/// struct Fulfil;
+/// impl consumers::FulfilOrder for Fulfil {
+///     async fn handle(
+///         &self,
+///         _: Delivery<types::OrderPlaced, types::OrderHeaders>,
+///     ) -> Result<(), HandlerError> {
+///         Ok(())
+///     }
+/// }
+/// fn run(worker: &mut warren_runtime::Worker) {
+///     Handlers { fulfil_order: Fulfil }.register(worker);
+/// }
+/// ```
+///
+/// A consumer left out has no trait (E0405) and no register function:
+///
+/// ```compile_fail,E0405
+/// use warren_compile_fixtures::chosen::consumers;
+///
+/// struct Notify;
+/// impl consumers::NotifyCancellation for Notify {}
+/// ```
+///
+/// A publisher left out has no method (E0599):
+///
+/// ```compile_fail,E0599
+/// use warren_compile_fixtures::chosen::{Publishers, types};
+///
+/// async fn cancel(publishers: &Publishers, cancelled: &types::OrderCancelled) {
+///     let _ = publishers.cancel_order("eu", cancelled).await;
+/// }
+/// ```
+pub mod chosen {
+    include!(concat!(env!("OUT_DIR"), "/chosen.rs"));
+}
+
+/// The settings fixture generated with no consumer and no publisher (see `build.rs`): its
+/// types, message markers and `topology()`, and no `Publishers`, `consumers` or `Handlers`.
+pub mod types_only {
+    include!(concat!(env!("OUT_DIR"), "/types_only.rs"));
 }
 
 /// A user's own money type, replacing the settings fixture's generated `Money`: it implements
