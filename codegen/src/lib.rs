@@ -66,6 +66,7 @@
 mod check;
 pub mod diagnostics;
 mod emit;
+pub mod export;
 mod files;
 mod format;
 mod load;
