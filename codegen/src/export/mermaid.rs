@@ -106,7 +106,7 @@ mod tests {
     fn names_cannot_break_out_of_a_label() {
         assert_eq!(text("a\"]-->b"), "a#34;#93;--#62;b");
         assert_eq!(text("x\n%%{init}"), "x#92;n#37;#37;#123;init#125;");
-        assert_eq!(text("<b>#quot;</b>"), "#60;b#62;#35;quot;#60;/b#62;");
+        assert_eq!(text("<b>#quot;</b>"), "#60;b#62;#35;quot#59;#60;/b#62;");
         assert_eq!(text("café → ×2"), "caf#233; #8594; #215;2");
     }
 }
