@@ -13,7 +13,9 @@
 //!   schemas are JSON Schema 2020-12 (`$defs`), not AsyncAPI's draft-07 dialect.
 //!
 //! Keys are made from names by [`Ids`](super::Ids); the names themselves are kept as
-//! values (`name`, `address`, `x-warren-name`). Maps are written in a fixed order, so the
+//! plain-string values (`address`, `title`, `name`, the bindings), never in a `description`,
+//! which AsyncAPI tools render as Markdown: a name cannot inject markup. A message's own
+//! `description` is the contract author's documentation and is passed through. Maps are written in a fixed order, so the
 //! same contract always gives the same bytes.
 
 use std::collections::BTreeMap;
@@ -123,10 +125,7 @@ pub fn document(contract: &Contract, info: &Info) -> Value {
         let Some(by_key) = keys.get(name.as_str()) else {
             let mut channel = Map::new();
             channel.insert("address".into(), Value::Null);
-            channel.insert(
-                "description".into(),
-                json!(format!("Exchange `{exchange_label}`.")),
-            );
+            channel.insert("title".into(), json!(format!("exchange {exchange_label}")));
             extras(&mut channel);
             channels.insert(ids.id("exchange.", name), Value::Object(channel));
             continue;
@@ -145,8 +144,8 @@ pub fn document(contract: &Contract, info: &Info) -> Value {
             let mut channel = Map::new();
             channel.insert("address".into(), json!(key));
             channel.insert(
-                "description".into(),
-                json!(format!("Exchange `{exchange_label}`, routing key `{key}`.")),
+                "title".into(),
+                json!(format!("exchange {exchange_label}, routing key {key}")),
             );
             channel.insert("messages".into(), Value::Object(messages));
             let placeholders: Vec<&str> = publishers
@@ -159,7 +158,7 @@ pub fn document(contract: &Contract, info: &Info) -> Value {
                     .map(|p| {
                         (
                             (*p).to_owned(),
-                            json!({ "description": format!("Routing key word(s) `{{{p}}}`, filled in when publishing.") }),
+                            json!({ "description": "Routing key word(s) filled in when publishing." }),
                         )
                     })
                     .collect();
@@ -213,10 +212,7 @@ pub fn document(contract: &Contract, info: &Info) -> Value {
         }
         let mut channel = Map::new();
         channel.insert("address".into(), json!(queue.name));
-        channel.insert(
-            "description".into(),
-            json!(format!("Queue `{}` ({}).", queue.name, queue.kind)),
-        );
+        channel.insert("title".into(), json!(format!("queue {}", queue.name)));
         channel.insert("messages".into(), Value::Object(messages));
         channel.insert(
             "bindings".into(),
