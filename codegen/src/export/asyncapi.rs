@@ -12,11 +12,12 @@
 //!   (`schemaFormat: application/schema+json;version=draft-2020-12`), since warren's bundled
 //!   schemas are JSON Schema 2020-12 (`$defs`), not AsyncAPI's draft-07 dialect.
 //!
-//! Keys are made from names by [`Ids`](super::Ids); the names themselves are kept as
-//! plain-string values (`address`, `title`, `name`, the bindings), never in a `description`,
-//! which AsyncAPI tools render as Markdown: a name cannot inject markup. A message's own
-//! `description` is the contract author's documentation and is passed through. Maps are written in a fixed order, so the
-//! same contract always gives the same bytes.
+//! Keys are made from names (ASCII letters, digits, `.`, `-`, `_`; the rest `_`, with a
+//! suffix when two collide); the names themselves are kept as plain-string values
+//! (`address`, `title`, `name`, the bindings), never in a `description`, which AsyncAPI
+//! tools render as Markdown: a name cannot inject markup. A message's own `description` is
+//! the contract author's documentation and is passed through. Maps are written in a fixed
+//! order, so the same contract always gives the same bytes.
 
 use std::collections::BTreeMap;
 
