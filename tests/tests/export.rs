@@ -217,3 +217,38 @@ fn hostile_names_stay_inside_their_labels() {
     );
     assert!(text.contains("dlx#92;nline"), "{text}");
 }
+
+/// An exchange the contract names but does not declare (what an imported exchange will be)
+/// is exported and drawn as external, by every output alike.
+#[test]
+fn an_exchange_declared_elsewhere_is_marked_external() {
+    let mut contract = contract("../examples/orders/warren.yaml");
+    contract
+        .topology
+        .exchanges
+        .retain(|e| e.name != "orders.dlx");
+
+    let document = document(&contract, &info());
+    let channel = &document["channels"]["exchange.orders.dlx"];
+    assert_eq!(channel["x-warren-external"], true, "{channel}");
+    assert!(
+        channel["bindings"]["amqp"]["exchange"]
+            .get("type")
+            .is_none()
+    );
+    let errors: Vec<String> = asyncapi_validator()
+        .iter_errors(&document)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+
+    let text = mermaid(&contract);
+    assert!(text.contains("x1{{\"orders.dlx<br/>external\"}}"), "{text}");
+    assert!(text.ends_with("class x1 external\n"), "{text}");
+    let dot = dot(&contract);
+    assert!(
+        dot.contains("\"x1\" [shape=hexagon, style=dashed, label=\"orders.dlx\\nexternal\"];"),
+        "{dot}"
+    );
+    render_svg(&dot, Path::new("orders without orders.dlx"));
+}

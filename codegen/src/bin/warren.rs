@@ -369,20 +369,7 @@ fn generate(
 ) -> Result<(), Failure> {
     let generated = generated(contract, settings, style)?;
     show_warnings(&generated.checked.warnings, style);
-    if output == Path::new("-") {
-        print!("{}", generated.code);
-        return Ok(());
-    }
-    let written = warren_codegen::write_if_changed(output, generated.code.as_bytes())
-        .map_err(|e| Failure::usage(format!("error: cannot write `{}`: {e}\n", shown(output))))?;
-    eprintln!(
-        "{}: {}",
-        shown(output),
-        match written {
-            Written::Unchanged => "unchanged",
-            Written::Written => "written",
-        }
-    );
+    emit(output, &generated.code)?;
     exit_without_freeing(generated);
     Ok(())
 }
@@ -420,7 +407,7 @@ fn check(
     })
 }
 
-/// Writes `text` to `output` (`-`: standard output), as `generate` does.
+/// Writes `text` to `output` (`-`: standard output); a file only when its bytes change.
 fn emit(output: &Path, text: &str) -> Result<(), Failure> {
     if output == Path::new("-") {
         print!("{text}");
