@@ -56,7 +56,7 @@ pub struct Edge {
     pub from: String,
     /// Target node ID.
     pub to: String,
-    /// Label, as plain text (not escaped).
+    /// Label, as plain text (not escaped); never empty (Mermaid refuses `|""|`).
     pub label: Option<String>,
     /// How it is drawn.
     pub style: EdgeStyle,
@@ -134,7 +134,7 @@ pub fn graph(contract: &Contract) -> Graph {
             graph.edges.push(Edge {
                 from: id,
                 to: exchange.clone(),
-                label: Some(publisher.routing_key_text.clone()),
+                label: Some(publisher.routing_key_text.clone()).filter(|key| !key.is_empty()),
                 style: EdgeStyle::Flow,
             });
         }

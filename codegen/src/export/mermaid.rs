@@ -39,7 +39,7 @@ pub fn mermaid(contract: &Contract) -> String {
             EdgeStyle::DeadLetter => "-.->",
             EdgeStyle::Note => "-.-",
         };
-        match &edge.label {
+        match edge.label.as_deref().filter(|label| !label.is_empty()) {
             Some(label) => {
                 let _ = writeln!(
                     out,
