@@ -1,8 +1,8 @@
 //! The topology [`graph`](super::graph) as a Mermaid flowchart (`flowchart LR`), which
 //! GitHub renders in Markdown.
 //!
-//! Node IDs are the graph's generated ones. Every label is quoted, and every character of a
-//! name outside a small safe set is written as a Mermaid entity code (`#34;`), so no name
+//! Node IDs are the graph's generated ones. Every label is quoted, and every ASCII character
+//! of a name outside a small safe set is written as a Mermaid entity code (`#34;`), so no name
 //! can close a label, start a link, comment or directive, or inject HTML; hidden characters
 //! are made visible first (a newline shows as `\n`).
 
@@ -77,14 +77,16 @@ pub fn mermaid(contract: &Contract) -> String {
     out
 }
 
-/// `text` for inside a quoted Mermaid label: hidden characters made visible, then every
-/// character but ASCII letters, digits and a few harmless punctuation marks written as an
-/// entity code.
+/// `text` for inside a quoted Mermaid label: hidden characters (controls, bidi overrides…)
+/// made visible, then every ASCII character but letters, digits and a few harmless
+/// punctuation marks written as an entity code. Other characters (`é`, `→`) mean nothing to
+/// Mermaid and stay as written, so labels read well in the source too.
 fn text(text: &str) -> String {
     let visible = escape(text);
     let mut out = String::with_capacity(visible.len());
     for c in visible.chars() {
         if c.is_ascii_alphanumeric()
+            || !c.is_ascii()
             || matches!(
                 c,
                 ' ' | '.' | ',' | ':' | '-' | '_' | '*' | '/' | '=' | '(' | ')'
@@ -107,6 +109,7 @@ mod tests {
         assert_eq!(text("a\"]-->b"), "a#34;#93;--#62;b");
         assert_eq!(text("x\n%%{init}"), "x#92;n#37;#37;#123;init#125;");
         assert_eq!(text("<b>#quot;</b>"), "#60;b#62;#35;quot#59;#60;/b#62;");
-        assert_eq!(text("café → ×2"), "caf#233; #8594; #215;2");
+        assert_eq!(text("café → ×2"), "café → ×2");
+        assert_eq!(text("\u{202e}x"), "#92;u#123;202e#125;x");
     }
 }
