@@ -74,6 +74,7 @@ mod check;
 pub mod diagnostics;
 pub mod diff;
 mod emit;
+pub mod export;
 mod files;
 mod format;
 mod imports;

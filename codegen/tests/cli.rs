@@ -751,3 +751,83 @@ fn generate_and_check_take_the_chosen_consumers_and_publishers() {
     let usage = warren(&["generate", contract, "--no-consumers", "--consumer", "x"]);
     assert_eq!(usage.status.code(), Some(2));
 }
+
+#[test]
+fn asyncapi_writes_json_or_yaml_with_info_from_flags() {
+    let output = warren(&["asyncapi", "examples/orders/warren.yaml"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("the document is JSON");
+    assert_eq!(json["asyncapi"], "3.0.0");
+    // The default title is the contract's folder.
+    assert_eq!(json["info"]["title"], "orders");
+    assert_eq!(json["info"]["version"], "1.0.0");
+    assert_eq!(json["operations"]["send.place_order"]["action"], "send");
+
+    let output = warren(&[
+        "asyncapi",
+        "examples/orders/warren.yaml",
+        "--format",
+        "yaml",
+        "--title",
+        "Orders",
+        "--api-version",
+        "2.1.0",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let yaml = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        yaml.starts_with("asyncapi: 3.0.0\ninfo:\n  title: Orders\n  version: 2.1.0\n"),
+        "{yaml}"
+    );
+}
+
+#[test]
+fn asyncapi_and_diagram_write_to_a_file() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("topology.dot");
+    let path = file.to_string_lossy();
+    let output = warren(&[
+        "diagram",
+        "examples/orders/warren.yaml",
+        "--format",
+        "dot",
+        "-o",
+        &path,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = std::fs::read_to_string(&file).expect("the diagram was written");
+    assert!(text.starts_with("digraph warren {"), "{text}");
+    let again = warren(&[
+        "diagram",
+        "examples/orders/warren.yaml",
+        "--format",
+        "dot",
+        "-o",
+        &path,
+    ]);
+    assert!(
+        stderr(&again).ends_with("unchanged\n"),
+        "{}",
+        stderr(&again)
+    );
+}
+
+#[test]
+fn diagram_of_an_invalid_contract_exits_1_with_its_problems() {
+    let output = warren(&[
+        "diagram",
+        "--color",
+        "never",
+        "tests/fixtures/checks/unknown-names.yaml",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).ends_with("9 errors, 0 warnings\n"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(output.stdout.is_empty());
+    let output = warren(&["diagram", "examples/orders/warren.yaml"]);
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("flowchart LR\n"));
+}

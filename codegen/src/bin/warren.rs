@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use warren_codegen::diagnostics::{escape, escape_source};
+use warren_codegen::export::{self, asyncapi};
 use warren_codegen::{Diagnostics, Error, Generated, RenderStyle, Settings, Written};
 
 /// Typed RabbitMQ messaging from a contract: JSON Schema files for payloads plus one
@@ -29,6 +30,11 @@ Examples:
   warren schema > schemas/warren.schema.json                the format's JSON Schema, for editors
   warren diff --against origin/main contracts/orders/warren.yaml
                                                             in CI: fail when a change breaks someone
+  warren asyncapi examples/orders/warren.yaml --format yaml -o asyncapi.yaml
+                                                            an AsyncAPI 3.0 document of the contract
+  warren diagram examples/orders/warren.yaml > topology.mmd the topology as a Mermaid flowchart
+  warren diagram warren.yaml --format dot | dot -Tsvg > topology.svg
+                                                            or drawn by Graphviz
 
 Exit status: 0 on success (warnings are shown), 1 when the contract has errors, a checked
 file is stale or `diff` finds a change that breaks someone, 2 when the command itself failed
@@ -134,6 +140,61 @@ Examples:
     /// Point editors at it with `# yaml-language-server: $schema=<path>` on the first line of
     /// a contract for completion and validation as you type.
     Schema,
+    /// Write an AsyncAPI 3.0.0 document of a contract
+    ///
+    /// Channels for exchanges (AMQP binding `is: routingKey`, one per publisher routing key,
+    /// its `{placeholders}` as channel parameters) and for queues (`is: queue`), a `send`
+    /// operation per publisher and a `receive` operation per consumer, and every message
+    /// with its payload and headers schemas (JSON Schema 2020-12, as a multi-format schema).
+    /// What the AMQP binding cannot say is kept in `x-warren-` extensions: a queue's retry
+    /// policy (`x-warren-retry`, with its delays and wait queues) and dead-lettering
+    /// (`x-warren-dead-letter`), an exchange's bindings (`x-warren-bindings`), a consumer's
+    /// settings (`x-warren-consumer`). The same contract always gives the same bytes.
+    #[command(after_help = "\
+Examples:
+  warren asyncapi examples/orders/warren.yaml > asyncapi.json
+  warren asyncapi warren.yaml --format yaml --title Orders --api-version 2.1.0 -o asyncapi.yaml")]
+    Asyncapi {
+        /// The contract file, usually `warren.yaml`.
+        contract: PathBuf,
+        /// Where to write the document; `-` (the default) writes to standard output.
+        #[arg(short, long, default_value = "-")]
+        output: PathBuf,
+        /// json or yaml.
+        #[arg(long, default_value = "json", value_parser = ["json", "yaml"])]
+        format: String,
+        /// `info.title`; by default the name of the contract's folder.
+        #[arg(long)]
+        title: Option<String>,
+        /// `info.version`, the version of your API.
+        #[arg(long, default_value = "1.0.0")]
+        api_version: String,
+        /// `info.description`.
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Draw a contract's topology as Mermaid or Graphviz DOT
+    ///
+    /// Publishers, exchanges, bindings labelled with their routing keys or header matches,
+    /// queues, consumers, dead-letter flows (dashed), and each retrying queue's schedule as
+    /// one note (`ttl-backoff: 5 retries, 500ms → 8s (×2, jitter), 11 wait queues, then
+    /// dead-letter`) rather than one node per wait queue. Exchanges declared by another
+    /// contract are drawn dashed, marked external. Mermaid (`flowchart LR`) renders in
+    /// GitHub Markdown inside a ```mermaid block; DOT renders with Graphviz.
+    #[command(after_help = "\
+Examples:
+  warren diagram examples/orders/warren.yaml
+  warren diagram warren.yaml --format dot | dot -Tsvg -o topology.svg")]
+    Diagram {
+        /// The contract file, usually `warren.yaml`.
+        contract: PathBuf,
+        /// mermaid or dot.
+        #[arg(long, default_value = "mermaid", value_parser = ["mermaid", "dot"])]
+        format: String,
+        /// Where to write the diagram; `-` (the default) writes to standard output.
+        #[arg(short, long, default_value = "-")]
+        output: PathBuf,
+    },
 }
 
 /// How the payload and headers types are generated, and which consumers and publishers
@@ -331,6 +392,27 @@ fn main() -> ExitCode {
             against,
             format,
         } => diff(&contracts, against.as_deref(), format == "json", style),
+        Command::Asyncapi {
+            contract,
+            output,
+            format,
+            title,
+            api_version,
+            description,
+        } => asyncapi(
+            &contract,
+            &output,
+            &format,
+            title,
+            api_version,
+            description,
+            style,
+        ),
+        Command::Diagram {
+            contract,
+            format,
+            output,
+        } => diagram(&contract, &format, &output, style),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -423,20 +505,7 @@ fn generate(
 ) -> Result<(), Failure> {
     let generated = generated(contract, settings, style)?;
     show_warnings(&generated.checked.warnings, style);
-    if output == Path::new("-") {
-        print!("{}", generated.code);
-        return Ok(());
-    }
-    let written = warren_codegen::write_if_changed(output, generated.code.as_bytes())
-        .map_err(|e| Failure::usage(format!("error: cannot write `{}`: {e}\n", shown(output))))?;
-    eprintln!(
-        "{}: {}",
-        shown(output),
-        match written {
-            Written::Unchanged => "unchanged",
-            Written::Written => "written",
-        }
-    );
+    emit(output, &generated.code)?;
     exit_without_freeing(generated);
     Ok(())
 }
@@ -555,4 +624,85 @@ fn diff(
         });
     }
     Ok(())
+}
+
+/// Writes `text` to `output` (`-`: standard output); a file only when its bytes change.
+fn emit(output: &Path, text: &str) -> Result<(), Failure> {
+    if output == Path::new("-") {
+        print!("{text}");
+        return Ok(());
+    }
+    let written = warren_codegen::write_if_changed(output, text.as_bytes())
+        .map_err(|e| Failure::usage(format!("error: cannot write `{}`: {e}\n", shown(output))))?;
+    eprintln!(
+        "{}: {}",
+        shown(output),
+        match written {
+            Written::Unchanged => "unchanged",
+            Written::Written => "written",
+        }
+    );
+    Ok(())
+}
+
+fn asyncapi(
+    contract: &Path,
+    output: &Path,
+    format: &str,
+    title: Option<String>,
+    version: String,
+    description: Option<String>,
+    style: RenderStyle,
+) -> Result<(), Failure> {
+    let checked = warren_codegen::check_contract(contract).map_err(|e| failure(e, style))?;
+    show_warnings(&checked.warnings, style);
+    let title = title.unwrap_or_else(|| default_title(contract));
+    let info = asyncapi::Info {
+        title,
+        version,
+        description,
+    };
+    let document = asyncapi::document(&checked.contract, &info);
+    let text = if format == "yaml" {
+        yaml_serde::to_string(&document)
+            .map_err(|e| Failure::usage(format!("error: cannot write YAML: {e}\n")))?
+    } else {
+        let mut text = serde_json::to_string_pretty(&document)
+            .map_err(|e| Failure::usage(format!("error: cannot write JSON: {e}\n")))?;
+        text.push('\n');
+        text
+    };
+    emit(output, &text)
+}
+
+/// The folder the contract is in (`orders` for `examples/orders/warren.yaml`), or its
+/// file name without the extension.
+fn default_title(contract: &Path) -> String {
+    let absolute = std::path::absolute(contract).unwrap_or_else(|_| contract.to_owned());
+    let folder = absolute
+        .parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned());
+    let stem = contract
+        .file_stem()
+        .map(|n| n.to_string_lossy().into_owned());
+    folder
+        .filter(|_| stem.as_deref() == Some("warren"))
+        .or(stem)
+        .unwrap_or_else(|| "warren contract".to_owned())
+}
+
+fn diagram(
+    contract: &Path,
+    format: &str,
+    output: &Path,
+    style: RenderStyle,
+) -> Result<(), Failure> {
+    let checked = warren_codegen::check_contract(contract).map_err(|e| failure(e, style))?;
+    show_warnings(&checked.warnings, style);
+    let text = match format {
+        "dot" => export::dot::dot(&checked.contract),
+        _ => export::mermaid::mermaid(&checked.contract),
+    };
+    emit(output, &text)
 }

@@ -1,0 +1,207 @@
+//! The topology as a graph of nodes and labelled edges, which [`super::mermaid`] and
+//! [`super::dot`] only write out in their syntax: what is drawn is decided here once.
+//!
+//! Node IDs are generated (`p0`, `x1`, `q2`…), never made from names, and labels are plain
+//! text: each renderer escapes them for its own syntax.
+
+use std::collections::BTreeMap;
+
+use crate::model::{Contract, Destination};
+
+use super::{Ownership, Scope, binding_label, retry_summary};
+
+/// What a node stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    /// A publisher.
+    Publisher,
+    /// An exchange.
+    Exchange,
+    /// A queue.
+    Queue,
+    /// A consumer.
+    Consumer,
+    /// A queue's retry schedule, as one note.
+    Retry,
+}
+
+/// A node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// Generated ID, safe in every syntax.
+    pub id: String,
+    /// What it stands for.
+    pub kind: NodeKind,
+    /// Label lines, as plain text (not escaped).
+    pub lines: Vec<String>,
+    /// Declared by another contract.
+    pub external: bool,
+}
+
+/// How an edge is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeStyle {
+    /// A message flow: publishing, routing, consuming.
+    Flow,
+    /// Dead-lettering (dashed).
+    DeadLetter,
+    /// A note attached to a node (dotted, no arrow).
+    Note,
+}
+
+/// An edge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edge {
+    /// Source node ID.
+    pub from: String,
+    /// Target node ID.
+    pub to: String,
+    /// Label, as plain text (not escaped); never empty (Mermaid refuses `|""|`).
+    pub label: Option<String>,
+    /// How it is drawn.
+    pub style: EdgeStyle,
+}
+
+/// A drawable topology.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Graph {
+    /// Nodes: publishers, exchanges, queues with their retry notes, consumers.
+    pub nodes: Vec<Node>,
+    /// Edges, in a stable order.
+    pub edges: Vec<Edge>,
+}
+
+/// The graph of `contract`: publishers → exchanges → (bindings) → queues → consumers, each
+/// queue's dead-letter flow, and each retrying queue's schedule as one note.
+pub fn graph(contract: &Contract) -> Graph {
+    let scope = Scope::of(contract);
+    let mut graph = Graph::default();
+    let mut exchange_ids = BTreeMap::new();
+    for (i, (name, view)) in scope.exchanges.iter().enumerate() {
+        let id = format!("x{i}");
+        let mut lines = vec![match view.ownership {
+            Ownership::Default => "(default exchange)".to_owned(),
+            _ => name.clone(),
+        }];
+        match (view.ownership, view.kind) {
+            (Ownership::External, _) => lines.push("external".to_owned()),
+            (Ownership::Own, Some(kind)) => lines.push(kind.as_str().to_owned()),
+            _ => {}
+        }
+        graph.nodes.push(Node {
+            id: id.clone(),
+            kind: NodeKind::Exchange,
+            lines,
+            external: view.ownership == Ownership::External,
+        });
+        exchange_ids.insert(name.as_str(), id);
+    }
+    let mut queue_ids = BTreeMap::new();
+    for (i, queue) in scope.queues.iter().enumerate() {
+        let id = format!("q{i}");
+        graph.nodes.push(Node {
+            id: id.clone(),
+            kind: NodeKind::Queue,
+            lines: vec![queue.name.clone(), queue.kind.as_str().to_owned()],
+            external: false,
+        });
+        if let Some(summary) = retry_summary(queue) {
+            let note = format!("r{i}");
+            graph.nodes.push(Node {
+                id: note.clone(),
+                kind: NodeKind::Retry,
+                lines: vec![summary],
+                external: false,
+            });
+            graph.edges.push(Edge {
+                from: id.clone(),
+                to: note,
+                label: None,
+                style: EdgeStyle::Note,
+            });
+        }
+        queue_ids.insert(queue.name.as_str(), id);
+    }
+    for (i, publisher) in contract.publishers.values().enumerate() {
+        let id = format!("p{i}");
+        graph.nodes.push(Node {
+            id: id.clone(),
+            kind: NodeKind::Publisher,
+            lines: vec![publisher.name.clone(), publisher.message.clone()],
+            external: false,
+        });
+        if let Some(exchange) = exchange_ids.get(publisher.exchange.as_str()) {
+            graph.edges.push(Edge {
+                from: id,
+                to: exchange.clone(),
+                label: Some(publisher.routing_key_text.clone()).filter(|key| !key.is_empty()),
+                style: EdgeStyle::Flow,
+            });
+        }
+        // The default exchange routes a key to the queue of that name.
+        if publisher.exchange.is_empty()
+            && let (Some(from), Some(to)) = (
+                exchange_ids.get(""),
+                queue_ids.get(publisher.routing_key_text.as_str()),
+            )
+        {
+            let edge = Edge {
+                from: from.clone(),
+                to: to.clone(),
+                label: Some(publisher.routing_key_text.clone()),
+                style: EdgeStyle::Flow,
+            };
+            if !graph.edges.contains(&edge) {
+                graph.edges.push(edge);
+            }
+        }
+    }
+    for binding in &contract.topology.bindings {
+        let to = match &binding.destination {
+            Destination::Queue(queue) => queue_ids.get(queue.as_str()),
+            Destination::Exchange(exchange) => exchange_ids.get(exchange.as_str()),
+        };
+        if let (Some(from), Some(to)) = (exchange_ids.get(binding.exchange.as_str()), to) {
+            graph.edges.push(Edge {
+                from: from.clone(),
+                to: to.clone(),
+                label: binding_label(binding),
+                style: EdgeStyle::Flow,
+            });
+        }
+    }
+    for queue in &scope.queues {
+        if let (Some(dead_letter), Some(from)) =
+            (&queue.dead_letter, queue_ids.get(queue.name.as_str()))
+            && let Some(to) = exchange_ids.get(dead_letter.exchange.as_str())
+        {
+            graph.edges.push(Edge {
+                from: from.clone(),
+                to: to.clone(),
+                label: Some(match &dead_letter.routing_key {
+                    Some(key) => format!("dead letters, as {key}"),
+                    None => "dead letters".to_owned(),
+                }),
+                style: EdgeStyle::DeadLetter,
+            });
+        }
+    }
+    for (i, consumer) in contract.consumers.values().enumerate() {
+        let id = format!("c{i}");
+        graph.nodes.push(Node {
+            id: id.clone(),
+            kind: NodeKind::Consumer,
+            lines: vec![consumer.name.clone(), consumer.message.clone()],
+            external: false,
+        });
+        if let Some(queue) = queue_ids.get(consumer.queue.as_str()) {
+            graph.edges.push(Edge {
+                from: queue.clone(),
+                to: id,
+                label: None,
+                style: EdgeStyle::Flow,
+            });
+        }
+    }
+    graph
+}

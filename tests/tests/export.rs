@@ -1,0 +1,260 @@
+//! `warren asyncapi` and `warren diagram`: the AsyncAPI export of every contract fixture is
+//! valid against the official AsyncAPI 3.0.0 schema (vendored in `tests/asyncapi/`, no
+//! network), the diagrams of the example are pinned, every fixture's DOT renders with
+//! Graphviz, and hostile names stay inside their labels.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use warren_codegen::check_contract;
+use warren_codegen::export::asyncapi::{Info, document};
+use warren_codegen::export::{dot::dot, mermaid::mermaid};
+use warren_codegen::model::Contract;
+
+fn contract(path: &str) -> Contract {
+    match check_contract(path) {
+        Ok(checked) => checked.contract,
+        Err(error) => panic!("{path} should be valid:\n{error}"),
+    }
+}
+
+/// The example and every valid contract fixture.
+fn every_contract() -> Vec<PathBuf> {
+    let mut paths = vec![PathBuf::from("../examples/orders/warren.yaml")];
+    let mut fixtures: Vec<PathBuf> = std::fs::read_dir("fixtures/contracts")
+        .expect("fixtures/contracts is readable")
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .flat_map(|dir| [dir.join("warren.yaml"), dir.join("service/warren.yaml")])
+        .filter(|path| path.is_file())
+        .collect();
+    fixtures.sort();
+    paths.extend(fixtures);
+    assert!(paths.len() >= 7, "fixtures not found: {paths:?}");
+    paths
+}
+
+fn info() -> Info {
+    Info {
+        title: "test".to_owned(),
+        version: "1.0.0".to_owned(),
+        description: None,
+    }
+}
+
+fn asyncapi_validator() -> jsonschema::Validator {
+    let text = std::fs::read_to_string("asyncapi/asyncapi-3.0.0.schema.json")
+        .expect("the vendored AsyncAPI schema is readable");
+    let schema: serde_json::Value = serde_json::from_str(&text).expect("the schema is JSON");
+    // Without the `resolve-http` feature a remote `$ref` fails here: the vendored schema
+    // must be self-contained, and nothing is downloaded.
+    jsonschema::draft7::new(&schema).expect("the AsyncAPI schema compiles offline")
+}
+
+#[test]
+fn every_asyncapi_export_is_valid_asyncapi_3() {
+    let validator = asyncapi_validator();
+    for path in every_contract() {
+        let document = document(&contract(&path.to_string_lossy()), &info());
+        let errors: Vec<String> = validator
+            .iter_errors(&document)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .take(10)
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{}:\n{}",
+            path.display(),
+            errors.join("\n")
+        );
+        assert_eq!(document["asyncapi"], "3.0.0");
+    }
+}
+
+/// The validator does reject what AsyncAPI 3.0 does not allow, so the test above proves
+/// something.
+#[test]
+fn the_vendored_schema_rejects_a_broken_document() {
+    let validator = asyncapi_validator();
+    let mut document = document(&contract("../examples/orders/warren.yaml"), &info());
+    document["channels"]["queue.orders.billing"]["bindings"]["amqp"]["is"] =
+        serde_json::json!("stream");
+    assert!(!validator.is_valid(&document));
+    let mut document =
+        serde_json::json!({ "asyncapi": "2.6.0", "info": { "title": "t", "version": "1" } });
+    assert!(!validator.is_valid(&document));
+    document["asyncapi"] = serde_json::json!("3.0.0");
+    assert!(validator.is_valid(&document));
+}
+
+#[test]
+fn asyncapi_snapshots() {
+    for (name, path) in [
+        ("orders", "../examples/orders/warren.yaml"),
+        ("routing", "fixtures/contracts/routing/warren.yaml"),
+        ("retry_modes", "fixtures/contracts/retry-modes/warren.yaml"),
+        (
+            "hostile_names",
+            "fixtures/contracts/hostile-names/warren.yaml",
+        ),
+    ] {
+        let document = document(&contract(path), &info());
+        let again = self::document(&contract(path), &info());
+        assert_eq!(
+            serde_json::to_string(&document).ok(),
+            serde_json::to_string(&again).ok(),
+            "deterministic"
+        );
+        insta::assert_json_snapshot!(format!("asyncapi_{name}"), document);
+    }
+}
+
+#[test]
+fn diagram_snapshots() {
+    for (name, path) in [
+        ("orders", "../examples/orders/warren.yaml"),
+        ("routing", "fixtures/contracts/routing/warren.yaml"),
+        (
+            "hostile_names",
+            "fixtures/contracts/hostile-names/warren.yaml",
+        ),
+    ] {
+        let contract = contract(path);
+        insta::assert_snapshot!(format!("mermaid_{name}"), mermaid(&contract));
+        insta::assert_snapshot!(format!("dot_{name}"), dot(&contract));
+    }
+}
+
+/// Renders DOT with Graphviz; fails (never skips) when `dot` is missing.
+fn render_svg(source: &str, what: &Path) -> String {
+    let mut child = match Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => panic!(
+            "cannot run Graphviz `dot` ({e}): install Debian's `graphviz` package \
+             (`sudo apt-get install -y graphviz`; build-support/scripts/test.sh does it)"
+        ),
+    };
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(source.as_bytes())
+        .expect("dot reads its input");
+    let output = child.wait_with_output().expect("dot runs");
+    assert!(
+        output.status.success() && output.stderr.is_empty(),
+        "dot -Tsvg failed on {}:\n{}\n{source}",
+        what.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn every_dot_diagram_renders_with_graphviz() {
+    for path in every_contract() {
+        let contract = contract(&path.to_string_lossy());
+        let svg = render_svg(&dot(&contract), &path);
+        assert!(svg.contains("<svg"), "{}", path.display());
+        // Mermaid refuses an empty edge label (a publisher with no routing key).
+        let text = mermaid(&contract);
+        assert!(!text.contains("|\"\"|"), "{}:\n{text}", path.display());
+    }
+}
+
+/// Hostile names show as written (hidden characters made visible) and never change the
+/// diagram's structure.
+#[test]
+fn hostile_names_stay_inside_their_labels() {
+    let path = "fixtures/contracts/hostile-names/warren.yaml";
+    let contract = contract(path);
+
+    let svg = render_svg(&dot(&contract), Path::new(path));
+    // Graphviz drew the names as text: the quote, backslash and newline included.
+    assert!(svg.contains(r"ev&quot;ents */ \ ${x}"), "{svg}");
+    assert!(svg.contains(r"dlx\nline"), "{svg}");
+    assert!(
+        svg.contains("&#39;); drop") || svg.contains("'); drop"),
+        "{svg}"
+    );
+    // One node per entity, one edge per flow: nothing a name injected.
+    let graph = warren_codegen::export::graph::graph(&contract);
+    assert_eq!(svg.matches("class=\"node\"").count(), graph.nodes.len());
+    assert_eq!(svg.matches("class=\"edge\"").count(), graph.edges.len());
+
+    // Mermaid: each line is a generated ID, then a shape or an arrow, with every quoted
+    // label made of safe characters and entity codes only.
+    let text = mermaid(&contract);
+    for line in text.lines().skip(1) {
+        let line = line.trim_start();
+        let id: String = line
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        assert!(
+            line.starts_with("classDef ")
+                || line.starts_with("class ")
+                || (id.len() >= 2 && id[1..].chars().all(|c| c.is_ascii_digit())),
+            "{line}"
+        );
+        for (i, part) in line.split('"').enumerate() {
+            if i % 2 == 1 {
+                assert!(
+                    // Beyond ASCII only what `escape` leaves: no hidden character.
+                    part.chars().all(|c| c.is_ascii_alphanumeric()
+                        || (!c.is_ascii() && !c.is_control())
+                        || " .,:-_*/=()#;<>".contains(c)),
+                    "unsafe label text `{part}` in {line}"
+                );
+                assert!(!part.replace("<br/>", "").contains(['<', '>']), "{line}");
+            }
+        }
+        assert_eq!(line.matches('"').count() % 2, 0, "{line}");
+    }
+    assert!(
+        text.contains("ev#34;ents */ #92; #36;#123;x#125;"),
+        "{text}"
+    );
+    assert!(text.contains("dlx#92;nline"), "{text}");
+}
+
+/// An exchange the contract names but does not declare (what an imported exchange will be)
+/// is exported and drawn as external, by every output alike.
+#[test]
+fn an_exchange_declared_elsewhere_is_marked_external() {
+    let mut contract = contract("../examples/orders/warren.yaml");
+    contract
+        .topology
+        .exchanges
+        .retain(|e| e.name != "orders.dlx");
+
+    let document = document(&contract, &info());
+    let channel = &document["channels"]["exchange.orders.dlx"];
+    assert_eq!(channel["x-warren-external"], true, "{channel}");
+    assert!(
+        channel["bindings"]["amqp"]["exchange"]
+            .get("type")
+            .is_none()
+    );
+    let errors: Vec<String> = asyncapi_validator()
+        .iter_errors(&document)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+
+    let text = mermaid(&contract);
+    assert!(text.contains("x1{{\"orders.dlx<br/>external\"}}"), "{text}");
+    assert!(text.ends_with("class x1 external\n"), "{text}");
+    let dot = dot(&contract);
+    assert!(
+        dot.contains("\"x1\" [shape=hexagon, style=dashed, label=\"orders.dlx\\nexternal\"];"),
+        "{dot}"
+    );
+    render_svg(&dot, Path::new("orders without orders.dlx"));
+}
