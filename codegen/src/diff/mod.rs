@@ -240,11 +240,8 @@ impl Context<'_> {
             self.push(
                 Rule::Schema,
                 format!("{}.{part}{pointer}", at("messages", name)),
-                format!(
-                    "message `{name}` {part} at {}: {}",
-                    change.location,
-                    change.describe()
-                ),
+                // `describe` starts with where in the schema the change is.
+                format!("message `{name}` {part}, {}", change.describe()),
                 breaks,
                 &advice,
             );
