@@ -87,14 +87,8 @@ pub(crate) fn bundle_schemas(
         };
         let payload = entry("payload", &message.payload);
         let headers = message.headers.as_deref().map(|h| entry("headers", h));
-        match (payload, headers) {
-            (Some(payload), None) => {
-                entries.insert(name.clone(), (payload, None));
-            }
-            (Some(payload), Some(Some(headers))) => {
-                entries.insert(name.clone(), (payload, Some(headers)));
-            }
-            _ => {}
+        if let Some(entry) = complete(payload, headers) {
+            entries.insert(name.clone(), entry);
         }
     }
     // Imported messages passed their owner's checks, and their owner's folders are roots
@@ -121,14 +115,8 @@ pub(crate) fn bundle_schemas(
         };
         let payload = entry(&message.payload);
         let headers = message.headers.as_deref().map(&mut entry);
-        match (payload, headers) {
-            (Some(payload), None) => {
-                entries.insert(qualified.clone(), (payload, None));
-            }
-            (Some(payload), Some(Some(headers))) => {
-                entries.insert(qualified.clone(), (payload, Some(headers)));
-            }
-            _ => {}
+        if let Some(entry) = complete(payload, headers) {
+            entries.insert(qualified.clone(), entry);
         }
     }
     let (bundle, type_names, problems) = bundler.finish();
@@ -137,5 +125,18 @@ pub(crate) fn bundle_schemas(
         bundle,
         entries,
         type_names,
+    }
+}
+
+/// A message's bundled payload and headers, when every schema it names bundled: `headers` is
+/// `None` when the message has none, `Some(None)` when its file failed.
+fn complete(
+    payload: Option<NodeKey>,
+    headers: Option<Option<NodeKey>>,
+) -> Option<(NodeKey, Option<NodeKey>)> {
+    match (payload?, headers) {
+        (payload, None) => Some((payload, None)),
+        (payload, Some(Some(headers))) => Some((payload, Some(headers))),
+        (_, Some(None)) => None,
     }
 }
