@@ -1,6 +1,6 @@
 //! `schemas/warren.schema.json` is generated from the format's serde types; this fails when
 //! the checked-in copy is stale. Regenerate it with
-//! `cargo run -p warren-codegen -- schema > schemas/warren.schema.json`.
+//! `cargo run -- schema > schemas/warren.schema.json`.
 
 use std::path::Path;
 
@@ -11,7 +11,7 @@ fn checked_in_format_schema_is_current() {
     let current = warren_codegen::json_schema();
     assert!(
         checked_in == current,
-        "schemas/warren.schema.json is stale: run `cargo run -p warren-codegen -- schema > schemas/warren.schema.json`"
+        "schemas/warren.schema.json is stale: run `cargo run -- schema > schemas/warren.schema.json`"
     );
 }
 

@@ -15,6 +15,15 @@ pub const ORIGINAL_EXCHANGE: &str = "x-original-exchange";
 pub const ORIGINAL_ROUTING_KEY: &str = "x-original-routing-key";
 /// The consumer that dead-lettered a message.
 pub const CONSUMER: &str = "x-consumer";
+/// The queue a message failed in, on retry copies and dead letters: where a redrive sends it
+/// back.
+pub const FAILED_QUEUE: &str = "x-failed-queue";
+/// When the message last failed, in milliseconds since the Unix epoch, on retry copies and
+/// dead letters.
+pub const LAST_FAILURE: &str = "x-last-failure-timestamp";
+/// How many times a dead letter was redriven back to its queue (`warren dlq redrive`): a
+/// redrive resets the retry headers but not this, so a message cannot loop forever.
+pub const REDRIVE_COUNT: &str = "x-redrive-count";
 /// Deliveries so far, counted by the broker on quorum queues.
 pub const DELIVERY_COUNT: &str = "x-delivery-count";
 /// What the connection guard cut from headers it could not pass on whole: a table with the
@@ -22,14 +31,17 @@ pub const DELIVERY_COUNT: &str = "x-delivery-count";
 pub const HEADERS_CUT: &str = "x-headers-cut";
 
 /// The headers warren writes on retried and dead-lettered copies.
-pub const WARREN: [&str; 7] = [
+pub const WARREN: [&str; 10] = [
     RETRY_COUNT,
     FIRST_FAILURE,
+    LAST_FAILURE,
     LAST_ERROR,
     FAILURE_REASON,
     ORIGINAL_EXCHANGE,
     ORIGINAL_ROUTING_KEY,
+    FAILED_QUEUE,
     CONSUMER,
+    REDRIVE_COUNT,
 ];
 
 /// The headers RabbitMQ writes: the delivery count of a quorum queue, and the record of a

@@ -38,5 +38,35 @@ spelled! {
         /// it (or, should one ever be reached, a retry with no wait tier for its delay,
         /// which `Worker::run` refuses at start).
         InternalError => "internal-error",
+        /// The broker dead-lettered it: rejected without requeue by a client that is not
+        /// warren (read from the broker's `x-death`).
+        Rejected => "rejected",
+        /// The broker dead-lettered it: its TTL expired in a queue that is not a wait queue.
+        Expired => "expired",
+        /// The broker dead-lettered it: a queue over its length limit dropped it.
+        MaxLength => "max-length",
+        /// The broker dead-lettered it: a quorum queue's delivery limit was reached without
+        /// warren settling it (a worker that crashed on it each time, say).
+        DeliveryLimit => "delivery-limit",
+    }
+}
+
+impl FailureReason {
+    /// The reason for a dead-lettering the broker did, as RabbitMQ spells it in `x-death`
+    /// (`rejected`, `expired`, `maxlen`, `delivery_limit`); `None` for any other word.
+    ///
+    /// ```
+    /// use warren_model::FailureReason;
+    /// assert_eq!(FailureReason::from_broker("maxlen"), Some(FailureReason::MaxLength));
+    /// assert_eq!(FailureReason::from_broker("gone"), None);
+    /// ```
+    pub fn from_broker(reason: &str) -> Option<Self> {
+        Some(match reason {
+            "rejected" => Self::Rejected,
+            "expired" => Self::Expired,
+            "maxlen" => Self::MaxLength,
+            "delivery_limit" => Self::DeliveryLimit,
+            _ => return None,
+        })
     }
 }

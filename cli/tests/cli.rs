@@ -634,11 +634,11 @@ fn validate_several_files_with_only_warnings_succeeds() {
 
 #[test]
 fn validate_a_folder_without_contracts_exits_2() {
-    let output = warren(&["validate", "codegen/src/bin"]);
+    let output = warren(&["validate", "cli/src"]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
         stderr(&output).starts_with(
-            "error: cannot read contract `codegen/src/bin`: no `warren.yaml` in this folder or its subfolders"
+            "error: cannot read contract `cli/src`: no `warren.yaml` in this folder or its subfolders"
         ),
         "{}",
         stderr(&output)
