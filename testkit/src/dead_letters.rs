@@ -1,0 +1,214 @@
+//! What was dead-lettered, and why: a dead-letter queue read over plain AMQP.
+//!
+//! Kept small on purpose (`basic.get`, acknowledged to take, requeued to peek): the runtime's
+//! own dead-letter reading, behind `warren dlq`, can replace it without changing this API.
+
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use warren_runtime::lapin::message::BasicGetMessage;
+use warren_runtime::lapin::options::{BasicAckOptions, BasicGetOptions, BasicNackOptions};
+use warren_runtime::lapin::types::{AMQPValue, FieldTable, ShortString};
+use warren_runtime::lapin::{BasicProperties, Channel};
+use warren_runtime::{DEFAULT_MAX_BODY_BYTES, FailureContext, Message};
+
+use crate::Deployed;
+use crate::deployed::open_channel;
+
+/// One dead letter: why it died ([`DeadLetter::context`]), its headers and body as they are
+/// in the dead-letter queue.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct DeadLetter {
+    /// Its failure history, read by [`FailureContext::from_headers`] from warren's headers or
+    /// the broker's `x-death`; `None` when its headers say nothing about a failure (it was
+    /// published straight to the dead-letter queue).
+    pub context: Option<FailureContext>,
+    /// Its headers, as the broker holds them.
+    pub headers: FieldTable,
+    /// Its body, as sent (compressed, if it was published compressed).
+    pub body: Vec<u8>,
+    /// The exchange it was dead-lettered through (empty: the default exchange).
+    pub exchange: String,
+    /// The routing key it was dead-lettered with.
+    pub routing_key: String,
+    /// Its properties (content type and encoding, message id, headers...).
+    pub properties: BasicProperties,
+}
+
+impl DeadLetter {
+    fn new(message: BasicGetMessage) -> Self {
+        let delivery = message.delivery;
+        let headers = delivery.properties.headers().clone().unwrap_or_default();
+        Self {
+            context: FailureContext::from_headers(Some(&headers)),
+            headers,
+            body: delivery.data,
+            exchange: delivery.exchange.to_string(),
+            routing_key: delivery.routing_key.to_string(),
+            properties: delivery.properties,
+        }
+    }
+
+    /// Why it was dead-lettered (`exhausted`, `non-retryable`, `validation`...), as the
+    /// header says it; `None` without one.
+    pub fn reason(&self) -> Option<&'static str> {
+        Some(self.context.as_ref()?.reason?.as_str())
+    }
+
+    /// The last error its handler (or decoding) reported.
+    pub fn last_error(&self) -> Option<&str> {
+        self.context.as_ref()?.last_error.as_deref()
+    }
+
+    /// Header `key` as text: strings as they are, numbers in decimal, anything else in its
+    /// debug form. `None` when it has no such header.
+    pub fn header(&self, key: &str) -> Option<String> {
+        Some(match self.headers.inner().get(key)? {
+            AMQPValue::LongString(s) => String::from_utf8_lossy(s.as_bytes()).into_owned(),
+            AMQPValue::ShortString(s) => s.to_string(),
+            AMQPValue::LongLongInt(i) => i.to_string(),
+            AMQPValue::LongInt(i) => i.to_string(),
+            AMQPValue::ShortInt(i) => i.to_string(),
+            AMQPValue::ShortShortInt(i) => i.to_string(),
+            AMQPValue::LongUInt(i) => i.to_string(),
+            AMQPValue::ShortUInt(i) => i.to_string(),
+            AMQPValue::ShortShortUInt(i) => i.to_string(),
+            AMQPValue::Boolean(b) => b.to_string(),
+            other => format!("{other:?}"),
+        })
+    }
+
+    /// Its payload decoded as message `M` (the generated `messages::OrderPlaced`, say),
+    /// decompressed first if it was sent compressed. Not validated against the schema: a
+    /// dead letter is often there precisely because it does not fit it.
+    ///
+    /// # Errors
+    ///
+    /// Why it does not decode: an unknown content encoding, a body that inflates past the
+    /// worker's default cap, or JSON that does not fit `M`'s payload type.
+    pub fn payload<M: Message>(&self) -> Result<M::Payload, String> {
+        let body = self.decompressed()?;
+        serde_json::from_slice(&body).map_err(|e| format!("not a {} payload: {e}", M::NAME))
+    }
+
+    /// The body inflated, bounded by the worker's default body cap, so a gzip bomb among the
+    /// dead letters costs a test no more than it would cost the worker.
+    fn decompressed(&self) -> Result<Vec<u8>, String> {
+        let encoding = self.properties.content_encoding().as_ref();
+        match encoding.map(|e| e.as_str()) {
+            None | Some("" | "identity") => Ok(self.body.clone()),
+            Some("gzip") => {
+                let cap = DEFAULT_MAX_BODY_BYTES;
+                let mut inflated = Vec::new();
+                flate2::read::GzDecoder::new(self.body.as_slice())
+                    .take(u64::try_from(cap).unwrap_or(u64::MAX).saturating_add(1))
+                    .read_to_end(&mut inflated)
+                    .map_err(|e| format!("not gzip: {e}"))?;
+                if inflated.len() > cap {
+                    return Err(format!("inflates past {cap} bytes"));
+                }
+                Ok(inflated)
+            }
+            Some(other) => Err(format!("unknown content encoding `{other}`")),
+        }
+    }
+}
+
+impl Deployed {
+    /// Takes the dead letters in `queue` (a contract name), waiting until there are `n` or
+    /// `timeout` passes; returns those found, oldest first, so a test asserts on how many came.
+    /// Each is acknowledged as it is read: they are gone from the queue after.
+    pub async fn take_dead_letters(
+        &self,
+        queue: &str,
+        n: usize,
+        timeout: Duration,
+    ) -> Vec<DeadLetter> {
+        let name = ShortString::from(self.name(queue));
+        let deadline = Instant::now() + timeout;
+        let mut found = Vec::new();
+        while found.len() < n {
+            let channel = self.channel().await;
+            match get(&channel, &name).await {
+                Some(message) => {
+                    // Acknowledged once read: what a test was handed is taken, nothing more.
+                    let _ = message.delivery.acker.ack(BasicAckOptions::default()).await;
+                    found.push(DeadLetter::new(message));
+                }
+                None if Instant::now() >= deadline => break,
+                None => tokio::time::sleep(crate::wait::POLL).await,
+            }
+        }
+        found
+    }
+
+    /// Reads up to `max` dead letters in `queue` (a contract name) without taking them: they
+    /// are all returned to the queue, in order, before this returns (marked redelivered).
+    pub async fn peek_dead_letters(&self, queue: &str, max: usize) -> Vec<DeadLetter> {
+        let before = self.ready(queue).await;
+        let found = self.peek(queue, max).await;
+        // A quorum queue applies a requeue through its log, after the channel says it is done:
+        // wait (a little) until the queue counts them again, so a test that counts next sees
+        // them there.
+        let deadline = Instant::now() + RETURNED;
+        while self.ready(queue).await < before && Instant::now() < deadline {
+            tokio::time::sleep(crate::wait::POLL).await;
+        }
+        found
+    }
+
+    async fn peek(&self, queue: &str, max: usize) -> Vec<DeadLetter> {
+        let name = ShortString::from(self.name(queue));
+        // A channel of its own: returning "everything up to this tag" must not touch what
+        // another reader holds.
+        let channel = open_channel(self.connection()).await;
+        let mut found = Vec::new();
+        let mut last_tag = None;
+        while found.len() < max {
+            let Some(message) = get(&channel, &name).await else {
+                break;
+            };
+            last_tag = Some(message.delivery.delivery_tag);
+            found.push(DeadLetter::new(message));
+        }
+        if let Some(tag) = last_tag {
+            let requeue = BasicNackOptions {
+                multiple: true,
+                requeue: true,
+            };
+            if let Err(error) = channel.basic_nack(tag, requeue).await {
+                // Closing the channel returns them too; say so only if that fails as well.
+                if let Err(closing) = channel.close(200, ShortString::from("peeked")).await {
+                    panic!("peeked dead letters could not be returned: {error}, {closing}");
+                }
+                return found;
+            }
+        }
+        let _ = channel.close(200, ShortString::from("peeked")).await;
+        found
+    }
+
+    /// Counts the messages in dead-letter queue `queue` (a contract name) without reading them.
+    pub async fn count_dead_letters(&self, queue: &str) -> u32 {
+        self.ready(queue).await
+    }
+}
+
+/// How long a peek waits for the messages it returned to count as ready again.
+const RETURNED: Duration = Duration::from_secs(5);
+
+/// One `basic.get` (unacknowledged) from `queue`.
+///
+/// # Panics
+///
+/// When the broker refuses it (the queue does not exist).
+async fn get(channel: &Channel, queue: &ShortString) -> Option<BasicGetMessage> {
+    match channel
+        .basic_get(queue.clone(), BasicGetOptions { no_ack: false })
+        .await
+    {
+        Ok(message) => message,
+        Err(error) => panic!("basic.get on `{queue}` failed: {error}"),
+    }
+}
