@@ -15,11 +15,12 @@ use warren_runtime::{DEFAULT_MAX_BODY_BYTES, FailureContext, Message};
 use crate::Deployed;
 use crate::deployed::open_channel;
 
-/// One dead letter: why it died ([`DeadLetter::context`]), its headers and body as they are
-/// in the dead-letter queue.
+/// A message read from a dead-letter queue: why it died ([`DeadMessage::context`]), its
+/// headers and body as the queue holds them. (What a dead-letter *consumer* of the contract
+/// receives is the runtime's typed delivery; this is what a test reads from the queue.)
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct DeadLetter {
+pub struct DeadMessage {
     /// Its failure history, read by [`FailureContext::from_headers`] from warren's headers or
     /// the broker's `x-death`; `None` when its headers say nothing about a failure (it was
     /// published straight to the dead-letter queue).
@@ -36,7 +37,7 @@ pub struct DeadLetter {
     pub properties: BasicProperties,
 }
 
-impl DeadLetter {
+impl DeadMessage {
     fn new(message: BasicGetMessage) -> Self {
         let delivery = message.delivery;
         let headers = delivery.properties.headers().clone().unwrap_or_default();
@@ -124,7 +125,7 @@ impl Deployed {
         queue: &str,
         n: usize,
         timeout: Duration,
-    ) -> Vec<DeadLetter> {
+    ) -> Vec<DeadMessage> {
         let name = ShortString::from(self.name(queue));
         let deadline = Instant::now() + timeout;
         let mut found = Vec::new();
@@ -134,7 +135,7 @@ impl Deployed {
                 Some(message) => {
                     // Acknowledged once read: what a test was handed is taken, nothing more.
                     let _ = message.delivery.acker.ack(BasicAckOptions::default()).await;
-                    found.push(DeadLetter::new(message));
+                    found.push(DeadMessage::new(message));
                 }
                 None if Instant::now() >= deadline => break,
                 None => tokio::time::sleep(crate::wait::POLL).await,
@@ -145,7 +146,7 @@ impl Deployed {
 
     /// Reads up to `max` dead letters in `queue` (a contract name) without taking them: they
     /// are all returned to the queue, in order, before this returns (marked redelivered).
-    pub async fn peek_dead_letters(&self, queue: &str, max: usize) -> Vec<DeadLetter> {
+    pub async fn peek_dead_letters(&self, queue: &str, max: usize) -> Vec<DeadMessage> {
         let before = self.ready(queue).await;
         let found = self.peek(queue, max).await;
         // A quorum queue applies a requeue through its log, after the channel says it is done:
@@ -158,7 +159,7 @@ impl Deployed {
         found
     }
 
-    async fn peek(&self, queue: &str, max: usize) -> Vec<DeadLetter> {
+    async fn peek(&self, queue: &str, max: usize) -> Vec<DeadMessage> {
         let name = ShortString::from(self.name(queue));
         // A channel of its own: returning "everything up to this tag" must not touch what
         // another reader holds.
@@ -170,7 +171,7 @@ impl Deployed {
                 break;
             };
             last_tag = Some(message.delivery.delivery_tag);
-            found.push(DeadLetter::new(message));
+            found.push(DeadMessage::new(message));
         }
         if let Some(tag) = last_tag {
             let requeue = BasicNackOptions {

@@ -7,7 +7,7 @@
 //! [`Deployed::start`]), publishes with the generated publishers ([`Deployed::publisher`]),
 //! waits for what should happen ([`Seen::wait_for`], [`wait_until`],
 //! [`Deployed::wait_until_ready`]), reads what was dead-lettered and why
-//! ([`Deployed::take_dead_letters`], [`DeadLetter::context`], [`DeadLetter::payload`]), and
+//! ([`Deployed::take_dead_letters`], [`DeadMessage::context`], [`DeadMessage::payload`]), and
 //! removes its queues and exchanges ([`Deployed::cleanup`]; a test that panics first removes
 //! them when its [`Deployed`] is dropped).
 //!
@@ -114,7 +114,7 @@ mod wait;
 mod worker;
 
 pub use broker::{AMQP_URL_VAR, DEFAULT_AMQP_URL, TestBroker, amqp_url};
-pub use dead_letters::DeadLetter;
+pub use dead_letters::DeadMessage;
 pub use deployed::Deployed;
 pub use private::PrivateBroker;
 pub use wait::{Changes, Seen, try_wait_until, wait_until, wait_until_async};

@@ -20,7 +20,7 @@ use lapin::types::{AMQPValue, FieldTable, ShortString};
 use tokio::sync::Semaphore;
 use warren_runtime::{Connection, Delivery, HandlerError, Worker, WorkerError};
 use warren_testkit::{Changes, Deployed, RunningWorker, TestBroker};
-pub use warren_testkit::{DeadLetter, PrivateBroker, amqp_url};
+pub use warren_testkit::{DeadMessage, PrivateBroker, amqp_url};
 
 /// One attempt a handler saw.
 #[derive(Debug, Clone)]
@@ -444,7 +444,7 @@ impl Harness {
     }
 
     /// Takes the dead letters, waiting until there are `n` or `timeout` passes.
-    pub async fn dead_letters(&self, n: usize, timeout: Duration) -> Vec<DeadLetter> {
+    pub async fn dead_letters(&self, n: usize, timeout: Duration) -> Vec<DeadMessage> {
         self.deployed.take_dead_letters("dead", n, timeout).await
     }
 
@@ -498,12 +498,12 @@ pub fn job(id: &str, behaviour: types::JobBehaviour) -> types::Job {
 }
 
 /// A header of a dead letter, as text.
-pub fn header(message: &DeadLetter, key: &str) -> Option<String> {
+pub fn header(message: &DeadMessage, key: &str) -> Option<String> {
     message.header(key)
 }
 
 /// What the connection's guard says it cut from `message`'s headers.
-pub fn cut_detail(message: &DeadLetter) -> String {
+pub fn cut_detail(message: &DeadMessage) -> String {
     match message.headers.inner().get("x-headers-cut") {
         Some(AMQPValue::FieldTable(cut)) => match cut.inner().get("detail") {
             Some(AMQPValue::LongString(detail)) => detail.to_string(),
