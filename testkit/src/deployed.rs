@@ -132,11 +132,17 @@ impl Deployed {
             )
             .await;
         let confirmed = match confirm {
-            Ok(confirm) => confirm.await.map(|_| ()),
+            Ok(confirm) => confirm.await,
             Err(error) => Err(error),
         };
-        if let Err(error) = confirmed {
-            panic!("publishing to `{exchange}` with key `{routing_key}` failed: {error}");
+        match confirmed {
+            Ok(confirmation) if confirmation.is_nack() => {
+                panic!("the broker refused the message to `{exchange}` with key `{routing_key}`")
+            }
+            Ok(_) => {}
+            Err(error) => {
+                panic!("publishing to `{exchange}` with key `{routing_key}` failed: {error}")
+            }
         }
     }
 
