@@ -116,17 +116,3 @@ fn no_broker(url: &str, error: &warren_runtime::lapin::Error) -> String {
          or point {AMQP_URL_VAR} at one (amqp://user:pass@host:port/vhost)."
     )
 }
-
-#[cfg(test)]
-mod tests {
-    #[tokio::test]
-    async fn no_broker_fails_with_how_to_start_one() {
-        // Port 1 on loopback: nothing listens there.
-        let error = super::TestBroker::connect("amqp://guest:guest@127.0.0.1:1/%2f")
-            .await
-            .expect_err("nothing answers on port 1");
-        let message = super::no_broker("amqp://guest:guest@127.0.0.1:1/%2f", &error);
-        assert!(message.contains("rabbitmq-local.sh start"), "{message}");
-        assert!(message.contains("127.0.0.1:1"), "{message}");
-    }
-}
