@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use warren_runtime::lapin::options::QueueDeclareOptions;
+use warren_runtime::lapin::types::{FieldTable, ShortString};
 use warren_runtime::{Connection, Topology};
 
 use crate::Deployed;
@@ -99,6 +101,11 @@ impl TestBroker {
         Deployed::new(self.clone(), topology, namespace).await
     }
 
+    /// Whether a queue named `name` (in full, namespace included) exists on the broker.
+    pub async fn queue_exists(&self, name: &str) -> bool {
+        queue_exists(&self.connection, name).await
+    }
+
     /// Closes the connection (workers and publishers on it stop too).
     pub async fn close(&self) {
         let _ = self.connection.close().await;
@@ -115,4 +122,27 @@ fn no_broker(url: &str, error: &warren_runtime::lapin::Error) -> String {
          or run RabbitMQ in a container (`docker run -p 5672:5672 rabbitmq:3`), \
          or point {AMQP_URL_VAR} at one (amqp://user:pass@host:port/vhost)."
     )
+}
+
+/// Whether a queue named `name` (in full) exists, asked with a passive declare on a channel of
+/// its own (a miss closes that channel). For a test that checks what was, or was not, declared.
+pub async fn queue_exists(connection: &Connection, name: &str) -> bool {
+    let Ok(channel) = connection.create_channel().await else {
+        return false;
+    };
+    let declared = channel
+        .queue_declare(
+            ShortString::from(name),
+            QueueDeclareOptions {
+                passive: true,
+                ..QueueDeclareOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .is_ok();
+    if declared {
+        let _ = channel.close(200, ShortString::from("checked")).await;
+    }
+    declared
 }

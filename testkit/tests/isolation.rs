@@ -4,29 +4,10 @@
 use std::time::Duration;
 
 use warren_example_orders::topology;
-use warren_runtime::Connection;
 use warren_runtime::lapin::BasicProperties;
-use warren_runtime::lapin::options::QueueDeclareOptions;
-use warren_runtime::lapin::types::{FieldTable, ShortString};
 use warren_testkit::TestBroker;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// Whether queue `name` exists, asked on a channel of its own (a miss closes it).
-async fn queue_exists(connection: &Connection, name: &str) -> bool {
-    let channel = connection.create_channel().await.expect("a channel");
-    channel
-        .queue_declare(
-            ShortString::from(name),
-            QueueDeclareOptions {
-                passive: true,
-                ..QueueDeclareOptions::default()
-            },
-            FieldTable::default(),
-        )
-        .await
-        .is_ok()
-}
 
 #[tokio::test]
 async fn two_deployments_of_one_contract_do_not_see_each_other() {
@@ -67,18 +48,12 @@ async fn a_deployment_dropped_without_cleanup_is_removed_all_the_same() {
         .collect();
     assert!(queues.len() >= 4, "the contract's queues and wait queues");
     for queue in &queues {
-        assert!(
-            queue_exists(broker.connection(), queue).await,
-            "{queue} declared"
-        );
+        assert!(broker.queue_exists(queue).await, "{queue} declared");
     }
     // As a test that panicked before its cleanup drops it.
     drop(deployed);
     for queue in &queues {
-        assert!(
-            !queue_exists(broker.connection(), queue).await,
-            "{queue} removed"
-        );
+        assert!(!broker.queue_exists(queue).await, "{queue} removed");
     }
     broker.close().await;
 }
