@@ -87,6 +87,15 @@ impl Deployed {
         RunningWorker::spawn(worker)
     }
 
+    /// A worker on the test's topology with the consumers `register` adds, running in the
+    /// background: `deployed.run_worker(|worker| handlers.register(worker))`. Use
+    /// [`Deployed::worker`] and [`Deployed::start`] to configure the worker first.
+    pub fn run_worker(&self, register: impl FnOnce(&mut Worker)) -> RunningWorker {
+        let mut worker = self.worker();
+        register(&mut worker);
+        self.start(worker)
+    }
+
     /// A publisher on the test's topology; the generated `Publishers::new(publisher)` gives
     /// one typed method per publisher of the contract.
     ///

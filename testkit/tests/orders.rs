@@ -188,9 +188,10 @@ async fn peeking_leaves_a_poison_message_where_it_was() {
     let broker = TestBroker::from_env().await;
     let deployed = broker.deploy("kit-peek", &topology()).await;
     let shop = Shop::default();
-    let mut worker = deployed.worker();
-    warren_example_orders::consumers::register::fulfil_order(&mut worker, shop.clone());
-    let mut running = deployed.start(worker);
+    // Fulfilment alone.
+    let mut running = deployed.run_worker(|worker| {
+        consumers::register::fulfil_order(worker, shop.clone());
+    });
 
     // Not JSON, as a faulty producer sends it: the handler never sees it.
     let properties = BasicProperties::default()
