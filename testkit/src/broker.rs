@@ -98,7 +98,7 @@ impl TestBroker {
         if let Err(error) = warren_runtime::declare(&self.connection, &topology).await {
             panic!("the topology of test `{test}` does not declare under `{namespace}`: {error}");
         }
-        Deployed::new(self.clone(), topology, namespace).await
+        Deployed::new(self.clone(), topology, namespace)
     }
 
     /// Whether a queue named `name` (in full, namespace included) exists on the broker.

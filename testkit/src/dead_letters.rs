@@ -93,26 +93,29 @@ impl DeadMessage {
         serde_json::from_slice(&body).map_err(|e| format!("not a {} payload: {e}", M::NAME))
     }
 
-    /// The body inflated, bounded by the worker's default body cap, so a gzip bomb among the
-    /// dead letters costs a test no more than it would cost the worker.
+    /// The body inflated as the worker inflates it (`gzip`, `deflate`), bounded by the
+    /// worker's default body cap, so a zip bomb among the dead letters costs a test no more
+    /// than it would cost the worker.
     fn decompressed(&self) -> Result<Vec<u8>, String> {
         let encoding = self.properties.content_encoding().as_ref();
-        match encoding.map(|e| e.as_str()) {
-            None | Some("" | "identity") => Ok(self.body.clone()),
-            Some("gzip") => {
-                let cap = DEFAULT_MAX_BODY_BYTES;
-                let mut inflated = Vec::new();
-                flate2::read::GzDecoder::new(self.body.as_slice())
-                    .take(u64::try_from(cap).unwrap_or(u64::MAX).saturating_add(1))
-                    .read_to_end(&mut inflated)
-                    .map_err(|e| format!("not gzip: {e}"))?;
-                if inflated.len() > cap {
-                    return Err(format!("inflates past {cap} bytes"));
-                }
-                Ok(inflated)
-            }
-            Some(other) => Err(format!("unknown content encoding `{other}`")),
+        let cap = DEFAULT_MAX_BODY_BYTES;
+        let limit = u64::try_from(cap).unwrap_or(u64::MAX).saturating_add(1);
+        let mut inflated = Vec::new();
+        let read = match encoding.map(|e| e.as_str().to_ascii_lowercase()).as_deref() {
+            None | Some("" | "identity") => return Ok(self.body.clone()),
+            Some("gzip") => flate2::read::GzDecoder::new(self.body.as_slice())
+                .take(limit)
+                .read_to_end(&mut inflated),
+            Some("deflate") => flate2::read::ZlibDecoder::new(self.body.as_slice())
+                .take(limit)
+                .read_to_end(&mut inflated),
+            Some(other) => return Err(format!("unknown content encoding `{other}`")),
+        };
+        read.map_err(|e| format!("cannot decompress the body: {e}"))?;
+        if inflated.len() > cap {
+            return Err(format!("the body inflates past {cap} bytes"));
         }
+        Ok(inflated)
     }
 }
 
@@ -146,6 +149,10 @@ impl Deployed {
 
     /// Reads up to `max` dead letters in `queue` (a contract name) without taking them: they
     /// are all returned to the queue, in order, before this returns (marked redelivered).
+    ///
+    /// Each return is a delivery: on a quorum queue with a delivery limit that dead-letters or
+    /// drops, peeking spends it. Warren gives a dead-letter queue (no dead-letter exchange of
+    /// its own) no such limit; peek those, not work queues.
     pub async fn peek_dead_letters(&self, queue: &str, max: usize) -> Vec<DeadMessage> {
         let before = self.ready(queue).await;
         let found = self.peek(queue, max).await;
@@ -211,5 +218,121 @@ async fn get(channel: &Channel, queue: &ShortString) -> Option<BasicGetMessage> 
     {
         Ok(message) => message,
         Err(error) => panic!("basic.get on `{queue}` failed: {error}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use warren_runtime::lapin::BasicProperties;
+    use warren_runtime::lapin::types::{AMQPValue, FieldTable, ShortString};
+    use warren_runtime::model::{FailureReason, headers};
+    use warren_runtime::{DEFAULT_MAX_BODY_BYTES, Message, NoHeaders};
+
+    use super::DeadMessage;
+
+    /// A message whose payload is any JSON.
+    struct AnyJson;
+
+    impl Message for AnyJson {
+        type Payload = serde_json::Value;
+        type Headers = NoHeaders;
+        const NAME: &'static str = "any_json";
+        const CONTENT_TYPE: &'static str = "application/json";
+        const PAYLOAD_SCHEMA: &'static str = "{}";
+        const HEADERS_SCHEMA: Option<&'static str> = None;
+    }
+
+    fn dead(body: Vec<u8>, encoding: Option<&str>, headers: FieldTable) -> DeadMessage {
+        let mut properties = BasicProperties::default().with_headers(headers.clone());
+        if let Some(encoding) = encoding {
+            properties = properties.with_content_encoding(ShortString::from(encoding));
+        }
+        DeadMessage {
+            context: warren_runtime::FailureContext::from_headers(Some(&headers)),
+            headers,
+            body,
+            exchange: String::new(),
+            routing_key: String::new(),
+            properties,
+        }
+    }
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        encoder.write_all(data).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    fn zlib(data: &[u8]) -> Vec<u8> {
+        let mut encoder =
+            flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        encoder.write_all(data).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    #[test]
+    fn payloads_decode_plain_gzip_and_deflate() {
+        let body = br#"{"id":"42"}"#;
+        for (bytes, encoding) in [
+            (body.to_vec(), None),
+            (gzip(body), Some("gzip")),
+            (zlib(body), Some("deflate")),
+            (gzip(body), Some("GZIP")),
+        ] {
+            let payload = dead(bytes, encoding, FieldTable::default())
+                .payload::<AnyJson>()
+                .unwrap();
+            assert_eq!(payload["id"], "42", "{encoding:?}");
+        }
+    }
+
+    #[test]
+    fn a_gzip_bomb_stops_at_the_cap() {
+        let bomb = gzip(&vec![b' '; DEFAULT_MAX_BODY_BYTES + 1]);
+        let error = dead(bomb, Some("gzip"), FieldTable::default())
+            .payload::<AnyJson>()
+            .unwrap_err();
+        assert!(error.contains("inflates past"), "{error}");
+        let error = dead(b"{}".to_vec(), Some("br"), FieldTable::default())
+            .payload::<AnyJson>()
+            .unwrap_err();
+        assert!(error.contains("unknown content encoding `br`"), "{error}");
+        let error = dead(b"{ not json".to_vec(), None, FieldTable::default())
+            .payload::<AnyJson>()
+            .unwrap_err();
+        assert!(error.contains("not a any_json payload"), "{error}");
+    }
+
+    #[test]
+    fn reason_error_and_headers_read_as_text() {
+        let mut table = FieldTable::default();
+        table.insert(
+            ShortString::from(headers::FAILURE_REASON),
+            AMQPValue::LongString("non-retryable".into()),
+        );
+        table.insert(
+            ShortString::from(headers::LAST_ERROR),
+            AMQPValue::LongString("no such customer".into()),
+        );
+        table.insert(
+            ShortString::from(headers::RETRY_COUNT),
+            AMQPValue::LongLongInt(2),
+        );
+        table.insert(ShortString::from("flag"), AMQPValue::Boolean(true));
+        let message = dead(b"{}".to_vec(), None, table);
+        assert_eq!(message.reason(), Some("non-retryable"));
+        assert_eq!(
+            message.context.as_ref().and_then(|c| c.reason),
+            Some(FailureReason::NonRetryable)
+        );
+        assert_eq!(message.last_error(), Some("no such customer"));
+        assert_eq!(message.header(headers::RETRY_COUNT).as_deref(), Some("2"));
+        assert_eq!(message.header("flag").as_deref(), Some("true"));
+        assert_eq!(message.header("missing"), None);
+        // A message that never failed has no context.
+        let plain = dead(b"{}".to_vec(), None, FieldTable::default());
+        assert!(plain.context.is_none() && plain.reason().is_none());
     }
 }

@@ -39,7 +39,7 @@ impl std::fmt::Debug for Deployed {
 }
 
 impl Deployed {
-    pub(crate) async fn new(broker: TestBroker, topology: Topology, namespace: String) -> Self {
+    pub(crate) fn new(broker: TestBroker, topology: Topology, namespace: String) -> Self {
         Self {
             broker,
             topology,
