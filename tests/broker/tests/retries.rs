@@ -248,7 +248,7 @@ async fn ttl_backoff_waits_longer_each_time_and_dead_letters_with_the_final_erro
     );
     assert!(header(message, "x-first-failure-timestamp").is_some_and(|t| t.parse::<i64>().is_ok()));
     // The dead letter keeps the routing key the DLX bindings expect: the original one.
-    assert_eq!(message.delivery.routing_key.as_str(), "job.backoff");
+    assert_eq!(message.routing_key.as_str(), "job.backoff");
     // The sibling saw the message once.
     let sibling = h
         .recorder
