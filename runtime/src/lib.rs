@@ -86,6 +86,7 @@
 pub mod __fuzz;
 mod amqp;
 mod connection;
+mod dead_letter;
 mod declare;
 mod delivery;
 mod error;
@@ -99,6 +100,7 @@ mod wire;
 mod worker;
 
 pub use connection::{Connection, ConnectionBuilder};
+pub use dead_letter::{DeadLetter, DeadMessage, RawMessage};
 pub use declare::{DeclareError, ImportProblem, TopologyEntity, declare, delete, verify};
 pub use delivery::{Delivery, DeliveryBuilder};
 pub use error::{HandlerError, MessagePart, PublishError, ShortField, WorkerError};
@@ -127,7 +129,8 @@ pub mod codegen {
     pub use crate::publisher::{Compression, Publication, publish};
     pub use crate::routing_key::{KeyPart, RoutingKey};
     pub use crate::worker::{
-        BatchHandler, BatchSpec, CircuitBreaker, ConsumerSpec, Handler, add, add_batch,
+        BatchHandler, BatchSpec, CircuitBreaker, ConsumerSpec, DeadLetterHandler, Handler, add,
+        add_batch, add_dead_letters,
     };
 
     pub use chrono;

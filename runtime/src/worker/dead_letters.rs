@@ -1,0 +1,215 @@
+//! The consume loop of a dead-letter consumer: every message of its queue reaches the
+//! handler as a [`DeadLetter`], typed when it decodes as the consumer's message, raw (poison)
+//! when it does not. Poison is never dropped or dead-lettered again for its content.
+//!
+//! A failed handler is settled by the broker, never by a copy: a copy would write the dead
+//! letter's consumer and queue over the failure history the queue is there to keep. The
+//! queue's policy decides (see [`settle_by_broker`]).
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures_lite::FutureExt;
+
+use super::acks::Taken;
+use super::consume::{guarded, panic_text};
+use super::decode::{Poison, decode, original_route, retries_so_far};
+use super::policy::{Failure, Outcome, decide};
+use super::runner::Runner;
+use super::settle::{MAX_ERROR_BYTES, Settler, truncate};
+use super::{ConsumerSpec, Context, Registered, Task};
+use crate::model::{FailureReason, Queue};
+use crate::schema::Validators;
+use crate::{DeadLetter, DeadMessage, FailureContext, HandlerError, Message, RawMessage};
+
+/// Handles the dead letters of one queue, whose messages are `M` when they are not poison.
+/// Generated dead-letter consumer traits are adapted to this.
+pub trait DeadLetterHandler<M: Message>: Send + Sync + 'static {
+    /// Handles one dead letter.
+    fn handle(
+        &self,
+        dead_letter: DeadLetter<M::Payload, M::Headers>,
+    ) -> impl Future<Output = Result<(), HandlerError>> + Send;
+}
+
+pub(super) struct DeadLetters<M, H> {
+    spec: ConsumerSpec,
+    handler: Arc<H>,
+    message: PhantomData<fn() -> M>,
+}
+
+impl<M, H> DeadLetters<M, H> {
+    pub(super) fn new(spec: ConsumerSpec, handler: H) -> Self {
+        Self {
+            spec,
+            handler: Arc::new(handler),
+            message: PhantomData,
+        }
+    }
+}
+
+/// `raw` as a dead letter of message `M`: its failure history from its headers, and the
+/// message typed when it decodes and validates as `M` and its `type` property (if any) names
+/// `M`, raw otherwise.
+pub(crate) fn dead_letter<M: Message>(
+    raw: &lapin::message::Delivery,
+    queue: &Queue,
+    validators: Option<&Validators>,
+    max_body_bytes: usize,
+) -> DeadLetter<M::Payload, M::Headers> {
+    let failure =
+        FailureContext::from_headers(raw.properties.headers().as_ref()).unwrap_or_default();
+    let typed = match raw.properties.kind() {
+        Some(kind) if kind.as_str() != M::NAME => Err(Poison {
+            reason: FailureReason::Decode,
+            detail: truncate(
+                &format!("message type `{kind}`, expected `{}`", M::NAME),
+                MAX_ERROR_BYTES,
+            ),
+        }),
+        _ => decode::<M>(raw, queue, validators, max_body_bytes),
+    };
+    let message = match typed {
+        Ok(delivery) => DeadMessage::Typed(delivery.with_failure(failure.clone())),
+        Err(poison) => DeadMessage::Raw(raw_message(raw, poison, max_body_bytes)),
+    };
+    DeadLetter::new(failure, message)
+}
+
+/// The raw message of a poison dead letter, its body cut to `max_body_bytes`.
+fn raw_message(
+    raw: &lapin::message::Delivery,
+    poison: Poison,
+    max_body_bytes: usize,
+) -> RawMessage {
+    let properties = &raw.properties;
+    let text = |value: &Option<lapin::types::ShortString>| value.as_ref().map(|v| v.to_string());
+    let (exchange, routing_key) = original_route(raw);
+    let mut message = RawMessage::new(
+        raw.data[..raw.data.len().min(max_body_bytes)].to_vec(),
+        poison.reason,
+        poison.detail,
+    );
+    message.body_len = raw.data.len();
+    message.content_type = text(properties.content_type());
+    message.content_encoding = text(properties.content_encoding());
+    message.message_id = text(properties.message_id());
+    message.kind = text(properties.kind());
+    message.exchange = exchange;
+    message.routing_key = routing_key;
+    message
+}
+
+/// Settles a dead letter its handler failed on (or warren panicked on) by the queue's
+/// policy, carried out by the broker so that the headers stay as they came:
+/// - a retry (requeue or a retry copy) returns it to its queue (`basic.reject`, requeue),
+///   where the broker counts it on a quorum queue;
+/// - dead-lettering rejects it without requeue, so the broker dead-letters it through the
+///   queue's own dead-letter exchange, adding only its `x-death`;
+/// - `exhausted: drop` acks it, as the contract says;
+/// - with nowhere to dead-letter, it returns to its queue: a dead letter is never discarded.
+async fn settle_by_broker(settler: &Settler, raw: &Taken, failure: Failure, error: &str) {
+    let retries = retries_so_far(raw, &settler.queue);
+    let consumer = settler.consumer;
+    let queue = settler.queue.name.as_str();
+    match decide(&settler.queue, retries, failure, 0.0) {
+        Outcome::DeadLetter { reason } => {
+            tracing::warn!(
+                consumer,
+                queue,
+                reason = reason.as_str(),
+                error,
+                "dead-letter handler failed; the broker dead-letters the dead letter"
+            );
+            settler.reject(raw, false).await;
+        }
+        Outcome::Drop { reason } => {
+            tracing::warn!(
+                consumer,
+                queue,
+                reason = reason.as_str(),
+                error,
+                "dead-letter handler failed; dropped as the contract says"
+            );
+            settler.ack(raw);
+        }
+        Outcome::Requeue { .. } | Outcome::Retry { .. } | Outcome::Discard { .. } => {
+            tracing::warn!(
+                consumer,
+                queue,
+                retries,
+                error,
+                "dead-letter handler failed; the dead letter returns to its queue"
+            );
+            settler.reject(raw, true).await;
+        }
+    }
+}
+
+impl<M: Message, H: DeadLetterHandler<M>> Registered for DeadLetters<M, H> {
+    fn spec(&self) -> &ConsumerSpec {
+        &self.spec
+    }
+
+    fn start(self: Box<Self>, context: Context) -> Task {
+        Box::pin(async move {
+            let Some(mut runner) = Runner::start::<M>(self.spec, context).await? else {
+                return Ok(());
+            };
+            let mut outcome = Ok(());
+            while let Some(work) = runner.work().await {
+                let raw = match runner.next().await {
+                    Ok(Some(raw)) => raw,
+                    Ok(None) => break,
+                    Err(error) => {
+                        outcome = Err(error);
+                        break;
+                    }
+                };
+                runner.reap();
+                let settler = runner.settler.clone();
+                let validators = runner.validators.clone();
+                let breaker = runner.breaker.clone();
+                let handler = self.handler.clone();
+                let max_body_bytes = runner.context.settings.max_body_bytes;
+                runner.begin(async move {
+                    let handled = async {
+                        let letter = dead_letter::<M>(
+                            &raw,
+                            &settler.queue,
+                            validators.as_deref(),
+                            max_body_bytes,
+                        );
+                        let result = guarded(async move { handler.handle(letter).await }).await;
+                        if let Some(breaker) = &breaker {
+                            breaker.record(result.as_ref().err().map(|(failure, _)| *failure));
+                        }
+                        match result {
+                            Ok(()) => settler.ack(&raw),
+                            Err((failure, error)) => {
+                                settle_by_broker(&settler, &raw, failure, &error).await;
+                            }
+                        }
+                    };
+                    // Warren's own panic: settled by the same rule, never discarded.
+                    if let Err(panic) = AssertUnwindSafe(handled).catch_unwind().await
+                        && raw.acks.unsettled(raw.delivery_tag)
+                    {
+                        let error = format!("warren panicked: {}", panic_text(&*panic));
+                        tracing::error!(
+                            consumer = settler.consumer,
+                            error,
+                            "warren panicked on a dead letter"
+                        );
+                        settle_by_broker(&settler, &raw, Failure::Internal, &error).await;
+                    }
+                    drop(work);
+                });
+            }
+            runner.drain().await;
+            outcome
+        })
+    }
+}
