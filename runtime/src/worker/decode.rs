@@ -205,8 +205,10 @@ pub(crate) fn failure_so_far(
         return None;
     }
     let mut failure = FailureContext::from_headers(raw.properties.headers().as_ref())?;
-    // The count is the one the worker believed, whatever else the headers say.
+    // The count is the one the worker believed, whatever else the headers say; and a retry
+    // copy is no dead letter (the `x-death` of its hop through a wait queue says `expired`).
     failure.retry_count = retries;
+    failure.reason = None;
     Some(failure)
 }
 

@@ -21,7 +21,8 @@ use lapin::options::{BasicGetOptions, BasicPublishOptions, ConfirmSelectOptions}
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use tokio::sync::{Notify, Semaphore};
 use warren_runtime::{
-    Connection, Delivery, HandlerError, Publisher, ShutdownHandle, Worker, WorkerError,
+    Connection, DeadLetter, Delivery, FailureContext, HandlerError, Publisher, ShutdownHandle,
+    Worker, WorkerError,
 };
 
 /// One attempt a handler saw.
@@ -37,6 +38,8 @@ pub struct Attempt {
     pub message_id: Option<String>,
     /// The tenant header.
     pub tenant: String,
+    /// The delivery's failure history.
+    pub failure: Option<FailureContext>,
 }
 
 struct State {
@@ -47,6 +50,7 @@ struct State {
     max_in_flight: AtomicUsize,
     gate: Semaphore,
     outage: AtomicBool,
+    dead_letters: Mutex<Vec<DeadLetter<types::Job, types::JobHeaders>>>,
 }
 
 impl Default for State {
@@ -59,6 +63,7 @@ impl Default for State {
             max_in_flight: AtomicUsize::new(0),
             gate: Semaphore::new(0),
             outage: AtomicBool::new(false),
+            dead_letters: Mutex::default(),
         }
     }
 }
@@ -69,6 +74,7 @@ pub struct Recorder(Arc<State>);
 
 /// [`Handlers`] with every consumer of the test contract handled by a [`Recorder`].
 pub type Recorded = Handlers<
+    Recorder,
     Recorder,
     Recorder,
     Recorder,
@@ -106,6 +112,7 @@ pub fn handlers(recorder: &Recorder) -> Recorded {
         run_outage: recorder.clone(),
         run_chaos: recorder.clone(),
         run_sibling: recorder.clone(),
+        read_dead: recorder.clone(),
     }
 }
 
@@ -121,6 +128,7 @@ impl Recorder {
             retry_count: delivery.retry_count(),
             message_id: delivery.message_id().map(str::to_owned),
             tenant: delivery.headers().tenant.clone(),
+            failure: delivery.failure().cloned(),
         };
         let mut attempts = self.0.attempts.lock().unwrap_or_else(|e| e.into_inner());
         let list = attempts
@@ -239,6 +247,24 @@ impl Recorder {
             .count()
     }
 
+    /// Waits until the dead-letter consumer has seen `n` dead letters, or `timeout` passes,
+    /// and returns those it saw.
+    pub async fn wait_dead_letters(
+        &self,
+        n: usize,
+        timeout: Duration,
+    ) -> Vec<DeadLetter<types::Job, types::JobHeaders>> {
+        let seen = || {
+            self.0
+                .dead_letters
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+        };
+        self.wait(timeout, || seen().len() >= n).await;
+        seen()
+    }
+
     /// Lets `n` held handlers finish.
     pub fn release(&self, n: usize) {
         self.0.gate.add_permits(n);
@@ -286,6 +312,21 @@ handle_with_recorder!(
     RunOutage,
     RunChaos,
 );
+
+impl consumers::ReadDead for Recorder {
+    async fn handle(
+        &self,
+        dead_letter: DeadLetter<types::Job, types::JobHeaders>,
+    ) -> Result<(), HandlerError> {
+        self.0
+            .dead_letters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(dead_letter);
+        self.0.changed.notify_waiters();
+        Ok(())
+    }
+}
 
 impl consumers::RunBatch for Recorder {
     async fn handle_batch(
