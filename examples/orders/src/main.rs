@@ -233,15 +233,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     stop.shutdown();
     running.await??;
 
-    let log = shop.0.lock().unwrap_or_else(|e| e.into_inner());
-    for line in &log.handled {
+    let (handled, dead) = {
+        let log = shop.0.lock().unwrap_or_else(|e| e.into_inner());
+        (log.handled.clone(), log.dead.clone())
+    };
+    for line in &handled {
         println!("  {line}");
     }
     println!("\ndead letters:");
-    for line in &log.dead {
+    for line in &dead {
         println!("  {line}");
     }
-    drop(log);
     warren_runtime::delete(&connection, &topology).await?;
     connection.close().await?;
     Ok(())

@@ -213,3 +213,123 @@ impl<M: Message, H: DeadLetterHandler<M>> Registered for DeadLetters<M, H> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use lapin::BasicProperties;
+    use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+
+    use super::dead_letter;
+    use crate::model::{FailureReason, Queue, QueueKind, headers};
+    use crate::schema::Validators;
+    use crate::worker::decode::{failure_so_far, retries_so_far};
+    use crate::{Message, NoHeaders};
+
+    struct Order;
+
+    impl Message for Order {
+        type Payload = serde_json::Value;
+        type Headers = NoHeaders;
+        const NAME: &'static str = "order";
+        const CONTENT_TYPE: &'static str = "application/json";
+        const PAYLOAD_SCHEMA: &'static str = r#"{"type": "object", "required": ["id"]}"#;
+        const HEADERS_SCHEMA: Option<&'static str> = None;
+    }
+
+    fn delivery(
+        exchange: &str,
+        key: &str,
+        body: &[u8],
+        properties: BasicProperties,
+    ) -> lapin::message::Delivery {
+        let mut raw = lapin::message::Delivery::mock(
+            1,
+            ShortString::from(exchange),
+            ShortString::from(key),
+            false,
+            body.to_vec(),
+        );
+        raw.properties = properties;
+        raw
+    }
+
+    fn history(reason: Option<&str>) -> FieldTable {
+        let mut table = FieldTable::default();
+        let text = |s: &str| AMQPValue::LongString(LongString::from(s));
+        table.insert(ShortString::from(headers::LAST_ERROR), text("timed out"));
+        table.insert(
+            ShortString::from(headers::RETRY_COUNT),
+            AMQPValue::LongLongInt(1),
+        );
+        table.insert(ShortString::from(headers::FAILED_QUEUE), text("orders"));
+        if let Some(reason) = reason {
+            table.insert(ShortString::from(headers::FAILURE_REASON), text(reason));
+        }
+        table
+    }
+
+    /// A history is believed on warren's own retry copy only: a producer's on a first
+    /// delivery is not one.
+    #[test]
+    fn failure_history_is_believed_on_retry_copies_only() {
+        let queue = Queue::new("orders", QueueKind::Classic);
+        let properties = BasicProperties::default().with_headers(history(None));
+        let forged = delivery("shop", "order.placed", b"{}", properties.clone());
+        let retries = retries_so_far(&forged, &queue);
+        assert_eq!(failure_so_far(&forged, &queue, retries), None);
+        let copy = delivery("", "orders", b"{}", properties);
+        let retries = retries_so_far(&copy, &queue);
+        let failure = failure_so_far(&copy, &queue, retries).expect("a retry copy's history");
+        assert_eq!(failure.last_error.as_deref(), Some("timed out"));
+        assert_eq!((failure.retry_count, failure.reason), (1, None));
+        assert_eq!(failure.queue.as_deref(), Some("orders"));
+    }
+
+    /// Every dead letter becomes one: typed when it decodes as the message and its `type`
+    /// names it, raw (body cut to the cap) with the reason otherwise.
+    #[test]
+    fn dead_letters_are_typed_or_raw_never_refused() {
+        let queue = Queue::new("dead", QueueKind::Classic);
+        let validators = Validators::of::<Order>().expect("schemas compile");
+        let properties = BasicProperties::default().with_headers(history(Some("exhausted")));
+        let letter = |body: &[u8], properties: BasicProperties, cap| {
+            let raw = delivery("dlx", "orders", body, properties);
+            dead_letter::<Order>(&raw, &queue, Some(&validators), cap)
+        };
+        let typed = letter(br#"{"id": 1}"#, properties.clone(), 1024);
+        assert_eq!(typed.failure().reason, Some(FailureReason::Exhausted));
+        let delivery = typed.typed().expect("typed");
+        assert_eq!(delivery.payload()["id"], 1);
+        assert_eq!(delivery.failure(), Some(typed.failure()));
+
+        let other = letter(
+            br#"{"id": 1}"#,
+            properties.clone().with_type(ShortString::from("invoice")),
+            1024,
+        );
+        let raw = other.raw().expect("another message type comes raw");
+        assert_eq!(raw.poison, FailureReason::Decode);
+        assert_eq!(raw.kind.as_deref(), Some("invoice"));
+
+        let invalid = letter(br#"{"name": 1}"#, properties.clone(), 1024);
+        let raw = invalid.raw().expect("a schema breach comes raw");
+        assert_eq!(raw.poison, FailureReason::Validation);
+        assert_eq!(invalid.failure().last_error.as_deref(), Some("timed out"));
+
+        let large = letter(&[b'x'; 100], properties, 10);
+        let raw = large.raw().expect("too large comes raw");
+        assert_eq!(raw.poison, FailureReason::TooLarge);
+        assert_eq!(
+            (raw.body.len(), raw.body_len, raw.truncated()),
+            (10, 100, true)
+        );
+        assert_eq!(
+            (raw.exchange.as_str(), raw.routing_key.as_str()),
+            ("dlx", "orders")
+        );
+
+        let bare = letter(b"not json", BasicProperties::default(), 1024);
+        assert_eq!(bare.raw().map(|r| r.poison), Some(FailureReason::Decode));
+        assert_eq!(*bare.failure(), crate::FailureContext::default());
+    }
+}

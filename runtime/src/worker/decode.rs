@@ -195,10 +195,9 @@ pub(crate) fn failure_so_far(
     retries: u32,
 ) -> Option<FailureContext> {
     if broker_counts(queue) {
-        return (retries > 0).then(|| {
-            let mut failure = FailureContext::default();
-            failure.retry_count = retries;
-            failure
+        return (retries > 0).then(|| FailureContext {
+            retry_count: retries,
+            ..FailureContext::default()
         });
     }
     if !is_retry_copy(raw, queue) {

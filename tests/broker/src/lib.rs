@@ -91,6 +91,7 @@ pub type Recorded = Handlers<
     Recorder,
     Recorder,
     Recorder,
+    Recorder,
 >;
 
 /// Every consumer of the test contract handled by `recorder`.
@@ -113,6 +114,7 @@ pub fn handlers(recorder: &Recorder) -> Recorded {
         run_chaos: recorder.clone(),
         run_sibling: recorder.clone(),
         read_dead: recorder.clone(),
+        run_failing: recorder.clone(),
     }
 }
 
@@ -311,6 +313,7 @@ handle_with_recorder!(
     RunSpin,
     RunOutage,
     RunChaos,
+    RunFailing,
 );
 
 impl consumers::ReadDead for Recorder {

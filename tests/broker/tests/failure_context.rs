@@ -75,13 +75,13 @@ async fn a_retry_carries_its_failure_history_and_a_forged_one_is_not_believed() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_letter_consumer_gets_typed_dead_letters_and_raw_poison() {
     let h = Harness::start("dead-letter-consumer").await;
-    h.submit("requeue-classic", job("spent", JobBehaviour::Retryable))
+    h.submit("failing", job("spent", JobBehaviour::Retryable))
         .await;
     let not_json = b"{not json".to_vec();
-    h.publish_raw("job.none", &not_json, json_properties())
+    h.publish_raw("job.failing", &not_json, json_properties())
         .await;
     let out_of_bounds = br#"{"id":"bounds","behaviour":"ok","amount":5000}"#.to_vec();
-    h.publish_raw("job.none", &out_of_bounds, json_properties())
+    h.publish_raw("job.failing", &out_of_bounds, json_properties())
         .await;
 
     let letters = h.recorder.wait_dead_letters(3, WAIT).await;
@@ -101,13 +101,10 @@ async fn a_dead_letter_consumer_gets_typed_dead_letters_and_raw_poison() {
         failure.last_error.as_deref(),
         Some("attempt 2 of spent failed")
     );
-    assert_eq!(failure.queue, Some(h.name("requeue-classic")));
-    assert_eq!(failure.consumer.as_deref(), Some("run_requeue_classic"));
+    assert_eq!(failure.queue, Some(h.name("failing")));
+    assert_eq!(failure.consumer.as_deref(), Some("run_failing"));
     assert_eq!(failure.original_exchange, Some(h.name("jobs")));
-    assert_eq!(
-        failure.original_routing_key.as_deref(),
-        Some("job.requeue-classic")
-    );
+    assert_eq!(failure.original_routing_key.as_deref(), Some("job.failing"));
     assert!(failure.first_failure.is_some() && failure.last_failure >= failure.first_failure);
     assert_eq!(
         delivery.failure(),
@@ -129,11 +126,11 @@ async fn a_dead_letter_consumer_gets_typed_dead_letters_and_raw_poison() {
         assert_eq!(raw.poison, reason, "{}", raw.poison_detail);
         assert!(!raw.truncated());
         assert_eq!(raw.content_type.as_deref(), Some("application/json"));
-        assert_eq!(raw.routing_key, "job.none");
+        assert_eq!(raw.routing_key, "job.failing");
         let failure = letter.failure();
         assert_eq!(failure.reason, Some(reason), "the worker's own reason");
-        assert_eq!(failure.consumer.as_deref(), Some("run_none"));
-        assert_eq!(failure.queue, Some(h.name("none")));
+        assert_eq!(failure.consumer.as_deref(), Some("run_failing"));
+        assert_eq!(failure.queue, Some(h.name("failing")));
         assert!(failure.last_error.is_some());
     }
     // Handled and acknowledged, every one: nothing left, nothing returned.
@@ -153,16 +150,12 @@ async fn a_forged_failure_reason_does_not_make_retries_endless() {
         AMQPValue::LongString(LongString::from("exhausted")),
     );
     let body = serde_json::to_vec(&job("looping", JobBehaviour::Retryable)).expect("json");
-    h.publish_raw(
-        "job.requeue-classic",
-        &body,
-        json_properties().with_headers(forged),
-    )
-    .await;
+    h.publish_raw("job.failing", &body, json_properties().with_headers(forged))
+        .await;
     let dead = h.recorder.wait_dead_letters(1, WAIT).await;
     assert_eq!(dead.len(), 1, "dead-lettered once its retries were spent");
     let counts: Vec<u32> = (h.recorder.attempts("looping").iter())
-        .filter(|a| a.consumer == "RunRequeueClassic")
+        .filter(|a| a.consumer == "RunFailing")
         .map(|a| a.retry_count)
         .collect();
     assert_eq!(counts, [0, 1, 2]);
