@@ -267,6 +267,19 @@ impl Recorder {
         seen()
     }
 
+    /// How many times the dead-letter consumer saw job `id`.
+    pub fn dead_letters_of(&self, id: &str) -> usize {
+        let letters = self
+            .0
+            .dead_letters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        letters
+            .iter()
+            .filter(|l| l.typed().is_some_and(|d| d.payload().id.as_str() == id))
+            .count()
+    }
+
     /// Lets `n` held handlers finish.
     pub fn release(&self, n: usize) {
         self.0.gate.add_permits(n);
@@ -321,12 +334,23 @@ impl consumers::ReadDead for Recorder {
         &self,
         dead_letter: DeadLetter<types::Job, types::JobHeaders>,
     ) -> Result<(), HandlerError> {
+        // A job whose id starts with `dl-fail` fails the dead-letter handler the first time.
+        let fail = dead_letter.typed().is_some_and(|d| {
+            let id = d.payload().id.as_str();
+            let seen = self.dead_letters_of(id);
+            id.starts_with("dl-fail") && seen == 0
+        });
         self.0
             .dead_letters
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(dead_letter);
         self.0.changed.notify_waiters();
+        if fail {
+            return Err(HandlerError::retryable(std::io::Error::other(
+                "the dead-letter store is down",
+            )));
+        }
         Ok(())
     }
 }

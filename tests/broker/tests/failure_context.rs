@@ -162,3 +162,30 @@ async fn a_forged_failure_reason_does_not_make_retries_endless() {
     assert_eq!(dead[0].failure().retry_count, 2);
     h.stop().await.expect("clean shutdown");
 }
+
+/// A dead-letter handler that fails gets the dead letter again, as it was: returned to its
+/// queue by the broker, never copied over with the dead-letter consumer's own failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_dead_letter_handler_gets_the_dead_letter_again_unchanged() {
+    let h = Harness::start("dead-letter-handler-fails").await;
+    h.submit("failing", job("dl-fail-once", JobBehaviour::Fatal))
+        .await;
+    let letters = h.recorder.wait_dead_letters(2, WAIT).await;
+    assert_eq!(letters.len(), 2, "{letters:#?}");
+    assert_eq!(h.recorder.dead_letters_of("dl-fail-once"), 2);
+    assert_eq!(
+        letters[0].failure(),
+        letters[1].failure(),
+        "the history is the original failure's, both times"
+    );
+    let failure = letters[1].failure();
+    assert_eq!(failure.reason, Some(FailureReason::NonRetryable));
+    assert_eq!(failure.consumer.as_deref(), Some("run_failing"));
+    assert_eq!(failure.queue, Some(h.name("failing")));
+    assert!(
+        letters[1].typed().is_some_and(|d| d.redelivered()),
+        "returned by the broker"
+    );
+    assert_eq!(h.ready("dead-read").await, 0, "handled the second time");
+    h.stop().await.expect("clean shutdown");
+}
