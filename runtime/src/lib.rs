@@ -34,6 +34,8 @@
 //! - [`Delivery`], [`HandlerError`]: what a handler receives and returns. A handler decides
 //!   *whether* a failure can ever succeed ([`HandlerError::retryable`] or
 //!   [`HandlerError::non_retryable`]); the queue's retry policy decides *how* retries happen;
+//! - [`FailureContext`], [`DeadLetter`]: a message's failure history, as a retried delivery
+//!   ([`Delivery::failure`]) and a dead-letter consumer see it, the latter typed or raw;
 //! - [`model`]: the description of exchanges, queues (with their arguments), bindings and
 //!   retry infrastructure that generated `topology()` functions return;
 //! - [`Publisher`]: publishes typed payloads with confirms and `mandatory`;

@@ -62,7 +62,7 @@ pub(crate) fn dead_letter<M: Message>(
     let failure =
         FailureContext::from_headers(raw.properties.headers().as_ref()).unwrap_or_default();
     let typed = match raw.properties.kind() {
-        Some(kind) if kind.as_str() != M::NAME => Err(Poison {
+        Some(kind) if !names(kind.as_str(), M::NAME) => Err(Poison {
             reason: FailureReason::Decode,
             detail: truncate(
                 &format!("message type `{kind}`, expected `{}`", M::NAME),
@@ -76,6 +76,16 @@ pub(crate) fn dead_letter<M: Message>(
         Err(poison) => DeadMessage::Raw(raw_message(raw, poison, max_body_bytes)),
     };
     DeadLetter::new(failure, message)
+}
+
+/// Whether the `type` property `kind` names message `name`. Compared unqualified: a contract
+/// that imports a message names it `shop::sale`, and its owner publishes it as `sale`.
+fn names(kind: &str, name: &str) -> bool {
+    unqualified(kind) == unqualified(name)
+}
+
+fn unqualified(name: &str) -> &str {
+    name.rsplit_once("::").map_or(name, |(_, last)| last)
 }
 
 /// The raw message of a poison dead letter, its body cut to `max_body_bytes`.
@@ -219,7 +229,7 @@ mod tests {
     use lapin::BasicProperties;
     use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 
-    use super::dead_letter;
+    use super::{dead_letter, names};
     use crate::model::{FailureReason, Queue, QueueKind, headers};
     use crate::schema::Validators;
     use crate::worker::decode::{failure_so_far, retries_so_far};
@@ -266,6 +276,15 @@ mod tests {
             table.insert(ShortString::from(headers::FAILURE_REASON), text(reason));
         }
         table
+    }
+
+    #[test]
+    fn a_type_names_a_message_qualified_or_not() {
+        assert!(names("sale", "sale"));
+        assert!(names("sale", "shop::sale"));
+        assert!(names("shop::sale", "sale"));
+        assert!(!names("invoice", "shop::sale"));
+        assert!(!names("", "sale"));
     }
 
     /// A history is believed on warren's own retry copy only: a producer's on a first
