@@ -23,6 +23,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 pub use dead_letters::DeadLetterHandler;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use dead_letters::dead_letter;
 
 use crate::model::{Queue, Topology};
 use crate::{Connection, Delivery, HandlerError, Message, WorkerError};
