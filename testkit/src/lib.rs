@@ -14,8 +14,8 @@
 //! ```no_run
 //! use std::time::{Duration, SystemTime};
 //!
-//! use warren_example_orders::types::{Address, LineItem, Money, OrderCancelled, OrderHeaders, OrderPlaced};
-//! use warren_example_orders::{Handlers, Publishers, consumers, messages, topology};
+//! use warren_example_orders::types::{Address, LineItem, Money, OrderHeaders, OrderPlaced};
+//! use warren_example_orders::{Publishers, consumers, messages, topology};
 //! use warren_runtime::{Delivery, HandlerError};
 //! use warren_testkit::{Seen, TestBroker};
 //!
@@ -34,21 +34,6 @@
 //!     }
 //! }
 //!
-//! /// The contract's other consumers, not under test here: `Handlers` needs one for each.
-//! struct Idle;
-//!
-//! impl consumers::BillOrders for Idle {
-//!     async fn handle_batch(&self, _: Vec<Delivery<OrderPlaced, OrderHeaders>>) -> Result<(), HandlerError> {
-//!         Ok(())
-//!     }
-//! }
-//!
-//! impl consumers::NotifyCancellation for Idle {
-//!     async fn handle(&self, _: Delivery<OrderCancelled>) -> Result<(), HandlerError> {
-//!         Ok(())
-//!     }
-//! }
-//!
 //! // A test in your crate's `tests/`: mark it `#[tokio::test]`.
 //! async fn a_blocked_customer_s_order_is_dead_lettered_with_the_reason() {
 //!     // AMQP_URL, else amqp://guest:guest@127.0.0.1:5672/%2f; panics if no broker answers.
@@ -58,8 +43,9 @@
 //!
 //!     let fulfilment = Fulfilment::default();
 //!     let mut worker = deployed.worker();
-//!     Handlers { fulfil_order: fulfilment.clone(), bill_orders: Idle, notify_cancellation: Idle }
-//!         .register(&mut worker);
+//!     // Only the consumer under test; not the contract's dead-letter reader, which would
+//!     // take the dead letter this test reads.
+//!     consumers::register::fulfil_order(&mut worker, fulfilment.clone());
 //!     let mut running = deployed.start(worker);
 //!
 //!     let publishers = Publishers::new(deployed.publisher().await);

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use warren_example_orders::types::{
     Address, LineItem, Money, OrderCancelled, OrderHeaders, OrderPlaced,
 };
-use warren_example_orders::{Handlers, Publishers, consumers, messages, topology};
+use warren_example_orders::{Publishers, consumers, messages, topology};
 use warren_runtime::lapin::BasicProperties;
 use warren_runtime::lapin::types::ShortString;
 use warren_runtime::model::FailureReason;
@@ -101,12 +101,10 @@ async fn dead_letters_say_why_each_order_failed() {
     let deployed = broker.deploy("kit-orders", &topology()).await;
     let shop = Shop::default();
     let mut worker = deployed.worker();
-    Handlers {
-        fulfil_order: shop.clone(),
-        bill_orders: shop.clone(),
-        notify_cancellation: shop.clone(),
-    }
-    .register(&mut worker);
+    // Every consumer but the dead-letter reader, which would take the dead letters read here.
+    consumers::register::fulfil_order(&mut worker, shop.clone());
+    consumers::register::bill_orders(&mut worker, shop.clone());
+    consumers::register::notify_cancellation(&mut worker, shop.clone());
     let mut running = deployed.start(worker);
     let publishers = Publishers::new(deployed.publisher().await);
 

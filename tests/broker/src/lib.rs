@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use tokio::sync::Semaphore;
-use warren_runtime::{Connection, Delivery, HandlerError, Worker, WorkerError};
+use warren_runtime::{
+    Connection, DeadLetter, Delivery, FailureContext, HandlerError, Worker, WorkerError,
+};
 use warren_testkit::{Changes, Deployed, RunningWorker, TestBroker};
 pub use warren_testkit::{DeadMessage, PrivateBroker, amqp_url};
 
@@ -35,6 +37,8 @@ pub struct Attempt {
     pub message_id: Option<String>,
     /// The tenant header.
     pub tenant: String,
+    /// The delivery's failure history.
+    pub failure: Option<FailureContext>,
 }
 
 struct State {
@@ -45,6 +49,7 @@ struct State {
     max_in_flight: AtomicUsize,
     gate: Semaphore,
     outage: AtomicBool,
+    dead_letters: Mutex<Vec<DeadLetter<types::Job, types::JobHeaders>>>,
 }
 
 impl Default for State {
@@ -57,6 +62,7 @@ impl Default for State {
             max_in_flight: AtomicUsize::new(0),
             gate: Semaphore::new(0),
             outage: AtomicBool::new(false),
+            dead_letters: Mutex::default(),
         }
     }
 }
@@ -67,6 +73,8 @@ pub struct Recorder(Arc<State>);
 
 /// [`Handlers`] with every consumer of the test contract handled by a [`Recorder`].
 pub type Recorded = Handlers<
+    Recorder,
+    Recorder,
     Recorder,
     Recorder,
     Recorder,
@@ -104,6 +112,8 @@ pub fn handlers(recorder: &Recorder) -> Recorded {
         run_outage: recorder.clone(),
         run_chaos: recorder.clone(),
         run_sibling: recorder.clone(),
+        read_dead: recorder.clone(),
+        run_failing: recorder.clone(),
     }
 }
 
@@ -119,6 +129,7 @@ impl Recorder {
             retry_count: delivery.retry_count(),
             message_id: delivery.message_id().map(str::to_owned),
             tenant: delivery.headers().tenant.clone(),
+            failure: delivery.failure().cloned(),
         };
         let mut attempts = self.0.attempts.lock().unwrap_or_else(|e| e.into_inner());
         let list = attempts
@@ -231,6 +242,37 @@ impl Recorder {
             .count()
     }
 
+    /// Waits until the dead-letter consumer has seen `n` dead letters, or `timeout` passes,
+    /// and returns those it saw.
+    pub async fn wait_dead_letters(
+        &self,
+        n: usize,
+        timeout: Duration,
+    ) -> Vec<DeadLetter<types::Job, types::JobHeaders>> {
+        let seen = || {
+            self.0
+                .dead_letters
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+        };
+        self.wait(timeout, || seen().len() >= n).await;
+        seen()
+    }
+
+    /// How many times the dead-letter consumer saw job `id`.
+    pub fn dead_letters_of(&self, id: &str) -> usize {
+        let letters = self
+            .0
+            .dead_letters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        letters
+            .iter()
+            .filter(|l| l.typed().is_some_and(|d| d.payload().id.as_str() == id))
+            .count()
+    }
+
     /// Lets `n` held handlers finish.
     pub fn release(&self, n: usize) {
         self.0.gate.add_permits(n);
@@ -277,7 +319,34 @@ handle_with_recorder!(
     RunSpin,
     RunOutage,
     RunChaos,
+    RunFailing,
 );
+
+impl consumers::ReadDead for Recorder {
+    async fn handle(
+        &self,
+        dead_letter: DeadLetter<types::Job, types::JobHeaders>,
+    ) -> Result<(), HandlerError> {
+        // A job whose id starts with `dl-fail` fails the dead-letter handler the first time.
+        let fail = dead_letter.typed().is_some_and(|d| {
+            let id = d.payload().id.as_str();
+            let seen = self.dead_letters_of(id);
+            id.starts_with("dl-fail") && seen == 0
+        });
+        self.0
+            .dead_letters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(dead_letter);
+        self.0.changed.notify();
+        if fail {
+            return Err(HandlerError::retryable(std::io::Error::other(
+                "the dead-letter store is down",
+            )));
+        }
+        Ok(())
+    }
+}
 
 impl consumers::RunBatch for Recorder {
     async fn handle_batch(
