@@ -145,6 +145,7 @@ async fn dead_letters_say_why_each_order_failed() {
     );
     assert_eq!(context.retry_count, 0);
     assert_eq!(context.consumer.as_deref(), Some("fulfil_order"));
+    assert_eq!(context.queue, Some(deployed.name("orders.fulfilment")));
     assert_eq!(context.original_exchange, Some(deployed.name("orders")));
     assert_eq!(
         context.original_routing_key.as_deref(),
@@ -163,6 +164,7 @@ async fn dead_letters_say_why_each_order_failed() {
     let context = exhausted.context.clone().expect("a failure context");
     assert_eq!(context.retry_count, 3);
     assert_eq!(context.consumer.as_deref(), Some("bill_orders"));
+    assert_eq!(context.queue, Some(deployed.name("orders.billing")));
     assert!(
         exhausted
             .last_error()
