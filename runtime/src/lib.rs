@@ -95,6 +95,7 @@ mod publisher;
 mod routing_key;
 mod schema;
 mod sync;
+mod trace;
 mod wire;
 mod worker;
 
