@@ -54,7 +54,7 @@ pub(crate) fn publish(
         messaging.destination.name = Empty,
         messaging.rabbitmq.destination.routing_key = Empty,
         messaging.message.id = Empty,
-        messaging.message.body.size = body as u64,
+        messaging.message.body.size = int(body),
         "error.type" = Empty,
     );
     if !span.is_disabled() {
@@ -84,8 +84,8 @@ pub(crate) fn process(queue: &str, consumer: &'static str, raw: &lapin::message:
         messaging.rabbitmq.destination.routing_key = Empty,
         messaging.consumer.group.name = consumer,
         messaging.message.id = Empty,
-        messaging.message.body.size = raw.data.len() as u64,
-        messaging.rabbitmq.message.delivery_tag = raw.delivery_tag,
+        messaging.message.body.size = int(raw.data.len()),
+        messaging.rabbitmq.message.delivery_tag = int(raw.delivery_tag),
         warren.retry_count = Empty,
         warren.outcome = Empty,
         warren.failure_reason = Empty,
@@ -140,7 +140,7 @@ pub(crate) fn process_batch<'a>(
     if span.is_disabled() {
         return span;
     }
-    let mut count: u64 = 0;
+    let mut count: i64 = 0;
     for raw in raws {
         count = count.saturating_add(1);
         #[cfg(feature = "opentelemetry")]
@@ -276,7 +276,7 @@ pub(crate) fn handled(retries: u32) {
     if span.is_disabled() {
         return;
     }
-    span.record("warren.retry_count", retries);
+    span.record("warren.retry_count", i64::from(retries));
     span.record("warren.outcome", "ack");
 }
 
@@ -287,7 +287,7 @@ pub(crate) fn failed(failure: Failure, retries: u32) {
     if span.is_disabled() {
         return;
     }
-    span.record("warren.retry_count", retries);
+    span.record("warren.retry_count", i64::from(retries));
     fail(&span, failure_type(failure));
 }
 
@@ -317,6 +317,12 @@ pub(crate) fn abandoned(span: &Span, reason: &str) {
     if !span.is_disabled() {
         fail(span, reason);
     }
+}
+
+/// An integer attribute: as `i64`, which OpenTelemetry exports as a number (a `u64` goes out
+/// as text through `tracing-opentelemetry`).
+fn int(n: impl TryInto<i64>) -> i64 {
+    n.try_into().unwrap_or(i64::MAX)
 }
 
 fn fail(span: &Span, error_type: &str) {
