@@ -55,7 +55,9 @@ fn json_to_amqp(value: &Value) -> Option<AMQPValue> {
 }
 
 /// The application headers of a message as a JSON object, leaving out `x-` headers, which
-/// belong to the broker and to warren's retry bookkeeping.
+/// belong to the broker and to warren's retry bookkeeping, and the trace context headers,
+/// which belong to the transport: a headers schema that allows no other property still
+/// validates a traced message.
 pub(crate) fn table_to_json(table: &FieldTable) -> Map<String, Value> {
     table
         .inner()

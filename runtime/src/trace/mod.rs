@@ -160,14 +160,14 @@ pub(crate) fn process_batch<'a>(
 
 /// A retry or dead-letter copy of the delivery being settled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Copy {
+pub(crate) enum CopyKind {
     /// A retry, through a wait queue or straight back to the queue.
     Retry,
     /// A dead letter, to the queue's dead-letter exchange.
     DeadLetter,
 }
 
-impl Copy {
+impl CopyKind {
     fn as_str(self) -> &'static str {
         match self {
             Self::Retry => "retry",
@@ -179,7 +179,7 @@ impl Copy {
 /// The span of publishing a `copy` of a delivery from `queue` to `exchange` with
 /// `routing_key`, a child of the delivery's `process` span (the current span). The copy's
 /// trace context is this span's ([`propagate`]).
-pub(crate) fn copy(copy: Copy, queue: &str, exchange: &str, routing_key: &str) -> Span {
+pub(crate) fn copy(copy: CopyKind, queue: &str, exchange: &str, routing_key: &str) -> Span {
     let span = tracing::info_span!(
         "settle",
         otel.name = Empty,
@@ -370,5 +370,61 @@ fn publish_error(error: &PublishError) -> &'static str {
         PublishError::Nacked { .. } => "nacked",
         PublishError::Broker(_) => "broker",
         _ => "publish-error",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use lapin::types::{AMQPValue, LongString, ShortString};
+    use tracing::Span;
+
+    use super::propagate;
+
+    const GOOD: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    fn headers(traceparent: &str, tracestate: &str) -> BTreeMap<ShortString, AMQPValue> {
+        let mut table = BTreeMap::new();
+        for (key, value) in [("traceparent", traceparent), ("tracestate", tracestate)] {
+            table.insert(
+                ShortString::from(key),
+                AMQPValue::LongString(LongString::from(value)),
+            );
+        }
+        table.insert(ShortString::from("tenant"), AMQPValue::LongLongInt(1));
+        table
+    }
+
+    fn text(table: &BTreeMap<ShortString, AMQPValue>, key: &str) -> Option<String> {
+        match table.get(key)? {
+            AMQPValue::LongString(s) => Some(String::from_utf8_lossy(s.as_bytes()).into_owned()),
+            _ => None,
+        }
+    }
+
+    /// With no span to take a context from (no subscriber, or no OpenTelemetry layer), a copy
+    /// passes the original's trace context on if it is valid, and drops it if not.
+    #[test]
+    fn copies_pass_on_a_valid_context_and_drop_a_forged_one() {
+        let mut valid = headers(GOOD, "a=b");
+        propagate(&Span::none(), &mut valid);
+        assert_eq!(text(&valid, "traceparent").as_deref(), Some(GOOD));
+        assert_eq!(text(&valid, "tracestate").as_deref(), Some("a=b"));
+
+        let mut forged = headers(&GOOD.to_uppercase(), "a=b");
+        propagate(&Span::none(), &mut forged);
+        assert_eq!(text(&forged, "traceparent"), None);
+        assert_eq!(
+            text(&forged, "tracestate"),
+            None,
+            "never without its traceparent"
+        );
+
+        let mut bad_state = headers(GOOD, &"x".repeat(1000));
+        propagate(&Span::none(), &mut bad_state);
+        assert_eq!(text(&bad_state, "traceparent").as_deref(), Some(GOOD));
+        assert_eq!(text(&bad_state, "tracestate"), None);
+        assert!(bad_state.contains_key("tenant"), "other headers untouched");
     }
 }

@@ -69,7 +69,7 @@ impl Settler {
     pub async fn settle(&self, raw: &Taken, result: &Result<(), (Failure, String)>, retries: u32) {
         match result {
             Ok(()) => {
-                crate::trace::handled(retries);
+                trace::handled(retries);
                 self.ack(raw);
             }
             Err((failure, error)) => self.fail(raw, *failure, retries, error).await,
@@ -78,7 +78,7 @@ impl Settler {
 
     /// Applies the queue's policy to a failed delivery, after `retries` earlier retries.
     pub async fn fail(&self, raw: &Taken, failure: Failure, retries: u32, error: &str) {
-        crate::trace::failed(failure, retries);
+        trace::failed(failure, retries);
         if !raw.acker.usable() {
             // Its channel is gone and the broker redelivers it: a retry or dead-letter copy
             // now would only add a duplicate.
@@ -97,7 +97,7 @@ impl Settler {
     pub async fn apply(&self, raw: &Taken, outcome: Outcome, retries: u32, error: &str) {
         let consumer = self.consumer;
         let queue = self.queue.name.as_str();
-        crate::trace::settled(&outcome);
+        trace::settled(&outcome);
         match outcome {
             Outcome::Requeue { exhausted } => {
                 if exhausted {
@@ -117,7 +117,7 @@ impl Settler {
                 routing_key,
                 retry_count,
             } => {
-                let span = trace::copy(trace::Copy::Retry, queue, "", &routing_key);
+                let span = trace::copy(trace::CopyKind::Retry, queue, "", &routing_key);
                 let properties = self.copy(raw, retry_count, error, None, &span);
                 if crate::wire::fit(&properties, self.budget()).is_none() {
                     let republish = self.republish(raw, "", &routing_key, properties);
@@ -138,7 +138,7 @@ impl Settler {
                     (dead_letter.routing_key.clone()).unwrap_or_else(|| original_route(raw).1);
                 let reason = reason.as_str();
                 let span = trace::copy(
-                    trace::Copy::DeadLetter,
+                    trace::CopyKind::DeadLetter,
                     queue,
                     &dead_letter.exchange,
                     &routing_key,
