@@ -36,6 +36,26 @@ pub(crate) use context::TraceParent;
 /// `messaging.system` on every span.
 const SYSTEM: &str = "rabbitmq";
 
+/// An `INFO` span with the fields every messaging span has (span name and kind, status, system,
+/// operation type and name, `error.type`) and then `$fields`. A macro: `tracing` needs every
+/// field a span may record listed where it is created.
+macro_rules! messaging_span {
+    ($(parent: $parent:expr,)? $name:literal, $kind:literal, $op_type:literal, $op_name:expr; $($fields:tt)*) => {
+        tracing::info_span!(
+            $(parent: $parent,)?
+            $name,
+            otel.name = Empty,
+            otel.kind = $kind,
+            otel.status_code = Empty,
+            messaging.system = SYSTEM,
+            "messaging.operation.type" = $op_type,
+            messaging.operation.name = $op_name,
+            "error.type" = Empty,
+            $($fields)*
+        )
+    };
+}
+
 /// The span of a typed publish to `exchange` with `routing_key`, a child of the current span.
 pub(crate) fn publish(
     exchange: &str,
@@ -43,19 +63,12 @@ pub(crate) fn publish(
     properties: &BasicProperties,
     body: usize,
 ) -> Span {
-    let span = tracing::info_span!(
-        "publish",
-        otel.name = Empty,
-        otel.kind = "producer",
-        otel.status_code = Empty,
-        messaging.system = SYSTEM,
-        "messaging.operation.type" = "send",
-        messaging.operation.name = "publish",
+    let span = messaging_span!(
+        "publish", "producer", "send", "publish";
         messaging.destination.name = Empty,
         messaging.rabbitmq.destination.routing_key = Empty,
         messaging.message.id = Empty,
         messaging.message.body.size = int(body),
-        "error.type" = Empty,
     );
     if !span.is_disabled() {
         name(&span, "publish", exchange, routing_key);
@@ -70,15 +83,8 @@ pub(crate) fn publish(
 /// The span of one delivery from `queue` to `consumer`: a root span, or with the
 /// `opentelemetry` feature the child of the span its `traceparent` names.
 pub(crate) fn process(queue: &str, consumer: &'static str, raw: &lapin::message::Delivery) -> Span {
-    let span = tracing::info_span!(
-        parent: None,
-        "process",
-        otel.name = Empty,
-        otel.kind = "consumer",
-        otel.status_code = Empty,
-        messaging.system = SYSTEM,
-        "messaging.operation.type" = "process",
-        messaging.operation.name = "process",
+    let span = messaging_span!(
+        parent: None, "process", "consumer", "process", "process";
         messaging.destination.name = Empty,
         messaging.destination.subscription.name = Empty,
         messaging.rabbitmq.destination.routing_key = Empty,
@@ -90,7 +96,6 @@ pub(crate) fn process(queue: &str, consumer: &'static str, raw: &lapin::message:
         warren.outcome = Empty,
         warren.failure_reason = Empty,
         warren.trace_id = Empty,
-        "error.type" = Empty,
     );
     if span.is_disabled() {
         return span;
@@ -121,21 +126,13 @@ pub(crate) fn process_batch<'a>(
     consumer: &'static str,
     raws: impl IntoIterator<Item = &'a lapin::message::Delivery>,
 ) -> Span {
-    let span = tracing::info_span!(
-        parent: None,
-        "process",
-        otel.name = Empty,
-        otel.kind = "consumer",
-        otel.status_code = Empty,
-        messaging.system = SYSTEM,
-        "messaging.operation.type" = "process",
-        messaging.operation.name = "process",
+    let span = messaging_span!(
+        parent: None, "process", "consumer", "process", "process";
         messaging.destination.subscription.name = Empty,
         messaging.consumer.group.name = consumer,
         messaging.batch.message_count = Empty,
         warren.outcome = Empty,
         warren.failure_reason = Empty,
-        "error.type" = Empty,
     );
     if span.is_disabled() {
         return span;
@@ -180,18 +177,11 @@ impl CopyKind {
 /// `routing_key`, a child of the delivery's `process` span (the current span). The copy's
 /// trace context is this span's ([`propagate`]).
 pub(crate) fn copy(copy: CopyKind, queue: &str, exchange: &str, routing_key: &str) -> Span {
-    let span = tracing::info_span!(
-        "settle",
-        otel.name = Empty,
-        otel.kind = "producer",
-        otel.status_code = Empty,
-        messaging.system = SYSTEM,
-        "messaging.operation.type" = "send",
-        messaging.operation.name = copy.as_str(),
+    let span = messaging_span!(
+        "settle", "producer", "send", copy.as_str();
         messaging.destination.name = Empty,
         messaging.rabbitmq.destination.routing_key = Empty,
         warren.outcome = copy.as_str(),
-        "error.type" = Empty,
     );
     if !span.is_disabled() {
         span.record("otel.name", format!("{} {queue}", copy.as_str()).as_str());
