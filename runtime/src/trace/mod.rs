@@ -30,8 +30,7 @@ use crate::PublishError;
 use crate::model::headers;
 use crate::worker::{Failure, Outcome};
 
-#[cfg_attr(not(feature = "opentelemetry"), allow(unused_imports))]
-pub(crate) use context::TraceParent;
+use context::TraceParent;
 
 /// `messaging.system` on every span.
 const SYSTEM: &str = "rabbitmq";
@@ -118,7 +117,7 @@ pub(crate) fn process(queue: &str, consumer: &'static str, raw: &lapin::message:
     span
 }
 
-/// The span of a batch of `count` deliveries from `queue` to `consumer`: a root span, linked
+/// The span of a batch of deliveries (`raws`) from `queue` to `consumer`: a root span, linked
 /// (with the `opentelemetry` feature) to the span that published each of them. A batch has
 /// no one parent; its retry and dead-letter copies are children of this span.
 pub(crate) fn process_batch<'a>(

@@ -347,3 +347,44 @@ async fn a_foreign_traceparent_is_continued_and_a_forged_one_ignored() {
     }
     h.stop().await.expect("clean shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_span_links_to_the_publisher_of_each_message() {
+    exporter();
+    let h = Harness::start_registering("traces-batch", |recorder, worker| {
+        consumers::register::run_batch(worker, recorder.clone());
+    })
+    .await;
+    for id in ["b1", "b2", "b3"] {
+        h.submit("batch", job(id, JobBehaviour::Ok)).await;
+    }
+    let queue = h.name("batch");
+    let batches = spans(&queue, |spans| {
+        let messages: i64 = spans
+            .iter()
+            .filter_map(|s| int(s, "messaging.batch.message_count"))
+            .sum();
+        messages == 3
+    })
+    .await;
+    let published = spans(&h.name("jobs"), |s| s.len() == 3).await;
+    let mut linked: Vec<SpanId> = Vec::new();
+    for batch in &batches {
+        assert_eq!(batch.name, format!("process {queue}"));
+        assert_eq!(
+            batch.parent_span_id,
+            SpanId::INVALID,
+            "a batch has no one parent"
+        );
+        assert_eq!(
+            text(batch, "messaging.consumer.group.name").as_deref(),
+            Some("run_batch")
+        );
+        linked.extend(batch.links.iter().map(|link| link.span_context.span_id()));
+    }
+    let mut publishers: Vec<SpanId> = published.iter().map(|s| s.span_context.span_id()).collect();
+    linked.sort_by_key(|id| id.to_bytes());
+    publishers.sort_by_key(|id| id.to_bytes());
+    assert_eq!(linked, publishers, "each message's publish span, once");
+    h.stop().await.expect("clean shutdown");
+}
