@@ -30,6 +30,18 @@ pub const DELIVERY_COUNT: &str = "x-delivery-count";
 /// failure `reason` and a `detail`.
 pub const HEADERS_CUT: &str = "x-headers-cut";
 
+/// W3C Trace Context: the trace and span a message was published in, as
+/// `00-{trace id}-{parent id}-{flags}` (<https://www.w3.org/TR/trace-context/>). Written on
+/// publish (with the `opentelemetry` feature) and on retry and dead-letter copies; read on
+/// consume, and ignored unless it parses strictly.
+pub const TRACEPARENT: &str = "traceparent";
+/// W3C Trace Context: vendor-specific trace state travelling with [`TRACEPARENT`], never
+/// without it.
+pub const TRACESTATE: &str = "tracestate";
+
+/// The trace context headers: transport, not part of any message's typed headers.
+pub const TRACE: [&str; 2] = [TRACEPARENT, TRACESTATE];
+
 /// The headers warren writes on retried and dead-lettered copies.
 pub const WARREN: [&str; 10] = [
     RETRY_COUNT,

@@ -3,7 +3,7 @@
 use lapin::types::{AMQPValue, FieldArray, FieldTable, LongString, ShortString};
 use serde_json::{Map, Value};
 
-use crate::model::{ArgValue, Arguments};
+use crate::model::{ArgValue, Arguments, headers};
 use crate::wire::MAX_DEPTH;
 
 /// Declaration arguments as an AMQP field table.
@@ -55,12 +55,16 @@ fn json_to_amqp(value: &Value) -> Option<AMQPValue> {
 }
 
 /// The application headers of a message as a JSON object, leaving out `x-` headers, which
-/// belong to the broker and to warren's retry bookkeeping.
+/// belong to the broker and to warren's retry bookkeeping, and the trace context headers,
+/// which belong to the transport: a headers schema that allows no other property still
+/// validates a traced message.
 pub(crate) fn table_to_json(table: &FieldTable) -> Map<String, Value> {
     table
         .inner()
         .iter()
-        .filter(|(key, _)| !key.as_str().starts_with("x-"))
+        .filter(|(key, _)| {
+            !key.as_str().starts_with("x-") && !headers::TRACE.contains(&key.as_str())
+        })
         .map(|(key, value)| (key.to_string(), amqp_to_json(value, 1)))
         .collect()
 }

@@ -98,6 +98,7 @@ mod publisher;
 mod routing_key;
 mod schema;
 mod sync;
+mod trace;
 mod wire;
 mod worker;
 

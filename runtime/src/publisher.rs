@@ -7,6 +7,7 @@ use std::time::Duration;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::types::ShortString;
 use lapin::{BasicProperties, Channel, Confirmation};
+use tracing::Instrument as _;
 
 use crate::error::{MessagePart, ShortField};
 use crate::model::Namespace;
@@ -250,7 +251,14 @@ impl Publisher {
         let (exchange, routing_key) = self
             .namespace
             .publish_target(publication.exchange, publication.routing_key);
-        self.send(&exchange, &routing_key, &body, properties).await
+        let span = crate::trace::publish(&exchange, &routing_key, &properties, body.len());
+        let properties = crate::trace::inject(&span, properties);
+        let sent = self
+            .send(&exchange, &routing_key, &body, properties)
+            .instrument(span.clone())
+            .await;
+        crate::trace::published(&span, &sent);
+        sent
     }
 
     /// An open channel in confirm mode: the current one, or a new one on the current link.

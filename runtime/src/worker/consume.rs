@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::panic::AssertUnwindSafe;
 
 use futures_lite::FutureExt;
+use tracing::Instrument as _;
 
 use super::acks::Taken;
 use super::decode::{decode, retries_so_far};
@@ -203,9 +204,10 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
                 let breaker = runner.breaker.clone();
                 let handler = self.handler.clone();
                 let max_body_bytes = runner.context.settings.max_body_bytes;
+                let span = crate::trace::process(&settler.queue.name, settler.consumer, &raw);
                 // Decoding, the handler and settling are the delivery's work, under its permit,
                 // started by `begin`: in a task of its own, or polled once here when it is quick.
-                runner.begin(async move {
+                let delivery = async move {
                     let handled = async {
                         let Some(delivery) =
                             decoded::<M>(&raw, &settler, validators.as_deref(), max_body_bytes)
@@ -222,7 +224,8 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
                     };
                     settled_even_on_panic(&raw, &settler, handled).await;
                     drop(work);
-                });
+                };
+                runner.begin(delivery.instrument(span));
             }
             runner.drain().await;
             outcome
@@ -295,7 +298,12 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                 let settler = runner.settler.clone();
                 let breaker = runner.breaker.clone();
                 let handler = self.handler.clone();
-                runner.begin(async move {
+                let span = crate::trace::process_batch(
+                    &settler.queue.name,
+                    settler.consumer,
+                    raws.iter().map(|raw| &raw.raw),
+                );
+                let batch = async move {
                     // A batch fails together, but each message is retried or dead-lettered by its
                     // own history: with the batch's highest count, one message's retries (or a
                     // forged count) spent every other message's.
@@ -328,7 +336,8 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                     });
                     join_all(settles).await;
                     drop(work);
-                });
+                };
+                runner.begin(batch.instrument(span));
             }
             runner.drain().await;
             outcome

@@ -15,6 +15,9 @@ mod policy;
 mod runner;
 pub(crate) mod settle;
 
+// What the delivery spans record (`crate::trace`).
+pub(crate) use policy::{Failure, Outcome};
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;

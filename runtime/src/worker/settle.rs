@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 use lapin::BasicProperties;
 use lapin::options::{BasicNackOptions, BasicRejectOptions};
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use tracing::Instrument as _;
 
 use super::acks::Taken;
 use super::decode::{is_retry_copy, original_route};
@@ -18,6 +19,7 @@ use crate::Publisher;
 use crate::connection::backoff;
 use crate::error::Chain;
 use crate::model::{FailureReason, Queue, headers};
+use crate::trace;
 
 /// Longest `x-last-error` kept, in bytes: diagnostic headers stay far below the frame size
 /// whatever an error says.
@@ -66,13 +68,17 @@ impl Settler {
     /// Settles a delivery by its handler's result: ack, or the queue's policy for the failure.
     pub async fn settle(&self, raw: &Taken, result: &Result<(), (Failure, String)>, retries: u32) {
         match result {
-            Ok(()) => self.ack(raw),
+            Ok(()) => {
+                trace::handled(retries);
+                self.ack(raw);
+            }
             Err((failure, error)) => self.fail(raw, *failure, retries, error).await,
         }
     }
 
     /// Applies the queue's policy to a failed delivery, after `retries` earlier retries.
     pub async fn fail(&self, raw: &Taken, failure: Failure, retries: u32, error: &str) {
+        trace::failed(failure, retries);
         if !raw.acker.usable() {
             // Its channel is gone and the broker redelivers it: a retry or dead-letter copy
             // now would only add a duplicate.
@@ -91,6 +97,7 @@ impl Settler {
     pub async fn apply(&self, raw: &Taken, outcome: Outcome, retries: u32, error: &str) {
         let consumer = self.consumer;
         let queue = self.queue.name.as_str();
+        trace::settled(&outcome);
         match outcome {
             Outcome::Requeue { exhausted } => {
                 if exhausted {
@@ -110,12 +117,16 @@ impl Settler {
                 routing_key,
                 retry_count,
             } => {
-                let properties = self.copy(raw, retry_count, error, None);
+                let span = trace::copy(trace::CopyKind::Retry, queue, "", &routing_key);
+                let properties = self.copy(raw, retry_count, error, None, &span);
                 if crate::wire::fit(&properties, self.budget()).is_none() {
-                    return self.republish(raw, "", &routing_key, properties).await;
+                    let republish = self.republish(raw, "", &routing_key, properties);
+                    return republish.instrument(span).await;
                 }
                 // A copy over the frame size would close the connection it is published on,
                 // and retrying cannot make the message smaller.
+                trace::abandoned(&span, FailureReason::TooLarge.as_str());
+                drop(span);
                 let too_large = dead_letter_outcome(&self.queue, FailureReason::TooLarge);
                 Box::pin(self.apply(raw, too_large, retries, error)).await;
             }
@@ -126,7 +137,13 @@ impl Settler {
                 let routing_key =
                     (dead_letter.routing_key.clone()).unwrap_or_else(|| original_route(raw).1);
                 let reason = reason.as_str();
-                let mut properties = self.copy(raw, retries, error, Some(reason));
+                let span = trace::copy(
+                    trace::CopyKind::DeadLetter,
+                    queue,
+                    &dead_letter.exchange,
+                    &routing_key,
+                );
+                let mut properties = self.copy(raw, retries, error, Some(reason), &span);
                 if let Some(cut) = crate::wire::fit(&properties, self.budget()) {
                     tracing::warn!(
                         consumer,
@@ -138,6 +155,7 @@ impl Settler {
                 }
                 tracing::warn!(consumer, queue, reason, error, "dead-lettered");
                 self.republish(raw, &dead_letter.exchange, &routing_key, properties)
+                    .instrument(span)
                     .await;
             }
             Outcome::Drop { reason } => {
@@ -223,13 +241,15 @@ impl Settler {
     }
 
     /// The properties of a copy: the original's, persistent, with failure context in its
-    /// headers (and the failure reason on a dead letter).
+    /// headers (and the failure reason on a dead letter), and the trace context of `span`,
+    /// the span publishing it.
     fn copy(
         &self,
         raw: &Taken,
         retry_count: u32,
         error: &str,
         reason: Option<&str>,
+        span: &tracing::Span,
     ) -> BasicProperties {
         let mut table = raw.properties.headers().clone().unwrap_or_default();
         let (exchange, routing_key) = original_route(raw);
@@ -266,6 +286,7 @@ impl Settler {
         inner
             .entry(ShortString::from(headers::FIRST_FAILURE))
             .or_insert_with(|| AMQPValue::LongLongInt(now));
+        trace::propagate(span, &mut inner);
         // Built afresh rather than cloned, property by property (see `restore`).
         restore(&raw.properties, BasicProperties::default())
             .with_headers(FieldTable::from(inner))
