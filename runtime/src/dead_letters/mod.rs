@@ -230,7 +230,10 @@ mod tests {
         );
         assert_eq!(dead_letter_queues(&topology), ["audit", "dead", "parked"]);
         let spaced = topology.namespaced("t.");
-        assert_eq!(dead_letter_queues(&spaced), ["t.audit", "t.dead", "t.parked"]);
+        assert_eq!(
+            dead_letter_queues(&spaced),
+            ["t.audit", "t.dead", "t.parked"]
+        );
         assert_eq!(
             redrive_targets(&spaced).into_iter().collect::<Vec<_>>(),
             ["t.direct", "t.work"]

@@ -49,7 +49,9 @@ impl DeadLetterQueue {
     /// in another order.
     pub async fn peek(&self, n: usize) -> Result<Vec<Peeked>, DeadLetterError> {
         let scan = Scan::open(self).await?;
-        let wanted = n.min(MAX_PEEK).min(usize::try_from(scan.depth()).unwrap_or(MAX_PEEK));
+        let wanted = n
+            .min(MAX_PEEK)
+            .min(usize::try_from(scan.depth()).unwrap_or(MAX_PEEK));
         let mut peeked = Vec::with_capacity(wanted);
         let read = async {
             while peeked.len() < wanted {

@@ -232,7 +232,14 @@ impl DeadLetterQueue {
             dry_run: options.dry_run,
             ..RedriveSummary::default()
         };
-        let run = self.pass(&scan, &publisher, filter, options, &mut summary, &mut progress);
+        let run = self.pass(
+            &scan,
+            &publisher,
+            filter,
+            options,
+            &mut summary,
+            &mut progress,
+        );
         let result = run.await;
         let released = scan.release().await;
         result.and(released).map(|()| summary)
@@ -390,11 +397,13 @@ mod tests {
     #[test]
     fn filters_combine() {
         let now = SystemTime::now();
-        let mut context = FailureContext::default();
-        context.reason = Some(FailureReason::Exhausted);
-        context.consumer = Some("charge".into());
-        context.last_error = Some("payment service timed out".into());
-        context.last_failure = Some(now - Duration::from_secs(3600));
+        let context = FailureContext {
+            reason: Some(FailureReason::Exhausted),
+            consumer: Some("charge".into()),
+            last_error: Some("payment service timed out".into()),
+            last_failure: Some(now - Duration::from_secs(3600)),
+            ..FailureContext::default()
+        };
         let matches = |filter: Filter| filter.matches(Some(&context), now);
         assert!(matches(Filter::default()));
         assert!(matches(
@@ -405,13 +414,23 @@ mod tests {
                 .older_than(Duration::from_secs(60))
                 .newer_than(Duration::from_secs(7200))
         ));
-        assert!(!matches(Filter::default().reason(FailureReason::Validation)));
+        assert!(!matches(
+            Filter::default().reason(FailureReason::Validation)
+        ));
         assert!(!matches(Filter::default().consumer("ship")));
         assert!(!matches(Filter::default().error("declined")));
-        assert!(!matches(Filter::default().older_than(Duration::from_secs(7200))));
-        assert!(!matches(Filter::default().newer_than(Duration::from_secs(60))));
+        assert!(!matches(
+            Filter::default().older_than(Duration::from_secs(7200))
+        ));
+        assert!(!matches(
+            Filter::default().newer_than(Duration::from_secs(60))
+        ));
         // No context at all: only the empty filter matches.
         assert!(Filter::default().matches(None, now));
-        assert!(!Filter::default().older_than(Duration::ZERO).matches(None, now));
+        assert!(
+            !Filter::default()
+                .older_than(Duration::ZERO)
+                .matches(None, now)
+        );
     }
 }
