@@ -535,3 +535,56 @@ async fn a_redrive_killed_half_way_loses_nothing() {
     );
     broker.stop().await;
 }
+
+/// Past [`MAX_HELD`] messages that stay, a redrive moves each further one to the back of the
+/// dead-letter queue (confirmed, then acked) rather than hold it: it still reads every
+/// message, holds a bounded number, and loses none.
+#[tokio::test]
+async fn past_the_hold_bound_messages_that_stay_go_to_the_back() {
+    use warren_runtime::dead_letters::{DeadLetterQueue, Filter, MAX_HELD, RedriveOptions};
+    use warren_runtime::model::FailureReason;
+
+    let broker = Broker::start("held").await;
+    let none = broker.name("none");
+    let stays = MAX_HELD + 5;
+    for i in 0..stays + 2 {
+        let failure = Failure {
+            // The last two are the ones to move, behind more than can be held.
+            reason: if i >= stays {
+                "exhausted"
+            } else {
+                "non-retryable"
+            },
+            consumer: "run_none",
+            queue: none.clone(),
+            error: "boom",
+            redrives: 0,
+        };
+        broker.dead_letter(&format!("m{i:04}"), &failure).await;
+    }
+    assert_eq!(broker.settle("dead", stays + 2).await, stays + 2);
+    let dlq = DeadLetterQueue::new(&broker.connection, broker.name("dead"));
+    let filter = Filter::default().reason(FailureReason::Exhausted);
+    let summary = dlq
+        .redrive(&filter, &RedriveOptions::default(), |_| {})
+        .await
+        .expect("the redrive runs");
+    assert_eq!(summary.scanned, stays + 2, "every message read once");
+    assert_eq!((summary.moved, summary.skipped), (2, u64::from(stays)));
+    assert_eq!(summary.cycled, 5, "those past the bound went to the back");
+    assert_eq!(broker.settle("dead", stays).await, stays);
+    let mut ids: Vec<_> = broker
+        .drain("none")
+        .await
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, [format!("m{stays:04}"), format!("m{:04}", stays + 1)]);
+    let left = broker.drain("dead").await;
+    let mut left_ids: Vec<_> = left.iter().map(|(id, _)| id.clone()).collect();
+    left_ids.sort_unstable();
+    left_ids.dedup();
+    assert_eq!(left_ids.len() as u32, stays, "none lost, none doubled");
+    broker.stop().await;
+}
