@@ -344,6 +344,12 @@ async fn count_peek_redrive_and_purge() {
             ("(none)", 2)
         ])
     );
+    let table = broker.ok(&["count"]);
+    assert!(
+        table.contains(": 9 dead letters\n  by reason:\n"),
+        "{table}"
+    );
+    assert!(table.contains("       4  exhausted\n"), "{table}");
     assert_eq!(broker.settle("dead", 9).await, 9);
 
     // Peek: headers, context and body of the first five; nothing leaves the queue.
