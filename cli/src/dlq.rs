@@ -161,15 +161,7 @@ async fn command(command: DlqCommand, style: RenderStyle) -> Result<(), Failure>
             format,
             scan,
         } => {
-            let (connection, _, queues) = open(&target, style, false).await?;
-            let mut all = Vec::new();
-            for queue in &queues {
-                let counts = DeadLetterQueue::new(&connection, queue)
-                    .count(scan)
-                    .await
-                    .map_err(broker)?;
-                all.push((queue.clone(), counts));
-            }
+            let all = each(&target, style, async |dlq| dlq.count(scan).await).await?;
             if format == "json" {
                 print_json(&Value::Array(all.iter().map(counts_json).collect()))?;
             } else {
@@ -182,15 +174,7 @@ async fn command(command: DlqCommand, style: RenderStyle) -> Result<(), Failure>
             count,
             format,
         } => {
-            let (connection, _, queues) = open(&target, style, false).await?;
-            let mut all = Vec::new();
-            for queue in &queues {
-                let peeked = DeadLetterQueue::new(&connection, queue)
-                    .peek(count)
-                    .await
-                    .map_err(broker)?;
-                all.push((queue.clone(), peeked));
-            }
+            let all = each(&target, style, async |dlq| dlq.peek(count).await).await?;
             if format == "json" {
                 let list = all
                     .iter()
@@ -260,6 +244,23 @@ async fn command(command: DlqCommand, style: RenderStyle) -> Result<(), Failure>
             Ok(())
         }
     }
+}
+
+/// `read` of each queue `target` picks, with the queue's name.
+async fn each<T>(
+    target: &Target,
+    style: RenderStyle,
+    read: impl AsyncFn(&DeadLetterQueue) -> Result<T, dead_letters::DeadLetterError>,
+) -> Result<Vec<(String, T)>, Failure> {
+    let (connection, _, queues) = open(target, style, false).await?;
+    let mut all = Vec::new();
+    for queue in queues {
+        let found = read(&DeadLetterQueue::new(&connection, &queue))
+            .await
+            .map_err(broker)?;
+        all.push((queue, found));
+    }
+    Ok(all)
 }
 
 /// Connects, and picks the queues: `--queue`, or every dead-letter queue of the contract

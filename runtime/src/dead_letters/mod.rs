@@ -15,9 +15,6 @@ mod scan;
 
 use std::collections::BTreeSet;
 
-use lapin::options::QueuePurgeOptions;
-use lapin::types::ShortString;
-
 use crate::connection::Connection;
 use crate::error::PublishError;
 use crate::model::{Destination, QueueRole, Topology};
@@ -105,20 +102,10 @@ impl DeadLetterQueue {
     /// Deletes every ready message in it, returning how many. Messages some consumer holds
     /// unacknowledged are not purged (the broker's rule).
     pub async fn purge(&self) -> Result<u32, DeadLetterError> {
-        let channel = self
-            .connection
-            .create_channel()
-            .await
-            .map_err(|source| self.broker(source))?;
-        let purged = channel
-            .queue_purge(
-                ShortString::from(self.name.as_str()),
-                QueuePurgeOptions::default(),
-            )
-            .await
-            .map_err(|source| self.broker(source))?;
-        let _ = channel.close(200, ShortString::from("purged")).await;
-        Ok(purged)
+        let scan = Scan::open(self).await?;
+        let purged = scan.purge().await;
+        let released = scan.release().await;
+        purged.and_then(|purged| released.map(|()| purged))
     }
 
     pub(crate) fn broker(&self, source: lapin::Error) -> DeadLetterError {

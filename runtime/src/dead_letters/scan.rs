@@ -4,7 +4,7 @@
 
 use lapin::Channel;
 use lapin::message::Delivery;
-use lapin::options::{BasicAckOptions, BasicGetOptions, QueueDeclareOptions};
+use lapin::options::{BasicAckOptions, BasicGetOptions, QueueDeclareOptions, QueuePurgeOptions};
 use lapin::types::{FieldTable, ShortString};
 
 use super::{DeadLetterError, DeadLetterQueue};
@@ -65,6 +65,17 @@ impl<'a> Scan<'a> {
     pub(super) async fn ack(&self, delivery_tag: u64) -> Result<(), DeadLetterError> {
         self.channel
             .basic_ack(delivery_tag, BasicAckOptions { multiple: false })
+            .await
+            .map_err(|e| self.queue.broker(e))
+    }
+
+    /// Deletes every ready message of the queue, returning how many.
+    pub(super) async fn purge(&self) -> Result<u32, DeadLetterError> {
+        self.channel
+            .queue_purge(
+                ShortString::from(self.queue.name.as_str()),
+                QueuePurgeOptions::default(),
+            )
             .await
             .map_err(|e| self.queue.broker(e))
     }
