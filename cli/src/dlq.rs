@@ -330,7 +330,10 @@ async fn redrive(
 ) -> Result<(), Failure> {
     let terminal = std::io::stderr().is_terminal();
     let mut shown_at = Instant::now();
+    // What was done before a failure is still printed.
+    let mut so_far = None;
     let progress = |summary: &RedriveSummary| {
+        so_far = Some(summary.clone());
         if terminal && shown_at.elapsed() >= Duration::from_millis(100) {
             shown_at = Instant::now();
             eprint!("\r\x1b[K{}", progress_line(queue, summary));
@@ -342,9 +345,18 @@ async fn redrive(
     if terminal {
         eprint!("\r\x1b[K");
     }
-    let summary = summary.map_err(broker)?;
-    print!("{}", summary_text(queue, &summary));
-    Ok(())
+    match summary {
+        Ok(summary) => {
+            print!("{}", summary_text(queue, &summary));
+            Ok(())
+        }
+        Err(error) => {
+            if let Some(so_far) = so_far {
+                print!("{}", summary_text(queue, &so_far));
+            }
+            Err(broker(error))
+        }
+    }
 }
 
 /// `[#####.....] 50/100 read, 40 moved`

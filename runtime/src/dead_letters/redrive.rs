@@ -217,11 +217,14 @@ impl DeadLetterQueue {
         options: &RedriveOptions,
         mut progress: impl FnMut(&RedriveSummary),
     ) -> Result<RedriveSummary, DeadLetterError> {
-        let publisher = Publisher::open(&self.connection, Namespace::default())
-            .await
-            .map_err(|source| self.publish_error(source))?
-            .timeout(options.timeout);
         let scan = Scan::open(self).await?;
+        let publisher = match Publisher::open(&self.connection, Namespace::default()).await {
+            Ok(publisher) => publisher.timeout(options.timeout),
+            Err(source) => {
+                let _ = scan.release().await;
+                return Err(self.publish_error(source));
+            }
+        };
         let mut summary = RedriveSummary {
             depth: scan.depth(),
             to_scan: if options.dry_run {
