@@ -442,6 +442,16 @@ async fn count_peek_redrive_and_purge() {
             None,
             "{id}: the broker's record is reset"
         );
+        let text = |s: &str| AMQPValue::LongString(LongString::from(s));
+        assert_eq!(
+            header(table, headers::ORIGINAL_EXCHANGE),
+            Some(&text(&broker.name("jobs"))),
+            "{id}: where it was first published, read from x-death, is kept"
+        );
+        assert_eq!(
+            header(table, headers::ORIGINAL_ROUTING_KEY),
+            Some(&text("job.none"))
+        );
         assert_eq!(
             header(table, headers::REDRIVE_COUNT),
             Some(&AMQPValue::LongLongInt(1))

@@ -281,8 +281,7 @@ impl DeadLetterQueue {
                     tokio::time::sleep_until(next_move).await;
                     next_move = tokio::time::Instant::now() + period;
                 }
-                let redrive_count = context.as_ref().map_or(0, |c| c.redrive_count);
-                let copy = redriven(&delivery, redrive_count);
+                let copy = redriven(&delivery, context.as_ref());
                 match publisher.send("", queue, &delivery.data, copy).await {
                     Ok(()) => {
                         scan.ack(delivery.delivery_tag).await?;
@@ -357,8 +356,9 @@ impl DeadLetterQueue {
 
 /// The properties of a redriven copy: the dead letter's (but its expiration and user id),
 /// persistent, with the retry history removed and the redrive count raised. The original
-/// exchange and routing key stay: where it was first published is still true.
-fn redriven(delivery: &Delivery, redrive_count: u32) -> BasicProperties {
+/// exchange and routing key stay: where it was first published is still true. A dead letter
+/// of the broker's own has them only in the `x-death` removed here: they are written out.
+fn redriven(delivery: &Delivery, context: Option<&FailureContext>) -> BasicProperties {
     let mut inner = delivery
         .properties
         .headers()
@@ -380,10 +380,28 @@ fn redriven(delivery: &Delivery, redrive_count: u32) -> BasicProperties {
     {
         inner.remove(key);
     }
+    let redrive_count = context.map_or(0, |c| c.redrive_count);
     inner.insert(
         ShortString::from(headers::REDRIVE_COUNT),
         AMQPValue::LongLongInt(i64::from(redrive_count.saturating_add(1))),
     );
+    let route = [
+        (
+            headers::ORIGINAL_EXCHANGE,
+            context.and_then(|c| c.original_exchange.as_deref()),
+        ),
+        (
+            headers::ORIGINAL_ROUTING_KEY,
+            context.and_then(|c| c.original_routing_key.as_deref()),
+        ),
+    ];
+    for (key, value) in route {
+        if let Some(value) = value {
+            inner
+                .entry(ShortString::from(key))
+                .or_insert_with(|| AMQPValue::LongString(value.into()));
+        }
+    }
     restore(&delivery.properties, BasicProperties::default())
         .with_headers(FieldTable::from(inner))
         .with_delivery_mode(2)
