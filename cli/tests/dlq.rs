@@ -309,9 +309,13 @@ async fn count_peek_redrive_and_purge() {
     let counts: Value =
         serde_json::from_str(&broker.ok(&["count", "--format", "json"])).expect("JSON");
     let counts = counts.as_array().expect("one entry per dead-letter queue");
-    assert_eq!(counts.len(), 1, "the contract has one dead-letter queue");
+    // Every dead-letter queue of the contract: `dead` (everything) and `dead-read` (what
+    // `failing` dead-letters, read by a dead-letter consumer), by name.
+    assert_eq!(counts.len(), 2, "the contract has two dead-letter queues");
     let count = &counts[0];
     assert_eq!(count["queue"], broker.name("dead").as_str());
+    assert_eq!(counts[1]["queue"], broker.name("dead-read").as_str());
+    assert_eq!(counts[1]["total"], 0);
     assert_eq!(
         (count["total"].as_u64(), count["scanned"].as_u64()),
         (Some(9), Some(9))
@@ -381,7 +385,15 @@ async fn count_peek_redrive_and_purge() {
     assert_eq!(broker.ready("none").await, 0);
 
     // Exhausted in run_none: three go back to `none`, the one at the redrive limit stays.
-    let moved = broker.ok(&["redrive", "--reason", "exhausted", "--consumer", "run_none"]);
+    let moved = broker.ok(&[
+        "redrive",
+        "--queue",
+        "dead",
+        "--reason",
+        "exhausted",
+        "--consumer",
+        "run_none",
+    ]);
     assert!(
         moved.contains(": moved 3, skipped 5 (filter), refused 1"),
         "{moved}"
@@ -459,11 +471,14 @@ async fn count_peek_redrive_and_purge() {
     }
 
     // Purge: refused without `--yes` when nothing can be asked, then done.
-    let refused = broker.run(&["purge"]);
+    let several = broker.run(&["purge", "--yes"]);
+    assert_eq!(several.status.code(), Some(2), "one queue at a time");
+    assert_eq!(broker.ready("dead").await, 2);
+    let refused = broker.run(&["purge", "--queue", "dead"]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--yes"));
     assert_eq!(broker.ready("dead").await, 2);
-    let purged = broker.ok(&["purge", "--yes"]);
+    let purged = broker.ok(&["purge", "--queue", "dead", "--yes"]);
     assert!(purged.contains(": purged 2 messages"), "{purged}");
     assert_eq!(broker.ready("dead").await, 0);
 

@@ -32,10 +32,7 @@ async fn redriven_dead_letters_reach_the_worker_again() {
     assert_eq!(settle(&harness, "dead", 2).await, 2);
 
     let dlq = DeadLetterQueue::new(&harness.connection, harness.name("dead"));
-    assert_eq!(
-        dead_letters::dead_letter_queues(&harness.topology),
-        [harness.name("dead")]
-    );
+    assert!(dead_letters::dead_letter_queues(&harness.topology).contains(&harness.name("dead")));
     let counts = dlq.count(100).await.expect("counted");
     assert_eq!((counts.total, counts.scanned), (2, 2));
     assert_eq!(counts.by_queue.get(&harness.name("native")), 2);
