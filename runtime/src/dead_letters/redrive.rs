@@ -13,7 +13,7 @@
 //! copy, then the ack), so a pass over a large queue holds a bounded number of messages and
 //! still reads every one: it reads at most the depth the queue had when it began.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime};
 
 use lapin::BasicProperties;
@@ -308,9 +308,7 @@ impl DeadLetterQueue {
             if held < MAX_HELD || options.dry_run {
                 held += 1;
             } else {
-                let copy = restore(&delivery.properties, BasicProperties::default())
-                    .with_headers(headers.cloned().unwrap_or_default())
-                    .with_delivery_mode(2);
+                let copy = kept(&delivery, context.as_ref());
                 publisher
                     .send("", &self.name, &delivery.data, copy)
                     .await
@@ -385,26 +383,72 @@ fn redriven(delivery: &Delivery, context: Option<&FailureContext>) -> BasicPrope
         ShortString::from(headers::REDRIVE_COUNT),
         AMQPValue::LongLongInt(i64::from(redrive_count.saturating_add(1))),
     );
-    let route = [
-        (
-            headers::ORIGINAL_EXCHANGE,
-            context.and_then(|c| c.original_exchange.as_deref()),
-        ),
-        (
-            headers::ORIGINAL_ROUTING_KEY,
-            context.and_then(|c| c.original_routing_key.as_deref()),
-        ),
-    ];
-    for (key, value) in route {
-        if let Some(value) = value {
-            inner
-                .entry(ShortString::from(key))
-                .or_insert_with(|| AMQPValue::LongString(value.into()));
-        }
-    }
+    write_out(&mut inner, context, false);
     restore(&delivery.properties, BasicProperties::default())
         .with_headers(FieldTable::from(inner))
         .with_delivery_mode(2)
+}
+
+/// The properties of a dead letter moved to the back of its queue: its own, headers and all,
+/// persistent, with what its `x-death` says written out as warren's headers (see
+/// [`write_out`]).
+fn kept(delivery: &Delivery, context: Option<&FailureContext>) -> BasicProperties {
+    let mut inner = delivery
+        .properties
+        .headers()
+        .clone()
+        .unwrap_or_default()
+        .inner()
+        .clone();
+    write_out(&mut inner, context, true);
+    restore(&delivery.properties, BasicProperties::default())
+        .with_headers(FieldTable::from(inner))
+        .with_delivery_mode(2)
+}
+
+/// Writes where a message was first published (and, with `failure`, where, why and when it
+/// failed) as warren's headers, where they are absent: a dead letter of the broker's own has
+/// them only in `x-death`, which a redrive removes and which a broker need not keep on a
+/// message a client publishes.
+fn write_out(
+    inner: &mut BTreeMap<ShortString, AMQPValue>,
+    context: Option<&FailureContext>,
+    failure: bool,
+) {
+    let Some(context) = context else {
+        return;
+    };
+    let text = |value: Option<&str>| value.map(|v| AMQPValue::LongString(v.into()));
+    let mut facts = vec![
+        (
+            headers::ORIGINAL_EXCHANGE,
+            text(context.original_exchange.as_deref()),
+        ),
+        (
+            headers::ORIGINAL_ROUTING_KEY,
+            text(context.original_routing_key.as_deref()),
+        ),
+    ];
+    if failure {
+        let millis = context
+            .last_failure
+            .and_then(|at| at.duration_since(SystemTime::UNIX_EPOCH).ok())
+            .and_then(|d| i64::try_from(d.as_millis()).ok())
+            .map(AMQPValue::LongLongInt);
+        facts.extend([
+            (headers::FAILED_QUEUE, text(context.queue.as_deref())),
+            (
+                headers::FAILURE_REASON,
+                text(context.reason.map(|r| r.as_str())),
+            ),
+            (headers::LAST_FAILURE, millis),
+        ]);
+    }
+    for (key, value) in facts {
+        if let Some(value) = value {
+            inner.entry(ShortString::from(key)).or_insert(value);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -414,6 +458,40 @@ mod tests {
     use super::Filter;
     use crate::failure::FailureContext;
     use crate::model::FailureReason;
+
+    /// What only `x-death` said is written out, and what warren's headers say is kept.
+    #[test]
+    fn broker_facts_are_written_out() {
+        use lapin::types::{AMQPValue, ShortString};
+
+        use super::write_out;
+        use crate::model::headers;
+
+        let context = FailureContext {
+            reason: Some(FailureReason::Rejected),
+            queue: Some("work".into()),
+            original_exchange: Some("jobs".into()),
+            original_routing_key: Some("job.a".into()),
+            last_failure: Some(SystemTime::UNIX_EPOCH + Duration::from_secs(5)),
+            ..FailureContext::default()
+        };
+        let text = |s: &str| AMQPValue::LongString(s.into());
+        let mut inner = std::collections::BTreeMap::new();
+        inner.insert(ShortString::from(headers::ORIGINAL_EXCHANGE), text("kept"));
+        let mut route_only = inner.clone();
+        write_out(&mut route_only, Some(&context), false);
+        assert_eq!(route_only.len(), 2);
+        write_out(&mut inner, Some(&context), true);
+        let get = |key: &str| inner.get(&ShortString::from(key)).cloned();
+        assert_eq!(get(headers::ORIGINAL_EXCHANGE), Some(text("kept")));
+        assert_eq!(get(headers::ORIGINAL_ROUTING_KEY), Some(text("job.a")));
+        assert_eq!(get(headers::FAILED_QUEUE), Some(text("work")));
+        assert_eq!(get(headers::FAILURE_REASON), Some(text("rejected")));
+        assert_eq!(
+            get(headers::LAST_FAILURE),
+            Some(AMQPValue::LongLongInt(5_000))
+        );
+    }
 
     #[test]
     fn filters_combine() {
