@@ -9,6 +9,8 @@ use warren_codegen::diagnostics::{escape, escape_source};
 use warren_codegen::export::{self, asyncapi};
 use warren_codegen::{Diagnostics, Error, Generated, RenderStyle, Settings, Written};
 
+mod dlq;
+
 /// Typed RabbitMQ messaging from a contract: JSON Schema files for payloads plus one
 /// `warren.yaml` for exchanges, queues, bindings, publishers, consumers and retry policy.
 #[derive(Debug, Parser)]
@@ -195,6 +197,12 @@ Examples:
         #[arg(short, long, default_value = "-")]
         output: PathBuf,
     },
+    /// Count, peek at, redrive or purge dead letters on a live broker
+    ///
+    /// Works on the dead-letter queues of a contract (every queue a queue's dead-lettering
+    /// reaches), or one named with `--queue`, in the namespace given with `--namespace`.
+    /// Talks AMQP only: the management plugin is not needed.
+    Dlq(dlq::Dlq),
 }
 
 /// How the payload and headers types are generated, and which consumers and publishers
@@ -413,6 +421,7 @@ fn main() -> ExitCode {
             format,
             output,
         } => diagram(&contract, &format, &output, style),
+        Command::Dlq(command) => dlq::run(command, style),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

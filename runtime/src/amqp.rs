@@ -72,7 +72,7 @@ pub(crate) fn table_to_json(table: &FieldTable) -> Map<String, Value> {
 /// `value`, held by a table at `depth`, as JSON. Recursive, so bounded: the connection's guard
 /// (`crate::wire`) already cuts headers nested deeper than [`MAX_DEPTH`], and deeper levels
 /// would read as `null` here rather than recurse.
-fn amqp_to_json(value: &AMQPValue, depth: usize) -> Value {
+pub(crate) fn amqp_to_json(value: &AMQPValue, depth: usize) -> Value {
     if depth >= MAX_DEPTH && matches!(value, AMQPValue::FieldArray(_) | AMQPValue::FieldTable(_)) {
         return Value::Null;
     }

@@ -39,7 +39,9 @@
 //! - [`model`]: the description of exchanges, queues (with their arguments), bindings and
 //!   retry infrastructure that generated `topology()` functions return;
 //! - [`Publisher`]: publishes typed payloads with confirms and `mandatory`;
-//! - [`Worker`]: runs consumers (the generated `Handlers { .. }.run(worker)` adds them).
+//! - [`Worker`]: runs consumers (the generated `Handlers { .. }.run(worker)` adds them);
+//! - [`dead_letters`]: count, peek at, redrive and purge a dead-letter queue (what
+//!   `warren dlq` runs).
 //!
 //! # One namespace, set once
 //!
@@ -89,6 +91,7 @@ pub mod __fuzz;
 mod amqp;
 mod connection;
 mod dead_letter;
+pub mod dead_letters;
 mod declare;
 mod delivery;
 mod error;
@@ -104,6 +107,7 @@ mod worker;
 
 pub use connection::{Connection, ConnectionBuilder};
 pub use dead_letter::{DeadLetter, DeadMessage, RawMessage};
+pub use dead_letters::{DeadLetterError, DeadLetterQueue};
 pub use declare::{DeclareError, ImportProblem, TopologyEntity, declare, delete, verify};
 pub use delivery::{Delivery, DeliveryBuilder};
 pub use error::{HandlerError, MessagePart, PublishError, ShortField, WorkerError};

@@ -1,0 +1,640 @@
+//! `warren dlq`: count, peek at, redrive and purge the dead-letter queues of a contract, on a
+//! live broker. The work is `warren_runtime::dead_letters`; this is its command line.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+use warren_codegen::diagnostics::escape;
+use warren_runtime::dead_letters::{
+    self, Counts, DeadLetterQueue, Filter, Peeked, RedriveOptions, RedriveSummary,
+};
+use warren_runtime::model::{DURATION_UNITS, FailureReason};
+use warren_runtime::{Connection, FailureContext, Topology};
+
+use crate::{Failure, RenderStyle, failure, shown};
+
+/// Where `--url` and `AMQP_URL` are both missing.
+const DEFAULT_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
+
+/// The `warren dlq` subcommands.
+#[derive(Debug, Args)]
+pub(crate) struct Dlq {
+    #[command(subcommand)]
+    command: DlqCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum DlqCommand {
+    /// Count dead letters, by reason, consumer, failed queue and error
+    ///
+    /// Reads the messages (unacknowledged, then returned: none is lost; they come back
+    /// marked `redelivered`, and a classic queue's order may change).
+    #[command(after_help = "\
+Examples:
+  warren dlq count warren.yaml                          every dead-letter queue of the contract
+  warren dlq count --queue orders.dead-letters --format json warren.yaml")]
+    Count {
+        #[command(flatten)]
+        target: Target,
+        /// `table` for people, `json` for tools.
+        #[arg(long, default_value = "table", value_parser = ["table", "json"])]
+        format: String,
+        /// Read at most this many messages per queue to group them (the total is always
+        /// exact).
+        #[arg(long, default_value_t = 10_000, value_name = "N")]
+        scan: u32,
+    },
+    /// Show the first dead letters: headers, failure context and body (cut to 4 KiB)
+    ///
+    /// Nothing is removed: the messages are read unacknowledged and returned, marked
+    /// `redelivered` (a classic queue's order may change).
+    #[command(after_help = "\
+Examples:
+  warren dlq peek -n 5 --queue orders.dead-letters warren.yaml
+  warren dlq peek --format json warren.yaml | jq '.[].failure.last_error'")]
+    Peek {
+        #[command(flatten)]
+        target: Target,
+        /// How many (at most 100).
+        #[arg(short = 'n', long = "count", default_value_t = 10)]
+        count: usize,
+        /// `table` for people, `json` for tools.
+        #[arg(long, default_value = "table", value_parser = ["table", "json"])]
+        format: String,
+    },
+    /// Send dead letters back to the queue each failed in
+    ///
+    /// Each copy is published with confirms and the dead letter acked only after: a redrive
+    /// killed at any point loses nothing (a message killed between its confirm and its ack is
+    /// in both queues: a duplicate). The retry history is reset, `x-redrive-count` raised; a
+    /// message redriven `--max-redrives` times already stays. Messages that stay are returned
+    /// untouched (past 1000 of them, moved to the back of the queue).
+    #[command(after_help = "\
+Examples:
+  warren dlq redrive --dry-run warren.yaml             what would move, moving nothing
+  warren dlq redrive --reason exhausted --older-than 10m --rate 50/s warren.yaml
+  warren dlq redrive --queue orders.dead-letters --consumer charge --error timeout --limit 100 warren.yaml
+
+Exit status: 0 when the pass ended (messages left are counted in the summary), 2 when it
+failed (the broker, a copy not confirmed).")]
+    Redrive {
+        #[command(flatten)]
+        target: Target,
+        /// Only those dead-lettered for this reason (`exhausted`, `non-retryable`,
+        /// `validation`, `rejected`, `delivery-limit`…).
+        #[arg(long, value_parser = reason)]
+        reason: Option<FailureReason>,
+        /// Only those the consumer of this name failed on.
+        #[arg(long)]
+        consumer: Option<String>,
+        /// Only those whose last error contains this text.
+        #[arg(long, value_name = "TEXT")]
+        error: Option<String>,
+        /// Only those that last failed longer ago than this (`90s`, `10m`, `48h`).
+        #[arg(long, value_parser = duration, value_name = "AGE")]
+        older_than: Option<Duration>,
+        /// Only those that last failed more recently than this.
+        #[arg(long, value_parser = duration, value_name = "AGE")]
+        newer_than: Option<Duration>,
+        /// Move at most this many (per queue).
+        #[arg(long, value_name = "N")]
+        limit: Option<u64>,
+        /// At most this many per second, evenly spaced (`50/s`).
+        #[arg(long, value_parser = rate, value_name = "N/s")]
+        rate: Option<f64>,
+        /// Leave a message redriven this many times already in the dead-letter queue.
+        #[arg(long, default_value_t = 3, value_name = "N")]
+        max_redrives: u32,
+        /// Print what would move, and move nothing (reads at most 1000 per queue).
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Delete every message of a dead-letter queue
+    ///
+    /// Asks for the queue's name on a terminal; elsewhere needs `--yes`.
+    #[command(after_help = "\
+Examples:
+  warren dlq purge --queue orders.dead-letters warren.yaml
+  warren dlq purge --queue orders.dead-letters --yes warren.yaml")]
+    Purge {
+        #[command(flatten)]
+        target: Target,
+        /// Do not ask.
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
+/// The broker, the contract, and which of its dead-letter queues.
+#[derive(Debug, Args)]
+struct Target {
+    /// The contract file, usually `warren.yaml`.
+    contract: PathBuf,
+    /// The broker; by default `AMQP_URL`, else amqp://guest:guest@127.0.0.1:5672/%2f.
+    #[arg(long)]
+    url: Option<String>,
+    /// One queue of the contract, as the contract names it; by default every dead-letter
+    /// queue (those a queue's dead-lettering reaches).
+    #[arg(long)]
+    queue: Option<String>,
+    /// The prefix the deployment's names carry (`Topology::namespaced`).
+    #[arg(long, default_value = "")]
+    namespace: String,
+}
+
+/// Runs one `warren dlq` command.
+pub(crate) fn run(dlq: Dlq, style: RenderStyle) -> Result<(), Failure> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::usage(format!("error: cannot start the runtime: {e}\n")))?;
+    runtime.block_on(command(dlq.command, style))
+}
+
+async fn command(command: DlqCommand, style: RenderStyle) -> Result<(), Failure> {
+    match command {
+        DlqCommand::Count {
+            target,
+            format,
+            scan,
+        } => {
+            let all = each(&target, style, async |dlq| dlq.count(scan).await).await?;
+            if format == "json" {
+                print_json(&Value::Array(all.iter().map(counts_json).collect()))?;
+            } else {
+                print!("{}", counts_table(&all));
+            }
+            Ok(())
+        }
+        DlqCommand::Peek {
+            target,
+            count,
+            format,
+        } => {
+            let all = each(&target, style, async |dlq| dlq.peek(count).await).await?;
+            if format == "json" {
+                let list = all
+                    .iter()
+                    .flat_map(|(queue, peeked)| peeked.iter().map(move |p| peeked_json(queue, p)));
+                print_json(&Value::Array(list.collect()))?;
+            } else {
+                for (queue, peeked) in &all {
+                    print!("{}", peek_table(queue, peeked));
+                }
+            }
+            Ok(())
+        }
+        DlqCommand::Redrive {
+            target,
+            reason,
+            consumer,
+            error,
+            older_than,
+            newer_than,
+            limit,
+            rate,
+            max_redrives,
+            dry_run,
+        } => {
+            let (connection, topology, queues) = open(&target, style, false).await?;
+            let mut filter = Filter::default();
+            if let Some(reason) = reason {
+                filter = filter.reason(reason);
+            }
+            if let Some(consumer) = consumer {
+                filter = filter.consumer(consumer);
+            }
+            if let Some(error) = error {
+                filter = filter.error(error);
+            }
+            if let Some(age) = older_than {
+                filter = filter.older_than(age);
+            }
+            if let Some(age) = newer_than {
+                filter = filter.newer_than(age);
+            }
+            let mut options = RedriveOptions::default()
+                .max_redrives(max_redrives)
+                .dry_run(dry_run)
+                .targets(dead_letters::redrive_targets(&topology));
+            if let Some(limit) = limit {
+                options = options.limit(limit);
+            }
+            if let Some(rate) = rate {
+                options = options.rate(rate);
+            }
+            for queue in &queues {
+                redrive(&connection, queue, &filter, &options).await?;
+            }
+            Ok(())
+        }
+        DlqCommand::Purge { target, yes } => {
+            let (connection, _, queues) = open(&target, style, true).await?;
+            for queue in &queues {
+                let dlq = DeadLetterQueue::new(&connection, queue);
+                if !yes {
+                    confirm(queue, dlq.depth().await.map_err(broker)?)?;
+                }
+                let purged = dlq.purge().await.map_err(broker)?;
+                println!("{}: purged {purged} messages", escape(queue));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `read` of each queue `target` picks, with the queue's name.
+async fn each<T>(
+    target: &Target,
+    style: RenderStyle,
+    read: impl AsyncFn(&DeadLetterQueue) -> Result<T, dead_letters::DeadLetterError>,
+) -> Result<Vec<(String, T)>, Failure> {
+    let (connection, _, queues) = open(target, style, false).await?;
+    let mut all = Vec::new();
+    for queue in queues {
+        let found = read(&DeadLetterQueue::new(&connection, &queue))
+            .await
+            .map_err(broker)?;
+        all.push((queue, found));
+    }
+    Ok(all)
+}
+
+/// Connects, and picks the queues: `--queue`, or every dead-letter queue of the contract
+/// (for a purge, which takes one, the only one).
+async fn open(
+    target: &Target,
+    style: RenderStyle,
+    one: bool,
+) -> Result<(Connection, Topology, Vec<String>), Failure> {
+    let topology = contract_topology(&target.contract, style)?.namespaced(&target.namespace);
+    let queues = match &target.queue {
+        Some(name) => {
+            let qualified = topology.qualified(name);
+            if topology.queue(&qualified).is_none() {
+                return Err(Failure::usage(format!(
+                    "error: `{}` has no queue `{}`\n",
+                    shown(&target.contract),
+                    escape(name)
+                )));
+            }
+            vec![qualified]
+        }
+        None => dead_letters::dead_letter_queues(&topology),
+    };
+    if queues.is_empty() {
+        return Err(Failure::usage(format!(
+            "error: `{}` has no dead-letter queue: name one with `--queue`\n",
+            shown(&target.contract)
+        )));
+    }
+    if one && queues.len() > 1 {
+        return Err(Failure::usage(format!(
+            "error: `{}` has several dead-letter queues ({}): name one with `--queue`\n",
+            shown(&target.contract),
+            escape(&queues.join(", "))
+        )));
+    }
+    let url = target
+        .url
+        .clone()
+        .or_else(|| std::env::var("AMQP_URL").ok())
+        .unwrap_or_else(|| DEFAULT_URL.to_owned());
+    let connection = Connection::connect(&url, "warren dlq")
+        .await
+        .map_err(|e| Failure::usage(format!("error: cannot connect to the broker: {e}\n")))?;
+    Ok((connection, topology, queues))
+}
+
+fn contract_topology(contract: &Path, style: RenderStyle) -> Result<Topology, Failure> {
+    let checked = warren_codegen::check_contract(contract).map_err(|e| {
+        let mut failure = failure(e, style);
+        failure.status = 2;
+        failure
+    })?;
+    Ok(checked.contract.topology.clone())
+}
+
+fn broker(error: dead_letters::DeadLetterError) -> Failure {
+    Failure::usage(format!("error: {}\n", escape(&error.to_string())))
+}
+
+async fn redrive(
+    connection: &Connection,
+    queue: &str,
+    filter: &Filter,
+    options: &RedriveOptions,
+) -> Result<(), Failure> {
+    let terminal = std::io::stderr().is_terminal();
+    let mut shown_at = Instant::now();
+    // What was done before a failure is still printed.
+    let mut so_far = None;
+    let progress = |summary: &RedriveSummary| {
+        so_far = Some(summary.clone());
+        if terminal && shown_at.elapsed() >= Duration::from_millis(100) {
+            shown_at = Instant::now();
+            eprint!("\r\x1b[K{}", progress_line(queue, summary));
+        }
+    };
+    let summary = DeadLetterQueue::new(connection, queue)
+        .redrive(filter, options, progress)
+        .await;
+    if terminal {
+        eprint!("\r\x1b[K");
+    }
+    match summary {
+        Ok(summary) => {
+            print!("{}", summary_text(queue, &summary));
+            Ok(())
+        }
+        Err(error) => {
+            if let Some(so_far) = so_far {
+                print!("{}", summary_text(queue, &so_far));
+            }
+            Err(broker(error))
+        }
+    }
+}
+
+/// `[#####.....] 50/100 read, 40 moved`
+fn progress_line(queue: &str, summary: &RedriveSummary) -> String {
+    const WIDTH: u32 = 30;
+    let done = summary
+        .scanned
+        .saturating_mul(WIDTH)
+        .checked_div(summary.to_scan)
+        .unwrap_or(WIDTH)
+        .min(WIDTH);
+    format!(
+        "{} [{}{}] {}/{} read, {} moved",
+        escape(queue),
+        "#".repeat(done as usize),
+        ".".repeat((WIDTH - done) as usize),
+        summary.scanned,
+        summary.to_scan,
+        summary.moved
+    )
+}
+
+fn summary_text(queue: &str, s: &RedriveSummary) -> String {
+    let mut text = format!(
+        "{}{}: {} {}, skipped {} (filter), refused {} (redriven too often), left {} (no known queue); read {} of {}\n",
+        escape(queue),
+        if s.dry_run { " (dry run)" } else { "" },
+        if s.dry_run { "would move" } else { "moved" },
+        s.moved,
+        s.skipped,
+        s.refused,
+        s.no_queue,
+        s.scanned,
+        s.depth,
+    );
+    if s.dry_run && s.scanned < s.depth {
+        text.push_str("  a dry run reads at most 1000 messages: the rest were not looked at\n");
+    }
+    if s.duplicates_possible > 0 {
+        text.push_str(&format!(
+            "  duplicates possible: {} of those moved had been delivered before (by a peek, a \
+             count or a killed redrive); a killed redrive leaves at most one duplicate, the \
+             message it was moving, which its queue now has twice\n",
+            s.duplicates_possible
+        ));
+    }
+    if s.cycled > 0 {
+        text.push_str(&format!(
+            "  {} left messages were moved to the back of the queue (over 1000 stayed)\n",
+            s.cycled
+        ));
+    }
+    text
+}
+
+/// On a terminal, asks for the queue's name; elsewhere refuses (`--yes` skips this).
+fn confirm(queue: &str, depth: u32) -> Result<(), Failure> {
+    if !std::io::stdin().is_terminal() {
+        return Err(Failure::usage(format!(
+            "error: purging `{}` deletes its {depth} messages: pass `--yes` (not on a terminal, \
+             nothing can be asked)\n",
+            escape(queue)
+        )));
+    }
+    eprint!(
+        "Purging deletes all {depth} messages of `{}`. Type the queue's name to go on: ",
+        escape(queue)
+    );
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| Failure::usage(format!("error: {e}\n")))?;
+    if line.trim_end_matches(['\n', '\r']) != queue {
+        return Err(Failure::usage("error: not purged\n".to_owned()));
+    }
+    Ok(())
+}
+
+fn print_json(value: &Value) -> Result<(), Failure> {
+    let text =
+        serde_json::to_string_pretty(value).map_err(|e| Failure::usage(format!("error: {e}\n")))?;
+    println!("{text}");
+    Ok(())
+}
+
+fn counts_json((queue, counts): &(String, Counts)) -> Value {
+    let group = |group: &dead_letters::Group| {
+        Value::Object(
+            group
+                .entries()
+                .into_iter()
+                .map(|(k, n)| (k.to_owned(), Value::from(n)))
+                .collect(),
+        )
+    };
+    json!({
+        "queue": queue,
+        "total": counts.total,
+        "scanned": counts.scanned,
+        "by_reason": group(&counts.by_reason),
+        "by_consumer": group(&counts.by_consumer),
+        "by_queue": group(&counts.by_queue),
+        "by_error": group(&counts.by_error),
+    })
+}
+
+fn counts_table(all: &[(String, Counts)]) -> String {
+    let mut text = String::new();
+    for (queue, counts) in all {
+        text.push_str(&format!("{}: {} dead letters", escape(queue), counts.total));
+        if counts.scanned < counts.total {
+            text.push_str(&format!(" (grouped: the first {})", counts.scanned));
+        }
+        text.push('\n');
+        for (title, group) in [
+            ("reason", &counts.by_reason),
+            ("consumer", &counts.by_consumer),
+            ("failed queue", &counts.by_queue),
+            ("error", &counts.by_error),
+        ] {
+            let entries = group.entries();
+            if entries.is_empty() {
+                continue;
+            }
+            text.push_str(&format!("  by {title}:\n"));
+            for (value, n) in entries {
+                text.push_str(&format!("    {n:>8}  {}\n", escape(value)));
+            }
+        }
+    }
+    text
+}
+
+fn millis(time: Option<SystemTime>) -> Value {
+    time.and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+        .map_or(Value::Null, |d| Value::from(d.as_millis() as u64))
+}
+
+fn failure_json(context: &FailureContext) -> Value {
+    json!({
+        "reason": context.reason.map(|r| r.as_str()),
+        "last_error": context.last_error,
+        "retry_count": context.retry_count,
+        "redrive_count": context.redrive_count,
+        "first_failure_ms": millis(context.first_failure),
+        "last_failure_ms": millis(context.last_failure),
+        "original_exchange": context.original_exchange,
+        "original_routing_key": context.original_routing_key,
+        "queue": context.queue,
+        "consumer": context.consumer,
+    })
+}
+
+fn peeked_json(queue: &str, p: &Peeked) -> Value {
+    json!({
+        "queue": queue,
+        "routing_key": p.routing_key,
+        "exchange": p.exchange,
+        "redelivered": p.redelivered,
+        "message_id": p.message_id,
+        "content_type": p.content_type,
+        "headers": p.headers,
+        "failure": p.failure.as_ref().map(failure_json),
+        "body": String::from_utf8_lossy(&p.body),
+        "body_bytes": p.body_bytes,
+        "body_truncated": p.body.len() < p.body_bytes,
+    })
+}
+
+/// `3m ago`, coarse.
+fn ago(time: Option<SystemTime>) -> String {
+    let Some(time) = time else {
+        return "-".to_owned();
+    };
+    let seconds = SystemTime::now()
+        .duration_since(time)
+        .map_or(0, |d| d.as_secs());
+    match seconds {
+        0..60 => format!("{seconds}s ago"),
+        60..3600 => format!("{}m ago", seconds / 60),
+        3600..172_800 => format!("{}h ago", seconds / 3600),
+        _ => format!("{}d ago", seconds / 86_400),
+    }
+}
+
+fn peek_table(queue: &str, peeked: &[Peeked]) -> String {
+    let mut text = format!(
+        "{}: {} shown (returned to the queue, now marked redelivered)\n",
+        escape(queue),
+        peeked.len()
+    );
+    let opt = |value: &Option<String>| escape(value.as_deref().unwrap_or("-")).into_owned();
+    for (i, p) in peeked.iter().enumerate() {
+        text.push_str(&format!(
+            "\n#{} routing key {}, message id {}{}\n",
+            i + 1,
+            escape(&p.routing_key),
+            opt(&p.message_id),
+            if p.redelivered { ", redelivered" } else { "" }
+        ));
+        if let Some(f) = &p.failure {
+            text.push_str(&format!(
+                "  reason {}, consumer {}, failed in {}, {} retries, {} redrives\n  first failed {}, last failed {}, first published to {} with {}\n  error: {}\n",
+                f.reason.map_or("-", |r| r.as_str()),
+                opt(&f.consumer),
+                opt(&f.queue),
+                f.retry_count,
+                f.redrive_count,
+                ago(f.first_failure),
+                ago(f.last_failure),
+                opt(&f.original_exchange),
+                opt(&f.original_routing_key),
+                opt(&f.last_error),
+            ));
+        }
+        let headers = serde_json::to_string(&p.headers).unwrap_or_default();
+        text.push_str(&format!("  headers: {}\n", escape(&headers)));
+        text.push_str(&format!(
+            "  body ({} bytes{}): {}\n",
+            p.body_bytes,
+            if p.body.len() < p.body_bytes {
+                ", cut"
+            } else {
+                ""
+            },
+            escape(&String::from_utf8_lossy(&p.body))
+        ));
+    }
+    text
+}
+
+fn reason(text: &str) -> Result<FailureReason, String> {
+    text.parse()
+        .map_err(|e: warren_runtime::model::UnknownName| e.to_string())
+}
+
+/// `90s`, `10m`, `48h`, `500ms`.
+fn duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let scale = DURATION_UNITS
+        .iter()
+        .find(|(name, _)| *name == unit)
+        .map(|(_, scale)| *scale);
+    match (number.parse::<u64>(), scale) {
+        (Ok(n), Some(scale)) => Ok(Duration::from_millis(n.saturating_mul(scale))),
+        _ => Err("expected a number and a unit (ms, s, m, h), such as `10m`".to_owned()),
+    }
+}
+
+/// `50/s` or `50`.
+fn rate(text: &str) -> Result<f64, String> {
+    let number = text.strip_suffix("/s").unwrap_or(text);
+    match number.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n > 0.0 => Ok(n),
+        _ => Err("expected messages per second, such as `50/s`".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{duration, rate};
+
+    #[test]
+    fn arguments_parse() {
+        assert_eq!(duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(duration("250ms"), Ok(Duration::from_millis(250)));
+        assert!(duration("10").is_err());
+        assert!(duration("m").is_err());
+        assert_eq!(rate("50/s"), Ok(50.0));
+        assert!(rate("0/s").is_err());
+        assert!(rate("NaN").is_err());
+    }
+}

@@ -1,0 +1,622 @@
+//! `warren dlq` against the real broker: dead letters of several reasons and consumers, some
+//! written by warren's worker (published here as it publishes them) and some by the broker
+//! itself (rejected messages, with only `x-death`), counted, peeked at, redriven with
+//! filters, purged; and a redrive killed with SIGKILL half way, which loses nothing.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+use warren_runtime::lapin::options::{
+    BasicGetOptions, BasicPublishOptions, BasicRejectOptions, ConfirmSelectOptions,
+    QueueDeclareOptions,
+};
+use warren_runtime::lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use warren_runtime::lapin::{BasicProperties, Channel};
+use warren_runtime::model::headers;
+use warren_runtime::{Connection, Topology};
+
+fn url() -> String {
+    std::env::var("AMQP_URL").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned())
+}
+
+fn contract() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/broker/contracts/warren.yaml")
+}
+
+/// The broker tests' contract, declared under a namespace of the test's own.
+struct Broker {
+    connection: Connection,
+    topology: Topology,
+    namespace: String,
+    channel: Channel,
+}
+
+impl Broker {
+    async fn start(test: &str) -> Self {
+        let connection = Connection::connect(&url(), test)
+            .await
+            .expect("the test broker answers at AMQP_URL");
+        let nanos = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_nanos();
+        let namespace = format!("test.dlq.{test}.{}.{nanos}.", std::process::id());
+        let topology = warren_codegen::check_contract(contract())
+            .expect("the test contract is valid")
+            .contract
+            .topology
+            .namespaced(&namespace);
+        warren_runtime::declare(&connection, &topology)
+            .await
+            .expect("the topology declares");
+        let channel = connection.create_channel().await.expect("a channel");
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await
+            .expect("confirm mode");
+        Self {
+            connection,
+            topology,
+            namespace,
+            channel,
+        }
+    }
+
+    fn name(&self, name: &str) -> String {
+        self.topology.qualified(name)
+    }
+
+    async fn publish(
+        &self,
+        exchange: &str,
+        routing_key: &str,
+        body: &[u8],
+        props: BasicProperties,
+    ) {
+        self.channel
+            .basic_publish(
+                ShortString::from(exchange),
+                ShortString::from(routing_key),
+                BasicPublishOptions {
+                    mandatory: true,
+                    ..BasicPublishOptions::default()
+                },
+                body,
+                props,
+            )
+            .await
+            .expect("published")
+            .await
+            .expect("confirmed");
+    }
+
+    /// A dead letter as warren's worker writes it, straight into the dead-letter queue.
+    async fn dead_letter(&self, id: &str, failure: &Failure<'_>) {
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_millis() as i64;
+        let mut table = FieldTable::default();
+        let text = |s: &str| AMQPValue::LongString(LongString::from(s));
+        for (key, value) in [
+            (headers::FAILURE_REASON, text(failure.reason)),
+            (headers::CONSUMER, text(failure.consumer)),
+            (headers::FAILED_QUEUE, text(&failure.queue)),
+            (headers::LAST_ERROR, text(failure.error)),
+            (headers::RETRY_COUNT, AMQPValue::LongLongInt(3)),
+            (headers::FIRST_FAILURE, AMQPValue::LongLongInt(now - 60_000)),
+            (headers::LAST_FAILURE, AMQPValue::LongLongInt(now - 1_000)),
+            (headers::ORIGINAL_EXCHANGE, text(&self.name("jobs"))),
+            (headers::ORIGINAL_ROUTING_KEY, text("job.none")),
+            (
+                headers::REDRIVE_COUNT,
+                AMQPValue::LongLongInt(failure.redrives),
+            ),
+            ("tenant", text("acme")),
+        ] {
+            table.insert(ShortString::from(key), value);
+        }
+        let props = BasicProperties::default()
+            .with_message_id(ShortString::from(id))
+            .with_content_type(ShortString::from("application/json"))
+            .with_delivery_mode(2)
+            .with_headers(table);
+        let body = format!(r#"{{"id":"{id}"}}"#);
+        self.publish("", &self.name("dead"), body.as_bytes(), props)
+            .await;
+    }
+
+    /// A dead letter the broker writes by itself: published to `none`, rejected there
+    /// without requeue by a client that is not warren.
+    async fn rejected(&self, id: &str) {
+        let props = BasicProperties::default()
+            .with_message_id(ShortString::from(id))
+            .with_delivery_mode(2);
+        self.publish(&self.name("jobs"), "job.none", b"{}", props)
+            .await;
+        let got = self
+            .channel
+            .basic_get(
+                ShortString::from(self.name("none").as_str()),
+                BasicGetOptions { no_ack: false },
+            )
+            .await
+            .expect("basic.get")
+            .expect("the message is there");
+        got.delivery
+            .reject(BasicRejectOptions { requeue: false })
+            .await
+            .expect("rejected");
+    }
+
+    async fn ready(&self, queue: &str) -> u32 {
+        self.channel
+            .queue_declare(
+                ShortString::from(self.name(queue).as_str()),
+                QueueDeclareOptions {
+                    passive: true,
+                    ..QueueDeclareOptions::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .expect("the queue exists")
+            .message_count()
+    }
+
+    /// Waits (bounded) until `queue` holds `n` ready messages, and returns what it holds.
+    async fn settle(&self, queue: &str, n: u32) -> u32 {
+        for _ in 0..100 {
+            if self.ready(queue).await == n {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.ready(queue).await
+    }
+
+    /// Takes every message of `queue`: its message id and headers.
+    async fn drain(&self, queue: &str) -> Vec<(String, FieldTable)> {
+        let mut taken = Vec::new();
+        while let Some(got) = self
+            .channel
+            .basic_get(
+                ShortString::from(self.name(queue).as_str()),
+                BasicGetOptions { no_ack: true },
+            )
+            .await
+            .expect("basic.get")
+        {
+            let props = &got.delivery.properties;
+            taken.push((
+                props
+                    .message_id()
+                    .as_ref()
+                    .map(|s| s.to_string())
+                    .unwrap_or_default(),
+                props.headers().clone().unwrap_or_default(),
+            ));
+        }
+        taken
+    }
+
+    /// `warren dlq ARGS --url … --namespace … CONTRACT`.
+    fn warren(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_warren"));
+        command
+            .arg("dlq")
+            .args(args)
+            .args(["--url", &url(), "--namespace", &self.namespace])
+            .arg(contract())
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.warren(args).output().expect("warren runs")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.run(args);
+        assert!(
+            output.status.success(),
+            "warren dlq {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).expect("UTF-8")
+    }
+
+    async fn stop(self) {
+        warren_runtime::delete(&self.connection, &self.topology)
+            .await
+            .expect("the topology is deleted");
+    }
+}
+
+struct Failure<'a> {
+    reason: &'a str,
+    consumer: &'a str,
+    queue: String,
+    error: &'a str,
+    redrives: i64,
+}
+
+fn header<'a>(table: &'a FieldTable, key: &str) -> Option<&'a AMQPValue> {
+    table.inner().get(key)
+}
+
+fn group(count: &Value, by: &str) -> BTreeMap<String, u64> {
+    count[by]
+        .as_object()
+        .expect("a grouping")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_u64().expect("a count")))
+        .collect()
+}
+
+fn map(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    pairs.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect()
+}
+
+/// Nine dead letters: three exhausted in `run_none`, one of them redriven three times
+/// already; two refused by `run_sibling`; one naming a queue outside the contract (forged);
+/// two rejected by a foreign client, dead-lettered by the broker.
+async fn fill(broker: &Broker) {
+    let none = broker.name("none");
+    let exhausted = |redrives| Failure {
+        reason: "exhausted",
+        consumer: "run_none",
+        queue: none.clone(),
+        error: "timeout talking to payments",
+        redrives,
+    };
+    for (id, redrives) in [("ex-1", 0), ("ex-2", 1), ("ex-3", 0), ("ex-max", 3)] {
+        broker.dead_letter(id, &exhausted(redrives)).await;
+    }
+    for id in ["nr-1", "nr-2"] {
+        let failure = Failure {
+            reason: "non-retryable",
+            consumer: "run_sibling",
+            queue: broker.name("sibling"),
+            error: "card declined",
+            redrives: 0,
+        };
+        broker.dead_letter(id, &failure).await;
+    }
+    let forged = Failure {
+        reason: "validation",
+        consumer: "run_none",
+        queue: "amq.outside".to_owned(),
+        error: "bad payload",
+        redrives: 0,
+    };
+    broker.dead_letter("forged", &forged).await;
+    for id in ["rj-1", "rj-2"] {
+        broker.rejected(id).await;
+    }
+    assert_eq!(broker.settle("dead", 9).await, 9);
+}
+
+#[tokio::test]
+async fn count_peek_redrive_and_purge() {
+    let broker = Broker::start("e2e").await;
+    fill(&broker).await;
+
+    // Count: exact, by reason, consumer, failed queue and error; the queue is unchanged.
+    let counts: Value =
+        serde_json::from_str(&broker.ok(&["count", "--format", "json"])).expect("JSON");
+    let counts = counts.as_array().expect("one entry per dead-letter queue");
+    // Every dead-letter queue of the contract: `dead` (everything) and `dead-read` (what
+    // `failing` dead-letters, read by a dead-letter consumer), by name.
+    assert_eq!(counts.len(), 2, "the contract has two dead-letter queues");
+    let count = &counts[0];
+    assert_eq!(count["queue"], broker.name("dead").as_str());
+    assert_eq!(counts[1]["queue"], broker.name("dead-read").as_str());
+    assert_eq!(counts[1]["total"], 0);
+    assert_eq!(
+        (count["total"].as_u64(), count["scanned"].as_u64()),
+        (Some(9), Some(9))
+    );
+    assert_eq!(
+        group(count, "by_reason"),
+        map(&[
+            ("exhausted", 4),
+            ("non-retryable", 2),
+            ("rejected", 2),
+            ("validation", 1)
+        ])
+    );
+    assert_eq!(
+        group(count, "by_consumer"),
+        map(&[("run_none", 5), ("run_sibling", 2), ("(none)", 2)])
+    );
+    let none = broker.name("none");
+    let sibling = broker.name("sibling");
+    assert_eq!(
+        group(count, "by_queue"),
+        map(&[(&none, 6), (&sibling, 2), ("amq.outside", 1)])
+    );
+    assert_eq!(
+        group(count, "by_error"),
+        map(&[
+            ("timeout talking to payments", 4),
+            ("card declined", 2),
+            ("bad payload", 1),
+            ("(none)", 2)
+        ])
+    );
+    let table = broker.ok(&["count"]);
+    assert!(
+        table.contains(": 9 dead letters\n  by reason:\n"),
+        "{table}"
+    );
+    assert!(table.contains("       4  exhausted\n"), "{table}");
+    assert_eq!(broker.settle("dead", 9).await, 9);
+
+    // Peek: headers, context and body of the first five; nothing leaves the queue.
+    let peeked: Value =
+        serde_json::from_str(&broker.ok(&["peek", "-n", "5", "--format", "json"])).expect("JSON");
+    let peeked = peeked.as_array().expect("a list");
+    assert_eq!(peeked.len(), 5);
+    let first = &peeked[0];
+    assert_eq!(first["message_id"], "ex-1");
+    assert_eq!(first["failure"]["reason"], "exhausted");
+    assert_eq!(first["failure"]["consumer"], "run_none");
+    assert_eq!(first["failure"]["queue"], none.as_str());
+    assert_eq!(first["headers"]["tenant"], "acme");
+    assert_eq!(first["body"], r#"{"id":"ex-1"}"#);
+    assert_eq!(broker.settle("dead", 9).await, 9);
+    let table = broker.ok(&["peek", "-n", "2"]);
+    assert!(
+        table.contains("reason exhausted, consumer run_none"),
+        "{table}"
+    );
+
+    // A dry run moves nothing.
+    let dry = broker.ok(&["redrive", "--dry-run", "--reason", "exhausted"]);
+    assert!(
+        dry.contains("(dry run): would move 3, skipped 5 (filter), refused 1"),
+        "{dry}"
+    );
+    assert_eq!(broker.settle("dead", 9).await, 9);
+    assert_eq!(broker.ready("none").await, 0);
+
+    // Exhausted in run_none: three go back to `none`, the one at the redrive limit stays.
+    let moved = broker.ok(&[
+        "redrive",
+        "--queue",
+        "dead",
+        "--reason",
+        "exhausted",
+        "--consumer",
+        "run_none",
+    ]);
+    assert!(
+        moved.contains(": moved 3, skipped 5 (filter), refused 1"),
+        "{moved}"
+    );
+    assert_eq!(broker.settle("dead", 6).await, 6);
+    let back = broker.drain("none").await;
+    let mut ids: Vec<_> = back.iter().map(|(id, _)| id.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["ex-1", "ex-2", "ex-3"]);
+    for (id, table) in &back {
+        let redrives = if id == "ex-2" { 2 } else { 1 };
+        assert_eq!(
+            header(table, headers::REDRIVE_COUNT),
+            Some(&AMQPValue::LongLongInt(redrives)),
+            "{id}"
+        );
+        for gone in [
+            headers::RETRY_COUNT,
+            headers::FAILURE_REASON,
+            headers::LAST_ERROR,
+            headers::CONSUMER,
+            headers::FAILED_QUEUE,
+            headers::FIRST_FAILURE,
+            headers::LAST_FAILURE,
+        ] {
+            assert_eq!(header(table, gone), None, "{id}: {gone}");
+        }
+        assert!(header(table, headers::ORIGINAL_EXCHANGE).is_some(), "{id}");
+        assert!(header(table, "tenant").is_some(), "{id}");
+    }
+
+    // The rest: refused by `run_sibling` back to `sibling`, the broker's own rejections back
+    // to `none` (their queue read from x-death); the forged queue and the one at the limit
+    // stay.
+    let rest = broker.ok(&["redrive", "--limit", "100"]);
+    assert!(
+        rest.contains(
+            ": moved 4, skipped 0 (filter), refused 1 (redriven too often), left 1 (no known queue)"
+        ),
+        "{rest}"
+    );
+    assert_eq!(broker.settle("dead", 2).await, 2);
+    let mut sibling_ids: Vec<_> = broker
+        .drain("sibling")
+        .await
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    sibling_ids.sort_unstable();
+    assert_eq!(sibling_ids, ["nr-1", "nr-2"]);
+    let rejected = broker.drain("none").await;
+    let mut rejected_ids: Vec<_> = rejected.iter().map(|(id, _)| id.as_str()).collect();
+    rejected_ids.sort_unstable();
+    assert_eq!(rejected_ids, ["rj-1", "rj-2"]);
+    for (id, table) in &rejected {
+        assert_eq!(
+            header(table, "x-death"),
+            None,
+            "{id}: the broker's record is reset"
+        );
+        let text = |s: &str| AMQPValue::LongString(LongString::from(s));
+        assert_eq!(
+            header(table, headers::ORIGINAL_EXCHANGE),
+            Some(&text(&broker.name("jobs"))),
+            "{id}: where it was first published, read from x-death, is kept"
+        );
+        assert_eq!(
+            header(table, headers::ORIGINAL_ROUTING_KEY),
+            Some(&text("job.none"))
+        );
+        assert_eq!(
+            header(table, headers::REDRIVE_COUNT),
+            Some(&AMQPValue::LongLongInt(1))
+        );
+    }
+
+    // Purge: refused without `--yes` when nothing can be asked, then done.
+    let several = broker.run(&["purge", "--yes"]);
+    assert_eq!(several.status.code(), Some(2), "one queue at a time");
+    assert_eq!(broker.ready("dead").await, 2);
+    let refused = broker.run(&["purge", "--queue", "dead"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--yes"));
+    assert_eq!(broker.ready("dead").await, 2);
+    let purged = broker.ok(&["purge", "--queue", "dead", "--yes"]);
+    assert!(purged.contains(": purged 2 messages"), "{purged}");
+    assert_eq!(broker.ready("dead").await, 0);
+
+    // A queue the contract does not have is refused before anything is read.
+    let unknown = broker.run(&["count", "--queue", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    broker.stop().await;
+}
+
+#[tokio::test]
+async fn a_redrive_killed_half_way_loses_nothing() {
+    const N: u32 = 200;
+    let broker = Broker::start("kill").await;
+    let none = broker.name("none");
+    for i in 0..N {
+        let failure = Failure {
+            reason: "exhausted",
+            consumer: "run_none",
+            queue: none.clone(),
+            error: "timeout",
+            redrives: 0,
+        };
+        broker.dead_letter(&format!("m{i:03}"), &failure).await;
+    }
+    assert_eq!(broker.settle("dead", N).await, N);
+
+    // Slowly, so that it is surely half way when killed.
+    let mut child = broker
+        .warren(&["redrive", "--rate", "20/s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("warren starts");
+    // Bounded, generously: a loaded machine may take seconds to start the process.
+    for _ in 0..1500 {
+        if broker.ready("none").await >= 20 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    // The broker returns what the dead process held once it sees its connection gone.
+    let mut split = (0, 0);
+    for _ in 0..200 {
+        split = (broker.ready("dead").await, broker.ready("none").await);
+        if split.0 + split.1 >= N {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (left, moved) = split;
+    assert!(
+        moved >= 20 && left > 0,
+        "killed half way: {left} left, {moved} moved"
+    );
+    assert!(
+        left + moved >= N,
+        "nothing lost: {left} left + {moved} moved < {N}"
+    );
+    assert!(left + moved <= N + 1, "one message at most was in flight");
+
+    // A second redrive finishes the job, and says how many may be duplicates.
+    let rerun = broker.ok(&["redrive"]);
+    let possible = rerun
+        .split("duplicates possible: ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .map_or(0, |n| n.parse::<u32>().expect("a number"));
+    assert_eq!(broker.settle("dead", 0).await, 0);
+    let landed = broker.drain("none").await;
+    let mut seen = BTreeMap::<String, u32>::new();
+    for (id, _) in &landed {
+        *seen.entry(id.clone()).or_default() += 1;
+    }
+    assert_eq!(
+        seen.len() as u32,
+        N,
+        "every message is in its queue: 0 lost"
+    );
+    let duplicates: u32 = seen.values().map(|n| n - 1).sum();
+    assert_eq!(landed.len() as u32, N + duplicates);
+    assert!(
+        duplicates <= possible,
+        "{duplicates} duplicates, {possible} reported possible: {rerun}"
+    );
+    broker.stop().await;
+}
+
+/// Past [`MAX_HELD`] messages that stay, a redrive moves each further one to the back of the
+/// dead-letter queue (confirmed, then acked) rather than hold it: it still reads every
+/// message, holds a bounded number, and loses none.
+#[tokio::test]
+async fn past_the_hold_bound_messages_that_stay_go_to_the_back() {
+    use warren_runtime::dead_letters::{DeadLetterQueue, Filter, MAX_HELD, RedriveOptions};
+    use warren_runtime::model::FailureReason;
+
+    let broker = Broker::start("held").await;
+    let none = broker.name("none");
+    let stays = MAX_HELD + 5;
+    for i in 0..stays + 2 {
+        let failure = Failure {
+            // The last two are the ones to move, behind more than can be held.
+            reason: if i >= stays {
+                "exhausted"
+            } else {
+                "non-retryable"
+            },
+            consumer: "run_none",
+            queue: none.clone(),
+            error: "boom",
+            redrives: 0,
+        };
+        broker.dead_letter(&format!("m{i:04}"), &failure).await;
+    }
+    assert_eq!(broker.settle("dead", stays + 2).await, stays + 2);
+    let dlq = DeadLetterQueue::new(&broker.connection, broker.name("dead"));
+    let filter = Filter::default().reason(FailureReason::Exhausted);
+    let summary = dlq
+        .redrive(&filter, &RedriveOptions::default(), |_| {})
+        .await
+        .expect("the redrive runs");
+    assert_eq!(summary.scanned, stays + 2, "every message read once");
+    assert_eq!((summary.moved, summary.skipped), (2, u64::from(stays)));
+    assert_eq!(summary.cycled, 5, "those past the bound went to the back");
+    assert_eq!(broker.settle("dead", stays).await, stays);
+    let mut ids: Vec<_> = broker
+        .drain("none")
+        .await
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, [format!("m{stays:04}"), format!("m{:04}", stays + 1)]);
+    let left = broker.drain("dead").await;
+    let mut left_ids: Vec<_> = left.iter().map(|(id, _)| id.clone()).collect();
+    left_ids.sort_unstable();
+    left_ids.dedup();
+    assert_eq!(left_ids.len() as u32, stays, "none lost, none doubled");
+    broker.stop().await;
+}

@@ -1,0 +1,89 @@
+//! `peek`: the first dead letters, with their headers, failure context and body, left in the
+//! queue.
+
+use serde_json::{Map, Value};
+
+use crate::amqp::amqp_to_json;
+use crate::failure::FailureContext;
+
+use super::scan::Scan;
+use super::{DeadLetterError, DeadLetterQueue};
+
+/// Messages one peek reads at most: each is held whole in memory until the peek ends.
+pub const MAX_PEEK: usize = 100;
+
+/// Bytes of a body a peek keeps; [`Peeked::body_bytes`] says how long it was.
+pub const MAX_PEEK_BODY: usize = 4096;
+
+/// A dead letter as a peek saw it. It is still in the queue.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Peeked {
+    /// The routing key it was dead-lettered with.
+    pub routing_key: String,
+    /// The exchange it was dead-lettered through (`""`: the default exchange, or a direct
+    /// publish to the queue).
+    pub exchange: String,
+    /// Already delivered before this peek (by another peek, a count, a crashed consumer).
+    pub redelivered: bool,
+    /// Its `message-id`, if it has one.
+    pub message_id: Option<String>,
+    /// Its content type, if it has one.
+    pub content_type: Option<String>,
+    /// Every header, warren's and the broker's included, as JSON.
+    pub headers: Map<String, Value>,
+    /// Why and where it failed, read from the headers; `None` when they say nothing.
+    pub failure: Option<FailureContext>,
+    /// The first [`MAX_PEEK_BODY`] bytes of its body.
+    pub body: Vec<u8>,
+    /// The length of its whole body.
+    pub body_bytes: usize,
+}
+
+impl DeadLetterQueue {
+    /// The first `n` dead letters (at most [`MAX_PEEK`]), left in the queue.
+    ///
+    /// They are read unacknowledged and returned when the peek ends (the channel is closed;
+    /// should the process die first, the broker returns them all the same): nothing is lost
+    /// or dropped. Returned messages carry `redelivered`, and on a classic queue may come back
+    /// in another order.
+    pub async fn peek(&self, n: usize) -> Result<Vec<Peeked>, DeadLetterError> {
+        let scan = Scan::open(self).await?;
+        let wanted = n
+            .min(MAX_PEEK)
+            .min(usize::try_from(scan.depth()).unwrap_or(MAX_PEEK));
+        let mut peeked = Vec::with_capacity(wanted);
+        let read = async {
+            while peeked.len() < wanted {
+                let Some(delivery) = scan.next().await? else {
+                    break;
+                };
+                let properties = &delivery.properties;
+                let headers = properties.headers().as_ref();
+                peeked.push(Peeked {
+                    routing_key: delivery.routing_key.to_string(),
+                    exchange: delivery.exchange.to_string(),
+                    redelivered: delivery.redelivered,
+                    message_id: properties.message_id().as_ref().map(|s| s.to_string()),
+                    content_type: properties.content_type().as_ref().map(|s| s.to_string()),
+                    headers: headers
+                        .map(|table| {
+                            table
+                                .inner()
+                                .iter()
+                                .map(|(k, v)| (k.to_string(), amqp_to_json(v, 1)))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                    failure: FailureContext::from_headers(headers),
+                    body: delivery.data[..delivery.data.len().min(MAX_PEEK_BODY)].to_vec(),
+                    body_bytes: delivery.data.len(),
+                });
+            }
+            Ok(())
+        }
+        .await;
+        let released = scan.release().await;
+        read.and(released).map(|()| peeked)
+    }
+}
