@@ -17,6 +17,7 @@ use super::policy::{Failure, Outcome, dead_letter_outcome, decide};
 use crate::Publisher;
 use crate::connection::backoff;
 use crate::error::Chain;
+use crate::metrics::Outcome as Settled;
 use crate::model::{FailureReason, Queue, headers};
 
 /// Longest `x-last-error` kept, in bytes: diagnostic headers stay far below the frame size
@@ -35,6 +36,8 @@ pub(in crate::worker) struct Settler {
     pub consumer: &'static str,
     /// A confirm-mode channel of the consumer's own, for retry and dead-letter copies.
     pub publisher: Publisher,
+    /// The consumer's metrics and health.
+    pub observer: Arc<super::observe::Observer>,
 }
 
 impl Settler {
@@ -66,7 +69,10 @@ impl Settler {
     /// Settles a delivery by its handler's result: ack, or the queue's policy for the failure.
     pub async fn settle(&self, raw: &Taken, result: &Result<(), (Failure, String)>, retries: u32) {
         match result {
-            Ok(()) => self.ack(raw),
+            Ok(()) => {
+                self.observer.handled(Settled::Ack);
+                self.ack(raw)
+            }
             Err((failure, error)) => self.fail(raw, *failure, retries, error).await,
         }
     }
@@ -102,6 +108,12 @@ impl Settler {
                         "retries spent; requeued again as the contract says (`exhausted: requeue`)"
                     );
                 }
+                let counted = if exhausted {
+                    Settled::Requeue
+                } else {
+                    Settled::Retry
+                };
+                self.observer.handled(counted);
                 // reject, not nack: from RabbitMQ 4.3 only a reject counts as a delivery
                 // attempt on quorum queues, and the retry count relies on it.
                 self.reject(raw, true).await;
@@ -112,6 +124,7 @@ impl Settler {
             } => {
                 let properties = self.copy(raw, retry_count, error, None);
                 if crate::wire::fit(&properties, self.budget()).is_none() {
+                    self.observer.handled(Settled::Retry);
                     return self.republish(raw, "", &routing_key, properties).await;
                 }
                 // A copy over the frame size would close the connection it is published on,
@@ -121,8 +134,10 @@ impl Settler {
             }
             Outcome::DeadLetter { reason } => {
                 let Some(dead_letter) = &self.queue.dead_letter else {
+                    self.observer.handled(Settled::Discard);
                     return self.reject(raw, false).await;
                 };
+                self.observer.dead_lettered(reason);
                 let routing_key =
                     (dead_letter.routing_key.clone()).unwrap_or_else(|| original_route(raw).1);
                 let reason = reason.as_str();
@@ -141,6 +156,7 @@ impl Settler {
                     .await;
             }
             Outcome::Drop { reason } => {
+                self.observer.handled(Settled::Drop);
                 let reason = reason.as_str();
                 tracing::warn!(
                     consumer,
@@ -152,6 +168,7 @@ impl Settler {
                 self.ack(raw);
             }
             Outcome::Discard { reason } => {
+                self.observer.handled(Settled::Discard);
                 let reason = reason.as_str();
                 tracing::warn!(
                     consumer,
