@@ -260,12 +260,18 @@ impl ConsumerMetrics {
         };
         Self {
             consumed: counter!(CONSUMED, labelled(&base())),
-            handled: Outcome::ALL
-                .map(|outcome| counter!(HANDLED, labelled(&with(labels::OUTCOME, outcome.as_str())))),
+            handled: Outcome::ALL.map(|outcome| {
+                counter!(HANDLED, labelled(&with(labels::OUTCOME, outcome.as_str())))
+            }),
             retried,
             dead_lettered: FailureReason::ALL
                 .iter()
-                .map(|reason| counter!(DEAD_LETTERED, labelled(&with(labels::REASON, reason.as_str()))))
+                .map(|reason| {
+                    counter!(
+                        DEAD_LETTERED,
+                        labelled(&with(labels::REASON, reason.as_str()))
+                    )
+                })
                 .collect(),
             handler_duration: histogram!(HANDLER_DURATION, labelled(&base())),
             latency: histogram!(END_TO_END_LATENCY, labelled(&base())),
@@ -499,7 +505,10 @@ mod tests {
         assert_eq!(latency(&future, now), None);
         assert_eq!(latency(&with_header(AMQPValue::LongLongInt(-5)), now), None);
         assert_eq!(latency(&with_header(AMQPValue::LongLongInt(0)), now), None);
-        assert_eq!(latency(&with_header(AMQPValue::LongLongInt(i64::MAX)), now), None);
+        assert_eq!(
+            latency(&with_header(AMQPValue::LongLongInt(i64::MAX)), now),
+            None
+        );
         let text = with_header(AMQPValue::LongString("soon".into()));
         assert_eq!(latency(&text, now), None);
         assert_eq!(latency(&BasicProperties::default(), now), None);
@@ -513,7 +522,10 @@ mod tests {
     #[test]
     fn stamping_keeps_the_other_headers() {
         let mut table = FieldTable::default();
-        table.insert(ShortString::from("tenant"), AMQPValue::LongString("acme".into()));
+        table.insert(
+            ShortString::from("tenant"),
+            AMQPValue::LongString("acme".into()),
+        );
         let stamped = stamp(BasicProperties::default().with_headers(table));
         let headers = stamped.headers().clone().unwrap_or_default();
         assert!(headers.inner().contains_key("tenant"));

@@ -219,9 +219,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("metrics (handled, retried, dead-lettered):");
     for line in metrics.render().lines().filter(|line| {
-        ["warren_handled_total{", "warren_retried_total{", "warren_dead_lettered_total{"]
-            .iter()
-            .any(|name| line.starts_with(name))
+        [
+            "warren_handled_total{",
+            "warren_retried_total{",
+            "warren_dead_lettered_total{",
+        ]
+        .iter()
+        .any(|name| line.starts_with(name))
             && !line.ends_with(" 0")
     }) {
         println!("  {line}");

@@ -72,11 +72,9 @@ async fn respond(
     let mut parts = line.split(|b| *b == b' ');
     let (method, path) = (parts.next(), parts.next());
     let (status, content_type, body) = match (method, path) {
-        (Some(b"GET"), Some(b"/metrics")) => (
-            "200 OK",
-            "text/plain; version=0.0.4",
-            metrics.render(),
-        ),
+        (Some(b"GET"), Some(b"/metrics")) => {
+            ("200 OK", "text/plain; version=0.0.4", metrics.render())
+        }
         (Some(b"GET"), Some(b"/health")) => {
             let snapshot = health.snapshot();
             let status = if snapshot.ready {
@@ -96,11 +94,7 @@ async fn respond(
             (status, "text/plain", body.to_owned())
         }
         (Some(b"GET"), _) => ("404 Not Found", "text/plain", "not found\n".into()),
-        _ => (
-            "405 Method Not Allowed",
-            "text/plain",
-            "GET only\n".into(),
-        ),
+        _ => ("405 Method Not Allowed", "text/plain", "GET only\n".into()),
     };
     let head = format!(
         "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",

@@ -142,10 +142,16 @@ async fn a_consumer_whose_queue_is_deleted_is_not_subscribed_and_the_worker_fail
     let consumer = &failed.consumers[0];
     assert_eq!(consumer.name, "run_none");
     assert!(!consumer.subscribed);
-    let why = consumer.last_error.as_ref().expect("why it is not subscribed");
+    let why = consumer
+        .last_error
+        .as_ref()
+        .expect("why it is not subscribed");
     assert!(why.message.contains("queue is gone"), "{why:?}");
     let worker_error = failed.last_error.as_ref().expect("why the worker failed");
-    assert!(worker_error.message.contains(&h.name("none")), "{worker_error:?}");
+    assert!(
+        worker_error.message.contains(&h.name("none")),
+        "{worker_error:?}"
+    );
     assert!(
         failed.connection.connected,
         "the connection is fine: only the consumer is"

@@ -100,7 +100,11 @@ impl Sink {
     }
 
     /// The series named `name` whose labels include every one of `labels`.
-    fn find(&self, name: &str, labels: &[(&str, &str)]) -> Vec<(BTreeMap<String, String>, Arc<Cell>)> {
+    fn find(
+        &self,
+        name: &str,
+        labels: &[(&str, &str)],
+    ) -> Vec<(BTreeMap<String, String>, Arc<Cell>)> {
         let cells = self.cells.lock().unwrap_or_else(|e| e.into_inner());
         cells
             .iter()
@@ -182,11 +186,12 @@ async fn every_metric_is_recorded_with_its_labels() {
             .chain(more.iter().map(|(k, v)| (*k, (*v).to_owned())))
             .collect::<Vec<_>>()
     };
-    let count = |name: &str, pairs: &[(&'static str, String)], more: &[(&'static str, &'static str)]| {
-        let owned = labels(pairs, more);
-        let borrowed: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        sink.count(name, &borrowed)
-    };
+    let count =
+        |name: &str, pairs: &[(&'static str, String)], more: &[(&'static str, &'static str)]| {
+            let owned = labels(pairs, more);
+            let borrowed: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            sink.count(name, &borrowed)
+        };
 
     // Handled at once; retried once (ttl-backoff, and immediate-requeue on a quorum queue),
     // then handled; poison, dead-lettered.
@@ -204,7 +209,10 @@ async fn every_metric_is_recorded_with_its_labels() {
         .nowhere(&job("lost", JobBehaviour::Ok), &headers())
         .await
         .expect_err("unroutable");
-    assert!(matches!(returned, PublishError::Unroutable { .. }), "{returned}");
+    assert!(
+        matches!(returned, PublishError::Unroutable { .. }),
+        "{returned}"
+    );
 
     let run_none = at("run_none", &none);
     let run_backoff = at("run_backoff", &backoff);
@@ -221,50 +229,102 @@ async fn every_metric_is_recorded_with_its_labels() {
     assert_eq!(count(names::PUBLISHED, &jobs, &[]), 4);
     assert_eq!(count(names::CONFIRMED, &jobs, &[]), 3);
     assert_eq!(count(names::RETURNED, &jobs, &[]), 1);
-    assert_eq!(count(names::PUBLISH_FAILED, &jobs, &[("error", "unroutable")]), 1);
-    assert_eq!(count(names::PUBLISH_FAILED, &jobs, &[]), 1, "no other failure");
+    assert_eq!(
+        count(names::PUBLISH_FAILED, &jobs, &[("error", "unroutable")]),
+        1
+    );
+    assert_eq!(
+        count(names::PUBLISH_FAILED, &jobs, &[]),
+        1,
+        "no other failure"
+    );
 
     // The handled message and the poison one.
     assert_eq!(count(names::CONSUMED, &run_none, &[]), 2);
     assert_eq!(count(names::HANDLED, &run_none, &[("outcome", "ack")]), 1);
-    assert_eq!(count(names::HANDLED, &run_none, &[("outcome", "dead-letter")]), 1);
-    assert_eq!(count(names::DEAD_LETTERED, &run_none, &[("reason", "decode")]), 1);
-    assert_eq!(count(names::DEAD_LETTERED, &run_none, &[]), 1, "one dead letter in all");
-    assert_eq!(count(names::RETRIED, &run_none, &[]), 0, "a queue with no retries");
+    assert_eq!(
+        count(names::HANDLED, &run_none, &[("outcome", "dead-letter")]),
+        1
+    );
+    assert_eq!(
+        count(names::DEAD_LETTERED, &run_none, &[("reason", "decode")]),
+        1
+    );
+    assert_eq!(
+        count(names::DEAD_LETTERED, &run_none, &[]),
+        1,
+        "one dead letter in all"
+    );
+    assert_eq!(
+        count(names::RETRIED, &run_none, &[]),
+        0,
+        "a queue with no retries"
+    );
     let dead = h.dead_letters(1, Duration::from_secs(5)).await;
-    assert_eq!(dead.len(), 1, "the counted dead letter is in the dead-letter queue");
+    assert_eq!(
+        dead.len(),
+        1,
+        "the counted dead letter is in the dead-letter queue"
+    );
 
     // Retried once each, by their queue's mode, then handled.
-    for (run, mode) in [(&run_backoff, "ttl-backoff"), (&run_requeue, "immediate-requeue")] {
+    for (run, mode) in [
+        (&run_backoff, "ttl-backoff"),
+        (&run_requeue, "immediate-requeue"),
+    ] {
         assert_eq!(count(names::CONSUMED, run, &[]), 2, "{mode}");
-        assert_eq!(count(names::HANDLED, run, &[("outcome", "retry")]), 1, "{mode}");
-        assert_eq!(count(names::HANDLED, run, &[("outcome", "ack")]), 1, "{mode}");
+        assert_eq!(
+            count(names::HANDLED, run, &[("outcome", "retry")]),
+            1,
+            "{mode}"
+        );
+        assert_eq!(
+            count(names::HANDLED, run, &[("outcome", "ack")]),
+            1,
+            "{mode}"
+        );
         assert_eq!(count(names::RETRIED, run, &[("mode", mode)]), 1, "{mode}");
         assert_eq!(count(names::RETRIED, run, &[]), 1, "{mode}: no other mode");
     }
 
     // Histograms: one handler run per attempt; latencies from the millisecond header, so
     // well under a minute here (in seconds, not milliseconds read as seconds).
-    let borrowed = |pairs: &[(&'static str, String)]| -> Vec<(&'static str, String)> { pairs.to_vec() };
+    let borrowed =
+        |pairs: &[(&'static str, String)]| -> Vec<(&'static str, String)> { pairs.to_vec() };
     let samples = |name: &str, pairs: &[(&'static str, String)]| {
         let pairs = borrowed(pairs);
         let refs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let cell = sink.one(name, &refs);
-        let values = cell.samples.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let values = cell
+            .samples
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         values
     };
     assert_eq!(samples(names::HANDLER_DURATION, &run_backoff).len(), 2);
-    assert_eq!(samples(names::HANDLER_DURATION, &run_none).len(), 1, "poison never reaches the handler");
+    assert_eq!(
+        samples(names::HANDLER_DURATION, &run_none).len(),
+        1,
+        "poison never reaches the handler"
+    );
     let latencies = samples(names::END_TO_END_LATENCY, &run_backoff);
     assert_eq!(latencies.len(), 2);
-    assert!(latencies.iter().all(|s| (0.0..60.0).contains(s)), "{latencies:?}");
+    assert!(
+        latencies.iter().all(|s| (0.0..60.0).contains(s)),
+        "{latencies:?}"
+    );
     // The retry waited 200 ms in its wait queue: end-to-end latency includes it.
     assert!(latencies.iter().any(|s| *s >= 0.2), "{latencies:?}");
 
     // In flight: up while handled, back to zero once settled.
     let refs: Vec<(&str, &str)> = run_backoff.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let in_flight = sink.one(names::IN_FLIGHT, &refs);
-    let history = in_flight.gauge.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let history = in_flight
+        .gauge
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
     assert!(history.contains(&1.0), "{history:?}");
     assert_eq!(history.last(), Some(&0.0), "{history:?}");
 
@@ -272,12 +332,19 @@ async fn every_metric_is_recorded_with_its_labels() {
     // after the cool-down, handled, closes it.
     h.recorder.set_outage(true);
     for i in 0..3 {
-        h.submit("outage", job(&format!("down-{i}"), JobBehaviour::Ok)).await;
+        h.submit("outage", job(&format!("down-{i}"), JobBehaviour::Ok))
+            .await;
     }
     let run_outage = at("run_outage", &outage);
     let refs: Vec<(&str, &str)> = run_outage.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let breaker = sink.one(names::CIRCUIT_BREAKER_STATE, &refs);
-    let states = || breaker.gauge.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let states = || {
+        breaker
+            .gauge
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    };
     eventually("the breaker opens", || states().last() == Some(&1.0)).await;
     let health = h.connection.health();
     assert!(health.connected);
@@ -286,13 +353,21 @@ async fn every_metric_is_recorded_with_its_labels() {
     eventually("the breaker closes", || states().last() == Some(&0.0)).await;
     assert_eq!(states(), [1.0, 2.0, 0.0], "open, half-open, closed");
     assert_eq!(
-        count(names::DEAD_LETTERED, &run_outage, &[("reason", "exhausted")]),
+        count(
+            names::DEAD_LETTERED,
+            &run_outage,
+            &[("reason", "exhausted")]
+        ),
         3,
         "the failures before it opened"
     );
 
     // Every metric is described, with its unit.
-    let described = sink.described.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let described = sink
+        .described
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
     for name in [
         names::PUBLISHED,
         names::CONFIRMED,
