@@ -68,6 +68,12 @@ impl HistogramFn for Cell {
     }
 }
 
+/// A metric's unit and description.
+type Description = (Option<Unit>, String);
+
+/// Label keys and values.
+type Labels = Vec<(&'static str, String)>;
+
 /// A metric's name and its labels, sorted.
 type Series = (String, BTreeMap<String, String>);
 
@@ -76,7 +82,7 @@ type Series = (String, BTreeMap<String, String>);
 #[derive(Clone, Default)]
 struct Sink {
     cells: Arc<Mutex<HashMap<Series, Arc<Cell>>>>,
-    described: Arc<Mutex<HashMap<String, (Option<Unit>, String)>>>,
+    described: Arc<Mutex<HashMap<String, Description>>>,
 }
 
 impl Sink {
@@ -176,22 +182,22 @@ async fn every_metric_is_recorded_with_its_labels() {
         queue("requeue"),
         queue("outage"),
     );
-    let at = |consumer: &'static str, queue: &str| {
-        [("consumer", consumer), ("queue", queue)].map(|(k, v)| (k, v.to_owned()))
+    // A consumer's labels, and more.
+    let at = |consumer: &'static str, queue: &str| -> Labels {
+        vec![
+            ("consumer", consumer.to_owned()),
+            ("queue", queue.to_owned()),
+        ]
     };
-    let labels = |pairs: &[(&'static str, String)], more: &[(&'static str, &'static str)]| {
-        pairs
-            .iter()
-            .map(|(k, v)| (*k, v.clone()))
-            .chain(more.iter().map(|(k, v)| (*k, (*v).to_owned())))
-            .collect::<Vec<_>>()
+    let count = |name: &str, base: &Labels, more: &[(&str, &str)]| {
+        let mut labels: Vec<(&str, &str)> = base.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        labels.extend_from_slice(more);
+        sink.count(name, &labels)
     };
-    let count =
-        |name: &str, pairs: &[(&'static str, String)], more: &[(&'static str, &'static str)]| {
-            let owned = labels(pairs, more);
-            let borrowed: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            sink.count(name, &borrowed)
-        };
+    let one = |name: &str, base: &Labels| {
+        let labels: Vec<(&str, &str)> = base.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        sink.one(name, &labels)
+    };
 
     // Handled at once; retried once (ttl-backoff, and immediate-requeue on a quorum queue),
     // then handled; poison, dead-lettered.
@@ -225,7 +231,7 @@ async fn every_metric_is_recorded_with_its_labels() {
     .await;
 
     // Publishes, by the contract's exchange name.
-    let jobs = [("exchange", "jobs".to_owned())];
+    let jobs: Labels = vec![("exchange", "jobs".to_owned())];
     assert_eq!(count(names::PUBLISHED, &jobs, &[]), 4);
     assert_eq!(count(names::CONFIRMED, &jobs, &[]), 3);
     assert_eq!(count(names::RETURNED, &jobs, &[]), 1);
@@ -289,18 +295,10 @@ async fn every_metric_is_recorded_with_its_labels() {
 
     // Histograms: one handler run per attempt; latencies from the millisecond header, so
     // well under a minute here (in seconds, not milliseconds read as seconds).
-    let borrowed =
-        |pairs: &[(&'static str, String)]| -> Vec<(&'static str, String)> { pairs.to_vec() };
-    let samples = |name: &str, pairs: &[(&'static str, String)]| {
-        let pairs = borrowed(pairs);
-        let refs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let cell = sink.one(name, &refs);
-        let values = cell
-            .samples
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        values
+    let samples = |name: &str, base: &Labels| {
+        let cell = one(name, base);
+        let values = cell.samples.lock().unwrap_or_else(|e| e.into_inner());
+        values.clone()
     };
     assert_eq!(samples(names::HANDLER_DURATION, &run_backoff).len(), 2);
     assert_eq!(
@@ -318,8 +316,7 @@ async fn every_metric_is_recorded_with_its_labels() {
     assert!(latencies.iter().any(|s| *s >= 0.2), "{latencies:?}");
 
     // In flight: up while handled, back to zero once settled.
-    let refs: Vec<(&str, &str)> = run_backoff.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let in_flight = sink.one(names::IN_FLIGHT, &refs);
+    let in_flight = one(names::IN_FLIGHT, &run_backoff);
     let history = in_flight
         .gauge
         .lock()
@@ -336,8 +333,7 @@ async fn every_metric_is_recorded_with_its_labels() {
             .await;
     }
     let run_outage = at("run_outage", &outage);
-    let refs: Vec<(&str, &str)> = run_outage.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let breaker = sink.one(names::CIRCUIT_BREAKER_STATE, &refs);
+    let breaker = one(names::CIRCUIT_BREAKER_STATE, &run_outage);
     let states = || {
         breaker
             .gauge
