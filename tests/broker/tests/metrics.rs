@@ -1,5 +1,5 @@
 //! Warren's metrics, recorded by a sink of the test's own on the real broker: a message
-//! handled, one retried then handled (by two retry modes), one poison dead-lettered, publishes
+//! handled, one retried then handled (by each retry mode), one poison dead-lettered, publishes
 //! confirmed and one returned, a circuit breaker opening and closing.
 //!
 //! A `metrics` recorder is global to the process: this test binary holds this one test only,
@@ -176,10 +176,11 @@ async fn every_metric_is_recorded_with_its_labels() {
     metrics::set_global_recorder(sink.clone()).expect("the only recorder of this binary");
     let h = Harness::start("metrics").await;
     let queue = |name: &str| h.name(name);
-    let (none, backoff, requeue, outage) = (
+    let (none, backoff, requeue, native, outage) = (
         queue("none"),
         queue("backoff"),
         queue("requeue"),
+        queue("native"),
         queue("outage"),
     );
     // A consumer's labels, and more.
@@ -199,14 +200,16 @@ async fn every_metric_is_recorded_with_its_labels() {
         sink.one(name, &labels)
     };
 
-    // Handled at once; retried once (ttl-backoff, and immediate-requeue on a quorum queue),
-    // then handled; poison, dead-lettered.
+    // Handled at once; retried once (ttl-backoff, immediate-requeue on a quorum queue, and
+    // quorum-native), then handled; poison, dead-lettered.
     h.submit("none", job("ok", JobBehaviour::Ok)).await;
     let mut flaky = job("flaky", JobBehaviour::Retryable);
     flaky.succeed_on_attempt = Some(1);
     h.submit("backoff", flaky.clone()).await;
     flaky.id = "flaky-requeue".try_into().expect("an id");
-    h.submit("requeue", flaky).await;
+    h.submit("requeue", flaky.clone()).await;
+    flaky.id = "flaky-native".try_into().expect("an id");
+    h.submit("native", flaky).await;
     let json = BasicProperties::default().with_content_type(ShortString::from("application/json"));
     h.publish_raw("job.none", b"{ not json", json).await;
     // Returned: nothing is bound to its routing key.
@@ -223,17 +226,19 @@ async fn every_metric_is_recorded_with_its_labels() {
     let run_none = at("run_none", &none);
     let run_backoff = at("run_backoff", &backoff);
     let run_requeue = at("run_requeue", &requeue);
+    let run_native = at("run_native", &native);
     eventually("every message settled", || {
         count(names::HANDLED, &run_none, &[]) == 2
             && count(names::HANDLED, &run_backoff, &[]) == 2
             && count(names::HANDLED, &run_requeue, &[]) == 2
+            && count(names::HANDLED, &run_native, &[]) == 2
     })
     .await;
 
     // Publishes, by the contract's exchange name.
     let jobs: Labels = vec![("exchange", "jobs".to_owned())];
-    assert_eq!(count(names::PUBLISHED, &jobs, &[]), 4);
-    assert_eq!(count(names::CONFIRMED, &jobs, &[]), 3);
+    assert_eq!(count(names::PUBLISHED, &jobs, &[]), 5);
+    assert_eq!(count(names::CONFIRMED, &jobs, &[]), 4);
     assert_eq!(count(names::RETURNED, &jobs, &[]), 1);
     assert_eq!(
         count(names::PUBLISH_FAILED, &jobs, &[("error", "unroutable")]),
@@ -277,6 +282,7 @@ async fn every_metric_is_recorded_with_its_labels() {
     for (run, mode) in [
         (&run_backoff, "ttl-backoff"),
         (&run_requeue, "immediate-requeue"),
+        (&run_native, "quorum-native"),
     ] {
         assert_eq!(count(names::CONSUMED, run, &[]), 2, "{mode}");
         assert_eq!(
