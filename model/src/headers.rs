@@ -24,6 +24,11 @@ pub const LAST_FAILURE: &str = "x-last-failure-timestamp";
 /// How many times a dead letter was redriven back to its queue (`warren dlq redrive`): a
 /// redrive resets the retry headers but not this, so a message cannot loop forever.
 pub const REDRIVE_COUNT: &str = "x-redrive-count";
+/// When a warren publisher published the message, in milliseconds since the Unix epoch (the
+/// AMQP `timestamp` property has whole seconds only): what a consumer's end-to-end latency
+/// is measured from. Kept on retry copies and dead letters, so a retried message's latency
+/// includes its retries; a value in the future or older than a week is not believed.
+pub const PUBLISHED_AT: &str = "x-published-at";
 /// Deliveries so far, counted by the broker on quorum queues.
 pub const DELIVERY_COUNT: &str = "x-delivery-count";
 /// What the connection guard cut from headers it could not pass on whole: a table with the

@@ -125,6 +125,8 @@ struct Shared {
     topologies: Mutex<Vec<Topology>>,
     /// Why the broker blocked the connection (a resource alarm), while it is blocked.
     blocked: Mutex<Option<String>>,
+    /// Reconnect attempts and the last error, for [`Connection::health`].
+    record: Mutex<crate::health::LinkRecord>,
 }
 
 /// Why no link was there to use.
@@ -204,6 +206,21 @@ impl Connection {
     /// it does. Publishes wait, up to their timeout, until it unblocks.
     pub fn blocked(&self) -> Option<String> {
         lock(&self.shared.blocked).clone()
+    }
+
+    /// The connection's health: connected or not, blocked or not, reconnect attempts and the
+    /// last error. Cheap: no round trip to the broker.
+    pub fn health(&self) -> crate::health::ConnectionHealth {
+        let record = lock(&self.shared.record);
+        crate::health::ConnectionHealth {
+            name: self.shared.settings.name.clone(),
+            connected: self.is_connected(),
+            closed: self.is_closed(),
+            blocked: self.blocked(),
+            reconnect_attempts: record.reconnect_attempts,
+            reconnects: record.reconnects,
+            last_error: record.last_error.clone(),
+        }
     }
 
     /// Closes the connection for good; channels still open are closed with it, and
@@ -371,6 +388,7 @@ impl ConnectionBuilder {
                         settings: self,
                         topologies: Mutex::new(Vec::new()),
                         blocked: Mutex::new(None),
+                        record: Mutex::default(),
                     });
                     tokio::spawn(supervise(Arc::downgrade(&shared), opened, index));
                     return Ok(Connection { shared });
@@ -430,6 +448,7 @@ async fn supervise(shared: Weak<Shared>, mut opened: Opened, mut url_index: usiz
             return;
         }
         *lock(&strong.blocked) = None;
+        lock(&strong.record).failed(&Chain(&error).to_string(), Some(0));
         tracing::warn!(connection = %name, error = %Chain(&error), "connection lost; reconnecting");
         drop(strong);
         if since.elapsed() >= STABLE {
@@ -457,6 +476,7 @@ async fn supervise(shared: Weak<Shared>, mut opened: Opened, mut url_index: usiz
             abandon(&opened.connection, "closed by warren").await;
             return;
         }
+        lock(&strong.record).restored();
         tracing::info!(connection = %name, url = index, generation, "reconnected");
     }
 }
@@ -567,6 +587,10 @@ async fn attempts(
         })
         .await
         .unwrap_or(Err(AttemptFailed::Silent));
+        if let (Err(error), Some(strong)) = (&opened, shared.upgrade()) {
+            let failed = attempt.saturating_sub(first);
+            lock(&strong.record).failed(&Chain(error).to_string(), Some(failed));
+        }
         match opened {
             Ok(opened) => return Some((opened, index, attempt)),
             Err(error) if attempt == first + 1 || attempt.is_multiple_of(WARN_EVERY) => {

@@ -96,7 +96,9 @@ mod declare;
 mod delivery;
 mod error;
 mod failure;
+pub mod health;
 mod message;
+pub mod metrics;
 mod publisher;
 mod routing_key;
 mod schema;
@@ -112,6 +114,7 @@ pub use declare::{DeclareError, ImportProblem, TopologyEntity, declare, delete, 
 pub use delivery::{Delivery, DeliveryBuilder};
 pub use error::{HandlerError, MessagePart, PublishError, ShortField, WorkerError};
 pub use failure::FailureContext;
+pub use health::HealthHandle;
 pub use message::{Message, NoHeaders};
 pub use model::Topology;
 pub use publisher::{DEFAULT_PUBLISH_TIMEOUT, PublishOptions, Publisher};

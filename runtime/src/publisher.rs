@@ -110,6 +110,8 @@ pub struct Publisher {
     channel: Arc<ChannelSlot>,
     namespace: Arc<Namespace>,
     timeout: Duration,
+    /// Counters per exchange, registered on first use (`crate::metrics`).
+    metrics: Arc<crate::metrics::PublishMetrics>,
 }
 
 /// The publishing channel, shared by clones, and the lock that serialises reopening it.
@@ -151,6 +153,7 @@ impl Publisher {
     /// # Ok(()) }
     /// ```
     pub async fn new(connection: &Connection, topology: &Topology) -> Result<Self, PublishError> {
+        crate::metrics::describe();
         Self::open(connection, topology.namespace().clone()).await
     }
 
@@ -165,6 +168,7 @@ impl Publisher {
             channel: Arc::default(),
             namespace: Arc::new(namespace),
             timeout: DEFAULT_PUBLISH_TIMEOUT,
+            metrics: Arc::default(),
         };
         publisher
             .channel(crate::connection::deadline_after(publisher.timeout))
@@ -248,6 +252,7 @@ impl Publisher {
             properties =
                 properties.with_content_encoding(ShortString::from(compression.encoding()));
         }
+        let properties = crate::metrics::stamp(properties);
         let (exchange, routing_key) = self
             .namespace
             .publish_target(publication.exchange, publication.routing_key);
@@ -388,9 +393,11 @@ pub async fn publish<M: Message>(
     headers: &M::Headers,
     options: &PublishOptions,
 ) -> Result<(), PublishError> {
-    publisher
+    let result = publisher
         .publish_with::<M>(publication, payload, headers, options)
-        .await
+        .await;
+    publisher.metrics.record(publication.exchange, &result);
+    result
 }
 
 /// Seconds since the Unix epoch.

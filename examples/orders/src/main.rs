@@ -8,6 +8,18 @@
 //! ```
 //!
 //! Everything it declares lives under a `demo.<id>.` namespace and is deleted at the end.
+//!
+//! While it runs, it serves its metrics for Prometheus at `http://127.0.0.1:9464/metrics`,
+//! and the worker's health at `/health` (JSON; 503 until ready) and `/live` (`METRICS_ADDR`
+//! moves them; `DEMO_LINGER_SECS=60` keeps the worker running a minute, to look at them):
+//!
+//! ```sh
+//! DEMO_LINGER_SECS=60 cargo run -p warren-example-orders &
+//! curl -s localhost:9464/metrics | grep warren_handled_total
+//! curl -s localhost:9464/health
+//! ```
+
+mod serve;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -182,6 +194,8 @@ fn order(n: u32, customer: &str) -> Result<OrderPlaced, ConversionError> {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::var("AMQP_URL")
         .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
+    // First: publishers and workers register their metrics when they start.
+    let metrics = serve::install()?;
     let connection = Connection::connect(&url, "warren-orders-demo").await?;
     let namespace = format!("demo.{}.", std::process::id());
     let topology = topology().namespaced(&namespace);
@@ -195,6 +209,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let shop = Shop::default();
     let worker = Worker::new(connection.clone(), topology.clone());
     let stop = worker.shutdown_handle();
+    let health = worker.health_handle();
+    let address = std::env::var("METRICS_ADDR").unwrap_or_else(|_| "127.0.0.1:9464".into());
+    let listener = tokio::net::TcpListener::bind(&address).await?;
+    println!("metrics at http://{address}/metrics, health at http://{address}/health");
+    tokio::spawn(serve::serve(listener, metrics.clone(), health.clone()));
     let handlers = Handlers {
         bill_orders: shop.clone(),
         fulfil_order: shop.clone(),
@@ -230,6 +249,32 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Transient failures come back after 500 ms (the first ttl-backoff tier).
     tokio::time::sleep(Duration::from_secs(3)).await;
+    let linger = std::env::var("DEMO_LINGER_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    tokio::time::sleep(Duration::from_secs(linger)).await;
+    let snapshot = health.snapshot();
+    println!(
+        "health: ready {}, live {}, {} consumers subscribed",
+        snapshot.ready,
+        snapshot.live,
+        snapshot.consumers.iter().filter(|c| c.subscribed).count()
+    );
+    println!("metrics (handled, retried, dead-lettered):");
+    for line in metrics.render().lines().filter(|line| {
+        [
+            "warren_handled_total{",
+            "warren_retried_total{",
+            "warren_dead_lettered_total{",
+        ]
+        .iter()
+        .any(|name| line.starts_with(name))
+            && !line.ends_with(" 0")
+    }) {
+        println!("  {line}");
+    }
+    println!();
     stop.shutdown();
     running.await??;
 

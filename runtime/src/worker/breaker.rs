@@ -6,7 +6,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::CircuitBreaker;
+use super::observe::Observer;
 use super::policy::Failure;
+use crate::health::BreakerState;
 use crate::sync::lock;
 
 /// The breaker's state, shared by the consume loop and the delivery tasks that report to it.
@@ -14,6 +16,8 @@ pub(super) struct Breaker {
     settings: CircuitBreaker,
     consumer: &'static str,
     state: Mutex<State>,
+    /// Told of every change of state (metrics, health).
+    observer: std::sync::Arc<Observer>,
 }
 
 #[derive(Debug, Default)]
@@ -25,10 +29,15 @@ struct State {
 }
 
 impl Breaker {
-    pub(super) fn new(settings: CircuitBreaker, consumer: &'static str) -> Self {
+    pub(super) fn new(
+        settings: CircuitBreaker,
+        consumer: &'static str,
+        observer: std::sync::Arc<Observer>,
+    ) -> Self {
         Self {
             settings,
             consumer,
+            observer,
             state: Mutex::new(State::default()),
         }
     }
@@ -45,6 +54,7 @@ impl Breaker {
                         consumer = self.consumer,
                         "circuit breaker closed: a message was handled"
                     );
+                    self.observer.breaker(BreakerState::Closed);
                 }
                 state.consecutive = 0;
             }
@@ -62,6 +72,7 @@ impl Breaker {
                     // A failed probe (or a straggler failing) starts a new cool-down.
                     state.open_until =
                         Some(crate::connection::deadline_after(self.settings.cool_down));
+                    self.observer.breaker(BreakerState::Open);
                 }
             }
             Some(Failure::NonRetryable | Failure::Poison(_) | Failure::Internal) => {}
@@ -71,6 +82,11 @@ impl Breaker {
     /// When the breaker is open, the end of its cool-down.
     pub(super) fn open_until(&self) -> Option<Instant> {
         lock(&self.state).open_until
+    }
+
+    /// The cool-down ended and one probe is let through.
+    pub(super) fn half_open(&self) {
+        self.observer.breaker(BreakerState::HalfOpen);
     }
 
     /// The cool-down, for logs.
@@ -90,6 +106,7 @@ mod tests {
                 cool_down: Duration::from_secs(60),
             },
             "test",
+            std::sync::Arc::new(Observer::detached()),
         )
     }
 

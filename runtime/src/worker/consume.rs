@@ -205,6 +205,7 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
                 let handler = self.handler.clone();
                 let max_body_bytes = runner.context.settings.max_body_bytes;
                 let span = crate::trace::process(&settler.queue.name, settler.consumer, &raw);
+                let in_flight = settler.observer.in_flight(1);
                 // Decoding, the handler and settling are the delivery's work, under its permit,
                 // started by `begin`: in a task of its own, or polled once here when it is quick.
                 let delivery = async move {
@@ -216,14 +217,17 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
                             return;
                         };
                         let retries = delivery.retry_count();
+                        settler.observer.handler_started(&raw.properties);
+                        let started = std::time::Instant::now();
                         let result = guarded(async move { handler.handle(delivery).await }).await;
+                        settler.observer.handler_ran(started.elapsed());
                         if let Some(breaker) = &breaker {
                             breaker.record(result.as_ref().err().map(|(failure, _)| *failure));
                         }
                         settler.settle(&raw, &result, retries).await;
                     };
                     settled_even_on_panic(&raw, &settler, handled).await;
-                    drop(work);
+                    drop((work, in_flight));
                 };
                 runner.begin(delivery.instrument(span));
             }
@@ -298,6 +302,7 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                 let settler = runner.settler.clone();
                 let breaker = runner.breaker.clone();
                 let handler = self.handler.clone();
+                let in_flight = settler.observer.in_flight(raws.len());
                 let span = crate::trace::process_batch(
                     &settler.queue.name,
                     settler.consumer,
@@ -308,9 +313,14 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                     // own history: with the batch's highest count, one message's retries (or a
                     // forged count) spent every other message's.
                     let retries: Vec<u32> = deliveries.iter().map(Delivery::retry_count).collect();
+                    for raw in &raws {
+                        settler.observer.handler_started(&raw.properties);
+                    }
                     let handled = async {
+                        let started = std::time::Instant::now();
                         let result =
                             guarded(async move { handler.handle_batch(deliveries).await }).await;
+                        settler.observer.handler_ran(started.elapsed());
                         if let Some(breaker) = &breaker {
                             breaker.record(result.as_ref().err().map(|(failure, _)| *failure));
                         }
@@ -335,7 +345,7 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                         }
                     });
                     join_all(settles).await;
-                    drop(work);
+                    drop((work, in_flight));
                 };
                 runner.begin(batch.instrument(span));
             }

@@ -11,6 +11,7 @@ mod breaker;
 mod consume;
 mod dead_letters;
 pub(crate) mod decode;
+mod observe;
 mod policy;
 mod runner;
 pub(crate) mod settle;
@@ -29,6 +30,7 @@ pub use dead_letters::DeadLetterHandler;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use dead_letters::dead_letter;
 
+use crate::health::{ConsumerState, HealthHandle, WorkerHealth, WorkerState};
 use crate::model::{Queue, Topology};
 use crate::{Connection, Delivery, HandlerError, Message, WorkerError};
 
@@ -142,6 +144,8 @@ pub(crate) struct Context {
     pub queue: Arc<Queue>,
     pub settings: Settings,
     pub shutdown: watch::Receiver<bool>,
+    /// The consumer's health, as the worker's [`HealthHandle`] reads it.
+    pub health: Arc<ConsumerState>,
 }
 
 type Task = Pin<Box<dyn Future<Output = Result<(), WorkerError>> + Send>>;
@@ -178,6 +182,7 @@ pub struct Worker {
     consumers: Vec<Box<dyn Registered>>,
     settings: Settings,
     shutdown: Arc<watch::Sender<bool>>,
+    health: Arc<WorkerState>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -195,6 +200,7 @@ impl Worker {
     /// namespace) on `connection`.
     pub fn new(connection: Connection, topology: Topology) -> Self {
         Self {
+            health: Arc::new(WorkerState::new(connection.clone())),
             connection,
             copies: None,
             topology,
@@ -241,6 +247,7 @@ impl Worker {
     /// # Ok(()) }
     /// ```
     pub fn copies_connection(mut self, connection: Connection) -> Self {
+        self.health.copies(connection.clone());
         self.copies = Some(connection);
         self
     }
@@ -279,8 +286,29 @@ impl Worker {
         }
     }
 
+    /// A cheap, clonable handle on the worker's health, to take before [`Worker::run`] (which
+    /// takes the worker) and read while it runs: see [`HealthHandle::snapshot`].
+    pub fn health_handle(&self) -> HealthHandle {
+        HealthHandle {
+            state: self.health.clone(),
+        }
+    }
+
+    /// The worker's health now (not ready: it has not run yet).
+    pub fn health(&self) -> WorkerHealth {
+        self.health_handle().snapshot()
+    }
+
+    /// Lists a consumer in the worker's health, not subscribed yet.
+    fn watch(&self, spec: &ConsumerSpec) {
+        let queue = self.topology.qualified(spec.queue);
+        let state = ConsumerState::new(spec.name, queue, spec.circuit_breaker.is_some());
+        self.health.add(Arc::new(state));
+    }
+
     /// Adds a consumer handling messages one at a time.
     fn add<M: Message, H: Handler<M>>(&mut self, spec: ConsumerSpec, handler: H) {
+        self.watch(&spec);
         self.consumers
             .push(Box::new(consume::Single::<M, H>::new(spec, handler)));
     }
@@ -304,6 +332,7 @@ impl Worker {
         batch: BatchSpec,
         handler: H,
     ) {
+        self.watch(&spec);
         self.consumers.push(Box::new(consume::Batched::<M, H>::new(
             spec, batch, handler,
         )));
@@ -313,6 +342,15 @@ impl Worker {
     /// On shutdown each consumer stops consuming, drains its in-flight handlers (up to the
     /// drain timeout) and closes its channels.
     pub async fn run(self) -> Result<(), WorkerError> {
+        let health = self.health.clone();
+        health.running();
+        crate::metrics::describe();
+        let outcome = self.run_consumers().await;
+        health.ended(&outcome);
+        outcome
+    }
+
+    async fn run_consumers(self) -> Result<(), WorkerError> {
         // Before anything is consumed: a topology built or edited by hand whose raw arguments
         // contradict its typed fields, or whose wait tiers are not its policy's, is refused
         // here, at start, rather than failing one message at a time.
@@ -320,7 +358,9 @@ impl Worker {
         // Resolve every queue first: a consumer of an unknown queue stops nothing midway.
         let mut ready = Vec::new();
         let mut names = std::collections::BTreeSet::new();
-        for consumer in self.consumers {
+        // Listed in the order they were added, as the consumers are.
+        let watched = self.health.consumers();
+        for (consumer, health) in self.consumers.into_iter().zip(watched) {
             let spec = *consumer.spec();
             if !names.insert(spec.name) {
                 return Err(WorkerError::DuplicateConsumer {
@@ -337,10 +377,10 @@ impl Worker {
                     consumer: spec.name.to_owned(),
                     queue: name.clone(),
                 })?;
-            ready.push((consumer, queue));
+            ready.push((consumer, queue, health));
         }
         let mut tasks = tokio::task::JoinSet::new();
-        for (consumer, queue) in ready {
+        for (consumer, queue, health) in ready {
             let context = Context {
                 connection: self.connection.clone(),
                 copies: self
@@ -350,6 +390,7 @@ impl Worker {
                 queue,
                 settings: self.settings.clone(),
                 shutdown: self.shutdown.subscribe(),
+                health,
             };
             tasks.spawn(consumer.start(context));
         }

@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 
 use super::acks::{Acks, Taken};
 use super::breaker::Breaker;
+use super::observe::Observer;
 use super::settle::Settler;
 use super::{ConsumerSpec, Context};
 use crate::connection::backoff;
@@ -101,14 +102,23 @@ impl Runner {
                 Err(error) => return Err(WorkerError::Publisher(error)),
             }
         };
+        let observer = Arc::new(Observer::new(
+            crate::metrics::ConsumerMetrics::new(
+                spec.name,
+                &context.queue,
+                spec.circuit_breaker.is_some(),
+            ),
+            context.health.clone(),
+        ));
         let breaker = spec
             .circuit_breaker
-            .map(|settings| Arc::new(Breaker::new(settings, spec.name)));
+            .map(|settings| Arc::new(Breaker::new(settings, spec.name, observer.clone())));
         let mut runner = Self {
             settler: Arc::new(Settler {
                 queue: context.queue.clone(),
                 consumer: spec.name,
                 publisher,
+                observer,
             }),
             validators,
             breaker,
@@ -176,6 +186,7 @@ impl Runner {
                 consumer = self.spec.name,
                 "circuit breaker half-open: one probe"
             );
+            breaker.half_open();
             let (done, receiver) = oneshot::channel();
             self.probe = Some(receiver);
             probe = Some(done);
@@ -216,6 +227,7 @@ impl Runner {
             };
             match next {
                 Some(Ok(raw)) => {
+                    self.settler.observer.consumed();
                     subscription.acks.delivered(raw.delivery_tag);
                     let acks = subscription.acks.clone();
                     return Ok(Some(Taken { raw, acks }));
@@ -233,6 +245,7 @@ impl Runner {
     fn lost(&mut self, why: &str) {
         tracing::warn!(consumer = self.spec.name, queue = %self.context.queue.name, why, "subscription lost; subscribing again");
         self.subscription = None;
+        self.settler.observer.unsubscribed(Some(why));
     }
 
     /// The broker cancelled the consumer with its channel still open: the queue was deleted
@@ -255,13 +268,18 @@ impl Runner {
                 let pause = backoff(0, RESUBSCRIBE_MIN, RESUBSCRIBE_MAX);
                 tokio::time::sleep(pause).await;
                 match consume(&ended.channel, ended.acks.clone(), &self.spec, &queue).await {
-                    Ok(resumed) => self.subscription = Some(resumed),
+                    Ok(resumed) => {
+                        self.settler.observer.subscribed();
+                        self.subscription = Some(resumed);
+                    }
                     Err(error) => self.lost(&format!("consuming again failed: {error}")),
                 }
                 Ok(())
             }
             Some(false) => {
                 tracing::error!(consumer = self.spec.name, queue = %queue, "the broker cancelled the consumer: its queue is gone");
+                let why = "the broker cancelled the consumer: its queue is gone";
+                self.settler.observer.unsubscribed(Some(why));
                 Err(WorkerError::Cancelled {
                     consumer: self.spec.name.to_owned(),
                     queue,
@@ -289,6 +307,8 @@ impl Runner {
                     return Ok(Some(subscription));
                 }
                 Err(WorkerError::Broker(error)) if is_not_found(&error) => {
+                    let why = format!("subscribing failed: {}", Chain(&error));
+                    self.settler.observer.unsubscribed(Some(&why));
                     return Err(WorkerError::Cancelled {
                         consumer: self.spec.name.to_owned(),
                         queue: self.context.queue.name.clone(),
@@ -296,6 +316,8 @@ impl Runner {
                 }
                 Err(error) if self.context.connection.is_closed() => return Err(error),
                 Err(error) => {
+                    let why = format!("subscribing failed: {}", Chain(&error));
+                    self.settler.observer.error(&why);
                     if attempt.is_multiple_of(10) {
                         tracing::warn!(consumer = self.spec.name, error = %Chain(&error), attempt, "subscribing failed; trying again");
                     }
@@ -325,6 +347,7 @@ impl Runner {
             .await?;
         let acks = Acks::start(channel.clone(), self.spec.prefetch, self.spec.name);
         let subscription = consume(&channel, acks, &self.spec, &self.context.queue.name).await?;
+        self.settler.observer.subscribed();
         tracing::info!(consumer = self.spec.name, queue = %self.context.queue.name, prefetch = self.spec.prefetch, concurrency = self.spec.concurrency, "consuming");
         Ok(subscription)
     }
@@ -333,6 +356,7 @@ impl Runner {
     pub async fn drain(mut self) {
         let name = self.spec.name;
         let timeout = self.context.settings.drain_timeout;
+        self.settler.observer.unsubscribed(None);
         // Bounded: a connection blocked by an alarm sends nothing, not even a cancel.
         if let Some(subscription) = &self.subscription {
             let cancel = subscription

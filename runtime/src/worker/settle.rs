@@ -18,6 +18,7 @@ use super::policy::{Failure, Outcome, broker_counts, dead_letter_outcome, decide
 use crate::Publisher;
 use crate::connection::backoff;
 use crate::error::Chain;
+use crate::metrics::Outcome as Settled;
 use crate::model::{FailureReason, Queue, headers};
 use crate::trace;
 
@@ -37,6 +38,8 @@ pub(in crate::worker) struct Settler {
     pub consumer: &'static str,
     /// A confirm-mode channel of the consumer's own, for retry and dead-letter copies.
     pub publisher: Publisher,
+    /// The consumer's metrics and health.
+    pub observer: Arc<super::observe::Observer>,
 }
 
 impl Settler {
@@ -70,6 +73,7 @@ impl Settler {
         match result {
             Ok(()) => {
                 trace::handled(retries);
+                self.observer.handled(Settled::Ack);
                 self.ack(raw);
             }
             Err((failure, error)) => self.fail(raw, *failure, retries, error).await,
@@ -109,6 +113,12 @@ impl Settler {
                         "retries spent; requeued again as the contract says (`exhausted: requeue`)"
                     );
                 }
+                let counted = if exhausted {
+                    Settled::Requeue
+                } else {
+                    Settled::Retry
+                };
+                self.observer.handled(counted);
                 // reject, not nack: from RabbitMQ 4.3 only a reject counts as a delivery
                 // attempt on quorum queues, and the retry count relies on it.
                 self.reject(raw, true).await;
@@ -120,6 +130,7 @@ impl Settler {
                 let span = trace::copy(trace::CopyKind::Retry, queue, "", &routing_key);
                 let properties = self.copy(raw, retry_count, error, None, &span);
                 if crate::wire::fit(&properties, self.budget()).is_none() {
+                    self.observer.handled(Settled::Retry);
                     let republish = self.republish(raw, "", &routing_key, properties);
                     return republish.instrument(span).await;
                 }
@@ -132,8 +143,10 @@ impl Settler {
             }
             Outcome::DeadLetter { reason } => {
                 let Some(dead_letter) = &self.queue.dead_letter else {
+                    self.observer.handled(Settled::Discard);
                     return self.reject(raw, false).await;
                 };
+                self.observer.dead_lettered(reason);
                 let routing_key =
                     (dead_letter.routing_key.clone()).unwrap_or_else(|| original_route(raw).1);
                 let reason = reason.as_str();
@@ -159,6 +172,7 @@ impl Settler {
                     .await;
             }
             Outcome::Drop { reason } => {
+                self.observer.handled(Settled::Drop);
                 let reason = reason.as_str();
                 tracing::warn!(
                     consumer,
@@ -170,6 +184,7 @@ impl Settler {
                 self.ack(raw);
             }
             Outcome::Discard { reason } => {
+                self.observer.handled(Settled::Discard);
                 let reason = reason.as_str();
                 tracing::warn!(
                     consumer,

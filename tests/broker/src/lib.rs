@@ -436,6 +436,15 @@ impl Harness {
         harness
     }
 
+    /// Like [`Harness::start_registering`], on the broker at `url` (a private one, say).
+    pub async fn start_registering_at(
+        url: &str,
+        test: &str,
+        register: impl FnOnce(&Recorder, &mut Worker),
+    ) -> Self {
+        Self::start_on(url, test, |worker| worker, register).await
+    }
+
     /// Like [`Harness::start_with`], on the broker at `url` (a private one, say). Its
     /// connection reconnects quickly: within a second of the broker answering again.
     pub async fn start_at(url: &str, test: &str, configure: impl FnOnce(Worker) -> Worker) -> Self {

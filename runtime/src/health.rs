@@ -1,0 +1,352 @@
+//! Health of a worker and of a connection: what a service serves its orchestrator (a
+//! Kubernetes readiness and liveness probe, say), as plain values that serialize to JSON.
+//!
+//! ```no_run
+//! # async fn run(connection: warren_runtime::Connection, topology: warren_runtime::Topology) -> Result<(), Box<dyn std::error::Error>> {
+//! let worker = warren_runtime::Worker::new(connection, topology);
+//! let health = worker.health_handle(); // before `run`, which takes the worker
+//! tokio::spawn(async move {
+//!     // In the service's /health handler:
+//!     let snapshot = health.snapshot();
+//!     let status = if snapshot.ready { 200 } else { 503 };
+//!     let body = serde_json::to_string(&snapshot);
+//! #   let _ = (status, body);
+//! });
+//! worker.run().await?;
+//! # Ok(()) }
+//! ```
+
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::Connection;
+use crate::sync::lock;
+
+/// Longest error message kept in a [`LastError`], in bytes.
+pub const MAX_HEALTH_ERROR_BYTES: usize = 1024;
+
+/// The last error seen, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LastError {
+    /// What went wrong, cut to [`MAX_HEALTH_ERROR_BYTES`].
+    pub message: String,
+    /// When (RFC 3339 in JSON).
+    pub at: DateTime<Utc>,
+}
+
+impl LastError {
+    /// `message`, cut to its bound, at the current time.
+    pub(crate) fn now(message: &str) -> Self {
+        Self {
+            message: crate::worker::settle::truncate(message, MAX_HEALTH_ERROR_BYTES),
+            at: DateTime::<Utc>::from(SystemTime::now()),
+        }
+    }
+}
+
+/// Where a circuit breaker stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BreakerState {
+    /// Deliveries flow.
+    Closed,
+    /// Consuming is paused for the cool-down.
+    Open,
+    /// One probe delivery is let through.
+    HalfOpen,
+}
+
+impl BreakerState {
+    /// The value of the `warren_circuit_breaker_state` gauge: 0, 1 or 2.
+    pub fn gauge(self) -> f64 {
+        match self {
+            Self::Closed => 0.0,
+            Self::Open => 1.0,
+            Self::HalfOpen => 2.0,
+        }
+    }
+
+    fn from_u8(value: u8) -> Self {
+        match value {
+            1 => Self::Open,
+            2 => Self::HalfOpen,
+            _ => Self::Closed,
+        }
+    }
+
+    fn to_u8(self) -> u8 {
+        match self {
+            Self::Closed => 0,
+            Self::Open => 1,
+            Self::HalfOpen => 2,
+        }
+    }
+}
+
+/// Where a worker is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkerPhase {
+    /// [`crate::Worker::run`] has not been called yet.
+    NotStarted,
+    /// Running.
+    Running,
+    /// Shut down on request ([`crate::ShutdownHandle::shutdown`]).
+    Stopped,
+    /// Ended with an error (see the worker's `last_error`).
+    Failed,
+}
+
+impl WorkerPhase {
+    fn from_u8(value: u8) -> Self {
+        match value {
+            1 => Self::Running,
+            2 => Self::Stopped,
+            3 => Self::Failed,
+            _ => Self::NotStarted,
+        }
+    }
+}
+
+/// A connection's health.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConnectionHealth {
+    /// The connection's name.
+    pub name: String,
+    /// Whether the link to the broker is up.
+    pub connected: bool,
+    /// Whether [`Connection::close`] was called: it will not reconnect.
+    pub closed: bool,
+    /// Why the broker blocks publishing (a resource alarm), while it does.
+    pub blocked: Option<String>,
+    /// Failed reconnect attempts since the link was lost; 0 while connected.
+    pub reconnect_attempts: u32,
+    /// Times the link was lost and restored since the connection opened.
+    pub reconnects: u64,
+    /// Why the link was last lost, or the last reconnect attempt failed.
+    pub last_error: Option<LastError>,
+}
+
+/// What a connection remembers about its link's failures, for [`ConnectionHealth`].
+#[derive(Debug, Default)]
+pub(crate) struct LinkRecord {
+    pub reconnect_attempts: u32,
+    pub reconnects: u64,
+    pub last_error: Option<LastError>,
+}
+
+impl LinkRecord {
+    /// The link was lost, or a reconnect attempt failed (`attempt`, counted from 1).
+    pub fn failed(&mut self, error: &str, attempt: Option<u32>) {
+        self.last_error = Some(LastError::now(error));
+        if let Some(attempt) = attempt {
+            self.reconnect_attempts = attempt;
+        }
+    }
+
+    /// The link is back.
+    pub fn restored(&mut self) {
+        self.reconnect_attempts = 0;
+        self.reconnects = self.reconnects.saturating_add(1);
+    }
+}
+
+/// One consumer's health.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConsumerHealth {
+    /// The consumer's name in the contract.
+    pub name: String,
+    /// The queue it reads (namespaced).
+    pub queue: String,
+    /// Whether it is subscribed to its queue now (a `basic.consume` is active).
+    pub subscribed: bool,
+    /// Its circuit breaker's state; `None` when it has none.
+    pub breaker: Option<BreakerState>,
+    /// Why it last lost or failed to get its subscription, and when.
+    pub last_error: Option<LastError>,
+}
+
+/// A snapshot of a worker's health: [`HealthHandle::snapshot`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkerHealth {
+    /// Whether the worker takes deliveries: it runs, its connection is up, and every consumer
+    /// is subscribed. An open circuit breaker does not make it unready: the consumer is
+    /// subscribed and pauses on purpose (see `consumers[].breaker`).
+    pub ready: bool,
+    /// Whether the worker is alive: not yet started or running, and not ended (failed or
+    /// stopped). A worker reconnecting is alive and not ready; a failed one should be
+    /// restarted.
+    pub live: bool,
+    /// Where the worker is in its life.
+    pub phase: WorkerPhase,
+    /// The connection it consumes on.
+    pub connection: ConnectionHealth,
+    /// The connection retry and dead-letter copies are published on, when it is another
+    /// ([`crate::Worker::copies_connection`]).
+    pub copies_connection: Option<ConnectionHealth>,
+    /// Every registered consumer.
+    pub consumers: Vec<ConsumerHealth>,
+    /// Why the worker failed, when it did.
+    pub last_error: Option<LastError>,
+}
+
+impl WorkerHealth {
+    /// [`WorkerHealth::ready`].
+    pub fn ready(&self) -> bool {
+        self.ready
+    }
+
+    /// [`WorkerHealth::live`].
+    pub fn live(&self) -> bool {
+        self.live
+    }
+}
+
+/// A consumer's health as its task updates it.
+#[derive(Debug)]
+pub(crate) struct ConsumerState {
+    name: &'static str,
+    queue: String,
+    has_breaker: bool,
+    subscribed: AtomicBool,
+    breaker: AtomicU8,
+    last_error: Mutex<Option<LastError>>,
+}
+
+impl ConsumerState {
+    pub fn new(name: &'static str, queue: String, has_breaker: bool) -> Self {
+        Self {
+            name,
+            queue,
+            has_breaker,
+            subscribed: AtomicBool::new(false),
+            breaker: AtomicU8::new(BreakerState::Closed.to_u8()),
+            last_error: Mutex::new(None),
+        }
+    }
+
+    /// Subscribed now.
+    pub fn subscribed(&self) {
+        self.subscribed.store(true, Ordering::Release);
+    }
+
+    /// Not subscribed, for `why` (`None`: stopping, no error).
+    pub fn unsubscribed(&self, why: Option<&str>) {
+        self.subscribed.store(false, Ordering::Release);
+        if let Some(why) = why {
+            self.error(why);
+        }
+    }
+
+    /// Remembers an error.
+    pub fn error(&self, why: &str) {
+        *lock(&self.last_error) = Some(LastError::now(why));
+    }
+
+    pub fn breaker(&self, state: BreakerState) {
+        self.breaker.store(state.to_u8(), Ordering::Release);
+    }
+
+    fn snapshot(&self) -> ConsumerHealth {
+        ConsumerHealth {
+            name: self.name.to_owned(),
+            queue: self.queue.clone(),
+            subscribed: self.subscribed.load(Ordering::Acquire),
+            breaker: self
+                .has_breaker
+                .then(|| BreakerState::from_u8(self.breaker.load(Ordering::Acquire))),
+            last_error: lock(&self.last_error).clone(),
+        }
+    }
+}
+
+/// A worker's health as it and its consumers update it.
+#[derive(Debug)]
+pub(crate) struct WorkerState {
+    connection: Connection,
+    copies: Mutex<Option<Connection>>,
+    phase: AtomicU8,
+    consumers: Mutex<Vec<Arc<ConsumerState>>>,
+    last_error: Mutex<Option<LastError>>,
+}
+
+impl WorkerState {
+    pub fn new(connection: Connection) -> Self {
+        Self {
+            connection,
+            copies: Mutex::new(None),
+            phase: AtomicU8::new(0),
+            consumers: Mutex::new(Vec::new()),
+            last_error: Mutex::new(None),
+        }
+    }
+
+    pub fn copies(&self, connection: Connection) {
+        *lock(&self.copies) = Some(connection);
+    }
+
+    /// Adds a consumer, not subscribed yet.
+    pub fn add(&self, consumer: Arc<ConsumerState>) {
+        lock(&self.consumers).push(consumer);
+    }
+
+    /// The consumers, in the order they were added.
+    pub fn consumers(&self) -> Vec<Arc<ConsumerState>> {
+        lock(&self.consumers).clone()
+    }
+
+    pub fn running(&self) {
+        self.phase.store(1, Ordering::Release);
+    }
+
+    /// The worker ended with `outcome`.
+    pub fn ended(&self, outcome: &Result<(), crate::WorkerError>) {
+        match outcome {
+            Ok(()) => self.phase.store(2, Ordering::Release),
+            Err(error) => {
+                let chain = crate::error::Chain(error).to_string();
+                *lock(&self.last_error) = Some(LastError::now(&chain));
+                self.phase.store(3, Ordering::Release);
+            }
+        }
+        for consumer in self.consumers() {
+            consumer.unsubscribed(None);
+        }
+    }
+}
+
+/// A cheap, clonable view of a worker's health, taken with
+/// [`crate::Worker::health_handle`] before the worker runs, and read while it does.
+#[derive(Debug, Clone)]
+pub struct HealthHandle {
+    pub(crate) state: Arc<WorkerState>,
+}
+
+impl HealthHandle {
+    /// The worker's health now.
+    pub fn snapshot(&self) -> WorkerHealth {
+        let state = &self.state;
+        let phase = WorkerPhase::from_u8(state.phase.load(Ordering::Acquire));
+        let connection = state.connection.health();
+        let copies_connection = lock(&state.copies).as_ref().map(Connection::health);
+        let consumers: Vec<ConsumerHealth> =
+            state.consumers().iter().map(|c| c.snapshot()).collect();
+        let ready = phase == WorkerPhase::Running
+            && connection.connected
+            && copies_connection.as_ref().is_none_or(|c| c.connected)
+            && consumers.iter().all(|c| c.subscribed);
+        WorkerHealth {
+            ready,
+            live: matches!(phase, WorkerPhase::NotStarted | WorkerPhase::Running),
+            phase,
+            connection,
+            copies_connection,
+            consumers,
+            last_error: lock(&state.last_error).clone(),
+        }
+    }
+}

@@ -1,0 +1,534 @@
+//! Warren's metrics, through the [`metrics`](https://docs.rs/metrics) facade: every metric
+//! name, label key, label value and description is here, once, so the code that records
+//! them and `docs/operations.md` cannot drift apart.
+//!
+//! Warren records; the application chooses where metrics go by installing a recorder (the
+//! Prometheus exporter `metrics-exporter-prometheus`, an OpenTelemetry bridge, a test's
+//! recording sink) **before** it creates its publishers and workers: they register their
+//! handles when they start, and a handle registered with no recorder installed stays a no-op.
+//! With no recorder at all, recording costs a branch per metric and allocates nothing.
+//!
+//! ```no_run
+//! // With metrics-exporter-prometheus, say, installed first:
+//! // PrometheusBuilder::new().install_recorder()?;
+//! warren_runtime::metrics::describe(); // descriptions and units, for the exporter's HELP lines
+//! ```
+//!
+//! Label values come from the contract and the topology (consumer, queue and exchange names,
+//! outcomes, retry modes, failure reasons: bounded sets), never from a message: a producer
+//! cannot create series by sending messages.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use ::metrics::{
+    Counter, Gauge, Histogram, SharedString, Unit, counter, describe_counter, describe_gauge,
+    describe_histogram, gauge, histogram,
+};
+use lapin::BasicProperties;
+use lapin::types::{AMQPValue, FieldTable, ShortString};
+
+use crate::PublishError;
+use crate::amqp::header_int;
+use crate::model::{FailureReason, Queue, Retry, headers};
+use crate::sync::lock;
+
+/// Messages published through a [`crate::Publisher`] and sent to the broker (counter; label
+/// `exchange`). Each ends confirmed, returned or failed.
+pub const PUBLISHED: &str = "warren_published_total";
+/// Published messages the broker confirmed and routed to at least one queue (counter; label
+/// `exchange`).
+pub const CONFIRMED: &str = "warren_publish_confirmed_total";
+/// Published messages the broker returned as unroutable: no queue bound for their routing
+/// key (counter; label `exchange`).
+pub const RETURNED: &str = "warren_publish_returned_total";
+/// Publishes that failed, by why (counter; labels `exchange`, `error`); returned messages
+/// count here too, as `error="unroutable"`.
+pub const PUBLISH_FAILED: &str = "warren_publish_failed_total";
+/// Deliveries a consumer received (counter; labels `consumer`, `queue`).
+pub const CONSUMED: &str = "warren_consumed_total";
+/// Deliveries settled, by outcome (counter; labels `consumer`, `queue`, `outcome`).
+pub const HANDLED: &str = "warren_handled_total";
+/// Failed deliveries sent round again, by retry mode (counter; labels `consumer`, `queue`,
+/// `mode`).
+pub const RETRIED: &str = "warren_retried_total";
+/// Deliveries dead-lettered by the worker, by failure reason (counter; labels `consumer`,
+/// `queue`, `reason`).
+pub const DEAD_LETTERED: &str = "warren_dead_lettered_total";
+/// How long handlers ran, per delivery or per batch (histogram, seconds; labels `consumer`,
+/// `queue`).
+pub const HANDLER_DURATION: &str = "warren_handler_duration_seconds";
+/// From publish to handler start (histogram, seconds; labels `consumer`, `queue`).
+pub const END_TO_END_LATENCY: &str = "warren_end_to_end_latency_seconds";
+/// Deliveries taken and not yet settled (gauge; labels `consumer`, `queue`).
+pub const IN_FLIGHT: &str = "warren_in_flight";
+/// The circuit breaker's state: 0 closed, 1 open, 2 half-open (gauge; labels `consumer`,
+/// `queue`); only for consumers with a breaker.
+pub const CIRCUIT_BREAKER_STATE: &str = "warren_circuit_breaker_state";
+
+/// The label keys.
+pub mod labels {
+    /// The consumer's name in the contract.
+    pub const CONSUMER: &str = "consumer";
+    /// The queue, as declared (with the topology's namespace).
+    pub const QUEUE: &str = "queue";
+    /// The exchange published to, as the contract names it (`amq.default` for the default
+    /// exchange).
+    pub const EXCHANGE: &str = "exchange";
+    /// What became of a delivery: one of [`super::Outcome`]'s spellings.
+    pub const OUTCOME: &str = "outcome";
+    /// The queue's retry mode: `immediate-requeue`, `ttl-backoff` or `quorum-native`.
+    pub const MODE: &str = "mode";
+    /// Why a message was dead-lettered: a [`crate::model::FailureReason`].
+    pub const REASON: &str = "reason";
+    /// Why a publish failed: one of [`super::PUBLISH_ERRORS`].
+    pub const ERROR: &str = "error";
+}
+
+/// The values of the `error` label of [`PUBLISH_FAILED`].
+pub const PUBLISH_ERRORS: [&str; 8] = [
+    "invalid",
+    "unroutable",
+    "nacked",
+    "timeout",
+    "blocked",
+    "not-connected",
+    "unconfirmed",
+    "other",
+];
+
+/// How the default exchange (`""`) is labelled.
+pub const DEFAULT_EXCHANGE_LABEL: &str = "amq.default";
+
+/// What became of a delivery: the `outcome` label of [`HANDLED`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Handled and acknowledged.
+    Ack,
+    /// Failed and sent round again: a retry copy, or a requeue counted as a retry.
+    Retry,
+    /// Dead-lettered with failure context.
+    DeadLetter,
+    /// Acknowledged and dropped, as the contract says.
+    Drop,
+    /// Rejected without a dead-letter exchange: the broker discards it.
+    Discard,
+    /// Retries spent, and requeued anyway, as the contract says (`exhausted: requeue`).
+    Requeue,
+}
+
+impl Outcome {
+    /// Every outcome.
+    pub const ALL: [Self; 6] = [
+        Self::Ack,
+        Self::Retry,
+        Self::DeadLetter,
+        Self::Drop,
+        Self::Discard,
+        Self::Requeue,
+    ];
+
+    /// The label value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Ack => "ack",
+            Self::Retry => "retry",
+            Self::DeadLetter => "dead-letter",
+            Self::Drop => "drop",
+            Self::Discard => "discard",
+            Self::Requeue => "requeue",
+        }
+    }
+}
+
+/// The `mode` label of a queue's retries; `None` when it never retries.
+pub fn retry_mode(retry: &Retry) -> Option<&'static str> {
+    match retry {
+        Retry::None => None,
+        Retry::ImmediateRequeue { .. } => Some("immediate-requeue"),
+        Retry::TtlBackoff(_) => Some("ttl-backoff"),
+        Retry::QuorumNative => Some("quorum-native"),
+    }
+}
+
+/// Registers every metric's unit and description with the installed recorder (the HELP
+/// lines of a Prometheus exporter). Call it once the recorder is installed; calling it again
+/// is harmless. Workers and publishers call it when they start.
+pub fn describe() {
+    let per_consumer = "labels: consumer, queue";
+    describe_counter!(
+        PUBLISHED,
+        Unit::Count,
+        "Messages published and sent to the broker (label: exchange)"
+    );
+    describe_counter!(
+        CONFIRMED,
+        Unit::Count,
+        "Published messages the broker confirmed and routed (label: exchange)"
+    );
+    describe_counter!(
+        RETURNED,
+        Unit::Count,
+        "Published messages returned as unroutable (label: exchange)"
+    );
+    describe_counter!(
+        PUBLISH_FAILED,
+        Unit::Count,
+        "Publishes that failed, by error (labels: exchange, error)"
+    );
+    describe_counter!(
+        CONSUMED,
+        Unit::Count,
+        format!("Deliveries received ({per_consumer})")
+    );
+    describe_counter!(
+        HANDLED,
+        Unit::Count,
+        format!(
+            "Deliveries settled, by outcome: ack, retry, dead-letter, drop, discard, requeue ({per_consumer}, outcome)"
+        )
+    );
+    describe_counter!(
+        RETRIED,
+        Unit::Count,
+        format!("Failed deliveries sent round again, by retry mode ({per_consumer}, mode)")
+    );
+    describe_counter!(
+        DEAD_LETTERED,
+        Unit::Count,
+        format!("Deliveries dead-lettered, by failure reason ({per_consumer}, reason)")
+    );
+    describe_histogram!(
+        HANDLER_DURATION,
+        Unit::Seconds,
+        format!("Handler run time, per delivery or batch ({per_consumer})")
+    );
+    describe_histogram!(
+        END_TO_END_LATENCY,
+        Unit::Seconds,
+        format!("From publish to handler start, retries included ({per_consumer})")
+    );
+    describe_gauge!(
+        IN_FLIGHT,
+        Unit::Count,
+        format!("Deliveries taken and not yet settled ({per_consumer})")
+    );
+    describe_gauge!(
+        CIRCUIT_BREAKER_STATE,
+        format!("Circuit breaker: 0 closed, 1 open, 2 half-open ({per_consumer})")
+    );
+}
+
+/// One consumer's metric handles, registered once when it starts: recording a delivery
+/// builds no key and allocates nothing.
+pub(crate) struct ConsumerMetrics {
+    consumed: Counter,
+    handled: [Counter; Outcome::ALL.len()],
+    retried: Counter,
+    /// One per [`FailureReason::ALL`], in its order.
+    dead_lettered: Vec<Counter>,
+    handler_duration: Histogram,
+    latency: Histogram,
+    in_flight: Gauge,
+    breaker: Gauge,
+}
+
+impl ConsumerMetrics {
+    /// Registers the handles of `consumer` reading `queue`.
+    pub fn new(consumer: &'static str, queue: &Queue, breaker: bool) -> Self {
+        let queue_name = SharedString::from(queue.name.clone());
+        let base = || {
+            [
+                (labels::CONSUMER, SharedString::const_str(consumer)),
+                (labels::QUEUE, queue_name.clone()),
+            ]
+        };
+        let with = |key: &'static str, value: &'static str| {
+            let [a, b] = base();
+            [a, b, (key, SharedString::const_str(value))]
+        };
+        let labelled = |pairs: &[(&'static str, SharedString)]| -> Vec<::metrics::Label> {
+            pairs
+                .iter()
+                .map(|(k, v)| ::metrics::Label::new(*k, v.clone()))
+                .collect()
+        };
+        let retried = match retry_mode(&queue.retry) {
+            Some(mode) => counter!(RETRIED, labelled(&with(labels::MODE, mode))),
+            None => Counter::noop(),
+        };
+        Self {
+            consumed: counter!(CONSUMED, labelled(&base())),
+            handled: Outcome::ALL.map(|outcome| {
+                counter!(HANDLED, labelled(&with(labels::OUTCOME, outcome.as_str())))
+            }),
+            retried,
+            dead_lettered: FailureReason::ALL
+                .iter()
+                .map(|reason| {
+                    counter!(
+                        DEAD_LETTERED,
+                        labelled(&with(labels::REASON, reason.as_str()))
+                    )
+                })
+                .collect(),
+            handler_duration: histogram!(HANDLER_DURATION, labelled(&base())),
+            latency: histogram!(END_TO_END_LATENCY, labelled(&base())),
+            in_flight: gauge!(IN_FLIGHT, labelled(&base())),
+            breaker: if breaker {
+                gauge!(CIRCUIT_BREAKER_STATE, labelled(&base()))
+            } else {
+                Gauge::noop()
+            },
+        }
+    }
+
+    /// A delivery was received.
+    pub fn consumed(&self) {
+        self.consumed.increment(1);
+    }
+
+    /// A delivery was settled with `outcome`; `retried` when it goes round again.
+    pub fn handled(&self, outcome: Outcome) {
+        let index = Outcome::ALL
+            .iter()
+            .position(|o| *o == outcome)
+            .unwrap_or_default();
+        if let Some(counter) = self.handled.get(index) {
+            counter.increment(1);
+        }
+        if matches!(outcome, Outcome::Retry | Outcome::Requeue) {
+            self.retried.increment(1);
+        }
+    }
+
+    /// A delivery was dead-lettered for `reason`.
+    pub fn dead_lettered(&self, reason: FailureReason) {
+        self.handled(Outcome::DeadLetter);
+        let index = FailureReason::ALL.iter().position(|r| *r == reason);
+        if let Some(counter) = index.and_then(|i| self.dead_lettered.get(i)) {
+            counter.increment(1);
+        }
+    }
+
+    /// A handler (or batch handler) ran for `elapsed`.
+    pub fn handler_duration(&self, elapsed: Duration) {
+        self.handler_duration.record(elapsed.as_secs_f64());
+    }
+
+    /// A handler starts on a message with `properties`: records how long ago it was
+    /// published, if that can be told and believed.
+    pub fn handler_started(&self, properties: &BasicProperties) {
+        if let Some(latency) = latency(properties, SystemTime::now()) {
+            self.latency.record(latency.as_secs_f64());
+        }
+    }
+
+    /// `n` deliveries are in flight until the guard is dropped (settled, or their task
+    /// aborted).
+    pub fn in_flight(&self, n: usize) -> InFlight {
+        let n = n as f64;
+        self.in_flight.increment(n);
+        InFlight {
+            gauge: self.in_flight.clone(),
+            n,
+        }
+    }
+
+    /// The circuit breaker's state, as its gauge value.
+    pub fn breaker(&self, value: f64) {
+        self.breaker.set(value);
+    }
+}
+
+/// Deliveries counted in flight until dropped.
+pub(crate) struct InFlight {
+    gauge: Gauge,
+    n: f64,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.gauge.decrement(self.n);
+    }
+}
+
+/// The newest publish time believed: a little ahead of this host's clock is skew, more is a
+/// forged or broken header.
+const MAX_CLOCK_SKEW: Duration = Duration::from_secs(60);
+/// The oldest publish time believed: older is a forged or broken header, or a message
+/// redriven from a dead-letter queue long after, which says nothing about the pipeline.
+const MAX_LATENCY: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// How long ago a message was published, at `now`: from warren's
+/// [`headers::PUBLISHED_AT`] (milliseconds), else the AMQP timestamp (whole seconds).
+/// `None` when neither is there or believable (in the future beyond clock skew, or older
+/// than a week): a producer's header must not skew the histogram.
+pub(crate) fn latency(properties: &BasicProperties, now: SystemTime) -> Option<Duration> {
+    let published = match header_int(properties.headers().as_ref(), headers::PUBLISHED_AT) {
+        Some(millis) => Duration::from_millis(u64::try_from(millis).ok()?),
+        None => Duration::from_secs((*properties.timestamp())?),
+    };
+    let published = SystemTime::UNIX_EPOCH.checked_add(published)?;
+    let latency = match now.duration_since(published) {
+        Ok(latency) => latency,
+        Err(ahead) if ahead.duration() <= MAX_CLOCK_SKEW => Duration::ZERO,
+        Err(_) => return None,
+    };
+    (latency <= MAX_LATENCY).then_some(latency)
+}
+
+/// `properties` with [`headers::PUBLISHED_AT`] set to now, for the consumers' end-to-end
+/// latency.
+pub(crate) fn stamp(properties: BasicProperties) -> BasicProperties {
+    let millis = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let mut table: FieldTable = properties.headers().clone().unwrap_or_default();
+    table.insert(
+        ShortString::from(headers::PUBLISHED_AT),
+        AMQPValue::LongLongInt(millis),
+    );
+    properties.with_headers(table)
+}
+
+/// The publish counters of one exchange.
+struct ExchangeCounters {
+    published: Counter,
+    confirmed: Counter,
+    returned: Counter,
+    failed: [Counter; PUBLISH_ERRORS.len()],
+}
+
+impl ExchangeCounters {
+    fn new(exchange: &str) -> Self {
+        let exchange = if exchange.is_empty() {
+            DEFAULT_EXCHANGE_LABEL.to_owned()
+        } else {
+            exchange.to_owned()
+        };
+        let label = || exchange.clone();
+        Self {
+            published: counter!(PUBLISHED, labels::EXCHANGE => label()),
+            confirmed: counter!(CONFIRMED, labels::EXCHANGE => label()),
+            returned: counter!(RETURNED, labels::EXCHANGE => label()),
+            failed: PUBLISH_ERRORS
+                .map(|error| counter!(PUBLISH_FAILED, labels::EXCHANGE => label(), labels::ERROR => error)),
+        }
+    }
+}
+
+/// A publisher's counters, registered on first use per exchange (the contract's exchanges: a
+/// bounded set) and reused.
+#[derive(Default)]
+pub(crate) struct PublishMetrics {
+    exchanges: Mutex<HashMap<String, Arc<ExchangeCounters>>>,
+}
+
+impl PublishMetrics {
+    /// Records the result of one publish to `exchange` (as the contract names it).
+    pub fn record(&self, exchange: &str, result: &Result<(), PublishError>) {
+        let counters = {
+            let mut exchanges = lock(&self.exchanges);
+            match exchanges.get(exchange) {
+                Some(counters) => counters.clone(),
+                None => {
+                    let counters = Arc::new(ExchangeCounters::new(exchange));
+                    exchanges.insert(exchange.to_owned(), counters.clone());
+                    counters
+                }
+            }
+        };
+        let error = match result {
+            Ok(()) => {
+                counters.published.increment(1);
+                counters.confirmed.increment(1);
+                return;
+            }
+            Err(error) => error,
+        };
+        let (kind, sent) = match error {
+            PublishError::Serialize { .. }
+            | PublishError::Invalid { .. }
+            | PublishError::Schema(_)
+            | PublishError::HeadersNotAnObject { .. }
+            | PublishError::EmptyPlaceholder { .. }
+            | PublishError::TooLong { .. }
+            | PublishError::Compress(_) => ("invalid", false),
+            PublishError::Unroutable { .. } => ("unroutable", true),
+            PublishError::Nacked { .. } => ("nacked", true),
+            PublishError::Timeout(_) => ("timeout", true),
+            PublishError::Blocked { .. } => ("blocked", true),
+            PublishError::NotConnected(_) => ("not-connected", false),
+            PublishError::Unconfirmed(_) => ("unconfirmed", true),
+            _ => ("other", false),
+        };
+        if sent {
+            counters.published.increment(1);
+        }
+        if kind == "unroutable" {
+            counters.returned.increment(1);
+        }
+        let index = PUBLISH_ERRORS.iter().position(|e| *e == kind);
+        if let Some(counter) = index.and_then(|i| counters.failed.get(i)) {
+            counter.increment(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(seconds)
+    }
+
+    fn with_header(value: AMQPValue) -> BasicProperties {
+        let mut table = FieldTable::default();
+        table.insert(ShortString::from(headers::PUBLISHED_AT), value);
+        BasicProperties::default().with_headers(table)
+    }
+
+    #[test]
+    fn latency_prefers_the_millisecond_header_and_refuses_absurd_values() {
+        let now = at(1_800_000_000);
+        let millis = 1_800_000_000_000 - 250;
+        let properties = with_header(AMQPValue::LongLongInt(millis)).with_timestamp(1);
+        assert_eq!(latency(&properties, now), Some(Duration::from_millis(250)));
+        // The AMQP timestamp, in seconds, when there is no header.
+        let seconds = BasicProperties::default().with_timestamp(1_800_000_000 - 3);
+        assert_eq!(latency(&seconds, now), Some(Duration::from_secs(3)));
+        // Forged: far in the future, negative, ancient, or not a number.
+        let future = with_header(AMQPValue::LongLongInt(1_900_000_000_000));
+        assert_eq!(latency(&future, now), None);
+        assert_eq!(latency(&with_header(AMQPValue::LongLongInt(-5)), now), None);
+        assert_eq!(latency(&with_header(AMQPValue::LongLongInt(0)), now), None);
+        assert_eq!(
+            latency(&with_header(AMQPValue::LongLongInt(i64::MAX)), now),
+            None
+        );
+        let text = with_header(AMQPValue::LongString("soon".into()));
+        assert_eq!(latency(&text, now), None);
+        assert_eq!(latency(&BasicProperties::default(), now), None);
+        // A little ahead is clock skew: zero.
+        let skewed = with_header(AMQPValue::LongLongInt(1_800_000_000_000 + 5_000));
+        assert_eq!(latency(&skewed, now), Some(Duration::ZERO));
+        let huge = BasicProperties::default().with_timestamp(u64::MAX);
+        assert_eq!(latency(&huge, now), None);
+    }
+
+    #[test]
+    fn stamping_keeps_the_other_headers() {
+        let mut table = FieldTable::default();
+        table.insert(
+            ShortString::from("tenant"),
+            AMQPValue::LongString("acme".into()),
+        );
+        let stamped = stamp(BasicProperties::default().with_headers(table));
+        let headers = stamped.headers().clone().unwrap_or_default();
+        assert!(headers.inner().contains_key("tenant"));
+        assert!(header_int(Some(&headers), super::headers::PUBLISHED_AT).is_some());
+    }
+}

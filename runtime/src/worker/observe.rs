@@ -1,0 +1,85 @@
+//! What a consumer reports about itself as it runs: its metrics (`crate::metrics`) and its
+//! health (`crate::health`), behind one handle so the consume loop, the settler and the
+//! breaker each make one call per event.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lapin::BasicProperties;
+
+use crate::health::{BreakerState, ConsumerState};
+use crate::metrics::{ConsumerMetrics, InFlight, Outcome};
+use crate::model::FailureReason;
+
+/// One consumer's metrics and health.
+pub(crate) struct Observer {
+    metrics: ConsumerMetrics,
+    health: Arc<ConsumerState>,
+}
+
+impl Observer {
+    pub fn new(metrics: ConsumerMetrics, health: Arc<ConsumerState>) -> Self {
+        Self { metrics, health }
+    }
+
+    /// An observer of a consumer that is not part of a worker, for unit tests.
+    #[cfg(test)]
+    pub fn detached() -> Self {
+        let queue = crate::model::Queue::new("test", crate::model::QueueKind::Classic);
+        Self::new(
+            ConsumerMetrics::new("test", &queue, true),
+            Arc::new(ConsumerState::new("test", queue.name.clone(), true)),
+        )
+    }
+
+    /// A delivery arrived.
+    pub fn consumed(&self) {
+        self.metrics.consumed();
+    }
+
+    /// A delivery was settled with `outcome` (dead letters: [`Observer::dead_lettered`]).
+    pub fn handled(&self, outcome: Outcome) {
+        self.metrics.handled(outcome);
+    }
+
+    /// A delivery was dead-lettered for `reason`.
+    pub fn dead_lettered(&self, reason: FailureReason) {
+        self.metrics.dead_lettered(reason);
+    }
+
+    /// A handler starts on a delivery with `properties`.
+    pub fn handler_started(&self, properties: &BasicProperties) {
+        self.metrics.handler_started(properties);
+    }
+
+    /// A handler ran for `elapsed`.
+    pub fn handler_ran(&self, elapsed: Duration) {
+        self.metrics.handler_duration(elapsed);
+    }
+
+    /// `n` deliveries in flight until the guard drops.
+    pub fn in_flight(&self, n: usize) -> InFlight {
+        self.metrics.in_flight(n)
+    }
+
+    /// The consumer is subscribed.
+    pub fn subscribed(&self) {
+        self.health.subscribed();
+    }
+
+    /// The consumer lost its subscription (`why`), or gave it up (`None`).
+    pub fn unsubscribed(&self, why: Option<&str>) {
+        self.health.unsubscribed(why);
+    }
+
+    /// Subscribing failed for `why`.
+    pub fn error(&self, why: &str) {
+        self.health.error(why);
+    }
+
+    /// The circuit breaker moved to `state`.
+    pub fn breaker(&self, state: BreakerState) {
+        self.metrics.breaker(state.gauge());
+        self.health.breaker(state);
+    }
+}
