@@ -91,6 +91,7 @@ mod delivery;
 mod error;
 mod failure;
 mod message;
+pub mod plan;
 mod publisher;
 mod routing_key;
 mod schema;

@@ -262,7 +262,7 @@ impl Settler {
 
 /// Copies every property but the expiration, the headers, the delivery mode and the user id
 /// (which the broker checks against the connection) of `from` onto `to`.
-fn restore(from: &BasicProperties, mut to: BasicProperties) -> BasicProperties {
+pub(crate) fn restore(from: &BasicProperties, mut to: BasicProperties) -> BasicProperties {
     if let Some(v) = from.content_type() {
         to = to.with_content_type(v.clone());
     }
