@@ -16,7 +16,7 @@ use crate::declare::declare_once;
 use crate::model::{
     Binding, Destination, Namespace, Queue, QueueKind, QueueRole, Topology, headers,
 };
-use crate::{Connection, DeclareError, Publisher, amqp};
+use crate::{Connection, Publisher, amqp};
 
 /// What a queue's holding queue adds to its name (`orders` → `orders.warren-holding`): a
 /// name no contract gives a queue of its own, found again by a plan computed after a
@@ -43,12 +43,7 @@ fn broker(what: String) -> impl FnOnce(lapin::Error) -> PlanError {
     move |source| PlanError::Broker { what, source }
 }
 
-async fn channel(connection: &Connection) -> Result<lapin::Channel, PlanError> {
-    connection
-        .create_channel()
-        .await
-        .map_err(|e| DeclareError::Channel(e).into())
-}
+use probe::channel;
 
 async fn close(channel: lapin::Channel) {
     let _ = channel.close(200, ShortString::from("migrated")).await;
@@ -290,12 +285,13 @@ async fn probe_refuses(connection: &Connection, queue: &Queue) -> Result<bool, P
     }
 }
 
-/// A durable quorum queue with no arguments: it holds the messages for as long as the
-/// migration takes, replicated, and dead-letters nothing.
+/// A durable quorum queue, without dead-lettering and with the largest delivery limit (no
+/// limit would be RabbitMQ 4's 20): it holds the messages for as long as the migration
+/// takes, replicated, and never drops one.
 async fn declare_holding(connection: &Connection, holding: &str) -> Result<(), PlanError> {
     let holding_queue = Queue::new(holding, QueueKind::Quorum);
     let channel = channel(connection).await?;
-    channel
+    let declared = channel
         .queue_declare(
             ShortString::from(holding),
             QueueDeclareOptions {
@@ -304,10 +300,19 @@ async fn declare_holding(connection: &Connection, holding: &str) -> Result<(), P
             },
             amqp::arguments(&holding_queue.declare_arguments()),
         )
-        .await
-        .map_err(broker(format!("declaring holding queue `{holding}`")))?;
-    close(channel).await;
-    Ok(())
+        .await;
+    match declared {
+        Ok(_) => {
+            close(channel).await;
+            Ok(())
+        }
+        // It exists, declared otherwise (by an older warren, or by hand): it holds messages
+        // all the same, and they are what matters.
+        Err(error) if soft(&error) == Some(AMQPSoftError::PRECONDITIONFAILED) => Ok(()),
+        Err(error) => Err(broker(format!("declaring holding queue `{holding}`"))(
+            error,
+        )),
+    }
 }
 
 /// Binds (or, `!bind`, unbinds) `queue` as `binding` binds its own queue. A binding from an
@@ -381,14 +386,25 @@ async fn delete_if_empty(
 ) -> Result<(), PlanError> {
     let guarded = kind == Some(QueueKind::Classic);
     if !guarded {
+        let not_empty = || PlanError::NotEmpty {
+            queue: queue.to_owned(),
+        };
         match probe::state(connection, queue).await? {
             None => return Ok(()),
-            Some(state) if state.messages > 0 || state.consumers > 0 => {
-                return Err(PlanError::NotEmpty {
-                    queue: queue.to_owned(),
-                });
-            }
+            Some(state) if state.messages > 0 || state.consumers > 0 => return Err(not_empty()),
             Some(_) => {}
+        }
+        // A quorum queue's counts come from its leader within 250 ms, or read 0 (RabbitMQ
+        // 3.10, `rabbit_quorum_queue:stat`): a `basic.get` is the broker's own answer.
+        let channel = channel(connection).await?;
+        let got = channel
+            .basic_get(ShortString::from(queue), BasicGetOptions { no_ack: false })
+            .await
+            .map_err(broker(format!("reading from `{queue}`")))?;
+        // Closing the channel returns a message taken here to the queue.
+        close(channel).await;
+        if got.is_some() {
+            return Err(not_empty());
         }
     }
     let channel = channel(connection).await?;

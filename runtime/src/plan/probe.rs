@@ -19,11 +19,23 @@ use crate::{Connection, DeclareError, TopologyEntity, amqp};
 /// people and the text names arbitrary argument values.
 const MAX_DETAIL: usize = 300;
 
-async fn channel(connection: &Connection) -> Result<lapin::Channel, PlanError> {
-    connection
-        .create_channel()
-        .await
-        .map_err(|e| DeclareError::Channel(e).into())
+/// A fresh channel. Probes close channels on purpose (a passive declare of a missing queue,
+/// a declare the broker refuses), and lapin may hand a new channel the error of the last
+/// one closed under the same id while its close is under way: a few tries, a moment apart.
+pub(super) async fn channel(connection: &Connection) -> Result<lapin::Channel, PlanError> {
+    let mut tries = 0;
+    loop {
+        match connection.create_channel().await {
+            Ok(channel) => return Ok(channel),
+            Err(error) if tries >= 4 || !connection.is_connected() => {
+                return Err(DeclareError::Channel(error).into());
+            }
+            Err(_) => {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    }
 }
 
 async fn close(channel: lapin::Channel) {
