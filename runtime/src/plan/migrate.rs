@@ -179,53 +179,58 @@ async fn migrate_queue(
     let name = queue.name.as_str();
     let holding = holding_name(name);
     let bindings = bindings_of(plan, name);
-    // 1. The holding queue, bound as the queue is: what is published from now on waits
-    // there. (Bound before the queue is unbound: a message published in between reaches
-    // both, a duplicate, never neither.)
+    // Where the queue is: as the old version declared it (`Some(true)`), as the new one
+    // does (`Some(false)`: a migration that got past the redeclare), or gone (`None`).
+    let state = probe::state(connection, name).await?;
+    let old_arguments = match state {
+        Some(_) => Some(probe_refuses(connection, queue).await?),
+        None => None,
+    };
+    // 1. The holding queue, bound as the queue is while the queue is not there as the new
+    // version declares it: what is published meanwhile waits there. (Bound before the queue
+    // is unbound: a message published in between reaches both, a duplicate, never neither.)
     declare_holding(connection, &holding).await?;
-    for binding in &bindings {
-        bind(connection, &holding, binding, true, applied).await?;
+    if old_arguments != Some(false) {
+        for binding in &bindings {
+            bind(connection, &holding, binding, true, applied).await?;
+        }
+        applied.steps.push(format!(
+            "holding queue `{holding}` declared and bound as `{name}` is"
+        ));
     }
-    applied.steps.push(format!(
-        "holding queue `{holding}` declared and bound as `{name}` is"
-    ));
     // 2. The queue as the old version declared it: unbound, emptied (its wait queues too)
     // into the holding queue, deleted.
-    let state = probe::state(connection, name).await?;
-    if let Some(state) = state {
-        let refused = probe_refuses(connection, queue).await?;
-        if refused {
-            if state.consumers > 0 {
-                return Err(PlanError::Blocked(vec![format!(
-                    "queue `{name}`: {} consumer(s) read it; stop the workers of the old \
+    if let (Some(state), Some(true)) = (state, old_arguments) {
+        if state.consumers > 0 {
+            return Err(PlanError::Blocked(vec![format!(
+                "queue `{name}`: {} consumer(s) read it; stop the workers of the old \
                      version, then apply again",
-                    state.consumers
-                )]));
+                state.consumers
+            )]));
+        }
+        for binding in &bindings {
+            bind(connection, name, binding, false, applied).await?;
+        }
+        let moved = move_all(connection, publisher, name, &holding, Source::Work(name)).await?;
+        applied.record_move(name, &holding, moved);
+        let waits = plan.wait_queues_of(name);
+        for wait in &waits {
+            if probe::state(connection, wait).await?.is_some() {
+                let moved =
+                    move_all(connection, publisher, wait, &holding, Source::Wait(name)).await?;
+                applied.record_move(wait, &holding, moved);
             }
-            for binding in &bindings {
-                bind(connection, name, binding, false, applied).await?;
-            }
-            let moved = move_all(connection, publisher, name, &holding, Source::Work(name)).await?;
-            applied.record_move(name, &holding, moved);
-            let waits = plan.wait_queues_of(name);
-            for wait in &waits {
-                if probe::state(connection, wait).await?.is_some() {
-                    let moved =
-                        move_all(connection, publisher, wait, &holding, Source::Wait(name)).await?;
-                    applied.record_move(wait, &holding, moved);
-                }
-            }
-            delete_if_empty(connection, name, kind_of(plan, name), applied).await?;
-            // Wait queues the new version has as they are stay; the others go, to be
-            // declared anew below when the new version has them.
-            for wait in &waits {
-                let keep = match plan.new.queue(wait) {
-                    Some(declared) => !probe_refuses(connection, declared).await?,
-                    None => false,
-                };
-                if !keep {
-                    delete_if_empty(connection, wait, kind_of(plan, wait), applied).await?;
-                }
+        }
+        delete_if_empty(connection, name, kind_of(plan, name), applied).await?;
+        // Wait queues the new version has as they are stay; the others go, to be
+        // declared anew below when the new version has them.
+        for wait in &waits {
+            let keep = match plan.new.queue(wait) {
+                Some(declared) => !probe_refuses(connection, declared).await?,
+                None => false,
+            };
+            if !keep {
+                delete_if_empty(connection, wait, kind_of(plan, wait), applied).await?;
             }
         }
     }
