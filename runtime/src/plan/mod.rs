@@ -94,6 +94,20 @@ pub struct Item {
 
 /// What deploying a topology onto a live broker does, found by [`Plan::compute`] and carried
 /// out by [`Plan::apply`].
+///
+/// ```no_run
+/// # async fn run(connection: warren_runtime::Connection, old: warren_runtime::Topology, new: warren_runtime::Topology) -> Result<(), warren_runtime::plan::PlanError> {
+/// use warren_runtime::plan::Plan;
+/// // Both versions namespaced as deployed; the old one tells which wait queues existed.
+/// let plan = Plan::compute(&connection, &new, Some(&old)).await?; // changes nothing
+/// println!("{plan}");
+/// if plan.blocked().is_empty() && !plan.is_noop() {
+///     // The old version's workers are stopped by now.
+///     let applied = plan.apply(&connection).await?;
+///     println!("{} messages moved", applied.moved);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Plan {
     /// Every exchange and queue of the new topology, then what the old one leaves behind,
