@@ -6,17 +6,20 @@
 //! there, a delete is `if_empty`. So a migration killed half way is finished by computing
 //! the plan again (the holding queue is found) and applying it.
 
-use lapin::options::{BasicAckOptions, BasicGetOptions, QueueDeclareOptions, QueueDeleteOptions};
+use lapin::options::{
+    BasicAckOptions, BasicGetOptions, BasicPublishOptions, ConfirmSelectOptions,
+    QueueDeclareOptions, QueueDeleteOptions,
+};
 use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
-use lapin::{BasicProperties, ErrorKind};
+use lapin::{BasicProperties, Confirmation, ErrorKind};
 
 use super::{Action, Applied, Plan, PlanError, probe};
 use crate::declare::declare_once;
 use crate::model::{
     Binding, Destination, Namespace, Queue, QueueKind, QueueRole, Topology, headers,
 };
-use crate::{Connection, Publisher, amqp};
+use crate::{Connection, PublishError, Publisher, amqp};
 
 /// What a queue's holding queue adds to its name (`orders` → `orders.warren-holding`): a
 /// name no contract gives a queue of its own, found again by a plan computed after a
@@ -439,10 +442,18 @@ async fn delete_if_empty(
     }
 }
 
-/// Moves every message of `from` to the queue `to` (through the default exchange): each
-/// published with confirms and acknowledged in `from` only once confirmed. Stops when `from`
-/// is empty; on an error the message being moved is returned to `from` when the channel
-/// closes.
+/// Messages moved per round: read, published, their confirms awaited together, then
+/// acknowledged with one `multiple` ack. A failure returns the whole round to where it was
+/// read, so a round's messages already confirmed are then duplicates: at most this many.
+const MOVE_BATCH: usize = 64;
+
+/// How long a round's confirms may take.
+const CONFIRM_TIMEOUT: std::time::Duration = crate::DEFAULT_PUBLISH_TIMEOUT;
+
+/// Moves every message of `from` to the queue `to` (through the default exchange), in
+/// rounds of [`MOVE_BATCH`]: each message published with confirms and `mandatory`, and
+/// acknowledged in `from` only once its copy is confirmed and was routed. Stops when `from`
+/// is empty; on an error the round being moved returns to `from` when the channel closes.
 async fn move_all(
     connection: &Connection,
     publisher: &Publisher,
@@ -451,44 +462,105 @@ async fn move_all(
     source: Source<'_>,
 ) -> Result<u64, PlanError> {
     let channel = channel(connection).await?;
-    let result = move_on(&channel, publisher, from, to, source).await;
+    let out = match confirm_channel(connection).await {
+        Ok(out) => out,
+        Err(error) => {
+            close(channel).await;
+            return Err(error);
+        }
+    };
+    let budget = crate::wire::copy_budget(publisher.frame_max());
+    let result = move_on(&channel, &out, budget, from, to, source).await;
     close(channel).await;
+    close(out).await;
     result
+}
+
+async fn confirm_channel(connection: &Connection) -> Result<lapin::Channel, PlanError> {
+    let out = channel(connection).await?;
+    out.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .map_err(broker("selecting publisher confirms".to_owned()))?;
+    Ok(out)
 }
 
 async fn move_on(
     channel: &lapin::Channel,
-    publisher: &Publisher,
+    out: &lapin::Channel,
+    budget: usize,
     from: &str,
     to: &str,
     source: Source<'_>,
 ) -> Result<u64, PlanError> {
-    let budget = crate::wire::copy_budget(publisher.frame_max());
+    let failed = |error: PublishError| PlanError::Move {
+        from: from.to_owned(),
+        to: to.to_owned(),
+        source: error,
+    };
     let mut moved: u64 = 0;
     loop {
-        let got = channel
-            .basic_get(ShortString::from(from), BasicGetOptions { no_ack: false })
-            .await
-            .map_err(broker(format!("reading from `{from}`")))?;
-        let Some(message) = got else {
+        let mut round = Vec::with_capacity(MOVE_BATCH);
+        while round.len() < MOVE_BATCH {
+            let got = channel
+                .basic_get(ShortString::from(from), BasicGetOptions { no_ack: false })
+                .await
+                .map_err(broker(format!("reading from `{from}`")))?;
+            match got {
+                Some(message) => round.push(message.delivery),
+                None => break,
+            }
+        }
+        let Some(last) = round.last().map(|d| d.delivery_tag) else {
             return Ok(moved);
         };
-        let delivery = message.delivery;
-        let properties = moved_properties(&delivery, source);
-        let properties = crate::wire::fit(&properties, budget).unwrap_or(properties);
-        publisher
-            .send("", to, &delivery.data, properties)
-            .await
-            .map_err(|source| PlanError::Move {
-                from: from.to_owned(),
-                to: to.to_owned(),
-                source,
-            })?;
+        let mut confirms = Vec::with_capacity(round.len());
+        for delivery in &round {
+            let properties = moved_properties(delivery, source);
+            let properties = crate::wire::fit(&properties, budget).unwrap_or(properties);
+            let confirm = out
+                .basic_publish(
+                    ShortString::from(""),
+                    ShortString::from(to),
+                    BasicPublishOptions {
+                        mandatory: true,
+                        ..BasicPublishOptions::default()
+                    },
+                    &delivery.data,
+                    properties,
+                )
+                .await
+                .map_err(|e| failed(PublishError::Unconfirmed(e)))?;
+            confirms.push(confirm);
+        }
+        for confirm in confirms {
+            let confirmation = tokio::time::timeout(CONFIRM_TIMEOUT, confirm)
+                .await
+                .map_err(|_| failed(PublishError::Timeout(CONFIRM_TIMEOUT)))?
+                .map_err(|e| failed(PublishError::Unconfirmed(e)))?;
+            let route = || (String::new(), to.to_owned());
+            match confirmation {
+                Confirmation::Ack(None) | Confirmation::NotRequested => {}
+                Confirmation::Ack(Some(_)) => {
+                    let (exchange, routing_key) = route();
+                    return Err(failed(PublishError::Unroutable {
+                        exchange,
+                        routing_key,
+                    }));
+                }
+                Confirmation::Nack(_) => {
+                    let (exchange, routing_key) = route();
+                    return Err(failed(PublishError::Nacked {
+                        exchange,
+                        routing_key,
+                    }));
+                }
+            }
+        }
         channel
-            .basic_ack(delivery.delivery_tag, BasicAckOptions::default())
+            .basic_ack(last, BasicAckOptions { multiple: true })
             .await
             .map_err(broker(format!("acknowledging in `{from}`")))?;
-        moved = moved.saturating_add(1);
+        moved = moved.saturating_add(round.len() as u64);
     }
 }
 
