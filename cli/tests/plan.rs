@@ -70,7 +70,13 @@ async fn plan_without_apply_says_what_it_will_do_and_changes_nothing() {
     );
     let namespace = format!("test.cli-plan.{}.", std::process::id());
     let url = url();
-    let base = ["plan", "--url", url.as_str(), "--namespace", namespace.as_str()];
+    let base = [
+        "plan",
+        "--url",
+        url.as_str(),
+        "--namespace",
+        namespace.as_str(),
+    ];
     let with = |extra: &[&str]| {
         let mut args = base.to_vec();
         args.extend_from_slice(extra);
@@ -79,7 +85,11 @@ async fn plan_without_apply_says_what_it_will_do_and_changes_nothing() {
 
     let deployed = with(&[v1.as_str(), "--apply"]);
     assert!(deployed.status.success(), "{}", text(&deployed));
-    assert!(text(&deployed).contains("7 to create"), "{}", text(&deployed));
+    assert!(
+        text(&deployed).contains("7 to create"),
+        "{}",
+        text(&deployed)
+    );
 
     // Without the previous version, a queue to migrate is blocked: its wait queues are
     // unknown. Exit status 1.
