@@ -86,19 +86,13 @@ pub(super) async fn apply(plan: &Plan, connection: &Connection) -> Result<Applie
                 // Its queue was not migrated (it would have emptied and deleted it): its
                 // messages go back to that queue now, and the declare below makes it anew.
                 if probe::state(connection, &item.name).await?.is_some() {
-                    let moved = move_all(
+                    drain(
+                        plan,
                         connection,
                         &publisher,
                         &item.name,
                         owner,
-                        Source::Wait(owner),
-                    )
-                    .await?;
-                    applied.record_move(&item.name, owner, moved);
-                    delete_if_empty(
-                        connection,
-                        &item.name,
-                        kind_of(plan, &item.name),
+                        owner,
                         &mut applied,
                     )
                     .await?;
@@ -125,24 +119,33 @@ pub(super) async fn apply(plan: &Plan, connection: &Connection) -> Result<Applie
         } else {
             owner
         };
-        let moved = move_all(
+        drain(
+            plan,
             connection,
             &publisher,
             &item.name,
             into,
-            Source::Wait(owner),
-        )
-        .await?;
-        applied.record_move(&item.name, into, moved);
-        delete_if_empty(
-            connection,
-            &item.name,
-            kind_of(plan, &item.name),
+            owner,
             &mut applied,
         )
         .await?;
     }
     Ok(applied)
+}
+
+/// Moves every message of wait queue `wait` (of queue `owner`) into `into`, then deletes it.
+async fn drain(
+    plan: &Plan,
+    connection: &Connection,
+    publisher: &Publisher,
+    wait: &str,
+    into: &str,
+    owner: &str,
+    applied: &mut Applied,
+) -> Result<(), PlanError> {
+    let moved = move_all(connection, publisher, wait, into, Source::Wait(owner)).await?;
+    applied.record_move(wait, into, moved);
+    delete_if_empty(connection, wait, kind_of(plan, wait), applied).await
 }
 
 impl Applied {
@@ -268,29 +271,7 @@ async fn migrate_queue(
 
 /// Whether the broker refuses `queue` as the new version declares it.
 async fn probe_refuses(connection: &Connection, queue: &Queue) -> Result<bool, PlanError> {
-    let channel = channel(connection).await?;
-    let options = QueueDeclareOptions {
-        passive: false,
-        durable: queue.durable,
-        exclusive: queue.exclusive,
-        auto_delete: queue.auto_delete,
-        nowait: false,
-    };
-    let declared = channel
-        .queue_declare(
-            ShortString::from(queue.name.as_str()),
-            options,
-            amqp::arguments(&queue.declare_arguments()),
-        )
-        .await;
-    match declared {
-        Ok(_) => {
-            close(channel).await;
-            Ok(false)
-        }
-        Err(error) if soft(&error) == Some(AMQPSoftError::PRECONDITIONFAILED) => Ok(true),
-        Err(error) => Err(broker(format!("declaring `{}`", queue.name))(error)),
-    }
+    Ok(probe::accepts(connection, queue).await?.is_some())
 }
 
 /// A durable quorum queue, without dead-lettering and with the largest delivery limit (no

@@ -82,7 +82,7 @@ pub(super) async fn state(
 /// Whether the broker accepts `queue` declared as the new version declares it: `Ok(None)`
 /// when it does (a no-op on a queue that exists alike), `Ok(Some((argument, refusal)))`
 /// when it refuses.
-async fn accepts(
+pub(super) async fn accepts(
     connection: &Connection,
     queue: &Queue,
 ) -> Result<Option<(Option<String>, String)>, PlanError> {
@@ -164,10 +164,7 @@ pub(super) async fn queue(
     queue: &Queue,
     old_known: bool,
 ) -> Result<Item, PlanError> {
-    let wait_queue_of = match &queue.role {
-        QueueRole::Wait { queue, .. } => Some(queue.clone()),
-        QueueRole::Declared => None,
-    };
+    let wait_queue_of = owner(queue);
     let declared = wait_queue_of.is_none();
     let state = state(connection, &queue.name).await?;
     let holding = holding_name(&queue.name);
@@ -236,6 +233,14 @@ pub(super) async fn queue(
     })
 }
 
+/// For a wait queue, the queue whose retries wait in it.
+fn owner(queue: &Queue) -> Option<String> {
+    match &queue.role {
+        QueueRole::Wait { queue, .. } => Some(queue.clone()),
+        QueueRole::Declared => None,
+    }
+}
+
 async fn state_exists(connection: &Connection, name: &str) -> Result<bool, PlanError> {
     Ok(state(connection, name).await?.is_some())
 }
@@ -248,10 +253,7 @@ pub(super) async fn obsolete(
     migrating: &BTreeSet<String>,
 ) -> Result<Item, PlanError> {
     let state = state(connection, &queue.name).await?;
-    let wait_queue_of = match &queue.role {
-        QueueRole::Wait { queue, .. } => Some(queue.clone()),
-        QueueRole::Declared => None,
-    };
+    let wait_queue_of = owner(queue);
     let action = match (&state, &wait_queue_of) {
         (None, _) => Action::Gone,
         (Some(_), Some(owner)) if migrating.contains(owner) => Action::Drain {
