@@ -164,8 +164,7 @@ pub(super) async fn queue(
     queue: &Queue,
     old_known: bool,
 ) -> Result<Item, PlanError> {
-    let wait_queue_of = owner(queue);
-    let declared = wait_queue_of.is_none();
+    let declared = queue.role == QueueRole::Declared;
     let state = state(connection, &queue.name).await?;
     let holding = holding_name(&queue.name);
     let resuming = declared && holding.len() <= crate::model::limits::MAX_SHORT_STRING && {
@@ -224,13 +223,7 @@ pub(super) async fn queue(
             }
         },
     };
-    Ok(Item {
-        kind: TopologyEntity::Queue,
-        name: queue.name.clone(),
-        wait_queue_of,
-        state,
-        action,
-    })
+    Ok(queue_item(queue, state, action))
 }
 
 /// For a wait queue, the queue whose retries wait in it.
@@ -238,6 +231,17 @@ fn owner(queue: &Queue) -> Option<String> {
     match &queue.role {
         QueueRole::Wait { queue, .. } => Some(queue.clone()),
         QueueRole::Declared => None,
+    }
+}
+
+/// The plan's line for `queue`.
+fn queue_item(queue: &Queue, state: Option<QueueState>, action: Action) -> Item {
+    Item {
+        kind: TopologyEntity::Queue,
+        name: queue.name.clone(),
+        wait_queue_of: owner(queue),
+        state,
+        action,
     }
 }
 
@@ -264,11 +268,5 @@ pub(super) async fn obsolete(
         },
         (Some(_), _) => Action::Left,
     };
-    Ok(Item {
-        kind: TopologyEntity::Queue,
-        name: queue.name.clone(),
-        wait_queue_of,
-        state,
-        action,
-    })
+    Ok(queue_item(queue, state, action))
 }
