@@ -82,9 +82,11 @@ pub(super) async fn apply(plan: &Plan, connection: &Connection) -> Result<Applie
             QueueRole::Declared => {
                 migrate_queue(plan, connection, &publisher, queue, &mut applied).await?;
             }
+            // Its queue's migration emptied it, deleted it and declared it anew.
+            QueueRole::Wait { queue: owner, .. } if migrated(plan, owner) => {}
             QueueRole::Wait { queue: owner, .. } => {
-                // Its queue was not migrated (it would have emptied and deleted it): its
-                // messages go back to that queue now, and the declare below makes it anew.
+                // Its queue stays: its messages go back to that queue now, and the declare
+                // below makes it anew.
                 if probe::state(connection, &item.name).await?.is_some() {
                     drain(
                         plan,
@@ -131,6 +133,13 @@ pub(super) async fn apply(plan: &Plan, connection: &Connection) -> Result<Applie
         .await?;
     }
     Ok(applied)
+}
+
+/// Whether the plan migrates queue `name`.
+fn migrated(plan: &Plan, name: &str) -> bool {
+    plan.items
+        .iter()
+        .any(|item| item.name == name && matches!(item.action, Action::Migrate { .. }))
 }
 
 /// Moves every message of wait queue `wait` (of queue `owner`) into `into`, then deletes it.

@@ -557,3 +557,79 @@ async fn a_migration_killed_half_way_is_finished_by_the_next_plan() {
         .await
         .expect("deleted");
 }
+
+/// A queue type change (classic → quorum) changes its wait queues' type too: same names,
+/// other arguments. The queue and its wait queues are emptied into the holding queue,
+/// deleted, declared anew, and every message comes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_type_change_migrates_the_queue_and_its_wait_queues() {
+    let broker = Broker::connect("plan-type").await;
+    let ns = broker.namespace.clone();
+    let policy = |name: &str| (backoff(name, 2, 300_000, 600_000), None);
+    let old = version(policy).namespaced(&ns);
+    let mut new = version(policy);
+    for queue in &mut new.queues {
+        if queue.name.starts_with("short-long") {
+            queue.kind = warren_runtime::model::QueueKind::Quorum;
+        }
+    }
+    let new = new.namespaced(&ns);
+    warren_runtime::declare(&broker.connection, &old)
+        .await
+        .expect("version 1 declares");
+    for i in 0..3 {
+        broker
+            .publish(
+                "jobs",
+                "job.short-long",
+                &format!("queued-{i}"),
+                JobBehaviour::Ok,
+                &[],
+            )
+            .await;
+    }
+    for wait in ["short-long.wait.5m", "short-long.wait.10m"] {
+        broker
+            .park(
+                "short-long",
+                wait,
+                &format!("{wait}-0"),
+                JobBehaviour::Ok,
+                1,
+            )
+            .await;
+    }
+    let plan = Plan::compute(&broker.connection, &new, Some(&old))
+        .await
+        .expect("a plan");
+    let actions = actions(&plan, &ns);
+    assert!(
+        matches!(&actions["short-long"], Action::Migrate { argument: Some(a), .. } if a == "x-queue-type"),
+        "{plan}"
+    );
+    // The broker names the first argument it finds different (`x-overflow` here).
+    for name in ["short-long.wait.5m", "short-long.wait.10m"] {
+        assert!(
+            matches!(
+                &actions[name],
+                Action::Migrate {
+                    argument: Some(_),
+                    ..
+                }
+            ),
+            "{name}: {plan}"
+        );
+    }
+    let applied = plan.apply(&broker.connection).await.expect("applied");
+    assert_eq!(applied.moved, 5 * 2, "{:?}", applied.steps);
+    assert_eq!(broker.ready("short-long").await, Some(5));
+    assert_eq!(broker.ready("short-long.wait.5m").await, Some(0));
+    assert_eq!(broker.ready("short-long.wait.10m").await, Some(0));
+    let again = Plan::compute(&broker.connection, &new, Some(&old))
+        .await
+        .expect("a plan");
+    assert!(again.is_noop(), "{again}");
+    warren_runtime::delete(&broker.connection, &new)
+        .await
+        .expect("deleted");
+}
