@@ -125,6 +125,9 @@ pub struct Consumer {
     pub batch: Option<Batch>,
     /// Circuit breaker settings; `None` never stops taking deliveries.
     pub circuit_breaker: Option<CircuitBreaker>,
+    /// A dead-letter consumer: its handler receives every message of its queue as a
+    /// `warren_runtime::DeadLetter`, poison included.
+    pub dead_letters: bool,
 }
 
 /// Batch delivery settings.
@@ -256,6 +259,7 @@ pub(crate) fn build(
                     failures: b.failures,
                     cool_down: b.cool_down,
                 }),
+                dead_letters: c.dead_letters.unwrap_or(false),
             };
             (name.clone(), consumer)
         })

@@ -1,5 +1,7 @@
 //! What a handler receives.
 
+use crate::FailureContext;
+
 /// A decoded, validated message handed to a handler: its payload and headers, typed, plus
 /// what the broker said about the delivery.
 #[derive(Debug, Clone, PartialEq)]
@@ -11,7 +13,7 @@ pub struct Delivery<P, H = crate::NoHeaders> {
     redelivered: bool,
     retry_count: u32,
     message_id: Option<String>,
-    first_failure: Option<std::time::SystemTime>,
+    failure: Option<FailureContext>,
 }
 
 impl<P, H> Delivery<P, H> {
@@ -32,7 +34,7 @@ impl<P, H> Delivery<P, H> {
             redelivered: false,
             retry_count: 0,
             message_id: None,
-            first_failure: None,
+            failure: None,
         }
     }
 
@@ -85,7 +87,40 @@ impl<P, H> Delivery<P, H> {
 
     /// When a handler first failed on this message, for a retried message.
     pub fn first_failure(&self) -> Option<std::time::SystemTime> {
-        self.first_failure
+        self.failure
+            .as_ref()
+            .and_then(|failure| failure.first_failure)
+    }
+
+    /// The failure history of a retried message: its last error, when it first and last
+    /// failed, its retry count, the route it was first published with, the queue and the
+    /// consumer it failed in; `None` on a first attempt.
+    ///
+    /// Read only from warren's own retry copies (as [`Delivery::retry_count`] is): headers a
+    /// producer wrote on a first delivery (a forged `x-last-error`, say) are not history. On
+    /// a queue where the broker counts redeliveries (quorum queues requeueing), the message
+    /// carries no history of warren's, only the count: [`FailureContext::retry_count`].
+    ///
+    /// ```
+    /// use warren_runtime::{Delivery, FailureContext, NoHeaders};
+    /// let mut failure = FailureContext::default();
+    /// failure.last_error = Some("payment service timed out".into());
+    /// failure.retry_count = 1;
+    /// let delivery = Delivery::builder("payload", NoHeaders {})
+    ///     .attempt(1, false)
+    ///     .failure(failure)
+    ///     .build();
+    /// let last_error = delivery.failure().and_then(|f| f.last_error.as_deref());
+    /// assert_eq!(last_error, Some("payment service timed out"));
+    /// ```
+    pub fn failure(&self) -> Option<&FailureContext> {
+        self.failure.as_ref()
+    }
+
+    /// This delivery with `failure` as its history: a dead letter's, read from its headers.
+    pub(crate) fn with_failure(mut self, failure: FailureContext) -> Self {
+        self.failure = Some(failure);
+        self
     }
 
     /// A delivery of `payload` with `headers` whose broker-side facts (route, attempt,
@@ -132,9 +167,18 @@ impl<P, H> DeliveryBuilder<P, H> {
         self
     }
 
-    /// When a handler first failed on the message.
+    /// When a handler first failed on the message (part of its [`Delivery::failure`]).
     pub fn first_failure(mut self, at: std::time::SystemTime) -> Self {
-        self.0.first_failure = Some(at);
+        self.0
+            .failure
+            .get_or_insert_with(FailureContext::default)
+            .first_failure = Some(at);
+        self
+    }
+
+    /// The message's failure history ([`Delivery::failure`]), replacing any set before.
+    pub fn failure(mut self, failure: FailureContext) -> Self {
+        self.0.failure = Some(failure);
         self
     }
 

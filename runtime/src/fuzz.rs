@@ -14,6 +14,7 @@ use crate::Message;
 use crate::model::{DeadLetter, OnPoison, Queue, QueueKind, Retry};
 use crate::publisher::Compression;
 use crate::schema::Validators;
+use crate::worker::dead_letter;
 use crate::worker::decode::{decode as decode_delivery, original_route, retries_so_far};
 use crate::worker::settle::{MAX_ERROR_BYTES, truncate};
 
@@ -142,6 +143,15 @@ pub fn decode(
     let _ = retries_so_far(&raw, &queue);
     let (exchange, routing_key) = original_route(&raw);
     let _ = (ShortString::from(exchange), ShortString::from(routing_key));
+    // A dead-letter consumer reads the same bytes, never refusing them: it must not panic
+    // either, and a raw body stays within the cap.
+    let letter = dead_letter::<JobMessage>(&raw, &queue, Some(&validators), max_body_bytes);
+    if letter
+        .raw()
+        .is_some_and(|raw| raw.body.len() > max_body_bytes)
+    {
+        return Err("a raw dead letter's body exceeds the cap".to_owned());
+    }
     decoded.map(drop).map_err(|poison| {
         let detail = truncate(&poison.detail, MAX_ERROR_BYTES);
         format!("{}: {detail}", poison.reason)

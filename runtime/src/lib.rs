@@ -34,6 +34,8 @@
 //! - [`Delivery`], [`HandlerError`]: what a handler receives and returns. A handler decides
 //!   *whether* a failure can ever succeed ([`HandlerError::retryable`] or
 //!   [`HandlerError::non_retryable`]); the queue's retry policy decides *how* retries happen;
+//! - [`FailureContext`], [`DeadLetter`]: a message's failure history, as a retried delivery
+//!   ([`Delivery::failure`]) and a dead-letter consumer see it, the latter typed or raw;
 //! - [`model`]: the description of exchanges, queues (with their arguments), bindings and
 //!   retry infrastructure that generated `topology()` functions return;
 //! - [`Publisher`]: publishes typed payloads with confirms and `mandatory`;
@@ -86,6 +88,7 @@
 pub mod __fuzz;
 mod amqp;
 mod connection;
+mod dead_letter;
 mod declare;
 mod delivery;
 mod error;
@@ -100,6 +103,7 @@ mod wire;
 mod worker;
 
 pub use connection::{Connection, ConnectionBuilder};
+pub use dead_letter::{DeadLetter, DeadMessage, RawMessage};
 pub use declare::{DeclareError, ImportProblem, TopologyEntity, declare, delete, verify};
 pub use delivery::{Delivery, DeliveryBuilder};
 pub use error::{HandlerError, MessagePart, PublishError, ShortField, WorkerError};
@@ -128,7 +132,8 @@ pub mod codegen {
     pub use crate::publisher::{Compression, Publication, publish};
     pub use crate::routing_key::{KeyPart, RoutingKey};
     pub use crate::worker::{
-        BatchHandler, BatchSpec, CircuitBreaker, ConsumerSpec, Handler, add, add_batch,
+        BatchHandler, BatchSpec, CircuitBreaker, ConsumerSpec, DeadLetterHandler, Handler, add,
+        add_batch, add_dead_letters,
     };
 
     pub use chrono;

@@ -125,6 +125,9 @@ codes! {
     ConflictingConsumers = "conflicting-consumers",
     /// A dead-letter target that routes dead letters to no queue.
     UnroutableDeadLetter = "unroutable-dead-letter",
+    /// (Warning) a dead-letter consumer (`dead_letters: true`) whose queue no queue of the
+    /// contract dead-letters into.
+    NoDeadLetters = "no-dead-letters",
 
     // Schemas.
     /// A `schema_roots` entry that is not a folder.

@@ -89,13 +89,28 @@ pub(super) fn emit(
 
 /// The delivery type of a message: `Delivery<Payload, Headers>`.
 fn delivery(message: &Message, types: &TokenStream) -> TokenStream {
+    typed(quote! { ::warren_runtime::Delivery }, message, types)
+}
+
+/// What the handler of `consumer` receives: a `Delivery` of its message, or for a dead-letter
+/// consumer a `DeadLetter` of it.
+fn received(consumer: &Consumer, message: &Message, types: &TokenStream) -> TokenStream {
+    if consumer.dead_letters {
+        typed(quote! { ::warren_runtime::DeadLetter }, message, types)
+    } else {
+        delivery(message, types)
+    }
+}
+
+/// `wrapper<Payload, Headers>` for `message` (`wrapper<Payload>` without headers).
+fn typed(wrapper: TokenStream, message: &Message, types: &TokenStream) -> TokenStream {
     let payload = type_ident(&message.payload.type_name);
     match &message.headers {
         Some(headers) => {
             let headers = type_ident(&headers.type_name);
-            quote! { ::warren_runtime::Delivery<#types::#payload, #types::#headers> }
+            quote! { #wrapper<#types::#payload, #types::#headers> }
         }
-        None => quote! { ::warren_runtime::Delivery<#types::#payload> },
+        None => quote! { #wrapper<#types::#payload> },
     }
 }
 
@@ -106,13 +121,19 @@ fn handler_trait(
 ) -> Result<TokenStream, GenerateError> {
     let name = ident(&consumer.name, Role::ConsumerTrait);
     let delivery = delivery(message, &quote! { super::types });
+    let received = received(consumer, message, &quote! { super::types });
     let docs = trait_doc(contract, consumer, message)?;
     let returns = quote! {
         impl ::core::future::Future<
             Output = ::core::result::Result<(), ::warren_runtime::HandlerError>,
         > + ::core::marker::Send
     };
-    let method = if consumer.batch.is_some() {
+    let method = if consumer.dead_letters {
+        quote! {
+            /// Handles one dead letter: typed when it decodes as the message, raw otherwise.
+            fn handle(&self, dead_letter: #received) -> #returns;
+        }
+    } else if consumer.batch.is_some() {
         quote! {
             /// Handles one batch; an error applies to every message of the batch.
             fn handle_batch(&self, batch: ::std::vec::Vec<#delivery>) -> #returns;
@@ -138,14 +159,33 @@ fn trait_doc(
     message: &Message,
 ) -> Result<TokenStream, GenerateError> {
     let marker = ident(&message.name, Role::Message);
-    let head = format!(
-        "Consumer {}: handles message {} from queue {}.",
-        code(&consumer.name),
-        code(&message.name),
-        code(&consumer.queue)
-    );
+    let head = if consumer.dead_letters {
+        format!(
+            "Dead-letter consumer {}: handles the dead letters of queue {}, typed as message {} \
+             when they decode.",
+            code(&consumer.name),
+            code(&consumer.queue),
+            code(&message.name)
+        )
+    } else {
+        format!(
+            "Consumer {}: handles message {} from queue {}.",
+            code(&consumer.name),
+            code(&message.name),
+            code(&consumer.queue)
+        )
+    };
     let mut text = format!("- message: [`messages::{marker}`](super::messages::{marker})");
-    text.push_str(&format!("\n- {}", retry_line(contract, consumer)?));
+    if consumer.dead_letters {
+        text.push_str(
+            "\n- every dead letter reaches the handler with its failure history; one that does \
+             not decode or validate comes raw, never dropped\n- a failed handler returns it to \
+             the queue, or lets the broker dead-letter it through the queue's own dead-letter \
+             exchange, as the queue's retry policy says",
+        );
+    } else {
+        text.push_str(&format!("\n- {}", retry_line(contract, consumer)?));
+    }
     let handling = match (&consumer.batch, consumer.concurrency) {
         (Some(batch), _) => format!(
             "in batches of up to {}, waiting at most {} for one to fill",
@@ -164,11 +204,14 @@ fn trait_doc(
             breaker.cool_down, breaker.failures
         ));
     }
-    text.push_str(
+    text.push_str(if consumer.dead_letters {
+        "\n\nReturn `Ok(())` to acknowledge; an error leaves the dead letter to the queue's \
+         policy, as above."
+    } else {
         "\n\nReturn `Ok(())` to acknowledge, `HandlerError::non_retryable` for a failure that \
          can never succeed (never retried), or any other error to let the queue's retry policy \
-         decide.",
-    );
+         decide."
+    });
     Ok(compose(&head, message.description.as_deref(), &text))
 }
 
@@ -176,12 +219,21 @@ fn adapter(consumer: &Consumer, message: &Message) -> TokenStream {
     let name = ident(&consumer.name, Role::ConsumerTrait);
     let marker = ident(&message.name, Role::Message);
     let delivery = delivery(message, &quote! { super::types });
+    let received = received(consumer, message, &quote! { super::types });
     let returns = quote! {
         impl ::core::future::Future<
             Output = ::core::result::Result<(), ::warren_runtime::HandlerError>,
         > + ::core::marker::Send
     };
-    let body = if consumer.batch.is_some() {
+    let body = if consumer.dead_letters {
+        quote! {
+            impl<__H: super::consumers::#name> ::warren_runtime::codegen::DeadLetterHandler<super::messages::#marker> for #name<__H> {
+                fn handle(&self, dead_letter: #received) -> #returns {
+                    super::consumers::#name::handle(&self.0, dead_letter)
+                }
+            }
+        }
+    } else if consumer.batch.is_some() {
         quote! {
             impl<__H: super::consumers::#name> ::warren_runtime::codegen::BatchHandler<super::messages::#marker> for #name<__H> {
                 fn handle_batch(&self, batch: ::std::vec::Vec<#delivery>) -> #returns {
@@ -315,6 +367,9 @@ fn register(consumer: &Consumer, message: &Message) -> TokenStream {
     };
     let adapter = quote! { super::super::__adapters::#handler_trait(handler) };
     let add = match &consumer.batch {
+        _ if consumer.dead_letters => quote! {
+            ::warren_runtime::codegen::add_dead_letters::<super::super::messages::#marker, _>(worker, #spec, #adapter);
+        },
         Some(batch) => {
             let size = batch.size;
             let millis = batch.timeout.as_millis();

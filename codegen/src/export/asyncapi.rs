@@ -274,6 +274,9 @@ pub fn document(contract: &Contract, info: &Info) -> Value {
                     json!({ "failures": breaker.failures, "coolDown": breaker.cool_down.to_string() }),
                 );
             }
+            if consumer.dead_letters {
+                settings.insert("deadLetters".into(), json!(true));
+            }
             operation.insert("x-warren-consumer".into(), Value::Object(settings));
             operations.insert(ids.id("receive.", &consumer.name), Value::Object(operation));
         }

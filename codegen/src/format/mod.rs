@@ -376,6 +376,13 @@ pub(crate) struct Consumer {
     /// a downstream outage (default: never stop).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub circuit_breaker: Option<CircuitBreaker>,
+    /// A dead-letter consumer: the queue receives dead letters, and every one of them reaches
+    /// the handler with its failure history, typed as `message` when it decodes and
+    /// validates, raw when it does not (poison is never dropped or dead-lettered again).
+    /// A failed handler returns the dead letter to its queue, or lets the broker dead-letter
+    /// it through the queue's own dead-letter exchange (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_letters: Option<bool>,
 }
 
 /// Batch delivery settings of a consumer.

@@ -7,7 +7,7 @@ include!(concat!(env!("OUT_DIR"), "/orders.rs"));
 
 /// Example handlers, as a service would write them.
 pub mod handlers {
-    use warren_runtime::{Delivery, HandlerError};
+    use warren_runtime::{DeadLetter, Delivery, HandlerError};
 
     use crate::types::{OrderCancelled, OrderHeaders, OrderPlaced};
 
@@ -51,6 +51,31 @@ pub mod handlers {
         }
     }
 
+    /// Logs every dead letter with why it died.
+    pub struct DeadLetters;
+
+    impl crate::consumers::ReadDeadLetters for DeadLetters {
+        async fn handle(
+            &self,
+            dead_letter: DeadLetter<OrderPlaced, OrderHeaders>,
+        ) -> Result<(), HandlerError> {
+            let failure = dead_letter.failure();
+            eprintln!(
+                "dead letter ({}): reason {:?}, consumer {:?}, queue {:?}, error {:?}",
+                if dead_letter.raw().is_some() {
+                    "poison"
+                } else {
+                    "typed"
+                },
+                failure.reason.map(|r| r.as_str()),
+                failure.consumer,
+                failure.queue,
+                failure.last_error,
+            );
+            Ok(())
+        }
+    }
+
     /// A service running fulfilment alone registers that one consumer on its worker; the
     /// others run elsewhere. (`build.rs` may instead generate for a choice of consumers,
     /// `Config::consumer`, and `Handlers` then needs those alone.)
@@ -59,11 +84,12 @@ pub mod handlers {
     }
 
     /// Every handler the contract needs: leaving one out does not compile.
-    pub fn all() -> crate::Handlers<Billing, Fulfilment, Notifications> {
+    pub fn all() -> crate::Handlers<Billing, Fulfilment, Notifications, DeadLetters> {
         crate::Handlers {
             fulfil_order: Fulfilment,
             bill_orders: Billing,
             notify_cancellation: Notifications,
+            read_dead_letters: DeadLetters,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The orders demo: declares the contract's topology on a broker, runs the worker, publishes
-//! orders, and prints what was handled, retried and dead-lettered, with reasons.
+//! orders, and prints what was handled, retried and dead-lettered, with reasons (read by the
+//! contract's dead-letter consumer).
 //!
 //! ```sh
 //! cargo run -p warren-example-orders              # against amqp://127.0.0.1:5672
@@ -17,17 +18,16 @@ use warren_example_orders::types::{
     Address, LineItem, Money, OrderCancelled, OrderCancelledReason, OrderHeaders, OrderPlaced,
 };
 use warren_example_orders::{Handlers, Publishers, consumers, topology};
-use warren_runtime::lapin::options::BasicGetOptions;
-use warren_runtime::lapin::types::{AMQPValue, ShortString};
-// The names of the headers warren writes on dead letters.
-use warren_runtime::model::headers;
-use warren_runtime::{Connection, Delivery, HandlerError, Publisher, Worker};
+use warren_runtime::{
+    Connection, DeadLetter, DeadMessage, Delivery, HandlerError, Publisher, Worker,
+};
 
 /// What the handlers saw, per order id.
 #[derive(Default)]
 struct Log {
     attempts: BTreeMap<String, u32>,
     handled: Vec<String>,
+    dead: Vec<String>,
 }
 
 #[derive(Clone, Default)]
@@ -68,8 +68,14 @@ impl consumers::FulfilOrder for Shop {
                 "warehouse timed out",
             )));
         }
+        // A retried delivery carries its failure history: here, why the last attempt failed.
+        let last_error = delivery
+            .failure()
+            .and_then(|failure| failure.last_error.as_deref())
+            .map(|error| format!(" (last error: {error})"))
+            .unwrap_or_default();
         self.handled(format!(
-            "fulfilled order …{} for {} after {} attempt(s), retry count {}",
+            "fulfilled order …{} for {} after {} attempt(s), retry count {}{last_error}",
             short(&id),
             order.customer_id,
             attempt,
@@ -101,6 +107,43 @@ impl consumers::NotifyCancellation for Shop {
             short(&cancelled.order_id.to_string()),
             cancelled.reason
         ));
+        Ok(())
+    }
+}
+
+/// Logs every dead letter with why it died: what an alert or a store of failures reads.
+impl consumers::ReadDeadLetters for Shop {
+    async fn handle(
+        &self,
+        dead_letter: DeadLetter<OrderPlaced, OrderHeaders>,
+    ) -> Result<(), HandlerError> {
+        let failure = dead_letter.failure();
+        let what = match dead_letter.message() {
+            DeadMessage::Typed(delivery) => format!(
+                "order …{} of {}",
+                short(&delivery.payload().order_id.to_string()),
+                delivery.payload().customer_id
+            ),
+            DeadMessage::Raw(raw) => format!(
+                "a `{}` message, {} bytes, not an order ({})",
+                raw.kind.as_deref().unwrap_or("?"),
+                raw.body_len,
+                raw.poison_detail
+            ),
+        };
+        let line = format!(
+            "{what}: reason {}, from consumer {} on queue {}, after {} retries, error \"{}\"",
+            failure.reason.map_or("-", |r| r.as_str()),
+            failure.consumer.as_deref().unwrap_or("-"),
+            failure.queue.as_deref().unwrap_or("-"),
+            failure.retry_count,
+            failure.last_error.as_deref().unwrap_or("-"),
+        );
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .dead
+            .push(line);
         Ok(())
     }
 }
@@ -156,6 +199,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         bill_orders: shop.clone(),
         fulfil_order: shop.clone(),
         notify_cancellation: shop.clone(),
+        read_dead_letters: shop.clone(),
     };
     let running = tokio::spawn(handlers.run(worker));
 
@@ -189,42 +233,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     stop.shutdown();
     running.await??;
 
-    let handled = shop
-        .0
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .handled
-        .clone();
+    let (handled, dead) = {
+        let log = shop.0.lock().unwrap_or_else(|e| e.into_inner());
+        (log.handled.clone(), log.dead.clone())
+    };
     for line in &handled {
         println!("  {line}");
     }
-
-    let channel = connection.create_channel().await?;
-    let dead = ShortString::from(format!("{namespace}orders.dead-letters"));
     println!("\ndead letters:");
-    while let Some(message) = channel
-        .basic_get(dead.clone(), BasicGetOptions { no_ack: true })
-        .await?
-    {
-        let table = message
-            .delivery
-            .properties
-            .headers()
-            .clone()
-            .unwrap_or_default();
-        let text = |key: &str| match table.inner().get(key) {
-            Some(AMQPValue::LongString(s)) => String::from_utf8_lossy(s.as_bytes()).into_owned(),
-            Some(AMQPValue::LongLongInt(n)) => n.to_string(),
-            Some(other) => format!("{other:?}"),
-            None => "-".into(),
-        };
-        println!(
-            "  from consumer {}: reason {}, retries {}, error \"{}\"",
-            text(headers::CONSUMER),
-            text(headers::FAILURE_REASON),
-            text(headers::RETRY_COUNT),
-            text(headers::LAST_ERROR)
-        );
+    for line in &dead {
+        println!("  {line}");
     }
     warren_runtime::delete(&connection, &topology).await?;
     connection.close().await?;

@@ -72,7 +72,7 @@ async fn decoded<M: Message>(
 /// Runs a handler future, turning a panic into a retryable failure rather than a lost
 /// delivery. It runs inside the delivery's own task, so aborting that task at the drain
 /// timeout stops the handler too: nothing keeps running while its message is redelivered.
-async fn guarded<F>(future: F) -> Result<(), (Failure, String)>
+pub(super) async fn guarded<F>(future: F) -> Result<(), (Failure, String)>
 where
     F: std::future::Future<Output = Result<(), HandlerError>>,
 {
@@ -94,7 +94,7 @@ where
 }
 
 /// What a panic said.
-fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+pub(super) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<String>()
         .cloned()

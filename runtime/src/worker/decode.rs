@@ -4,9 +4,7 @@
 
 use std::borrow::Cow;
 use std::io::Read;
-use std::time::{Duration, SystemTime};
 
-use lapin::types::FieldTable;
 use serde_json::Value;
 
 use super::policy::broker_counts;
@@ -15,7 +13,7 @@ use crate::amqp::{header_int, header_str, table_to_json};
 use crate::model::limits::MAX_SHORT_STRING;
 use crate::model::{FailureReason, Queue, headers};
 use crate::schema::Validators;
-use crate::{Delivery, Message};
+use crate::{Delivery, FailureContext, Message};
 
 /// Why a message is poison: the `x-failure-reason` and a description.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +61,7 @@ pub(crate) fn retries_so_far(raw: &lapin::message::Delivery, queue: &Queue) -> u
 /// the name of the queue it was delivered from, and without a failure reason (a dead letter sent
 /// through the default exchange to a dead-letter queue comes the same way, and its count is the
 /// retries of the queue it died in).
-fn is_retry_copy(raw: &lapin::message::Delivery, queue: &Queue) -> bool {
+pub(crate) fn is_retry_copy(raw: &lapin::message::Delivery, queue: &Queue) -> bool {
     raw.exchange.as_str().is_empty()
         && raw.routing_key.as_str() == queue.name
         && header_str(raw.properties.headers().as_ref(), headers::FAILURE_REASON).is_none()
@@ -174,16 +172,43 @@ pub(crate) fn decode<M: Message>(
         )
     })?;
     let (exchange, routing_key) = original_route(raw);
+    let retries = retries_so_far(raw, queue);
     let mut delivery = Delivery::builder(payload, typed_headers)
         .route(exchange, routing_key)
-        .attempt(retries_so_far(raw, queue), raw.redelivered);
+        .attempt(retries, raw.redelivered);
     if let Some(id) = properties.message_id() {
         delivery = delivery.message_id(id.as_str());
     }
-    if let Some(at) = first_failure(table) {
-        delivery = delivery.first_failure(at);
+    if let Some(failure) = failure_so_far(raw, queue, retries) {
+        delivery = delivery.failure(failure);
     }
     Ok(delivery.build())
+}
+
+/// The failure history of `raw`, believed where its retry count is (see [`retries_so_far`]):
+/// warren's headers on its own retry copies; on a queue where the broker counts, only the
+/// count of a redelivery (nothing else was written on it). A producer's `x-last-error` or
+/// `x-first-failure-timestamp` on a first delivery is not history.
+pub(crate) fn failure_so_far(
+    raw: &lapin::message::Delivery,
+    queue: &Queue,
+    retries: u32,
+) -> Option<FailureContext> {
+    if broker_counts(queue) {
+        return (retries > 0).then(|| FailureContext {
+            retry_count: retries,
+            ..FailureContext::default()
+        });
+    }
+    if !is_retry_copy(raw, queue) {
+        return None;
+    }
+    let mut failure = FailureContext::from_headers(raw.properties.headers().as_ref())?;
+    // The count is the one the worker believed, whatever else the headers say; and a retry
+    // copy is no dead letter (the `x-death` of its hop through a wait queue says `expired`).
+    failure.retry_count = retries;
+    failure.reason = None;
+    Some(failure)
 }
 
 /// A body of the worker's cap holds at most one JSON value (or object member) per this many
@@ -232,11 +257,6 @@ fn more_items_than(body: &[u8], max: usize) -> bool {
         }
     }
     false
-}
-
-fn first_failure(table: Option<&FieldTable>) -> Option<SystemTime> {
-    let millis = u64::try_from(header_int(table, headers::FIRST_FAILURE)?).ok()?;
-    SystemTime::UNIX_EPOCH.checked_add(Duration::from_millis(millis))
 }
 
 /// Undoes `content-encoding`, refusing to inflate beyond `max` bytes (a zip bomb stops at

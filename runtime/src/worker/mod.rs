@@ -9,6 +9,7 @@
 mod acks;
 mod breaker;
 mod consume;
+mod dead_letters;
 pub(crate) mod decode;
 mod policy;
 mod runner;
@@ -20,6 +21,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
+
+pub use dead_letters::DeadLetterHandler;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use dead_letters::dead_letter;
 
 use crate::model::{Queue, Topology};
 use crate::{Connection, Delivery, HandlerError, Message, WorkerError};
@@ -277,6 +282,18 @@ impl Worker {
             .push(Box::new(consume::Single::<M, H>::new(spec, handler)));
     }
 
+    /// Adds a dead-letter consumer.
+    fn add_dead_letters<M: Message, H: DeadLetterHandler<M>>(
+        &mut self,
+        spec: ConsumerSpec,
+        handler: H,
+    ) {
+        self.consumers
+            .push(Box::new(dead_letters::DeadLetters::<M, H>::new(
+                spec, handler,
+            )));
+    }
+
     /// Adds a consumer handling messages in batches.
     fn add_batch<M: Message, H: BatchHandler<M>>(
         &mut self,
@@ -364,4 +381,16 @@ pub fn add_batch<M: Message, H: BatchHandler<M>>(
     handler: H,
 ) {
     worker.add_batch::<M, H>(spec, batch, handler);
+}
+
+/// Adds a dead-letter consumer to `worker`: every message of its queue reaches `handler` as a
+/// [`crate::DeadLetter`], poison included. What the generated `consumers::register` functions of
+/// a `dead_letters: true` consumer call (`warren_runtime::codegen::add_dead_letters`); not a
+/// stable API.
+pub fn add_dead_letters<M: Message, H: DeadLetterHandler<M>>(
+    worker: &mut Worker,
+    spec: ConsumerSpec,
+    handler: H,
+) {
+    worker.add_dead_letters::<M, H>(spec, handler);
 }

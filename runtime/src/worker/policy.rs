@@ -1,7 +1,7 @@
 //! What happens to a delivery that failed: the queue's retry policy applied to one failure.
 //! Pure decisions, so the model is testable without a broker.
 
-use crate::model::{Exhausted, FailureReason, OnPoison, Queue, QueueKind, Retry};
+use crate::model::{Exhausted, FailureReason, OnPoison, QUORUM_UNLIMITED, Queue, QueueKind, Retry};
 
 /// Dead-lettering `queue`'s delivery for `reason`: to the dead-letter exchange, or, with
 /// none, discarded.
@@ -129,7 +129,18 @@ pub(crate) fn decide(queue: &Queue, retries: u32, failure: Failure, jitter: f64)
                     retry_count: retries.saturating_add(1),
                 }
             }
-            Retry::QuorumNative => Outcome::Requeue { exhausted: false },
+            // The broker counts deliveries and dead-letters past `x-delivery-limit`, with only
+            // its `x-death`. On the last delivery the limit allows (`x-delivery-count` equal
+            // to it), the worker dead-letters the message itself, with the context the other
+            // modes give; the broker's limit stays the backstop for a worker that crashes on
+            // it. No limit (`QUORUM_UNLIMITED`, a queue with nowhere to dead-letter) or no
+            // count believed: back to the queue.
+            Retry::QuorumNative => match queue.quorum_delivery_limit() {
+                Some(limit) if limit != QUORUM_UNLIMITED && retries >= limit => {
+                    dead_letter(FailureReason::Exhausted)
+                }
+                _ => Outcome::Requeue { exhausted: false },
+            },
         },
     }
 }
@@ -285,6 +296,45 @@ mod tests {
             Outcome::DeadLetter {
                 reason: FailureReason::Exhausted
             }
+        );
+    }
+
+    /// quorum-native: requeued until the delivery the limit allows last (`x-delivery-count`
+    /// equal to the limit), which the worker dead-letters itself, with its context, before
+    /// the broker would with only `x-death`.
+    #[test]
+    fn quorum_native_dead_letters_the_last_allowed_delivery() {
+        let mut q = queue(QueueKind::Quorum, Retry::QuorumNative);
+        q.delivery_limit = Some(2);
+        let outcomes: Vec<_> = (0..4)
+            .map(|n| decide(&q, n, Failure::Retryable, 0.0))
+            .collect();
+        let requeue = Outcome::Requeue { exhausted: false };
+        let dead = Outcome::DeadLetter {
+            reason: FailureReason::Exhausted,
+        };
+        assert_eq!(
+            outcomes,
+            [requeue.clone(), requeue.clone(), dead.clone(), dead]
+        );
+        // The derived limit (none set): 1, so the first redelivery is the last.
+        q.delivery_limit = None;
+        assert_eq!(decide(&q, 0, Failure::Retryable, 0.0), requeue);
+        assert_eq!(
+            decide(&q, 1, Failure::Retryable, 0.0),
+            Outcome::DeadLetter {
+                reason: FailureReason::Exhausted
+            }
+        );
+        // Nowhere to dead-letter: no limit, requeued for good, never discarded.
+        q.dead_letter = None;
+        assert_eq!(decide(&q, u32::MAX, Failure::Retryable, 0.0), requeue);
+        // An explicit limit of "unlimited" is no limit either.
+        let mut unlimited = queue(QueueKind::Quorum, Retry::QuorumNative);
+        unlimited.delivery_limit = Some(crate::model::QUORUM_UNLIMITED);
+        assert_eq!(
+            decide(&unlimited, u32::MAX, Failure::Retryable, 0.0),
+            requeue
         );
     }
 

@@ -12,8 +12,8 @@ use lapin::options::{BasicNackOptions, BasicRejectOptions};
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 
 use super::acks::Taken;
-use super::decode::original_route;
-use super::policy::{Failure, Outcome, dead_letter_outcome, decide};
+use super::decode::{is_retry_copy, original_route};
+use super::policy::{Failure, Outcome, broker_counts, dead_letter_outcome, decide};
 use crate::Publisher;
 use crate::connection::backoff;
 use crate::error::Chain;
@@ -245,14 +245,27 @@ impl Settler {
         set(headers::ORIGINAL_EXCHANGE, text(&exchange));
         set(headers::ORIGINAL_ROUTING_KEY, text(&routing_key));
         set(headers::CONSUMER, text(self.consumer));
+        set(headers::FAILED_QUEUE, text(&self.queue.name));
+        let now = unix_millis();
+        set(headers::LAST_FAILURE, AMQPValue::LongLongInt(now));
         if let Some(reason) = reason {
             set(headers::FAILURE_REASON, text(reason));
         }
         let mut inner = table.inner().clone();
         inner.remove(headers::DELIVERY_COUNT);
+        if reason.is_none() {
+            // A producer's `x-failure-reason` on a retry copy would make the copy look like a
+            // dead letter, its retry count unbelieved, and its retries endless.
+            inner.remove(headers::FAILURE_REASON);
+        }
+        // The first failure is kept only where warren wrote it: on its own retry copies. A
+        // producer's value on a first delivery is not history.
+        if broker_counts(&self.queue) || !is_retry_copy(raw, &self.queue) {
+            inner.remove(headers::FIRST_FAILURE);
+        }
         inner
             .entry(ShortString::from(headers::FIRST_FAILURE))
-            .or_insert_with(|| AMQPValue::LongLongInt(unix_millis()));
+            .or_insert_with(|| AMQPValue::LongLongInt(now));
         // Built afresh rather than cloned, property by property (see `restore`).
         restore(&raw.properties, BasicProperties::default())
             .with_headers(FieldTable::from(inner))

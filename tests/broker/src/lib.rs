@@ -1,14 +1,13 @@
 //! The runtime against a real RabbitMQ, through code generated from `contracts/warren.yaml`.
 //!
-//! Every test starts a [`Harness`]: its own connection, the contract's topology under a
-//! namespace of its own (so tests share one broker without seeing each other's messages),
-//! a worker running one recording handler for every consumer, and typed publishers. The
+//! Every test starts a [`Harness`], built on the public test kit (`warren-testkit`, which
+//! every test here exercises): its own connection, the contract's topology deployed under a
+//! namespace of its own (so tests share one broker without seeing each other's messages), a
+//! worker running one recording handler for every consumer, and typed publishers. The
 //! handler does what each job's `behaviour` says and records every attempt.
 
 include!(concat!(env!("OUT_DIR"), "/jobs.rs"));
 
-mod private;
-pub use private::PrivateBroker;
 pub mod raw;
 
 use std::collections::HashMap;
@@ -17,12 +16,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lapin::BasicProperties;
-use lapin::options::{BasicGetOptions, BasicPublishOptions, ConfirmSelectOptions};
 use lapin::types::{AMQPValue, FieldTable, ShortString};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Semaphore;
 use warren_runtime::{
-    Connection, Delivery, HandlerError, Publisher, ShutdownHandle, Worker, WorkerError,
+    Connection, DeadLetter, Delivery, FailureContext, HandlerError, Worker, WorkerError,
 };
+use warren_testkit::{Changes, Deployed, RunningWorker, TestBroker};
+pub use warren_testkit::{DeadMessage, PrivateBroker, amqp_url};
 
 /// One attempt a handler saw.
 #[derive(Debug, Clone)]
@@ -37,16 +37,19 @@ pub struct Attempt {
     pub message_id: Option<String>,
     /// The tenant header.
     pub tenant: String,
+    /// The delivery's failure history.
+    pub failure: Option<FailureContext>,
 }
 
 struct State {
     attempts: Mutex<HashMap<String, Vec<Attempt>>>,
     batches: Mutex<Vec<Vec<String>>>,
-    changed: Notify,
+    changed: Changes,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     gate: Semaphore,
     outage: AtomicBool,
+    dead_letters: Mutex<Vec<DeadLetter<types::Job, types::JobHeaders>>>,
 }
 
 impl Default for State {
@@ -54,11 +57,12 @@ impl Default for State {
         Self {
             attempts: Mutex::default(),
             batches: Mutex::default(),
-            changed: Notify::new(),
+            changed: Changes::default(),
             in_flight: AtomicUsize::new(0),
             max_in_flight: AtomicUsize::new(0),
             gate: Semaphore::new(0),
             outage: AtomicBool::new(false),
+            dead_letters: Mutex::default(),
         }
     }
 }
@@ -69,6 +73,8 @@ pub struct Recorder(Arc<State>);
 
 /// [`Handlers`] with every consumer of the test contract handled by a [`Recorder`].
 pub type Recorded = Handlers<
+    Recorder,
+    Recorder,
     Recorder,
     Recorder,
     Recorder,
@@ -106,6 +112,8 @@ pub fn handlers(recorder: &Recorder) -> Recorded {
         run_outage: recorder.clone(),
         run_chaos: recorder.clone(),
         run_sibling: recorder.clone(),
+        read_dead: recorder.clone(),
+        run_failing: recorder.clone(),
     }
 }
 
@@ -121,6 +129,7 @@ impl Recorder {
             retry_count: delivery.retry_count(),
             message_id: delivery.message_id().map(str::to_owned),
             tenant: delivery.headers().tenant.clone(),
+            failure: delivery.failure().cloned(),
         };
         let mut attempts = self.0.attempts.lock().unwrap_or_else(|e| e.into_inner());
         let list = attempts
@@ -130,7 +139,7 @@ impl Recorder {
         // Attempts by this consumer only: a sibling queue sees the same job.
         let index = list.iter().filter(|a| a.consumer == consumer).count() - 1;
         drop(attempts);
-        self.0.changed.notify_waiters();
+        self.0.changed.notify();
         index
     }
 
@@ -167,7 +176,7 @@ impl Recorder {
             types::JobBehaviour::Hold => {
                 let now = self.0.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
                 self.0.max_in_flight.fetch_max(now, Ordering::SeqCst);
-                self.0.changed.notify_waiters();
+                self.0.changed.notify();
                 let permit = self.0.gate.acquire().await;
                 drop(permit);
                 self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
@@ -183,7 +192,7 @@ impl Recorder {
                     std::hint::spin_loop();
                 }
                 self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
-                self.0.changed.notify_waiters();
+                self.0.changed.notify();
                 Ok(())
             }
             types::JobBehaviour::Slow => {
@@ -207,13 +216,7 @@ impl Recorder {
 
     /// Waits until `done` holds or `timeout` passes.
     pub async fn wait(&self, timeout: Duration, done: impl Fn() -> bool) {
-        let deadline = tokio::time::Instant::now() + timeout;
-        while !done() {
-            let changed = self.0.changed.notified();
-            if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                return;
-            }
-        }
+        self.0.changed.wait_until(timeout, done).await;
     }
 
     /// Handlers holding now, and the most there ever were.
@@ -236,6 +239,37 @@ impl Recorder {
         attempts
             .values()
             .filter(|list| list.iter().any(|a| a.consumer == consumer))
+            .count()
+    }
+
+    /// Waits until the dead-letter consumer has seen `n` dead letters, or `timeout` passes,
+    /// and returns those it saw.
+    pub async fn wait_dead_letters(
+        &self,
+        n: usize,
+        timeout: Duration,
+    ) -> Vec<DeadLetter<types::Job, types::JobHeaders>> {
+        let seen = || {
+            self.0
+                .dead_letters
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+        };
+        self.wait(timeout, || seen().len() >= n).await;
+        seen()
+    }
+
+    /// How many times the dead-letter consumer saw job `id`.
+    pub fn dead_letters_of(&self, id: &str) -> usize {
+        let letters = self
+            .0
+            .dead_letters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        letters
+            .iter()
+            .filter(|l| l.typed().is_some_and(|d| d.payload().id.as_str() == id))
             .count()
     }
 
@@ -285,7 +319,34 @@ handle_with_recorder!(
     RunSpin,
     RunOutage,
     RunChaos,
+    RunFailing,
 );
+
+impl consumers::ReadDead for Recorder {
+    async fn handle(
+        &self,
+        dead_letter: DeadLetter<types::Job, types::JobHeaders>,
+    ) -> Result<(), HandlerError> {
+        // A job whose id starts with `dl-fail` fails the dead-letter handler the first time.
+        let fail = dead_letter.typed().is_some_and(|d| {
+            let id = d.payload().id.as_str();
+            let seen = self.dead_letters_of(id);
+            id.starts_with("dl-fail") && seen == 0
+        });
+        self.0
+            .dead_letters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(dead_letter);
+        self.0.changed.notify();
+        if fail {
+            return Err(HandlerError::retryable(std::io::Error::other(
+                "the dead-letter store is down",
+            )));
+        }
+        Ok(())
+    }
+}
 
 impl consumers::RunBatch for Recorder {
     async fn handle_batch(
@@ -317,6 +378,10 @@ impl consumers::RunBatch for Recorder {
 }
 
 /// A test's own broker state: connection, namespaced topology, worker, publishers.
+///
+/// Dropped without [`Harness::stop`] (a test that failed), its worker is stopped and its
+/// queues and exchanges removed all the same (by the kit), so the shared broker does not
+/// collect queues run after run.
 pub struct Harness {
     /// The connection.
     pub connection: Connection,
@@ -326,50 +391,15 @@ pub struct Harness {
     pub publishers: Publishers,
     /// The handler of every consumer.
     pub recorder: Recorder,
-    /// A plain lapin channel in confirm mode, reopened after a reconnect.
-    raw: Mutex<lapin::Channel>,
-    shutdown: ShutdownHandle,
-    worker: tokio::task::JoinHandle<Result<(), WorkerError>>,
+    // Declared before `deployed`: dropped first, the worker stops before its queues go.
+    worker: RunningWorker,
+    /// The topology as the kit deployed it.
+    pub deployed: Deployed,
+    broker: TestBroker,
     _slot: Option<tokio::sync::SemaphorePermit<'static>>,
-    url: String,
-    stopped: bool,
-}
-
-impl Drop for Harness {
-    /// A test that failed before [`Harness::stop`] still removes what it declared, so the
-    /// shared broker does not collect queues run after run.
-    fn drop(&mut self) {
-        if self.stopped {
-            return;
-        }
-        self.shutdown.shutdown();
-        self.worker.abort();
-        let topology = self.topology.clone();
-        let url = self.url.clone();
-        let cleanup = std::thread::spawn(move || {
-            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            runtime.block_on(async move {
-                if let Ok(connection) = Connection::connect(&url, "warren-test-cleanup").await {
-                    let _ = warren_runtime::delete(&connection, &topology).await;
-                    let _ = connection.close().await;
-                }
-            });
-        });
-        let _ = cleanup.join();
-    }
 }
 
 static SLOTS: Semaphore = Semaphore::const_new(3);
-
-/// The broker the tests run against: `AMQP_URL`, else the local one.
-pub fn amqp_url() -> String {
-    std::env::var("AMQP_URL").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned())
-}
 
 impl Harness {
     /// Declares the contract under a fresh namespace and starts a worker on it.
@@ -415,7 +445,7 @@ impl Harness {
         .await
     }
 
-    /// Declares the contract under a fresh namespace on the broker at `url`, and starts a
+    /// Deploys the contract under a fresh namespace on the broker at `url`, and starts a
     /// worker configured by `configure` with the consumers `register` adds.
     async fn start_on(
         url: &str,
@@ -423,43 +453,28 @@ impl Harness {
         configure: impl FnOnce(Worker) -> Worker,
         register: impl FnOnce(&Recorder, &mut Worker),
     ) -> Self {
-        let connection = Connection::builder(&format!("warren-test-{test}"))
-            .url(url)
-            .reconnect_backoff(Duration::from_millis(50), Duration::from_secs(1))
-            .connect()
-            .await
-            .expect("the test broker answers at AMQP_URL (bash build-support/scripts/test.sh starts one)");
-        let namespace = format!("test.{test}.{}.", uuid::Uuid::now_v7().simple());
-        let topology = topology().namespaced(&namespace);
-        warren_runtime::declare(&connection, &topology)
-            .await
-            .expect("the topology declares");
-        let publisher = Publisher::new(&connection, &topology)
-            .await
-            .expect("a publishing channel");
+        let broker = TestBroker::at(url).await;
+        let deployed = broker.deploy(test, &topology()).await;
+        let publishers = Publishers::new(deployed.publisher().await);
         let recorder = Recorder::default();
-        let mut worker = configure(Worker::new(connection.clone(), topology.clone()));
-        let shutdown = worker.shutdown_handle();
+        let mut worker = configure(deployed.worker());
         register(&recorder, &mut worker);
-        let worker = tokio::spawn(worker.run());
-        let raw = Mutex::new(raw_channel(&connection).await);
+        let worker = deployed.start(worker);
         Self {
-            connection,
-            topology,
-            publishers: Publishers::new(publisher),
+            connection: broker.connection().clone(),
+            topology: deployed.topology().clone(),
+            publishers,
             recorder,
-            raw,
-            shutdown,
             worker,
+            deployed,
+            broker,
             _slot: None,
-            url: url.to_owned(),
-            stopped: false,
         }
     }
 
     /// A namespaced name.
     pub fn name(&self, name: &str) -> String {
-        self.topology.qualified(name)
+        self.deployed.name(name)
     }
 
     /// Publishes a job through the generated publisher.
@@ -473,12 +488,13 @@ impl Harness {
     /// Publishes raw bytes to the contract's exchange, bypassing every check, as a faulty
     /// or hostile producer would. The job headers are added to any in `properties`.
     pub async fn publish_raw(&self, routing_key: &str, body: &[u8], properties: BasicProperties) {
-        self.publish_raw_to(&self.name("jobs"), routing_key, body, properties)
+        self.publish_raw_to("jobs", routing_key, body, properties)
             .await;
     }
 
-    /// Like [`Harness::publish_raw`], to `exchange` (`""`, the default exchange, routes to
-    /// the queue named by `routing_key`, as warren's retry copies go).
+    /// Like [`Harness::publish_raw`], to `exchange` as the contract names it (`""`, the
+    /// default exchange, routes to the queue named by `routing_key`, as warren's retry copies
+    /// go).
     pub async fn publish_raw_to(
         &self,
         exchange: &str,
@@ -491,112 +507,32 @@ impl Harness {
             headers.insert(key.clone(), value.clone());
         }
         let properties = properties.with_headers(headers).with_delivery_mode(2);
-        self.raw()
-            .await
-            .basic_publish(
-                ShortString::from(exchange),
-                ShortString::from(routing_key),
-                BasicPublishOptions::default(),
-                body,
-                properties,
-            )
-            .await
-            .expect("published")
-            .await
-            .expect("confirmed");
+        self.deployed
+            .publish_raw(exchange, routing_key, body, properties)
+            .await;
     }
 
     /// Takes the dead letters, waiting until there are `n` or `timeout` passes.
-    pub async fn dead_letters(
-        &self,
-        n: usize,
-        timeout: Duration,
-    ) -> Vec<lapin::message::BasicGetMessage> {
-        let deadline = Instant::now() + timeout;
-        let mut found = Vec::new();
-        let queue = ShortString::from(self.name("dead"));
-        while found.len() < n && Instant::now() < deadline {
-            match self
-                .raw()
-                .await
-                .basic_get(queue.clone(), BasicGetOptions { no_ack: true })
-                .await
-                .expect("basic.get")
-            {
-                Some(message) => found.push(message),
-                None => tokio::time::sleep(Duration::from_millis(50)).await,
-            }
-        }
-        found
+    pub async fn dead_letters(&self, n: usize, timeout: Duration) -> Vec<DeadMessage> {
+        self.deployed.take_dead_letters("dead", n, timeout).await
     }
 
     /// Ready messages in queue `name`.
     pub async fn ready(&self, name: &str) -> u32 {
-        let queue = self
-            .raw()
-            .await
-            .queue_declare(
-                ShortString::from(self.name(name)),
-                lapin::options::QueueDeclareOptions {
-                    passive: true,
-                    ..Default::default()
-                },
-                FieldTable::default(),
-            )
-            .await
-            .expect("the queue exists");
-        queue.message_count()
-    }
-
-    /// The raw channel, reopened if the connection was lost since.
-    async fn raw(&self) -> lapin::Channel {
-        let current = self.raw.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if current.status().connected() {
-            return current;
-        }
-        let reopened = raw_channel(&self.connection).await;
-        *self.raw.lock().unwrap_or_else(|e| e.into_inner()) = reopened.clone();
-        reopened
+        self.deployed.ready(name).await
     }
 
     /// Stops the worker only, keeping the queues and their messages.
     pub async fn shutdown_worker(&mut self) -> Result<(), WorkerError> {
-        self.shutdown.shutdown();
-        let outcome = (&mut self.worker).await.expect("the worker task ends");
-        self.worker = tokio::spawn(async { Ok(()) });
-        outcome
+        self.worker.stop().await
     }
 
     /// Stops the worker, and removes the test's queues and exchanges.
     pub async fn stop(mut self) -> Result<(), WorkerError> {
-        self.shutdown.shutdown();
-        let outcome = (&mut self.worker).await.expect("the worker task ends");
-        warren_runtime::delete(&self.connection, &self.topology)
-            .await
-            .expect("cleaned up");
-        let _ = self.connection.close().await;
-        self.stopped = true;
+        let outcome = self.worker.stop().await;
+        self.deployed.cleanup().await;
+        self.broker.close().await;
         outcome
-    }
-}
-
-/// A confirm-mode channel on `connection`, waiting (up to a minute) while it reconnects.
-async fn raw_channel(connection: &Connection) -> lapin::Channel {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        match connection.create_channel().await {
-            Ok(channel) => {
-                channel
-                    .confirm_select(ConfirmSelectOptions::default())
-                    .await
-                    .expect("confirm mode");
-                return channel;
-            }
-            Err(error) if Instant::now() > deadline => {
-                panic!("no channel within a minute: {error}")
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
     }
 }
 
@@ -631,26 +567,13 @@ pub fn job(id: &str, behaviour: types::JobBehaviour) -> types::Job {
 }
 
 /// A header of a dead letter, as text.
-pub fn header(message: &lapin::message::BasicGetMessage, key: &str) -> Option<String> {
-    let table = message.delivery.properties.headers().as_ref()?;
-    Some(match table.inner().get(key)? {
-        AMQPValue::LongString(s) => String::from_utf8_lossy(s.as_bytes()).into_owned(),
-        AMQPValue::ShortString(s) => s.to_string(),
-        AMQPValue::LongLongInt(i) => i.to_string(),
-        AMQPValue::LongInt(i) => i.to_string(),
-        other => format!("{other:?}"),
-    })
+pub fn header(message: &DeadMessage, key: &str) -> Option<String> {
+    message.header(key)
 }
 
 /// What the connection's guard says it cut from `message`'s headers.
-pub fn cut_detail(message: &lapin::message::BasicGetMessage) -> String {
-    let headers = message
-        .delivery
-        .properties
-        .headers()
-        .clone()
-        .unwrap_or_default();
-    match headers.inner().get("x-headers-cut") {
+pub fn cut_detail(message: &DeadMessage) -> String {
+    match message.headers.inner().get("x-headers-cut") {
         Some(AMQPValue::FieldTable(cut)) => match cut.inner().get("detail") {
             Some(AMQPValue::LongString(detail)) => detail.to_string(),
             other => format!("{other:?}"),

@@ -160,7 +160,7 @@ async fn confirmed_messages_survive_three_broker_kills() {
         .await
         .iter()
         .filter_map(|message| {
-            let body: serde_json::Value = serde_json::from_slice(&message.delivery.data).ok()?;
+            let body: serde_json::Value = serde_json::from_slice(&message.body).ok()?;
             let _ = header(message, "x-failure-reason");
             Some(body["id"].as_str()?.to_owned())
         })

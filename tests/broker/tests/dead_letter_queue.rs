@@ -9,13 +9,12 @@
 use std::time::Duration;
 
 use lapin::BasicProperties;
-use lapin::options::{
-    BasicAckOptions, BasicGetOptions, BasicPublishOptions, BasicRejectOptions, ConfirmSelectOptions,
-};
+use lapin::options::{BasicAckOptions, BasicGetOptions, BasicRejectOptions};
 use lapin::types::ShortString;
 use warren_broker_tests::amqp_url;
 use warren_runtime::Connection;
 use warren_runtime::model::Topology;
+use warren_testkit::TestBroker;
 
 /// Takes the message from `queue` on a channel of its own, without acknowledging it, or
 /// says why not.
@@ -77,9 +76,7 @@ async fn return_three_times(connection: &Connection, queue: &str) -> Result<Vec<
 
 #[tokio::test]
 async fn a_dead_letter_returned_three_times_is_still_there() {
-    let connection = Connection::connect(&amqp_url(), "warren-test-dlq")
-        .await
-        .expect("the test broker answers at AMQP_URL");
+    let broker = TestBroker::from_env().await;
     let example = warren_example_orders::topology();
     let dead_letters = example
         .queue("orders.dead-letters")
@@ -89,37 +86,25 @@ async fn a_dead_letter_returned_three_times_is_still_there() {
         dead_letters.dead_letter.is_none(),
         "the case under test is a queue with nowhere to dead-letter"
     );
-    let namespace = format!("test.dlq.{}.", uuid::Uuid::now_v7().simple());
-    let topology = Topology::new(Vec::new(), vec![dead_letters], Vec::new()).namespaced(&namespace);
-    warren_runtime::declare(&connection, &topology)
-        .await
-        .expect("the queue declares");
-    let queue = format!("{namespace}orders.dead-letters");
-    let publishing = connection.create_channel().await.expect("a channel");
-    publishing
-        .confirm_select(ConfirmSelectOptions::default())
-        .await
-        .expect("confirm mode");
-    publishing
-        .basic_publish(
-            ShortString::from(""),
-            ShortString::from(queue.as_str()),
-            BasicPublishOptions::default(),
+    let topology = Topology::new(Vec::new(), vec![dead_letters], Vec::new());
+    let deployed = broker.deploy("dlq", &topology).await;
+    let queue = deployed.name("orders.dead-letters");
+    deployed
+        .publish_raw(
+            "",
+            &queue,
             b"a dead letter",
             BasicProperties::default().with_delivery_mode(2),
         )
-        .await
-        .expect("published")
-        .await
-        .expect("confirmed");
+        .await;
     let outcome = tokio::time::timeout(
         Duration::from_secs(30),
-        return_three_times(&connection, &queue),
+        return_three_times(broker.connection(), &queue),
     )
     .await;
     // Removed before asserting, so a failure leaves nothing on the shared broker.
-    let _ = warren_runtime::delete(&connection, &topology).await;
-    let _ = connection.close().await;
+    deployed.cleanup().await;
+    broker.close().await;
     let body = outcome
         .expect("the returns finish within 30 s")
         .expect("the dead letter survives three returns");

@@ -92,7 +92,7 @@ async fn near_frame_max() {
     }
     let retried = dead
         .iter()
-        .find(|m| String::from_utf8_lossy(&m.delivery.data).contains("big-retry"))
+        .find(|m| String::from_utf8_lossy(&m.body).contains("big-retry"))
         .expect("big-retry dead-lettered");
     assert_eq!(
         header(retried, "x-failure-reason").as_deref(),

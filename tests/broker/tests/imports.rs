@@ -10,34 +10,17 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lapin::options::QueueDeclareOptions;
-use lapin::types::{FieldTable, ShortString};
 use warren_broker_tests::amqp_url;
 use warren_example_orders::types::{OrderHeaders, OrderPlaced};
 use warren_runtime::model::{Exchange, ExchangeKind, Topology};
 use warren_runtime::{
     Connection, DeclareError, Delivery, HandlerError, ImportProblem, Publisher, Worker,
 };
+use warren_testkit::queue_exists;
 
 /// A namespace of this test's own.
 fn namespace(what: &str) -> String {
     format!("test.imports.{what}.{}.", std::process::id())
-}
-
-/// Whether queue `name` exists, asked on a channel of its own (a miss closes it).
-async fn queue_exists(connection: &Connection, name: &str) -> bool {
-    let channel = connection.create_channel().await.expect("a channel");
-    channel
-        .queue_declare(
-            ShortString::from(name),
-            QueueDeclareOptions {
-                passive: true,
-                ..QueueDeclareOptions::default()
-            },
-            FieldTable::default(),
-        )
-        .await
-        .is_ok()
 }
 
 /// An order as the orders team publishes it.

@@ -248,7 +248,7 @@ async fn ttl_backoff_waits_longer_each_time_and_dead_letters_with_the_final_erro
     );
     assert!(header(message, "x-first-failure-timestamp").is_some_and(|t| t.parse::<i64>().is_ok()));
     // The dead letter keeps the routing key the DLX bindings expect: the original one.
-    assert_eq!(message.delivery.routing_key.as_str(), "job.backoff");
+    assert_eq!(message.routing_key.as_str(), "job.backoff");
     // The sibling saw the message once.
     let sibling = h
         .recorder
@@ -260,14 +260,17 @@ async fn ttl_backoff_waits_longer_each_time_and_dead_letters_with_the_final_erro
     h.stop().await.expect("clean shutdown");
 }
 
+/// quorum-native: the broker counts deliveries; on the last one its `x-delivery-limit` allows,
+/// the worker dead-letters the message itself, with the same context the other modes give
+/// (the broker alone would add only its `x-death`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn quorum_native_lets_the_broker_dead_letter_after_the_limit() {
+async fn quorum_native_dead_letters_the_last_delivery_with_its_context() {
     let h = Harness::start("native").await;
     h.submit("native", job("limited", JobBehaviour::Retryable))
         .await;
     let dead = h.dead_letters(1, WAIT).await;
     assert_eq!(dead.len(), 1);
-    // delivery_limit 2: deliveries 0, 1, 2, then the broker dead-letters.
+    // delivery_limit 2: deliveries 0, 1, 2; the worker dead-letters the last.
     let counts: Vec<u32> = h
         .recorder
         .attempts("limited")
@@ -276,15 +279,24 @@ async fn quorum_native_lets_the_broker_dead_letter_after_the_limit() {
         .collect();
     assert_eq!(counts, [0, 1, 2]);
     let message = &dead[0];
-    assert!(
-        header(message, "x-death").is_some(),
-        "the broker's own dead-letter record"
+    assert_eq!(
+        header(message, "x-failure-reason").as_deref(),
+        Some("exhausted")
     );
     assert_eq!(
-        header(message, "x-failure-reason"),
-        None,
-        "the broker adds no reason"
+        header(message, "x-last-error").as_deref(),
+        Some("attempt 2 of limited failed")
     );
+    assert_eq!(header(message, "x-retry-count").as_deref(), Some("2"));
+    assert_eq!(header(message, "x-failed-queue"), Some(h.name("native")));
+    assert_eq!(header(message, "x-consumer").as_deref(), Some("run_native"));
+    assert!(header(message, "x-last-failure-timestamp").is_some());
+    assert_eq!(
+        header(message, "x-death"),
+        None,
+        "dead-lettered by the worker, not by the broker's limit"
+    );
+    assert_eq!(h.ready("native").await, 0, "settled once, not also kept");
     h.stop().await.expect("clean shutdown");
 }
 

@@ -2,10 +2,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Checker, entry, has_dead_letter_exchange};
+use super::{Checker, dead_letter_of, entry, has_dead_letter_exchange};
 use crate::check::list;
 use crate::diagnostics::{Code, YamlPath};
 use crate::format::{Consumer, OnPoison, Queue, QueueKind};
+use crate::routing::KeyTemplate;
 
 impl Checker<'_> {
     /// Consumer settings, what their queues receive, and what happens to poison messages.
@@ -19,7 +20,12 @@ impl Checker<'_> {
             let Some(queue) = file.queues.get(&consumer.queue) else {
                 continue;
             };
-            self.poison_loss(name, consumer, queue, &path);
+            if consumer.dead_letters == Some(true) {
+                // Poison reaches a dead-letter consumer raw: it is never lost to decoding.
+                self.dead_letter_consumer(name, consumer, &path);
+            } else {
+                self.poison_loss(name, consumer, queue, &path);
+            }
             self.message_mismatch(name, &consumer.queue, &consumer.message);
         }
         self.conflicting_consumers(by_queue);
@@ -101,6 +107,67 @@ impl Checker<'_> {
                 );
             }
         }
+    }
+
+    /// A dead-letter consumer handles one dead letter at a time, from a queue that some
+    /// queue's dead-letter exchange routes into.
+    fn dead_letter_consumer(&mut self, name: &str, consumer: &Consumer, path: &YamlPath) {
+        if consumer.batch.is_some() {
+            self.error(
+                Code::BadConsumer,
+                &path.key("batch"),
+                format!("dead-letter consumer `{name}` cannot take batches: each dead letter is settled on its own"),
+                "remove `batch`, or `dead_letters: true`",
+            );
+        }
+        let fed_by: Vec<&str> = self
+            .file
+            .queues
+            .iter()
+            .filter(|(source, _)| *source != &consumer.queue)
+            .filter(|(source, queue)| self.dead_letters_into(source, queue, &consumer.queue))
+            .map(|(source, _)| source.as_str())
+            .collect();
+        if fed_by.is_empty() {
+            self.warn(
+                Code::NoDeadLetters,
+                &path.key("dead_letters"),
+                format!("dead-letter consumer `{name}` reads queue `{}`, which no queue of this contract dead-letters into", consumer.queue),
+                format!("bind queue `{}` to the `dead_letter` exchange of the queues whose failures it should read, or drop `dead_letters: true`", consumer.queue),
+            );
+        }
+    }
+
+    /// Whether queue `source`'s dead letters reach queue `target`: through its dead-letter
+    /// exchange with its dead-letter routing key, or, without one, with the keys of the
+    /// messages known to reach `source` (any binding from the exchange to `target` when none
+    /// is known).
+    fn dead_letters_into(&self, source: &str, queue: &Queue, target: &str) -> bool {
+        let Some(dl) = dead_letter_of(queue) else {
+            return false;
+        };
+        let keys: Vec<KeyTemplate> = match &dl.routing_key {
+            Some(key) => KeyTemplate::parse(key).into_iter().collect(),
+            None => self
+                .reaching
+                .get(source)
+                .into_iter()
+                .flatten()
+                .filter_map(|p| self.file.publishers.get(*p))
+                .filter_map(|p| {
+                    KeyTemplate::parse(p.routing_key.as_deref().unwrap_or_default()).ok()
+                })
+                .collect(),
+        };
+        if keys.is_empty() {
+            return self.file.bindings.iter().any(|binding| {
+                binding.exchange == dl.exchange && binding.queue.as_deref() == Some(target)
+            });
+        }
+        keys.iter().any(|key| {
+            let reach = self.graph.route(&dl.exchange, key);
+            reach.queues.contains(target) || reach.maybe.contains(target)
+        })
     }
 
     /// A consumed queue must dead-letter messages that cannot be decoded or validated, unless

@@ -1,28 +1,47 @@
 //! A RabbitMQ node of a test's own, for the tests that kill, restart or block it: its own
-//! port, data dir and node name, started with `build-support/scripts/rabbitmq-local.sh`.
-//! The shared broker on 5672 is never touched.
+//! port, data dir and node name, started with warren's `build-support/scripts/rabbitmq-local.sh`
+//! (built into the kit). The shared broker on 5672 is never touched.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// A private broker node, stopped and deleted on drop.
+/// The script that starts, stops and drives a throw-away node: warren's own, so the kit
+/// needs nothing from the repository it was built in.
+const SCRIPT: &str = include_str!("../../build-support/scripts/rabbitmq-local.sh");
+
+/// A RabbitMQ node of a test's own, stopped and deleted on drop: for a test that kills the
+/// broker under a worker ([`PrivateBroker::kill`]), restarts it ([`PrivateBroker::up`]), or
+/// drives it with `rabbitmqctl` ([`PrivateBroker::ctl`]: raise a memory alarm, close
+/// connections).
+///
+/// Needs RabbitMQ's Debian package (`rabbitmq-server`) on the machine, which the script
+/// installs when it runs as root; it runs no container. Connect to it with
+/// [`crate::TestBroker::at`]`(&broker.url())`.
+#[derive(Debug)]
 pub struct PrivateBroker {
     port: u16,
     dir: PathBuf,
-}
-
-fn script_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../build-support/scripts/rabbitmq-local.sh")
+    script_file: PathBuf,
 }
 
 impl PrivateBroker {
     /// Starts a fresh node on `port` (its distribution port is `port + 20000`). Blocks for
     /// the few seconds a node takes to boot.
+    ///
+    /// # Panics
+    ///
+    /// When it does not start, with the script's output.
     pub fn start(port: u16) -> Self {
         let dir =
             std::env::temp_dir().join(format!("warren-private-{port}-{}", std::process::id()));
-        let broker = Self { port, dir };
+        let script_file = dir.with_extension("sh");
+        std::fs::write(&script_file, SCRIPT).expect("the broker script is written to the temp dir");
+        let broker = Self {
+            port,
+            dir,
+            script_file,
+        };
         // A node left over from a killed run on the same port would answer instead.
         let _ = broker.script("stop").output();
         let _ = std::fs::remove_dir_all(&broker.dir);
@@ -36,6 +55,10 @@ impl PrivateBroker {
     }
 
     /// `kill -9` of the node: no goodbye to clients, nothing flushed that was not already.
+    ///
+    /// # Panics
+    ///
+    /// When the node is not running.
     pub fn kill(&self) {
         let pid = std::fs::read_to_string(self.dir.join("rabbit.pid"))
             .expect("the node's pid file")
@@ -54,6 +77,10 @@ impl PrivateBroker {
     }
 
     /// Starts the node again on the same data dir (after [`PrivateBroker::kill`]).
+    ///
+    /// # Panics
+    ///
+    /// When it does not start, with the script's output.
     pub fn up(&self) {
         let output = self
             .script("start")
@@ -67,7 +94,11 @@ impl PrivateBroker {
         );
     }
 
-    /// Runs `rabbitmqctl` against the node.
+    /// Runs `rabbitmqctl` against the node, and returns what it printed.
+    ///
+    /// # Panics
+    ///
+    /// When `rabbitmqctl` fails, with what it said.
     pub fn ctl(&self, args: &[&str]) -> String {
         let output = self
             .script("ctl")
@@ -85,7 +116,7 @@ impl PrivateBroker {
     fn script(&self, command: &str) -> Command {
         let mut command_line = Command::new("bash");
         command_line
-            .arg(script_path())
+            .arg(&self.script_file)
             .arg(command)
             .env("RMQ_PORT", self.port.to_string())
             .env("RMQ_DIR", &self.dir)
@@ -100,5 +131,6 @@ impl Drop for PrivateBroker {
     fn drop(&mut self) {
         let _ = self.script("stop").output();
         let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = std::fs::remove_file(&self.script_file);
     }
 }
