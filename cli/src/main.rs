@@ -1,5 +1,7 @@
 //! The `warren` command line.
 
+mod plan;
+
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -203,6 +205,26 @@ Examples:
     /// reaches), or one named with `--queue`, in the namespace given with `--namespace`.
     /// Talks AMQP only: the management plugin is not needed.
     Dlq(dlq::Dlq),
+    /// Compare a live broker with a contract, and migrate what the broker cannot change
+    ///
+    /// Probes the broker over AMQP for every exchange and queue of CONTRACT (wait queues
+    /// included) and prints what a deploy does to each: create it; nothing; migrate it,
+    /// when the broker refuses its new arguments (a changed retry policy changes a quorum
+    /// queue's `x-delivery-limit`, which RabbitMQ never changes in place); drain and delete
+    /// the wait queues the previous version had and this one has not. Changes nothing
+    /// unless `--apply`: then a queue to migrate is emptied (its wait queues too) into a
+    /// holding queue with confirmed publishes, declared again with its new arguments, and
+    /// refilled. Stop the old workers first; a run killed half way is finished by running
+    /// it again. Exits 0 when done (or nothing to do), 1 when the plan is blocked, 2 when
+    /// the command failed.
+    #[command(after_help = "\
+Examples:
+  warren plan --url amqp://localhost warren.yaml --against origin/main
+                                                            what deploying warren.yaml does
+  warren plan --url amqp://localhost warren.yaml --from deployed/warren.yaml --apply
+                                                            do it (old workers stopped)
+  warren plan --url amqp://localhost warren.yaml --against v1.4.0 --namespace staging. --format json")]
+    Plan(plan::PlanArgs),
 }
 
 /// How the payload and headers types are generated, and which consumers and publishers
@@ -422,6 +444,7 @@ fn main() -> ExitCode {
             output,
         } => diagram(&contract, &format, &output, style),
         Command::Dlq(command) => dlq::run(command, style),
+        Command::Plan(args) => plan::run(&args, style),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -165,6 +165,16 @@ pub async fn declare(connection: &Connection, topology: &Topology) -> Result<(),
     result
 }
 
+/// Declares `topology` once, without remembering it for reconnects: for tools
+/// (`warren plan`) that deploy a topology they do not run.
+pub(crate) async fn declare_once(
+    connection: &Connection,
+    topology: &Topology,
+) -> Result<(), DeclareError> {
+    let channel = open_channel(connection).await?;
+    apply(&channel, topology, Mode::Declare).await
+}
+
 /// Declares `topology` on a connection being recovered, before it is announced.
 pub(crate) async fn declare_on(
     connection: &lapin::Connection,
@@ -267,7 +277,7 @@ async fn apply(
 }
 
 /// Declares (or, `passive`, checks) one exchange.
-async fn declare_exchange(
+pub(crate) async fn declare_exchange(
     channel: &lapin::Channel,
     exchange: &Exchange,
     passive: bool,
@@ -374,7 +384,7 @@ fn channel_error(source: lapin::Error) -> DeclareError {
 
 /// Turns the broker's `PRECONDITION_FAILED` and `NOT_FOUND` into errors that say what and
 /// where, instead of a bare channel error.
-fn classify(kind: TopologyEntity, name: &str, error: lapin::Error) -> DeclareError {
+pub(crate) fn classify(kind: TopologyEntity, name: &str, error: lapin::Error) -> DeclareError {
     if let ErrorKind::ProtocolError(amqp_error) = error.kind() {
         match amqp_error.kind() {
             AMQPErrorKind::Soft(AMQPSoftError::PRECONDITIONFAILED) => {

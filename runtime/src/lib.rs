@@ -99,6 +99,7 @@ mod failure;
 pub mod health;
 mod message;
 pub mod metrics;
+pub mod plan;
 mod publisher;
 mod routing_key;
 mod schema;

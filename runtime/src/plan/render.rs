@@ -1,0 +1,169 @@
+//! A plan as people read it (one line per queue or exchange, what happens to it, and why
+//! when it is more than a create) and as tools read it (JSON).
+
+use std::fmt;
+
+use serde_json::{Value, json};
+
+use super::migrate::holding_name;
+use super::{Action, Item, Plan};
+
+impl Action {
+    /// The action's name, as the plan's table and JSON show it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Unchanged => "unchanged",
+            Self::Migrate { .. } => "migrate",
+            Self::Drain { .. } => "drain",
+            Self::Gone => "gone",
+            Self::Left => "left",
+            Self::Blocked { .. } => "blocked",
+        }
+    }
+}
+
+/// What an item's line says after its name.
+fn detail(item: &Item) -> Vec<String> {
+    let counts = item
+        .state
+        .map(|s| format!("{} message(s), {} consumer(s)", s.messages, s.consumers));
+    let mut lines = Vec::new();
+    if let Some(owner) = &item.wait_queue_of {
+        lines.push(format!("wait queue of `{owner}`"));
+    }
+    match &item.action {
+        Action::Create | Action::Unchanged | Action::Gone => {}
+        Action::Migrate {
+            detail,
+            resume,
+            argument,
+        } => {
+            if *resume {
+                lines.push(format!("RESUMING: {detail}"));
+            } else {
+                let what = argument
+                    .as_deref()
+                    .map_or("its arguments".to_owned(), |a| format!("`{a}`"));
+                lines.push(format!(
+                    "the broker refuses to change {what} in place: {detail}"
+                ));
+            }
+            if item.wait_queue_of.is_none() {
+                lines.push(format!(
+                    "→ its messages and its wait queues' move to `{}`, it is declared again, \
+                     they move back",
+                    holding_name(&item.name)
+                ));
+            } else {
+                lines.push(
+                    "→ emptied with its queue (or into it), deleted, declared again".to_owned(),
+                );
+            }
+        }
+        Action::Drain { into } => lines.push(format!(
+            "no longer in the contract → its messages move to `{into}` now (their retry comes \
+             early), then it is deleted"
+        )),
+        Action::Left => lines.push(
+            "no longer in the contract → left as it is (warren never deletes a contract's \
+             queue); empty and delete it yourself"
+                .to_owned(),
+        ),
+        Action::Blocked { reason } => lines.push(reason.clone()),
+    }
+    if let Some(counts) = counts {
+        lines.insert(0, counts);
+    }
+    lines
+}
+
+impl fmt::Display for Plan {
+    /// The plan as a table: one line per queue or exchange, with its details indented below,
+    /// and a summary line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let width = self
+            .items
+            .iter()
+            .map(|item| item.name.chars().count())
+            .max()
+            .unwrap_or(0);
+        for item in &self.items {
+            let action = match item.action {
+                Action::Migrate { .. } | Action::Blocked { .. } | Action::Drain { .. } => {
+                    item.action.as_str().to_uppercase()
+                }
+                _ => item.action.as_str().to_owned(),
+            };
+            let mut details = detail(item).into_iter();
+            let first = details.next().unwrap_or_default();
+            writeln!(
+                f,
+                "{action:<9}  {:<8}  {:<width$}  {first}",
+                item.kind.to_string(),
+                item.name,
+            )?;
+            for line in details {
+                writeln!(f, "{:<9}  {:<8}  {:<width$}  {line}", "", "", "")?;
+            }
+        }
+        let count = |name: &str| {
+            self.items
+                .iter()
+                .filter(|item| item.action.as_str() == name)
+                .count()
+        };
+        writeln!(
+            f,
+            "\n{} to create, {} unchanged, {} to migrate, {} to drain and delete, {} left \
+             in place, {} blocked",
+            count("create"),
+            count("unchanged"),
+            count("migrate"),
+            count("drain"),
+            count("left"),
+            count("blocked"),
+        )
+    }
+}
+
+impl Plan {
+    /// The plan as JSON, for tools: `{blocked, noop, items: [{kind, name, action,
+    /// wait_queue_of, messages, consumers, argument, detail, into, resume}]}` (fields that
+    /// do not apply are `null`).
+    pub fn json(&self) -> Value {
+        let items: Vec<Value> = self
+            .items
+            .iter()
+            .map(|item| {
+                let (argument, detail, into, resume) = match &item.action {
+                    Action::Migrate {
+                        argument,
+                        detail,
+                        resume,
+                    } => (argument.clone(), Some(detail.clone()), None, Some(*resume)),
+                    Action::Blocked { reason } => (None, Some(reason.clone()), None, None),
+                    Action::Drain { into } => (None, None, Some(into.clone()), None),
+                    _ => (None, None, None, None),
+                };
+                json!({
+                    "kind": item.kind.to_string(),
+                    "name": item.name,
+                    "action": item.action.as_str(),
+                    "wait_queue_of": item.wait_queue_of,
+                    "messages": item.state.map(|s| s.messages),
+                    "consumers": item.state.map(|s| s.consumers),
+                    "argument": argument,
+                    "detail": detail,
+                    "into": into,
+                    "resume": resume,
+                })
+            })
+            .collect();
+        json!({
+            "noop": self.is_noop(),
+            "blocked": !self.blocked().is_empty(),
+            "items": items,
+        })
+    }
+}
