@@ -9,13 +9,14 @@ use futures_lite::FutureExt;
 use tracing::Instrument as _;
 
 use super::acks::Taken;
+use super::breaker::Breaker;
 use super::decode::{decode, retries_so_far};
 use super::policy::Failure;
 use super::runner::Runner;
 use super::settle::Settler;
 use super::{BatchHandler, BatchSpec, ConsumerSpec, Context, Handler, Registered, Task};
 use crate::schema::Validators;
-use crate::{Delivery, HandlerError, Message};
+use crate::{Delivery, HandlerError, Message, WorkerError};
 
 pub(super) struct Single<M, H> {
     spec: ConsumerSpec,
@@ -178,6 +179,67 @@ async fn join_all(futures: impl IntoIterator<Item = impl Future<Output = ()>>) {
     .await
 }
 
+/// Runs a handler's future for the deliveries whose `properties` are given (one, or a
+/// batch's): timed for the metrics, its panics caught ([`guarded`]), its outcome told to the
+/// circuit breaker.
+pub(super) async fn run_handler<'a, F>(
+    settler: &Settler,
+    breaker: Option<&Breaker>,
+    properties: impl IntoIterator<Item = &'a lapin::BasicProperties>,
+    future: F,
+) -> Result<(), (Failure, String)>
+where
+    F: Future<Output = Result<(), HandlerError>>,
+{
+    for properties in properties {
+        settler.observer.handler_started(properties);
+    }
+    let started = std::time::Instant::now();
+    let result = guarded(future).await;
+    settler.observer.handler_ran(started.elapsed());
+    if let Some(breaker) = breaker {
+        breaker.record(result.as_ref().err().map(|(failure, _)| *failure));
+    }
+    result
+}
+
+/// The loop of a consumer that handles one delivery at a time (up to its concurrency): for
+/// each delivery, `each` makes its work (decode, handler, settle), which runs under the
+/// delivery's permit, its in-flight count and its `process` span, started by
+/// [`Runner::begin`]: in a task of its own, or polled once here when it is quick. Drains the
+/// runner when shutdown is asked or the consumer cannot go on.
+pub(super) async fn one_at_a_time<F, W>(mut runner: Runner, mut each: F) -> Result<(), WorkerError>
+where
+    F: FnMut(&Runner, Taken) -> W,
+    W: Future<Output = ()> + Send + 'static,
+{
+    let mut outcome = Ok(());
+    while let Some(work) = runner.work().await {
+        let raw = match runner.next().await {
+            Ok(Some(raw)) => raw,
+            Ok(None) => break,
+            Err(error) => {
+                outcome = Err(error);
+                break;
+            }
+        };
+        runner.reap();
+        let settler = &runner.settler;
+        let span = crate::trace::process(&settler.queue.name, settler.consumer, &raw);
+        let in_flight = settler.observer.in_flight(1);
+        let delivery = each(&runner, raw);
+        runner.begin(
+            async move {
+                delivery.await;
+                drop((work, in_flight));
+            }
+            .instrument(span),
+        );
+    }
+    runner.drain().await;
+    outcome
+}
+
 impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
     fn spec(&self) -> &ConsumerSpec {
         &self.spec
@@ -185,30 +247,16 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
 
     fn start(self: Box<Self>, context: Context) -> Task {
         Box::pin(async move {
-            let Some(mut runner) = Runner::start::<M>(self.spec, context).await? else {
+            let Some(runner) = Runner::start::<M>(self.spec, context).await? else {
                 return Ok(());
             };
-            let mut outcome = Ok(());
-            while let Some(work) = runner.work().await {
-                let raw = match runner.next().await {
-                    Ok(Some(raw)) => raw,
-                    Ok(None) => break,
-                    Err(error) => {
-                        outcome = Err(error);
-                        break;
-                    }
-                };
-                runner.reap();
+            one_at_a_time(runner, |runner, raw| {
                 let settler = runner.settler.clone();
                 let validators = runner.validators.clone();
                 let breaker = runner.breaker.clone();
                 let handler = self.handler.clone();
                 let max_body_bytes = runner.context.settings.max_body_bytes;
-                let span = crate::trace::process(&settler.queue.name, settler.consumer, &raw);
-                let in_flight = settler.observer.in_flight(1);
-                // Decoding, the handler and settling are the delivery's work, under its permit,
-                // started by `begin`: in a task of its own, or polled once here when it is quick.
-                let delivery = async move {
+                async move {
                     let handled = async {
                         let Some(delivery) =
                             decoded::<M>(&raw, &settler, validators.as_deref(), max_body_bytes)
@@ -217,22 +265,16 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
                             return;
                         };
                         let retries = delivery.retry_count();
-                        settler.observer.handler_started(&raw.properties);
-                        let started = std::time::Instant::now();
-                        let result = guarded(async move { handler.handle(delivery).await }).await;
-                        settler.observer.handler_ran(started.elapsed());
-                        if let Some(breaker) = &breaker {
-                            breaker.record(result.as_ref().err().map(|(failure, _)| *failure));
-                        }
+                        let handling = handler.handle(delivery);
+                        let properties = [&raw.properties];
+                        let result =
+                            run_handler(&settler, breaker.as_deref(), properties, handling).await;
                         settler.settle(&raw, &result, retries).await;
                     };
                     settled_even_on_panic(&raw, &settler, handled).await;
-                    drop((work, in_flight));
-                };
-                runner.begin(delivery.instrument(span));
-            }
-            runner.drain().await;
-            outcome
+                }
+            })
+            .await
         })
     }
 }
@@ -313,19 +355,9 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                     // own history: with the batch's highest count, one message's retries (or a
                     // forged count) spent every other message's.
                     let retries: Vec<u32> = deliveries.iter().map(Delivery::retry_count).collect();
-                    for raw in &raws {
-                        settler.observer.handler_started(&raw.properties);
-                    }
-                    let handled = async {
-                        let started = std::time::Instant::now();
-                        let result =
-                            guarded(async move { handler.handle_batch(deliveries).await }).await;
-                        settler.observer.handler_ran(started.elapsed());
-                        if let Some(breaker) = &breaker {
-                            breaker.record(result.as_ref().err().map(|(failure, _)| *failure));
-                        }
-                        result
-                    };
+                    let properties = raws.iter().map(|raw| &raw.properties);
+                    let handling = handler.handle_batch(deliveries);
+                    let handled = run_handler(&settler, breaker.as_deref(), properties, handling);
                     // The handler's panics are caught by `guarded`; this catches warren's.
                     let result = AssertUnwindSafe(handled)
                         .catch_unwind()

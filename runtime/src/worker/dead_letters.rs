@@ -14,12 +14,13 @@ use std::sync::Arc;
 use futures_lite::FutureExt;
 
 use super::acks::Taken;
-use super::consume::{guarded, panic_text};
+use super::consume::{one_at_a_time, panic_text, run_handler};
 use super::decode::{Poison, decode, original_route, retries_so_far};
 use super::policy::{Failure, Outcome, decide};
 use super::runner::Runner;
 use super::settle::{MAX_ERROR_BYTES, Settler, truncate};
 use super::{ConsumerSpec, Context, Registered, Task};
+use crate::metrics::Outcome as Settled;
 use crate::model::{FailureReason, Queue};
 use crate::schema::Validators;
 use crate::{DeadLetter, DeadMessage, FailureContext, HandlerError, Message, RawMessage};
@@ -133,6 +134,7 @@ async fn settle_by_broker(settler: &Settler, raw: &Taken, failure: Failure, erro
                 error,
                 "dead-letter handler failed; the broker dead-letters the dead letter"
             );
+            settler.observer.handled(Settled::DeadLetter);
             settler.reject(raw, false).await;
         }
         Outcome::Drop { reason } => {
@@ -143,6 +145,7 @@ async fn settle_by_broker(settler: &Settler, raw: &Taken, failure: Failure, erro
                 error,
                 "dead-letter handler failed; dropped as the contract says"
             );
+            settler.observer.handled(Settled::Drop);
             settler.ack(raw);
         }
         Outcome::Requeue { .. } | Outcome::Retry { .. } | Outcome::Discard { .. } => {
@@ -153,6 +156,7 @@ async fn settle_by_broker(settler: &Settler, raw: &Taken, failure: Failure, erro
                 error,
                 "dead-letter handler failed; the dead letter returns to its queue"
             );
+            settler.observer.handled(Settled::Requeue);
             settler.reject(raw, true).await;
         }
     }
@@ -165,26 +169,16 @@ impl<M: Message, H: DeadLetterHandler<M>> Registered for DeadLetters<M, H> {
 
     fn start(self: Box<Self>, context: Context) -> Task {
         Box::pin(async move {
-            let Some(mut runner) = Runner::start::<M>(self.spec, context).await? else {
+            let Some(runner) = Runner::start::<M>(self.spec, context).await? else {
                 return Ok(());
             };
-            let mut outcome = Ok(());
-            while let Some(work) = runner.work().await {
-                let raw = match runner.next().await {
-                    Ok(Some(raw)) => raw,
-                    Ok(None) => break,
-                    Err(error) => {
-                        outcome = Err(error);
-                        break;
-                    }
-                };
-                runner.reap();
+            one_at_a_time(runner, |runner, raw| {
                 let settler = runner.settler.clone();
                 let validators = runner.validators.clone();
                 let breaker = runner.breaker.clone();
                 let handler = self.handler.clone();
                 let max_body_bytes = runner.context.settings.max_body_bytes;
-                runner.begin(async move {
+                async move {
                     let handled = async {
                         let letter = dead_letter::<M>(
                             &raw,
@@ -192,12 +186,14 @@ impl<M: Message, H: DeadLetterHandler<M>> Registered for DeadLetters<M, H> {
                             validators.as_deref(),
                             max_body_bytes,
                         );
-                        let result = guarded(async move { handler.handle(letter).await }).await;
-                        if let Some(breaker) = &breaker {
-                            breaker.record(result.as_ref().err().map(|(failure, _)| *failure));
-                        }
-                        match result {
-                            Ok(()) => settler.ack(&raw),
+                        let handling = handler.handle(letter);
+                        let properties = [&raw.properties];
+                        match run_handler(&settler, breaker.as_deref(), properties, handling).await
+                        {
+                            Ok(()) => {
+                                settler.observer.handled(Settled::Ack);
+                                settler.ack(&raw);
+                            }
                             Err((failure, error)) => {
                                 settle_by_broker(&settler, &raw, failure, &error).await;
                             }
@@ -215,11 +211,9 @@ impl<M: Message, H: DeadLetterHandler<M>> Registered for DeadLetters<M, H> {
                         );
                         settle_by_broker(&settler, &raw, Failure::Internal, &error).await;
                     }
-                    drop(work);
-                });
-            }
-            runner.drain().await;
-            outcome
+                }
+            })
+            .await
         })
     }
 }
