@@ -18,13 +18,13 @@ use std::time::{Duration, SystemTime};
 
 use lapin::BasicProperties;
 use lapin::message::Delivery;
-use lapin::types::{AMQPValue, FieldTable, ShortString};
+use lapin::types::{AMQPValue, ShortString};
 
 use crate::error::PublishError;
 use crate::failure::FailureContext;
 use crate::model::{FailureReason, Namespace, headers};
 use crate::publisher::Publisher;
-use crate::worker::settle::restore;
+use crate::worker::settle::republished;
 
 use super::scan::Scan;
 use super::{DeadLetterError, DeadLetterQueue};
@@ -357,53 +357,37 @@ impl DeadLetterQueue {
 /// exchange and routing key stay: where it was first published is still true. A dead letter
 /// of the broker's own has them only in the `x-death` removed here: they are written out.
 fn redriven(delivery: &Delivery, context: Option<&FailureContext>) -> BasicProperties {
-    let mut inner = delivery
-        .properties
-        .headers()
-        .clone()
-        .unwrap_or_default()
-        .inner()
-        .clone();
-    for key in [
-        headers::RETRY_COUNT,
-        headers::FIRST_FAILURE,
-        headers::LAST_FAILURE,
-        headers::LAST_ERROR,
-        headers::FAILURE_REASON,
-        headers::CONSUMER,
-        headers::FAILED_QUEUE,
-    ]
-    .into_iter()
-    .chain(headers::BROKER)
-    {
-        inner.remove(key);
-    }
-    let redrive_count = context.map_or(0, |c| c.redrive_count);
-    inner.insert(
-        ShortString::from(headers::REDRIVE_COUNT),
-        AMQPValue::LongLongInt(i64::from(redrive_count.saturating_add(1))),
-    );
-    write_out(&mut inner, context, false);
-    restore(&delivery.properties, BasicProperties::default())
-        .with_headers(FieldTable::from(inner))
-        .with_delivery_mode(2)
+    republished(&delivery.properties, |inner| {
+        for key in [
+            headers::RETRY_COUNT,
+            headers::FIRST_FAILURE,
+            headers::LAST_FAILURE,
+            headers::LAST_ERROR,
+            headers::FAILURE_REASON,
+            headers::CONSUMER,
+            headers::FAILED_QUEUE,
+        ]
+        .into_iter()
+        .chain(headers::BROKER)
+        {
+            inner.remove(key);
+        }
+        let redrive_count = context.map_or(0, |c| c.redrive_count);
+        inner.insert(
+            ShortString::from(headers::REDRIVE_COUNT),
+            AMQPValue::LongLongInt(i64::from(redrive_count.saturating_add(1))),
+        );
+        write_out(inner, context, false);
+    })
 }
 
 /// The properties of a dead letter moved to the back of its queue: its own, headers and all,
 /// persistent, with what its `x-death` says written out as warren's headers (see
 /// [`write_out`]).
 fn kept(delivery: &Delivery, context: Option<&FailureContext>) -> BasicProperties {
-    let mut inner = delivery
-        .properties
-        .headers()
-        .clone()
-        .unwrap_or_default()
-        .inner()
-        .clone();
-    write_out(&mut inner, context, true);
-    restore(&delivery.properties, BasicProperties::default())
-        .with_headers(FieldTable::from(inner))
-        .with_delivery_mode(2)
+    republished(&delivery.properties, |inner| {
+        write_out(inner, context, true)
+    })
 }
 
 /// Writes where a message was first published (and, with `failure`, where, why and when it

@@ -11,7 +11,7 @@ use lapin::options::{
     QueueDeclareOptions, QueueDeleteOptions,
 };
 use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
-use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use lapin::types::{AMQPValue, LongString, ShortString};
 use lapin::{BasicProperties, Confirmation, ErrorKind};
 
 use super::{Action, Applied, Plan, PlanError, probe};
@@ -19,6 +19,8 @@ use crate::declare::declare_once;
 use crate::model::{
     Binding, Destination, Namespace, Queue, QueueKind, QueueRole, Topology, headers,
 };
+use crate::worker::decode::is_retry_copy;
+use crate::worker::settle::republished;
 use crate::{Connection, PublishError, Publisher, amqp};
 
 /// What a queue's holding queue adds to its name (`orders` → `orders.warren-holding`): a
@@ -569,52 +571,41 @@ async fn move_on(
 /// - read from a wait queue, a message with no original route gets the default exchange and
 ///   its queue's name, where it was on its way to.
 fn moved_properties(delivery: &lapin::message::Delivery, source: Source<'_>) -> BasicProperties {
-    let mut table = delivery
-        .properties
-        .headers()
-        .clone()
-        .unwrap_or_default()
-        .inner()
-        .clone();
-    table.remove(headers::DELIVERY_COUNT);
     let text = |s: &str| AMQPValue::LongString(LongString::from(s));
     let original = match source {
-        Source::Work(queue) => {
-            let retry_copy = delivery.exchange.as_str().is_empty()
-                && delivery.routing_key.as_str() == queue
-                && !table.contains_key(headers::FAILURE_REASON);
-            if !retry_copy {
-                table.remove(headers::RETRY_COUNT);
-            }
-            Some((
-                delivery.exchange.to_string(),
-                delivery.routing_key.to_string(),
-            ))
-        }
-        Source::Wait(queue) => Some((String::new(), queue.to_owned())),
+        Source::Work(queue) => Some((
+            delivery.exchange.to_string(),
+            delivery.routing_key.to_string(),
+            is_retry_copy(delivery, queue),
+        )),
+        Source::Wait(queue) => Some((String::new(), queue.to_owned(), true)),
         Source::Holding => None,
     };
-    if let Some((exchange, routing_key)) = original
-        && !table.contains_key(headers::ORIGINAL_EXCHANGE)
-        && !table.contains_key(headers::ORIGINAL_ROUTING_KEY)
-    {
-        table.insert(
-            ShortString::from(headers::ORIGINAL_EXCHANGE),
-            text(&exchange),
-        );
-        table.insert(
-            ShortString::from(headers::ORIGINAL_ROUTING_KEY),
-            text(&routing_key),
-        );
+    let properties = republished(&delivery.properties, |table| {
+        table.remove(headers::DELIVERY_COUNT);
+        let Some((exchange, routing_key, retry_copy)) = original else {
+            return;
+        };
+        if !retry_copy {
+            table.remove(headers::RETRY_COUNT);
+        }
+        if !table.contains_key(headers::ORIGINAL_EXCHANGE)
+            && !table.contains_key(headers::ORIGINAL_ROUTING_KEY)
+        {
+            table.insert(
+                ShortString::from(headers::ORIGINAL_EXCHANGE),
+                text(&exchange),
+            );
+            table.insert(
+                ShortString::from(headers::ORIGINAL_ROUTING_KEY),
+                text(&routing_key),
+            );
+        }
+    });
+    match delivery.properties.expiration() {
+        Some(expiration) => properties.with_expiration(expiration.clone()),
+        None => properties,
     }
-    let from = &delivery.properties;
-    let mut properties = crate::worker::settle::restore(from, BasicProperties::default())
-        .with_headers(FieldTable::from(table))
-        .with_delivery_mode(2);
-    if let Some(expiration) = from.expiration() {
-        properties = properties.with_expiration(expiration.clone());
-    }
-    properties
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ pub(crate) fn retries_so_far(raw: &lapin::message::Delivery, queue: &Queue) -> u
     let (key, believed) = if broker_counts(queue) {
         (headers::DELIVERY_COUNT, raw.redelivered)
     } else {
-        (headers::RETRY_COUNT, is_retry_copy(raw, queue))
+        (headers::RETRY_COUNT, is_retry_copy(raw, &queue.name))
     };
     if !believed {
         return 0;
@@ -61,9 +61,9 @@ pub(crate) fn retries_so_far(raw: &lapin::message::Delivery, queue: &Queue) -> u
 /// the name of the queue it was delivered from, and without a failure reason (a dead letter sent
 /// through the default exchange to a dead-letter queue comes the same way, and its count is the
 /// retries of the queue it died in).
-pub(crate) fn is_retry_copy(raw: &lapin::message::Delivery, queue: &Queue) -> bool {
+pub(crate) fn is_retry_copy(raw: &lapin::message::Delivery, queue: &str) -> bool {
     raw.exchange.as_str().is_empty()
-        && raw.routing_key.as_str() == queue.name
+        && raw.routing_key.as_str() == queue
         && header_str(raw.properties.headers().as_ref(), headers::FAILURE_REASON).is_none()
 }
 
@@ -200,7 +200,7 @@ pub(crate) fn failure_so_far(
             ..FailureContext::default()
         });
     }
-    if !is_retry_copy(raw, queue) {
+    if !is_retry_copy(raw, &queue.name) {
         return None;
     }
     let mut failure = FailureContext::from_headers(raw.properties.headers().as_ref())?;

@@ -266,52 +266,70 @@ impl Settler {
         reason: Option<&str>,
         span: &tracing::Span,
     ) -> BasicProperties {
-        let mut table = raw.properties.headers().clone().unwrap_or_default();
         let (exchange, routing_key) = original_route(raw);
-        let mut set = |key: &str, value: AMQPValue| {
-            table.insert(ShortString::from(key), value);
-        };
-        let text = |s: &str| AMQPValue::LongString(LongString::from(s));
-        set(
-            headers::RETRY_COUNT,
-            AMQPValue::LongLongInt(i64::from(retry_count)),
-        );
-        set(headers::LAST_ERROR, text(&truncate(error, MAX_ERROR_BYTES)));
-        set(headers::ORIGINAL_EXCHANGE, text(&exchange));
-        set(headers::ORIGINAL_ROUTING_KEY, text(&routing_key));
-        set(headers::CONSUMER, text(self.consumer));
-        set(headers::FAILED_QUEUE, text(&self.queue.name));
         let now = unix_millis();
-        set(headers::LAST_FAILURE, AMQPValue::LongLongInt(now));
-        if let Some(reason) = reason {
-            set(headers::FAILURE_REASON, text(reason));
-        }
-        let mut inner = table.inner().clone();
-        inner.remove(headers::DELIVERY_COUNT);
-        if reason.is_none() {
-            // A producer's `x-failure-reason` on a retry copy would make the copy look like a
-            // dead letter, its retry count unbelieved, and its retries endless.
-            inner.remove(headers::FAILURE_REASON);
-        }
         // The first failure is kept only where warren wrote it: on its own retry copies. A
         // producer's value on a first delivery is not history.
-        if broker_counts(&self.queue) || !is_retry_copy(raw, &self.queue) {
-            inner.remove(headers::FIRST_FAILURE);
-        }
-        inner
-            .entry(ShortString::from(headers::FIRST_FAILURE))
-            .or_insert_with(|| AMQPValue::LongLongInt(now));
-        trace::propagate(span, &mut inner);
-        // Built afresh rather than cloned, property by property (see `restore`).
-        restore(&raw.properties, BasicProperties::default())
-            .with_headers(FieldTable::from(inner))
-            .with_delivery_mode(2)
+        let first_failure_believed =
+            !broker_counts(&self.queue) && is_retry_copy(raw, &self.queue.name);
+        republished(&raw.properties, |table| {
+            let mut set = |key: &str, value: AMQPValue| {
+                table.insert(ShortString::from(key), value);
+            };
+            let text = |s: &str| AMQPValue::LongString(LongString::from(s));
+            set(
+                headers::RETRY_COUNT,
+                AMQPValue::LongLongInt(i64::from(retry_count)),
+            );
+            set(headers::LAST_ERROR, text(&truncate(error, MAX_ERROR_BYTES)));
+            set(headers::ORIGINAL_EXCHANGE, text(&exchange));
+            set(headers::ORIGINAL_ROUTING_KEY, text(&routing_key));
+            set(headers::CONSUMER, text(self.consumer));
+            set(headers::FAILED_QUEUE, text(&self.queue.name));
+            set(headers::LAST_FAILURE, AMQPValue::LongLongInt(now));
+            match reason {
+                Some(reason) => set(headers::FAILURE_REASON, text(reason)),
+                // A producer's `x-failure-reason` on a retry copy would make the copy look
+                // like a dead letter, its retry count unbelieved, and its retries endless.
+                None => drop(table.remove(headers::FAILURE_REASON)),
+            }
+            table.remove(headers::DELIVERY_COUNT);
+            if !first_failure_believed {
+                table.remove(headers::FIRST_FAILURE);
+            }
+            table
+                .entry(ShortString::from(headers::FIRST_FAILURE))
+                .or_insert_with(|| AMQPValue::LongLongInt(now));
+            trace::propagate(span, table);
+        })
     }
+}
+
+/// The application headers of a message, as [`republished`] hands them to be edited.
+pub(crate) type Headers = std::collections::BTreeMap<ShortString, AMQPValue>;
+
+/// The properties of a copy of a message whose properties are `from`: built afresh, property
+/// by property (see [`restore`]), persistent, with `from`'s headers as `edit` leaves them.
+/// Every copy warren publishes of a message it read (retry and dead-letter copies, redriven
+/// dead letters, messages a migration moves) is built here.
+pub(crate) fn republished(
+    from: &BasicProperties,
+    edit: impl FnOnce(&mut Headers),
+) -> BasicProperties {
+    let mut headers = from
+        .headers()
+        .as_ref()
+        .map(|table| table.inner().clone())
+        .unwrap_or_default();
+    edit(&mut headers);
+    restore(from, BasicProperties::default())
+        .with_headers(FieldTable::from(headers))
+        .with_delivery_mode(2)
 }
 
 /// Copies every property but the expiration, the headers, the delivery mode and the user id
 /// (which the broker checks against the connection) of `from` onto `to`.
-pub(crate) fn restore(from: &BasicProperties, mut to: BasicProperties) -> BasicProperties {
+fn restore(from: &BasicProperties, mut to: BasicProperties) -> BasicProperties {
     if let Some(v) = from.content_type() {
         to = to.with_content_type(v.clone());
     }
