@@ -211,9 +211,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let stop = worker.shutdown_handle();
     let health = worker.health_handle();
     let address = std::env::var("METRICS_ADDR").unwrap_or_else(|_| "127.0.0.1:9464".into());
-    let listener = tokio::net::TcpListener::bind(&address).await?;
-    println!("metrics at http://{address}/metrics, health at http://{address}/health");
-    tokio::spawn(serve::serve(listener, metrics.clone(), health.clone()));
+    // A port taken (a second demo running) costs the endpoints, not the demo: what it
+    // declared is still deleted at the end.
+    match tokio::net::TcpListener::bind(&address).await {
+        Ok(listener) => {
+            println!("metrics at http://{address}/metrics, health at http://{address}/health");
+            tokio::spawn(serve::serve(listener, metrics.clone(), health.clone()));
+        }
+        Err(error) => eprintln!("not serving metrics and health on {address}: {error}"),
+    }
     let handlers = Handlers {
         bill_orders: shop.clone(),
         fulfil_order: shop.clone(),

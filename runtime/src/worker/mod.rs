@@ -179,7 +179,8 @@ pub struct Worker {
     connection: Connection,
     copies: Option<Connection>,
     topology: Topology,
-    consumers: Vec<Box<dyn Registered>>,
+    /// Each consumer with its health, in the order they were added.
+    consumers: Vec<(Box<dyn Registered>, Arc<ConsumerState>)>,
     settings: Settings,
     shutdown: Arc<watch::Sender<bool>>,
     health: Arc<WorkerState>,
@@ -187,7 +188,7 @@ pub struct Worker {
 
 impl std::fmt::Debug for Worker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<_> = self.consumers.iter().map(|c| c.spec().name).collect();
+        let names: Vec<_> = self.consumers.iter().map(|(c, _)| c.spec().name).collect();
         f.debug_struct("Worker")
             .field("consumers", &names)
             .field("settings", &self.settings)
@@ -299,18 +300,23 @@ impl Worker {
         self.health_handle().snapshot()
     }
 
-    /// Lists a consumer in the worker's health, not subscribed yet.
-    fn watch(&self, spec: &ConsumerSpec) {
+    /// Adds a consumer, listed in the worker's health (not subscribed yet): every kind of
+    /// consumer is added here, so none runs unwatched.
+    fn register(&mut self, consumer: Box<dyn Registered>) {
+        let spec = consumer.spec();
         let queue = self.topology.qualified(spec.queue);
-        let state = ConsumerState::new(spec.name, queue, spec.circuit_breaker.is_some());
-        self.health.add(Arc::new(state));
+        let state = Arc::new(ConsumerState::new(
+            spec.name,
+            queue,
+            spec.circuit_breaker.is_some(),
+        ));
+        self.health.add(state.clone());
+        self.consumers.push((consumer, state));
     }
 
     /// Adds a consumer handling messages one at a time.
     fn add<M: Message, H: Handler<M>>(&mut self, spec: ConsumerSpec, handler: H) {
-        self.watch(&spec);
-        self.consumers
-            .push(Box::new(consume::Single::<M, H>::new(spec, handler)));
+        self.register(Box::new(consume::Single::<M, H>::new(spec, handler)));
     }
 
     /// Adds a dead-letter consumer.
@@ -319,10 +325,9 @@ impl Worker {
         spec: ConsumerSpec,
         handler: H,
     ) {
-        self.consumers
-            .push(Box::new(dead_letters::DeadLetters::<M, H>::new(
-                spec, handler,
-            )));
+        self.register(Box::new(dead_letters::DeadLetters::<M, H>::new(
+            spec, handler,
+        )));
     }
 
     /// Adds a consumer handling messages in batches.
@@ -332,8 +337,7 @@ impl Worker {
         batch: BatchSpec,
         handler: H,
     ) {
-        self.watch(&spec);
-        self.consumers.push(Box::new(consume::Batched::<M, H>::new(
+        self.register(Box::new(consume::Batched::<M, H>::new(
             spec, batch, handler,
         )));
     }
@@ -358,9 +362,7 @@ impl Worker {
         // Resolve every queue first: a consumer of an unknown queue stops nothing midway.
         let mut ready = Vec::new();
         let mut names = std::collections::BTreeSet::new();
-        // Listed in the order they were added, as the consumers are.
-        let watched = self.health.consumers();
-        for (consumer, health) in self.consumers.into_iter().zip(watched) {
+        for (consumer, health) in self.consumers {
             let spec = *consumer.spec();
             if !names.insert(spec.name) {
                 return Err(WorkerError::DuplicateConsumer {

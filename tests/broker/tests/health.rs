@@ -44,6 +44,10 @@ async fn a_worker_is_ready_once_subscribed_and_again_after_the_broker_restarts()
     // consumer is never subscribed again).
     let h = Harness::start_registering_at(&broker.url(), "health", |recorder, worker| {
         consumers::register::run_none(worker, recorder.clone());
+        // A dead-letter consumer, among the others: every kind is listed and watched (one
+        // added unwatched once shifted the health of those after it, and the last consumer
+        // was never started).
+        consumers::register::read_dead(worker, recorder.clone());
         consumers::register::run_requeue_classic(worker, recorder.clone());
         consumers::register::run_outage(worker, recorder.clone());
         let before = worker.health();
@@ -51,7 +55,7 @@ async fn a_worker_is_ready_once_subscribed_and_again_after_the_broker_restarts()
         assert!(before.live, "alive while starting");
         assert_eq!(before.phase, WorkerPhase::NotStarted);
         assert!(before.connection.connected);
-        assert_eq!(before.consumers.len(), 3, "listed, not subscribed yet");
+        assert_eq!(before.consumers.len(), 4, "listed, not subscribed yet");
         assert!(before.consumers.iter().all(|c| !c.subscribed));
         handle = Some(worker.health_handle());
     })
@@ -61,8 +65,17 @@ async fn a_worker_is_ready_once_subscribed_and_again_after_the_broker_restarts()
     let running = until("ready", &health, |s| s.ready).await;
     assert!(running.live);
     assert_eq!(running.phase, WorkerPhase::Running);
-    assert_eq!(running.consumers.len(), 3);
+    let names: Vec<_> = running.consumers.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["run_none", "read_dead", "run_requeue_classic", "run_outage"]
+    );
     assert!(running.consumers.iter().all(|c| c.subscribed));
+    let read_dead = running.consumers.iter().find(|c| c.name == "read_dead");
+    assert_eq!(
+        read_dead.map(|c| c.queue.clone()),
+        Some(h.name("dead-read"))
+    );
     let run_none = running
         .consumers
         .iter()
