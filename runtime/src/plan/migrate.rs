@@ -203,6 +203,17 @@ async fn migrate_queue(
         Some(_) => Some(probe_refuses(connection, queue).await?),
         None => None,
     };
+    // Workers of the old version started since the plan was computed: refused before the
+    // holding queue is bound, which would take a copy of every message they are handed.
+    if let (Some(state), Some(true)) = (state, old_arguments)
+        && state.consumers > 0
+    {
+        return Err(PlanError::Blocked(vec![format!(
+            "queue `{name}`: {} consumer(s) read it; stop the workers of the old version, \
+             then apply again",
+            state.consumers
+        )]));
+    }
     // 1. The holding queue, bound as the queue is while the queue is not there as the new
     // version declares it: what is published meanwhile waits there. (Bound before the queue
     // is unbound: a message published in between reaches both, a duplicate, never neither.)
@@ -217,14 +228,7 @@ async fn migrate_queue(
     }
     // 2. The queue as the old version declared it: unbound, emptied (its wait queues too)
     // into the holding queue, deleted.
-    if let (Some(state), Some(true)) = (state, old_arguments) {
-        if state.consumers > 0 {
-            return Err(PlanError::Blocked(vec![format!(
-                "queue `{name}`: {} consumer(s) read it; stop the workers of the old \
-                     version, then apply again",
-                state.consumers
-            )]));
-        }
+    if state.is_some() && old_arguments == Some(true) {
         for binding in &bindings {
             bind(connection, name, binding, false, applied).await?;
         }

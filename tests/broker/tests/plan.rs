@@ -633,3 +633,65 @@ async fn a_queue_type_change_migrates_the_queue_and_its_wait_queues() {
         .await
         .expect("deleted");
 }
+
+/// A worker of the old version that starts after the plan was computed is found when it is
+/// applied: the migration refuses before it binds a holding queue, which would otherwise stay
+/// bound beside the queue those workers read, taking a copy of every message published until
+/// someone applies again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_started_after_the_plan_leaves_no_holding_queue_bound() {
+    let broker = Broker::connect("plan-race").await;
+    let ns = broker.namespace.clone();
+    let (old, new) = (v1().namespaced(&ns), v2().namespaced(&ns));
+    warren_runtime::declare(&broker.connection, &old)
+        .await
+        .expect("version 1 declares");
+    let plan = Plan::compute(&broker.connection, &new, Some(&old))
+        .await
+        .expect("a plan");
+    assert!(plan.blocked().is_empty(), "nobody reads yet:\n{plan}");
+    assert!(matches!(
+        actions(&plan, &ns).get("backoff"),
+        Some(Action::Migrate { .. })
+    ));
+
+    let reader = broker.connection.create_channel().await.expect("a channel");
+    let _consumer = reader
+        .basic_consume(
+            ShortString::from(broker.name("backoff")),
+            ShortString::from("v1-worker"),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .expect("consuming");
+    // A quorum queue reports its consumer once its leader registered it.
+    let mut seen = false;
+    for _ in 0..100 {
+        let again = Plan::compute(&broker.connection, &new, Some(&old))
+            .await
+            .expect("a plan");
+        if !again.blocked().is_empty() {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(seen, "the broker reports the consumer");
+
+    let applied = plan.apply(&broker.connection).await;
+    assert!(
+        matches!(applied, Err(warren_runtime::plan::PlanError::Blocked(_))),
+        "{applied:?}"
+    );
+    let holding = format!("backoff{}", warren_runtime::plan::HOLDING_SUFFIX);
+    assert_eq!(
+        broker.ready(&holding).await,
+        None,
+        "no holding queue was declared (and bound) for a queue still read"
+    );
+    reader
+        .close(200, ShortString::from("done"))
+        .await
+        .expect("closed");
+}
