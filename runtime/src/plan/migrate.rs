@@ -443,11 +443,21 @@ async fn delete_if_empty(
 /// read, so a round's messages already confirmed are then duplicates: at most this many.
 const MOVE_BATCH: usize = 64;
 
+/// Body bytes a round holds at most before it is published: a round ends at [`MOVE_BATCH`]
+/// messages or once its bodies reach this, so large messages move a few at a time (one larger
+/// than this moves alone).
+const MOVE_BATCH_BYTES: usize = 16 << 20;
+
+/// Whether a round of `messages` messages whose bodies weigh `bytes` takes no more.
+fn round_full(messages: usize, bytes: usize) -> bool {
+    messages >= MOVE_BATCH || bytes >= MOVE_BATCH_BYTES
+}
+
 /// How long a round's confirms may take.
 const CONFIRM_TIMEOUT: std::time::Duration = crate::DEFAULT_PUBLISH_TIMEOUT;
 
 /// Moves every message of `from` to the queue `to` (through the default exchange), in
-/// rounds of [`MOVE_BATCH`]: each message published with confirms and `mandatory`, and
+/// rounds of [`MOVE_BATCH`] (or [`MOVE_BATCH_BYTES`]): each message published with confirms and `mandatory`, and
 /// acknowledged in `from` only once its copy is confirmed and was routed. Stops when `from`
 /// is empty; on an error the round being moved returns to `from` when the channel closes.
 async fn move_all(
@@ -496,13 +506,17 @@ async fn move_on(
     let mut moved: u64 = 0;
     loop {
         let mut round = Vec::with_capacity(MOVE_BATCH);
-        while round.len() < MOVE_BATCH {
+        let mut bytes = 0usize;
+        while !round_full(round.len(), bytes) {
             let got = channel
                 .basic_get(ShortString::from(from), BasicGetOptions { no_ack: false })
                 .await
                 .map_err(broker(format!("reading from `{from}`")))?;
             match got {
-                Some(message) => round.push(message.delivery),
+                Some(message) => {
+                    bytes = bytes.saturating_add(message.delivery.data.len());
+                    round.push(message.delivery);
+                }
                 None => break,
             }
         }
