@@ -213,6 +213,44 @@ impl Broker {
     }
 }
 
+/// A worker of version 1 reading `backoff`, once the broker reports it. Hold the consumer:
+/// dropping lapin's consumer cancels it.
+async fn old_worker(
+    broker: &Broker,
+    new: &Topology,
+    old: &Topology,
+) -> (lapin::Channel, lapin::Consumer) {
+    let reader = broker.connection.create_channel().await.expect("a channel");
+    let consumer = reader
+        .basic_consume(
+            ShortString::from(broker.name("backoff")),
+            ShortString::from("v1-worker"),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .expect("consuming");
+    // A quorum queue registers a consumer after it said `consume-ok`, and reports it when
+    // its leader has: as a long-running worker of version 1 would be, it is seen.
+    let mut seen = false;
+    for _ in 0..100 {
+        let plan = Plan::compute(&broker.connection, new, Some(old))
+            .await
+            .expect("a plan");
+        let backoff = plan.items.iter().find(|i| i.name == broker.name("backoff"));
+        if backoff
+            .and_then(|i| i.state)
+            .is_some_and(|s| s.consumers == 1)
+        {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(seen, "the broker reports the consumer");
+    (reader, consumer)
+}
+
 fn actions(plan: &Plan, namespace: &str) -> BTreeMap<String, Action> {
     plan.items
         .iter()
@@ -236,35 +274,7 @@ async fn a_changed_retry_policy_is_deployed_without_losing_a_message() {
 
     // A worker of version 1 still reads `backoff` (before anything is published, so it holds
     // no message): the plan is blocked, and applying it changes nothing.
-    let reader = broker.connection.create_channel().await.expect("a channel");
-    // Held: dropping lapin's consumer cancels it.
-    let _consumer = reader
-        .basic_consume(
-            ShortString::from(broker.name("backoff")),
-            ShortString::from("v1-worker"),
-            BasicConsumeOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .expect("consuming");
-    // A quorum queue registers a consumer after it said `consume-ok`, and reports it when
-    // its leader has: as a long-running worker of version 1 would be, it is seen.
-    let mut seen = false;
-    for _ in 0..100 {
-        let plan = Plan::compute(&broker.connection, &new, Some(&old))
-            .await
-            .expect("a plan");
-        let backoff = plan.items.iter().find(|i| i.name == broker.name("backoff"));
-        if backoff
-            .and_then(|i| i.state)
-            .is_some_and(|s| s.consumers == 1)
-        {
-            seen = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(seen, "the broker reports the consumer");
+    let (reader, _consumer) = old_worker(&broker, &new, &old).await;
     let plan = Plan::compute(&broker.connection, &new, Some(&old))
         .await
         .expect("a plan");
@@ -655,29 +665,7 @@ async fn a_worker_started_after_the_plan_leaves_no_holding_queue_bound() {
         Some(Action::Migrate { .. })
     ));
 
-    let reader = broker.connection.create_channel().await.expect("a channel");
-    let _consumer = reader
-        .basic_consume(
-            ShortString::from(broker.name("backoff")),
-            ShortString::from("v1-worker"),
-            BasicConsumeOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .expect("consuming");
-    // A quorum queue reports its consumer once its leader registered it.
-    let mut seen = false;
-    for _ in 0..100 {
-        let again = Plan::compute(&broker.connection, &new, Some(&old))
-            .await
-            .expect("a plan");
-        if !again.blocked().is_empty() {
-            seen = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(seen, "the broker reports the consumer");
+    let (reader, _consumer) = old_worker(&broker, &new, &old).await;
 
     let applied = plan.apply(&broker.connection).await;
     assert!(
