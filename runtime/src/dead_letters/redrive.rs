@@ -34,6 +34,9 @@ use super::{DeadLetterError, DeadLetterQueue};
 /// this many.
 pub const MAX_HELD: u32 = 1_000;
 
+/// The longest wait between two moves, whatever the rate.
+const MAX_PERIOD: Duration = Duration::from_secs(24 * 3600);
+
 /// Which dead letters to redrive: all that match every criterion set (none set: all).
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
@@ -134,7 +137,7 @@ impl RedriveOptions {
         self
     }
 
-    /// Moves at most this many per second (not a burst: evenly spaced).
+    /// Moves at most this many per second (not a burst: evenly spaced; at least one a day).
     pub fn rate(mut self, per_second: f64) -> Self {
         self.rate = (per_second.is_finite() && per_second > 0.0).then_some(per_second);
         self
@@ -153,6 +156,15 @@ impl RedriveOptions {
     pub fn targets(mut self, queues: BTreeSet<String>) -> Self {
         self.targets = Some(queues);
         self
+    }
+
+    /// The time between two moves at the rate set, if one is: at most [`MAX_PERIOD`], since
+    /// a rate such as `1e-300` makes a period no `Duration` (or `Instant`) holds, which would
+    /// panic.
+    fn period(&self) -> Option<Duration> {
+        self.rate.map(|rate| {
+            Duration::try_from_secs_f64(1.0 / rate).map_or(MAX_PERIOD, |p| p.min(MAX_PERIOD))
+        })
     }
 
     /// How long one copy may wait for its confirm (default 30 s).
@@ -257,7 +269,7 @@ impl DeadLetterQueue {
         summary: &mut RedriveSummary,
         progress: &mut impl FnMut(&RedriveSummary),
     ) -> Result<(), DeadLetterError> {
-        let period = options.rate.map(|rate| Duration::from_secs_f64(1.0 / rate));
+        let period = options.period();
         let mut next_move = tokio::time::Instant::now();
         let mut held = 0u32;
         while summary.scanned < summary.to_scan
@@ -475,6 +487,21 @@ mod tests {
             get(headers::LAST_FAILURE),
             Some(AMQPValue::LongLongInt(5_000))
         );
+    }
+
+    /// A rate too small for a `Duration` (`--rate 1e-300`) does not panic the redrive: its
+    /// period is capped.
+    #[test]
+    fn a_tiny_rate_has_a_bounded_period() {
+        use super::{MAX_PERIOD, RedriveOptions};
+
+        for rate in [1e-300, f64::MIN_POSITIVE, 1e-9] {
+            let options = RedriveOptions::default().rate(rate);
+            assert_eq!(options.period(), Some(MAX_PERIOD), "{rate}");
+        }
+        let options = RedriveOptions::default().rate(50.0);
+        assert_eq!(options.period(), Some(Duration::from_millis(20)));
+        assert_eq!(RedriveOptions::default().period(), None);
     }
 
     #[test]

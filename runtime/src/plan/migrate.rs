@@ -203,6 +203,17 @@ async fn migrate_queue(
         Some(_) => Some(probe_refuses(connection, queue).await?),
         None => None,
     };
+    // Workers of the old version started since the plan was computed: refused before the
+    // holding queue is bound, which would take a copy of every message they are handed.
+    if let (Some(state), Some(true)) = (state, old_arguments)
+        && state.consumers > 0
+    {
+        return Err(PlanError::Blocked(vec![format!(
+            "queue `{name}`: {} consumer(s) read it; stop the workers of the old version, \
+             then apply again",
+            state.consumers
+        )]));
+    }
     // 1. The holding queue, bound as the queue is while the queue is not there as the new
     // version declares it: what is published meanwhile waits there. (Bound before the queue
     // is unbound: a message published in between reaches both, a duplicate, never neither.)
@@ -217,14 +228,7 @@ async fn migrate_queue(
     }
     // 2. The queue as the old version declared it: unbound, emptied (its wait queues too)
     // into the holding queue, deleted.
-    if let (Some(state), Some(true)) = (state, old_arguments) {
-        if state.consumers > 0 {
-            return Err(PlanError::Blocked(vec![format!(
-                "queue `{name}`: {} consumer(s) read it; stop the workers of the old \
-                     version, then apply again",
-                state.consumers
-            )]));
-        }
+    if state.is_some() && old_arguments == Some(true) {
         for binding in &bindings {
             bind(connection, name, binding, false, applied).await?;
         }
@@ -439,11 +443,21 @@ async fn delete_if_empty(
 /// read, so a round's messages already confirmed are then duplicates: at most this many.
 const MOVE_BATCH: usize = 64;
 
+/// Body bytes a round holds at most before it is published: a round ends at [`MOVE_BATCH`]
+/// messages or once its bodies reach this, so large messages move a few at a time (one larger
+/// than this moves alone).
+const MOVE_BATCH_BYTES: usize = 16 << 20;
+
+/// Whether a round of `messages` messages whose bodies weigh `bytes` takes no more.
+fn round_full(messages: usize, bytes: usize) -> bool {
+    messages >= MOVE_BATCH || bytes >= MOVE_BATCH_BYTES
+}
+
 /// How long a round's confirms may take.
 const CONFIRM_TIMEOUT: std::time::Duration = crate::DEFAULT_PUBLISH_TIMEOUT;
 
 /// Moves every message of `from` to the queue `to` (through the default exchange), in
-/// rounds of [`MOVE_BATCH`]: each message published with confirms and `mandatory`, and
+/// rounds of [`MOVE_BATCH`] (or [`MOVE_BATCH_BYTES`]): each message published with confirms and `mandatory`, and
 /// acknowledged in `from` only once its copy is confirmed and was routed. Stops when `from`
 /// is empty; on an error the round being moved returns to `from` when the channel closes.
 async fn move_all(
@@ -492,13 +506,17 @@ async fn move_on(
     let mut moved: u64 = 0;
     loop {
         let mut round = Vec::with_capacity(MOVE_BATCH);
-        while round.len() < MOVE_BATCH {
+        let mut bytes = 0usize;
+        while !round_full(round.len(), bytes) {
             let got = channel
                 .basic_get(ShortString::from(from), BasicGetOptions { no_ack: false })
                 .await
                 .map_err(broker(format!("reading from `{from}`")))?;
             match got {
-                Some(message) => round.push(message.delivery),
+                Some(message) => {
+                    bytes = bytes.saturating_add(message.delivery.data.len());
+                    round.push(message.delivery);
+                }
                 None => break,
             }
         }

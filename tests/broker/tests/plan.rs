@@ -213,6 +213,44 @@ impl Broker {
     }
 }
 
+/// A worker of version 1 reading `backoff`, once the broker reports it. Hold the consumer:
+/// dropping lapin's consumer cancels it.
+async fn old_worker(
+    broker: &Broker,
+    new: &Topology,
+    old: &Topology,
+) -> (lapin::Channel, lapin::Consumer) {
+    let reader = broker.connection.create_channel().await.expect("a channel");
+    let consumer = reader
+        .basic_consume(
+            ShortString::from(broker.name("backoff")),
+            ShortString::from("v1-worker"),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .expect("consuming");
+    // A quorum queue registers a consumer after it said `consume-ok`, and reports it when
+    // its leader has: as a long-running worker of version 1 would be, it is seen.
+    let mut seen = false;
+    for _ in 0..100 {
+        let plan = Plan::compute(&broker.connection, new, Some(old))
+            .await
+            .expect("a plan");
+        let backoff = plan.items.iter().find(|i| i.name == broker.name("backoff"));
+        if backoff
+            .and_then(|i| i.state)
+            .is_some_and(|s| s.consumers == 1)
+        {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(seen, "the broker reports the consumer");
+    (reader, consumer)
+}
+
 fn actions(plan: &Plan, namespace: &str) -> BTreeMap<String, Action> {
     plan.items
         .iter()
@@ -236,35 +274,7 @@ async fn a_changed_retry_policy_is_deployed_without_losing_a_message() {
 
     // A worker of version 1 still reads `backoff` (before anything is published, so it holds
     // no message): the plan is blocked, and applying it changes nothing.
-    let reader = broker.connection.create_channel().await.expect("a channel");
-    // Held: dropping lapin's consumer cancels it.
-    let _consumer = reader
-        .basic_consume(
-            ShortString::from(broker.name("backoff")),
-            ShortString::from("v1-worker"),
-            BasicConsumeOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .expect("consuming");
-    // A quorum queue registers a consumer after it said `consume-ok`, and reports it when
-    // its leader has: as a long-running worker of version 1 would be, it is seen.
-    let mut seen = false;
-    for _ in 0..100 {
-        let plan = Plan::compute(&broker.connection, &new, Some(&old))
-            .await
-            .expect("a plan");
-        let backoff = plan.items.iter().find(|i| i.name == broker.name("backoff"));
-        if backoff
-            .and_then(|i| i.state)
-            .is_some_and(|s| s.consumers == 1)
-        {
-            seen = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(seen, "the broker reports the consumer");
+    let (reader, _consumer) = old_worker(&broker, &new, &old).await;
     let plan = Plan::compute(&broker.connection, &new, Some(&old))
         .await
         .expect("a plan");
@@ -632,4 +642,44 @@ async fn a_queue_type_change_migrates_the_queue_and_its_wait_queues() {
     warren_runtime::delete(&broker.connection, &new)
         .await
         .expect("deleted");
+}
+
+/// A worker of the old version that starts after the plan was computed is found when it is
+/// applied: the migration refuses before it binds a holding queue, which would otherwise stay
+/// bound beside the queue those workers read, taking a copy of every message published until
+/// someone applies again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_started_after_the_plan_leaves_no_holding_queue_bound() {
+    let broker = Broker::connect("plan-race").await;
+    let ns = broker.namespace.clone();
+    let (old, new) = (v1().namespaced(&ns), v2().namespaced(&ns));
+    warren_runtime::declare(&broker.connection, &old)
+        .await
+        .expect("version 1 declares");
+    let plan = Plan::compute(&broker.connection, &new, Some(&old))
+        .await
+        .expect("a plan");
+    assert!(plan.blocked().is_empty(), "nobody reads yet:\n{plan}");
+    assert!(matches!(
+        actions(&plan, &ns).get("backoff"),
+        Some(Action::Migrate { .. })
+    ));
+
+    let (reader, _consumer) = old_worker(&broker, &new, &old).await;
+
+    let applied = plan.apply(&broker.connection).await;
+    assert!(
+        matches!(applied, Err(warren_runtime::plan::PlanError::Blocked(_))),
+        "{applied:?}"
+    );
+    let holding = format!("backoff{}", warren_runtime::plan::HOLDING_SUFFIX);
+    assert_eq!(
+        broker.ready(&holding).await,
+        None,
+        "no holding queue was declared (and bound) for a queue still read"
+    );
+    reader
+        .close(200, ShortString::from("done"))
+        .await
+        .expect("closed");
 }

@@ -140,3 +140,19 @@ fn wait_and_holding_messages_keep_what_warren_wrote() {
     assert_eq!(header_int(table, headers::RETRY_COUNT), Some(1));
     assert_eq!(header_str(table, headers::ORIGINAL_EXCHANGE), None);
 }
+
+/// A round of a move holds its messages' bodies in memory until their confirms: it ends at
+/// [`MOVE_BATCH`](super::MOVE_BATCH) messages, or sooner once their bodies reach
+/// [`MOVE_BATCH_BYTES`](super::MOVE_BATCH_BYTES) (64 messages of the broker's largest, 128 MiB
+/// each, would be 8 GiB). A single message larger than the bound still moves, alone.
+#[test]
+fn a_round_is_bounded_by_bytes_as_well_as_messages() {
+    use super::{MOVE_BATCH, MOVE_BATCH_BYTES, round_full};
+
+    assert!(!round_full(0, 0));
+    assert!(!round_full(MOVE_BATCH - 1, 10));
+    assert!(round_full(MOVE_BATCH, 10));
+    assert!(round_full(1, MOVE_BATCH_BYTES));
+    assert!(round_full(1, 128 << 20));
+    assert!(!round_full(1, MOVE_BATCH_BYTES - 1));
+}
