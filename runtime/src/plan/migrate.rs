@@ -291,7 +291,9 @@ async fn probe_refuses(connection: &Connection, queue: &Queue) -> Result<bool, P
 
 /// A durable quorum queue, without dead-lettering and with the largest delivery limit (no
 /// limit would be RabbitMQ 4's 20): it holds the messages for as long as the migration
-/// takes, replicated, and never drops one.
+/// takes, replicated. One exception: a message with an expiration of its own (a producer's
+/// per-message TTL) keeps it, and should it expire while held it is dropped, where its own
+/// queue would have dead-lettered it (docs/operations.md, "What each change costs").
 async fn declare_holding(connection: &Connection, holding: &str) -> Result<(), PlanError> {
     let holding_queue = Queue::new(holding, QueueKind::Quorum);
     let channel = channel(connection).await?;
