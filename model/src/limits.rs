@@ -7,3 +7,8 @@ pub const MAX_SHORT_STRING: usize = 255;
 
 /// The priority levels a classic queue may declare (`x-max-priority`).
 pub const PRIORITY_LEVELS: std::ops::RangeInclusive<u8> = 1..=u8::MAX;
+
+/// The longest per-message expiration RabbitMQ accepts, in milliseconds (`2^32 - 1`, the
+/// longest Erlang timer): a longer one is refused with `PRECONDITION_FAILED`, which closes the
+/// channel it was published on.
+pub const MAX_EXPIRATION_MILLIS: u64 = 4_294_967_295;

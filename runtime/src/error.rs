@@ -140,6 +140,10 @@ impl fmt::Display for MessagePart {
 pub enum ShortField {
     /// The message id.
     MessageId,
+    /// The correlation id.
+    CorrelationId,
+    /// The reply-to address.
+    ReplyTo,
     /// The exchange name, namespace included.
     ExchangeName,
     /// The routing key (on the default exchange, namespace included).
@@ -150,6 +154,8 @@ impl fmt::Display for ShortField {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::MessageId => "message id",
+            Self::CorrelationId => "correlation id",
+            Self::ReplyTo => "reply-to address",
             Self::ExchangeName => "exchange name",
             Self::RoutingKey => "routing key",
         })
@@ -242,19 +248,37 @@ pub enum PublishError {
         /// The placeholder's name.
         placeholder: &'static str,
     },
-    /// The message id, the (namespaced) exchange name or the routing key is longer than an
-    /// AMQP short string holds
+    /// The message id, correlation id, reply-to address, (namespaced) exchange name or routing
+    /// key is longer than an AMQP short string holds
     /// ([`MAX_SHORT_STRING`](crate::model::limits::MAX_SHORT_STRING) bytes); nothing was sent.
     #[error(
         "the {field} is {bytes} bytes; AMQP allows at most {}",
         crate::model::limits::MAX_SHORT_STRING
     )]
     TooLong {
-        /// The message id, the exchange name or the routing key.
+        /// Which one.
         field: ShortField,
         /// Its length.
         bytes: usize,
     },
+    /// The expiration is longer than RabbitMQ accepts
+    /// ([`MAX_EXPIRATION_MILLIS`](crate::model::limits::MAX_EXPIRATION_MILLIS)); nothing was
+    /// sent (the broker would have closed the publishing channel).
+    #[error(
+        "an expiration of {millis} ms is longer than RabbitMQ accepts ({} ms, about 49 days)",
+        crate::model::limits::MAX_EXPIRATION_MILLIS
+    )]
+    ExpirationTooLong {
+        /// The expiration asked for, in milliseconds.
+        millis: u128,
+    },
+    /// The reply-to is RabbitMQ's direct reply-to (`amq.rabbitmq.reply-to`), which the broker
+    /// accepts only on a channel consuming from it, and otherwise refuses by closing the
+    /// channel; nothing was sent.
+    #[error(
+        "reply-to `amq.rabbitmq.reply-to` (direct reply-to) needs a publishing channel that consumes the replies; a publisher's channel does not"
+    )]
+    DirectReplyTo,
     /// Compressing the body failed.
     #[error("cannot compress the body")]
     Compress(#[source] std::io::Error),

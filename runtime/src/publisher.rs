@@ -11,10 +11,14 @@ use tracing::Instrument as _;
 
 use crate::error::{MessagePart, ShortField};
 use crate::model::Namespace;
-use crate::model::limits::MAX_SHORT_STRING;
+use crate::model::limits::{MAX_EXPIRATION_MILLIS, MAX_SHORT_STRING};
 use crate::schema::Validators;
 use crate::sync::lock;
 use crate::{Connection, Message, PublishError, Topology, amqp};
+
+/// RabbitMQ's direct reply-to pseudo-queue, usable as a reply-to only by a channel consuming
+/// from it.
+const DIRECT_REPLY_TO: &str = "amq.rabbitmq.reply-to";
 
 /// How long a publish waits for the broker's confirm by default.
 pub const DEFAULT_PUBLISH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -67,12 +71,19 @@ pub struct Publication<'a> {
 }
 
 /// Per-message properties a caller may set instead of the defaults, passed to the generated
-/// `Publishers::with(options)`.
+/// `Publishers::with(options)`. Checked before anything is sent: a value the broker would
+/// refuse (and close the publishing channel for) is a [`PublishError`] instead.
 ///
 /// ```
+/// use std::time::Duration;
 /// use warren_runtime::PublishOptions;
 /// // The business key as message id, so a consumer deduplicates a second publish of it.
-/// let options = PublishOptions::default().message_id("order-42").timestamp(1_796_000_000);
+/// let options = PublishOptions::default()
+///     .message_id("order-42")
+///     .timestamp(1_796_000_000)
+///     .correlation_id("checkout-7")
+///     .expiration(Duration::from_secs(60))
+///     .priority(5);
 /// assert_eq!(options.message_id.as_deref(), Some("order-42"));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -82,6 +93,21 @@ pub struct PublishOptions {
     pub message_id: Option<String>,
     /// The timestamp, in seconds since the Unix epoch; by default now.
     pub timestamp: Option<u64>,
+    /// The correlation id: ties a message to another (a request to its reply, an event to the
+    /// command that caused it). At most 255 bytes.
+    pub correlation_id: Option<String>,
+    /// Where a reply is expected: a queue name. At most 255 bytes. RabbitMQ's direct reply-to
+    /// (`amq.rabbitmq.reply-to`) is refused: the broker takes it only from a channel that
+    /// consumes the replies.
+    pub reply_to: Option<String>,
+    /// How long the message may wait in a queue before the broker expires it (dead-lettered
+    /// as `expired` where the queue has a dead-letter exchange, else dropped); whole
+    /// milliseconds, at most about 49 days. Warren's retry and dead-letter copies do not
+    /// keep it: a retry is not cut short by the first attempt's deadline.
+    pub expiration: Option<Duration>,
+    /// The priority, on a queue declared with `max_priority` (a higher value counts as that
+    /// maximum; a queue without it ignores the priority).
+    pub priority: Option<u8>,
 }
 
 impl PublishOptions {
@@ -95,6 +121,57 @@ impl PublishOptions {
     pub fn timestamp(mut self, seconds: u64) -> Self {
         self.timestamp = Some(seconds);
         self
+    }
+
+    /// Sets the correlation id.
+    pub fn correlation_id(mut self, id: impl Into<String>) -> Self {
+        self.correlation_id = Some(id.into());
+        self
+    }
+
+    /// Sets the reply-to address.
+    pub fn reply_to(mut self, address: impl Into<String>) -> Self {
+        self.reply_to = Some(address.into());
+        self
+    }
+
+    /// Sets the expiration (see [`PublishOptions::expiration`]).
+    pub fn expiration(mut self, expiration: Duration) -> Self {
+        self.expiration = Some(expiration);
+        self
+    }
+
+    /// Sets the priority.
+    pub fn priority(mut self, priority: u8) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+
+    /// `properties` with the options a caller set beyond the message id and timestamp,
+    /// checked first: nothing the broker would refuse is sent.
+    fn apply(&self, mut properties: BasicProperties) -> Result<BasicProperties, PublishError> {
+        if let Some(id) = &self.correlation_id {
+            short(ShortField::CorrelationId, id)?;
+            properties = properties.with_correlation_id(ShortString::from(id.as_str()));
+        }
+        if let Some(address) = &self.reply_to {
+            short(ShortField::ReplyTo, address)?;
+            if address.starts_with(DIRECT_REPLY_TO) {
+                return Err(PublishError::DirectReplyTo);
+            }
+            properties = properties.with_reply_to(ShortString::from(address.as_str()));
+        }
+        if let Some(expiration) = self.expiration {
+            let millis = expiration.as_millis();
+            if millis > u128::from(MAX_EXPIRATION_MILLIS) {
+                return Err(PublishError::ExpirationTooLong { millis });
+            }
+            properties = properties.with_expiration(ShortString::from(millis.to_string()));
+        }
+        if let Some(priority) = self.priority {
+            properties = properties.with_priority(priority);
+        }
+        Ok(properties)
     }
 }
 
@@ -234,12 +311,13 @@ impl Publisher {
             .clone()
             .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
         short(ShortField::MessageId, &message_id)?;
-        let mut properties = BasicProperties::default()
+        let properties = BasicProperties::default()
             .with_content_type(ShortString::from(M::CONTENT_TYPE))
             .with_delivery_mode(2)
             .with_type(ShortString::from(M::NAME))
             .with_message_id(ShortString::from(message_id))
             .with_timestamp(options.timestamp.unwrap_or_else(unix_seconds));
+        let mut properties = options.apply(properties)?;
         if let serde_json::Value::Object(headers) = &headers
             && !headers.is_empty()
         {
