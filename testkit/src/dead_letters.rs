@@ -3,7 +3,6 @@
 //! Kept small on purpose (`basic.get`, acknowledged to take, requeued to peek): the runtime's
 //! own dead-letter reading, behind `warren dlq`, can replace it without changing this API.
 
-use std::io::Read;
 use std::time::{Duration, Instant};
 
 use warren_runtime::lapin::message::BasicGetMessage;
@@ -96,26 +95,13 @@ impl DeadMessage {
     /// The body inflated as the worker inflates it (`gzip`, `deflate`), bounded by the
     /// worker's default body cap, so a zip bomb among the dead letters costs a test no more
     /// than it would cost the worker.
-    fn decompressed(&self) -> Result<Vec<u8>, String> {
+    fn decompressed(&self) -> Result<std::borrow::Cow<'_, [u8]>, String> {
         let encoding = self.properties.content_encoding().as_ref();
-        let cap = DEFAULT_MAX_BODY_BYTES;
-        let limit = u64::try_from(cap).unwrap_or(u64::MAX).saturating_add(1);
-        let mut inflated = Vec::new();
-        let read = match encoding.map(|e| e.as_str().to_ascii_lowercase()).as_deref() {
-            None | Some("" | "identity") => return Ok(self.body.clone()),
-            Some("gzip") => flate2::read::GzDecoder::new(self.body.as_slice())
-                .take(limit)
-                .read_to_end(&mut inflated),
-            Some("deflate") => flate2::read::ZlibDecoder::new(self.body.as_slice())
-                .take(limit)
-                .read_to_end(&mut inflated),
-            Some(other) => return Err(format!("unknown content encoding `{other}`")),
-        };
-        read.map_err(|e| format!("cannot decompress the body: {e}"))?;
-        if inflated.len() > cap {
-            return Err(format!("the body inflates past {cap} bytes"));
-        }
-        Ok(inflated)
+        warren_runtime::dead_letters::inflate(
+            &self.body,
+            encoding.map(|e| e.as_str()),
+            DEFAULT_MAX_BODY_BYTES,
+        )
     }
 }
 

@@ -13,6 +13,7 @@ mod peek;
 mod redrive;
 mod scan;
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use crate::connection::Connection;
@@ -24,6 +25,25 @@ pub use peek::{MAX_PEEK, MAX_PEEK_BODY, Peeked};
 pub use redrive::{Filter, MAX_HELD, RedriveOptions, RedriveSummary};
 
 use scan::Scan;
+
+/// A message body as the worker reads it: undone from its `content-encoding` (`gzip`,
+/// `deflate`, or none), refusing to inflate past `max` bytes (a zip bomb stops at the cap; it
+/// is not inflated first). The error says why it could not be, as a dead letter's
+/// `x-last-error` would. For tools and tests that read dead letters' bodies.
+///
+/// ```
+/// let body = warren_runtime::dead_letters::inflate(b"{}", None, 1024).unwrap();
+/// assert_eq!(&*body, b"{}");
+/// let error = warren_runtime::dead_letters::inflate(b"{}", Some("br"), 1024).unwrap_err();
+/// assert_eq!(error, "unknown content encoding `br`");
+/// ```
+pub fn inflate<'a>(
+    body: &'a [u8],
+    encoding: Option<&str>,
+    max: usize,
+) -> Result<Cow<'a, [u8]>, String> {
+    crate::worker::decode::decompress(body, encoding, max).map_err(|poison| poison.detail)
+}
 
 /// What reading or redriving a dead-letter queue can fail with. Whatever it read and did not
 /// hand on is returned to the queue by the broker when the channel closes.

@@ -261,7 +261,7 @@ fn more_items_than(body: &[u8], max: usize) -> bool {
 
 /// Undoes `content-encoding`, refusing to inflate beyond `max` bytes (a zip bomb stops at
 /// the cap, it is not inflated first). An uncompressed body is borrowed, not copied.
-fn decompress<'a>(
+pub(crate) fn decompress<'a>(
     body: &'a [u8],
     encoding: Option<&str>,
     max: usize,
@@ -279,7 +279,7 @@ fn decompress<'a>(
         Some(other) => {
             return Err(poison(
                 FailureReason::Decode,
-                format!("unsupported content encoding `{other}`"),
+                format!("unknown content encoding `{other}`"),
             ));
         }
     };
@@ -292,7 +292,7 @@ fn decompress<'a>(
     if out.len() > max {
         return Err(poison(
             FailureReason::TooLarge,
-            format!("body inflates beyond the {max}-byte cap"),
+            format!("body inflates past the {max}-byte cap"),
         ));
     }
     Ok(Cow::Owned(out))
