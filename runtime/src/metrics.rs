@@ -379,18 +379,16 @@ pub(crate) fn latency(properties: &BasicProperties, now: SystemTime) -> Option<D
     (latency <= MAX_LATENCY).then_some(latency)
 }
 
-/// `properties` with [`headers::PUBLISHED_AT`] set to now, for the consumers' end-to-end
+/// Sets [`headers::PUBLISHED_AT`] in a message's header `table` to now, for the consumers' end-to-end
 /// latency.
-pub(crate) fn stamp(properties: BasicProperties) -> BasicProperties {
+pub(crate) fn stamp(table: &mut FieldTable) {
     let millis = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    let mut table: FieldTable = properties.headers().clone().unwrap_or_default();
     table.insert(
         ShortString::from(headers::PUBLISHED_AT),
         AMQPValue::LongLongInt(millis),
     );
-    properties.with_headers(table)
 }
 
 /// The publish counters of one exchange.
@@ -526,8 +524,8 @@ mod tests {
             ShortString::from("tenant"),
             AMQPValue::LongString("acme".into()),
         );
-        let stamped = stamp(BasicProperties::default().with_headers(table));
-        let headers = stamped.headers().clone().unwrap_or_default();
+        stamp(&mut table);
+        let headers = table;
         assert!(headers.inner().contains_key("tenant"));
         assert!(header_int(Some(&headers), super::headers::PUBLISHED_AT).is_some());
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
-use lapin::types::ShortString;
+use lapin::types::{FieldTable, ShortString};
 use lapin::{BasicProperties, Channel, Confirmation};
 use tracing::Instrument as _;
 
@@ -317,12 +317,13 @@ impl Publisher {
             .with_type(ShortString::from(M::NAME))
             .with_message_id(ShortString::from(message_id))
             .with_timestamp(options.timestamp.unwrap_or_else(unix_seconds));
-        let mut properties = options.apply(properties)?;
-        if let serde_json::Value::Object(headers) = &headers
-            && !headers.is_empty()
-        {
-            properties = properties.with_headers(amqp::json_to_table(headers));
-        }
+        let mut table = match &headers {
+            serde_json::Value::Object(headers) => amqp::json_to_table(headers),
+            _ => FieldTable::default(),
+        };
+        // Stamped into the table being built, not into a copy of it: one table per publish.
+        crate::metrics::stamp(&mut table);
+        let mut properties = options.apply(properties)?.with_headers(table);
         if let Some(compression) = publication.compression {
             body = compression
                 .compress(&body)
@@ -330,7 +331,6 @@ impl Publisher {
             properties =
                 properties.with_content_encoding(ShortString::from(compression.encoding()));
         }
-        let properties = crate::metrics::stamp(properties);
         let (exchange, routing_key) = self
             .namespace
             .publish_target(publication.exchange, publication.routing_key);
