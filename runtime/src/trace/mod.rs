@@ -199,10 +199,9 @@ pub(crate) fn inject(span: &Span, properties: BasicProperties) -> BasicPropertie
     {
         let mut table = properties
             .headers()
-            .clone()
-            .unwrap_or_default()
-            .inner()
-            .clone();
+            .as_ref()
+            .map(|headers| headers.inner().clone())
+            .unwrap_or_default();
         write(&mut table, Some(context));
         return properties.with_headers(FieldTable::from(table));
     }
