@@ -35,6 +35,19 @@ pub const DELIVERY_COUNT: &str = "x-delivery-count";
 /// failure `reason` and a `detail`.
 pub const HEADERS_CUT: &str = "x-headers-cut";
 
+/// When the caller of an RPC request gives up waiting for its reply, in milliseconds since the
+/// Unix epoch: a server does not handle (or retry) a request past it, and dead-letters it as
+/// `expired` instead. Kept on retry copies.
+pub const DEADLINE: &str = "x-deadline";
+/// On an RPC reply: what it holds, a [`crate::rpc::ReplyStatus`] (`ok`, `error` or
+/// `failed`).
+pub const RPC_STATUS: &str = "x-rpc-status";
+/// On an RPC reply of status `error`: the code of the declared error its body holds.
+pub const RPC_ERROR: &str = "x-rpc-error";
+/// On an RPC reply of status `failed`: why the server could not answer, a
+/// [`crate::FailureReason`].
+pub const RPC_FAILURE: &str = "x-rpc-failure";
+
 /// W3C Trace Context: the trace and span a message was published in, as
 /// `00-{trace id}-{parent id}-{flags}` (<https://www.w3.org/TR/trace-context/>). Written on
 /// publish (with the `opentelemetry` feature) and on retry and dead-letter copies; read on

@@ -50,6 +50,7 @@ pub mod headers;
 pub mod limits;
 mod reason;
 mod retry;
+pub mod rpc;
 mod spelled;
 #[cfg(feature = "tokens")]
 mod tokens;

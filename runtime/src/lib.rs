@@ -40,6 +40,8 @@
 //!   retry infrastructure that generated `topology()` functions return;
 //! - [`Publisher`]: publishes typed payloads with confirms and `mandatory`;
 //! - [`Worker`]: runs consumers (the generated `Handlers { .. }.run(worker)` adds them);
+//! - [`rpc`]: typed request/reply ([`RpcClient`] calls, a server registered on a
+//!   [`Worker`] like a consumer);
 //! - [`dead_letters`]: count, peek at, redrive and purge a dead-letter queue (what
 //!   `warren dlq` runs).
 //!
@@ -102,6 +104,7 @@ pub mod metrics;
 pub mod plan;
 mod publisher;
 mod routing_key;
+pub mod rpc;
 mod schema;
 mod sync;
 mod trace;
@@ -119,6 +122,7 @@ pub use health::HealthHandle;
 pub use message::{Message, NoHeaders};
 pub use model::Topology;
 pub use publisher::{DEFAULT_PUBLISH_TIMEOUT, PublishOptions, Publisher};
+pub use rpc::{CallOptions, RpcClient, RpcError, RpcHandlerError};
 pub use schema::SchemaError;
 pub use worker::{DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_BODY_BYTES, ShutdownHandle, Worker};
 
@@ -139,6 +143,10 @@ pub use lapin;
 pub mod codegen {
     pub use crate::publisher::{Compression, Publication, publish};
     pub use crate::routing_key::{KeyPart, RoutingKey};
+    pub use crate::rpc::{
+        DeclaredErrors, NoErrors, Operation, RpcHandler, Target, add_server, call, decode_payload,
+        encode_payload,
+    };
     pub use crate::worker::{
         BatchHandler, BatchSpec, CircuitBreaker, ConsumerSpec, DeadLetterHandler, Handler, add,
         add_batch, add_dead_letters,

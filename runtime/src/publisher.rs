@@ -12,13 +12,10 @@ use tracing::Instrument as _;
 use crate::error::{MessagePart, ShortField};
 use crate::model::Namespace;
 use crate::model::limits::{MAX_EXPIRATION_MILLIS, MAX_SHORT_STRING};
+use crate::model::rpc::DIRECT_REPLY_TO;
 use crate::schema::Validators;
 use crate::sync::lock;
 use crate::{Connection, Message, PublishError, Topology, amqp};
-
-/// RabbitMQ's direct reply-to pseudo-queue, usable as a reply-to only by a channel consuming
-/// from it.
-const DIRECT_REPLY_TO: &str = "amq.rabbitmq.reply-to";
 
 /// How long a publish waits for the broker's confirm by default.
 pub const DEFAULT_PUBLISH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -68,6 +65,9 @@ pub struct Publication<'a> {
     pub routing_key: &'a str,
     /// Body compression.
     pub compression: Option<Compression>,
+    /// The highest `max_priority` of the queues the publication can reach (`None`: none
+    /// declares one), which a [`PublishOptions::priority`] is checked against.
+    pub max_priority: Option<u8>,
 }
 
 /// Per-message properties a caller may set instead of the defaults, passed to the generated

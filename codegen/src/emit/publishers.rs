@@ -186,6 +186,7 @@ fn method(contract: &Contract, publisher: &Publisher) -> Result<TokenStream, Gen
                         exchange: #exchange,
                         routing_key: #key,
                         compression: #compression,
+                        max_priority: ::core::option::Option::None,
                     },
                     payload,
                     #headers_arg,

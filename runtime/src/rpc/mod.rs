@@ -1,0 +1,284 @@
+//! Typed request/reply (RPC) over RabbitMQ's direct reply-to.
+//!
+//! An operation of a contract (`rpcs:` in `warren.yaml`) has a request message, a response
+//! message and optional declared errors, each a [`Message`] with its JSON Schema. The
+//! generator emits one marker type per operation implementing [`Operation`], a client method
+//! per operation on the generated `RpcClients` (over an [`RpcClient`]), and a server trait
+//! per operation, registered on a [`crate::Worker`] like a consumer.
+//!
+//! # The wire protocol
+//!
+//! - **Request**: published (validated first, `mandatory`, with a confirm) to the operation's
+//!   exchange and routing key (the default exchange and the queue's name when the contract
+//!   gives only a queue); `reply-to` is [`DIRECT_REPLY_TO`], `correlation-id` a fresh UUID,
+//!   `expiration` the call's timeout (the broker expires a request nobody took in time) and
+//!   [`x-deadline`](crate::model::headers::DEADLINE) the instant the caller gives up.
+//! - **Reply**: published by the server to the default exchange with the request's
+//!   `reply-to` as key and its `correlation-id`, with
+//!   [`x-rpc-status`](crate::model::headers::RPC_STATUS) saying what the body holds
+//!   ([`ReplyStatus`]): the response (`ok`), a declared error and its code (`error`,
+//!   [`x-rpc-error`](crate::model::headers::RPC_ERROR)), or why the server could not answer
+//!   (`failed`, [`x-rpc-failure`](crate::model::headers::RPC_FAILURE), a short text body).
+//!
+//! # The server's rules
+//!
+//! The request queue's retry policy applies as to any consumer, with these additions:
+//! - a request past its deadline is not handled: its caller gave up. It is dead-lettered as
+//!   `expired` (as the broker does with one that expired waiting), so a retry never runs
+//!   after the caller stopped waiting;
+//! - a request that cannot be decoded or validated, or has no `reply-to` or `correlation-id`,
+//!   is dead-lettered as poison, and its caller (where it named one) gets a `failed` reply at
+//!   once rather than a timeout;
+//! - a handler's response or declared error is validated against its schema before it is
+//!   sent; one that breaks it is a bug of the server: the caller gets a `failed` reply and the
+//!   request is dead-lettered (`non-retryable`, the violations in its last error);
+//! - a retryable failure is retried by the queue's policy with no reply; when the retries are
+//!   spent (or the failure is non-retryable) the request is dead-lettered and the caller gets
+//!   a `failed` reply;
+//! - the request is acknowledged only once its reply is confirmed by the broker (or, for a
+//!   dead-lettered one, its dead-letter copy).
+//!
+//! # The client's rules
+//!
+//! Many calls share one channel: each waits for the reply with its correlation id. A reply
+//! that comes after its call timed out (or for no call of this client) is dropped, logged and
+//! counted, never handed to another call. When the channel or connection is lost, the calls
+//! waiting on it fail with [`RpcError::ConnectionLost`] (their replies could no longer
+//! arrive: direct reply-to is bound to the channel), and the next call opens a new channel.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::model::FailureReason;
+pub use crate::model::rpc::{DEFAULT_TIMEOUT, DIRECT_REPLY_TO, ReplyStatus};
+use crate::{Connection, Delivery, HandlerError, Message, PublishError, Topology, Worker};
+
+/// An operation of a contract: what the generated marker type of each RPC says about it.
+pub trait Operation: Send + Sync + 'static {
+    /// The request message.
+    type Request: Message;
+    /// The response message.
+    type Response: Message;
+    /// The declared errors: a generated enum with one variant per code, or [`NoErrors`].
+    type Error: DeclaredErrors;
+    /// The operation's name in the contract.
+    const NAME: &'static str;
+}
+
+/// The declared errors of an operation: a generated enum with one variant per error code,
+/// each holding the payload of the code's message.
+pub trait DeclaredErrors:
+    std::fmt::Debug + std::fmt::Display + Sized + Send + Sync + 'static
+{
+    /// The code of this error, as the contract spells it.
+    fn code(&self) -> &'static str;
+
+    /// The error's body: its payload serialized and validated against its message's schema
+    /// (through [`encode_payload`]).
+    fn encode(&self) -> Result<Vec<u8>, PublishError>;
+
+    /// The error a reply with `code` holds, decoded and validated (through
+    /// [`decode_payload`]); `None` for a code the operation does not declare.
+    fn decode(code: &str, body: &[u8]) -> Option<Result<Self, String>>;
+}
+
+/// The errors of an operation that declares none: a value of it cannot exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoErrors {}
+
+impl std::fmt::Display for NoErrors {
+    fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {}
+    }
+}
+
+impl std::error::Error for NoErrors {}
+
+impl DeclaredErrors for NoErrors {
+    fn code(&self) -> &'static str {
+        match *self {}
+    }
+
+    fn encode(&self) -> Result<Vec<u8>, PublishError> {
+        match *self {}
+    }
+
+    fn decode(_: &str, _: &[u8]) -> Option<Result<Self, String>> {
+        None
+    }
+}
+
+/// Why a call returned no response.
+#[derive(Debug, thiserror::Error)]
+pub enum RpcError<E> {
+    /// The server answered with one of the operation's declared errors.
+    #[error("the server answered with a declared error: {0}")]
+    Declared(E),
+    /// No reply came within the timeout: the request may or may not have been handled (it
+    /// is not handled after this, see the server's rules).
+    #[error("no reply within {0:?}")]
+    Timeout(Duration),
+    /// The server could not answer: the request did not decode or validate there, the
+    /// handler failed for good, or its answer broke its schema.
+    #[error("the server could not answer ({reason}): {detail}")]
+    Failed {
+        /// Why.
+        reason: FailureReason,
+        /// What the server said, cut to a bounded length.
+        detail: String,
+    },
+    /// The reply did not decode or validate as the response or a declared error.
+    #[error("the reply is not a valid answer: {0}")]
+    InvalidReply(String),
+    /// The request was not sent, or not confirmed: invalid, unroutable (no server queue),
+    /// refused, or the connection was down.
+    #[error(transparent)]
+    Publish(#[from] PublishError),
+    /// The channel or connection was lost while the call waited: the request may have been
+    /// handled, its reply can no longer arrive.
+    #[error("the connection was lost before the reply came")]
+    ConnectionLost,
+}
+
+/// What a server handler returns instead of a response.
+#[derive(Debug)]
+pub enum RpcHandlerError<E> {
+    /// One of the operation's declared errors: validated, sent to the caller as its reply,
+    /// and the request acknowledged (never retried).
+    Declared(E),
+    /// A failure, retried or dead-lettered by the request queue's policy as any handler's;
+    /// the caller gets a `failed` reply once the request is dead-lettered.
+    Failed(HandlerError),
+}
+
+impl<E> From<HandlerError> for RpcHandlerError<E> {
+    fn from(error: HandlerError) -> Self {
+        Self::Failed(error)
+    }
+}
+
+/// Per-call settings a caller may set instead of the contract's, passed to the generated
+/// `RpcClients::with(options)`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallOptions {
+    /// How long to wait for the reply, instead of the operation's timeout; at most about
+    /// 49 days ([`crate::model::limits::MAX_EXPIRATION_MILLIS`]).
+    pub timeout: Option<Duration>,
+    /// The request's message id; by default a new UUID v7.
+    pub message_id: Option<String>,
+    /// The request's priority, on a request queue declared with `max_priority`.
+    pub priority: Option<u8>,
+}
+
+impl CallOptions {
+    /// Sets the timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the message id.
+    pub fn message_id(mut self, id: impl Into<String>) -> Self {
+        self.message_id = Some(id.into());
+        self
+    }
+
+    /// Sets the priority.
+    pub fn priority(mut self, priority: u8) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+}
+
+/// Calls operations and waits for their replies, on one channel that consumes RabbitMQ's
+/// direct reply-to. Cheap to clone: clones share the channel and its calls.
+#[derive(Clone)]
+pub struct RpcClient {
+    // Filled in by the implementation.
+    _connection: Connection,
+}
+
+impl std::fmt::Debug for RpcClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcClient").finish_non_exhaustive()
+    }
+}
+
+impl RpcClient {
+    /// A client on `connection` for the operations of `topology` (in its namespace), its
+    /// channel opened and consuming replies at once.
+    pub async fn new(connection: &Connection, topology: &Topology) -> Result<Self, PublishError> {
+        let _ = topology;
+        Ok(Self {
+            _connection: connection.clone(),
+        })
+    }
+
+    /// The largest reply body accepted (default 64 MiB); a larger one is an
+    /// [`RpcError::InvalidReply`].
+    pub fn max_body_bytes(self, bytes: usize) -> Self {
+        let _ = bytes;
+        self
+    }
+}
+
+/// Where an operation's requests go and how long a call waits: what a generated client
+/// method fills in from the contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target<'a> {
+    /// The exchange (`""` is the default exchange, with the request queue's name as key).
+    pub exchange: &'a str,
+    /// The routing key.
+    pub routing_key: &'a str,
+    /// The contract's timeout.
+    pub timeout: Duration,
+    /// The highest `max_priority` of the queues the requests reach (`None`: no priorities).
+    pub max_priority: Option<u8>,
+}
+
+/// Handles the requests of operation `O`. Generated server traits are adapted to this.
+pub trait RpcHandler<O: Operation>: Send + Sync + 'static {
+    /// Handles one request, returning the response or why there is none.
+    fn handle(
+        &self,
+        request: Delivery<<O::Request as Message>::Payload, <O::Request as Message>::Headers>,
+    ) -> impl Future<Output = Result<<O::Response as Message>::Payload, RpcHandlerError<O::Error>>> + Send;
+}
+
+/// Calls operation `O` on `client`: what generated client methods call
+/// (`warren_runtime::codegen::call`); not a stable API.
+pub async fn call<O: Operation>(
+    client: &RpcClient,
+    target: Target<'_>,
+    request: &<O::Request as Message>::Payload,
+    headers: &<O::Request as Message>::Headers,
+    options: &CallOptions,
+) -> Result<<O::Response as Message>::Payload, RpcError<O::Error>> {
+    let _ = (client, target, request, headers, options);
+    Err(RpcError::ConnectionLost)
+}
+
+/// Adds the server of operation `O` to `worker`, consuming the request queue of `spec`:
+/// what the generated `consumers::register` functions of an operation call
+/// (`warren_runtime::codegen::add_server`); not a stable API.
+pub fn add_server<O: Operation, H: RpcHandler<O>>(
+    worker: &mut Worker,
+    spec: crate::codegen::ConsumerSpec,
+    handler: H,
+) {
+    let _ = (worker, spec, handler);
+}
+
+/// `payload` of message `M` serialized and validated against its schema: the body of a
+/// declared error (generated [`DeclaredErrors::encode`]); not a stable API.
+pub fn encode_payload<M: Message>(payload: &M::Payload) -> Result<Vec<u8>, PublishError> {
+    let _ = payload;
+    Ok(Vec::new())
+}
+
+/// `body` decoded as a payload of message `M` and validated against its schema (generated
+/// [`DeclaredErrors::decode`]); the error says what is wrong. Not a stable API.
+pub fn decode_payload<M: Message>(body: &[u8]) -> Result<M::Payload, String> {
+    let _ = body;
+    Err(String::from("not implemented"))
+}
