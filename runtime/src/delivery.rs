@@ -1,5 +1,7 @@
 //! What a handler receives.
 
+use std::time::Duration;
+
 use crate::FailureContext;
 
 /// A decoded, validated message handed to a handler: its payload and headers, typed, plus
@@ -13,6 +15,12 @@ pub struct Delivery<P, H = crate::NoHeaders> {
     redelivered: bool,
     retry_count: u32,
     message_id: Option<String>,
+    // Short strings (at most 255 bytes on the wire), copied once from the delivery's
+    // properties: a delivery holds no copy of the body or the header table.
+    correlation_id: Option<String>,
+    reply_to: Option<String>,
+    priority: Option<u8>,
+    expiration: Option<Duration>,
     failure: Option<FailureContext>,
 }
 
@@ -34,6 +42,10 @@ impl<P, H> Delivery<P, H> {
             redelivered: false,
             retry_count: 0,
             message_id: None,
+            correlation_id: None,
+            reply_to: None,
+            priority: None,
+            expiration: None,
             failure: None,
         }
     }
@@ -85,6 +97,33 @@ impl<P, H> Delivery<P, H> {
         self.message_id.as_deref()
     }
 
+    /// The correlation id set by the publisher, if any: what ties this message to another
+    /// (a reply to its request, an event to the command that caused it).
+    pub fn correlation_id(&self) -> Option<&str> {
+        self.correlation_id.as_deref()
+    }
+
+    /// Where the publisher expects a reply, if it said: a queue name (or RabbitMQ's direct
+    /// reply-to address of the caller's channel).
+    pub fn reply_to(&self) -> Option<&str> {
+        self.reply_to.as_deref()
+    }
+
+    /// The priority the message was published with, if any (on a queue declared with
+    /// `max_priority`, the broker delivers higher ones first).
+    pub fn priority(&self) -> Option<u8> {
+        self.priority
+    }
+
+    /// The expiration the message was published with, if any: how long it could wait in a
+    /// queue, not how long it has left. Warren's retry copies do not keep it (a retry is not
+    /// cut short by the first attempt's deadline), and a value that is not whole milliseconds
+    /// RabbitMQ accepts (a number up to
+    /// [`MAX_EXPIRATION_MILLIS`](crate::model::limits::MAX_EXPIRATION_MILLIS)) reads as none.
+    pub fn expiration(&self) -> Option<Duration> {
+        self.expiration
+    }
+
     /// When a handler first failed on this message, for a retried message.
     pub fn first_failure(&self) -> Option<std::time::SystemTime> {
         self.failure
@@ -124,8 +163,8 @@ impl<P, H> Delivery<P, H> {
     }
 
     /// A delivery of `payload` with `headers` whose broker-side facts (route, attempt,
-    /// message id, first failure) are set one by one, as a handler test would build a
-    /// retried message:
+    /// message id, properties, first failure) are set one by one, as a handler test would
+    /// build a retried message or a request expecting a reply:
     ///
     /// ```
     /// use warren_runtime::{Delivery, NoHeaders};
@@ -135,6 +174,14 @@ impl<P, H> Delivery<P, H> {
     ///     .message_id("order-42")
     ///     .build();
     /// assert_eq!((delivery.retry_count(), delivery.message_id()), (2, Some("order-42")));
+    ///
+    /// let request = Delivery::builder("payload", NoHeaders {})
+    ///     .correlation_id("call-7")
+    ///     .reply_to("quotes.replies")
+    ///     .priority(5)
+    ///     .build();
+    /// assert_eq!(request.correlation_id(), Some("call-7"));
+    /// assert_eq!((request.reply_to(), request.priority()), (Some("quotes.replies"), Some(5)));
     /// ```
     pub fn builder(payload: P, headers: H) -> DeliveryBuilder<P, H> {
         DeliveryBuilder(Self::new(payload, headers))
@@ -164,6 +211,30 @@ impl<P, H> DeliveryBuilder<P, H> {
     /// The message id.
     pub fn message_id(mut self, message_id: impl Into<String>) -> Self {
         self.0.message_id = Some(message_id.into());
+        self
+    }
+
+    /// The correlation id.
+    pub fn correlation_id(mut self, id: impl Into<String>) -> Self {
+        self.0.correlation_id = Some(id.into());
+        self
+    }
+
+    /// The reply-to address.
+    pub fn reply_to(mut self, address: impl Into<String>) -> Self {
+        self.0.reply_to = Some(address.into());
+        self
+    }
+
+    /// The priority.
+    pub fn priority(mut self, priority: u8) -> Self {
+        self.0.priority = Some(priority);
+        self
+    }
+
+    /// The expiration the message was published with.
+    pub fn expiration(mut self, expiration: Duration) -> Self {
+        self.0.expiration = Some(expiration);
         self
     }
 

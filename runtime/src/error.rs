@@ -279,6 +279,17 @@ pub enum PublishError {
         "reply-to `amq.rabbitmq.reply-to` (direct reply-to) needs a publishing channel that consumes the replies; a publisher's channel does not"
     )]
     DirectReplyTo,
+    /// The priority is above the highest `max_priority` of the queues the message reaches,
+    /// or none of them declares `max_priority`; nothing was sent. (The broker would have
+    /// taken it, counting it as the maximum or ignoring it: a priority the contract does not
+    /// provide for is a mistake worth hearing about.)
+    #[error("{}", priority_refused(*priority, *max_priority))]
+    Priority {
+        /// The priority asked for.
+        priority: u8,
+        /// The highest `max_priority` of the queues reached; `None` where none declares one.
+        max_priority: Option<u8>,
+    },
     /// Compressing the body failed.
     #[error("cannot compress the body")]
     Compress(#[source] std::io::Error),
@@ -303,6 +314,23 @@ pub enum PublishError {
     /// Opening the publishing channel failed; the message was not sent.
     #[error("cannot open a publishing channel")]
     Broker(#[from] lapin::Error),
+}
+
+/// The text of [`PublishError::Priority`]: what was asked, what the queues allow, and how to
+/// make them agree.
+fn priority_refused(priority: u8, max_priority: Option<u8>) -> String {
+    match max_priority {
+        Some(max) => format!(
+            "priority {priority} is above {max}, the highest `max_priority` of the queues the \
+             message reaches: use a priority of at most {max}, or raise the queue's \
+             `max_priority` in the contract"
+        ),
+        None => format!(
+            "priority {priority} was set, but no queue the message reaches declares \
+             `max_priority`: declare `max_priority` on the queue (a classic queue) in the \
+             contract, or send without a priority"
+        ),
+    }
 }
 
 /// Why a worker stopped.

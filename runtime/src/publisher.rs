@@ -105,8 +105,11 @@ pub struct PublishOptions {
     /// milliseconds, at most about 49 days. Warren's retry and dead-letter copies do not
     /// keep it: a retry is not cut short by the first attempt's deadline.
     pub expiration: Option<Duration>,
-    /// The priority, on a queue declared with `max_priority` (a higher value counts as that
-    /// maximum; a queue without it ignores the priority).
+    /// The priority: at most the highest `max_priority` of the queues the publication
+    /// reaches, and refused ([`PublishError::Priority`]) where none declares one. The broker
+    /// would take any value (counting a higher one as the maximum, ignoring it on a queue
+    /// without priorities); refusing it says the contract and the code disagree before a
+    /// message is silently ordered otherwise than its publisher meant.
     pub priority: Option<u8>,
 }
 
@@ -148,8 +151,13 @@ impl PublishOptions {
     }
 
     /// `properties` with the options a caller set beyond the message id and timestamp,
-    /// checked first: nothing the broker would refuse is sent.
-    fn apply(&self, mut properties: BasicProperties) -> Result<BasicProperties, PublishError> {
+    /// checked first: nothing the broker would refuse, and no priority the queues reached
+    /// (whose highest `max_priority` is `max_priority`) do not declare, is sent.
+    fn apply(
+        &self,
+        mut properties: BasicProperties,
+        max_priority: Option<u8>,
+    ) -> Result<BasicProperties, PublishError> {
         if let Some(id) = &self.correlation_id {
             short(ShortField::CorrelationId, id)?;
             properties = properties.with_correlation_id(ShortString::from(id.as_str()));
@@ -168,10 +176,30 @@ impl PublishOptions {
             }
             properties = properties.with_expiration(ShortString::from(millis.to_string()));
         }
-        if let Some(priority) = self.priority {
+        if let Some(priority) = check_priority(self.priority, max_priority)? {
             properties = properties.with_priority(priority);
         }
         Ok(properties)
+    }
+}
+
+/// `priority` (as a caller set it, if at all) checked against `max_priority`, the highest
+/// `max_priority` of the queues a message reaches (`None`: none declares one): a priority above
+/// it, or any priority where no queue declares one, is [`PublishError::Priority`]. The one rule
+/// for publishes ([`PublishOptions::priority`]) and calls (`rpc::CallOptions::priority`
+/// against `rpc::Target::max_priority`).
+pub(crate) fn check_priority(
+    priority: Option<u8>,
+    max_priority: Option<u8>,
+) -> Result<Option<u8>, PublishError> {
+    match (priority, max_priority) {
+        (Some(priority), max) if max.is_none_or(|max| priority > max) => {
+            Err(PublishError::Priority {
+                priority,
+                max_priority: max,
+            })
+        }
+        (priority, _) => Ok(priority),
     }
 }
 
@@ -323,7 +351,9 @@ impl Publisher {
         };
         // Stamped into the table being built, not into a copy of it: one table per publish.
         crate::metrics::stamp(&mut table);
-        let mut properties = options.apply(properties)?.with_headers(table);
+        let mut properties = options
+            .apply(properties, publication.max_priority)?
+            .with_headers(table);
         if let Some(compression) = publication.compression {
             body = compression
                 .compress(&body)
@@ -483,4 +513,44 @@ pub(crate) fn unix_seconds() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PublishError, check_priority};
+
+    #[test]
+    fn a_priority_is_checked_against_the_queues_reached() {
+        assert_eq!(check_priority(None, None).ok(), Some(None));
+        assert_eq!(check_priority(None, Some(9)).ok(), Some(None));
+        assert_eq!(check_priority(Some(0), Some(9)).ok(), Some(Some(0)));
+        assert_eq!(check_priority(Some(9), Some(9)).ok(), Some(Some(9)));
+        let above = check_priority(Some(10), Some(9));
+        assert!(
+            matches!(
+                above,
+                Err(PublishError::Priority {
+                    priority: 10,
+                    max_priority: Some(9)
+                })
+            ),
+            "{above:?}"
+        );
+        let text = above.map_or_else(|e| e.to_string(), |_| String::new());
+        assert!(text.contains("at most 9"), "{text}");
+        // No queue declares priorities: even 0 says the code expects what the contract lacks.
+        let none = check_priority(Some(0), None);
+        assert!(
+            matches!(
+                none,
+                Err(PublishError::Priority {
+                    priority: 0,
+                    max_priority: None
+                })
+            ),
+            "{none:?}"
+        );
+        let text = none.map_or_else(|e| e.to_string(), |_| String::new());
+        assert!(text.contains("declare `max_priority`"), "{text}");
+    }
 }

@@ -4,13 +4,14 @@
 
 use std::borrow::Cow;
 use std::io::Read;
+use std::time::Duration;
 
 use serde_json::Value;
 
 use super::policy::broker_counts;
 use super::settle::{MAX_ERROR_BYTES, truncate};
 use crate::amqp::{header_int, header_str, table_to_json};
-use crate::model::limits::MAX_SHORT_STRING;
+use crate::model::limits::{MAX_EXPIRATION_MILLIS, MAX_SHORT_STRING};
 use crate::model::{FailureReason, Queue, headers};
 use crate::schema::Validators;
 use crate::{Delivery, FailureContext, Message};
@@ -179,10 +180,39 @@ pub(crate) fn decode<M: Message>(
     if let Some(id) = properties.message_id() {
         delivery = delivery.message_id(id.as_str());
     }
+    if let Some(id) = properties.correlation_id() {
+        delivery = delivery.correlation_id(id.as_str());
+    }
+    if let Some(address) = properties.reply_to() {
+        delivery = delivery.reply_to(address.as_str());
+    }
+    if let Some(priority) = *properties.priority() {
+        delivery = delivery.priority(priority);
+    }
+    if let Some(expiration) = properties
+        .expiration()
+        .as_ref()
+        .and_then(|e| expiration(e.as_str()))
+    {
+        delivery = delivery.expiration(expiration);
+    }
     if let Some(failure) = failure_so_far(raw, queue, retries) {
         delivery = delivery.failure(failure);
     }
     Ok(delivery.build())
+}
+
+/// An `expiration` property as RabbitMQ takes it: whole milliseconds in decimal digits, at
+/// most [`MAX_EXPIRATION_MILLIS`]; anything else (a sign, spaces, a fraction, a number past
+/// the bound, which a broker would have refused from a publisher) is none rather than a guess.
+/// The text is a short string, so parsing it is bounded.
+pub(crate) fn expiration(text: &str) -> Option<Duration> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Digits only, so the only failure left is overflow: past the bound either way.
+    let millis: u64 = text.parse().ok()?;
+    (millis <= MAX_EXPIRATION_MILLIS).then(|| Duration::from_millis(millis))
 }
 
 /// The failure history of `raw`, believed where its retry count is (see [`retries_so_far`]):
@@ -305,7 +335,33 @@ mod tests {
     use lapin::BasicProperties;
     use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 
-    use super::{FailureReason, decompress, headers, more_items_than, original_route};
+    use std::time::Duration;
+
+    use super::{FailureReason, decompress, expiration, headers, more_items_than, original_route};
+
+    #[test]
+    fn an_expiration_is_read_strictly_and_within_what_rabbitmq_takes() {
+        assert_eq!(expiration("60000"), Some(Duration::from_secs(60)));
+        assert_eq!(expiration("0"), Some(Duration::ZERO));
+        assert_eq!(
+            expiration("4294967295"),
+            Some(Duration::from_millis(4_294_967_295))
+        );
+        for refused in [
+            "",
+            "4294967296",
+            "-1",
+            "+5",
+            " 5",
+            "5 ",
+            "1.5",
+            "1e3",
+            "99999999999999999999999",
+            "\u{0663}",
+        ] {
+            assert_eq!(expiration(refused), None, "{refused:?}");
+        }
+    }
 
     /// A publisher may set `x-original-*` headers to anything; one longer than an AMQP name
     /// used to become the routing key of the dead-letter copy, and lapin panicked on it.

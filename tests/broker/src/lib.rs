@@ -91,6 +91,7 @@ pub type Recorded = Handlers<
     Recorder,
     Recorder,
     Recorder,
+    Recorder,
 >;
 
 /// Every consumer of the test contract handled by `recorder`.
@@ -114,6 +115,7 @@ pub fn handlers(recorder: &Recorder) -> Recorded {
         run_sibling: recorder.clone(),
         read_dead: recorder.clone(),
         run_failing: recorder.clone(),
+        run_priority: recorder.clone(),
     }
 }
 
@@ -320,6 +322,7 @@ handle_with_recorder!(
     RunOutage,
     RunChaos,
     RunFailing,
+    RunPriority,
 );
 
 impl consumers::ReadDead for Recorder {

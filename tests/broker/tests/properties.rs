@@ -1,13 +1,15 @@
-//! The message properties a caller sets through `PublishOptions`, as the broker delivers them,
-//! and the values it would refuse, refused before anything is sent.
+//! The message properties a caller sets through `PublishOptions`, as the broker delivers them
+//! and a handler's `Delivery` reads them back, and the values it would refuse (or the contract
+//! does not provide for), refused before anything is sent.
 
 use std::time::Duration;
 
-use warren_broker_tests::types::JobBehaviour;
-use warren_broker_tests::{Publishers, headers, job, topology};
+use warren_broker_tests::types::{self, JobBehaviour};
+use warren_broker_tests::{Publishers, consumers, headers, job, messages, topology};
+use warren_runtime::codegen::{Publication, publish};
 use warren_runtime::model::limits::MAX_EXPIRATION_MILLIS;
-use warren_runtime::{PublishError, PublishOptions, ShortField};
-use warren_testkit::TestBroker;
+use warren_runtime::{Delivery, HandlerError, PublishError, PublishOptions, ShortField};
+use warren_testkit::{Seen, TestBroker};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -22,8 +24,7 @@ async fn options_reach_the_broker_and_refused_values_are_never_sent() {
         .message_id("props-1")
         .correlation_id("checkout-7")
         .reply_to("replies")
-        .expiration(Duration::from_secs(60))
-        .priority(7);
+        .expiration(Duration::from_secs(60));
     publishers
         .with(options)
         .submit("none", &job("props-1", JobBehaviour::Ok), &headers())
@@ -41,7 +42,7 @@ async fn options_reach_the_broker_and_refused_values_are_never_sent() {
     );
     assert_eq!(text(properties.reply_to()).as_deref(), Some("replies"));
     assert_eq!(text(properties.expiration()).as_deref(), Some("60000"));
-    assert_eq!(*properties.priority(), Some(7));
+    assert_eq!(*properties.priority(), None);
 
     // What the broker would refuse (closing the publishing channel) is an error here, and
     // nothing reaches the queue; the publisher goes on.
@@ -87,5 +88,130 @@ async fn options_reach_the_broker_and_refused_values_are_never_sent() {
     let read = deployed.take_dead_letters("none", 1, WAIT).await;
     assert!(String::from_utf8_lossy(&read[0].body).contains("props-4"));
     assert_eq!(deployed.ready("none").await, 0, "nothing else was sent");
+    deployed.cleanup().await;
+}
+
+/// What the priority queue's handler read from each delivery.
+#[derive(Debug, Clone, PartialEq)]
+struct Read {
+    id: String,
+    priority: Option<u8>,
+    correlation_id: Option<String>,
+    reply_to: Option<String>,
+    expiration: Option<Duration>,
+}
+
+#[derive(Clone, Default)]
+struct Reader(Seen<Read>);
+
+impl consumers::RunPriority for Reader {
+    async fn handle(
+        &self,
+        delivery: Delivery<types::Job, types::JobHeaders>,
+    ) -> Result<(), HandlerError> {
+        self.0.record(Read {
+            id: delivery.payload().id.to_string(),
+            priority: delivery.priority(),
+            correlation_id: delivery.correlation_id().map(str::to_owned),
+            reply_to: delivery.reply_to().map(str::to_owned),
+            expiration: delivery.expiration(),
+        });
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn priorities_are_checked_against_the_queue_then_delivered_highest_first() {
+    let broker = TestBroker::from_env().await;
+    // No worker yet: the messages wait in the queue, so the broker orders them by priority.
+    let deployed = broker.deploy("priority", &topology()).await;
+    let publisher = deployed.publisher().await;
+    // What the generated `submit_priority` passes once the generator fills in `max_priority`
+    // from the queues a publisher reaches (`priority` declares 9); stated here so the test
+    // does not depend on it.
+    let publication = Publication {
+        exchange: "jobs",
+        routing_key: "job.priority",
+        compression: None,
+        max_priority: Some(9),
+    };
+    for priority in [1, 9, 5] {
+        let id = format!("prio-{priority}");
+        let options = PublishOptions::default()
+            .message_id(id.as_str())
+            .correlation_id(format!("call-{priority}"))
+            .reply_to("replies")
+            .expiration(Duration::from_secs(600))
+            .priority(priority);
+        publish::<messages::Job>(
+            &publisher,
+            publication,
+            &job(&id, JobBehaviour::Ok),
+            &headers(),
+            &options,
+        )
+        .await
+        .expect("published and confirmed");
+    }
+    assert_eq!(deployed.wait_until_ready("priority", 3, WAIT).await, 3);
+
+    // Above the queue's maximum, and where no queue reached declares one: refused, unsent.
+    let refused = publish::<messages::Job>(
+        &publisher,
+        publication,
+        &job("prio-10", JobBehaviour::Ok),
+        &headers(),
+        &PublishOptions::default().priority(10),
+    )
+    .await;
+    assert!(
+        matches!(
+            refused,
+            Err(PublishError::Priority {
+                priority: 10,
+                max_priority: Some(9)
+            })
+        ),
+        "{refused:?}"
+    );
+    let message = refused.map_or_else(|e| e.to_string(), |()| String::new());
+    assert!(message.contains("priority 10 is above 9"), "{message}");
+    let refused = publish::<messages::Job>(
+        &publisher,
+        Publication {
+            max_priority: None,
+            ..publication
+        },
+        &job("prio-none", JobBehaviour::Ok),
+        &headers(),
+        &PublishOptions::default().priority(1),
+    )
+    .await;
+    assert!(
+        matches!(
+            refused,
+            Err(PublishError::Priority {
+                priority: 1,
+                max_priority: None
+            })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(deployed.ready("priority").await, 3, "nothing else was sent");
+
+    let reader = Reader::default();
+    let mut worker = deployed.run_worker(|worker| {
+        consumers::register::run_priority(worker, reader.clone());
+    });
+    let read = reader.0.wait_for(3, WAIT).await;
+    let expected = |priority: u8| Read {
+        id: format!("prio-{priority}"),
+        priority: Some(priority),
+        correlation_id: Some(format!("call-{priority}")),
+        reply_to: Some("replies".to_owned()),
+        expiration: Some(Duration::from_secs(600)),
+    };
+    assert_eq!(read, vec![expected(9), expected(5), expected(1)]);
+    worker.stop().await.expect("the worker stops cleanly");
     deployed.cleanup().await;
 }
