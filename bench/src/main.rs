@@ -4,12 +4,14 @@
 //! ```sh
 //! cargo run --release -p warren-bench -- all [messages]   # default 100000
 //! cargo run --release -p warren-bench -- publish|consume|retry|codegen [messages]
+//! cargo run --release -p warren-bench -- rpc [calls]   # `all` makes a twentieth as many
 //! ```
 //!
 //! Everything is declared under a `bench.<pid>.` namespace and deleted afterwards.
 
 mod codegen;
 mod retry;
+mod rpc;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -316,7 +318,7 @@ async fn main() -> Result<()> {
         .transpose()?
         .unwrap_or(100_000);
     let all = scenario == "all";
-    let known = ["all", "publish", "consume", "retry", "codegen"];
+    let known = ["all", "publish", "consume", "retry", "rpc", "codegen"];
     if !known.contains(&scenario.as_str()) {
         return Err(format!("unknown scenario `{scenario}`; one of {known:?}").into());
     }
@@ -361,6 +363,12 @@ async fn run_broker_scenarios(
     }
     if all || scenario == "retry" {
         bench_retry(connection, topology, n).await?;
+    }
+    if all || scenario == "rpc" {
+        // A round trip with one call in flight takes the broker's latency twice over: a
+        // twentieth of the messages keeps `all` about as long as before.
+        let calls = if all { (n / 20).max(1) } else { n };
+        rpc::bench(connection, plain, topology, calls).await?;
     }
     Ok(())
 }

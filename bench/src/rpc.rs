@@ -1,0 +1,461 @@
+//! Request/reply: round trips per second and their latency, warren's `RpcClient` and server
+//! against the hand-written lapin code over RabbitMQ's direct reply-to that a team would
+//! otherwise write, with one call and with 64 calls in flight.
+//!
+//! Both sides send the same order and answer with the same quote, each through its own
+//! classic request queue, in the same run and in interleaved rounds.
+
+use std::collections::HashMap;
+use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_lite::StreamExt;
+use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions};
+use lapin::types::{FieldTable, ShortString};
+use lapin::{BasicProperties, Channel};
+use tokio::sync::oneshot;
+use warren_runtime::codegen::{NoErrors, Operation, RpcHandler, Target};
+use warren_runtime::rpc::DIRECT_REPLY_TO;
+use warren_runtime::{
+    CallOptions, Connection, Delivery, HandlerError, NoHeaders, RpcClient, RpcHandlerError,
+    Topology, Worker,
+};
+
+use crate::{ROUNDS, Result, messages, order, types};
+
+/// The warren side's request queue.
+const WARREN_QUEUE: &str = "rpc-warren";
+/// The lapin side's request queue.
+const LAPIN_QUEUE: &str = "rpc-lapin";
+/// The calls in flight of each measured case.
+const IN_FLIGHT: [usize; 2] = [1, 64];
+/// How long one call may wait for its reply before the round fails.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Both servers take this many requests ahead, as a consumer's prefetch.
+const SERVER_PREFETCH: u16 = 100;
+
+/// The one operation of the benchmark: prices an order. Written by hand, as the generator
+/// would emit it for an `rpcs:` entry (`request: order`, `response: quote`, no errors).
+struct PriceOrder;
+
+impl Operation for PriceOrder {
+    type Request = messages::Order;
+    type Response = messages::Quote;
+    type Error = NoErrors;
+    const NAME: &'static str = "price_order";
+}
+
+/// What both servers answer: the order's total, recomputed from its lines.
+fn price(order: &types::BenchOrder) -> std::result::Result<types::BenchQuote, String> {
+    let total_minor = order
+        .items
+        .iter()
+        .map(|item| item.quantity.get().saturating_mul(item.price_minor))
+        .fold(0u64, u64::saturating_add);
+    let lines = u64::try_from(order.items.len()).map_err(|e| e.to_string())?;
+    Ok(types::BenchQuote {
+        order_id: order
+            .order_id
+            .as_str()
+            .try_into()
+            .map_err(|e: types::error::ConversionError| e.to_string())?,
+        total_minor,
+        currency: order
+            .currency
+            .to_string()
+            .parse()
+            .map_err(|e: types::error::ConversionError| e.to_string())?,
+        lines: NonZeroU64::new(lines).ok_or("an order without lines")?,
+    })
+}
+
+/// The warren server's handler.
+struct Pricer;
+
+impl RpcHandler<PriceOrder> for Pricer {
+    async fn handle(
+        &self,
+        request: Delivery<types::BenchOrder, NoHeaders>,
+    ) -> std::result::Result<types::BenchQuote, RpcHandlerError<NoErrors>> {
+        price(request.payload()).map_err(|e| HandlerError::non_retryable(e).into())
+    }
+}
+
+/// One side's figures for one round.
+struct Round {
+    elapsed: Duration,
+    /// Every call's latency, sorted.
+    latencies: Vec<Duration>,
+}
+
+impl Round {
+    fn percentile(&self, q: f64) -> Duration {
+        let last = self.latencies.len().saturating_sub(1);
+        self.latencies
+            .get(((last as f64) * q).round() as usize)
+            .copied()
+            .unwrap_or_default()
+    }
+}
+
+type CallResult = std::result::Result<(), String>;
+
+/// Makes `n` calls, `in_flight` at a time (each in-flight slot a task making calls one after
+/// another), timing each.
+async fn drive<C, F>(n: usize, in_flight: usize, call: C) -> Result<Round>
+where
+    C: Fn(usize) -> F + Clone + Send + 'static,
+    F: std::future::Future<Output = CallResult> + Send,
+{
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..in_flight.min(n) {
+        let next = next.clone();
+        let call = call.clone();
+        tasks.spawn(async move {
+            let mut latencies = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    return Ok::<_, String>(latencies);
+                }
+                let sent = Instant::now();
+                call(i).await?;
+                latencies.push(sent.elapsed());
+            }
+        });
+    }
+    let mut latencies = Vec::with_capacity(n);
+    while let Some(done) = tasks.join_next().await {
+        latencies.extend(done??);
+    }
+    let elapsed = started.elapsed();
+    latencies.sort();
+    Ok(Round { elapsed, latencies })
+}
+
+/// Hand-written direct reply-to client: one channel consumes `amq.rabbitmq.reply-to`
+/// (no acks) and publishes the requests; a reader task hands each reply to the call waiting
+/// on its correlation id.
+#[derive(Clone)]
+struct LapinClient {
+    channel: Channel,
+    queue: Arc<str>,
+    pending: Arc<Mutex<HashMap<String, oneshot::Sender<Vec<u8>>>>>,
+    next_id: Arc<AtomicU64>,
+}
+
+impl LapinClient {
+    async fn new(connection: &lapin::Connection, queue: &str) -> Result<Self> {
+        let channel = connection.create_channel().await?;
+        let mut replies = channel
+            .basic_consume(
+                ShortString::from(DIRECT_REPLY_TO),
+                ShortString::from("rpc-client"),
+                BasicConsumeOptions {
+                    no_ack: true,
+                    ..BasicConsumeOptions::default()
+                },
+                FieldTable::default(),
+            )
+            .await?;
+        let pending: Arc<Mutex<HashMap<String, oneshot::Sender<Vec<u8>>>>> = Arc::default();
+        let waiting = pending.clone();
+        tokio::spawn(async move {
+            while let Some(Ok(reply)) = replies.next().await {
+                let Some(id) = reply.properties.correlation_id() else {
+                    continue;
+                };
+                let call = waiting
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(id.as_str());
+                if let Some(call) = call {
+                    // The call may have given up: its reply is dropped.
+                    let _ = call.send(reply.data);
+                }
+            }
+        });
+        Ok(Self {
+            channel,
+            queue: queue.into(),
+            pending,
+            next_id: Arc::default(),
+        })
+    }
+
+    async fn call(&self, body: &[u8]) -> std::result::Result<types::BenchQuote, String> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed).to_string();
+        let (reply, replied) = oneshot::channel();
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.clone(), reply);
+        let properties = BasicProperties::default()
+            .with_content_type(ShortString::from("application/json"))
+            .with_correlation_id(ShortString::from(id.as_str()))
+            .with_reply_to(ShortString::from(DIRECT_REPLY_TO));
+        let sent = self
+            .channel
+            .basic_publish(
+                ShortString::from(""),
+                ShortString::from(&*self.queue),
+                BasicPublishOptions::default(),
+                body,
+                properties,
+            )
+            .await;
+        if let Err(error) = sent {
+            self.forget(&id);
+            return Err(error.to_string());
+        }
+        let data = match tokio::time::timeout(CALL_TIMEOUT, replied).await {
+            Ok(Ok(data)) => data,
+            Ok(Err(_)) => return Err("the reply reader stopped".to_owned()),
+            Err(_) => {
+                self.forget(&id);
+                return Err(format!("no reply within {CALL_TIMEOUT:?}"));
+            }
+        };
+        serde_json::from_slice(&data).map_err(|e| e.to_string())
+    }
+
+    fn forget(&self, id: &str) {
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+    }
+}
+
+/// Hand-written server: consumes the request queue, answers each request to its reply-to
+/// on the default exchange with its correlation id, then acks it. Runs until its channel
+/// closes.
+async fn lapin_server(connection: &lapin::Connection, queue: &str) -> Result<Channel> {
+    let channel = connection.create_channel().await?;
+    channel
+        .basic_qos(SERVER_PREFETCH, BasicQosOptions::default())
+        .await?;
+    let mut requests = channel
+        .basic_consume(
+            ShortString::from(queue),
+            ShortString::from("rpc-server"),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await?;
+    let publishing = channel.clone();
+    tokio::spawn(async move {
+        while let Some(Ok(request)) = requests.next().await {
+            let answered = async {
+                let order: types::BenchOrder =
+                    serde_json::from_slice(&request.data).map_err(|e| e.to_string())?;
+                let body = serde_json::to_vec(&price(&order)?).map_err(|e| e.to_string())?;
+                let properties = &request.properties;
+                let (Some(reply_to), Some(id)) =
+                    (properties.reply_to(), properties.correlation_id())
+                else {
+                    return Err("a request without reply-to or correlation id".to_owned());
+                };
+                publishing
+                    .basic_publish(
+                        ShortString::from(""),
+                        reply_to.clone(),
+                        BasicPublishOptions::default(),
+                        &body,
+                        BasicProperties::default()
+                            .with_content_type(ShortString::from("application/json"))
+                            .with_correlation_id(id.clone()),
+                    )
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok::<_, String>(())
+            };
+            if let Err(error) = answered.await {
+                eprintln!("lapin rpc server: {error}");
+            }
+            if request.ack(BasicAckOptions::default()).await.is_err() {
+                break;
+            }
+        }
+    });
+    Ok(channel)
+}
+
+/// One case of the table: a side and its calls in flight.
+struct Case {
+    name: String,
+    in_flight: usize,
+    warren: bool,
+    rounds: Vec<Round>,
+}
+
+/// Runs the scenario: `n` calls per round for each side and each number in flight, `ROUNDS`
+/// interleaved rounds.
+pub async fn bench(
+    connection: &Connection,
+    plain: &lapin::Connection,
+    topology: &Topology,
+    n: usize,
+) -> Result<()> {
+    let body_len = serde_json::to_vec(&order(0))?.len();
+    println!(
+        "\nrpc ({n} calls per case and round, {body_len}-byte requests, classic request queues, \
+         median of {ROUNDS} rounds; ratios against hand-written lapin direct reply-to with as many calls in flight):"
+    );
+    // The servers run for the whole scenario, each on its own queue.
+    let server_channel = lapin_server(plain, &topology.qualified(LAPIN_QUEUE)).await?;
+    let mut worker = Worker::new(connection.clone(), topology.clone());
+    warren_runtime::codegen::add_server::<PriceOrder, _>(
+        &mut worker,
+        warren_runtime::codegen::ConsumerSpec {
+            name: "price_order",
+            queue: WARREN_QUEUE,
+            prefetch: SERVER_PREFETCH,
+            concurrency: 16,
+            circuit_breaker: None,
+        },
+        Pricer,
+    );
+    let stop = worker.shutdown_handle();
+    let running = tokio::spawn(worker.run());
+
+    let lapin = LapinClient::new(plain, &topology.qualified(LAPIN_QUEUE)).await?;
+    let warren = RpcClient::new(connection, topology).await?;
+    let bodies: Arc<Vec<Vec<u8>>> = Arc::new(
+        (0..n)
+            .map(|i| serde_json::to_vec(&order(i)))
+            .collect::<std::result::Result<_, _>>()?,
+    );
+    let orders: Arc<Vec<types::BenchOrder>> = Arc::new((0..n).map(order).collect());
+
+    let mut cases: Vec<Case> = IN_FLIGHT
+        .iter()
+        .flat_map(|&in_flight| {
+            [false, true].map(|warren| Case {
+                name: format!(
+                    "{}, {in_flight} in flight",
+                    if warren {
+                        "warren RpcClient + server"
+                    } else {
+                        "lapin direct reply-to"
+                    }
+                ),
+                in_flight,
+                warren,
+                rounds: Vec::new(),
+            })
+        })
+        .collect();
+    let outcome = async {
+        for _ in 0..ROUNDS {
+            for case in &mut cases {
+                let round = if case.warren {
+                    let client = warren.clone();
+                    let orders = orders.clone();
+                    drive(n, case.in_flight, move |i| {
+                        let client = client.clone();
+                        let orders = orders.clone();
+                        async move {
+                            let quote = warren_runtime::codegen::call::<PriceOrder>(
+                                &client,
+                                Target {
+                                    exchange: "",
+                                    routing_key: WARREN_QUEUE,
+                                    timeout: CALL_TIMEOUT,
+                                    max_priority: None,
+                                },
+                                &orders[i],
+                                &NoHeaders {},
+                                &CallOptions::default(),
+                            )
+                            .await
+                            .map_err(|e| e.to_string())?;
+                            check(&orders[i], &quote)
+                        }
+                    })
+                    .await?
+                } else {
+                    let client = lapin.clone();
+                    let bodies = bodies.clone();
+                    let orders = orders.clone();
+                    drive(n, case.in_flight, move |i| {
+                        let client = client.clone();
+                        let bodies = bodies.clone();
+                        let orders = orders.clone();
+                        async move {
+                            let quote = client.call(&bodies[i]).await?;
+                            check(&orders[i], &quote)
+                        }
+                    })
+                    .await?
+                };
+                case.rounds.push(round);
+            }
+        }
+        Ok::<_, Box<dyn std::error::Error>>(())
+    }
+    .await;
+    stop.shutdown();
+    running.await??;
+    server_channel.close(200, ShortString::from("done")).await?;
+    outcome?;
+    print(&mut cases, n);
+    Ok(())
+}
+
+/// Whether `quote` answers `order`: a round trip that returned someone else's reply is a bug,
+/// not a fast call.
+fn check(order: &types::BenchOrder, quote: &types::BenchQuote) -> CallResult {
+    if quote.order_id.as_str() == order.order_id.as_str() {
+        Ok(())
+    } else {
+        Err(format!(
+            "order {} was answered for {}",
+            order.order_id.as_str(),
+            quote.order_id.as_str()
+        ))
+    }
+}
+
+/// One line per case: the median round's rate, its p50 and p99, the ratio to the lapin case
+/// with as many calls in flight, and the spread of the rounds' rates.
+fn print(cases: &mut [Case], n: usize) {
+    let rate = |round: &Round| n as f64 / round.elapsed.as_secs_f64();
+    let medians: Vec<(f64, Duration, Duration, f64, f64)> = cases
+        .iter_mut()
+        .map(|case| {
+            case.rounds.sort_by_key(|round| round.elapsed);
+            let fastest = case.rounds.first().map_or(0.0, rate);
+            let slowest = case.rounds.last().map_or(0.0, rate);
+            match case.rounds.get(case.rounds.len() / 2) {
+                Some(median) => (
+                    rate(median),
+                    median.percentile(0.5),
+                    median.percentile(0.99),
+                    slowest,
+                    fastest,
+                ),
+                None => (0.0, Duration::ZERO, Duration::ZERO, 0.0, 0.0),
+            }
+        })
+        .collect();
+    for (case, &(rps, p50, p99, slowest, fastest)) in cases.iter().zip(&medians) {
+        let base = cases
+            .iter()
+            .zip(&medians)
+            .find(|(other, _)| !other.warren && other.in_flight == case.in_flight)
+            .map_or(rps, |(_, m)| m.0);
+        println!(
+            "  {:<42} {:>9.0} calls/s {:>6.2}x  p50 {:>7.2} ms  p99 {:>7.2} ms  (rounds {slowest:.0} to {fastest:.0})",
+            case.name,
+            rps,
+            rps / base,
+            p50.as_secs_f64() * 1e3,
+            p99.as_secs_f64() * 1e3,
+        );
+    }
+}
