@@ -67,6 +67,20 @@ pub const IN_FLIGHT: &str = "warren_in_flight";
 /// `queue`); only for consumers with a breaker.
 pub const CIRCUIT_BREAKER_STATE: &str = "warren_circuit_breaker_state";
 
+/// RPC calls made through an [`crate::RpcClient`], by how they ended (counter; labels
+/// `operation`, `outcome`: one of [`RPC_OUTCOMES`]).
+pub const RPC_CALLS: &str = "warren_rpc_calls_total";
+/// How long RPC calls took, from the request's publish to the reply (or the error), whatever
+/// their outcome (histogram, seconds; label `operation`).
+pub const RPC_CALL_DURATION: &str = "warren_rpc_call_duration_seconds";
+/// Replies an [`crate::RpcClient`] dropped because no call waited for them: they came after
+/// their call timed out, or were never for a call of this client (counter; no label: a
+/// reply's correlation id is not a bounded set).
+pub const RPC_LATE_REPLIES: &str = "warren_rpc_late_replies_total";
+/// Replies an RPC server sent and the broker confirmed, by status (counter; labels
+/// `consumer`, `queue`, `status`: `ok`, `error` or `failed`).
+pub const RPC_REPLIES: &str = "warren_rpc_replies_total";
+
 /// The label keys.
 pub mod labels {
     /// The consumer's name in the contract.
@@ -84,7 +98,24 @@ pub mod labels {
     pub const REASON: &str = "reason";
     /// Why a publish failed: one of [`super::PUBLISH_ERRORS`].
     pub const ERROR: &str = "error";
+    /// An RPC operation's name in the contract.
+    pub const OPERATION: &str = "operation";
+    /// What an RPC reply held: a [`crate::model::rpc::ReplyStatus`].
+    pub const STATUS: &str = "status";
 }
+
+/// The values of the `outcome` label of [`RPC_CALLS`], one per way a call ends: the
+/// response, a declared error, a `failed` reply, no reply in time, a reply that is no valid
+/// answer, a request not sent or not confirmed, the channel lost while waiting.
+pub const RPC_OUTCOMES: [&str; 7] = [
+    "ok",
+    "error",
+    "failed",
+    "timeout",
+    "invalid-reply",
+    "publish-error",
+    "connection-lost",
+];
 
 /// The values of the `error` label of [`PUBLISH_FAILED`].
 pub const PUBLISH_ERRORS: [&str; 8] = [
@@ -213,6 +244,28 @@ pub fn describe() {
         IN_FLIGHT,
         Unit::Count,
         format!("Deliveries taken and not yet settled ({per_consumer})")
+    );
+    describe_counter!(
+        RPC_CALLS,
+        Unit::Count,
+        "RPC calls, by outcome: ok, error, failed, timeout, invalid-reply, publish-error, connection-lost (labels: operation, outcome)"
+    );
+    describe_histogram!(
+        RPC_CALL_DURATION,
+        Unit::Seconds,
+        "RPC call duration, request to reply, whatever the outcome (label: operation)"
+    );
+    describe_counter!(
+        RPC_LATE_REPLIES,
+        Unit::Count,
+        "RPC replies dropped because no call waited for them (late, or stray)"
+    );
+    describe_counter!(
+        RPC_REPLIES,
+        Unit::Count,
+        format!(
+            "RPC replies sent and confirmed, by status: ok, error, failed ({per_consumer}, status)"
+        )
     );
     describe_gauge!(
         CIRCUIT_BREAKER_STATE,
@@ -389,6 +442,92 @@ pub(crate) fn stamp(table: &mut FieldTable) {
         ShortString::from(headers::PUBLISHED_AT),
         AMQPValue::LongLongInt(millis),
     );
+}
+
+/// The handles of one RPC operation's calls.
+struct OperationMetrics {
+    /// One per [`RPC_OUTCOMES`], in its order.
+    calls: [Counter; RPC_OUTCOMES.len()],
+    duration: Histogram,
+}
+
+/// An RPC client's metric handles: per operation, registered on first use (the contract's
+/// operations: a bounded set) and reused, and the late replies.
+pub(crate) struct CallMetrics {
+    operations: Mutex<HashMap<&'static str, Arc<OperationMetrics>>>,
+    late: Counter,
+}
+
+impl CallMetrics {
+    pub fn new() -> Self {
+        Self {
+            operations: Mutex::default(),
+            late: counter!(RPC_LATE_REPLIES),
+        }
+    }
+
+    /// A call of `operation` ended with `outcome` (one of [`RPC_OUTCOMES`]) after `elapsed`.
+    pub fn call(&self, operation: &'static str, outcome: &'static str, elapsed: Duration) {
+        let metrics = {
+            let mut operations = lock(&self.operations);
+            operations
+                .entry(operation)
+                .or_insert_with(|| {
+                    Arc::new(OperationMetrics {
+                        calls: RPC_OUTCOMES.map(|outcome| {
+                            counter!(RPC_CALLS, labels::OPERATION => operation, labels::OUTCOME => outcome)
+                        }),
+                        duration: histogram!(RPC_CALL_DURATION, labels::OPERATION => operation),
+                    })
+                })
+                .clone()
+        };
+        let index = RPC_OUTCOMES.iter().position(|o| *o == outcome);
+        if let Some(counter) = index.and_then(|i| metrics.calls.get(i)) {
+            counter.increment(1);
+        }
+        metrics.duration.record(elapsed.as_secs_f64());
+    }
+
+    /// A reply no call waited for was dropped.
+    pub fn late(&self) {
+        self.late.increment(1);
+    }
+}
+
+/// An RPC server's reply counters, registered when it starts.
+pub(crate) struct ReplyMetrics {
+    /// One per [`ReplyStatus::ALL`](crate::model::rpc::ReplyStatus), in its order.
+    replies: Vec<Counter>,
+}
+
+impl ReplyMetrics {
+    /// The counters of server `consumer` reading `queue`.
+    pub fn new(consumer: &'static str, queue: &Queue) -> Self {
+        use crate::model::rpc::ReplyStatus;
+        Self {
+            replies: ReplyStatus::ALL
+                .iter()
+                .map(|status| {
+                    counter!(
+                        RPC_REPLIES,
+                        labels::CONSUMER => consumer,
+                        labels::QUEUE => queue.name.clone(),
+                        labels::STATUS => status.as_str()
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// A reply of `status` was sent and confirmed.
+    pub fn replied(&self, status: crate::model::rpc::ReplyStatus) {
+        use crate::model::rpc::ReplyStatus;
+        let index = ReplyStatus::ALL.iter().position(|s| *s == status);
+        if let Some(counter) = index.and_then(|i| self.replies.get(i)) {
+            counter.increment(1);
+        }
+    }
 }
 
 /// The publish counters of one exchange.

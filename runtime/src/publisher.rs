@@ -151,12 +151,12 @@ impl PublishOptions {
     }
 
     /// `properties` with the options a caller set beyond the message id and timestamp,
-    /// checked first: nothing the broker would refuse, and no priority the queues reached
-    /// (whose highest `max_priority` is `max_priority`) do not declare, is sent.
-    fn apply(
+    /// checked first: nothing the broker would refuse is sent. The priority is checked
+    /// against the queues reached by [`check_priority`], which needs what only the caller
+    /// knows (a publication's or an RPC target's `max_priority`): call it first.
+    pub(crate) fn apply(
         &self,
         mut properties: BasicProperties,
-        max_priority: Option<u8>,
     ) -> Result<BasicProperties, PublishError> {
         if let Some(id) = &self.correlation_id {
             short(ShortField::CorrelationId, id)?;
@@ -176,7 +176,7 @@ impl PublishOptions {
             }
             properties = properties.with_expiration(ShortString::from(millis.to_string()));
         }
-        if let Some(priority) = check_priority(self.priority, max_priority)? {
+        if let Some(priority) = self.priority {
             properties = properties.with_priority(priority);
         }
         Ok(properties)
@@ -191,15 +191,15 @@ impl PublishOptions {
 pub(crate) fn check_priority(
     priority: Option<u8>,
     max_priority: Option<u8>,
-) -> Result<Option<u8>, PublishError> {
-    match (priority, max_priority) {
-        (Some(priority), max) if max.is_none_or(|max| priority > max) => {
+) -> Result<(), PublishError> {
+    match priority {
+        Some(priority) if max_priority.is_none_or(|max| priority > max) => {
             Err(PublishError::Priority {
                 priority,
-                max_priority: max,
+                max_priority,
             })
         }
-        (priority, _) => Ok(priority),
+        _ => Ok(()),
     }
 }
 
@@ -303,64 +303,12 @@ impl Publisher {
         headers: &M::Headers,
         options: &PublishOptions,
     ) -> Result<(), PublishError> {
-        let serialize = |part, source| PublishError::Serialize {
-            message: M::NAME,
-            part,
-            source,
-        };
-        let validators = Validators::of::<M>()?;
-        let payload =
-            serde_json::to_value(payload).map_err(|e| serialize(MessagePart::Payload, e))?;
-        if let Some(errors) = validators.payload_errors(&payload) {
-            return Err(PublishError::Invalid {
-                message: M::NAME,
-                part: MessagePart::Payload,
-                errors,
-            });
-        }
-        let headers =
-            serde_json::to_value(headers).map_err(|e| serialize(MessagePart::Headers, e))?;
-        let headers = match headers {
-            serde_json::Value::Object(map) => serde_json::Value::Object(map),
-            serde_json::Value::Null => serde_json::Value::Object(serde_json::Map::new()),
-            _ => return Err(PublishError::HeadersNotAnObject { message: M::NAME }),
-        };
-        if let Some(errors) = validators.headers_errors(&headers) {
-            return Err(PublishError::Invalid {
-                message: M::NAME,
-                part: MessagePart::Headers,
-                errors,
-            });
-        }
-        let mut body =
-            serde_json::to_vec(&payload).map_err(|e| serialize(MessagePart::Payload, e))?;
-        let message_id = options
-            .message_id
-            .clone()
-            .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
-        short(ShortField::MessageId, &message_id)?;
-        let properties = BasicProperties::default()
-            .with_content_type(ShortString::from(M::CONTENT_TYPE))
-            .with_delivery_mode(2)
-            .with_type(ShortString::from(M::NAME))
-            .with_message_id(ShortString::from(message_id))
-            .with_timestamp(options.timestamp.unwrap_or_else(unix_seconds));
-        let mut table = match &headers {
-            serde_json::Value::Object(headers) => amqp::json_to_table(headers),
-            _ => FieldTable::default(),
-        };
-        // Stamped into the table being built, not into a copy of it: one table per publish.
-        crate::metrics::stamp(&mut table);
-        let mut properties = options
-            .apply(properties, publication.max_priority)?
-            .with_headers(table);
-        if let Some(compression) = publication.compression {
-            body = compression
-                .compress(&body)
-                .map_err(PublishError::Compress)?;
-            properties =
-                properties.with_content_encoding(ShortString::from(compression.encoding()));
-        }
+        // Before anything is built: a priority the contract does not provide for is the
+        // caller's mistake whatever the message holds.
+        check_priority(options.priority, publication.max_priority)?;
+        let Outgoing { body, properties } =
+            outgoing::<M>(payload, headers, options, publication.compression, |_| {})?;
+        let properties = options.apply(properties)?;
         let (exchange, routing_key) = self
             .namespace
             .publish_target(publication.exchange, publication.routing_key);
@@ -423,6 +371,20 @@ impl Publisher {
         body: &[u8],
         properties: BasicProperties,
     ) -> Result<(), PublishError> {
+        self.send_to(exchange, routing_key, body, properties, Routing::Mandatory)
+            .await
+    }
+
+    /// Publishes raw bytes and waits for the confirm, all bounded by the timeout; `routing`
+    /// says whether a message no queue takes is an error.
+    pub(crate) async fn send_to(
+        &self,
+        exchange: &str,
+        routing_key: &str,
+        body: &[u8],
+        properties: BasicProperties,
+        routing: Routing,
+    ) -> Result<(), PublishError> {
         // AMQP short strings; lapin would panic on longer ones.
         short(ShortField::ExchangeName, exchange)?;
         short(ShortField::RoutingKey, routing_key)?;
@@ -430,56 +392,191 @@ impl Publisher {
         let channel = tokio::time::timeout_at(deadline, self.channel(deadline))
             .await
             .map_err(|_| PublishError::NotConnected(self.timeout))??;
-        let confirmed = async {
-            channel
-                .basic_publish(
-                    ShortString::from(exchange),
-                    ShortString::from(routing_key),
-                    BasicPublishOptions {
-                        mandatory: true,
-                        ..BasicPublishOptions::default()
-                    },
-                    body,
-                    properties,
-                )
-                .await?
-                .await
+        let target = Target {
+            exchange,
+            routing_key,
+            routing,
         };
-        let confirmation = match tokio::time::timeout_at(deadline, confirmed).await {
-            Ok(Ok(confirmation)) => confirmation,
-            Ok(Err(error)) => return Err(PublishError::Unconfirmed(error)),
-            Err(_) => {
-                return Err(match self.connection.blocked() {
-                    Some(reason) => PublishError::Blocked {
-                        reason,
-                        timeout: self.timeout,
-                    },
-                    None => PublishError::Timeout(self.timeout),
-                });
-            }
-        };
-        let route = || (exchange.to_owned(), routing_key.to_owned());
-        match confirmation {
-            Confirmation::Ack(None) | Confirmation::NotRequested => Ok(()),
-            Confirmation::Ack(Some(_)) => {
-                let (exchange, routing_key) = route();
-                Err(PublishError::Unroutable {
-                    exchange,
-                    routing_key,
-                })
-            }
-            Confirmation::Nack(_) => {
-                let (exchange, routing_key) = route();
-                Err(PublishError::Nacked {
-                    exchange,
-                    routing_key,
-                })
-            }
+        let confirmed = confirmed(&channel, target, body, properties, deadline).await;
+        confirmation(confirmed, target, &self.connection, self.timeout)
+    }
+}
+
+/// Whether a published message must reach a queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Routing {
+    /// `mandatory`: the broker returns a message no queue takes, and the publish fails
+    /// ([`PublishError::Unroutable`]).
+    Mandatory,
+    /// Not `mandatory`: a message no queue takes is dropped by the broker, and the publish
+    /// succeeds (an RPC reply whose caller is gone).
+    Optional,
+}
+
+/// Where one message is published, as sent (namespaced).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Target<'a> {
+    pub exchange: &'a str,
+    pub routing_key: &'a str,
+    pub routing: Routing,
+}
+
+/// Publishes on `channel` (in confirm mode) and waits for the broker's confirm until
+/// `deadline`: `None` when it passed first. Names must be checked as short strings first.
+pub(crate) async fn confirmed(
+    channel: &Channel,
+    target: Target<'_>,
+    body: &[u8],
+    properties: BasicProperties,
+    deadline: tokio::time::Instant,
+) -> Option<Result<Confirmation, lapin::Error>> {
+    let confirmed = async {
+        channel
+            .basic_publish(
+                ShortString::from(target.exchange),
+                ShortString::from(target.routing_key),
+                BasicPublishOptions {
+                    mandatory: target.routing == Routing::Mandatory,
+                    ..BasicPublishOptions::default()
+                },
+                body,
+                properties,
+            )
+            .await?
+            .await
+    };
+    tokio::time::timeout_at(deadline, confirmed).await.ok()
+}
+
+/// What a publish's confirm (`None`: none came in `timeout`) means, on `connection`: the
+/// one reading of confirms that publishers, worker copies and RPC requests share.
+pub(crate) fn confirmation(
+    confirmed: Option<Result<Confirmation, lapin::Error>>,
+    target: Target<'_>,
+    connection: &Connection,
+    timeout: Duration,
+) -> Result<(), PublishError> {
+    let confirmation = match confirmed {
+        Some(Ok(confirmation)) => confirmation,
+        Some(Err(error)) => return Err(PublishError::Unconfirmed(error)),
+        None => {
+            return Err(match connection.blocked() {
+                Some(reason) => PublishError::Blocked { reason, timeout },
+                None => PublishError::Timeout(timeout),
+            });
+        }
+    };
+    let route = || (target.exchange.to_owned(), target.routing_key.to_owned());
+    match confirmation {
+        Confirmation::Ack(None) | Confirmation::NotRequested => Ok(()),
+        // Returned: only a `mandatory` message is; an optional one is dropped unseen.
+        Confirmation::Ack(Some(_)) if target.routing == Routing::Optional => Ok(()),
+        Confirmation::Ack(Some(_)) => {
+            let (exchange, routing_key) = route();
+            Err(PublishError::Unroutable {
+                exchange,
+                routing_key,
+            })
+        }
+        Confirmation::Nack(_) => {
+            let (exchange, routing_key) = route();
+            Err(PublishError::Nacked {
+                exchange,
+                routing_key,
+            })
         }
     }
 }
 
-fn short(field: ShortField, text: &str) -> Result<(), PublishError> {
+/// The body and properties of a message about to be published.
+pub(crate) struct Outgoing {
+    pub body: Vec<u8>,
+    pub properties: BasicProperties,
+}
+
+/// `payload` and `headers` as message `M`, validated against the message's JSON Schemas
+/// (nothing is built when they are invalid): its JSON body (compressed by `compression`),
+/// and its properties: content type, type, persistent, the message id and timestamp of
+/// `options` (or a new UUID v7 and now), the headers (with the publish time, and whatever
+/// `headers_also` adds). The other `options` are for the caller to apply
+/// ([`PublishOptions::apply`] for a publisher). What publishers and RPC clients share.
+pub(crate) fn outgoing<M: Message>(
+    payload: &M::Payload,
+    headers: &M::Headers,
+    options: &PublishOptions,
+    compression: Option<Compression>,
+    headers_also: impl FnOnce(&mut FieldTable),
+) -> Result<Outgoing, PublishError> {
+    let serialize = |part, source| PublishError::Serialize {
+        message: M::NAME,
+        part,
+        source,
+    };
+    let validators = Validators::of::<M>()?;
+    let payload = validated_payload::<M>(&validators, payload)?;
+    let headers = serde_json::to_value(headers).map_err(|e| serialize(MessagePart::Headers, e))?;
+    let headers = match headers {
+        serde_json::Value::Object(map) => serde_json::Value::Object(map),
+        serde_json::Value::Null => serde_json::Value::Object(serde_json::Map::new()),
+        _ => return Err(PublishError::HeadersNotAnObject { message: M::NAME }),
+    };
+    if let Some(errors) = validators.headers_errors(&headers) {
+        return Err(PublishError::Invalid {
+            message: M::NAME,
+            part: MessagePart::Headers,
+            errors,
+        });
+    }
+    let mut body = serde_json::to_vec(&payload).map_err(|e| serialize(MessagePart::Payload, e))?;
+    let message_id = options
+        .message_id
+        .clone()
+        .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+    short(ShortField::MessageId, &message_id)?;
+    let properties = BasicProperties::default()
+        .with_content_type(ShortString::from(M::CONTENT_TYPE))
+        .with_delivery_mode(2)
+        .with_type(ShortString::from(M::NAME))
+        .with_message_id(ShortString::from(message_id))
+        .with_timestamp(options.timestamp.unwrap_or_else(unix_seconds));
+    let mut table = match &headers {
+        serde_json::Value::Object(headers) => amqp::json_to_table(headers),
+        _ => FieldTable::default(),
+    };
+    // Stamped into the table being built, not into a copy of it: one table per publish.
+    crate::metrics::stamp(&mut table);
+    headers_also(&mut table);
+    let mut properties = properties.with_headers(table);
+    if let Some(compression) = compression {
+        body = compression
+            .compress(&body)
+            .map_err(PublishError::Compress)?;
+        properties = properties.with_content_encoding(ShortString::from(compression.encoding()));
+    }
+    Ok(Outgoing { body, properties })
+}
+
+/// `payload` of message `M` as JSON, validated against its schema.
+pub(crate) fn validated_payload<M: Message>(
+    validators: &Validators,
+    payload: &M::Payload,
+) -> Result<serde_json::Value, PublishError> {
+    let payload = serde_json::to_value(payload).map_err(|source| PublishError::Serialize {
+        message: M::NAME,
+        part: MessagePart::Payload,
+        source,
+    })?;
+    if let Some(errors) = validators.payload_errors(&payload) {
+        return Err(PublishError::Invalid {
+            message: M::NAME,
+            part: MessagePart::Payload,
+            errors,
+        });
+    }
+    Ok(payload)
+}
+
+pub(crate) fn short(field: ShortField, text: &str) -> Result<(), PublishError> {
     if text.len() > MAX_SHORT_STRING {
         return Err(PublishError::TooLong {
             field,
@@ -521,10 +618,10 @@ mod tests {
 
     #[test]
     fn a_priority_is_checked_against_the_queues_reached() {
-        assert_eq!(check_priority(None, None).ok(), Some(None));
-        assert_eq!(check_priority(None, Some(9)).ok(), Some(None));
-        assert_eq!(check_priority(Some(0), Some(9)).ok(), Some(Some(0)));
-        assert_eq!(check_priority(Some(9), Some(9)).ok(), Some(Some(9)));
+        assert!(check_priority(None, None).is_ok());
+        assert!(check_priority(None, Some(9)).is_ok());
+        assert!(check_priority(Some(0), Some(9)).is_ok());
+        assert!(check_priority(Some(9), Some(9)).is_ok());
         let above = check_priority(Some(10), Some(9));
         assert!(
             matches!(

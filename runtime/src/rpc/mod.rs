@@ -46,12 +46,22 @@
 //! waiting on it fail with [`RpcError::ConnectionLost`] (their replies could no longer
 //! arrive: direct reply-to is bound to the channel), and the next call opens a new channel.
 
+mod client;
+mod reply;
+
+pub(crate) use reply::{Answer, properties as reply_properties};
+
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::model::FailureReason;
 pub use crate::model::rpc::{DEFAULT_TIMEOUT, DIRECT_REPLY_TO, ReplyStatus};
-use crate::{Connection, Delivery, HandlerError, Message, PublishError, Topology, Worker};
+use crate::schema::Validators;
+use crate::{
+    Connection, DEFAULT_MAX_BODY_BYTES, Delivery, HandlerError, Message, PublishError, Topology,
+    Worker,
+};
 
 /// An operation of a contract: what the generated marker type of each RPC says about it.
 pub trait Operation: Send + Sync + 'static {
@@ -80,6 +90,19 @@ pub trait DeclaredErrors:
     /// The error a reply with `code` holds, decoded and validated (through
     /// [`decode_payload`]); `None` for a code the operation does not declare.
     fn decode(code: &str, body: &[u8]) -> Option<Result<Self, String>>;
+
+    /// The name of the message this error's payload is ([`Message::NAME`]), sent as the
+    /// reply's `type`. Generated; by default none, and the reply carries no `type`.
+    fn message_name(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The content type of the message this error's payload is
+    /// ([`Message::CONTENT_TYPE`]), sent as the reply's `content-type`. Generated; by
+    /// default none, and the reply carries none.
+    fn content_type(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// The errors of an operation that declares none: a value of it cannot exist.
@@ -192,33 +215,61 @@ impl CallOptions {
 
 /// Calls operations and waits for their replies, on one channel that consumes RabbitMQ's
 /// direct reply-to. Cheap to clone: clones share the channel and its calls.
+///
+/// Many calls share the channel at once, each waiting for the reply with its correlation id.
+/// When the channel or its connection is lost, the calls waiting on it fail with
+/// [`RpcError::ConnectionLost`], and the next call opens a new channel (waiting, within its
+/// timeout, for the connection to come back).
+///
+/// ```no_run
+/// # async fn run(topology: warren_runtime::Topology) -> Result<(), Box<dyn std::error::Error>> {
+/// use warren_runtime::{Connection, RpcClient};
+/// let connection = Connection::connect("amqp://guest:guest@localhost:5672/%2f", "checkout").await?;
+/// let client = RpcClient::new(&connection, &topology).await?.max_body_bytes(1 << 20);
+/// // Then the generated `RpcClients::new(client)`, with one method per operation.
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct RpcClient {
-    // Filled in by the implementation.
-    _connection: Connection,
+    shared: Arc<client::Shared>,
+    max_body_bytes: usize,
 }
 
 impl std::fmt::Debug for RpcClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RpcClient").finish_non_exhaustive()
+        f.debug_struct("RpcClient")
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish_non_exhaustive()
     }
 }
 
 impl RpcClient {
     /// A client on `connection` for the operations of `topology` (in its namespace), its
-    /// channel opened and consuming replies at once.
+    /// channel opened and consuming replies at once (waiting up to
+    /// [`crate::DEFAULT_PUBLISH_TIMEOUT`] for the connection), so that a broker refusing it
+    /// is reported here rather than at the first call.
     pub async fn new(connection: &Connection, topology: &Topology) -> Result<Self, PublishError> {
-        let _ = topology;
+        crate::metrics::describe();
+        let shared = client::Shared::new(connection, topology.namespace().clone());
+        shared.open(crate::DEFAULT_PUBLISH_TIMEOUT).await?;
         Ok(Self {
-            _connection: connection.clone(),
+            shared: Arc::new(shared),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
         })
     }
 
-    /// The largest reply body accepted (default 64 MiB); a larger one is an
-    /// [`RpcError::InvalidReply`].
-    pub fn max_body_bytes(self, bytes: usize) -> Self {
-        let _ = bytes;
+    /// The largest reply body accepted, as sent and inflated (default 64 MiB); a larger one
+    /// is an [`RpcError::InvalidReply`].
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
         self
+    }
+
+    /// How many replies this client (and its clones) dropped because no call waited for
+    /// them: they came after their call timed out, or were not for a call of this client.
+    /// Also counted by the [`crate::metrics::RPC_LATE_REPLIES`] metric.
+    pub fn late_replies(&self) -> u64 {
+        self.shared.late_replies()
     }
 }
 
@@ -247,6 +298,10 @@ pub trait RpcHandler<O: Operation>: Send + Sync + 'static {
 
 /// Calls operation `O` on `client`: what generated client methods call
 /// (`warren_runtime::codegen::call`); not a stable API.
+///
+/// The request is validated against its schemas (nothing is sent when it is invalid), then
+/// published as the module docs say; the call's timeout (the options', else the target's)
+/// covers the publish, its confirm and the reply.
 pub async fn call<O: Operation>(
     client: &RpcClient,
     target: Target<'_>,
@@ -254,31 +309,65 @@ pub async fn call<O: Operation>(
     headers: &<O::Request as Message>::Headers,
     options: &CallOptions,
 ) -> Result<<O::Response as Message>::Payload, RpcError<O::Error>> {
-    let _ = (client, target, request, headers, options);
-    Err(RpcError::ConnectionLost)
+    client::call::<O>(
+        &client.shared,
+        client.max_body_bytes,
+        target,
+        request,
+        headers,
+        options,
+    )
+    .await
 }
 
 /// Adds the server of operation `O` to `worker`, consuming the request queue of `spec`:
 /// what the generated `consumers::register` functions of an operation call
 /// (`warren_runtime::codegen::add_server`); not a stable API.
+///
+/// The server is a consumer like any other (prefetch, concurrency, circuit breaker, the
+/// queue's retry policy, health and metrics), with the rules of the module docs. A reply
+/// goes to the default exchange with the request's `reply-to` as routing key: RabbitMQ's
+/// direct reply-to, or the name of a queue the caller reads (classic RPC, allowed), never
+/// another exchange.
 pub fn add_server<O: Operation, H: RpcHandler<O>>(
     worker: &mut Worker,
     spec: crate::codegen::ConsumerSpec,
     handler: H,
 ) {
-    let _ = (worker, spec, handler);
+    crate::worker::add_server::<O, H>(worker, spec, handler);
 }
 
 /// `payload` of message `M` serialized and validated against its schema: the body of a
 /// declared error (generated [`DeclaredErrors::encode`]); not a stable API.
 pub fn encode_payload<M: Message>(payload: &M::Payload) -> Result<Vec<u8>, PublishError> {
-    let _ = payload;
-    Ok(Vec::new())
+    let validators = Validators::of::<M>()?;
+    let value = crate::publisher::validated_payload::<M>(&validators, payload)?;
+    serde_json::to_vec(&value).map_err(|source| PublishError::Serialize {
+        message: M::NAME,
+        part: crate::MessagePart::Payload,
+        source,
+    })
 }
 
 /// `body` decoded as a payload of message `M` and validated against its schema (generated
-/// [`DeclaredErrors::decode`]); the error says what is wrong. Not a stable API.
+/// [`DeclaredErrors::decode`]), within the limits a worker sets on a body of
+/// [`DEFAULT_MAX_BODY_BYTES`]; the error says what is wrong. Not a stable API.
 pub fn decode_payload<M: Message>(body: &[u8]) -> Result<M::Payload, String> {
-    let _ = body;
-    Err(String::from("not implemented"))
+    decode_within::<M>(body, DEFAULT_MAX_BODY_BYTES)
+}
+
+/// `body` as a payload of `M`, validated, within the limits of a `max_body_bytes` cap.
+pub(crate) fn decode_within<M: Message>(
+    body: &[u8],
+    max_body_bytes: usize,
+) -> Result<M::Payload, String> {
+    if body.len() > max_body_bytes {
+        return Err(format!(
+            "a body of {} bytes, above the {max_body_bytes}-byte cap",
+            body.len()
+        ));
+    }
+    let validators = Validators::of::<M>().map_err(|e| crate::error::Chain(&e).to_string())?;
+    crate::worker::decode::payload::<M>(body, &validators, max_body_bytes)
+        .map_err(|poison| poison.detail)
 }

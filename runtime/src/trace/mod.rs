@@ -79,6 +79,57 @@ pub(crate) fn publish(
     span
 }
 
+/// The span of an RPC call of `operation` (kind client), a child of the current span, from
+/// the request's publish to its reply; the request carries its context ([`inject`]), so the
+/// server's `process` span is its child. Its destination is recorded by [`call_sent`].
+pub(crate) fn call(operation: &str) -> Span {
+    let span = messaging_span!(
+        "call", "client", "send", "call";
+        messaging.destination.name = Empty,
+        messaging.rabbitmq.destination.routing_key = Empty,
+        messaging.message.id = Empty,
+        messaging.message.conversation_id = Empty,
+        warren.rpc.operation = Empty,
+        warren.outcome = Empty,
+    );
+    if !span.is_disabled() {
+        span.record("otel.name", format!("call {operation}").as_str());
+        span.record("warren.rpc.operation", operation);
+    }
+    span
+}
+
+/// Records on a [`call`] span where its request goes and its ids.
+pub(crate) fn call_sent(
+    span: &Span,
+    exchange: &str,
+    routing_key: &str,
+    properties: &BasicProperties,
+) {
+    if span.is_disabled() {
+        return;
+    }
+    route(span, exchange, routing_key);
+    if let Some(id) = properties.message_id() {
+        span.record("messaging.message.id", id.as_str());
+    }
+    if let Some(id) = properties.correlation_id() {
+        span.record("messaging.message.conversation_id", id.as_str());
+    }
+}
+
+/// Records on a [`call`] span how the call ended: its outcome (one of
+/// [`crate::metrics::RPC_OUTCOMES`]), and an error status unless it is `ok`.
+pub(crate) fn called(span: &Span, outcome: &'static str) {
+    if span.is_disabled() {
+        return;
+    }
+    span.record("warren.outcome", outcome);
+    if outcome != "ok" {
+        fail(span, outcome);
+    }
+}
+
 /// The span of one delivery from `queue` to `consumer`: a root span, or with the
 /// `opentelemetry` feature the child of the span its `traceparent` names.
 pub(crate) fn process(queue: &str, consumer: &'static str, raw: &lapin::message::Delivery) -> Span {

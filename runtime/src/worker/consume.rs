@@ -112,7 +112,7 @@ pub(super) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 /// The delivery, if nothing settled it yet, is dead-lettered as `internal-error`: requeued, the
 /// same bytes would most likely panic again, in a loop. Should that panic too, it is rejected
 /// without requeue, and the broker dead-letters it through the queue's dead-letter exchange.
-async fn settled_even_on_panic<T>(
+pub(super) async fn settled_even_on_panic<T>(
     raw: &Taken,
     settler: &Settler,
     work: impl Future<Output = T>,

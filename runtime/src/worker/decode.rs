@@ -126,37 +126,19 @@ pub(crate) fn decode<M: Message>(
         .as_ref()
         .map(|e| e.to_string());
     let body = decompress(&raw.data, encoding.as_deref(), max_body_bytes)?;
-    let max_items = (max_body_bytes / BYTES_PER_ITEM).max(MIN_ITEMS);
-    if more_items_than(&body, max_items) {
-        return Err(poison(
-            FailureReason::TooLarge,
-            format!(
-                "a JSON body of more than the {max_items} values allowed by the \
-                 {max_body_bytes}-byte cap (one per {BYTES_PER_ITEM} bytes of it)"
-            ),
-        ));
-    }
+    bounded(&body, max_body_bytes)?;
     let table = properties.headers().as_ref();
     let header_json = Value::Object(table.map(table_to_json).unwrap_or_default());
     let payload: M::Payload = match validators {
         Some(validators) => {
-            let payload: Value = serde_json::from_slice(&body)
-                .map_err(|e| poison(FailureReason::Decode, format!("body is not JSON: {e}")))?;
-            if let Some(errors) = validators.payload_errors(&payload) {
-                return Err(poison(FailureReason::Validation, errors));
-            }
+            let payload = validated(&body, validators)?;
             if let Some(errors) = validators.headers_errors(&header_json) {
                 return Err(poison(
                     FailureReason::Validation,
                     format!("headers: {errors}"),
                 ));
             }
-            serde_json::from_value(payload).map_err(|e| {
-                poison(
-                    FailureReason::Decode,
-                    format!("payload does not fit its type: {e}"),
-                )
-            })?
+            typed(payload)?
         }
         // Without validation the body goes straight to its type, in one pass.
         None => serde_json::from_slice(&body).map_err(|e| {
@@ -213,6 +195,53 @@ pub(crate) fn expiration(text: &str) -> Option<Duration> {
     // Digits only, so the only failure left is overflow: past the bound either way.
     let millis: u64 = text.parse().ok()?;
     (millis <= MAX_EXPIRATION_MILLIS).then(|| Duration::from_millis(millis))
+}
+
+/// `body` (decompressed) as a payload of message `M`, validated against its schema: what a
+/// worker does with a body, for an RPC reply or a declared error's body (`crate::rpc`).
+pub(crate) fn payload<M: Message>(
+    body: &[u8],
+    validators: &Validators,
+    max_body_bytes: usize,
+) -> Result<M::Payload, Poison> {
+    bounded(body, max_body_bytes)?;
+    typed(validated(body, validators)?)
+}
+
+/// Refuses a body holding more JSON values than `max_body_bytes` allows (see
+/// [`BYTES_PER_ITEM`]) before it is parsed.
+fn bounded(body: &[u8], max_body_bytes: usize) -> Result<(), Poison> {
+    let max_items = (max_body_bytes / BYTES_PER_ITEM).max(MIN_ITEMS);
+    if more_items_than(body, max_items) {
+        return Err(poison(
+            FailureReason::TooLarge,
+            format!(
+                "a JSON body of more than the {max_items} values allowed by the \
+                 {max_body_bytes}-byte cap (one per {BYTES_PER_ITEM} bytes of it)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `body` parsed as JSON and valid against the payload schema of `validators`.
+fn validated(body: &[u8], validators: &Validators) -> Result<Value, Poison> {
+    let payload: Value = serde_json::from_slice(body)
+        .map_err(|e| poison(FailureReason::Decode, format!("body is not JSON: {e}")))?;
+    if let Some(errors) = validators.payload_errors(&payload) {
+        return Err(poison(FailureReason::Validation, errors));
+    }
+    Ok(payload)
+}
+
+/// A validated payload as its type.
+fn typed<P: serde::de::DeserializeOwned>(payload: Value) -> Result<P, Poison> {
+    serde_json::from_value(payload).map_err(|e| {
+        poison(
+            FailureReason::Decode,
+            format!("payload does not fit its type: {e}"),
+        )
+    })
 }
 
 /// The failure history of `raw`, believed where its retry count is (see [`retries_so_far`]):

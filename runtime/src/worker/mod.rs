@@ -13,6 +13,7 @@ mod dead_letters;
 pub(crate) mod decode;
 mod observe;
 mod policy;
+mod rpc;
 mod runner;
 pub(crate) mod settle;
 
@@ -330,6 +331,15 @@ impl Worker {
         )));
     }
 
+    /// Adds the server of an RPC operation.
+    fn add_server<O: crate::rpc::Operation, H: crate::rpc::RpcHandler<O>>(
+        &mut self,
+        spec: ConsumerSpec,
+        handler: H,
+    ) {
+        self.register(Box::new(rpc::Server::<O, H>::new(spec, handler)));
+    }
+
     /// Adds a consumer handling messages in batches.
     fn add_batch<M: Message, H: BatchHandler<M>>(
         &mut self,
@@ -439,4 +449,13 @@ pub fn add_dead_letters<M: Message, H: DeadLetterHandler<M>>(
     handler: H,
 ) {
     worker.add_dead_letters::<M, H>(spec, handler);
+}
+
+/// Adds the server of RPC operation `O` to `worker` (see [`crate::rpc::add_server`]).
+pub(crate) fn add_server<O: crate::rpc::Operation, H: crate::rpc::RpcHandler<O>>(
+    worker: &mut Worker,
+    spec: ConsumerSpec,
+    handler: H,
+) {
+    worker.add_server::<O, H>(spec, handler);
 }

@@ -82,13 +82,31 @@ impl Settler {
 
     /// Applies the queue's policy to a failed delivery, after `retries` earlier retries.
     pub async fn fail(&self, raw: &Taken, failure: Failure, retries: u32, error: &str) {
+        let outcome = self.decide(failure, retries);
+        self.fail_as(raw, failure, outcome, retries, error).await;
+    }
+
+    /// What the queue's policy does with a `failure` after `retries` earlier retries.
+    pub fn decide(&self, failure: Failure, retries: u32) -> Outcome {
+        decide(&self.queue, retries, failure, fastrand::f64())
+    }
+
+    /// Settles a delivery that failed with `failure` by `outcome` (decided by
+    /// [`Settler::decide`]), after `retries` earlier retries.
+    pub async fn fail_as(
+        &self,
+        raw: &Taken,
+        failure: Failure,
+        outcome: Outcome,
+        retries: u32,
+        error: &str,
+    ) {
         trace::failed(failure, retries);
         if !raw.acker.usable() {
             // Its channel is gone and the broker redelivers it: a retry or dead-letter copy
             // now would only add a duplicate.
             return self.settled(Ok(false), "fail");
         }
-        let outcome = decide(&self.queue, retries, failure, fastrand::f64());
         self.apply(raw, outcome, retries, error).await;
     }
 

@@ -1,0 +1,357 @@
+//! The consume loop of an RPC server (`crate::rpc`): the one-at-a-time loop of any consumer
+//! (decode, handler, circuit breaker, health, metrics, spans, the queue's retry policy), with
+//! a reply to the caller, and the server's rules of the `rpc` module docs.
+//!
+//! Replies go through the consumer's copies publisher (confirm mode) to the default exchange,
+//! not `mandatory`: a caller that gave up has no channel left to receive its reply, and that
+//! is no failure of the server. A request is acknowledged only once its reply is confirmed;
+//! a reply that cannot be published (the channel down, no confirm in time) returns the
+//! request to its queue, to be handled again, as a copy that was not confirmed does.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use lapin::types::ShortString;
+use tracing::Instrument as _;
+
+use super::acks::Taken;
+use super::breaker::Breaker;
+use super::consume::{one_at_a_time, run_handler, settled_even_on_panic};
+use super::decode::{decode, retries_so_far};
+use super::policy::{Failure, Outcome, dead_letter_outcome};
+use super::runner::Runner;
+use super::settle::{MAX_ERROR_BYTES, Settler, truncate};
+use super::{ConsumerSpec, Context, Registered, Task};
+use crate::amqp::header_int;
+use crate::error::Chain;
+use crate::metrics::{Outcome as Settled, ReplyMetrics};
+use crate::model::{FailureReason, headers};
+use crate::publisher::Routing;
+use crate::rpc::{Answer, DeclaredErrors, Operation, RpcHandler, RpcHandlerError, encode_payload};
+use crate::schema::Validators;
+use crate::{Message, PublishError};
+
+pub(super) struct Server<O, H> {
+    spec: ConsumerSpec,
+    handler: Arc<H>,
+    operation: PhantomData<fn() -> O>,
+}
+
+impl<O, H> Server<O, H> {
+    pub(super) fn new(spec: ConsumerSpec, handler: H) -> Self {
+        Self {
+            spec,
+            handler: Arc::new(handler),
+            operation: PhantomData,
+        }
+    }
+}
+
+/// Where a request's reply goes: its `reply-to` (on the default exchange) and its
+/// correlation id, both AMQP short strings as they came.
+struct ReplyTo {
+    address: ShortString,
+    correlation_id: ShortString,
+}
+
+/// What serving one request needs.
+struct Serving<H> {
+    settler: Arc<Settler>,
+    validators: Option<Arc<Validators>>,
+    breaker: Option<Arc<Breaker>>,
+    handler: Arc<H>,
+    max_body_bytes: usize,
+    replies: Arc<ReplyMetrics>,
+}
+
+/// Why a reply was not sent.
+enum NotSent {
+    /// The request's channel is gone: the broker redelivers it, and it is answered then.
+    ChannelGone,
+    /// Publishing it failed.
+    Failed(PublishError),
+}
+
+/// The reason of a dead-lettering (or dropping, or discarding) `outcome`: the request will
+/// not be handled again, and its caller is told. `None` when it is retried.
+fn terminal(outcome: &Outcome) -> Option<FailureReason> {
+    match outcome {
+        Outcome::DeadLetter { reason } | Outcome::Drop { reason } | Outcome::Discard { reason } => {
+            Some(*reason)
+        }
+        Outcome::Requeue { .. } | Outcome::Retry { .. } => None,
+    }
+}
+
+/// Now, in milliseconds since the Unix epoch.
+fn unix_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+impl<H> Serving<H> {
+    /// Serves one request of operation `O`, settling it whatever happens.
+    async fn serve<O: Operation>(&self, raw: &Taken)
+    where
+        H: RpcHandler<O>,
+    {
+        let settler = &self.settler;
+        let retries = retries_so_far(raw, &settler.queue);
+        let table = raw.properties.headers().as_ref();
+        // First: a caller that gave up is owed no work, and no retry of it.
+        if let Some(deadline) = header_int(table, headers::DEADLINE) {
+            let now = unix_millis();
+            if deadline < now {
+                let error = format!(
+                    "the caller's deadline passed {} ms before the request was taken",
+                    now.saturating_sub(deadline)
+                );
+                let outcome = dead_letter_outcome(&settler.queue, FailureReason::Expired);
+                let failure = Failure::Poison(FailureReason::Expired);
+                return settler
+                    .fail_as(raw, failure, outcome, retries, &error)
+                    .await;
+            }
+        }
+        let address = raw
+            .properties
+            .reply_to()
+            .clone()
+            .filter(|a| !a.as_str().is_empty());
+        let id = raw
+            .properties
+            .correlation_id()
+            .clone()
+            .filter(|id| !id.as_str().is_empty());
+        let reply_to = match (address, id) {
+            (Some(address), Some(correlation_id)) => ReplyTo {
+                address,
+                correlation_id,
+            },
+            (address, _) => {
+                let missing = if address.is_none() {
+                    "reply-to"
+                } else {
+                    "correlation id"
+                };
+                let error = format!(
+                    "an RPC request needs a reply-to and a correlation id; this one has no {missing}"
+                );
+                let failure = Failure::Poison(FailureReason::Decode);
+                return settler.fail(raw, failure, retries, &error).await;
+            }
+        };
+        let validators = self.validators.as_deref();
+        let delivery =
+            match decode::<O::Request>(raw, &settler.queue, validators, self.max_body_bytes) {
+                Ok(delivery) => delivery,
+                Err(poison) => {
+                    let failure = Failure::Poison(poison.reason);
+                    let outcome = settler.decide(failure, retries);
+                    // Told at once rather than left to time out, whatever the policy does
+                    // with the request (poison is never retried).
+                    self.fail_caller(raw, &reply_to, poison.reason, &poison.detail)
+                        .await;
+                    return settler
+                        .fail_as(raw, failure, outcome, retries, &poison.detail)
+                        .await;
+                }
+            };
+        let mut answer = None;
+        let handling = async {
+            match self.handler.handle(delivery).await {
+                Ok(response) => {
+                    answer = Some(Ok(response));
+                    Ok(())
+                }
+                // A declared error is an answer: the handler did its job, and the breaker
+                // counts it as such.
+                Err(RpcHandlerError::Declared(error)) => {
+                    answer = Some(Err(error));
+                    Ok(())
+                }
+                Err(RpcHandlerError::Failed(error)) => Err(error),
+            }
+        };
+        let properties = [&raw.properties];
+        let result = run_handler(settler, self.breaker.as_deref(), properties, handling).await;
+        let (failure, error) = match (result, answer) {
+            (Ok(()), Some(Ok(response))) => {
+                return match encode_payload::<O::Response>(&response) {
+                    Ok(body) => {
+                        let answer = Answer::Ok {
+                            message: <O::Response as Message>::NAME,
+                            content_type: <O::Response as Message>::CONTENT_TYPE,
+                        };
+                        self.answer(raw, &reply_to, answer, body, retries).await
+                    }
+                    Err(error) => self.broken(raw, &reply_to, &error, retries).await,
+                };
+            }
+            (Ok(()), Some(Err(declared))) => {
+                return match declared.encode() {
+                    Ok(body) => {
+                        let answer = Answer::Error {
+                            code: declared.code(),
+                            message: declared.message_name(),
+                            content_type: declared.content_type(),
+                        };
+                        self.answer(raw, &reply_to, answer, body, retries).await
+                    }
+                    Err(error) => self.broken(raw, &reply_to, &error, retries).await,
+                };
+            }
+            // Not reached: the handling future sets the answer whenever it succeeds.
+            (Ok(()), None) => (
+                Failure::Internal,
+                String::from("the RPC handler ended with no answer"),
+            ),
+            (Err(failed), _) => failed,
+        };
+        let outcome = settler.decide(failure, retries);
+        if let Some(reason) = terminal(&outcome) {
+            self.fail_caller(raw, &reply_to, reason, &error).await;
+        }
+        settler
+            .fail_as(raw, failure, outcome, retries, &error)
+            .await;
+    }
+
+    /// Sends the answer and acknowledges the request once the broker confirmed it; returns
+    /// the request to its queue when the reply was not confirmed.
+    async fn answer(
+        &self,
+        raw: &Taken,
+        reply_to: &ReplyTo,
+        answer: Answer<'_>,
+        body: Vec<u8>,
+        retries: u32,
+    ) {
+        let settler = &self.settler;
+        match self.reply(raw, reply_to, answer, &body).await {
+            Ok(()) => {
+                crate::trace::handled(retries);
+                settler.observer.handled(Settled::Ack);
+                settler.ack(raw);
+            }
+            Err(NotSent::ChannelGone) => {}
+            Err(NotSent::Failed(error)) => {
+                tracing::warn!(
+                    consumer = settler.consumer,
+                    queue = %settler.queue.name,
+                    error = %Chain(&error),
+                    "the reply was not confirmed; the request returns to its queue"
+                );
+                settler.observer.handled(Settled::Retry);
+                settler.reject(raw, true).await;
+            }
+        }
+    }
+
+    /// The handler's answer breaks its schema, a bug of the server: its caller gets a
+    /// `failed` reply, and the request is dead-lettered (`non-retryable`).
+    async fn broken(&self, raw: &Taken, reply_to: &ReplyTo, error: &PublishError, retries: u32) {
+        let error = format!("the server's answer is invalid: {}", Chain(error));
+        let error = truncate(&error, MAX_ERROR_BYTES);
+        tracing::error!(
+            consumer = self.settler.consumer,
+            error,
+            "an RPC handler's answer breaks its schema"
+        );
+        let failure = Failure::NonRetryable;
+        let outcome = self.settler.decide(failure, retries);
+        let reason = terminal(&outcome).unwrap_or(FailureReason::NonRetryable);
+        self.fail_caller(raw, reply_to, reason, &error).await;
+        self.settler
+            .fail_as(raw, failure, outcome, retries, &error)
+            .await;
+    }
+
+    /// Tells the caller the server cannot answer, best effort: the request is settled as the
+    /// rules say whether this reply goes out or not.
+    async fn fail_caller(
+        &self,
+        raw: &Taken,
+        reply_to: &ReplyTo,
+        reason: FailureReason,
+        detail: &str,
+    ) {
+        let detail = truncate(detail, MAX_ERROR_BYTES);
+        let answer = Answer::Failed { reason };
+        if let Err(NotSent::Failed(error)) =
+            self.reply(raw, reply_to, answer, detail.as_bytes()).await
+        {
+            tracing::warn!(
+                consumer = self.settler.consumer,
+                error = %Chain(&error),
+                "the `failed` reply was not confirmed; its caller will time out"
+            );
+        }
+    }
+
+    /// Publishes a reply to `reply_to` and waits for its confirm.
+    async fn reply(
+        &self,
+        raw: &Taken,
+        reply_to: &ReplyTo,
+        answer: Answer<'_>,
+        body: &[u8],
+    ) -> Result<(), NotSent> {
+        if !raw.acker.usable() {
+            // The broker redelivers the request; it is answered then, once.
+            return Err(NotSent::ChannelGone);
+        }
+        let properties = crate::rpc::reply_properties(&reply_to.correlation_id, answer);
+        let properties = crate::trace::inject(&tracing::Span::current(), properties);
+        let status = answer.status();
+        let address = reply_to.address.as_str();
+        let span = tracing::debug_span!("reply", status = status.as_str());
+        // The default exchange only: a reply-to is a queue name (or direct reply-to's
+        // pseudo-queue), never an exchange the caller could point a server at.
+        let sent = self
+            .settler
+            .publisher
+            .send_to("", address, body, properties, Routing::Optional)
+            .instrument(span)
+            .await;
+        match sent {
+            Ok(()) => {
+                self.replies.replied(status);
+                Ok(())
+            }
+            Err(error) => Err(NotSent::Failed(error)),
+        }
+    }
+}
+
+impl<O: Operation, H: RpcHandler<O>> Registered for Server<O, H> {
+    fn spec(&self) -> &ConsumerSpec {
+        &self.spec
+    }
+
+    fn start(self: Box<Self>, context: Context) -> Task {
+        Box::pin(async move {
+            let replies = Arc::new(ReplyMetrics::new(self.spec.name, &context.queue));
+            let Some(runner) = Runner::start::<O::Request>(self.spec, context).await? else {
+                return Ok(());
+            };
+            one_at_a_time(runner, |runner, raw| {
+                let serving = Serving {
+                    settler: runner.settler.clone(),
+                    validators: runner.validators.clone(),
+                    breaker: runner.breaker.clone(),
+                    handler: self.handler.clone(),
+                    max_body_bytes: runner.context.settings.max_body_bytes,
+                    replies: replies.clone(),
+                };
+                async move {
+                    let served = serving.serve::<O>(&raw);
+                    settled_even_on_panic(&raw, &serving.settler, served).await;
+                }
+            })
+            .await
+        })
+    }
+}
