@@ -13,11 +13,12 @@ use std::time::{Duration, Instant};
 
 use futures_lite::StreamExt;
 use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions};
-use lapin::types::{FieldTable, ShortString};
+use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{BasicProperties, Channel};
 use tokio::sync::oneshot;
 use warren_runtime::codegen::{NoErrors, Operation, RpcHandler, Target};
-use warren_runtime::rpc::DIRECT_REPLY_TO;
+use warren_runtime::model::headers;
+use warren_runtime::rpc::{DIRECT_REPLY_TO, ReplyStatus};
 use warren_runtime::{
     CallOptions, Connection, Delivery, HandlerError, NoHeaders, RpcClient, RpcHandlerError,
     Topology, Worker,
@@ -33,7 +34,8 @@ const LAPIN_QUEUE: &str = "rpc-lapin";
 const IN_FLIGHT: [usize; 2] = [1, 64];
 /// How long one call may wait for its reply before the round fails.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
-/// Both servers take this many requests ahead, as a consumer's prefetch.
+/// Both servers take this many requests ahead (a consumer's prefetch) and answer as many at
+/// once.
 const SERVER_PREFETCH: u16 = 100;
 
 /// The one operation of the benchmark: prices an order. Written by hand, as the generator
@@ -143,13 +145,12 @@ where
 #[derive(Clone)]
 struct LapinClient {
     channel: Channel,
-    queue: Arc<str>,
     pending: Arc<Mutex<HashMap<String, oneshot::Sender<Vec<u8>>>>>,
     next_id: Arc<AtomicU64>,
 }
 
 impl LapinClient {
-    async fn new(connection: &lapin::Connection, queue: &str) -> Result<Self> {
+    async fn new(connection: &lapin::Connection) -> Result<Self> {
         let channel = connection.create_channel().await?;
         let mut replies = channel
             .basic_consume(
@@ -181,13 +182,17 @@ impl LapinClient {
         });
         Ok(Self {
             channel,
-            queue: queue.into(),
             pending,
             next_id: Arc::default(),
         })
     }
 
-    async fn call(&self, body: &[u8]) -> std::result::Result<types::BenchQuote, String> {
+    /// Sends `body` to `queue` (its full name) and waits for the reply.
+    async fn call(
+        &self,
+        queue: &str,
+        body: &[u8],
+    ) -> std::result::Result<types::BenchQuote, String> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed).to_string();
         let (reply, replied) = oneshot::channel();
         self.pending
@@ -202,7 +207,7 @@ impl LapinClient {
             .channel
             .basic_publish(
                 ShortString::from(""),
-                ShortString::from(&*self.queue),
+                ShortString::from(queue),
                 BasicPublishOptions::default(),
                 body,
                 properties,
@@ -232,8 +237,8 @@ impl LapinClient {
 }
 
 /// Hand-written server: consumes the request queue, answers each request to its reply-to
-/// on the default exchange with its correlation id, then acks it. Runs until its channel
-/// closes.
+/// on the default exchange with its correlation id, then acks it (no confirms). Runs until
+/// its channel closes.
 async fn lapin_server(connection: &lapin::Connection, queue: &str) -> Result<Channel> {
     let channel = connection.create_channel().await?;
     channel
@@ -249,52 +254,146 @@ async fn lapin_server(connection: &lapin::Connection, queue: &str) -> Result<Cha
         .await?;
     let publishing = channel.clone();
     tokio::spawn(async move {
+        // Each request answered in a task of its own, as warren's server handles several at
+        // once: the prefetch bounds how many.
         while let Some(Ok(request)) = requests.next().await {
-            let answered = async {
-                let order: types::BenchOrder =
-                    serde_json::from_slice(&request.data).map_err(|e| e.to_string())?;
-                let body = serde_json::to_vec(&price(&order)?).map_err(|e| e.to_string())?;
-                let properties = &request.properties;
-                let (Some(reply_to), Some(id)) =
-                    (properties.reply_to(), properties.correlation_id())
-                else {
-                    return Err("a request without reply-to or correlation id".to_owned());
-                };
-                publishing
-                    .basic_publish(
-                        ShortString::from(""),
-                        reply_to.clone(),
-                        BasicPublishOptions::default(),
-                        &body,
-                        BasicProperties::default()
-                            .with_content_type(ShortString::from("application/json"))
-                            .with_correlation_id(id.clone()),
-                    )
-                    .await
-                    .map_err(|e| e.to_string())?;
-                Ok::<_, String>(())
-            };
-            if let Err(error) = answered.await {
-                eprintln!("lapin rpc server: {error}");
-            }
-            if request.ack(BasicAckOptions::default()).await.is_err() {
-                break;
-            }
+            let publishing = publishing.clone();
+            tokio::spawn(async move {
+                if let Err(error) = answer(&publishing, &request).await {
+                    eprintln!("lapin rpc server: {error}");
+                }
+                // A lost channel ends the consumer too; nothing to do here.
+                let _ = request.ack(BasicAckOptions::default()).await;
+            });
         }
     });
     Ok(channel)
 }
 
-/// One case of the table: a side and its calls in flight.
+/// The one header warren's reply protocol adds to a response (`x-rpc-status: ok`), so the
+/// hand-written server answers warren's client too (the mixed cases). Built per reply, as
+/// hand-written code would.
+fn replied_ok() -> FieldTable {
+    let mut table = FieldTable::default();
+    table.insert(
+        ShortString::from(headers::RPC_STATUS),
+        AMQPValue::LongString(LongString::from(ReplyStatus::Ok.as_str())),
+    );
+    table
+}
+
+/// The lapin server's answer to `request`: its quote, to its reply-to on the default exchange
+/// with its correlation id.
+async fn answer(channel: &Channel, request: &lapin::message::Delivery) -> CallResult {
+    let order: types::BenchOrder =
+        serde_json::from_slice(&request.data).map_err(|e| e.to_string())?;
+    let body = serde_json::to_vec(&price(&order)?).map_err(|e| e.to_string())?;
+    let properties = &request.properties;
+    let (Some(reply_to), Some(id)) = (properties.reply_to(), properties.correlation_id()) else {
+        return Err("a request without reply-to or correlation id".to_owned());
+    };
+    channel
+        .basic_publish(
+            ShortString::from(""),
+            reply_to.clone(),
+            BasicPublishOptions::default(),
+            &body,
+            BasicProperties::default()
+                .with_content_type(ShortString::from("application/json"))
+                .with_correlation_id(id.clone())
+                .with_headers(replied_ok()),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Whose code makes or answers the calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Lapin,
+    Warren,
+}
+
+impl Side {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Lapin => "lapin",
+            Self::Warren => "warren",
+        }
+    }
+}
+
+/// One case of the table: a client, a server and the calls in flight.
 struct Case {
-    name: String,
+    client: Side,
+    server: Side,
     in_flight: usize,
-    warren: bool,
     rounds: Vec<Round>,
 }
 
-/// Runs the scenario: `n` calls per round for each side and each number in flight, `ROUNDS`
-/// interleaved rounds.
+impl Case {
+    fn name(&self) -> String {
+        let pair = match (self.client, self.server) {
+            (Side::Lapin, Side::Lapin) => "lapin direct reply-to".to_owned(),
+            (Side::Warren, Side::Warren) => "warren RpcClient + server".to_owned(),
+            (client, server) => format!("{} client, {} server", client.name(), server.name()),
+        };
+        format!("{pair}, {} in flight", self.in_flight)
+    }
+}
+
+/// The clients of both sides and what they send.
+#[derive(Clone)]
+struct Clients {
+    lapin: LapinClient,
+    warren: RpcClient,
+    /// Each order as the lapin client sends it, serialized ahead (warren's client serializes
+    /// and validates as part of its call).
+    bodies: Arc<Vec<Vec<u8>>>,
+    orders: Arc<Vec<types::BenchOrder>>,
+    /// The lapin server's queue by its full name.
+    lapin_queue: Arc<str>,
+    /// The warren server's queue by its full name (the warren client is given the contract's
+    /// name, and adds its namespace).
+    warren_queue: Arc<str>,
+}
+
+impl Clients {
+    /// Call `i` from `client` to `server`, its answer checked.
+    async fn call(&self, client: Side, server: Side, i: usize) -> CallResult {
+        let order = &self.orders[i];
+        let quote = match client {
+            Side::Lapin => {
+                let queue = match server {
+                    Side::Lapin => &self.lapin_queue,
+                    Side::Warren => &self.warren_queue,
+                };
+                self.lapin.call(queue, &self.bodies[i]).await?
+            }
+            Side::Warren => warren_runtime::codegen::call::<PriceOrder>(
+                &self.warren,
+                Target {
+                    exchange: "",
+                    routing_key: match server {
+                        Side::Lapin => LAPIN_QUEUE,
+                        Side::Warren => WARREN_QUEUE,
+                    },
+                    timeout: CALL_TIMEOUT,
+                    max_priority: None,
+                },
+                order,
+                &NoHeaders {},
+                &CallOptions::default(),
+            )
+            .await
+            .map_err(|e| e.to_string())?,
+        };
+        check(order, &quote)
+    }
+}
+
+/// Runs the scenario: `n` calls per round for each case, `ROUNDS` interleaved rounds.
 pub async fn bench(
     connection: &Connection,
     plain: &lapin::Connection,
@@ -304,7 +403,7 @@ pub async fn bench(
     let body_len = serde_json::to_vec(&order(0))?.len();
     println!(
         "\nrpc ({n} calls per case and round, {body_len}-byte requests, classic request queues, \
-         median of {ROUNDS} rounds; ratios against hand-written lapin direct reply-to with as many calls in flight):"
+         median of {ROUNDS} rounds; ratios against lapin on both sides with as many calls in flight):"
     );
     // The servers run for the whole scenario, each on its own queue.
     let server_channel = lapin_server(plain, &topology.qualified(LAPIN_QUEUE)).await?;
@@ -315,7 +414,8 @@ pub async fn bench(
             name: "price_order",
             queue: WARREN_QUEUE,
             prefetch: SERVER_PREFETCH,
-            concurrency: 16,
+            // As many at once as the lapin server, which answers each request in a task.
+            concurrency: SERVER_PREFETCH,
             circuit_breaker: None,
         },
         Pricer,
@@ -323,29 +423,33 @@ pub async fn bench(
     let stop = worker.shutdown_handle();
     let running = tokio::spawn(worker.run());
 
-    let lapin = LapinClient::new(plain, &topology.qualified(LAPIN_QUEUE)).await?;
-    let warren = RpcClient::new(connection, topology).await?;
-    let bodies: Arc<Vec<Vec<u8>>> = Arc::new(
-        (0..n)
-            .map(|i| serde_json::to_vec(&order(i)))
-            .collect::<std::result::Result<_, _>>()?,
-    );
-    let orders: Arc<Vec<types::BenchOrder>> = Arc::new((0..n).map(order).collect());
-
+    let clients = Clients {
+        lapin: LapinClient::new(plain).await?,
+        warren: RpcClient::new(connection, topology).await?,
+        bodies: Arc::new(
+            (0..n)
+                .map(|i| serde_json::to_vec(&order(i)))
+                .collect::<std::result::Result<_, _>>()?,
+        ),
+        orders: Arc::new((0..n).map(order).collect()),
+        lapin_queue: topology.qualified(LAPIN_QUEUE).into(),
+        warren_queue: topology.qualified(WARREN_QUEUE).into(),
+    };
+    // Both sides alone first, then each client against the other's server: which side
+    // a difference comes from.
+    let pairs = [
+        (Side::Lapin, Side::Lapin),
+        (Side::Warren, Side::Warren),
+        (Side::Lapin, Side::Warren),
+        (Side::Warren, Side::Lapin),
+    ];
     let mut cases: Vec<Case> = IN_FLIGHT
         .iter()
         .flat_map(|&in_flight| {
-            [false, true].map(|warren| Case {
-                name: format!(
-                    "{}, {in_flight} in flight",
-                    if warren {
-                        "warren RpcClient + server"
-                    } else {
-                        "lapin direct reply-to"
-                    }
-                ),
+            pairs.map(|(client, server)| Case {
+                client,
+                server,
                 in_flight,
-                warren,
                 rounds: Vec::new(),
             })
         })
@@ -353,46 +457,13 @@ pub async fn bench(
     let outcome = async {
         for _ in 0..ROUNDS {
             for case in &mut cases {
-                let round = if case.warren {
-                    let client = warren.clone();
-                    let orders = orders.clone();
-                    drive(n, case.in_flight, move |i| {
-                        let client = client.clone();
-                        let orders = orders.clone();
-                        async move {
-                            let quote = warren_runtime::codegen::call::<PriceOrder>(
-                                &client,
-                                Target {
-                                    exchange: "",
-                                    routing_key: WARREN_QUEUE,
-                                    timeout: CALL_TIMEOUT,
-                                    max_priority: None,
-                                },
-                                &orders[i],
-                                &NoHeaders {},
-                                &CallOptions::default(),
-                            )
-                            .await
-                            .map_err(|e| e.to_string())?;
-                            check(&orders[i], &quote)
-                        }
-                    })
-                    .await?
-                } else {
-                    let client = lapin.clone();
-                    let bodies = bodies.clone();
-                    let orders = orders.clone();
-                    drive(n, case.in_flight, move |i| {
-                        let client = client.clone();
-                        let bodies = bodies.clone();
-                        let orders = orders.clone();
-                        async move {
-                            let quote = client.call(&bodies[i]).await?;
-                            check(&orders[i], &quote)
-                        }
-                    })
-                    .await?
-                };
+                let clients = clients.clone();
+                let (client, server) = (case.client, case.server);
+                let round = drive(n, case.in_flight, move |i| {
+                    let clients = clients.clone();
+                    async move { clients.call(client, server, i).await }
+                })
+                .await?;
                 case.rounds.push(round);
             }
         }
@@ -447,11 +518,14 @@ fn print(cases: &mut [Case], n: usize) {
         let base = cases
             .iter()
             .zip(&medians)
-            .find(|(other, _)| !other.warren && other.in_flight == case.in_flight)
+            .find(|(other, _)| {
+                (other.client, other.server) == (Side::Lapin, Side::Lapin)
+                    && other.in_flight == case.in_flight
+            })
             .map_or(rps, |(_, m)| m.0);
         println!(
             "  {:<42} {:>9.0} calls/s {:>6.2}x  p50 {:>7.2} ms  p99 {:>7.2} ms  (rounds {slowest:.0} to {fastest:.0})",
-            case.name,
+            case.name(),
             rps,
             rps / base,
             p50.as_secs_f64() * 1e3,
