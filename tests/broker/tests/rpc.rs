@@ -282,14 +282,16 @@ async fn handler_failures_are_retried_then_reported_as_failed() {
         }
         other => panic!("expected a failed reply, got {other:?}"),
     }
-    let mut reasons: Vec<_> = h
-        .dead_letters(2, WAIT)
-        .await
-        .iter()
-        .map(|d| d.reason())
-        .collect();
+    let dead = h.dead_letters(2, WAIT).await;
+    let mut reasons: Vec<_> = dead.iter().map(|d| d.reason()).collect();
     reasons.sort();
     assert_eq!(reasons, [Some("exhausted"), Some("non-retryable")]);
+    for letter in &dead {
+        assert!(
+            letter.header("x-deadline").is_some(),
+            "the caller's deadline is kept on copies"
+        );
+    }
     h.stop().await.expect("clean shutdown");
 }
 
@@ -667,5 +669,57 @@ async fn an_unroutable_request_fails_at_once() {
     .await
     .expect("answered");
     assert_eq!(answer.id, "u-2");
+    h.stop().await.expect("clean shutdown");
+}
+
+/// When the client's channel is lost (here the broker closes it, refusing a publish to an
+/// exchange that does not exist), the calls waiting on it fail with `ConnectionLost` at once,
+/// and the next call opens a new channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_channel_fails_the_waiting_calls_and_the_next_call_reopens() {
+    let (h, quoter, client) = serving("rpc-lost").await;
+    let started = Instant::now();
+    let waiting = tokio::spawn({
+        let client = client.clone();
+        async move {
+            quote(
+                &client,
+                &slow("lost-1", Duration::from_secs(2)),
+                Duration::from_secs(5),
+            )
+            .await
+        }
+    });
+    quoter.seen.wait_for(1, WAIT).await;
+    let nowhere = Target {
+        exchange: "no-such-exchange",
+        routing_key: "quotes",
+        timeout: Duration::from_secs(5),
+        max_priority: None,
+    };
+    let refused = call::<QuotePrice>(
+        &client,
+        nowhere,
+        &request("lost-2", types::QuoteRequestBehaviour::Ok),
+        &warren_broker_tests::headers(),
+        &CallOptions::default(),
+    )
+    .await;
+    assert!(matches!(refused, Err(RpcError::Publish(_))), "{refused:?}");
+    let lost = waiting.await.expect("the call task ran");
+    assert!(matches!(lost, Err(RpcError::ConnectionLost)), "{lost:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "failed when the channel went, not when the reply would have come: {:?}",
+        started.elapsed()
+    );
+    let answer = quote(
+        &client,
+        &request("lost-3", types::QuoteRequestBehaviour::Ok),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("answered on a new channel");
+    assert_eq!(answer.id, "lost-3");
     h.stop().await.expect("clean shutdown");
 }
