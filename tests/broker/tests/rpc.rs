@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
-use warren_broker_tests::{Harness, messages, types};
+use warren_broker_tests::{Harness, PrivateBroker, messages, types};
 use warren_runtime::codegen::{
     ConsumerSpec, DeclaredErrors, Operation, RpcHandler, Target, add_server, call, decode_payload,
     encode_payload,
@@ -722,4 +722,69 @@ async fn a_lost_channel_fails_the_waiting_calls_and_the_next_call_reopens() {
     .expect("answered on a new channel");
     assert_eq!(answer.id, "lost-3");
     h.stop().await.expect("clean shutdown");
+}
+
+/// The private broker node of this test binary alone (chaos.rs uses 5791 to 5793, health.rs
+/// 5817).
+const PRIVATE_PORT: u16 = 5794;
+
+/// The broker closes the client's connection while a call waits (on a private node: every
+/// connection of it goes): the call fails with `ConnectionLost` at once, and the next call,
+/// made while the connection recovers, is answered on a new channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_connection_fails_the_waiting_calls_and_the_next_call_goes_through() {
+    let broker = tokio::task::spawn_blocking(|| PrivateBroker::start(PRIVATE_PORT))
+        .await
+        .expect("the broker starts");
+    let quoter = Quoter::default();
+    let server = quoter.clone();
+    let h = Harness::start_registering_at(&broker.url(), "rpc-connection", move |_, worker| {
+        add_server::<QuotePrice, _>(worker, SERVER, server);
+    })
+    .await;
+    let client = RpcClient::new(&h.connection, &h.topology)
+        .await
+        .expect("a client channel");
+    let answer = quote(
+        &client,
+        &request("before", types::QuoteRequestBehaviour::Ok),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("answered before the fault");
+    assert_eq!(answer.id, "before");
+
+    let waiting = tokio::spawn({
+        let client = client.clone();
+        async move {
+            quote(
+                &client,
+                &slow("during", Duration::from_secs(3)),
+                Duration::from_secs(10),
+            )
+            .await
+        }
+    });
+    quoter.seen.wait_for(2, WAIT).await;
+    let closed = Instant::now();
+    tokio::task::block_in_place(|| broker.ctl(&["close_all_connections", "rpc test"]));
+    let lost = waiting.await.expect("the call task ran");
+    assert!(matches!(lost, Err(RpcError::ConnectionLost)), "{lost:?}");
+    assert!(
+        closed.elapsed() < Duration::from_secs(2),
+        "failed when the connection went: {:?}",
+        closed.elapsed()
+    );
+
+    // At once, while the connection recovers: the call waits for it, within its timeout.
+    let answer = quote(
+        &client,
+        &request("after", types::QuoteRequestBehaviour::Ok),
+        Duration::from_secs(20),
+    )
+    .await
+    .expect("answered on a new channel");
+    assert_eq!(answer.id, "after");
+    h.stop().await.expect("clean shutdown");
+    drop(broker);
 }
