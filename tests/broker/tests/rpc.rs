@@ -206,7 +206,13 @@ async fn serving(test: &str) -> (Harness, Quoter, RpcClient) {
 
 /// A worker of `h`'s topology running the quote server `quoter`, stopping within a second.
 fn run_server(h: &Harness, quoter: &Quoter) -> RunningWorker {
-    let mut worker: Worker = h.deployed.worker().drain_timeout(Duration::from_secs(1));
+    run_server_draining(h, quoter, Duration::from_secs(1))
+}
+
+/// A worker of `h`'s topology running the quote server `quoter`, whose shutdown waits up to
+/// `drain` for the handlers in flight.
+fn run_server_draining(h: &Harness, quoter: &Quoter, drain: Duration) -> RunningWorker {
+    let mut worker: Worker = h.deployed.worker().drain_timeout(drain);
     add_server::<QuotePrice, _>(&mut worker, SERVER, quoter.clone());
     h.deployed.start(worker)
 }
@@ -496,18 +502,20 @@ async fn a_server_restart_under_load_never_mismatches_replies() {
         .await
         .expect("a client channel");
     let quoter = Quoter::default();
-    let mut first = run_server(&h, &quoter);
+    // Its shutdown aborts the handlers still running after 100 ms: their requests are
+    // redelivered, and handled again by the second server.
+    let mut first = run_server_draining(&h, &quoter, Duration::from_millis(100));
     let mut calls = tokio::task::JoinSet::new();
     for n in 0..300u64 {
         let client = client.clone();
         calls.spawn(async move {
-            // Spread over about 600 ms, each handled in 50 ms.
+            // Spread over about 600 ms, each handled in 150 ms.
             tokio::time::sleep(Duration::from_millis(n * 2)).await;
             let id = format!("s-{n}");
             let answer = quote(
                 &client,
-                &slow(&id, Duration::from_millis(50)),
-                Duration::from_secs(4),
+                &slow(&id, Duration::from_millis(150)),
+                Duration::from_secs(5),
             )
             .await;
             (id, answer)
@@ -530,7 +538,12 @@ async fn a_server_restart_under_load_never_mismatches_replies() {
             Err(other) => panic!("call {id} ended with {other}"),
         }
     }
-    println!("server restart under load: {ok} ok, {timeout} timed out, {failed} failed");
+    println!(
+        "server restart under load: {ok} ok, {timeout} timed out, {failed} failed; {} \
+         requests handled, {} late replies dropped",
+        quoter.seen.len(),
+        client.late_replies()
+    );
     assert_eq!(ok + timeout + failed, 300);
     assert!(ok > 0, "calls were answered");
     second.stop().await.expect("the second server stops");
@@ -721,6 +734,101 @@ async fn a_lost_channel_fails_the_waiting_calls_and_the_next_call_reopens() {
     .await
     .expect("answered on a new channel");
     assert_eq!(answer.id, "lost-3");
+    h.stop().await.expect("clean shutdown");
+}
+
+/// A rogue server's replies (hostile input to the client): no status, an unknown status, an
+/// error code the operation does not declare, a response breaking its schema, a body over
+/// the client's cap. Each call fails with `InvalidReply`, saying why, and the client goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_replies_are_invalid_replies() {
+    let h = Harness::start_registering("rpc-hostile-replies", |_, _| {}).await;
+    let client = RpcClient::new(&h.connection, &h.topology)
+        .await
+        .expect("a client channel")
+        .max_body_bytes(1024);
+    let channel = h
+        .connection
+        .create_channel()
+        .await
+        .expect("the rogue server's channel");
+    let queue = h.name("quotes");
+    let rogue = tokio::spawn(async move {
+        loop {
+            let got = channel
+                .basic_get(
+                    ShortString::from(queue.as_str()),
+                    lapin::options::BasicGetOptions { no_ack: true },
+                )
+                .await
+                .expect("the rogue server reads");
+            let Some(message) = got else {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            };
+            let delivery = message.delivery;
+            let asked: types::QuoteRequest =
+                serde_json::from_slice(&delivery.data).expect("a request");
+            let text = |v: &str| AMQPValue::LongString(LongString::from(v));
+            let mut headers = FieldTable::default();
+            let mut body = br#"{"id": "x", "price": 1}"#.to_vec();
+            match asked.id.as_str() {
+                "no-status" => {}
+                "odd-status" => {
+                    headers.insert(ShortString::from("x-rpc-status"), text("maybe"));
+                }
+                "odd-code" => {
+                    headers.insert(ShortString::from("x-rpc-status"), text("error"));
+                    headers.insert(ShortString::from("x-rpc-error"), text("out_of_stock"));
+                }
+                "bad-body" => {
+                    headers.insert(ShortString::from("x-rpc-status"), text("ok"));
+                    body = br#"{"id": "x", "price": -5}"#.to_vec();
+                }
+                _ => {
+                    headers.insert(ShortString::from("x-rpc-status"), text("ok"));
+                    body = format!(r#"{{"id": "{}", "price": 1}}"#, "x".repeat(2000)).into_bytes();
+                }
+            }
+            let properties = delivery.properties;
+            let reply = BasicProperties::default()
+                .with_correlation_id(properties.correlation_id().clone().expect("an id"))
+                .with_headers(headers);
+            let reply_to = properties.reply_to().clone().expect("a reply-to");
+            channel
+                .basic_publish(
+                    ShortString::from(""),
+                    reply_to,
+                    lapin::options::BasicPublishOptions::default(),
+                    &body,
+                    reply,
+                )
+                .await
+                .expect("the rogue reply is sent");
+        }
+    });
+    for (id, why) in [
+        ("no-status", "no `x-rpc-status`"),
+        ("odd-status", "not a reply status"),
+        ("odd-code", "`out_of_stock` is not one operation `quote_price` declares"),
+        ("bad-body", "price"),
+        ("too-large", "above the 1024-byte cap"),
+    ] {
+        let answer = quote(
+            &client,
+            &request(id, types::QuoteRequestBehaviour::Ok),
+            Duration::from_secs(5),
+        )
+        .await;
+        match answer {
+            Err(RpcError::InvalidReply(detail)) => {
+                assert!(detail.contains(why), "{id}: {detail}");
+            }
+            other => panic!("{id}: expected an invalid reply, got {other:?}"),
+        }
+    }
+    rogue.abort();
+    assert_eq!(client.late_replies(), 0);
     h.stop().await.expect("clean shutdown");
 }
 
