@@ -17,6 +17,7 @@ use tracing::Instrument as _;
 
 use super::reply::{self, Received};
 use super::{DeclaredErrors, Operation, RpcError, Target, decode_within};
+use crate::connection::backoff;
 use crate::error::{Chain, ShortField};
 use crate::metrics::CallMetrics;
 use crate::model::rpc::DIRECT_REPLY_TO;
@@ -24,6 +25,11 @@ use crate::model::{Namespace, headers};
 use crate::publisher::{self, Outgoing, Routing, short};
 use crate::sync::lock;
 use crate::{CallOptions, Connection, Message, PublishError, PublishOptions};
+
+/// The first pause before opening a session again on a link that died under the attempt,
+/// and the longest.
+const REOPEN_MIN: Duration = Duration::from_millis(50);
+const REOPEN_MAX: Duration = Duration::from_secs(1);
 
 /// A reply as it came, handed to the call that waits for it.
 struct Reply {
@@ -248,13 +254,30 @@ impl Shared {
         if let Some(session) = self.usable_session() {
             return Ok(session);
         }
-        let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let connection = self
-            .connection
-            .current(wait)
-            .await
-            .map_err(|_| PublishError::NotConnected(timeout))?;
-        let session = Arc::new(Session::open(&connection, self.observed.clone()).await?);
+        let mut attempt: u32 = 0;
+        let session = loop {
+            let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let connection = self
+                .connection
+                .current(wait)
+                .await
+                .map_err(|_| PublishError::NotConnected(timeout))?;
+            match Session::open(&connection, self.observed.clone()).await {
+                Ok(session) => break Arc::new(session),
+                // The link died under this attempt (the connection's supervisor has not
+                // noticed yet): wait for the next one, within the call's deadline. Nothing
+                // was sent.
+                Err(_) if !connection.status().connected() && !self.connection.is_closed() => {
+                    let pause = backoff(attempt, REOPEN_MIN, REOPEN_MAX);
+                    attempt = attempt.saturating_add(1);
+                    if tokio::time::Instant::now() + pause >= deadline {
+                        return Err(PublishError::NotConnected(timeout));
+                    }
+                    tokio::time::sleep(pause).await;
+                }
+                Err(error) => return Err(error.into()),
+            }
+        };
         // The session replaced (if any) is dropped here, unless a call still holds it: its
         // reader closes its channel, and the calls waiting on it fail.
         *lock(&self.session) = Some(session.clone());

@@ -36,15 +36,40 @@
 //!   spent (or the failure is non-retryable) the request is dead-lettered and the caller gets
 //!   a `failed` reply;
 //! - the request is acknowledged only once its reply is confirmed by the broker (or, for a
-//!   dead-lettered one, its dead-letter copy).
+//!   dead-lettered one, its dead-letter copy). A reply that cannot be published or is not
+//!   confirmed (the channel down, no confirm within the worker's publish timeout) returns the
+//!   request to its queue, to be handled again: a server is at-least-once, like any consumer.
+//!   A `failed` reply is best effort: the request is dead-lettered whether it went out or not.
+//!
+//! Replies are published by the consumer's channel for copies (in confirm mode), to the
+//! default exchange only, never `mandatory`: a caller that gave up has no channel left to
+//! receive its reply, and the broker drops it (as it drops a reply to a forged direct
+//! reply-to address). A `reply-to` naming a queue is allowed (classic RPC, where the caller
+//! reads its replies from a queue of its own). So any producer allowed to publish to a
+//! server's request queue can make it publish replies (`failed` ones included) to any queue
+//! of the virtual host, through the default exchange: grant write access to request queues
+//! (and `amq.default`) accordingly.
+//!
+//! Requests and replies are transient (delivery mode 1): both are worth something only
+//! while their caller waits, which does not outlive a broker restart. A server's retry and
+//! dead-letter copies are persistent, as any copy, and keep the request's `reply-to`,
+//! `correlation-id` and `x-deadline` (not its `expiration`: the deadline is what a retry is
+//! checked against).
 //!
 //! # The client's rules
 //!
 //! Many calls share one channel: each waits for the reply with its correlation id. A reply
 //! that comes after its call timed out (or for no call of this client) is dropped, logged and
-//! counted, never handed to another call. When the channel or connection is lost, the calls
-//! waiting on it fail with [`RpcError::ConnectionLost`] (their replies could no longer
-//! arrive: direct reply-to is bound to the channel), and the next call opens a new channel.
+//! counted ([`RpcClient::late_replies`], [`crate::metrics::RPC_LATE_REPLIES`]), never handed
+//! to another call. When the channel or connection is lost, the calls waiting on it fail with
+//! [`RpcError::ConnectionLost`] (their replies could no longer arrive: direct reply-to is
+//! bound to the channel), and the next call opens a new channel.
+//!
+//! The channel is the one requests are published on (the broker accepts a direct reply-to
+//! only from the channel consuming it), so a request the broker refuses by closing the
+//! channel (an exchange that does not exist) fails every call waiting on it with
+//! `ConnectionLost`. Exchanges come from the contract and are declared with it: that takes
+//! a topology not declared, or deleted under a running client.
 
 mod client;
 mod reply;

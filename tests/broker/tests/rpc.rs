@@ -1,0 +1,898 @@
+//! Typed request/reply (RPC) against the real broker: an `RpcClient` calling a server
+//! registered on a worker, over the test contract's `quotes` queue and its `quote_request`,
+//! `price_quote` and `quote_error` messages.
+//!
+//! The operation and its declared errors are written by hand here, as the generator will
+//! emit them (`rpcs::QuotePrice`, `QuotePriceError`), so the runtime is tested on its own.
+
+use std::collections::HashSet;
+use std::num::NonZeroU64;
+use std::time::{Duration, Instant};
+
+use lapin::BasicProperties;
+use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use warren_broker_tests::{Harness, PrivateBroker, messages, types};
+use warren_runtime::codegen::{
+    ConsumerSpec, DeclaredErrors, Operation, RpcHandler, Target, add_server, call, decode_payload,
+    encode_payload,
+};
+use warren_runtime::model::FailureReason;
+use warren_runtime::{
+    CallOptions, Delivery, HandlerError, Message, PublishError, RpcClient, RpcError,
+    RpcHandlerError, Worker,
+};
+use warren_testkit::{RunningWorker, Seen, try_wait_until};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// The operation: what the generator will emit as `rpcs::QuotePrice`.
+struct QuotePrice;
+
+impl Operation for QuotePrice {
+    type Request = messages::QuoteRequest;
+    type Response = messages::PriceQuote;
+    type Error = QuotePriceError;
+    const NAME: &'static str = "quote_price";
+}
+
+/// Its declared errors: what the generator will emit as `rpcs::QuotePriceError`.
+#[derive(Debug)]
+enum QuotePriceError {
+    UnknownSku(types::QuoteError),
+}
+
+impl std::fmt::Display for QuotePriceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::UnknownSku(error) => write!(f, "unknown_sku: {}", error.reason.as_str()),
+        }
+    }
+}
+
+impl std::error::Error for QuotePriceError {}
+
+impl DeclaredErrors for QuotePriceError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::UnknownSku(_) => "unknown_sku",
+        }
+    }
+
+    fn encode(&self) -> Result<Vec<u8>, PublishError> {
+        match self {
+            Self::UnknownSku(error) => encode_payload::<messages::QuoteError>(error),
+        }
+    }
+
+    fn decode(code: &str, body: &[u8]) -> Option<Result<Self, String>> {
+        match code {
+            "unknown_sku" => {
+                Some(decode_payload::<messages::QuoteError>(body).map(Self::UnknownSku))
+            }
+            _ => None,
+        }
+    }
+
+    fn message_name(&self) -> Option<&'static str> {
+        match self {
+            Self::UnknownSku(_) => Some(messages::QuoteError::NAME),
+        }
+    }
+
+    fn content_type(&self) -> Option<&'static str> {
+        match self {
+            Self::UnknownSku(_) => Some(messages::QuoteError::CONTENT_TYPE),
+        }
+    }
+}
+
+/// The server, as the generated `consumers::register::quote_price` will add it.
+const SERVER: ConsumerSpec = ConsumerSpec {
+    name: "quote_price",
+    queue: "quotes",
+    prefetch: 50,
+    concurrency: 20,
+    circuit_breaker: None,
+};
+
+/// One request the server's handler saw.
+#[derive(Debug, Clone)]
+struct Served {
+    id: String,
+    tenant: String,
+    retry_count: u32,
+}
+
+/// The test server: records each request, then answers as its `behaviour` says, after its
+/// `delay_ms`.
+#[derive(Clone, Default)]
+struct Quoter {
+    seen: Seen<Served>,
+}
+
+impl RpcHandler<QuotePrice> for Quoter {
+    async fn handle(
+        &self,
+        request: Delivery<types::QuoteRequest, types::JobHeaders>,
+    ) -> Result<types::PriceQuote, RpcHandlerError<QuotePriceError>> {
+        let payload = request.payload().clone();
+        self.seen.record(Served {
+            id: payload.id.clone(),
+            tenant: request.headers().tenant.clone(),
+            retry_count: request.retry_count(),
+        });
+        if let Some(delay) = payload.delay_ms {
+            let delay = u64::try_from(delay).unwrap_or_default();
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+        }
+        let price = i64::try_from(payload.quantity.get()).unwrap_or(i64::MAX) * 10;
+        use types::QuoteRequestBehaviour as B;
+        match payload.behaviour {
+            B::Ok | B::Slow => Ok(types::PriceQuote {
+                id: payload.id,
+                price,
+            }),
+            B::Declared => Err(RpcHandlerError::Declared(QuotePriceError::UnknownSku(
+                types::QuoteError {
+                    id: payload.id,
+                    reason: "no such sku".try_into().expect("a short reason"),
+                },
+            ))),
+            // Breaks the response schema (`minimum: 0`): a bug of the server.
+            B::Invalid => Ok(types::PriceQuote {
+                id: payload.id,
+                price: -1,
+            }),
+            B::Retryable => Err(HandlerError::retryable(std::io::Error::other(
+                "the pricing service is down",
+            ))
+            .into()),
+            B::Fatal => Err(HandlerError::non_retryable("no price for this basket").into()),
+        }
+    }
+}
+
+fn request(id: &str, behaviour: types::QuoteRequestBehaviour) -> types::QuoteRequest {
+    types::QuoteRequest {
+        id: id.to_owned(),
+        quantity: NonZeroU64::new(3).expect("not zero"),
+        behaviour,
+        delay_ms: None,
+    }
+}
+
+fn slow(id: &str, delay: Duration) -> types::QuoteRequest {
+    types::QuoteRequest {
+        delay_ms: Some(i64::try_from(delay.as_millis()).expect("a short delay")),
+        ..request(id, types::QuoteRequestBehaviour::Slow)
+    }
+}
+
+/// Calls the operation with `timeout`, as a generated client method does.
+async fn quote(
+    client: &RpcClient,
+    request: &types::QuoteRequest,
+    timeout: Duration,
+) -> Result<types::PriceQuote, RpcError<QuotePriceError>> {
+    let target = Target {
+        exchange: "",
+        routing_key: "quotes",
+        timeout,
+        max_priority: None,
+    };
+    call::<QuotePrice>(
+        client,
+        target,
+        request,
+        &warren_broker_tests::headers(),
+        &CallOptions::default(),
+    )
+    .await
+}
+
+/// A harness running only the quote server, and a client.
+async fn serving(test: &str) -> (Harness, Quoter, RpcClient) {
+    let quoter = Quoter::default();
+    let server = quoter.clone();
+    let h = Harness::start_registering(test, move |_, worker| {
+        add_server::<QuotePrice, _>(worker, SERVER, server);
+    })
+    .await;
+    let client = RpcClient::new(&h.connection, &h.topology)
+        .await
+        .expect("a client channel");
+    (h, quoter, client)
+}
+
+/// A worker of `h`'s topology running the quote server `quoter`, stopping within a second.
+fn run_server(h: &Harness, quoter: &Quoter) -> RunningWorker {
+    run_server_draining(h, quoter, Duration::from_secs(1))
+}
+
+/// A worker of `h`'s topology running the quote server `quoter`, whose shutdown waits up to
+/// `drain` for the handlers in flight.
+fn run_server_draining(h: &Harness, quoter: &Quoter, drain: Duration) -> RunningWorker {
+    let mut worker: Worker = h.deployed.worker().drain_timeout(drain);
+    add_server::<QuotePrice, _>(&mut worker, SERVER, quoter.clone());
+    h.deployed.start(worker)
+}
+
+/// The response is typed, a declared error comes back as itself, and the request's typed
+/// headers reach the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn round_trip_of_a_response_and_a_declared_error() {
+    let (h, quoter, client) = serving("rpc-round-trip").await;
+    let timeout = Duration::from_secs(5);
+    use types::QuoteRequestBehaviour as B;
+
+    let response = quote(&client, &request("r-1", B::Ok), timeout)
+        .await
+        .expect("a response");
+    assert_eq!(
+        response,
+        types::PriceQuote {
+            id: "r-1".into(),
+            price: 30
+        }
+    );
+
+    match quote(&client, &request("r-2", B::Declared), timeout).await {
+        Err(RpcError::Declared(QuotePriceError::UnknownSku(error))) => {
+            assert_eq!(error.id, "r-2");
+            assert_eq!(error.reason.as_str(), "no such sku");
+        }
+        other => panic!("expected the declared error, got {other:?}"),
+    }
+
+    let served = quoter.seen.all();
+    assert_eq!(served.len(), 2, "{served:?}");
+    for (served, id) in served.iter().zip(["r-1", "r-2"]) {
+        assert_eq!(served.id, id);
+        assert_eq!(served.tenant, "acme", "the request's typed headers arrive");
+        assert_eq!(served.retry_count, 0);
+    }
+    assert_eq!(client.late_replies(), 0);
+    assert!(
+        h.dead_letters(1, Duration::from_millis(300))
+            .await
+            .is_empty(),
+        "answered requests are acknowledged, not dead-lettered"
+    );
+    h.stop().await.expect("clean shutdown");
+}
+
+/// A handler's failures follow the queue's retry policy (one immediate retry here): a
+/// retryable one is retried, with its reply-to, correlation id and deadline kept on the
+/// retry copy, and the caller is told once the retries are spent; a non-retryable one is
+/// told at once. Both requests end in the dead-letter queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handler_failures_are_retried_then_reported_as_failed() {
+    let (h, quoter, client) = serving("rpc-failures").await;
+    let timeout = Duration::from_secs(5);
+    use types::QuoteRequestBehaviour as B;
+
+    match quote(&client, &request("f-retry", B::Retryable), timeout).await {
+        Err(RpcError::Failed { reason, detail }) => {
+            assert_eq!(reason, FailureReason::Exhausted);
+            assert!(detail.contains("pricing service is down"), "{detail}");
+        }
+        other => panic!("expected a failed reply, got {other:?}"),
+    }
+    let retries: Vec<u32> = quoter.seen.all().iter().map(|s| s.retry_count).collect();
+    assert_eq!(retries, [0, 1], "handled, then retried once");
+
+    match quote(&client, &request("f-fatal", B::Fatal), timeout).await {
+        Err(RpcError::Failed { reason, detail }) => {
+            assert_eq!(reason, FailureReason::NonRetryable);
+            assert!(detail.contains("no price for this basket"), "{detail}");
+        }
+        other => panic!("expected a failed reply, got {other:?}"),
+    }
+    let dead = h.dead_letters(2, WAIT).await;
+    let mut reasons: Vec<_> = dead.iter().map(|d| d.reason()).collect();
+    reasons.sort();
+    assert_eq!(reasons, [Some("exhausted"), Some("non-retryable")]);
+    for letter in &dead {
+        assert!(
+            letter.header("x-deadline").is_some(),
+            "the caller's deadline is kept on copies"
+        );
+    }
+    h.stop().await.expect("clean shutdown");
+}
+
+/// A thousand calls at once on one client: each gets the reply to its own request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_concurrent_calls_each_get_their_own_reply() {
+    let (h, quoter, client) = serving("rpc-concurrent").await;
+    let started = Instant::now();
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 0..1000u64 {
+        let client = client.clone();
+        calls.spawn(async move {
+            let id = format!("c-{n}");
+            let mut asked = request(&id, types::QuoteRequestBehaviour::Ok);
+            asked.quantity = NonZeroU64::new(n % 1000 + 1).expect("not zero");
+            let answer = quote(&client, &asked, Duration::from_secs(30)).await;
+            (id, asked.quantity.get(), answer)
+        });
+    }
+    let mut ids = HashSet::new();
+    while let Some(done) = calls.join_next().await {
+        let (id, quantity, answer) = done.expect("the call task ran");
+        let response = answer.unwrap_or_else(|e| panic!("call {id} failed: {e}"));
+        assert_eq!(response.id, id, "a reply matched to another call");
+        assert_eq!(response.price, i64::try_from(quantity).expect("small") * 10);
+        ids.insert(id);
+    }
+    assert_eq!(ids.len(), 1000);
+    assert_eq!(quoter.seen.len(), 1000, "each request handled once");
+    assert_eq!(client.late_replies(), 0);
+    println!("1000 concurrent calls answered in {:?}", started.elapsed());
+    h.stop().await.expect("clean shutdown");
+}
+
+/// With no server, a call times out on time; its request expires in the queue (the broker
+/// dead-letters it as `expired`) and a server started afterwards never handles it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_with_no_server_times_out_and_its_request_expires() {
+    let h = Harness::start_registering("rpc-timeout", |_, _| {}).await;
+    let client = RpcClient::new(&h.connection, &h.topology)
+        .await
+        .expect("a client channel");
+    let timeout = Duration::from_secs(1);
+    let started = Instant::now();
+    let answer = quote(
+        &client,
+        &request("t-1", types::QuoteRequestBehaviour::Ok),
+        timeout,
+    )
+    .await;
+    let took = started.elapsed();
+    assert!(
+        matches!(answer, Err(RpcError::Timeout(t)) if t == timeout),
+        "{answer:?}"
+    );
+    assert!(
+        took >= timeout && took < timeout + Duration::from_millis(500),
+        "timed out after {took:?}"
+    );
+
+    let expired = h.dead_letters(1, WAIT).await;
+    assert_eq!(
+        expired.len(),
+        1,
+        "the request expired into the dead letters"
+    );
+    assert_eq!(expired[0].reason(), Some("expired"));
+    let late = Quoter::default();
+    let mut server = run_server(&h, &late);
+    assert!(
+        !try_wait_until(Duration::from_secs(1), || !late.seen.is_empty()).await,
+        "a request its caller gave up on was handled: {:?}",
+        late.seen.all()
+    );
+    assert_eq!(h.ready("quotes").await, 0);
+    server.stop().await.expect("the server stops");
+    h.stop().await.expect("clean shutdown");
+}
+
+/// A request taken after its caller's deadline (as a retry that waited past it would be) is
+/// dead-lettered as `expired` without being handled, and no reply is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_past_its_deadline_is_not_handled() {
+    let h = Harness::start_registering("rpc-deadline", |_, _| {}).await;
+    // Published as a caller would, with a deadline already passed and no expiration: only
+    // the server's check stands between it and the handler.
+    let mut headers = FieldTable::default();
+    headers.insert(
+        ShortString::from(warren_runtime::model::headers::DEADLINE),
+        AMQPValue::LongLongInt(1_000),
+    );
+    let body = serde_json::to_vec(&request("d-1", types::QuoteRequestBehaviour::Ok))
+        .expect("serializable");
+    h.publish_raw_to(
+        "",
+        &h.name("quotes"),
+        &body,
+        BasicProperties::default()
+            .with_content_type(ShortString::from("application/json"))
+            .with_reply_to(ShortString::from(h.name("dead-read")))
+            .with_correlation_id(ShortString::from("d-1"))
+            .with_headers(headers),
+    )
+    .await;
+    let quoter = Quoter::default();
+    let mut server = run_server(&h, &quoter);
+    let dead = h.dead_letters(1, WAIT).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].reason(), Some("expired"));
+    assert!(
+        dead[0].last_error().is_some_and(|e| e.contains("deadline")),
+        "{:?}",
+        dead[0].last_error()
+    );
+    assert!(quoter.seen.is_empty(), "{:?}", quoter.seen.all());
+    assert_eq!(
+        h.deployed.count_dead_letters("dead-read").await,
+        0,
+        "no reply to a caller that gave up"
+    );
+    server.stop().await.expect("the server stops");
+    h.stop().await.expect("clean shutdown");
+}
+
+/// A response that breaks its schema is the server's bug: the caller is told at once
+/// (`failed`, not a timeout), and the request is dead-lettered with the violations.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_response_fails_the_call_and_dead_letters_the_request() {
+    let (h, _quoter, client) = serving("rpc-invalid-response").await;
+    let started = Instant::now();
+    let answer = quote(
+        &client,
+        &request("i-1", types::QuoteRequestBehaviour::Invalid),
+        Duration::from_secs(5),
+    )
+    .await;
+    let took = started.elapsed();
+    match answer {
+        Err(RpcError::Failed { reason, detail }) => {
+            assert_eq!(reason, FailureReason::NonRetryable);
+            assert!(detail.contains("price"), "{detail}");
+        }
+        other => panic!("expected a failed reply, got {other:?}"),
+    }
+    assert!(
+        took < Duration::from_secs(2),
+        "told at once, not timed out: {took:?}"
+    );
+    let dead = h.dead_letters(1, WAIT).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].reason(), Some("non-retryable"));
+    let error = dead[0].last_error().unwrap_or_default();
+    assert!(
+        error.contains("breaks its schema") && error.contains("price"),
+        "{error}"
+    );
+    let request: types::QuoteRequest = dead[0]
+        .payload::<messages::QuoteRequest>()
+        .expect("the request, as sent");
+    assert_eq!(request.id, "i-1");
+    h.stop().await.expect("clean shutdown");
+}
+
+/// A reply that comes after its call timed out is dropped and counted; a call waiting at
+/// that moment gets its own reply, never that one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_reply_is_dropped_never_handed_to_another_call() {
+    let (h, quoter, client) = serving("rpc-late").await;
+    let answer = quote(
+        &client,
+        &slow("late-1", Duration::from_millis(1500)),
+        Duration::from_millis(500),
+    )
+    .await;
+    assert!(matches!(answer, Err(RpcError::Timeout(_))), "{answer:?}");
+    assert_eq!(client.late_replies(), 0);
+    // Waiting while the first reply arrives (about a second from now), answered after it.
+    let second = quote(
+        &client,
+        &slow("late-2", Duration::from_millis(1500)),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("the second call's own reply");
+    assert_eq!(second.id, "late-2");
+    assert!(
+        try_wait_until(WAIT, || client.late_replies() == 1).await,
+        "the late reply was counted: {}",
+        client.late_replies()
+    );
+    let ids: Vec<String> = quoter.seen.all().into_iter().map(|s| s.id).collect();
+    assert_eq!(ids, ["late-1", "late-2"], "both handled once");
+    h.stop().await.expect("clean shutdown");
+}
+
+/// A server stopped while calls are in flight and another started: every call ends with
+/// its own response, a timeout or a `failed` reply, never another call's reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_restart_under_load_never_mismatches_replies() {
+    let h = Harness::start_registering("rpc-restart", |_, _| {}).await;
+    let client = RpcClient::new(&h.connection, &h.topology)
+        .await
+        .expect("a client channel");
+    let quoter = Quoter::default();
+    // Its shutdown aborts the handlers still running after 100 ms: their requests are
+    // redelivered, and handled again by the second server.
+    let mut first = run_server_draining(&h, &quoter, Duration::from_millis(100));
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 0..300u64 {
+        let client = client.clone();
+        calls.spawn(async move {
+            // Spread over about 600 ms, each handled in 150 ms.
+            tokio::time::sleep(Duration::from_millis(n * 2)).await;
+            let id = format!("s-{n}");
+            let answer = quote(
+                &client,
+                &slow(&id, Duration::from_millis(150)),
+                Duration::from_secs(5),
+            )
+            .await;
+            (id, answer)
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    first.stop().await.expect("the first server stops");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut second = run_server(&h, &quoter);
+    let (mut ok, mut timeout, mut failed) = (0, 0, 0);
+    while let Some(done) = calls.join_next().await {
+        let (id, answer) = done.expect("the call task ran");
+        match answer {
+            Ok(response) => {
+                assert_eq!(response.id, id, "a reply matched to another call");
+                ok += 1;
+            }
+            Err(RpcError::Timeout(_)) => timeout += 1,
+            Err(RpcError::Failed { .. }) => failed += 1,
+            Err(other) => panic!("call {id} ended with {other}"),
+        }
+    }
+    println!(
+        "server restart under load: {ok} ok, {timeout} timed out, {failed} failed; {} \
+         requests handled, {} late replies dropped",
+        quoter.seen.len(),
+        client.late_replies()
+    );
+    assert_eq!(ok + timeout + failed, 300);
+    assert!(ok > 0, "calls were answered");
+    second.stop().await.expect("the second server stops");
+    h.stop().await.expect("clean shutdown");
+}
+
+/// Hostile requests: one breaking its schema gets a `failed` reply (`validation`, to a
+/// reply queue: classic RPC) and is dead-lettered; one without a reply-to is dead-lettered
+/// (`decode`); one whose reply-to is a forged direct reply-to address harms nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_requests_are_refused_and_their_callers_told() {
+    let (h, quoter, client) = serving("rpc-malformed").await;
+    let json =
+        || BasicProperties::default().with_content_type(ShortString::from("application/json"));
+    // `quantity` has a minimum of 1.
+    let invalid = br#"{"id": "m-1", "quantity": 0, "behaviour": "ok"}"#;
+    let reply_queue = h.name("dead-read");
+    h.publish_raw_to(
+        "",
+        &h.name("quotes"),
+        invalid,
+        json()
+            .with_reply_to(ShortString::from(reply_queue.as_str()))
+            .with_correlation_id(ShortString::from("m-1")),
+    )
+    .await;
+    let replies = h.deployed.take_dead_letters("dead-read", 1, WAIT).await;
+    assert_eq!(replies.len(), 1, "the caller's reply queue got the reply");
+    let reply = &replies[0];
+    assert_eq!(
+        reply
+            .properties
+            .correlation_id()
+            .as_ref()
+            .map(|c| c.as_str()),
+        Some("m-1")
+    );
+    assert_eq!(reply.header("x-rpc-status").as_deref(), Some("failed"));
+    assert_eq!(reply.header("x-rpc-failure").as_deref(), Some("validation"));
+    let detail = String::from_utf8_lossy(&reply.body);
+    assert!(detail.contains("quantity"), "{detail}");
+    let dead = h.dead_letters(1, WAIT).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].reason(), Some("validation"));
+
+    let valid = serde_json::to_vec(&request("m-2", types::QuoteRequestBehaviour::Ok))
+        .expect("serializable");
+    h.publish_raw_to(
+        "",
+        &h.name("quotes"),
+        &valid,
+        json().with_correlation_id(ShortString::from("m-2")),
+    )
+    .await;
+    let dead = h.dead_letters(1, WAIT).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].reason(), Some("decode"));
+    let error = dead[0].last_error().unwrap_or_default();
+    assert!(error.contains("no reply-to"), "{error}");
+
+    // A forged direct reply-to address: the broker drops the reply, and the server goes on.
+    let mut headers = FieldTable::default();
+    headers.insert(
+        ShortString::from("tenant"),
+        AMQPValue::LongString(LongString::from("acme")),
+    );
+    let forged = serde_json::to_vec(&request("m-3", types::QuoteRequestBehaviour::Ok))
+        .expect("serializable");
+    h.publish_raw_to(
+        "",
+        &h.name("quotes"),
+        &forged,
+        json()
+            .with_reply_to(ShortString::from("amq.rabbitmq.reply-to.AAAAforged"))
+            .with_correlation_id(ShortString::from("m-3"))
+            .with_headers(headers),
+    )
+    .await;
+    quoter.seen.wait_for(1, WAIT).await;
+    let answer = quote(
+        &client,
+        &request("m-4", types::QuoteRequestBehaviour::Ok),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("the server still answers");
+    assert_eq!(answer.id, "m-4");
+    let ids: Vec<String> = quoter.seen.all().into_iter().map(|s| s.id).collect();
+    assert_eq!(
+        ids,
+        ["m-3", "m-4"],
+        "only the valid requests reached the handler"
+    );
+    assert!(
+        h.dead_letters(1, Duration::from_millis(300))
+            .await
+            .is_empty(),
+        "the forged reply-to's request was answered and acknowledged"
+    );
+    h.stop().await.expect("clean shutdown");
+}
+
+/// A request no queue takes fails at once, as unroutable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unroutable_request_fails_at_once() {
+    let (h, _quoter, client) = serving("rpc-unroutable").await;
+    let target = Target {
+        exchange: "",
+        routing_key: "no-such-queue",
+        timeout: Duration::from_secs(5),
+        max_priority: None,
+    };
+    let started = Instant::now();
+    let answer = call::<QuotePrice>(
+        &client,
+        target,
+        &request("u-1", types::QuoteRequestBehaviour::Ok),
+        &warren_broker_tests::headers(),
+        &CallOptions::default(),
+    )
+    .await;
+    assert!(
+        matches!(
+            answer,
+            Err(RpcError::Publish(PublishError::Unroutable { .. }))
+        ),
+        "{answer:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // The client goes on: the channel is still the one consuming replies.
+    let answer = quote(
+        &client,
+        &request("u-2", types::QuoteRequestBehaviour::Ok),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("answered");
+    assert_eq!(answer.id, "u-2");
+    h.stop().await.expect("clean shutdown");
+}
+
+/// When the client's channel is lost (here the broker closes it, refusing a publish to an
+/// exchange that does not exist), the calls waiting on it fail with `ConnectionLost` at once,
+/// and the next call opens a new channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_channel_fails_the_waiting_calls_and_the_next_call_reopens() {
+    let (h, quoter, client) = serving("rpc-lost").await;
+    let started = Instant::now();
+    let waiting = tokio::spawn({
+        let client = client.clone();
+        async move {
+            quote(
+                &client,
+                &slow("lost-1", Duration::from_secs(2)),
+                Duration::from_secs(5),
+            )
+            .await
+        }
+    });
+    quoter.seen.wait_for(1, WAIT).await;
+    let nowhere = Target {
+        exchange: "no-such-exchange",
+        routing_key: "quotes",
+        timeout: Duration::from_secs(5),
+        max_priority: None,
+    };
+    let refused = call::<QuotePrice>(
+        &client,
+        nowhere,
+        &request("lost-2", types::QuoteRequestBehaviour::Ok),
+        &warren_broker_tests::headers(),
+        &CallOptions::default(),
+    )
+    .await;
+    assert!(matches!(refused, Err(RpcError::Publish(_))), "{refused:?}");
+    let lost = waiting.await.expect("the call task ran");
+    assert!(matches!(lost, Err(RpcError::ConnectionLost)), "{lost:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "failed when the channel went, not when the reply would have come: {:?}",
+        started.elapsed()
+    );
+    let answer = quote(
+        &client,
+        &request("lost-3", types::QuoteRequestBehaviour::Ok),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("answered on a new channel");
+    assert_eq!(answer.id, "lost-3");
+    h.stop().await.expect("clean shutdown");
+}
+
+/// A rogue server's replies (hostile input to the client): no status, an unknown status, an
+/// error code the operation does not declare, a response breaking its schema, a body over
+/// the client's cap. Each call fails with `InvalidReply`, saying why, and the client goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_replies_are_invalid_replies() {
+    let h = Harness::start_registering("rpc-hostile-replies", |_, _| {}).await;
+    let client = RpcClient::new(&h.connection, &h.topology)
+        .await
+        .expect("a client channel")
+        .max_body_bytes(1024);
+    let channel = h
+        .connection
+        .create_channel()
+        .await
+        .expect("the rogue server's channel");
+    let queue = h.name("quotes");
+    let rogue = tokio::spawn(async move {
+        loop {
+            let got = channel
+                .basic_get(
+                    ShortString::from(queue.as_str()),
+                    lapin::options::BasicGetOptions { no_ack: true },
+                )
+                .await
+                .expect("the rogue server reads");
+            let Some(message) = got else {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            };
+            let delivery = message.delivery;
+            let asked: types::QuoteRequest =
+                serde_json::from_slice(&delivery.data).expect("a request");
+            let text = |v: &str| AMQPValue::LongString(LongString::from(v));
+            let mut headers = FieldTable::default();
+            let mut body = br#"{"id": "x", "price": 1}"#.to_vec();
+            match asked.id.as_str() {
+                "no-status" => {}
+                "odd-status" => {
+                    headers.insert(ShortString::from("x-rpc-status"), text("maybe"));
+                }
+                "odd-code" => {
+                    headers.insert(ShortString::from("x-rpc-status"), text("error"));
+                    headers.insert(ShortString::from("x-rpc-error"), text("out_of_stock"));
+                }
+                "bad-body" => {
+                    headers.insert(ShortString::from("x-rpc-status"), text("ok"));
+                    body = br#"{"id": "x", "price": -5}"#.to_vec();
+                }
+                _ => {
+                    headers.insert(ShortString::from("x-rpc-status"), text("ok"));
+                    body = format!(r#"{{"id": "{}", "price": 1}}"#, "x".repeat(2000)).into_bytes();
+                }
+            }
+            let properties = delivery.properties;
+            let reply = BasicProperties::default()
+                .with_correlation_id(properties.correlation_id().clone().expect("an id"))
+                .with_headers(headers);
+            let reply_to = properties.reply_to().clone().expect("a reply-to");
+            channel
+                .basic_publish(
+                    ShortString::from(""),
+                    reply_to,
+                    lapin::options::BasicPublishOptions::default(),
+                    &body,
+                    reply,
+                )
+                .await
+                .expect("the rogue reply is sent");
+        }
+    });
+    for (id, why) in [
+        ("no-status", "no `x-rpc-status`"),
+        ("odd-status", "not a reply status"),
+        ("odd-code", "`out_of_stock` is not one operation `quote_price` declares"),
+        ("bad-body", "price"),
+        ("too-large", "above the 1024-byte cap"),
+    ] {
+        let answer = quote(
+            &client,
+            &request(id, types::QuoteRequestBehaviour::Ok),
+            Duration::from_secs(5),
+        )
+        .await;
+        match answer {
+            Err(RpcError::InvalidReply(detail)) => {
+                assert!(detail.contains(why), "{id}: {detail}");
+            }
+            other => panic!("{id}: expected an invalid reply, got {other:?}"),
+        }
+    }
+    rogue.abort();
+    assert_eq!(client.late_replies(), 0);
+    h.stop().await.expect("clean shutdown");
+}
+
+/// The private broker node of this test binary alone (chaos.rs uses 5791 to 5793, health.rs
+/// 5817).
+const PRIVATE_PORT: u16 = 5794;
+
+/// The broker closes the client's connection while a call waits (on a private node: every
+/// connection of it goes): the call fails with `ConnectionLost` at once, and the next call,
+/// made while the connection recovers, is answered on a new channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_connection_fails_the_waiting_calls_and_the_next_call_goes_through() {
+    let broker = tokio::task::spawn_blocking(|| PrivateBroker::start(PRIVATE_PORT))
+        .await
+        .expect("the broker starts");
+    let quoter = Quoter::default();
+    let server = quoter.clone();
+    let h = Harness::start_registering_at(&broker.url(), "rpc-connection", move |_, worker| {
+        add_server::<QuotePrice, _>(worker, SERVER, server);
+    })
+    .await;
+    let client = RpcClient::new(&h.connection, &h.topology)
+        .await
+        .expect("a client channel");
+    let answer = quote(
+        &client,
+        &request("before", types::QuoteRequestBehaviour::Ok),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("answered before the fault");
+    assert_eq!(answer.id, "before");
+
+    let waiting = tokio::spawn({
+        let client = client.clone();
+        async move {
+            quote(
+                &client,
+                &slow("during", Duration::from_secs(3)),
+                Duration::from_secs(10),
+            )
+            .await
+        }
+    });
+    quoter.seen.wait_for(2, WAIT).await;
+    let closed = Instant::now();
+    tokio::task::block_in_place(|| broker.ctl(&["close_all_connections", "rpc test"]));
+    let lost = waiting.await.expect("the call task ran");
+    assert!(matches!(lost, Err(RpcError::ConnectionLost)), "{lost:?}");
+    assert!(
+        closed.elapsed() < Duration::from_secs(2),
+        "failed when the connection went: {:?}",
+        closed.elapsed()
+    );
+
+    // At once, while the connection recovers: the call waits for it, within its timeout.
+    let answer = quote(
+        &client,
+        &request("after", types::QuoteRequestBehaviour::Ok),
+        Duration::from_secs(20),
+    )
+    .await
+    .expect("answered on a new channel");
+    assert_eq!(answer.id, "after");
+    h.stop().await.expect("clean shutdown");
+    drop(broker);
+}
