@@ -810,7 +810,10 @@ async fn hostile_replies_are_invalid_replies() {
     for (id, why) in [
         ("no-status", "no `x-rpc-status`"),
         ("odd-status", "not a reply status"),
-        ("odd-code", "`out_of_stock` is not one operation `quote_price` declares"),
+        (
+            "odd-code",
+            "`out_of_stock` is not one operation `quote_price` declares",
+        ),
         ("bad-body", "price"),
         ("too-large", "above the 1024-byte cap"),
     ] {
