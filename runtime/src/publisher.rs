@@ -392,13 +392,13 @@ impl Publisher {
         let channel = tokio::time::timeout_at(deadline, self.channel(deadline))
             .await
             .map_err(|_| PublishError::NotConnected(self.timeout))??;
-        let target = Target {
+        let destination = Destination {
             exchange,
             routing_key,
             routing,
         };
-        let confirmed = confirmed(&channel, target, body, properties, deadline).await;
-        confirmation(confirmed, target, &self.connection, self.timeout)
+        let confirmed = confirmed(&channel, destination, body, properties, deadline).await;
+        confirmation(confirmed, destination, &self.connection, self.timeout)
     }
 }
 
@@ -415,7 +415,7 @@ pub(crate) enum Routing {
 
 /// Where one message is published, as sent (namespaced).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Target<'a> {
+pub(crate) struct Destination<'a> {
     pub exchange: &'a str,
     pub routing_key: &'a str,
     pub routing: Routing,
@@ -425,7 +425,7 @@ pub(crate) struct Target<'a> {
 /// `deadline`: `None` when it passed first. Names must be checked as short strings first.
 pub(crate) async fn confirmed(
     channel: &Channel,
-    target: Target<'_>,
+    destination: Destination<'_>,
     body: &[u8],
     properties: BasicProperties,
     deadline: tokio::time::Instant,
@@ -433,10 +433,10 @@ pub(crate) async fn confirmed(
     let confirmed = async {
         channel
             .basic_publish(
-                ShortString::from(target.exchange),
-                ShortString::from(target.routing_key),
+                ShortString::from(destination.exchange),
+                ShortString::from(destination.routing_key),
                 BasicPublishOptions {
-                    mandatory: target.routing == Routing::Mandatory,
+                    mandatory: destination.routing == Routing::Mandatory,
                     ..BasicPublishOptions::default()
                 },
                 body,
@@ -452,7 +452,7 @@ pub(crate) async fn confirmed(
 /// one reading of confirms that publishers, worker copies and RPC requests share.
 pub(crate) fn confirmation(
     confirmed: Option<Result<Confirmation, lapin::Error>>,
-    target: Target<'_>,
+    destination: Destination<'_>,
     connection: &Connection,
     timeout: Duration,
 ) -> Result<(), PublishError> {
@@ -466,11 +466,16 @@ pub(crate) fn confirmation(
             });
         }
     };
-    let route = || (target.exchange.to_owned(), target.routing_key.to_owned());
+    let route = || {
+        (
+            destination.exchange.to_owned(),
+            destination.routing_key.to_owned(),
+        )
+    };
     match confirmation {
         Confirmation::Ack(None) | Confirmation::NotRequested => Ok(()),
         // Returned: only a `mandatory` message is; an optional one is dropped unseen.
-        Confirmation::Ack(Some(_)) if target.routing == Routing::Optional => Ok(()),
+        Confirmation::Ack(Some(_)) if destination.routing == Routing::Optional => Ok(()),
         Confirmation::Ack(Some(_)) => {
             let (exchange, routing_key) = route();
             Err(PublishError::Unroutable {

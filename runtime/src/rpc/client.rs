@@ -399,20 +399,20 @@ async fn exchange<O: Operation>(
     let (session, _waiting, receiver) = tokio::time::timeout_at(deadline, registered)
         .await
         .map_err(|_| PublishError::NotConnected(timeout))??;
-    let target = publisher::Target {
+    let destination = publisher::Destination {
         exchange: &exchange,
         routing_key: &routing_key,
         routing: Routing::Mandatory,
     };
     let confirmed =
-        publisher::confirmed(&session.channel, target, &body, properties, deadline).await;
+        publisher::confirmed(&session.channel, destination, &body, properties, deadline).await;
     drop(body);
-    publisher::confirmation(confirmed, target, &shared.connection, timeout).map_err(|error| {
-        match error {
+    publisher::confirmation(confirmed, destination, &shared.connection, timeout).map_err(
+        |error| match error {
             PublishError::Timeout(_) => RpcError::Timeout(timeout),
             other => RpcError::Publish(other),
-        }
-    })?;
+        },
+    )?;
     let reply = match tokio::time::timeout_at(deadline, receiver).await {
         Err(_) => return Err(RpcError::Timeout(timeout)),
         Ok(Err(_)) => return Err(RpcError::ConnectionLost),

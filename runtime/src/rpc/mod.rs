@@ -25,7 +25,9 @@
 //! The request queue's retry policy applies as to any consumer, with these additions:
 //! - a request past its deadline is not handled: its caller gave up. It is dead-lettered as
 //!   `expired` (as the broker does with one that expired waiting), so a retry never runs
-//!   after the caller stopped waiting;
+//!   after the caller stopped waiting. The deadline is read on the caller's clock: the
+//!   clocks of callers' and servers' hosts must agree (a server whose clock runs ahead
+//!   expires requests early);
 //! - a request that cannot be decoded or validated, or has no `reply-to` or `correlation-id`,
 //!   is dead-lettered as poison, and its caller (where it named one) gets a `failed` reply at
 //!   once rather than a timeout;

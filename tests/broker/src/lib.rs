@@ -9,6 +9,7 @@
 include!(concat!(env!("OUT_DIR"), "/jobs.rs"));
 
 pub mod raw;
+pub mod rpc;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -1,6 +1,7 @@
 //! Warren's metrics, recorded by a sink of the test's own on the real broker: a message
 //! handled, one retried then handled (by each retry mode), one poison dead-lettered, publishes
-//! confirmed and one returned, a circuit breaker opening and closing.
+//! confirmed and one returned, a circuit breaker opening and closing, RPC calls ending each
+//! way and a late reply.
 //!
 //! A `metrics` recorder is global to the process: this test binary holds this one test only,
 //! so the recorder it installs sees nothing of any other test. Label values are filtered by
@@ -17,9 +18,12 @@ use metrics::{
     Counter, CounterFn, Gauge, GaugeFn, Histogram, HistogramFn, Key, KeyName, Metadata,
     SharedString, Unit,
 };
+use warren_broker_tests::rpc::{QuotePrice, Quoter, SERVER, quote, request, slow};
+use warren_broker_tests::types::QuoteRequestBehaviour;
 use warren_broker_tests::{Harness, headers, job, types::JobBehaviour};
-use warren_runtime::PublishError;
+use warren_runtime::codegen::add_server;
 use warren_runtime::metrics as names;
+use warren_runtime::{PublishError, RpcClient, RpcError};
 
 /// One metric's values: a counter's total, a gauge's every value in turn, a histogram's
 /// samples.
@@ -364,6 +368,70 @@ async fn every_metric_is_recorded_with_its_labels() {
         "the failures before it opened"
     );
 
+    // RPC: a server on a worker of its own, and a client whose calls end each way but one.
+    let quoter = Quoter::default();
+    let mut server = h.deployed.run_worker(|worker| {
+        add_server::<QuotePrice, _>(worker, SERVER, quoter.clone());
+    });
+    let client = RpcClient::new(&h.connection, &h.topology)
+        .await
+        .expect("a client channel");
+    let five = Duration::from_secs(5);
+    quote(&client, &request("q-ok", QuoteRequestBehaviour::Ok), five)
+        .await
+        .expect("a response");
+    let declared = quote(
+        &client,
+        &request("q-error", QuoteRequestBehaviour::Declared),
+        five,
+    )
+    .await;
+    assert!(matches!(declared, Err(RpcError::Declared(_))));
+    let failed = quote(
+        &client,
+        &request("q-failed", QuoteRequestBehaviour::Fatal),
+        five,
+    )
+    .await;
+    assert!(matches!(failed, Err(RpcError::Failed { .. })));
+    let late = quote(
+        &client,
+        &slow("q-late", Duration::from_millis(600)),
+        Duration::from_millis(200),
+    )
+    .await;
+    assert!(matches!(late, Err(RpcError::Timeout(_))));
+    let operation: Labels = vec![("operation", "quote_price".to_owned())];
+    for outcome in ["ok", "error", "failed", "timeout"] {
+        assert_eq!(
+            count(names::RPC_CALLS, &operation, &[("outcome", outcome)]),
+            1,
+            "{outcome}"
+        );
+    }
+    assert_eq!(
+        count(names::RPC_CALLS, &operation, &[]),
+        4,
+        "no other outcome"
+    );
+    assert_eq!(samples(names::RPC_CALL_DURATION, &operation).len(), 4);
+    let replies = at("quote_price", &queue("quotes"));
+    eventually("the late reply is dropped", || {
+        sink.count(names::RPC_LATE_REPLIES, &[]) == 1
+            && count(names::RPC_REPLIES, &replies, &[("status", "ok")]) == 2
+    })
+    .await;
+    assert_eq!(
+        count(names::RPC_REPLIES, &replies, &[("status", "error")]),
+        1
+    );
+    assert_eq!(
+        count(names::RPC_REPLIES, &replies, &[("status", "failed")]),
+        1
+    );
+    assert_eq!(client.late_replies(), 1);
+    server.stop().await.expect("the server stops");
+
     // Every metric is described, with its unit.
     let described = sink
         .described
@@ -383,9 +451,14 @@ async fn every_metric_is_recorded_with_its_labels() {
         names::END_TO_END_LATENCY,
         names::IN_FLIGHT,
         names::CIRCUIT_BREAKER_STATE,
+        names::RPC_CALLS,
+        names::RPC_CALL_DURATION,
+        names::RPC_LATE_REPLIES,
+        names::RPC_REPLIES,
     ] {
         assert!(described.contains_key(name), "{name} is described");
     }
     assert_eq!(described[names::HANDLER_DURATION].0, Some(Unit::Seconds));
+    assert_eq!(described[names::RPC_CALL_DURATION].0, Some(Unit::Seconds));
     h.stop().await.expect("the worker stops cleanly");
 }

@@ -2,8 +2,8 @@
 //! registered on a worker, over the test contract's `quotes` queue and its `quote_request`,
 //! `price_quote` and `quote_error` messages.
 //!
-//! The operation and its declared errors are written by hand here, as the generator will
-//! emit them (`rpcs::QuotePrice`, `QuotePriceError`), so the runtime is tested on its own.
+//! The operation and its declared errors are written by hand (`warren_broker_tests::rpc`), as
+//! the generator will emit them, so the runtime is tested on its own.
 
 use std::collections::HashSet;
 use std::num::NonZeroU64;
@@ -11,184 +11,14 @@ use std::time::{Duration, Instant};
 
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use warren_broker_tests::rpc::{QuotePrice, QuotePriceError, Quoter, SERVER, quote, request, slow};
 use warren_broker_tests::{Harness, PrivateBroker, messages, types};
-use warren_runtime::codegen::{
-    ConsumerSpec, DeclaredErrors, Operation, RpcHandler, Target, add_server, call, decode_payload,
-    encode_payload,
-};
+use warren_runtime::codegen::{Target, add_server, call};
 use warren_runtime::model::FailureReason;
-use warren_runtime::{
-    CallOptions, Delivery, HandlerError, Message, PublishError, RpcClient, RpcError,
-    RpcHandlerError, Worker,
-};
-use warren_testkit::{RunningWorker, Seen, try_wait_until};
+use warren_runtime::{CallOptions, PublishError, RpcClient, RpcError, Worker};
+use warren_testkit::{RunningWorker, try_wait_until};
 
 const WAIT: Duration = Duration::from_secs(10);
-
-/// The operation: what the generator will emit as `rpcs::QuotePrice`.
-struct QuotePrice;
-
-impl Operation for QuotePrice {
-    type Request = messages::QuoteRequest;
-    type Response = messages::PriceQuote;
-    type Error = QuotePriceError;
-    const NAME: &'static str = "quote_price";
-}
-
-/// Its declared errors: what the generator will emit as `rpcs::QuotePriceError`.
-#[derive(Debug)]
-enum QuotePriceError {
-    UnknownSku(types::QuoteError),
-}
-
-impl std::fmt::Display for QuotePriceError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::UnknownSku(error) => write!(f, "unknown_sku: {}", error.reason.as_str()),
-        }
-    }
-}
-
-impl std::error::Error for QuotePriceError {}
-
-impl DeclaredErrors for QuotePriceError {
-    fn code(&self) -> &'static str {
-        match self {
-            Self::UnknownSku(_) => "unknown_sku",
-        }
-    }
-
-    fn encode(&self) -> Result<Vec<u8>, PublishError> {
-        match self {
-            Self::UnknownSku(error) => encode_payload::<messages::QuoteError>(error),
-        }
-    }
-
-    fn decode(code: &str, body: &[u8]) -> Option<Result<Self, String>> {
-        match code {
-            "unknown_sku" => {
-                Some(decode_payload::<messages::QuoteError>(body).map(Self::UnknownSku))
-            }
-            _ => None,
-        }
-    }
-
-    fn message_name(&self) -> Option<&'static str> {
-        match self {
-            Self::UnknownSku(_) => Some(messages::QuoteError::NAME),
-        }
-    }
-
-    fn content_type(&self) -> Option<&'static str> {
-        match self {
-            Self::UnknownSku(_) => Some(messages::QuoteError::CONTENT_TYPE),
-        }
-    }
-}
-
-/// The server, as the generated `consumers::register::quote_price` will add it.
-const SERVER: ConsumerSpec = ConsumerSpec {
-    name: "quote_price",
-    queue: "quotes",
-    prefetch: 50,
-    concurrency: 20,
-    circuit_breaker: None,
-};
-
-/// One request the server's handler saw.
-#[derive(Debug, Clone)]
-struct Served {
-    id: String,
-    tenant: String,
-    retry_count: u32,
-}
-
-/// The test server: records each request, then answers as its `behaviour` says, after its
-/// `delay_ms`.
-#[derive(Clone, Default)]
-struct Quoter {
-    seen: Seen<Served>,
-}
-
-impl RpcHandler<QuotePrice> for Quoter {
-    async fn handle(
-        &self,
-        request: Delivery<types::QuoteRequest, types::JobHeaders>,
-    ) -> Result<types::PriceQuote, RpcHandlerError<QuotePriceError>> {
-        let payload = request.payload().clone();
-        self.seen.record(Served {
-            id: payload.id.clone(),
-            tenant: request.headers().tenant.clone(),
-            retry_count: request.retry_count(),
-        });
-        if let Some(delay) = payload.delay_ms {
-            let delay = u64::try_from(delay).unwrap_or_default();
-            tokio::time::sleep(Duration::from_millis(delay)).await;
-        }
-        let price = i64::try_from(payload.quantity.get()).unwrap_or(i64::MAX) * 10;
-        use types::QuoteRequestBehaviour as B;
-        match payload.behaviour {
-            B::Ok | B::Slow => Ok(types::PriceQuote {
-                id: payload.id,
-                price,
-            }),
-            B::Declared => Err(RpcHandlerError::Declared(QuotePriceError::UnknownSku(
-                types::QuoteError {
-                    id: payload.id,
-                    reason: "no such sku".try_into().expect("a short reason"),
-                },
-            ))),
-            // Breaks the response schema (`minimum: 0`): a bug of the server.
-            B::Invalid => Ok(types::PriceQuote {
-                id: payload.id,
-                price: -1,
-            }),
-            B::Retryable => Err(HandlerError::retryable(std::io::Error::other(
-                "the pricing service is down",
-            ))
-            .into()),
-            B::Fatal => Err(HandlerError::non_retryable("no price for this basket").into()),
-        }
-    }
-}
-
-fn request(id: &str, behaviour: types::QuoteRequestBehaviour) -> types::QuoteRequest {
-    types::QuoteRequest {
-        id: id.to_owned(),
-        quantity: NonZeroU64::new(3).expect("not zero"),
-        behaviour,
-        delay_ms: None,
-    }
-}
-
-fn slow(id: &str, delay: Duration) -> types::QuoteRequest {
-    types::QuoteRequest {
-        delay_ms: Some(i64::try_from(delay.as_millis()).expect("a short delay")),
-        ..request(id, types::QuoteRequestBehaviour::Slow)
-    }
-}
-
-/// Calls the operation with `timeout`, as a generated client method does.
-async fn quote(
-    client: &RpcClient,
-    request: &types::QuoteRequest,
-    timeout: Duration,
-) -> Result<types::PriceQuote, RpcError<QuotePriceError>> {
-    let target = Target {
-        exchange: "",
-        routing_key: "quotes",
-        timeout,
-        max_priority: None,
-    };
-    call::<QuotePrice>(
-        client,
-        target,
-        request,
-        &warren_broker_tests::headers(),
-        &CallOptions::default(),
-    )
-    .await
-}
 
 /// A harness running only the quote server, and a client.
 async fn serving(test: &str) -> (Harness, Quoter, RpcClient) {
@@ -493,10 +323,12 @@ async fn a_late_reply_is_dropped_never_handed_to_another_call() {
     h.stop().await.expect("clean shutdown");
 }
 
-/// A server stopped while calls are in flight and another started: every call ends with
-/// its own response, a timeout or a `failed` reply, never another call's reply.
+/// A server stopped while calls are in flight (its handlers still running at its drain
+/// timeout aborted, their requests redelivered) and another started: every call ends with its
+/// own response, a timeout or a `failed` reply, never another call's reply.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_restart_under_load_never_mismatches_replies() {
+    const CALLS: u64 = 200;
     let h = Harness::start_registering("rpc-restart", |_, _| {}).await;
     let client = RpcClient::new(&h.connection, &h.topology)
         .await
@@ -506,16 +338,17 @@ async fn a_server_restart_under_load_never_mismatches_replies() {
     // redelivered, and handled again by the second server.
     let mut first = run_server_draining(&h, &quoter, Duration::from_millis(100));
     let mut calls = tokio::task::JoinSet::new();
-    for n in 0..300u64 {
+    for n in 0..CALLS {
         let client = client.clone();
         calls.spawn(async move {
-            // Spread over about 600 ms, each handled in 150 ms.
-            tokio::time::sleep(Duration::from_millis(n * 2)).await;
+            // Spread over about 600 ms, each handled in 250 ms: the first server stops with
+            // handlers running, and aborts them at its drain timeout.
+            tokio::time::sleep(Duration::from_millis(n * 3)).await;
             let id = format!("s-{n}");
             let answer = quote(
                 &client,
-                &slow(&id, Duration::from_millis(150)),
-                Duration::from_secs(5),
+                &slow(&id, Duration::from_millis(250)),
+                Duration::from_secs(8),
             )
             .await;
             (id, answer)
@@ -525,7 +358,7 @@ async fn a_server_restart_under_load_never_mismatches_replies() {
     first.stop().await.expect("the first server stops");
     tokio::time::sleep(Duration::from_millis(300)).await;
     let mut second = run_server(&h, &quoter);
-    let (mut ok, mut timeout, mut failed) = (0, 0, 0);
+    let (mut ok, mut timeout, mut failed) = (0u64, 0, 0);
     while let Some(done) = calls.join_next().await {
         let (id, answer) = done.expect("the call task ran");
         match answer {
@@ -544,7 +377,11 @@ async fn a_server_restart_under_load_never_mismatches_replies() {
         quoter.seen.len(),
         client.late_replies()
     );
-    assert_eq!(ok + timeout + failed, 300);
+    assert_eq!(ok + timeout + failed, CALLS);
+    assert!(
+        quoter.seen.len() >= usize::try_from(CALLS).expect("small"),
+        "every request handled at least once (those aborted at the drain, twice)"
+    );
     assert!(ok > 0, "calls were answered");
     second.stop().await.expect("the second server stops");
     h.stop().await.expect("clean shutdown");
@@ -810,7 +647,10 @@ async fn hostile_replies_are_invalid_replies() {
     for (id, why) in [
         ("no-status", "no `x-rpc-status`"),
         ("odd-status", "not a reply status"),
-        ("odd-code", "`out_of_stock` is not one operation `quote_price` declares"),
+        (
+            "odd-code",
+            "`out_of_stock` is not one operation `quote_price` declares",
+        ),
         ("bad-body", "price"),
         ("too-large", "above the 1024-byte cap"),
     ] {
