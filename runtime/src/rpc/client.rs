@@ -346,6 +346,8 @@ async fn exchange<O: Operation>(
     options: &CallOptions,
     span: &tracing::Span,
 ) -> Result<<O::Response as Message>::Payload, RpcError<O::Error>> {
+    // The rule a publish follows, against the queues the requests reach.
+    publisher::check_priority(options.priority, target.max_priority)?;
     let timeout = options.timeout.unwrap_or(target.timeout);
     let deadline = crate::connection::deadline_after(timeout);
     let correlation_id = uuid::Uuid::now_v7().to_string();
