@@ -50,6 +50,7 @@ pub fn diff_with(old: Option<Version<'_>>, new: Version<'_>, roles: &Roles) -> R
         topology: Default::default(),
         messages: Default::default(),
         publishers: Default::default(),
+        rpcs: Default::default(),
         consumers: Default::default(),
         schemas: crate::schema::SchemaBundle::default(),
         inputs: Vec::new(),
