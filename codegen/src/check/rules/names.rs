@@ -185,7 +185,7 @@ impl Checker<'_> {
                 .collect::<Vec<_>>()
         };
         // Each entry: the section, the name, and the text its identifier is derived from.
-        let groups: [(Role, Vec<(&str, &str, String)>); 6] = [
+        let groups: [(Role, Vec<Named<'_>>); 6] = [
             (
                 Role::Message,
                 // Imported messages get identifiers here too (`orders::order_placed` is
@@ -277,12 +277,16 @@ impl Checker<'_> {
     }
 }
 
+/// A name to derive an identifier from: its contract section, the name, and the text the
+/// identifier comes from (the name, or for an rpc's errors' enum the name and `error`).
+type Named<'n> = (&'static str, &'n str, String);
+
 /// Each of `names` of contract section `section`, with the text its identifier comes from
 /// (the name itself).
 fn named<'n>(
     section: &'static str,
     names: impl IntoIterator<Item = &'n String>,
-) -> impl Iterator<Item = (&'static str, &'n str, String)> {
+) -> impl Iterator<Item = Named<'n>> {
     names
         .into_iter()
         .map(move |n| (section, n.as_str(), n.clone()))
