@@ -303,18 +303,22 @@ pub(crate) fn build(
         .rpcs
         .iter()
         .map(|(name, r)| {
-            let (exchange, text) = match (&r.exchange, &r.routing_key) {
-                (Some(exchange), Some(key)) => (exchange.clone(), key.clone()),
+            let (exchange, text, routing_key) = match (&r.exchange, &r.routing_key) {
+                (Some(exchange), Some(key)) => {
+                    let template = KeyTemplate::parse(key).unwrap_or_else(|_| {
+                        bug(format!("rpc `{name}`'s routing key `{key}` does not parse"));
+                        KeyTemplate::empty()
+                    });
+                    (exchange.clone(), key.clone(), template)
+                }
                 // The checks refuse one without the other: the default exchange, which
-                // routes by queue name.
-                _ => (String::new(), r.queue.clone()),
+                // routes by queue name, taken as it is (a queue name may hold braces).
+                _ => (
+                    String::new(),
+                    r.queue.clone(),
+                    KeyTemplate::literal(&r.queue),
+                ),
             };
-            let routing_key = KeyTemplate::parse(&text).unwrap_or_else(|_| {
-                bug(format!(
-                    "rpc `{name}`'s routing key `{text}` does not parse"
-                ));
-                KeyTemplate::empty()
-            });
             let rpc = Rpc {
                 name: name.clone(),
                 description: r.description.clone(),

@@ -65,6 +65,17 @@ impl KeyTemplate {
         Ok(Self { words })
     }
 
+    /// `key` as it is, every word literal (`{` and `}` included): a queue's name as the key
+    /// of the default exchange, which has no placeholders.
+    pub fn literal(key: &str) -> Self {
+        Self {
+            words: split_words(key)
+                .into_iter()
+                .map(|word| KeyWord::Literal(word.to_owned()))
+                .collect(),
+        }
+    }
+
     /// A key with no words (`""`).
     pub fn empty() -> Self {
         Self { words: Vec::new() }

@@ -133,13 +133,15 @@ pub fn graph(contract: &Contract) -> Graph {
             let lines = vec![p.name.clone(), p.message.clone()];
             (format!("p{i}"), lines, &p.exchange, &p.routing_key_text)
         })
+        // Callers are numbered after the publishers, servers after the consumers: every ID
+        // is one letter and a number.
         .chain(contract.rpcs.values().enumerate().map(|(i, r)| {
             let lines = vec![
                 format!("{} (rpc caller)", r.name),
                 format!("{} → {}", r.request, r.response),
             ];
             (
-                format!("rc{i}"),
+                caller_id(contract, i),
                 lines,
                 &r.target.exchange,
                 &r.target.routing_key_text,
@@ -225,7 +227,7 @@ pub fn graph(contract: &Contract) -> Graph {
     // Rpc servers, drawn as consumers of their queues, each replying to its callers
     // (through direct reply-to: no exchange or queue of the contract).
     for (i, rpc) in contract.rpcs.values().enumerate() {
-        let id = format!("rs{i}");
+        let id = format!("c{}", contract.consumers.len() + i);
         graph.nodes.push(Node {
             id: id.clone(),
             kind: NodeKind::Consumer,
@@ -242,10 +244,15 @@ pub fn graph(contract: &Contract) -> Graph {
         }
         graph.edges.push(Edge {
             from: id,
-            to: format!("rc{i}"),
+            to: caller_id(contract, i),
             label: Some(format!("reply: {}", rpc.response)),
             style: EdgeStyle::Flow,
         });
     }
     graph
+}
+
+/// The node ID of the caller of the `i`th rpc: numbered after the publishers.
+fn caller_id(contract: &Contract, i: usize) -> String {
+    format!("p{}", contract.publishers.len() + i)
 }

@@ -60,6 +60,62 @@ impl hostile_names::consumers::Match for Matcher {
     }
 }
 
+/// The server of the hostile rpcs: `new` declares errors `self` and `type` (variants `Self_`
+/// and `Type`), `Self` and `with` none.
+struct Answer;
+
+impl hostile_names::consumers::New for Answer {
+    async fn handle(
+        &self,
+        request: Delivery<hostile_names::types::Event>,
+    ) -> Result<
+        hostile_names::types::Event,
+        warren_runtime::RpcHandlerError<hostile_names::rpcs::NewError>,
+    > {
+        if request.payload().self_ == 0 {
+            return Err(hostile_names::rpcs::NewError::Self_(request.payload().clone()).into());
+        }
+        Ok(request.payload().clone())
+    }
+}
+
+impl hostile_names::consumers::Self_ for Answer {
+    async fn handle(
+        &self,
+        request: Delivery<hostile_names::types::Event>,
+    ) -> Result<
+        hostile_names::types::Event,
+        warren_runtime::RpcHandlerError<warren_runtime::codegen::NoErrors>,
+    > {
+        Ok(request.payload().clone())
+    }
+}
+
+impl hostile_names::consumers::With for Answer {
+    async fn handle(
+        &self,
+        request: Delivery<hostile_names::types::Event>,
+    ) -> Result<
+        hostile_names::types::Event,
+        warren_runtime::RpcHandlerError<warren_runtime::codegen::NoErrors>,
+    > {
+        Ok(request.payload().clone())
+    }
+}
+
+/// The hostile rpcs' client methods keep `RpcClients`' own `new` and `with`; their
+/// placeholders `{request}` and `{headers}` become `request_` and `headers_`.
+#[allow(dead_code)]
+async fn hostile_rpc_calls(
+    clients: &hostile_names::RpcClients,
+    event: &hostile_names::types::Event,
+) {
+    let clients = hostile_names::RpcClients::with(clients, warren_runtime::CallOptions::default());
+    let _ = clients.new_("r", "h", event).await;
+    let _ = clients.with_(event).await;
+    let _ = clients.self_(event).await;
+}
+
 #[tokio::test]
 async fn handler_traits_take_async_fns_and_handlers_need_every_one() {
     let handlers = routing::Handlers {
@@ -85,6 +141,9 @@ async fn handler_traits_take_async_fns_and_handlers_need_every_one() {
         r#match: Matcher,
         h: Matcher,
         handlers: Matcher,
+        new: Answer,
+        self_: Answer,
+        with: Answer,
     };
     let event: hostile_names::types::Event =
         serde_json::from_str(r#"{"type": "t", "self": 1}"#).unwrap();
