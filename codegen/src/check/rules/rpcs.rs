@@ -88,6 +88,7 @@ impl Checker<'_> {
             return;
         }
         let reach = self.graph.route(exchange, &template);
+        self.requests_elsewhere(name, rpc, &reach.queues, path);
         if reach.queues.contains(&rpc.queue) || reach.maybe.contains(&rpc.queue) {
             return;
         }
@@ -126,6 +127,32 @@ impl Checker<'_> {
             ),
             help,
         );
+    }
+
+    /// Requests that also reach other queues (a wide binding) land before their consumers,
+    /// who must then expect the request's message: the rule publishers follow too.
+    fn requests_elsewhere(
+        &mut self,
+        name: &str,
+        rpc: &Rpc,
+        reached: &std::collections::BTreeSet<String>,
+        path: &YamlPath,
+    ) {
+        let file = self.file;
+        for (consumer, c) in &file.consumers {
+            if c.queue == rpc.queue || !reached.contains(&c.queue) || c.message == rpc.request {
+                continue;
+            }
+            self.error(
+                Code::MessageMismatch,
+                &path.key("routing_key"),
+                format!(
+                    "rpc `{name}`'s requests (`{}`) also reach queue `{}`, whose consumer `{consumer}` expects `{}`",
+                    rpc.request, c.queue, c.message
+                ),
+                "narrow the binding that takes the requests there, or give the rpc a key no other queue's binding matches",
+            );
+        }
     }
 
     /// Replies carry no typed headers: the response and error messages must declare none.
