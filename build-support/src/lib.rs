@@ -258,6 +258,7 @@ impl Config {
     /// Generates consumer `name` of the contract, and only the consumers chosen so:
     /// [`Settings::consumer`]. For a service that runs some of a contract's consumers:
     /// `Handlers` then needs a handler for these alone, and every other consumer is left out.
+    /// An rpc's server counts as a consumer: `name` may be an rpc's.
     ///
     /// ```no_run
     /// // build.rs of the fulfilment service, which runs one consumer of the orders contract
@@ -296,7 +297,8 @@ impl Config {
     }
 
     /// Generates publisher `name` of the contract, and only the publishers chosen so:
-    /// [`Settings::publisher`].
+    /// [`Settings::publisher`]. An rpc's client method counts as a publisher: `name` may be an
+    /// rpc's.
     ///
     /// ```no_run
     /// // build.rs

@@ -484,10 +484,15 @@ fn validate(contract: &Path, style: RenderStyle) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `PATH: valid (2 exchanges, …)`, what `validate` prints for a valid contract.
+/// `PATH: valid (2 exchanges, …)`, what `validate` prints for a valid contract (its rpcs
+/// counted when it has some).
 fn valid_line(c: &warren_codegen::model::Contract) -> String {
+    let rpcs = match c.rpcs.len() {
+        0 => String::new(),
+        n => format!(", {n} rpcs"),
+    };
     format!(
-        "{}: valid ({} exchanges, {} queues, {} messages, {} publishers, {} consumers)",
+        "{}: valid ({} exchanges, {} queues, {} messages, {} publishers, {} consumers{rpcs})",
         shown(&c.source),
         c.topology.exchanges.len(),
         c.topology.queues.len(),

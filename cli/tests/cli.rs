@@ -22,7 +22,7 @@ fn validate_accepts_the_example_contract() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(
         stderr(&output),
-        "examples/orders/warren.yaml: valid (2 exchanges, 20 queues, 2 messages, 2 publishers, 4 consumers)\n"
+        "examples/orders/warren.yaml: valid (2 exchanges, 21 queues, 5 messages, 2 publishers, 4 consumers, 1 rpcs)\n"
     );
 }
 

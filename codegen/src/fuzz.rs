@@ -326,6 +326,22 @@ pub const HOSTILE_NAMES: &[&str] = &[
     "add",
     "index",
     "cmp",
+    // …and what rpcs generate: their module, client, markers' traits and the errors' items.
+    "rpcs",
+    "RpcClients",
+    "RpcClient",
+    "request",
+    "call",
+    "Target",
+    "Operation",
+    "DeclaredErrors",
+    "NoErrors",
+    "RpcHandlerError",
+    "code",
+    "encode",
+    "decode",
+    "Error",
+    "error",
     // …names lints care about, and single letters.
     "into_orders",
     "from_partner",
@@ -424,6 +440,8 @@ struct Roles {
     publishers: Vec<String>,
     consumers: Vec<String>,
     placeholders: Vec<String>,
+    /// Rpcs, which share consumers' names (their servers are consumers).
+    rpcs: Vec<String>,
 }
 
 /// A small deterministic generator (splitmix64), so the cases of one seed are the same on
@@ -496,8 +514,8 @@ pub fn name_cases(seed: u64, random: usize) -> Vec<NameCase> {
     }
     for (first, second) in CLASHING_NAMES {
         let pair = vec![(*first).to_owned(), (*second).to_owned()];
-        for role in 0..4 {
-            if role == 3 && !pair.iter().all(|p| placeholder_safe(p)) {
+        for role in 0..ROLES {
+            if role == PLACEHOLDER_ROLE && !pair.iter().all(|p| placeholder_safe(p)) {
                 continue;
             }
             let mut roles = Roles::default();
@@ -509,8 +527,8 @@ pub fn name_cases(seed: u64, random: usize) -> Vec<NameCase> {
         }
     }
     for name in UNSUPPORTED_NAMES {
-        for role in 0..4 {
-            if role == 3 && !placeholder_safe(name) {
+        for role in 0..ROLES {
+            if role == PLACEHOLDER_ROLE && !placeholder_safe(name) {
                 continue;
             }
             let mut roles = Roles::default();
@@ -524,7 +542,7 @@ pub fn name_cases(seed: u64, random: usize) -> Vec<NameCase> {
     let mut rng = SplitMix(seed);
     for _ in 0..random {
         let mut roles = Roles::default();
-        for role in 0..4 {
+        for role in 0..ROLES {
             let count = 1 + rng.below(2);
             *role_mut(&mut roles, role) = (0..count).map(|_| random_name(&mut rng)).collect();
         }
@@ -537,12 +555,18 @@ pub fn name_cases(seed: u64, random: usize) -> Vec<NameCase> {
     cases
 }
 
+/// The roles, by number: messages, publishers, consumers, placeholders, rpcs.
+const ROLES: usize = 5;
+/// The role of placeholders, which only some names can take.
+const PLACEHOLDER_ROLE: usize = 3;
+
 fn role_mut(roles: &mut Roles, role: usize) -> &mut Vec<String> {
     match role {
         0 => &mut roles.messages,
         1 => &mut roles.publishers,
         2 => &mut roles.consumers,
-        _ => &mut roles.placeholders,
+        3 => &mut roles.placeholders,
+        _ => &mut roles.rpcs,
     }
 }
 
@@ -555,20 +579,31 @@ fn cover() -> Vec<Roles> {
     let mut cases = vec![Roles::default(); count];
     let key =
         |name: &str| [Case::Type, Case::Value].map(|case| ident(name, case).map(|id| id.text).ok());
-    for role in 0..4 {
+    for role in 0..ROLES {
         for (i, name) in HOSTILE_NAMES.iter().enumerate() {
-            if role == 3 && !placeholder_safe(name) {
+            if role == PLACEHOLDER_ROLE && !placeholder_safe(name) {
                 continue;
             }
             // Rotated by role, so a case's publishers are not also its messages.
             let start = (i + role * 3) % count;
             let slot = (0..count).map(|k| (start + k) % count).find(|&c| {
-                let taken = role_mut(&mut cases[c], role);
-                taken.len() < PER_CASE * 2
-                    && taken.iter().all(|other| {
-                        let (a, b) = (key(other), key(name));
-                        a[0] != b[0] && a[1] != b[1]
-                    })
+                let case = &mut cases[c];
+                if role_mut(case, role).len() >= PER_CASE * 2 {
+                    return false;
+                }
+                // Consumers and rpcs share one namespace: a name must meet neither.
+                let namespace: Vec<String> = match role {
+                    2 | 4 => case.consumers.iter().chain(&case.rpcs).cloned().collect(),
+                    _ => role_mut(case, role).clone(),
+                };
+                namespace.iter().all(|other| {
+                    let (a, b) = (key(other), key(name));
+                    // An rpc's errors' enum is its name and `error`: it must meet no rpc
+                    // either.
+                    let errors = |n: &str| key(&format!("{n}_error"))[0].clone();
+                    let meets_enum = role == 4 && (errors(name) == a[0] || errors(other) == b[0]);
+                    a[0] != b[0] && a[1] != b[1] && !meets_enum
+                })
             });
             // Every name goes somewhere: into a case of its own if it meets one in each.
             let slot = slot.unwrap_or_else(|| {
@@ -583,8 +618,10 @@ fn cover() -> Vec<Roles> {
 
 /// A contract giving `roles` their names: one queue per message on a topic exchange, each
 /// publisher sending one message with up to two of the placeholders in its key, each
-/// consumer reading one message's queue (every third in batches). Roles left empty get a
-/// plain name, so each case has all four.
+/// consumer reading one message's queue (every third in batches), each rpc on a queue of its
+/// own (every other through the default exchange, the others through the exchange with a
+/// placeholder in the key when there is one, and with a declared error). Roles left empty
+/// get a plain name, so each case has them all but rpcs.
 fn name_contract(roles: &Roles) -> String {
     use serde_json::{Map, Value, json};
     let or = |names: &Vec<String>, plain: &str| {
@@ -642,6 +679,27 @@ fn name_contract(roles: &Roles) -> String {
         }
         consumer_map.insert(consumer.clone(), entry);
     }
+    let mut rpc_map = Map::new();
+    for (i, rpc) in roles.rpcs.iter().enumerate() {
+        let queue = format!("r{i}");
+        queues.insert(queue.clone(), json!({ "on_poison": "drop" }));
+        let m = i % messages.len();
+        // The response has no headers: message 0 never does.
+        let mut entry = json!({ "queue": queue, "request": messages[m], "response": messages[0] });
+        if i % 2 == 1 {
+            let mut key = format!("r{i}");
+            if let Some(placeholder) = placeholders.get(i % placeholders.len().max(1)) {
+                key.push_str(&format!(".{{{placeholder}}}"));
+            }
+            bindings.push(
+                json!({ "exchange": "events", "queue": queue, "routing_key": format!("r{i}.#") }),
+            );
+            entry["exchange"] = json!("events");
+            entry["routing_key"] = json!(key);
+            entry["errors"] = json!({ "not_found": messages[0], "self": messages[0] });
+        }
+        rpc_map.insert(rpc.clone(), entry);
+    }
     let contract = json!({
         "exchanges": { "events": { "type": "topic" } },
         "queues": Value::Object(queues),
@@ -649,6 +707,7 @@ fn name_contract(roles: &Roles) -> String {
         "messages": Value::Object(message_map),
         "publishers": Value::Object(publisher_map),
         "consumers": Value::Object(consumer_map),
+        "rpcs": Value::Object(rpc_map),
     });
     serde_json::to_string_pretty(&contract).unwrap_or_default()
 }

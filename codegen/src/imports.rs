@@ -4,10 +4,11 @@
 //! own (its own imports included), then resolves every `orders::<name>` the importing
 //! contract writes:
 //!
-//! - an exchange (`bindings[].exchange`, `to_exchange`, `publishers.*.exchange`, a dead-letter
+//! - an exchange (`bindings[].exchange`, `to_exchange`, `publishers.*.exchange`, `rpcs.*.exchange`, a dead-letter
 //!   or alternate exchange) becomes its broker name, which is the owner's name for it, and is
 //!   remembered as imported: the model checks it on the broker rather than declaring it;
-//! - a message (`publishers.*.message`, `consumers.*.message`) keeps its qualified name,
+//! - a message (`publishers.*.message`, `consumers.*.message`, an rpc's `request`,
+//!   `response` and `errors`) keeps its qualified name,
 //!   which is its name in this contract's model and generated code, and brings its schemas;
 //! - a queue cannot be imported: a contract binds and consumes only queues it declares.
 //!
@@ -356,6 +357,18 @@ impl Resolver<'_> {
             let path = entry("consumers", name);
             self.queue(&consumer.queue, &path.key("queue"));
             self.message(&consumer.message, &path.key("message"));
+        }
+        for (name, rpc) in &mut file.rpcs {
+            let path = entry("rpcs", name);
+            if let Some(exchange) = &mut rpc.exchange {
+                self.exchange(exchange, &path.key("exchange"));
+            }
+            self.queue(&rpc.queue, &path.key("queue"));
+            self.message(&rpc.request, &path.key("request"));
+            self.message(&rpc.response, &path.key("response"));
+            for (code, message) in &rpc.errors {
+                self.message(message, &path.key("errors").key(code));
+            }
         }
     }
 

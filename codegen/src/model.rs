@@ -36,6 +36,10 @@ pub const DEFAULT_INITIAL_DELAY: Duration =
 /// Default ttl-backoff delay bound, as the format writes durations.
 pub const DEFAULT_MAX_DELAY: Duration =
     Duration::from_millis(warren_model::DEFAULT_MAX_DELAY.as_millis() as u64);
+/// Default timeout of an rpc (the model's [`warren_model::rpc::DEFAULT_TIMEOUT`]), as the
+/// format writes durations.
+pub const DEFAULT_RPC_TIMEOUT: Duration =
+    Duration::from_millis(warren_model::rpc::DEFAULT_TIMEOUT.as_millis() as u64);
 /// Default content type of messages.
 pub const DEFAULT_CONTENT_TYPE: &str = "application/json";
 
@@ -54,6 +58,8 @@ pub struct Contract {
     pub publishers: BTreeMap<String, Publisher>,
     /// Consumers by name.
     pub consumers: BTreeMap<String, Consumer>,
+    /// Request/reply operations by name.
+    pub rpcs: BTreeMap<String, Rpc>,
     /// Every payload and headers type, bundled.
     pub schemas: SchemaBundle,
     /// Each contract it imports, by the name it gives it (`orders`), as checked on its own.
@@ -106,6 +112,45 @@ pub struct Publisher {
     pub message: String,
     /// Body compression.
     pub compression: Option<Compression>,
+    /// The highest `max_priority` of the queues its messages can reach (`None`: none
+    /// declares one).
+    pub max_priority: Option<u8>,
+}
+
+/// A request/reply operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rpc {
+    /// Name in the contract.
+    pub name: String,
+    /// What the operation does.
+    pub description: Option<String>,
+    /// The request message.
+    pub request: String,
+    /// The response message.
+    pub response: String,
+    /// The declared errors: code → message.
+    pub errors: BTreeMap<String, String>,
+    /// Where requests are published.
+    pub target: RpcTarget,
+    /// How long a caller waits for the reply.
+    pub timeout: Duration,
+    /// The highest `max_priority` of the queues its requests can reach (`None`: none
+    /// declares one).
+    pub max_priority: Option<u8>,
+    /// The server: a consumer of the request queue, named and registered as the rpc, whose
+    /// message is the request.
+    pub server: Consumer,
+}
+
+/// Where an rpc's requests are published.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcTarget {
+    /// The exchange (`""` is the default exchange).
+    pub exchange: String,
+    /// The routing key with its placeholders (the queue's name on the default exchange).
+    pub routing_key: KeyTemplate,
+    /// The routing key as written (or the queue's name).
+    pub routing_key_text: String,
 }
 
 /// A consumer.
@@ -220,20 +265,28 @@ pub(crate) fn build(
             ))
         })
         .collect();
+    // One graph for every route: which queues a publisher's messages and an rpc's requests
+    // reach decides their `max_priority`.
+    let graph = crate::routing::contract_graph(file, imports);
+    let max_priority = |exchange: &str, key: &KeyTemplate| {
+        crate::routing::max_priority(&graph.route(exchange, key), file, imports)
+    };
     let publishers = file
         .publishers
         .iter()
         .map(|(name, p)| {
             let text = p.routing_key.clone().unwrap_or_default();
+            let routing_key = KeyTemplate::parse(&text).unwrap_or_else(|_| {
+                bug(format!(
+                    "publisher `{name}`'s routing key `{text}` does not parse"
+                ));
+                KeyTemplate::empty()
+            });
             let publisher = Publisher {
                 name: name.clone(),
                 exchange: p.exchange.clone(),
-                routing_key: KeyTemplate::parse(&text).unwrap_or_else(|_| {
-                    bug(format!(
-                        "publisher `{name}`'s routing key `{text}` does not parse"
-                    ));
-                    KeyTemplate::empty()
-                }),
+                max_priority: max_priority(&p.exchange, &routing_key),
+                routing_key,
                 routing_key_text: text,
                 message: p.message.clone(),
                 compression: p.compression,
@@ -244,24 +297,44 @@ pub(crate) fn build(
     let consumers = file
         .consumers
         .iter()
-        .map(|(name, c)| {
-            let consumer = Consumer {
-                name: name.clone(),
-                queue: c.queue.clone(),
-                message: c.message.clone(),
-                prefetch: c.prefetch.unwrap_or(DEFAULT_PREFETCH),
-                concurrency: c.concurrency.unwrap_or(1),
-                batch: c.batch.as_ref().map(|b| Batch {
-                    size: b.size,
-                    timeout: b.timeout,
-                }),
-                circuit_breaker: c.circuit_breaker.as_ref().map(|b| CircuitBreaker {
-                    failures: b.failures,
-                    cool_down: b.cool_down,
-                }),
-                dead_letters: c.dead_letters.unwrap_or(false),
+        .map(|(name, c)| (name.clone(), consumer(name, c)))
+        .collect();
+    let rpcs = file
+        .rpcs
+        .iter()
+        .map(|(name, r)| {
+            let (exchange, text, routing_key) = match (&r.exchange, &r.routing_key) {
+                (Some(exchange), Some(key)) => {
+                    let template = KeyTemplate::parse(key).unwrap_or_else(|_| {
+                        bug(format!("rpc `{name}`'s routing key `{key}` does not parse"));
+                        KeyTemplate::empty()
+                    });
+                    (exchange.clone(), key.clone(), template)
+                }
+                // The checks refuse one without the other: the default exchange, which
+                // routes by queue name, taken as it is (a queue name may hold braces).
+                _ => (
+                    String::new(),
+                    r.queue.clone(),
+                    KeyTemplate::literal(&r.queue),
+                ),
             };
-            (name.clone(), consumer)
+            let rpc = Rpc {
+                name: name.clone(),
+                description: r.description.clone(),
+                request: r.request.clone(),
+                response: r.response.clone(),
+                errors: r.errors.clone(),
+                max_priority: max_priority(&exchange, &routing_key),
+                target: RpcTarget {
+                    exchange,
+                    routing_key,
+                    routing_key_text: text,
+                },
+                timeout: r.timeout.unwrap_or(DEFAULT_RPC_TIMEOUT),
+                server: consumer(name, &r.server()),
+            };
+            (name.clone(), rpc)
         })
         .collect();
     let mut inputs = vec![loaded.paths.contract().to_owned()];
@@ -318,6 +391,7 @@ pub(crate) fn build(
         messages,
         publishers,
         consumers,
+        rpcs,
         schemas,
         inputs,
         imports: imports
@@ -326,6 +400,27 @@ pub(crate) fn build(
             .map(|(alias, import)| (alias.clone(), import.contract.clone()))
             .collect(),
     })
+}
+
+/// Consumer `name` with its defaults applied (an rpc's server too, through
+/// [`format::Rpc::server`]).
+fn consumer(name: &str, c: &format::Consumer) -> Consumer {
+    Consumer {
+        name: name.to_owned(),
+        queue: c.queue.clone(),
+        message: c.message.clone(),
+        prefetch: c.prefetch.unwrap_or(DEFAULT_PREFETCH),
+        concurrency: c.concurrency.unwrap_or(1),
+        batch: c.batch.as_ref().map(|b| Batch {
+            size: b.size,
+            timeout: b.timeout,
+        }),
+        circuit_breaker: c.circuit_breaker.as_ref().map(|b| CircuitBreaker {
+            failures: b.failures,
+            cool_down: b.cool_down,
+        }),
+        dead_letters: c.dead_letters.unwrap_or(false),
+    }
 }
 
 fn exchange(name: &str, e: &format::Exchange) -> Exchange {

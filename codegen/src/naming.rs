@@ -85,14 +85,27 @@ pub(crate) enum Role {
     ConsumerField,
     /// A routing key placeholder: a parameter of its publisher's method.
     Placeholder,
+    /// An rpc's marker type in `rpcs` (its declared errors' enum is the same name followed
+    /// by `Error`).
+    Rpc,
+    /// An rpc's method on `RpcClients`.
+    RpcMethod,
+    /// A placeholder of an rpc's routing key: a parameter of its client method.
+    RpcPlaceholder,
+    /// An error code of an rpc: a variant of its errors' enum.
+    ErrorVariant,
 }
 
 impl Role {
     /// The case of identifiers in this place.
     pub(crate) fn case(self) -> Case {
         match self {
-            Self::Message | Self::ConsumerTrait => Case::Type,
-            Self::Publisher | Self::ConsumerField | Self::Placeholder => Case::Value,
+            Self::Message | Self::ConsumerTrait | Self::Rpc | Self::ErrorVariant => Case::Type,
+            Self::Publisher
+            | Self::ConsumerField
+            | Self::Placeholder
+            | Self::RpcMethod
+            | Self::RpcPlaceholder => Case::Value,
         }
     }
 
@@ -101,21 +114,29 @@ impl Role {
         match self {
             // `Publishers`' own methods, and those of the traits it derives (a `clone`
             // publisher would hide `Clone::clone` from method calls).
-            Self::Publisher => &["new", "with", "clone", "clone_from", "fmt"],
+            // So are `RpcClients`'.
+            Self::Publisher | Self::RpcMethod => &["new", "with", "clone", "clone_from", "fmt"],
             // The publish method's other parameters.
             Self::Placeholder => &["payload", "headers"],
-            Self::Message | Self::ConsumerTrait | Self::ConsumerField => &[],
+            // The client method's other parameters.
+            Self::RpcPlaceholder => &["request", "headers"],
+            Self::Message
+            | Self::ConsumerTrait
+            | Self::ConsumerField
+            | Self::Rpc
+            | Self::ErrorVariant => &[],
         }
     }
 
     /// What the identifier is, for messages: `type`, `method`, `trait`…
     pub(crate) fn noun(self) -> &'static str {
         match self {
-            Self::Message => "type",
-            Self::Publisher => "method",
+            Self::Message | Self::Rpc => "type",
+            Self::Publisher | Self::RpcMethod => "method",
             Self::ConsumerTrait => "trait",
             Self::ConsumerField => "field",
-            Self::Placeholder => "parameter",
+            Self::Placeholder | Self::RpcPlaceholder => "parameter",
+            Self::ErrorVariant => "variant",
         }
     }
 }

@@ -12,7 +12,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use crate::format::ExchangeKind;
+use crate::format::{ArgumentValue, ContractFile, ExchangeKind};
+use crate::imports::Imports;
 
 /// One element of a word pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -62,6 +63,17 @@ impl KeyTemplate {
             })
             .collect::<Result<_, _>>()?;
         Ok(Self { words })
+    }
+
+    /// `key` as it is, every word literal (`{` and `}` included): a queue's name as the key
+    /// of the default exchange, which has no placeholders.
+    pub fn literal(key: &str) -> Self {
+        Self {
+            words: split_words(key)
+                .into_iter()
+                .map(|word| KeyWord::Literal(word.to_owned()))
+                .collect(),
+        }
     }
 
     /// A key with no words (`""`).
@@ -501,6 +513,63 @@ impl Graph {
             self.visit(alternate, key, tokens, certain, reach, seen);
         }
     }
+}
+
+/// The exchange graph of the contract's declared exchanges and bindings, with those of the
+/// contracts it imports: a publisher to an imported exchange reaches the owner's queues too.
+/// The checks and the model both route on this one graph.
+pub(crate) fn contract_graph(file: &ContractFile, imports: &Imports) -> Graph {
+    let files: Vec<&ContractFile> = std::iter::once(file)
+        .chain(imports.contracts.values().map(|i| &i.loaded.file))
+        .collect();
+    let exchanges = files.iter().flat_map(|f| &f.exchanges).map(|(name, e)| {
+        let alternate =
+            e.alternate_exchange
+                .clone()
+                .or_else(|| match e.arguments.get("alternate-exchange") {
+                    Some(ArgumentValue::String(name)) => Some(name.clone()),
+                    _ => None,
+                });
+        (name.clone(), e.kind.unwrap_or_default(), alternate)
+    });
+    let bindings = files
+        .iter()
+        .flat_map(|f| &f.bindings)
+        .filter_map(|binding| {
+            let to = match (&binding.queue, &binding.to_exchange) {
+                (Some(queue), _) => Destination::Queue(queue.clone()),
+                (None, Some(exchange)) => Destination::Exchange(exchange.clone()),
+                (None, None) => return None,
+            };
+            let edge = Edge {
+                key: binding.routing_key.clone(),
+                to,
+            };
+            Some((binding.exchange.clone(), edge))
+        });
+    let queues = files.iter().flat_map(|f| f.queues.keys()).cloned();
+    Graph::new(exchanges, queues, bindings)
+}
+
+/// The highest `max_priority` among the queues `reach` may deliver to (headers routes
+/// included), declared by the contract or a contract it imports; `None` when none declares
+/// one. A publication's or a call's priority is checked against it: one place decides it
+/// for publishers and rpcs alike.
+pub(crate) fn max_priority(reach: &Reach, file: &ContractFile, imports: &Imports) -> Option<u8> {
+    let queue = |name: &str| {
+        file.queues.get(name).or_else(|| {
+            imports
+                .contracts
+                .values()
+                .find_map(|i| i.loaded.file.queues.get(name))
+        })
+    };
+    reach
+        .queues
+        .iter()
+        .chain(&reach.maybe)
+        .filter_map(|name| queue(name)?.max_priority())
+        .max()
 }
 
 #[cfg(test)]

@@ -183,6 +183,9 @@ impl Settings {
     /// the others are no concern of the service. Repeat it for each consumer; without it,
     /// every consumer of the contract is generated.
     ///
+    /// An rpc's server counts as a consumer: `name` may be an rpc's, and chooses its server
+    /// trait, `Handlers` field and `consumers::register` function.
+    ///
     /// `name` is the consumer's name in the contract; a name the contract does not have fails
     /// generation (with every other bad setting, and a "did you mean").
     ///
@@ -218,6 +221,9 @@ impl Settings {
     /// `Publishers` then has a method for those alone. Repeat it for each publisher; without
     /// it, every publisher of the contract is generated. A name the contract does not have
     /// fails generation, as for [`consumer`](Self::consumer).
+    ///
+    /// An rpc's client method counts as a publisher: `name` may be an rpc's, and chooses its
+    /// method on `RpcClients` (left out, with the others, by [`no_publishers`](Self::no_publishers)).
     ///
     /// ```no_run
     /// let mut settings = warren_codegen::Settings::new();

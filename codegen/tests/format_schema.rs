@@ -35,6 +35,7 @@ fn format_schema_describes_every_section_and_refuses_unknown_ones() {
             "messages",
             "publishers",
             "queues",
+            "rpcs",
             "schema_roots"
         ]
     );

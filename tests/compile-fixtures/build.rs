@@ -70,6 +70,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .consumer("bill_orders")
         .publisher("place_order")
         .compile("../../examples/orders/warren.yaml")?;
+    // An rpc's two sides generated apart, as the services that serve and call it would: its
+    // server alone (a consumer), and its client method alone (a publisher).
+    warren_build::Config::new()
+        .file_name("rpc_server.rs")
+        .consumer("quote_price")
+        .no_publishers()
+        .compile("../../examples/orders/warren.yaml")?;
+    warren_build::Config::new()
+        .file_name("rpc_client.rs")
+        .no_consumers()
+        .publisher("quote_price")
+        .compile("../../examples/orders/warren.yaml")?;
     // No consumer and no publisher: types, markers and `topology()` alone, still warning-free.
     warren_build::Config::new()
         .file_name("types_only.rs")

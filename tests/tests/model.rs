@@ -148,8 +148,12 @@ fn summary(contract: &Contract) -> String {
         let placeholders: Vec<_> = publisher.routing_key.placeholders().collect();
         let _ = writeln!(
             out,
-            "publisher {} -> {} key={:?} placeholders={placeholders:?} compression={:?}",
-            publisher.name, publisher.exchange, publisher.routing_key_text, publisher.compression
+            "publisher {} -> {} key={:?} placeholders={placeholders:?} compression={:?} max_priority={:?}",
+            publisher.name,
+            publisher.exchange,
+            publisher.routing_key_text,
+            publisher.compression,
+            publisher.max_priority
         );
     }
     for consumer in contract.consumers.values() {
@@ -164,5 +168,45 @@ fn summary(contract: &Contract) -> String {
             consumer.batch
         );
     }
+    for rpc in contract.rpcs.values() {
+        let _ = writeln!(
+            out,
+            "rpc {} -> {:?} key={:?} request={} response={} errors={:?} timeout={} max_priority={:?} server={:?}",
+            rpc.name,
+            rpc.target.exchange,
+            rpc.target.routing_key_text,
+            rpc.request,
+            rpc.response,
+            rpc.errors,
+            rpc.timeout,
+            rpc.max_priority,
+            rpc.server
+        );
+    }
     out
+}
+
+/// A publication's and a call's `max_priority` is the highest of the queues their routes can
+/// reach (typed `max_priority` or a raw `x-max-priority`), `None` when none declares one;
+/// an rpc without an exchange goes through the default exchange with its queue's name.
+#[test]
+fn max_priority_is_the_highest_of_the_queues_reached() {
+    let checked = warren_codegen::check_contract("fixtures/contracts/rpc/warren.yaml")
+        .expect("the rpc fixture is valid");
+    let contract = checked.contract;
+    assert_eq!(contract.publishers["audit"].max_priority, Some(5));
+    assert_eq!(contract.publishers["plain"].max_priority, None);
+    assert_eq!(contract.rpcs["find_user"].max_priority, Some(9));
+    let echo = &contract.rpcs["echo"];
+    assert_eq!(echo.max_priority, Some(3));
+    assert_eq!(
+        (
+            echo.target.exchange.as_str(),
+            echo.target.routing_key_text.as_str()
+        ),
+        ("", "echo")
+    );
+    assert_eq!(echo.timeout, warren_codegen::model::DEFAULT_RPC_TIMEOUT);
+    assert_eq!(echo.server.name, "echo");
+    assert_eq!(echo.server.message, "ping");
 }

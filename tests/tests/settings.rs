@@ -245,3 +245,38 @@ fn unknown_consumers_and_publishers_are_reported_all_at_once() {
     };
     insta::assert_snapshot!(report);
 }
+
+/// An rpc is a consumer (its server) and a publisher (its client method): a service serving
+/// `quote_price` alone generates its server trait, `Handlers` field and register function and
+/// no `RpcClients`; one calling it alone generates `RpcClients` with its method and no
+/// server. Its marker and errors are generated either way, like message markers.
+#[test]
+fn an_rpc_is_chosen_as_a_consumer_for_its_server_and_a_publisher_for_its_client() {
+    let mut server = Settings::new();
+    server.consumer("quote_price").no_publishers();
+    let code_of_server = code(ORDERS, &server);
+    assert!(code_of_server.contains("pub trait QuotePrice"));
+    assert!(code_of_server.contains("pub quote_price: QuotePriceImpl"));
+    assert!(!code_of_server.contains("pub struct RpcClients"));
+    assert!(!code_of_server.contains("pub trait FulfilOrder"));
+    let mut client = Settings::new();
+    client.no_consumers().publisher("quote_price");
+    let code_of_client = code(ORDERS, &client);
+    assert!(code_of_client.contains("pub async fn quote_price("));
+    assert!(!code_of_client.contains("pub struct Publishers"));
+    assert!(!code_of_client.contains("pub trait QuotePrice"));
+    for code in [&code_of_server, &code_of_client] {
+        assert!(code.contains("pub struct QuotePrice;"));
+        assert!(code.contains("pub enum QuotePriceError"));
+    }
+    // A misspelt rpc gets the same help as a misspelt consumer.
+    let mut typo = Settings::new();
+    typo.consumer("quote_prices");
+    match check_contract(ORDERS).and_then(|checked| checked.generate(&typo)) {
+        Err(Error::Invalid(problems)) => {
+            let report = problems.render(RenderStyle::Plain);
+            assert!(report.contains("did you mean `quote_price`?"), "{report}");
+        }
+        other => panic!("the setting is bad: {other:?}"),
+    }
+}

@@ -40,6 +40,7 @@ pub(crate) fn run(
     checker.bindings();
     checker.publishers();
     checker.consumers();
+    checker.rpcs();
     checker.dead_letters();
     checker.broker_drops();
     checker.identifiers();

@@ -76,7 +76,7 @@ codes! {
     BadAlternateExchange = "bad-alternate-exchange",
     /// A queue property its queue type does not support, or an out-of-range value.
     BadQueueProperty = "bad-queue-property",
-    /// A duration that must be above zero and is not.
+    /// A duration that must be above zero (or below a bound) and is not.
     BadDuration = "bad-duration",
     /// (Warning) `overflow` without a length limit, which has no effect.
     OverflowWithoutLimit = "overflow-without-limit",
@@ -128,6 +128,18 @@ codes! {
     /// (Warning) a dead-letter consumer (`dead_letters: true`) whose queue no queue of the
     /// contract dead-letters into.
     NoDeadLetters = "no-dead-letters",
+
+    // Request/reply operations (`rpcs`).
+    /// An rpc that could never work: `exchange` without `routing_key` (or the reverse), a
+    /// response or error message with a headers schema (replies carry no typed headers).
+    BadRpc = "bad-rpc",
+    /// An rpc error code that is not a `snake_case` name, or two codes that would become one
+    /// variant of the errors' enum.
+    BadErrorCode = "bad-error-code",
+    /// An rpc whose requests do not reach its queue.
+    UnroutableRpc = "unroutable-rpc",
+    /// A queue an rpc server consumes that a consumer or another rpc consumes too.
+    SharedRpcQueue = "shared-rpc-queue",
 
     // Schemas.
     /// A `schema_roots` entry that is not a folder.

@@ -50,6 +50,7 @@ pub fn diff_with(old: Option<Version<'_>>, new: Version<'_>, roles: &Roles) -> R
         topology: Default::default(),
         messages: Default::default(),
         publishers: Default::default(),
+        rpcs: Default::default(),
         consumers: Default::default(),
         schemas: crate::schema::SchemaBundle::default(),
         inputs: Vec::new(),
@@ -66,6 +67,7 @@ pub fn diff_with(old: Option<Version<'_>>, new: Version<'_>, roles: &Roles) -> R
     cx.messages();
     cx.publishers();
     cx.consumers();
+    cx.rpcs();
     topology::compare(&mut cx);
     changes
         .sort_by(|a, b| (&a.location, a.rule, &a.summary).cmp(&(&b.location, b.rule, &b.summary)));
@@ -395,6 +397,194 @@ impl Context<'_> {
                     "messages left in the old queue are no longer read: drain it first",
                 ),
                 _ => {}
+            }
+        }
+    }
+}
+
+impl Context<'_> {
+    /// The party of rpc `name` as the roles know it (its contract named), of `kind`: its
+    /// callers (`Publisher`: they publish its requests) or its server (`Consumer`).
+    fn rpc_party(&self, kind: PartyKind, request: &str, name: &str) -> Party {
+        let known = match kind {
+            PartyKind::Publisher => self.roles.publishers(request),
+            _ => self.roles.consumers(request),
+        };
+        known
+            .into_iter()
+            .find(|p| p.kind == kind && p.name == name)
+            .unwrap_or_else(|| Party {
+                kind,
+                name: name.to_owned(),
+                contract: String::new(),
+            })
+    }
+
+    /// Rpcs added, removed, or changed in what they send, answer, or where requests go.
+    /// Callers and servers are deployed apart: a change one side must see before the other
+    /// breaks the side that is late.
+    fn rpcs(&mut self) {
+        for name in keys(&self.old.rpcs, &self.new.rpcs) {
+            let location = at("rpcs", name);
+            let (old, new) = match (self.old.rpcs.get(name), self.new.rpcs.get(name)) {
+                (None, Some(rpc)) => {
+                    self.push(
+                        Rule::Rpc,
+                        location,
+                        format!("rpc `{name}` of `{}` added", rpc.request),
+                        Vec::new(),
+                        "a new operation: deploy its server before its callers, whose calls \
+                         fail as unroutable until its queue exists",
+                    );
+                    continue;
+                }
+                (Some(rpc), None) => {
+                    let caller = self.rpc_party(PartyKind::Publisher, &rpc.request, name);
+                    self.push(
+                        Rule::Rpc,
+                        location,
+                        format!("rpc `{name}` of `{}` removed", rpc.request),
+                        vec![
+                            caller,
+                            Self::rust_code(&rpc.request),
+                            queued(&rpc.server.queue),
+                        ],
+                        "callers still deployed get no answer (their requests time out or \
+                         are unroutable), and requests in its queue are never answered: \
+                         remove every caller first",
+                    );
+                    continue;
+                }
+                (Some(old), Some(new)) => (old, new),
+                (None, None) => continue,
+            };
+            let caller = self.rpc_party(PartyKind::Publisher, &new.request, name);
+            let server = self.rpc_party(PartyKind::Consumer, &new.request, name);
+            let messages = [
+                ("request", &old.request, &new.request),
+                ("response", &old.response, &new.response),
+            ];
+            for (part, before, after) in messages {
+                if before == after {
+                    continue;
+                }
+                let same = self.same_wire(before, after);
+                let breaks = if same {
+                    vec![Self::rust_code(before)]
+                } else {
+                    vec![caller.clone(), server.clone(), Self::rust_code(before)]
+                };
+                self.push(
+                    if same {
+                        Rule::RenamedMessage
+                    } else {
+                        Rule::Rpc
+                    },
+                    format!("{location}.{part}"),
+                    format!("rpc `{name}`'s {part} is `{after}` instead of `{before}`"),
+                    breaks,
+                    if same {
+                        "the wire is unchanged (same schemas), so callers and servers of \
+                         either version still understand each other; the generated names \
+                         change"
+                    } else {
+                        "callers and servers of different versions no longer understand \
+                         each other: add a new rpc instead, and retire the old one once no \
+                         caller uses it"
+                    },
+                );
+            }
+            for code in keys(&old.errors, &new.errors) {
+                let at_code = format!("{location}.errors.{code}");
+                match (old.errors.get(code), new.errors.get(code)) {
+                    (None, Some(message)) => self.push(
+                        Rule::Rpc,
+                        at_code,
+                        format!("rpc `{name}` declares error `{code}` (`{message}`)"),
+                        vec![caller.clone(), Self::rust_code(message)],
+                        "callers still on the old version read this error as an invalid \
+                         reply, and code matching the errors' enum must handle the new \
+                         variant: deploy the callers before the server sends it",
+                    ),
+                    (Some(message), None) => self.push(
+                        Rule::Rpc,
+                        at_code,
+                        format!("rpc `{name}` no longer declares error `{code}` (`{message}`)"),
+                        vec![server.clone(), Self::rust_code(message)],
+                        "servers still on the old version send it, and new callers read it \
+                         as an invalid reply: deploy the servers first; code naming the \
+                         variant must be updated",
+                    ),
+                    (Some(before), Some(after)) if before != after => self.push(
+                        Rule::Rpc,
+                        at_code,
+                        format!("rpc `{name}`'s error `{code}` is `{after}` instead of `{before}`"),
+                        if self.same_wire(before, after) {
+                            vec![Self::rust_code(before)]
+                        } else {
+                            vec![caller.clone(), server.clone(), Self::rust_code(before)]
+                        },
+                        "callers and servers of different versions read each other's error \
+                         as an invalid reply unless the two messages have the same schemas",
+                    ),
+                    _ => {}
+                }
+            }
+            if old.target != new.target {
+                // Callers still on the old version keep the old route: it breaks them when
+                // the new topology no longer takes it to the new server's queue.
+                let reach =
+                    topology::graph(self.new).route(&old.target.exchange, &old.target.routing_key);
+                let reached = reach.queues.contains(&new.server.queue)
+                    || reach.maybe.contains(&new.server.queue);
+                self.push(
+                    Rule::Rpc,
+                    format!("{location}.routing_key"),
+                    format!(
+                        "rpc `{name}` sends requests to `{}` with `{}` instead of `{}` with `{}`",
+                        new.target.exchange,
+                        new.target.routing_key_text,
+                        old.target.exchange,
+                        old.target.routing_key_text
+                    ),
+                    if reached {
+                        Vec::new()
+                    } else {
+                        vec![caller.clone()]
+                    },
+                    if reached {
+                        "the old route still reaches the server's queue, so callers of either \
+                         version are answered"
+                    } else {
+                        "callers still on the old version send where the new server does not \
+                         listen: keep the old route bound until every caller is redeployed"
+                    },
+                );
+            }
+            if old.server.queue != new.server.queue {
+                self.push(
+                    Rule::Rpc,
+                    format!("{location}.queue"),
+                    format!(
+                        "rpc `{name}` is served from queue `{}` instead of `{}`",
+                        new.server.queue, old.server.queue
+                    ),
+                    vec![queued(&old.server.queue)],
+                    "requests left in the old queue are no longer answered (their callers \
+                     time out): drain it first",
+                );
+            }
+            if old.timeout != new.timeout {
+                self.push(
+                    Rule::Rpc,
+                    format!("{location}.timeout"),
+                    format!(
+                        "rpc `{name}`'s timeout is {} instead of {}",
+                        new.timeout, old.timeout
+                    ),
+                    Vec::new(),
+                    "each caller waits as its own version says",
+                );
             }
         }
     }

@@ -113,6 +113,9 @@ pub enum Rule {
     BindingRemoved,
     /// A publisher's routing key reaches other queues.
     Routing,
+    /// An rpc was added or removed, or what it sends, answers or where its requests go
+    /// changed.
+    Rpc,
 }
 
 impl Rule {
@@ -141,6 +144,7 @@ impl Rule {
             Self::BindingAdded => "binding-added",
             Self::BindingRemoved => "binding-removed",
             Self::Routing => "routing",
+            Self::Rpc => "rpc",
         }
     }
 }

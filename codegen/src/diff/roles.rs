@@ -8,7 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::report::{Party, PartyKind};
 use crate::model::Contract;
 
-/// Publishers and consumers of each message, and consumers of each queue.
+/// Publishers and consumers of each message (an rpc's callers and server among them), and
+/// consumers of each queue.
 #[derive(Debug, Clone, Default)]
 pub struct Roles {
     publishers: BTreeMap<String, BTreeSet<Party>>,
@@ -52,6 +53,20 @@ impl Roles {
             let reader = party(PartyKind::Consumer, &consumer.name);
             insert(&mut self.consumers, &consumer.message, reader.clone());
             insert(&mut self.queue_consumers, &consumer.queue, reader);
+        }
+        // An rpc is both ways round: its callers publish the request and read the answers
+        // (response and declared errors), its server reads the request from its queue and
+        // publishes the answers. Both are named after the rpc.
+        for rpc in contract.rpcs.values() {
+            let writer = party(PartyKind::Publisher, &rpc.name);
+            let reader = party(PartyKind::Consumer, &rpc.name);
+            insert(&mut self.publishers, &rpc.request, writer.clone());
+            insert(&mut self.consumers, &rpc.request, reader.clone());
+            insert(&mut self.queue_consumers, &rpc.server.queue, reader.clone());
+            for answer in std::iter::once(&rpc.response).chain(rpc.errors.values()) {
+                insert(&mut self.publishers, answer, writer.clone());
+                insert(&mut self.consumers, answer, reader.clone());
+            }
         }
     }
 

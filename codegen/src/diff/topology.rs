@@ -408,7 +408,7 @@ fn bindings(cx: &mut Context<'_>) {
 }
 
 /// The routing graph of a contract's declared exchanges, queues and bindings.
-fn graph(contract: &Contract) -> Graph {
+pub(super) fn graph(contract: &Contract) -> Graph {
     let topology = &contract.topology;
     Graph::new(
         topology

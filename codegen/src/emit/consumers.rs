@@ -5,6 +5,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::docs::{allow_contract_markdown, compose, retry_line};
+use super::rpcs::{self, Resolved};
 use super::{GenerateError, code, ident, type_ident};
 use crate::model::{Consumer, Contract, Message};
 use crate::naming::{self, Role};
@@ -19,40 +20,59 @@ pub(super) fn emit(
 ) -> Result<TokenStream, GenerateError> {
     // The checks refuse a consumer of an unknown message: one here is a bug, not a consumer
     // to leave out of `Handlers` without a word.
-    let consumers: Vec<(&Consumer, &Message)> = contract
+    let consumers = contract
         .consumers
         .values()
         .filter(|c| selection.consumer(&c.name))
         .map(|c| match contract.messages.get(&c.message) {
-            Some(m) => Ok((c, m)),
+            Some(m) => Ok(Served::Consumer(c, m)),
             None => Err(GenerateError::Internal(format!(
                 "consumer {} handles message {}, which the model does not hold",
                 code(&c.name),
                 code(&c.message)
             ))),
-        })
-        .collect::<Result<_, _>>()?;
-    if consumers.is_empty() {
+        });
+    // An rpc's server is registered as a consumer: chosen like one, a field of `Handlers`.
+    let servers = contract
+        .rpcs
+        .values()
+        .filter(|r| selection.consumer(&r.name))
+        .map(|r| rpcs::resolve(contract, r).map(Served::Server));
+    let mut served: Vec<Served<'_>> = consumers.chain(servers).collect::<Result<_, _>>()?;
+    // Consumers and rpcs share one namespace (the checks hold their names apart): in name
+    // order, whatever their kind.
+    served.sort_by(|a, b| a.consumer().name.cmp(&b.consumer().name));
+    if served.is_empty() {
         return Ok(TokenStream::new());
     }
-    let traits = consumers
+    let traits = served
         .iter()
-        .map(|(c, m)| handler_trait(contract, c, m))
+        .map(|s| match s {
+            Served::Consumer(c, m) => handler_trait(contract, c, m),
+            Served::Server(r) => server_trait(contract, r),
+        })
         .collect::<Result<Vec<_>, _>>()?;
-    let registrations = consumers.iter().map(|(c, m)| register(c, m));
-    let adapters = consumers.iter().map(|(c, m)| adapter(c, m));
+    let registrations = served.iter().map(register);
+    let adapters = served.iter().map(adapter);
     // Which consumers the code holds, said once for the module and `Handlers`.
     let which = if selection.chooses_consumers() {
+        let what = if contract.rpcs.is_empty() {
+            "consumer"
+        } else {
+            "consumer or rpc server"
+        };
         format!(
-            "consumer this code was generated for, {} of the contract's {} (chosen by the \
+            "{what} this code was generated for, {} of the contract's {} (chosen by the \
              generator settings)",
-            consumers.len(),
-            contract.consumers.len()
+            served.len(),
+            contract.consumers.len() + contract.rpcs.len()
         )
-    } else {
+    } else if contract.rpcs.is_empty() {
         "consumer of the contract".to_owned()
+    } else {
+        "consumer and rpc server of the contract".to_owned()
     };
-    let handlers = handlers(&which, &consumers);
+    let handlers = handlers(&which, &served);
     let module_docs = compose(
         &format!(
             "One handler trait per {which}. Implement each with an `async fn`; its future must \
@@ -85,6 +105,45 @@ pub(super) fn emit(
             #( #adapters )*
         }
     })
+}
+
+/// One entry of `consumers`: a consumer and its message, or an rpc's server.
+enum Served<'a> {
+    Consumer(&'a Consumer, &'a Message),
+    Server(Resolved<'a>),
+}
+
+impl Served<'_> {
+    /// The consumer it is to its queue (an rpc's server is one, named as the rpc).
+    fn consumer(&self) -> &Consumer {
+        match self {
+            Self::Consumer(consumer, _) => consumer,
+            Self::Server(resolved) => &resolved.rpc.server,
+        }
+    }
+
+    /// The message it receives (an rpc's request).
+    fn message(&self) -> &Message {
+        match self {
+            Self::Consumer(_, message) => message,
+            Self::Server(resolved) => resolved.request,
+        }
+    }
+
+    /// What it is, for docs: `consumer `x` (message `m` from queue `q`)`.
+    fn described(&self) -> String {
+        let consumer = self.consumer();
+        let what = match self {
+            Self::Consumer(..) => "consumer",
+            Self::Server(_) => "the server of rpc",
+        };
+        format!(
+            "{what} {} (message {} from queue {})",
+            code(&consumer.name),
+            code(&self.message().name),
+            code(&consumer.queue)
+        )
+    }
 }
 
 /// The delivery type of a message: `Delivery<Payload, Headers>`.
@@ -186,24 +245,7 @@ fn trait_doc(
     } else {
         text.push_str(&format!("\n- {}", retry_line(contract, consumer)?));
     }
-    let handling = match (&consumer.batch, consumer.concurrency) {
-        (Some(batch), _) => format!(
-            "in batches of up to {}, waiting at most {} for one to fill",
-            batch.size, batch.timeout
-        ),
-        (None, 1) => "one delivery at a time".to_owned(),
-        (None, n) => format!("up to {n} deliveries at once"),
-    };
-    text.push_str(&format!(
-        "\n- prefetch {}, handling {handling}",
-        consumer.prefetch
-    ));
-    if let Some(breaker) = &consumer.circuit_breaker {
-        text.push_str(&format!(
-            "\n- circuit breaker: pauses for {} after {} retryable failures in a row",
-            breaker.cool_down, breaker.failures
-        ));
-    }
+    text.push_str(&settings_lines(consumer));
     text.push_str(if consumer.dead_letters {
         "\n\nReturn `Ok(())` to acknowledge; an error leaves the dead letter to the queue's \
          policy, as above."
@@ -215,7 +257,90 @@ fn trait_doc(
     Ok(compose(&head, message.description.as_deref(), &text))
 }
 
-fn adapter(consumer: &Consumer, message: &Message) -> TokenStream {
+/// The server trait of an rpc: one method answering a request.
+fn server_trait(
+    contract: &Contract,
+    resolved: &Resolved<'_>,
+) -> Result<TokenStream, GenerateError> {
+    let rpc = resolved.rpc;
+    let name = ident(&rpc.name, Role::ConsumerTrait);
+    let delivery = delivery(resolved.request, &quote! { super::types });
+    let response = type_ident(&resolved.response.payload.type_name);
+    let errors = rpcs::errors_type(rpc, &quote! { super::rpcs });
+    let marker = ident(&rpc.name, Role::Rpc);
+    let head = format!(
+        "Server of rpc {}: answers message {} from queue {} with message {}.",
+        code(&rpc.name),
+        code(&resolved.request.name),
+        code(&rpc.server.queue),
+        code(&resolved.response.name)
+    );
+    let request = ident(&resolved.request.name, Role::Message);
+    let response_marker = ident(&resolved.response.name, Role::Message);
+    let mut text = format!(
+        "- rpc: [`rpcs::{marker}`](super::rpcs::{marker})\n\
+         - request: [`messages::{request}`](super::messages::{request})\n\
+         - response: [`messages::{response_marker}`](super::messages::{response_marker})"
+    );
+    if !resolved.errors.is_empty() {
+        let codes: Vec<String> = resolved.errors.iter().map(|(c, _)| code(c)).collect();
+        text.push_str(&format!("\n- errors: {}", codes.join(", ")));
+    }
+    text.push_str(&format!(
+        "\n- a caller waits {}; a request past its deadline is dead-lettered unhandled",
+        rpc.timeout
+    ));
+    text.push_str(&format!("\n- {}", retry_line(contract, &rpc.server)?));
+    text.push_str(&settings_lines(&rpc.server));
+    text.push_str(
+        "\n\nReturn `Ok(response)` to answer; a declared error (`Err(error.into())`) to answer \
+         with it, the request acknowledged and never retried; or \
+         `RpcHandlerError::Failed` for a failure, which the queue's retry policy decides \
+         (the caller gets a `failed` reply once the request is dead-lettered).",
+    );
+    let docs = compose(&head, rpc.description.as_deref(), &text);
+    Ok(quote! {
+        #docs
+        pub trait #name: ::core::marker::Send + ::core::marker::Sync + 'static {
+            /// Answers one request.
+            fn handle(
+                &self,
+                request: #delivery,
+            ) -> impl ::core::future::Future<
+                Output = ::core::result::Result<
+                    super::types::#response,
+                    ::warren_runtime::RpcHandlerError<#errors>,
+                >,
+            > + ::core::marker::Send;
+        }
+    })
+}
+
+/// The consumer's prefetch, concurrency or batches, and circuit breaker, as doc lines.
+fn settings_lines(consumer: &Consumer) -> String {
+    let handling = match (&consumer.batch, consumer.concurrency) {
+        (Some(batch), _) => format!(
+            "in batches of up to {}, waiting at most {} for one to fill",
+            batch.size, batch.timeout
+        ),
+        (None, 1) => "one delivery at a time".to_owned(),
+        (None, n) => format!("up to {n} deliveries at once"),
+    };
+    let mut text = format!("\n- prefetch {}, handling {handling}", consumer.prefetch);
+    if let Some(breaker) = &consumer.circuit_breaker {
+        text.push_str(&format!(
+            "\n- circuit breaker: pauses for {} after {} retryable failures in a row",
+            breaker.cool_down, breaker.failures
+        ));
+    }
+    text
+}
+
+fn adapter(served: &Served<'_>) -> TokenStream {
+    let (consumer, message) = match served {
+        Served::Consumer(consumer, message) => (*consumer, *message),
+        Served::Server(resolved) => return server_adapter(resolved),
+    };
     let name = ident(&consumer.name, Role::ConsumerTrait);
     let marker = ident(&message.name, Role::Message);
     let delivery = delivery(message, &quote! { super::types });
@@ -258,30 +383,54 @@ fn adapter(consumer: &Consumer, message: &Message) -> TokenStream {
     }
 }
 
-fn handlers(which: &str, consumers: &[(&Consumer, &Message)]) -> TokenStream {
-    let traits: Vec<_> = consumers
+/// The adapter of an rpc's server to the runtime's `RpcHandler`.
+fn server_adapter(resolved: &Resolved<'_>) -> TokenStream {
+    let rpc = resolved.rpc;
+    let name = ident(&rpc.name, Role::ConsumerTrait);
+    let marker = ident(&rpc.name, Role::Rpc);
+    let delivery = delivery(resolved.request, &quote! { super::types });
+    let response = type_ident(&resolved.response.payload.type_name);
+    let errors = rpcs::errors_type(rpc, &quote! { super::rpcs });
+    quote! {
+        pub(super) struct #name<__H>(pub(super) __H);
+        impl<__H: super::consumers::#name> ::warren_runtime::codegen::RpcHandler<super::rpcs::#marker> for #name<__H> {
+            fn handle(
+                &self,
+                request: #delivery,
+            ) -> impl ::core::future::Future<
+                Output = ::core::result::Result<
+                    super::types::#response,
+                    ::warren_runtime::RpcHandlerError<#errors>,
+                >,
+            > + ::core::marker::Send {
+                super::consumers::#name::handle(&self.0, request)
+            }
+        }
+    }
+}
+
+fn handlers(which: &str, served: &[Served<'_>]) -> TokenStream {
+    let traits: Vec<_> = served
         .iter()
-        .map(|(c, _)| ident(&c.name, Role::ConsumerTrait))
+        .map(|s| ident(&s.consumer().name, Role::ConsumerTrait))
         .collect();
-    let params: Vec<_> = consumers
+    let params: Vec<_> = served
         .iter()
-        .map(|(c, _)| {
-            let handler_trait = naming::role_ident(&c.name, Role::ConsumerTrait);
-            super::to_ident(&c.name, handler_trait.map(|t| naming::handler_param(&t)))
+        .map(|s| {
+            let name = &s.consumer().name;
+            let handler_trait = naming::role_ident(name, Role::ConsumerTrait);
+            super::to_ident(name, handler_trait.map(|t| naming::handler_param(&t)))
         })
         .collect();
-    let fields: Vec<_> = consumers
+    let fields: Vec<_> = served
         .iter()
-        .map(|(c, _)| ident(&c.name, Role::ConsumerField))
+        .map(|s| ident(&s.consumer().name, Role::ConsumerField))
         .collect();
-    let field_docs = consumers.iter().zip(&traits).map(|((c, m), t)| {
+    let field_docs = served.iter().zip(&traits).map(|(s, t)| {
         compose(
             &format!(
-                "The handler of consumer {} (message {} from queue {}): a type implementing \
-             [`consumers::{t}`].",
-                code(&c.name),
-                code(&m.name),
-                code(&c.queue)
+                "The handler of {}: a type implementing [`consumers::{t}`].",
+                s.described()
             ),
             None,
             "",
@@ -335,10 +484,11 @@ fn handlers(which: &str, consumers: &[(&Consumer, &Message)]) -> TokenStream {
 
 /// `consumers::register::<consumer>`: registers the consumer's handler on a worker, alone.
 /// `Handlers::register` calls these, so both ways register a consumer the same way.
-fn register(consumer: &Consumer, message: &Message) -> TokenStream {
+fn register(served: &Served<'_>) -> TokenStream {
+    let consumer = served.consumer();
     let function = ident(&consumer.name, Role::ConsumerField);
     let handler_trait = ident(&consumer.name, Role::ConsumerTrait);
-    let marker = ident(&message.name, Role::Message);
+    let marker = ident(&served.message().name, Role::Message);
     let name = &consumer.name;
     let queue = &consumer.queue;
     let prefetch = consumer.prefetch;
@@ -367,6 +517,12 @@ fn register(consumer: &Consumer, message: &Message) -> TokenStream {
     };
     let adapter = quote! { super::super::__adapters::#handler_trait(handler) };
     let add = match &consumer.batch {
+        _ if matches!(served, Served::Server(_)) => {
+            let rpc = ident(&consumer.name, Role::Rpc);
+            quote! {
+                ::warren_runtime::codegen::add_server::<super::super::rpcs::#rpc, _>(worker, #spec, #adapter);
+            }
+        }
         _ if consumer.dead_letters => quote! {
             ::warren_runtime::codegen::add_dead_letters::<super::super::messages::#marker, _>(worker, #spec, #adapter);
         },
@@ -391,11 +547,8 @@ fn register(consumer: &Consumer, message: &Message) -> TokenStream {
     };
     let docs = compose(
         &format!(
-            "Registers `handler` as the handler of consumer {} (message {} from queue {}) on \
-             `worker`, alone.",
-            code(&consumer.name),
-            code(&message.name),
-            code(&consumer.queue)
+            "Registers `handler` as the handler of {} on `worker`, alone.",
+            served.described()
         ),
         None,
         &format!(

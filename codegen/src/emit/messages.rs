@@ -27,6 +27,22 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
             code(&consumer.queue)
         ));
     }
+    for rpc in contract.rpcs.values() {
+        let name = code(&rpc.name);
+        let mut uses = vec![
+            (rpc.request.as_str(), format!("the request of rpc {name}")),
+            (rpc.response.as_str(), format!("the response of rpc {name}")),
+        ];
+        uses.extend(rpc.errors.iter().map(|(error, message)| {
+            (
+                message.as_str(),
+                format!("error {} of rpc {name}", code(error)),
+            )
+        }));
+        for (message, text) in uses {
+            users.entry(message).or_default().rpcs.push(text);
+        }
+    }
     let none = Users::default();
     let markers = contract.messages.values().map(|message| {
         let users = users.get(message.name.as_str()).unwrap_or(&none);
@@ -43,11 +59,13 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
     }
 }
 
-/// The publishers and consumers of one message, as doc text.
+/// The publishers, consumers and rpcs of one message, as doc text.
 #[derive(Default)]
 struct Users {
     publishers: Vec<String>,
     consumers: Vec<String>,
+    /// What the message is to each rpc that uses it: `the request of rpc `quote_price``.
+    rpcs: Vec<String>,
 }
 
 fn marker(contract: &Contract, message: &Message, users: &Users) -> TokenStream {
@@ -121,6 +139,9 @@ fn marker_doc(contract: &Contract, message: &Message, users: &Users) -> TokenStr
     }
     if !users.consumers.is_empty() {
         text.push_str(&format!("\n- consumed by {}", users.consumers.join(", ")));
+    }
+    if !users.rpcs.is_empty() {
+        text.push_str(&format!("\n- {}", users.rpcs.join(", ")));
     }
     compose(&head, message.description.as_deref(), &text)
 }

@@ -5,7 +5,7 @@ use quote::quote;
 
 use super::docs::compose;
 use super::{GenerateError, code, ident};
-use crate::model::{Compression, Contract, KeyWord, Publisher};
+use crate::model::{Compression, Contract, KeyTemplate, KeyWord, Publisher};
 use crate::naming::Role;
 use crate::settings::Selection;
 
@@ -153,7 +153,7 @@ fn method(contract: &Contract, publisher: &Publisher) -> Result<TokenStream, Gen
         let text = &publisher.routing_key_text;
         (quote! {}, quote! { #text })
     } else {
-        let parts = key_parts(publisher);
+        let parts = key_parts(&publisher.routing_key, Role::Placeholder);
         (
             quote! {
                 let routing_key = ::warren_runtime::codegen::RoutingKey::build(&[ #( #parts ),* ])?;
@@ -169,6 +169,10 @@ fn method(contract: &Contract, publisher: &Publisher) -> Result<TokenStream, Gen
         Some(Compression::Deflate) => {
             quote! { ::core::option::Option::Some(::warren_runtime::codegen::Compression::Deflate) }
         }
+    };
+    let max_priority = match publisher.max_priority {
+        Some(priority) => quote! { ::core::option::Option::Some(#priority) },
+        None => quote! { ::core::option::Option::None },
     };
     let docs = method_doc(publisher, &marker, &payload, message.headers.is_some());
     Ok(quote! {
@@ -186,7 +190,7 @@ fn method(contract: &Contract, publisher: &Publisher) -> Result<TokenStream, Gen
                         exchange: #exchange,
                         routing_key: #key,
                         compression: #compression,
-                        max_priority: ::core::option::Option::None,
+                        max_priority: #max_priority,
                     },
                     payload,
                     #headers_arg,
@@ -197,11 +201,12 @@ fn method(contract: &Contract, publisher: &Publisher) -> Result<TokenStream, Gen
     })
 }
 
-/// The routing key as literal text and placeholder values, separators folded into the text.
-fn key_parts(publisher: &Publisher) -> Vec<TokenStream> {
+/// The routing key as literal text and placeholder values (parameters named in `role`),
+/// separators folded into the text.
+pub(super) fn key_parts(key: &KeyTemplate, role: Role) -> Vec<TokenStream> {
     let mut parts = Vec::new();
     let mut literal = String::new();
-    for (i, word) in publisher.routing_key.words().iter().enumerate() {
+    for (i, word) in key.words().iter().enumerate() {
         if i > 0 {
             literal.push('.');
         }
@@ -212,7 +217,7 @@ fn key_parts(publisher: &Publisher) -> Vec<TokenStream> {
                     parts.push(quote! { ::warren_runtime::codegen::KeyPart::Literal(#literal) });
                     literal.clear();
                 }
-                let value = ident(name, Role::Placeholder);
+                let value = ident(name, role);
                 parts.push(
                     quote! { ::warren_runtime::codegen::KeyPart::Value { name: #name, value: #value } },
                 );

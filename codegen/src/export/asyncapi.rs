@@ -8,6 +8,11 @@
 //!   as `x-warren-retry` and `x-warren-dead-letter` (wait queues are part of the retry
 //!   policy, not channels);
 //! - a `send` operation per publisher, a `receive` operation per consumer;
+//! - per rpc (request/reply): a `send` operation on its requests' exchange channel and a
+//!   `receive` operation for its server on its queue's channel, both with a `reply` on a
+//!   channel of its own with no address (RabbitMQ's direct reply-to names the caller's
+//!   channel at run time; the reply's address is the request's `replyTo`) carrying the
+//!   response and the declared errors; the timeout and the errors by code as `x-warren-rpc`;
 //! - `components.messages`, each payload and headers schema a multi-format schema
 //!   (`schemaFormat: application/schema+json;version=draft-2020-12`), since warren's bundled
 //!   schemas are JSON Schema 2020-12 (`$defs`), not AsyncAPI's draft-07 dialect.
@@ -62,14 +67,66 @@ pub fn document(contract: &Contract, info: &Info) -> Value {
     let mut channels = Map::new();
     let mut operations = Map::new();
 
-    // Exchange channels: one per (exchange, publisher routing key).
-    let mut keys: BTreeMap<&str, BTreeMap<&str, Vec<&crate::model::Publisher>>> = BTreeMap::new();
+    // Reply channels: one per rpc, with no address (direct reply-to names the caller's
+    // channel at run time), carrying its response and declared errors.
+    let mut replies: BTreeMap<&str, Value> = BTreeMap::new();
+    for rpc in contract.rpcs.values() {
+        let channel_id = ids.id("reply.", &rpc.name);
+        let mut messages = Map::new();
+        let mut references = Vec::new();
+        let answers = std::iter::once(&rpc.response).chain(rpc.errors.values());
+        for message in answers {
+            if let (Some(id), Some(reference)) =
+                (message_ids.get(message.as_str()), message_ref(message))
+                && messages.insert(id.clone(), reference).is_none()
+            {
+                references
+                    .push(json!({ "$ref": format!("#/channels/{channel_id}/messages/{id}") }));
+            }
+        }
+        let mut channel = Map::new();
+        channel.insert("address".into(), Value::Null);
+        channel.insert(
+            "title".into(),
+            json!(format!("replies of rpc {}", rpc.name)),
+        );
+        channel.insert("messages".into(), Value::Object(messages));
+        channels.insert(channel_id.clone(), Value::Object(channel));
+        replies.insert(
+            rpc.name.as_str(),
+            json!({
+                "address": {
+                    "location": "$message.header#/replyTo",
+                    "description": "RabbitMQ's direct reply-to: the request's reply-to property names the caller's channel.",
+                },
+                "channel": { "$ref": format!("#/channels/{channel_id}") },
+                "messages": references,
+            }),
+        );
+    }
+    // What an rpc is beyond its messages: its timeout and its declared errors by code.
+    let rpc_extension = |rpc: &crate::model::Rpc| {
+        json!({
+            "timeout": rpc.timeout.to_string(),
+            "errors": rpc.errors,
+        })
+    };
+
+    // Exchange channels: one per (exchange, routing key) of a publisher or an rpc's requests.
+    let mut keys: BTreeMap<&str, BTreeMap<&str, Vec<Sender<'_>>>> = BTreeMap::new();
     for publisher in contract.publishers.values() {
         keys.entry(publisher.exchange.as_str())
             .or_default()
             .entry(publisher.routing_key_text.as_str())
             .or_default()
-            .push(publisher);
+            .push(Sender::Publisher(publisher));
+    }
+    for rpc in contract.rpcs.values() {
+        keys.entry(rpc.target.exchange.as_str())
+            .or_default()
+            .entry(rpc.target.routing_key_text.as_str())
+            .or_default()
+            .push(Sender::Rpc(rpc));
     }
     for (name, view) in &scope.exchanges {
         let exchange_label = if name.is_empty() {
@@ -136,8 +193,8 @@ pub fn document(contract: &Contract, info: &Info) -> Value {
             let mut messages = Map::new();
             for publisher in publishers {
                 if let (Some(id), Some(reference)) = (
-                    message_ids.get(publisher.message.as_str()),
-                    message_ref(&publisher.message),
+                    message_ids.get(publisher.message()),
+                    message_ref(publisher.message()),
                 ) {
                     messages.insert(id.clone(), reference);
                 }
@@ -151,7 +208,7 @@ pub fn document(contract: &Contract, info: &Info) -> Value {
             channel.insert("messages".into(), Value::Object(messages));
             let placeholders: Vec<&str> = publishers
                 .first()
-                .map(|p| p.routing_key.placeholders().collect())
+                .map(|p| p.routing_key().placeholders().collect())
                 .unwrap_or_default();
             if !placeholders.is_empty() {
                 let parameters: Map<String, Value> = placeholders
@@ -166,8 +223,8 @@ pub fn document(contract: &Contract, info: &Info) -> Value {
                 channel.insert("parameters".into(), Value::Object(parameters));
             }
             extras(&mut channel);
-            for publisher in publishers {
-                let Some(id) = message_ids.get(publisher.message.as_str()) else {
+            for sender in publishers {
+                let Some(id) = message_ids.get(sender.message()) else {
                     continue;
                 };
                 let mut operation = Map::new();
@@ -176,7 +233,7 @@ pub fn document(contract: &Contract, info: &Info) -> Value {
                     "channel".into(),
                     json!({ "$ref": format!("#/channels/{channel_id}") }),
                 );
-                operation.insert("title".into(), json!(publisher.name));
+                operation.insert("title".into(), json!(sender.name()));
                 operation.insert(
                     "messages".into(),
                     json!([{ "$ref": format!("#/channels/{channel_id}/messages/{id}") }]),
@@ -185,10 +242,20 @@ pub fn document(contract: &Contract, info: &Info) -> Value {
                     "bindings".into(),
                     json!({ "amqp": { "deliveryMode": 2, "mandatory": true, "bindingVersion": AMQP_BINDING_VERSION } }),
                 );
-                if let Some(compression) = publisher.compression {
-                    operation.insert("x-warren-compression".into(), json!(compression));
+                match sender {
+                    Sender::Publisher(publisher) => {
+                        if let Some(compression) = publisher.compression {
+                            operation.insert("x-warren-compression".into(), json!(compression));
+                        }
+                    }
+                    Sender::Rpc(rpc) => {
+                        if let Some(reply) = replies.get(rpc.name.as_str()) {
+                            operation.insert("reply".into(), reply.clone());
+                        }
+                        operation.insert("x-warren-rpc".into(), rpc_extension(rpc));
+                    }
                 }
-                operations.insert(ids.id("send.", &publisher.name), Value::Object(operation));
+                operations.insert(ids.id("send.", sender.name()), Value::Object(operation));
             }
             channels.insert(channel_id, Value::Object(channel));
         }
@@ -201,6 +268,16 @@ pub fn document(contract: &Contract, info: &Info) -> Value {
             .consumers
             .values()
             .filter(|c| c.queue == queue.name)
+            .collect();
+        // An rpc's server consumes its queue as a consumer does, answering each request.
+        let servers: Vec<&crate::model::Rpc> = contract
+            .rpcs
+            .values()
+            .filter(|r| r.server.queue == queue.name)
+            .collect();
+        let consumers: Vec<&crate::model::Consumer> = consumers
+            .into_iter()
+            .chain(servers.iter().map(|r| &r.server))
             .collect();
         let mut messages = Map::new();
         for consumer in &consumers {
@@ -278,6 +355,12 @@ pub fn document(contract: &Contract, info: &Info) -> Value {
                 settings.insert("deadLetters".into(), json!(true));
             }
             operation.insert("x-warren-consumer".into(), Value::Object(settings));
+            if let Some(rpc) = servers.iter().find(|r| r.name == consumer.name) {
+                if let Some(reply) = replies.get(rpc.name.as_str()) {
+                    operation.insert("reply".into(), reply.clone());
+                }
+                operation.insert("x-warren-rpc".into(), rpc_extension(rpc));
+            }
             operations.insert(ids.id("receive.", &consumer.name), Value::Object(operation));
         }
         channels.insert(channel_id, Value::Object(channel));
@@ -322,6 +405,36 @@ pub fn document(contract: &Contract, info: &Info) -> Value {
         "operations": operations,
         "components": { "messages": messages },
     })
+}
+
+/// What sends to an exchange channel: a publisher, or an rpc's caller.
+enum Sender<'a> {
+    Publisher(&'a crate::model::Publisher),
+    Rpc(&'a crate::model::Rpc),
+}
+
+impl Sender<'_> {
+    fn name(&self) -> &str {
+        match self {
+            Self::Publisher(p) => &p.name,
+            Self::Rpc(r) => &r.name,
+        }
+    }
+
+    /// The message sent: an rpc's request.
+    fn message(&self) -> &str {
+        match self {
+            Self::Publisher(p) => &p.message,
+            Self::Rpc(r) => &r.request,
+        }
+    }
+
+    fn routing_key(&self) -> &crate::model::KeyTemplate {
+        match self {
+            Self::Publisher(p) => &p.routing_key,
+            Self::Rpc(r) => &r.target.routing_key,
+        }
+    }
 }
 
 /// A queue's retry policy as `x-warren-retry`: the mode and its settings, and for

@@ -72,7 +72,9 @@ pub struct Graph {
 }
 
 /// The graph of `contract`: publishers → exchanges → (bindings) → queues → consumers, each
-/// queue's dead-letter flow, and each retrying queue's schedule as one note.
+/// queue's dead-letter flow, and each retrying queue's schedule as one note. An rpc is a
+/// caller (drawn as a publisher of its requests) and a server (drawn as a consumer of its
+/// queue), with the reply as an edge from the server back to the caller.
 pub fn graph(contract: &Contract) -> Graph {
     let scope = Scope::of(contract);
     let mut graph = Graph::default();
@@ -122,33 +124,52 @@ pub fn graph(contract: &Contract) -> Graph {
         }
         queue_ids.insert(queue.name.as_str(), id);
     }
-    for (i, publisher) in contract.publishers.values().enumerate() {
-        let id = format!("p{i}");
+    // Publishers, and rpc callers drawn as publishers of their requests.
+    let senders = contract
+        .publishers
+        .values()
+        .enumerate()
+        .map(|(i, p)| {
+            let lines = vec![p.name.clone(), p.message.clone()];
+            (format!("p{i}"), lines, &p.exchange, &p.routing_key_text)
+        })
+        // Callers are numbered after the publishers, servers after the consumers: every ID
+        // is one letter and a number.
+        .chain(contract.rpcs.values().enumerate().map(|(i, r)| {
+            let lines = vec![
+                format!("{} (rpc caller)", r.name),
+                format!("{} → {}", r.request, r.response),
+            ];
+            (
+                caller_id(contract, i),
+                lines,
+                &r.target.exchange,
+                &r.target.routing_key_text,
+            )
+        }));
+    for (id, lines, exchange_name, key) in senders {
         graph.nodes.push(Node {
             id: id.clone(),
             kind: NodeKind::Publisher,
-            lines: vec![publisher.name.clone(), publisher.message.clone()],
+            lines,
             external: false,
         });
-        if let Some(exchange) = exchange_ids.get(publisher.exchange.as_str()) {
+        if let Some(exchange) = exchange_ids.get(exchange_name.as_str()) {
             graph.edges.push(Edge {
                 from: id,
                 to: exchange.clone(),
-                label: Some(publisher.routing_key_text.clone()).filter(|key| !key.is_empty()),
+                label: Some(key.clone()).filter(|key| !key.is_empty()),
                 style: EdgeStyle::Flow,
             });
         }
         // The default exchange routes a key to the queue of that name.
-        if publisher.exchange.is_empty()
-            && let (Some(from), Some(to)) = (
-                exchange_ids.get(""),
-                queue_ids.get(publisher.routing_key_text.as_str()),
-            )
+        if exchange_name.is_empty()
+            && let (Some(from), Some(to)) = (exchange_ids.get(""), queue_ids.get(key.as_str()))
         {
             let edge = Edge {
                 from: from.clone(),
                 to: to.clone(),
-                label: Some(publisher.routing_key_text.clone()),
+                label: Some(key.clone()),
                 style: EdgeStyle::Flow,
             };
             if !graph.edges.contains(&edge) {
@@ -203,5 +224,35 @@ pub fn graph(contract: &Contract) -> Graph {
             });
         }
     }
+    // Rpc servers, drawn as consumers of their queues, each replying to its callers
+    // (through direct reply-to: no exchange or queue of the contract).
+    for (i, rpc) in contract.rpcs.values().enumerate() {
+        let id = format!("c{}", contract.consumers.len() + i);
+        graph.nodes.push(Node {
+            id: id.clone(),
+            kind: NodeKind::Consumer,
+            lines: vec![format!("{} (rpc server)", rpc.name), rpc.request.clone()],
+            external: false,
+        });
+        if let Some(queue) = queue_ids.get(rpc.server.queue.as_str()) {
+            graph.edges.push(Edge {
+                from: queue.clone(),
+                to: id.clone(),
+                label: None,
+                style: EdgeStyle::Flow,
+            });
+        }
+        graph.edges.push(Edge {
+            from: id,
+            to: caller_id(contract, i),
+            label: Some(format!("reply: {}", rpc.response)),
+            style: EdgeStyle::Flow,
+        });
+    }
     graph
+}
+
+/// The node ID of the caller of the `i`th rpc: numbered after the publishers.
+fn caller_id(contract: &Contract, i: usize) -> String {
+    format!("p{}", contract.publishers.len() + i)
 }

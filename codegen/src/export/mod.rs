@@ -82,6 +82,7 @@ impl<'a> Scope<'a> {
             }
         }
         named.extend(contract.publishers.values().map(|p| p.exchange.as_str()));
+        named.extend(contract.rpcs.values().map(|r| r.target.exchange.as_str()));
         named.extend(
             queues
                 .iter()

@@ -57,6 +57,10 @@ pub(crate) struct ContractFile {
     /// Consumers by name; each becomes one handler trait.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub consumers: BTreeMap<String, Consumer>,
+    /// Request/reply operations by name; each becomes a client method on `RpcClients` and a
+    /// server trait registered like a consumer's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rpcs: BTreeMap<String, Rpc>,
 }
 
 /// An exchange.
@@ -187,6 +191,16 @@ impl Queue {
             (None, Some(ArgumentValue::String(exchange))) => Some(exchange),
             (None, _) => None,
         }
+    }
+
+    /// The queue's priority levels: `max_priority`, else an integer `x-max-priority`
+    /// argument in 1..=255 (what the broker would take).
+    pub(crate) fn max_priority(&self) -> Option<u8> {
+        self.max_priority
+            .or_else(|| match self.arguments.get("x-max-priority") {
+                Some(ArgumentValue::Int(n)) => u8::try_from(*n).ok().filter(|n| *n > 0),
+                _ => None,
+            })
     }
 
     /// The routing key of dead letters, read as [`Queue::dead_letter_exchange`] reads the
@@ -383,6 +397,64 @@ pub(crate) struct Consumer {
     /// it through the queue's own dead-letter exchange (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dead_letters: Option<bool>,
+}
+
+/// A request/reply operation: a caller publishes a request and waits for its reply, which a
+/// server consuming `queue` sends back through RabbitMQ's direct reply-to.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Rpc {
+    /// What the operation does; becomes documentation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The queue the server consumes requests from.
+    pub queue: String,
+    /// The exchange requests are published to, with `routing_key`; without both, requests
+    /// go through the default exchange with the queue's name as key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchange: Option<String>,
+    /// The routing key of requests on `exchange`; `{name}` placeholders become parameters
+    /// of the client method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_key: Option<String>,
+    /// The request message.
+    pub request: String,
+    /// The response message.
+    pub response: String,
+    /// The errors the server may answer with instead of a response: code (a `snake_case`
+    /// name) to message.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors: BTreeMap<String, String>,
+    /// How long a caller waits for the reply (default `30s`); requests nobody took by then
+    /// expire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Duration>,
+    /// The server's prefetch (`basic.qos`, default 10), as a consumer's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefetch: Option<u16>,
+    /// Requests the server handles at once (default 1), as a consumer's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u16>,
+    /// The server's circuit breaker, as a consumer's (default: never stop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub circuit_breaker: Option<CircuitBreaker>,
+}
+
+impl Rpc {
+    /// The rpc's server as the consumer it is to the queue: the checks and the model apply
+    /// the consumer rules (settings, poison, what the queue receives) to it through this, so
+    /// they are written once.
+    pub(crate) fn server(&self) -> Consumer {
+        Consumer {
+            queue: self.queue.clone(),
+            message: self.request.clone(),
+            prefetch: self.prefetch,
+            concurrency: self.concurrency,
+            batch: None,
+            circuit_breaker: self.circuit_breaker.clone(),
+            dead_letters: None,
+        }
+    }
 }
 
 /// Batch delivery settings of a consumer.

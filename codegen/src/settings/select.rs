@@ -1,6 +1,10 @@
 //! Which of a contract's consumers and publishers a crate generates: one contract may hold
 //! consumers that run in different services, and each service generates (and must handle)
 //! only its own.
+//!
+//! An rpc is both: its server is a consumer (chosen with `consumer(name)`, left out by
+//! `no_consumers`) and its client method a publisher (`publisher(name)`, `no_publishers`),
+//! so a service that serves an rpc and one that calls it each generate their side alone.
 
 use std::collections::BTreeSet;
 
@@ -61,20 +65,24 @@ impl Kind {
         }
     }
 
-    /// Whether the contract has one of this kind named `name`.
+    /// Whether the contract has one of this kind named `name`: an rpc is both.
     fn has(self, contract: &Contract, name: &str) -> bool {
-        match self {
-            Self::Consumer => contract.consumers.contains_key(name),
-            Self::Publisher => contract.publishers.contains_key(name),
-        }
+        contract.rpcs.contains_key(name)
+            || match self {
+                Self::Consumer => contract.consumers.contains_key(name),
+                Self::Publisher => contract.publishers.contains_key(name),
+            }
     }
 
-    /// The contract's names of this kind.
+    /// The contract's names of this kind, its rpcs' included, sorted.
     fn names(self, contract: &Contract) -> Vec<&String> {
-        match self {
+        let mut names: Vec<&String> = match self {
             Self::Consumer => contract.consumers.keys().collect(),
             Self::Publisher => contract.publishers.keys().collect(),
-        }
+        };
+        names.extend(contract.rpcs.keys());
+        names.sort();
+        names
     }
 }
 

@@ -1,15 +1,20 @@
 //! The orders example: the contract in `warren.yaml`, compiled by `build.rs`.
 //!
 //! Everything below `include!` is generated: `types` (payloads), `messages`, `Publishers`,
-//! `consumers` (one handler trait per consumer), `Handlers` and `topology()`.
+//! `rpcs` (the request/reply operations) and `RpcClients`, `consumers` (one handler trait per
+//! consumer and rpc server), `Handlers` and `topology()`.
 
 include!(concat!(env!("OUT_DIR"), "/orders.rs"));
 
 /// Example handlers, as a service would write them.
 pub mod handlers {
-    use warren_runtime::{DeadLetter, Delivery, HandlerError};
+    use warren_runtime::{DeadLetter, Delivery, HandlerError, RpcHandlerError};
 
-    use crate::types::{OrderCancelled, OrderHeaders, OrderPlaced};
+    use crate::rpcs::QuotePriceError;
+    use crate::types::{
+        Currency, Money, OrderCancelled, OrderHeaders, OrderPlaced, PriceQuote, QuoteError,
+        QuoteRequest,
+    };
 
     /// Ships orders.
     pub struct Fulfilment;
@@ -76,6 +81,44 @@ pub mod handlers {
         }
     }
 
+    /// Prices baskets from a fixed catalogue (prices in euro cents).
+    pub struct Quotes;
+
+    impl Quotes {
+        /// The price of one `sku`, when the catalogue has it.
+        fn price(sku: &str) -> Option<u64> {
+            match sku {
+                "TEA-0001" => Some(450),
+                "MUG-0002" => Some(1200),
+                _ => None,
+            }
+        }
+    }
+
+    impl crate::consumers::QuotePrice for Quotes {
+        async fn handle(
+            &self,
+            request: Delivery<QuoteRequest>,
+        ) -> Result<PriceQuote, RpcHandlerError<QuotePriceError>> {
+            let mut total: u64 = 0;
+            for sku in &request.payload().skus {
+                let Some(price) = Self::price(sku) else {
+                    // A declared error: the caller gets it typed, and the request is not retried.
+                    return Err(QuotePriceError::UnknownSku(QuoteError { sku: sku.clone() }).into());
+                };
+                total = total.saturating_add(price);
+            }
+            let currency = Currency::try_from("EUR")
+                .map_err(|e| HandlerError::non_retryable(e.to_string()))?;
+            Ok(PriceQuote {
+                total: Money {
+                    amount_minor: total,
+                    currency,
+                },
+            })
+        }
+    }
+
     /// A service running fulfilment alone registers that one consumer on its worker; the
     /// others run elsewhere. (`build.rs` may instead generate for a choice of consumers,
     /// `Config::consumer`, and `Handlers` then needs those alone.)
@@ -84,11 +127,12 @@ pub mod handlers {
     }
 
     /// Every handler the contract needs: leaving one out does not compile.
-    pub fn all() -> crate::Handlers<Billing, Fulfilment, Notifications, DeadLetters> {
+    pub fn all() -> crate::Handlers<Billing, Fulfilment, Notifications, Quotes, DeadLetters> {
         crate::Handlers {
             fulfil_order: Fulfilment,
             bill_orders: Billing,
             notify_cancellation: Notifications,
+            quote_price: Quotes,
             read_dead_letters: DeadLetters,
         }
     }

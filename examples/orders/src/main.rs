@@ -25,13 +25,16 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use warren_example_orders::handlers::Quotes;
 use warren_example_orders::types::error::ConversionError;
 use warren_example_orders::types::{
     Address, LineItem, Money, OrderCancelled, OrderCancelledReason, OrderHeaders, OrderPlaced,
+    QuoteRequest,
 };
-use warren_example_orders::{Handlers, Publishers, consumers, topology};
+use warren_example_orders::{Handlers, Publishers, RpcClients, consumers, topology};
 use warren_runtime::{
-    Connection, DeadLetter, DeadMessage, Delivery, HandlerError, Publisher, Worker,
+    Connection, DeadLetter, DeadMessage, Delivery, HandlerError, Publisher, RpcClient, RpcError,
+    Worker,
 };
 
 /// What the handlers saw, per order id.
@@ -224,6 +227,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         bill_orders: shop.clone(),
         fulfil_order: shop.clone(),
         notify_cancellation: shop.clone(),
+        quote_price: Quotes,
         read_dead_letters: shop.clone(),
     };
     let running = tokio::spawn(handlers.run(worker));
@@ -252,6 +256,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .try_into()?;
     publishers.cancel_order("eu", &cancelled).await?;
     println!("published {} orders and 1 cancellation\n", customers.len());
+
+    // A request/reply call: the basket is priced by `Quotes`, served by the same worker; a
+    // basket with an unknown SKU comes back as the declared error `unknown_sku`.
+    let rpcs = RpcClients::new(RpcClient::new(&connection, &topology).await?);
+    for skus in [vec!["TEA-0001", "MUG-0002"], vec!["TEA-0001", "GHOST-9"]] {
+        let request = QuoteRequest {
+            skus: skus.iter().map(|s| (*s).to_owned()).collect(),
+            region: "eu".to_owned(),
+        };
+        match rpcs.quote_price("eu", &request).await {
+            Ok(quote) => println!(
+                "quoted {skus:?}: {} {} cents",
+                quote.total.currency.as_str(),
+                quote.total.amount_minor
+            ),
+            Err(RpcError::Declared(error)) => println!("quote of {skus:?} refused: {error}"),
+            Err(error) => println!("quote of {skus:?} failed: {error}"),
+        }
+    }
 
     // Transient failures come back after 500 ms (the first ttl-backoff tier).
     tokio::time::sleep(Duration::from_secs(3)).await;

@@ -23,6 +23,18 @@ pub type TopologyFn = fn() -> warren_runtime::Topology;
 /// Every fixture contract (its canonical path) with its generated `topology()`.
 pub const TOPOLOGIES: &[(&str, TopologyFn)] = include!(concat!(env!("OUT_DIR"), "/topologies.rs"));
 
+/// The orders example generated for the service serving its rpc `quote_price` alone: the
+/// server trait, its `Handlers` field and register function, no client (see `build.rs`).
+pub mod rpc_server {
+    include!(concat!(env!("OUT_DIR"), "/rpc_server.rs"));
+}
+
+/// The orders example generated for a service calling its rpc `quote_price` alone:
+/// `RpcClients` with that method, no server and no `Handlers` (see `build.rs`).
+pub mod rpc_client {
+    include!(concat!(env!("OUT_DIR"), "/rpc_client.rs"));
+}
+
 /// The settings fixture (`tests/fixtures/settings`) generated with every generator setting:
 /// `Eq` and `Hash` derived, `#[must_use]`, builders, and the contract's `Money` replaced by
 /// [`Money`] (see `build.rs`).

@@ -60,6 +60,62 @@ impl hostile_names::consumers::Match for Matcher {
     }
 }
 
+/// The server of the hostile rpcs: `new` declares errors `self` and `type` (variants `Self_`
+/// and `Type`), `Self` and `with` none.
+struct Answer;
+
+impl hostile_names::consumers::New for Answer {
+    async fn handle(
+        &self,
+        request: Delivery<hostile_names::types::Event>,
+    ) -> Result<
+        hostile_names::types::Event,
+        warren_runtime::RpcHandlerError<hostile_names::rpcs::NewError>,
+    > {
+        if request.payload().self_ == 0 {
+            return Err(hostile_names::rpcs::NewError::Self_(request.payload().clone()).into());
+        }
+        Ok(request.payload().clone())
+    }
+}
+
+impl hostile_names::consumers::Self_ for Answer {
+    async fn handle(
+        &self,
+        request: Delivery<hostile_names::types::Event>,
+    ) -> Result<
+        hostile_names::types::Event,
+        warren_runtime::RpcHandlerError<warren_runtime::codegen::NoErrors>,
+    > {
+        Ok(request.payload().clone())
+    }
+}
+
+impl hostile_names::consumers::With for Answer {
+    async fn handle(
+        &self,
+        request: Delivery<hostile_names::types::Event>,
+    ) -> Result<
+        hostile_names::types::Event,
+        warren_runtime::RpcHandlerError<warren_runtime::codegen::NoErrors>,
+    > {
+        Ok(request.payload().clone())
+    }
+}
+
+/// The hostile rpcs' client methods keep `RpcClients`' own `new` and `with`; their
+/// placeholders `{request}` and `{headers}` become `request_` and `headers_`.
+#[allow(dead_code)]
+async fn hostile_rpc_calls(
+    clients: &hostile_names::RpcClients,
+    event: &hostile_names::types::Event,
+) {
+    let clients = hostile_names::RpcClients::with(clients, warren_runtime::CallOptions::default());
+    let _ = clients.new_("r", "h", event).await;
+    let _ = clients.with_(event).await;
+    let _ = clients.self_(event).await;
+}
+
 #[tokio::test]
 async fn handler_traits_take_async_fns_and_handlers_need_every_one() {
     let handlers = routing::Handlers {
@@ -85,6 +141,9 @@ async fn handler_traits_take_async_fns_and_handlers_need_every_one() {
         r#match: Matcher,
         h: Matcher,
         handlers: Matcher,
+        new: Answer,
+        self_: Answer,
+        with: Answer,
     };
     let event: hostile_names::types::Event =
         serde_json::from_str(r#"{"type": "t", "self": 1}"#).unwrap();
@@ -268,4 +327,87 @@ fn handlers_type_parameters_stay_distinct_from_each_other_and_the_traits() {
         fenced,
     } = handlers;
     let _: (Anything, Anything, Anything, Anything) = (a, a_impl, self_, fenced);
+}
+
+/// An rpc server without declared errors answers with its response or a failure.
+struct Echo;
+
+impl warren_compile_fixtures::rpc::consumers::Echo for Echo {
+    async fn handle(
+        &self,
+        request: Delivery<
+            warren_compile_fixtures::rpc::types::Ping,
+            warren_compile_fixtures::rpc::types::PingHeaders,
+        >,
+    ) -> Result<
+        warren_compile_fixtures::rpc::types::Pong,
+        warren_runtime::RpcHandlerError<warren_runtime::codegen::NoErrors>,
+    > {
+        if request.payload().id.is_empty() {
+            // A handler error converts with `?`, as in a consumer.
+            Err(HandlerError::non_retryable("no id"))?;
+        }
+        Ok(warren_compile_fixtures::rpc::types::Pong {
+            id: request.payload().id.clone(),
+        })
+    }
+}
+
+/// An rpc server with declared errors returns one with `.into()`.
+struct FindUser;
+
+impl warren_compile_fixtures::rpc::consumers::FindUser for FindUser {
+    async fn handle(
+        &self,
+        request: Delivery<warren_compile_fixtures::rpc::types::Ping>,
+    ) -> Result<
+        warren_compile_fixtures::rpc::types::Pong,
+        warren_runtime::RpcHandlerError<warren_compile_fixtures::rpc::rpcs::FindUserError>,
+    > {
+        use warren_compile_fixtures::rpc::{rpcs::FindUserError, types::NotFound};
+        let id = request.payload().id.clone();
+        Err(FindUserError::NotFound(NotFound { id }).into())
+    }
+}
+
+struct AuditLog;
+
+impl warren_compile_fixtures::rpc::consumers::AuditLog for AuditLog {
+    async fn handle(
+        &self,
+        _: Delivery<warren_compile_fixtures::rpc::types::Pong>,
+    ) -> Result<(), HandlerError> {
+        Ok(())
+    }
+}
+
+/// Servers are fields of `Handlers` beside consumers; the markers say what each rpc is; the
+/// declared errors say their code (never their payload) and read back only their own codes.
+#[tokio::test]
+async fn rpc_servers_are_handlers_and_markers_describe_their_operations() {
+    use warren_compile_fixtures::rpc::{self, rpcs};
+    use warren_runtime::codegen::{DeclaredErrors, Operation};
+
+    let _handlers = rpc::Handlers {
+        audit_log: AuditLog,
+        echo: Echo,
+        find_user: FindUser,
+    };
+    assert_eq!(<rpcs::Echo as Operation>::NAME, "echo");
+    assert_eq!(<rpcs::FindUser as Operation>::NAME, "find_user");
+    assert_eq!(
+        <<rpcs::FindUser as Operation>::Request as Message>::NAME,
+        "user_query"
+    );
+    let error = rpcs::FindUserError::Gone(rpc::types::NotFound {
+        id: "secret-id".into(),
+    });
+    assert_eq!(error.code(), "gone");
+    assert_eq!(error.to_string(), "`gone`");
+    assert!(rpcs::FindUserError::decode("unknown", b"{}").is_none());
+    assert!(rpcs::FindUserError::decode("not_found", b"{}").is_some());
+    match warren_runtime::RpcHandlerError::from(error) {
+        warren_runtime::RpcHandlerError::Declared(declared) => assert_eq!(declared.code(), "gone"),
+        other => panic!("a declared error: {other:?}"),
+    }
 }

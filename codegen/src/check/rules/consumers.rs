@@ -24,15 +24,17 @@ impl Checker<'_> {
                 // Poison reaches a dead-letter consumer raw: it is never lost to decoding.
                 self.dead_letter_consumer(name, consumer, &path);
             } else {
-                self.poison_loss(name, consumer, queue, &path);
+                self.poison_loss(&format!("consumer `{name}`"), consumer, queue, &path);
             }
-            self.message_mismatch(name, &consumer.queue, &consumer.message);
+            let at = path.key("message");
+            let who = format!("consumer `{name}`");
+            self.message_mismatch(&who, &at, &consumer.queue, &consumer.message);
         }
         self.conflicting_consumers(by_queue);
     }
 
     /// Prefetch, concurrency, batch and circuit breaker: values that could never work.
-    fn consumer_settings(&mut self, consumer: &Consumer, path: &YamlPath) {
+    pub(super) fn consumer_settings(&mut self, consumer: &Consumer, path: &YamlPath) {
         let prefetch = consumer.prefetch.unwrap_or(crate::model::DEFAULT_PREFETCH);
         if consumer.prefetch == Some(0) {
             self.error(
@@ -171,8 +173,14 @@ impl Checker<'_> {
     }
 
     /// A consumed queue must dead-letter messages that cannot be decoded or validated, unless
-    /// told to drop them.
-    fn poison_loss(&mut self, name: &str, consumer: &Consumer, queue: &Queue, path: &YamlPath) {
+    /// told to drop them. `who` names the consumer (or rpc server) in the message.
+    pub(super) fn poison_loss(
+        &mut self,
+        who: &str,
+        consumer: &Consumer,
+        queue: &Queue,
+        path: &YamlPath,
+    ) {
         if queue.on_poison.unwrap_or_default() == OnPoison::DeadLetter
             && !has_dead_letter_exchange(queue)
         {
@@ -180,7 +188,7 @@ impl Checker<'_> {
             self.error(
                 Code::PoisonLoss,
                 &path.key("queue"),
-                format!("consumer `{name}` reads queue `{}`, which has no dead-letter exchange: messages that cannot be decoded or validated would be lost", consumer.queue),
+                format!("{who} reads queue `{}`, which has no dead-letter exchange: messages that cannot be decoded or validated would be lost", consumer.queue),
                 if stream {
                     "streams cannot dead-letter; set `on_poison: drop` on the queue to discard them knowingly".to_owned()
                 } else {
@@ -213,9 +221,16 @@ impl Checker<'_> {
         }
     }
 
-    /// A consumer expecting one message type on a queue that publishers fill with another.
-    /// Only routes known to reach the queue count: a headers binding may not match.
-    fn message_mismatch(&mut self, consumer: &str, queue: &str, message: &str) {
+    /// A consumer (`who`, its message at `path`) expecting one message type on a queue that
+    /// publishers fill with another. Only routes known to reach the queue count: a headers
+    /// binding may not match.
+    pub(super) fn message_mismatch(
+        &mut self,
+        who: &str,
+        path: &YamlPath,
+        queue: &str,
+        message: &str,
+    ) {
         let file = self.file;
         let reaching = self.reaching.get(queue).cloned().unwrap_or_default();
         for publisher in reaching {
@@ -225,8 +240,8 @@ impl Checker<'_> {
             if p.message != message {
                 self.error(
                     Code::MessageMismatch,
-                    &entry("consumers", consumer).key("message"),
-                    format!("consumer `{consumer}` expects `{message}`, but publisher `{publisher}` sends `{}` to its queue `{queue}`", p.message),
+                    path,
+                    format!("{who} expects `{message}`, but publisher `{publisher}` sends `{}` to its queue `{queue}`", p.message),
                     "make the consumer and the publisher use the same message, or route them to different queues",
                 );
             }

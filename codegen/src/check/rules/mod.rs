@@ -10,15 +10,16 @@ mod publishers;
 mod queues;
 mod references;
 mod retry;
+mod rpcs;
 
 use std::collections::BTreeMap;
 
 use super::Scope;
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, YamlPath};
-use crate::format::{self, ArgumentValue, ContractFile, Queue};
+use crate::format::{self, ContractFile, Queue};
 use crate::imports::Imports;
 use crate::load::LoadedContract;
-use crate::routing::{Destination, Edge, Graph, KeyTemplate, Reach};
+use crate::routing::{Graph, KeyTemplate, Reach};
 
 /// AMQP short strings, which carry every name, hold at most this many bytes.
 const MAX_NAME_BYTES: usize = warren_model::limits::MAX_SHORT_STRING;
@@ -48,7 +49,7 @@ impl<'a> Checker<'a> {
         out: &'a mut Diagnostics,
     ) -> Self {
         let file = &contract.file;
-        let graph = graph(file, imports);
+        let graph = crate::routing::contract_graph(file, imports);
         let routes: BTreeMap<&str, Reach> = file
             .publishers
             .iter()
@@ -169,39 +170,4 @@ fn dead_letter_of(queue: &Queue) -> Option<QueueDeadLetter> {
 /// A dead-letter exchange set by `dead_letter` or by a raw `x-dead-letter-exchange`.
 fn has_dead_letter_exchange(queue: &Queue) -> bool {
     dead_letter_of(queue).is_some()
-}
-
-/// The exchange graph of the contract's declared exchanges and bindings, with those of the
-/// contracts it imports: a publisher to an imported exchange reaches the owner's queues too.
-fn graph(file: &ContractFile, imports: &Imports) -> Graph {
-    let files: Vec<&ContractFile> = std::iter::once(file)
-        .chain(imports.contracts.values().map(|i| &i.loaded.file))
-        .collect();
-    let exchanges = files.iter().flat_map(|f| &f.exchanges).map(|(name, e)| {
-        let alternate =
-            e.alternate_exchange
-                .clone()
-                .or_else(|| match e.arguments.get("alternate-exchange") {
-                    Some(ArgumentValue::String(name)) => Some(name.clone()),
-                    _ => None,
-                });
-        (name.clone(), e.kind.unwrap_or_default(), alternate)
-    });
-    let bindings = files
-        .iter()
-        .flat_map(|f| &f.bindings)
-        .filter_map(|binding| {
-            let to = match (&binding.queue, &binding.to_exchange) {
-                (Some(queue), _) => Destination::Queue(queue.clone()),
-                (None, Some(exchange)) => Destination::Exchange(exchange.clone()),
-                (None, None) => return None,
-            };
-            let edge = Edge {
-                key: binding.routing_key.clone(),
-                to,
-            };
-            Some((binding.exchange.clone(), edge))
-        });
-    let queues = files.iter().flat_map(|f| f.queues.keys()).cloned();
-    Graph::new(exchanges, queues, bindings)
 }

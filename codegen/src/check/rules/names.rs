@@ -25,6 +25,7 @@ impl Checker<'_> {
                 "messages" => "message",
                 "publishers" => "publisher",
                 "consumers" => "consumer",
+                "rpcs" => "rpc",
                 _ => "key",
             };
             let diagnostic = Diagnostic::error(
@@ -143,7 +144,7 @@ impl Checker<'_> {
         }
     }
 
-    /// Message, publisher and consumer names, which warren alone reads: at most
+    /// Message, publisher, consumer and rpc names, which warren alone reads: at most
     /// [`MAX_NAME_BYTES`] like every other name.
     fn warren_names(&mut self) {
         let file = self.file;
@@ -151,6 +152,7 @@ impl Checker<'_> {
             ("messages", file.messages.keys().collect::<Vec<_>>()),
             ("publishers", file.publishers.keys().collect()),
             ("consumers", file.consumers.keys().collect()),
+            ("rpcs", file.rpcs.keys().collect()),
         ];
         for (section, names) in sections {
             for name in names.into_iter().filter(|n| n.len() > MAX_NAME_BYTES) {
@@ -170,44 +172,63 @@ impl Checker<'_> {
     /// Names that become Rust identifiers must give valid, distinct ones. Names are split
     /// into words and re-cased, so `order-placed`, `order_placed` and `OrderPlaced` are one
     /// name to Rust: the later one (in sorted order) is reported, naming the other.
+    ///
+    /// An rpc's server is registered like a consumer (a trait in `consumers`, a field of
+    /// `Handlers`, a name on the worker), so rpcs and consumers share those names; in `rpcs`,
+    /// an rpc's marker type and its errors' enum (`QuotePrice`, `QuotePriceError`) share one
+    /// namespace with every other rpc's.
     pub(in crate::check) fn identifiers(&mut self) {
-        let groups: [(&str, Role, Vec<&String>); 4] = [
+        let file = self.file;
+        let consumers_and_rpcs = || {
+            named("consumers", file.consumers.keys())
+                .chain(named("rpcs", file.rpcs.keys()))
+                .collect::<Vec<_>>()
+        };
+        // Each entry: the section, the name, and the text its identifier is derived from.
+        let groups: [(Role, Vec<Named<'_>>); 6] = [
             (
-                "messages",
                 Role::Message,
                 // Imported messages get identifiers here too (`orders::order_placed` is
                 // `OrdersOrderPlaced`).
-                self.file
-                    .messages
-                    .keys()
-                    .chain(self.imports.messages.keys())
+                named(
+                    "messages",
+                    file.messages.keys().chain(self.imports.messages.keys()),
+                )
+                .collect(),
+            ),
+            (
+                Role::Publisher,
+                named("publishers", file.publishers.keys()).collect(),
+            ),
+            (Role::ConsumerTrait, consumers_and_rpcs()),
+            (Role::ConsumerField, consumers_and_rpcs()),
+            (Role::RpcMethod, named("rpcs", file.rpcs.keys()).collect()),
+            (
+                Role::Rpc,
+                file.rpcs
+                    .iter()
+                    .flat_map(|(name, rpc)| {
+                        let marker = ("rpcs", name.as_str(), name.clone());
+                        // The errors' enum: the marker's words and `error`.
+                        let errors = (!rpc.errors.is_empty())
+                            .then(|| ("rpcs", name.as_str(), format!("{name}_error")));
+                        std::iter::once(marker).chain(errors)
+                    })
                     .collect(),
             ),
-            (
-                "publishers",
-                Role::Publisher,
-                self.file.publishers.keys().collect(),
-            ),
-            (
-                "consumers",
-                Role::ConsumerTrait,
-                self.file.consumers.keys().collect(),
-            ),
-            (
-                "consumers",
-                Role::ConsumerField,
-                self.file.consumers.keys().collect(),
-            ),
         ];
-        for (section, role, names) in groups {
+        for (role, names) in groups {
             let noun = role.noun();
-            let mut taken: BTreeMap<String, &String> = BTreeMap::new();
-            for name in names {
+            let mut taken: BTreeMap<String, (&str, &str)> = BTreeMap::new();
+            for (section, name, text) in names {
                 let path = entry(section, name);
-                match role_ident(name, role) {
+                match role_ident(&text, role) {
                     Err(problem) => {
-                        // A consumer's trait and field fail alike: report it once.
-                        if role != Role::ConsumerField {
+                        // A name fails alike in every role of its case: report it once, as a
+                        // message, publisher, consumer trait or rpc method.
+                        let first_role =
+                            matches!(role, Role::Message | Role::Publisher | Role::ConsumerTrait);
+                        if first_role {
                             self.error(
                                 Code::BadIdentifier,
                                 &path,
@@ -220,18 +241,32 @@ impl Checker<'_> {
                         }
                     }
                     Ok(id) => {
-                        if let Some(first) = taken.insert(id.text.clone(), name) {
+                        if let Some((first_section, first)) =
+                            taken.insert(id.text.clone(), (section, name))
+                        {
+                            let what = if first_section == section {
+                                format!("{section} `{}` and `{}`", shown(first), shown(name))
+                            } else {
+                                format!(
+                                    "{} `{}` and {} `{}`",
+                                    singular(first_section),
+                                    shown(first),
+                                    singular(section),
+                                    shown(name)
+                                )
+                            };
+                            let why = if role == Role::Rpc {
+                                " (an rpc's errors' enum is its name followed by `Error`)"
+                            } else {
+                                ""
+                            };
                             self.error(
                                 Code::IdentifierClash,
                                 &path,
-                                format!(
-                                    "{section} `{}` and `{}` would both become the Rust {noun} `{id}`",
-                                    shown(first),
-                                    shown(name)
-                                ),
+                                format!("{what} would both become the Rust {noun} `{id}`{why}"),
                                 format!(
                                     "Rust names are made of the words of a name, re-cased, so these two are the same name; rename one of them (at `{}` or here) so their words differ",
-                                    entry(section, first)
+                                    entry(first_section, first)
                                 ),
                             );
                         }
@@ -240,4 +275,24 @@ impl Checker<'_> {
             }
         }
     }
+}
+
+/// A name to derive an identifier from: its contract section, the name, and the text the
+/// identifier comes from (the name, or for an rpc's errors' enum the name and `error`).
+type Named<'n> = (&'static str, &'n str, String);
+
+/// Each of `names` of contract section `section`, with the text its identifier comes from
+/// (the name itself).
+fn named<'n>(
+    section: &'static str,
+    names: impl IntoIterator<Item = &'n String>,
+) -> impl Iterator<Item = Named<'n>> {
+    names
+        .into_iter()
+        .map(move |n| (section, n.as_str(), n.clone()))
+}
+
+/// The noun of one entry of `section`: `consumer` for `consumers`.
+fn singular(section: &str) -> &str {
+    section.strip_suffix('s').unwrap_or(section)
 }

@@ -51,7 +51,7 @@ impl Checker<'_> {
                     continue;
                 }
             };
-            self.placeholders(&path, &template);
+            self.placeholders(&path, &template, Role::Placeholder);
             let unknown_exchange = kind.is_none() && !publisher.exchange.is_empty();
             // In a system, another contract may bind the queue: `crate::system` decides.
             if publisher.external_consumers == Some(true)
@@ -107,19 +107,20 @@ impl Checker<'_> {
         );
     }
 
-    /// Placeholders become parameters of the publish method: distinct Rust identifiers (one
-    /// named like the method's own `payload` is escaped to `payload_`, see [`Role`]).
-    fn placeholders(&mut self, path: &YamlPath, template: &KeyTemplate) {
+    /// Placeholders become parameters of the publish (or client) method, in `role`: distinct
+    /// Rust identifiers (one named like the method's own `payload` is escaped to `payload_`,
+    /// see [`Role`]).
+    pub(super) fn placeholders(&mut self, path: &YamlPath, template: &KeyTemplate, role: Role) {
         let path = path.key("routing_key");
         let mut seen: BTreeMap<String, &str> = BTreeMap::new();
         for placeholder in template.placeholders() {
-            let id = match role_ident(placeholder, Role::Placeholder) {
+            let id = match role_ident(placeholder, role) {
                 Ok(id) => id.text,
                 Err(problem) => {
                     self.error(
                         Code::BadRoutingKey,
                         &path,
-                        format!("placeholder `{{{placeholder}}}` cannot become a parameter of the publish method: {problem}"),
+                        format!("placeholder `{{{placeholder}}}` cannot become a parameter of the {} method: {problem}", if role == Role::Placeholder { "publish" } else { "client" }),
                         "name placeholders with ASCII letters, digits and `_`",
                     );
                     continue;

@@ -55,6 +55,18 @@ impl Checker<'_> {
             self.declared(Kind::Queue, &consumer.queue, &path.key("queue"));
             self.declared(Kind::Message, &consumer.message, &path.key("message"));
         }
+        for (name, rpc) in &file.rpcs {
+            let path = entry("rpcs", name);
+            self.declared(Kind::Queue, &rpc.queue, &path.key("queue"));
+            if let Some(target) = rpc.exchange.as_deref().filter(|e| !e.is_empty()) {
+                self.declared(exchange, target, &path.key("exchange"));
+            }
+            self.declared(Kind::Message, &rpc.request, &path.key("request"));
+            self.declared(Kind::Message, &rpc.response, &path.key("response"));
+            for (code, message) in &rpc.errors {
+                self.declared(Kind::Message, message, &path.key("errors").key(code));
+            }
+        }
     }
 
     /// Reports `name` at `path` unless a `kind` of that name is declared or imported.
