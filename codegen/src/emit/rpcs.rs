@@ -239,6 +239,22 @@ fn declared_errors(rpc: &Rpc, errors: &[(&str, &Message)]) -> TokenStream {
                 }
             }
 
+            fn message_name(&self) -> ::core::option::Option<&'static str> {
+                ::core::option::Option::Some(match self {
+                    #( Self::#variants(_) => {
+                        <super::messages::#markers as ::warren_runtime::Message>::NAME
+                    } )*
+                })
+            }
+
+            fn content_type(&self) -> ::core::option::Option<&'static str> {
+                ::core::option::Option::Some(match self {
+                    #( Self::#variants(_) => {
+                        <super::messages::#markers as ::warren_runtime::Message>::CONTENT_TYPE
+                    } )*
+                })
+            }
+
             fn decode(
                 code: &str,
                 body: &[u8],
