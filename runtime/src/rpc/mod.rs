@@ -41,6 +41,9 @@
 //!   dead-lettered one, its dead-letter copy). A reply that cannot be published or is not
 //!   confirmed (the channel down, no confirm within the worker's publish timeout) returns the
 //!   request to its queue, to be handled again: a server is at-least-once, like any consumer.
+//!   A reply its queue refuses (a caller's reply queue full, with `x-overflow:
+//!   reject-publish`) is dropped, as one no queue takes, and the request acknowledged:
+//!   handled again, its reply would only be refused again.
 //!   A `failed` reply is best effort: the request is dead-lettered whether it went out or not.
 //!
 //! Replies are published by the consumer's channel for copies (in confirm mode), to the

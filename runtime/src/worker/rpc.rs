@@ -4,9 +4,10 @@
 //!
 //! Replies go through the consumer's copies publisher (confirm mode) to the default exchange,
 //! not `mandatory`: a caller that gave up has no channel left to receive its reply, and that
-//! is no failure of the server. A request is acknowledged only once its reply is confirmed;
-//! a reply that cannot be published (the channel down, no confirm in time) returns the
-//! request to its queue, to be handled again, as a copy that was not confirmed does.
+//! is no failure of the server (nor is a reply its queue refuses, full: it is dropped the
+//! same way). A request is acknowledged only once its reply is confirmed; a reply that cannot
+//! be published (the channel down, no confirm in time) returns the request to its queue, to
+//! be handled again, as a copy that was not confirmed does.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -319,6 +320,18 @@ impl<H> Serving<H> {
         match sent {
             Ok(()) => {
                 self.replies.replied(status);
+                Ok(())
+            }
+            // Refused by the queue it reached (full, with `x-overflow: reject-publish`): as
+            // a reply no queue takes, dropped. Handled again, the request would only get its
+            // reply refused again, at once, in a loop without end.
+            Err(PublishError::Nacked { .. }) => {
+                tracing::warn!(
+                    consumer = self.settler.consumer,
+                    reply_to = address,
+                    status = status.as_str(),
+                    "the reply's queue refused it (full?); the reply is dropped"
+                );
                 Ok(())
             }
             Err(error) => Err(NotSent::Failed(error)),

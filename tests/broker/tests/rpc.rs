@@ -736,3 +736,66 @@ async fn a_lost_connection_fails_the_waiting_calls_and_the_next_call_goes_throug
     h.stop().await.expect("clean shutdown");
     drop(broker);
 }
+
+/// A reply its queue refuses (the caller's reply queue is full and rejects publishes, or a
+/// producer named such a queue as reply-to) is dropped, as one no queue takes: the request
+/// is acknowledged, handled once. Returning it to its queue ran its handler again at once,
+/// to be refused again, in a loop that never ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_its_queue_refuses_does_not_loop_the_request() {
+    let (h, quoter, client) = serving("rpc-refused-reply").await;
+    let channel = h.connection.create_channel().await.expect("a channel");
+    // Not part of the contract: it goes by itself a minute after the test.
+    let full = h.name("full-replies");
+    let mut arguments = FieldTable::default();
+    arguments.insert(ShortString::from("x-max-length"), AMQPValue::LongInt(0));
+    arguments.insert(
+        ShortString::from("x-overflow"),
+        AMQPValue::LongString(LongString::from("reject-publish")),
+    );
+    arguments.insert(ShortString::from("x-expires"), AMQPValue::LongInt(60_000));
+    channel
+        .queue_declare(
+            ShortString::from(full.as_str()),
+            lapin::options::QueueDeclareOptions::default(),
+            arguments,
+        )
+        .await
+        .expect("the full reply queue");
+    let body = serde_json::to_vec(&request("full-1", types::QuoteRequestBehaviour::Ok))
+        .expect("serializable");
+    h.publish_raw_to(
+        "",
+        &h.name("quotes"),
+        &body,
+        BasicProperties::default()
+            .with_content_type(ShortString::from("application/json"))
+            .with_reply_to(ShortString::from(full.as_str()))
+            .with_correlation_id(ShortString::from("full-1")),
+    )
+    .await;
+    quoter.seen.wait_for(1, WAIT).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        quoter.seen.len(),
+        1,
+        "handled once, not again for each refused reply"
+    );
+    assert_eq!(h.ready("quotes").await, 0, "acknowledged");
+    // The server goes on.
+    let answer = quote(
+        &client,
+        &request("full-2", types::QuoteRequestBehaviour::Ok),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("the server still answers");
+    assert_eq!(answer.id, "full-2");
+    assert!(
+        h.dead_letters(1, Duration::from_millis(300))
+            .await
+            .is_empty(),
+        "answered, not dead-lettered"
+    );
+    h.stop().await.expect("clean shutdown");
+}
