@@ -44,7 +44,9 @@
 //!   A reply its queue refuses (a caller's reply queue full, with `x-overflow:
 //!   reject-publish`) is dropped, as one no queue takes, and the request acknowledged:
 //!   handled again, its reply would only be refused again.
-//!   A `failed` reply is best effort: the request is dead-lettered whether it went out or not.
+//!   A `failed` reply goes out once the request is settled (its dead-letter copy confirmed),
+//!   never before: a request held meanwhile may yet be redelivered and answered. It is best
+//!   effort: the request is dead-lettered whether it went out or not.
 //!
 //! Replies are published by the consumer's channel for copies (in confirm mode), to the
 //! default exchange only, never `mandatory`: a caller that gave up has no channel left to

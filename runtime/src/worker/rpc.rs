@@ -153,10 +153,8 @@ impl<H> Serving<H> {
                     let outcome = settler.decide(failure, retries);
                     // Told at once rather than left to time out, whatever the policy does
                     // with the request (poison is never retried).
-                    self.fail_caller(raw, &reply_to, poison.reason, &poison.detail)
-                        .await;
-                    return settler
-                        .fail_as(raw, failure, outcome, retries, &poison.detail)
+                    return self
+                        .give_up(raw, &reply_to, failure, outcome, retries, &poison.detail)
                         .await;
                 }
             };
@@ -212,8 +210,10 @@ impl<H> Serving<H> {
             (Err(failed), _) => failed,
         };
         let outcome = settler.decide(failure, retries);
-        if let Some(reason) = terminal(&outcome) {
-            self.fail_caller(raw, &reply_to, reason, &error).await;
+        if terminal(&outcome).is_some() {
+            return self
+                .give_up(raw, &reply_to, failure, outcome, retries, &error)
+                .await;
         }
         settler
             .fail_as(raw, failure, outcome, retries, &error)
@@ -263,11 +263,31 @@ impl<H> Serving<H> {
         );
         let failure = Failure::NonRetryable;
         let outcome = self.settler.decide(failure, retries);
-        let reason = terminal(&outcome).unwrap_or(FailureReason::NonRetryable);
-        self.fail_caller(raw, reply_to, reason, &error).await;
-        self.settler
-            .fail_as(raw, failure, outcome, retries, &error)
+        self.give_up(raw, reply_to, failure, outcome, retries, &error)
             .await;
+    }
+
+    /// Settles a request that will not be answered by `outcome` (a terminal one: dead-letter,
+    /// drop or discard), then tells its caller why. Only once the request is settled (its
+    /// dead letter confirmed): one still held when its channel closed (its dead letter not
+    /// published yet) is redelivered and may be answered then, and a caller told it failed
+    /// might act on that.
+    async fn give_up(
+        &self,
+        raw: &Taken,
+        reply_to: &ReplyTo,
+        failure: Failure,
+        outcome: Outcome,
+        retries: u32,
+        error: &str,
+    ) {
+        let reason = terminal(&outcome).unwrap_or(FailureReason::NonRetryable);
+        self.settler
+            .fail_as(raw, failure, outcome, retries, error)
+            .await;
+        if !raw.acks.unsettled(raw.delivery_tag) {
+            self.fail_caller(raw, reply_to, reason, error).await;
+        }
     }
 
     /// Tells the caller the server cannot answer, best effort: the request is settled as the

@@ -799,3 +799,46 @@ async fn a_reply_its_queue_refuses_does_not_loop_the_request() {
     );
     h.stop().await.expect("clean shutdown");
 }
+
+/// A `failed` reply goes out only once the request is dead-lettered: while its dead letter
+/// cannot be published (the dead-letter exchange deleted), the request is held, and could
+/// yet be redelivered and answered, so its caller is not told it failed. Once the dead
+/// letter is confirmed, the `failed` reply follows (to a caller gone by then: dropped as
+/// late).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_reply_waits_for_the_dead_letter() {
+    let (h, quoter, client) = serving("rpc-failed-after-dead-letter").await;
+    let channel = h.connection.create_channel().await.expect("a channel");
+    channel
+        .exchange_delete(
+            ShortString::from(h.name("jobs.dlx")),
+            lapin::options::ExchangeDeleteOptions::default(),
+        )
+        .await
+        .expect("the dead-letter exchange is deleted");
+    let answer = quote(
+        &client,
+        &request("held-1", types::QuoteRequestBehaviour::Fatal),
+        Duration::from_secs(2),
+    )
+    .await;
+    assert!(
+        matches!(answer, Err(RpcError::Timeout(_))),
+        "told it failed while the request was not dead-lettered: {answer:?}"
+    );
+    assert_eq!(quoter.seen.len(), 1);
+
+    warren_runtime::declare(&h.connection, &h.topology)
+        .await
+        .expect("declared again");
+    let dead = h.dead_letters(1, Duration::from_secs(40)).await;
+    assert_eq!(dead.len(), 1, "dead-lettered once the exchange is back");
+    assert_eq!(dead[0].reason(), Some("non-retryable"));
+    assert!(
+        try_wait_until(WAIT, || client.late_replies() == 1).await,
+        "the `failed` reply followed the dead letter: {} late replies",
+        client.late_replies()
+    );
+    assert_eq!(quoter.seen.len(), 1, "handled once");
+    h.stop().await.expect("clean shutdown");
+}
