@@ -842,3 +842,93 @@ async fn a_failed_reply_waits_for_the_dead_letter() {
     assert_eq!(quoter.seen.len(), 1, "handled once");
     h.stop().await.expect("clean shutdown");
 }
+
+/// Hostile reply-to addresses and forged deadlines harm nothing: a reply to a dangling
+/// direct reply-to address, a 255-byte name, an exchange's name or the request queue itself
+/// (whose reply, carrying no reply-to, is then dead-lettered there as `decode`) is published
+/// and its request acknowledged, once; a deadline of a type that is no integer is no
+/// deadline, and a negative one is past.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_reply_to_addresses_and_deadlines_harm_nothing() {
+    let (h, quoter, client) = serving("rpc-hostile-requests").await;
+    let quotes = h.name("quotes");
+    let long = "r".repeat(255);
+    let publish = |id: &'static str, reply_to: String, deadline: Option<AMQPValue>| {
+        let h = &h;
+        async move {
+            let mut headers = FieldTable::default();
+            if let Some(deadline) = deadline {
+                headers.insert(
+                    ShortString::from(warren_runtime::model::headers::DEADLINE),
+                    deadline,
+                );
+            }
+            let body = serde_json::to_vec(&request(id, types::QuoteRequestBehaviour::Ok))
+                .expect("serializable");
+            h.publish_raw_to(
+                "",
+                &h.name("quotes"),
+                &body,
+                BasicProperties::default()
+                    .with_content_type(ShortString::from("application/json"))
+                    .with_reply_to(ShortString::from(reply_to))
+                    .with_correlation_id(ShortString::from("c".repeat(255)))
+                    .with_headers(headers),
+            )
+            .await;
+        }
+    };
+    publish("dangling", "amq.rabbitmq.reply-to.".into(), None).await;
+    publish("long", long, None).await;
+    publish("exchange", "amq.direct".into(), None).await;
+    publish("itself", quotes.clone(), None).await;
+    let text = AMQPValue::LongString(LongString::from("1"));
+    publish("text-deadline", "nowhere".into(), Some(text)).await;
+    publish(
+        "float-deadline",
+        "nowhere".into(),
+        Some(AMQPValue::Double(-1.0)),
+    )
+    .await;
+    let huge = AMQPValue::Timestamp(u64::MAX);
+    publish("huge-deadline", "nowhere".into(), Some(huge)).await;
+    let negative = AMQPValue::ShortShortInt(-1);
+    publish("negative-deadline", "nowhere".into(), Some(negative)).await;
+    let lowest = AMQPValue::LongLongInt(i64::MIN);
+    publish("lowest-deadline", "nowhere".into(), Some(lowest)).await;
+
+    quoter.seen.wait_for(7, WAIT).await;
+    let mut dead = h.dead_letters(3, WAIT).await;
+    dead.sort_by_key(|d| d.reason().map(str::to_owned));
+    let reasons: Vec<_> = dead.iter().map(|d| d.reason()).collect();
+    assert_eq!(reasons, [Some("decode"), Some("expired"), Some("expired")]);
+    assert!(
+        dead[0].header("x-rpc-status").is_some(),
+        "the reply to the request queue itself, dead-lettered there"
+    );
+    let mut ids: Vec<String> = quoter.seen.all().into_iter().map(|s| s.id).collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        [
+            "dangling",
+            "exchange",
+            "float-deadline",
+            "huge-deadline",
+            "itself",
+            "long",
+            "text-deadline"
+        ],
+        "each handled once"
+    );
+    let answer = quote(
+        &client,
+        &request("after", types::QuoteRequestBehaviour::Ok),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("the server still answers");
+    assert_eq!(answer.id, "after");
+    assert_eq!(h.ready("quotes").await, 0);
+    h.stop().await.expect("clean shutdown");
+}
