@@ -932,3 +932,50 @@ async fn hostile_reply_to_addresses_and_deadlines_harm_nothing() {
     assert_eq!(h.ready("quotes").await, 0);
     h.stop().await.expect("clean shutdown");
 }
+
+/// A call's priority follows the publishers' rule: above the request queues' highest
+/// `max_priority`, or where none declares one, it is refused and nothing is sent; within it,
+/// the call goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_s_priority_is_checked_against_the_request_queues() {
+    let (h, quoter, client) = serving("rpc-priority").await;
+    let target = |max_priority| Target {
+        exchange: "",
+        routing_key: "quotes",
+        timeout: Duration::from_secs(5),
+        max_priority,
+    };
+    let ask = |id: &str| request(id, types::QuoteRequestBehaviour::Ok);
+    let headers = warren_broker_tests::headers();
+    for (max_priority, priority) in [(None, 0), (Some(4), 5)] {
+        let refused = call::<QuotePrice>(
+            &client,
+            target(max_priority),
+            &ask("p-refused"),
+            &headers,
+            &CallOptions::default().priority(priority),
+        )
+        .await;
+        assert!(
+            matches!(
+                refused,
+                Err(RpcError::Publish(PublishError::Priority { priority: p, max_priority: m }))
+                    if p == priority && m == max_priority
+            ),
+            "{refused:?}"
+        );
+    }
+    let answer = call::<QuotePrice>(
+        &client,
+        target(Some(5)),
+        &ask("p-5"),
+        &headers,
+        &CallOptions::default().priority(5),
+    )
+    .await
+    .expect("within the maximum: answered");
+    assert_eq!(answer.id, "p-5");
+    let ids: Vec<String> = quoter.seen.all().into_iter().map(|s| s.id).collect();
+    assert_eq!(ids, ["p-5"], "the refused calls sent nothing");
+    h.stop().await.expect("clean shutdown");
+}
