@@ -320,7 +320,9 @@ impl<H> Serving<H> {
         answer: Answer<'_>,
         body: &[u8],
     ) -> Result<(), NotSent> {
-        if !raw.acker.usable() {
+        // Its channel, not its acker: a request discarded (`basic.nack`) has used its acker
+        // and is still owed its `failed` reply.
+        if raw.acker.poisoned() {
             // The broker redelivers the request; it is answered then, once.
             return Err(NotSent::ChannelGone);
         }

@@ -979,3 +979,50 @@ async fn a_call_s_priority_is_checked_against_the_request_queues() {
     assert_eq!(ids, ["p-5"], "the refused calls sent nothing");
     h.stop().await.expect("clean shutdown");
 }
+
+/// On a request queue with no dead-letter exchange, a request that fails for good is
+/// discarded (`basic.nack`), and its caller is told so at once, as when it is dead-lettered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discarded_request_s_caller_is_told_it_failed() {
+    // `dead-read` has no dead-letter exchange and no retries.
+    const DISCARDING: warren_runtime::codegen::ConsumerSpec =
+        warren_runtime::codegen::ConsumerSpec {
+            queue: "dead-read",
+            ..SERVER
+        };
+    let quoter = Quoter::default();
+    let server = quoter.clone();
+    let h = Harness::start_registering("rpc-discarded", move |_, worker| {
+        add_server::<QuotePrice, _>(worker, DISCARDING, server);
+    })
+    .await;
+    let client = RpcClient::new(&h.connection, &h.topology)
+        .await
+        .expect("a client channel");
+    let target = Target {
+        exchange: "",
+        routing_key: "dead-read",
+        timeout: Duration::from_secs(5),
+        max_priority: None,
+    };
+    let started = Instant::now();
+    let answer = call::<QuotePrice>(
+        &client,
+        target,
+        &request("x-1", types::QuoteRequestBehaviour::Fatal),
+        &warren_broker_tests::headers(),
+        &CallOptions::default(),
+    )
+    .await;
+    match answer {
+        Err(RpcError::Failed { reason, detail }) => {
+            assert_eq!(reason, FailureReason::NonRetryable);
+            assert!(detail.contains("no price for this basket"), "{detail}");
+        }
+        other => panic!("expected a failed reply, got {other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(2), "told at once");
+    assert_eq!(h.ready("dead-read").await, 0, "discarded");
+    assert_eq!(quoter.seen.len(), 1);
+    h.stop().await.expect("clean shutdown");
+}
