@@ -41,9 +41,9 @@
 //!   dead-lettered one, its dead-letter copy). A reply that cannot be published or is not
 //!   confirmed (the channel down, no confirm within the worker's publish timeout) returns the
 //!   request to its queue, to be handled again: a server is at-least-once, like any consumer.
-//!   A reply its queue refuses (a caller's reply queue full, with `x-overflow:
-//!   reject-publish`) is dropped, as one no queue takes, and the request acknowledged:
-//!   handled again, its reply would only be refused again.
+//!   A reply the broker refuses (a nack: a caller's reply queue full, with `x-overflow:
+//!   reject-publish`) dead-letters the request (`non-retryable`): handled again at once, its
+//!   reply would only be refused again, in a loop.
 //!   A `failed` reply goes out once the request is settled (its dead-letter copy confirmed),
 //!   never before: a request held meanwhile may yet be redelivered and answered. It is best
 //!   effort: the request is dead-lettered whether it went out or not.

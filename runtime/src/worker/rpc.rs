@@ -4,10 +4,10 @@
 //!
 //! Replies go through the consumer's copies publisher (confirm mode) to the default exchange,
 //! not `mandatory`: a caller that gave up has no channel left to receive its reply, and that
-//! is no failure of the server (nor is a reply its queue refuses, full: it is dropped the
-//! same way). A request is acknowledged only once its reply is confirmed; a reply that cannot
-//! be published (the channel down, no confirm in time) returns the request to its queue, to
-//! be handled again, as a copy that was not confirmed does.
+//! is no failure of the server. A request is acknowledged only once its reply is confirmed;
+//! a reply that cannot be published (the channel down, no confirm in time) returns the
+//! request to its queue, to be handled again, as a copy that was not confirmed does, and one
+//! the broker refuses (its queue full) dead-letters it.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -70,6 +70,9 @@ struct Serving<H> {
 enum NotSent {
     /// The request's channel is gone: the broker redelivers it, and it is answered then.
     ChannelGone,
+    /// The broker refused it (a nack: the queue it reached is full, with `x-overflow:
+    /// reject-publish`): sent again, it would most likely be refused again.
+    Refused(PublishError),
     /// Publishing it failed.
     Failed(PublishError),
 }
@@ -238,6 +241,19 @@ impl<H> Serving<H> {
                 settler.ack(raw);
             }
             Err(NotSent::ChannelGone) => {}
+            // Returned to its queue, the request would be handled again at once, its reply
+            // refused again, in a loop without end: dead-lettered instead, unanswered.
+            Err(NotSent::Refused(error)) => {
+                let error = format!(
+                    "the reply's queue `{}` refused the reply: {}",
+                    reply_to.address.as_str(),
+                    Chain(&error)
+                );
+                let failure = Failure::NonRetryable;
+                let outcome = settler.decide(failure, retries);
+                self.give_up(raw, reply_to, failure, outcome, retries, &error)
+                    .await;
+            }
             Err(NotSent::Failed(error)) => {
                 tracing::warn!(
                     consumer = settler.consumer,
@@ -301,7 +317,7 @@ impl<H> Serving<H> {
     ) {
         let detail = truncate(detail, MAX_ERROR_BYTES);
         let answer = Answer::Failed { reason };
-        if let Err(NotSent::Failed(error)) =
+        if let Err(NotSent::Failed(error) | NotSent::Refused(error)) =
             self.reply(raw, reply_to, answer, detail.as_bytes()).await
         {
             tracing::warn!(
@@ -344,18 +360,7 @@ impl<H> Serving<H> {
                 self.replies.replied(status);
                 Ok(())
             }
-            // Refused by the queue it reached (full, with `x-overflow: reject-publish`): as
-            // a reply no queue takes, dropped. Handled again, the request would only get its
-            // reply refused again, at once, in a loop without end.
-            Err(PublishError::Nacked { .. }) => {
-                tracing::warn!(
-                    consumer = self.settler.consumer,
-                    reply_to = address,
-                    status = status.as_str(),
-                    "the reply's queue refused it (full?); the reply is dropped"
-                );
-                Ok(())
-            }
+            Err(error @ PublishError::Nacked { .. }) => Err(NotSent::Refused(error)),
             Err(error) => Err(NotSent::Failed(error)),
         }
     }
