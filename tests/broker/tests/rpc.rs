@@ -1025,3 +1025,76 @@ async fn a_discarded_request_s_caller_is_told_it_failed() {
     assert_eq!(quoter.seen.len(), 1);
     h.stop().await.expect("clean shutdown");
 }
+
+/// Calls racing the loss of their channel (the broker closes it, again and again, refusing
+/// requests to an exchange that does not exist): each ends in time with its own response or
+/// an error, never another call's reply, and the client serves calls afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_racing_channel_losses_end_in_time_with_their_own_replies() {
+    const CALLS: u64 = 200;
+    let (h, _quoter, client) = serving("rpc-channel-races").await;
+    let timeout = Duration::from_secs(5);
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 0..CALLS {
+        let client = client.clone();
+        calls.spawn(async move {
+            tokio::time::sleep(Duration::from_millis(n * 5)).await;
+            let id = format!("race-{n}");
+            let started = Instant::now();
+            let answer = quote(&client, &slow(&id, Duration::from_millis(50)), timeout).await;
+            (id, started.elapsed(), answer)
+        });
+    }
+    let breaker = tokio::spawn({
+        let client = client.clone();
+        async move {
+            let nowhere = Target {
+                exchange: "no-such-exchange",
+                routing_key: "quotes",
+                timeout: Duration::from_secs(5),
+                max_priority: None,
+            };
+            for n in 0..10 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let refused = call::<QuotePrice>(
+                    &client,
+                    nowhere,
+                    &request(&format!("break-{n}"), types::QuoteRequestBehaviour::Ok),
+                    &warren_broker_tests::headers(),
+                    &CallOptions::default(),
+                )
+                .await;
+                assert!(matches!(refused, Err(RpcError::Publish(_))), "{refused:?}");
+            }
+        }
+    });
+    let (mut ok, mut lost, mut failed) = (0u64, 0u64, 0u64);
+    while let Some(done) = calls.join_next().await {
+        let (id, took, answer) = done.expect("the call task ran");
+        assert!(
+            took < timeout + Duration::from_secs(1),
+            "{id} took {took:?}"
+        );
+        match answer {
+            Ok(response) => {
+                assert_eq!(response.id, id, "a reply matched to another call");
+                ok += 1;
+            }
+            Err(RpcError::ConnectionLost) => lost += 1,
+            Err(RpcError::Publish(_) | RpcError::Timeout(_)) => failed += 1,
+            Err(other) => panic!("{id}: {other}"),
+        }
+    }
+    breaker.await.expect("the breaking calls ran");
+    println!("channel races: {ok} ok, {lost} lost, {failed} not sent or timed out");
+    assert!(ok > 0);
+    let answer = quote(
+        &client,
+        &request("race-after", types::QuoteRequestBehaviour::Ok),
+        timeout,
+    )
+    .await
+    .expect("answered after the races");
+    assert_eq!(answer.id, "race-after");
+    h.stop().await.expect("clean shutdown");
+}
