@@ -306,8 +306,8 @@ impl<H> Serving<H> {
         }
     }
 
-    /// Tells the caller the server cannot answer, best effort: the request is settled as the
-    /// rules say whether this reply goes out or not.
+    /// Tells the caller the server cannot answer, best effort: its request is settled already
+    /// ([`Serving::give_up`]), whether this reply goes out or not.
     async fn fail_caller(
         &self,
         raw: &Taken,
