@@ -41,7 +41,12 @@
 //!   dead-lettered one, its dead-letter copy). A reply that cannot be published or is not
 //!   confirmed (the channel down, no confirm within the worker's publish timeout) returns the
 //!   request to its queue, to be handled again: a server is at-least-once, like any consumer.
-//!   A `failed` reply is best effort: the request is dead-lettered whether it went out or not.
+//!   A reply the broker refuses (a nack: a caller's reply queue full, with `x-overflow:
+//!   reject-publish`) dead-letters the request (`non-retryable`): handled again at once, its
+//!   reply would only be refused again, in a loop.
+//!   A `failed` reply goes out once the request is settled (its dead-letter copy confirmed),
+//!   never before: a request held meanwhile may yet be redelivered and answered. It is best
+//!   effort: the request is dead-lettered whether it went out or not.
 //!
 //! Replies are published by the consumer's channel for copies (in confirm mode), to the
 //! default exchange only, never `mandatory`: a caller that gave up has no channel left to

@@ -6,7 +6,8 @@
 //! not `mandatory`: a caller that gave up has no channel left to receive its reply, and that
 //! is no failure of the server. A request is acknowledged only once its reply is confirmed;
 //! a reply that cannot be published (the channel down, no confirm in time) returns the
-//! request to its queue, to be handled again, as a copy that was not confirmed does.
+//! request to its queue, to be handled again, as a copy that was not confirmed does, and one
+//! the broker refuses (its queue full) dead-letters it.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -69,6 +70,9 @@ struct Serving<H> {
 enum NotSent {
     /// The request's channel is gone: the broker redelivers it, and it is answered then.
     ChannelGone,
+    /// The broker refused it (a nack: the queue it reached is full, with `x-overflow:
+    /// reject-publish`): sent again, it would most likely be refused again.
+    Refused(PublishError),
     /// Publishing it failed.
     Failed(PublishError),
 }
@@ -152,10 +156,8 @@ impl<H> Serving<H> {
                     let outcome = settler.decide(failure, retries);
                     // Told at once rather than left to time out, whatever the policy does
                     // with the request (poison is never retried).
-                    self.fail_caller(raw, &reply_to, poison.reason, &poison.detail)
-                        .await;
-                    return settler
-                        .fail_as(raw, failure, outcome, retries, &poison.detail)
+                    return self
+                        .give_up(raw, &reply_to, failure, outcome, retries, &poison.detail)
                         .await;
                 }
             };
@@ -211,8 +213,10 @@ impl<H> Serving<H> {
             (Err(failed), _) => failed,
         };
         let outcome = settler.decide(failure, retries);
-        if let Some(reason) = terminal(&outcome) {
-            self.fail_caller(raw, &reply_to, reason, &error).await;
+        if terminal(&outcome).is_some() {
+            return self
+                .give_up(raw, &reply_to, failure, outcome, retries, &error)
+                .await;
         }
         settler
             .fail_as(raw, failure, outcome, retries, &error)
@@ -237,6 +241,19 @@ impl<H> Serving<H> {
                 settler.ack(raw);
             }
             Err(NotSent::ChannelGone) => {}
+            // Returned to its queue, the request would be handled again at once, its reply
+            // refused again, in a loop without end: dead-lettered instead, unanswered.
+            Err(NotSent::Refused(error)) => {
+                let error = format!(
+                    "the reply's queue `{}` refused the reply: {}",
+                    reply_to.address.as_str(),
+                    Chain(&error)
+                );
+                let failure = Failure::NonRetryable;
+                let outcome = settler.decide(failure, retries);
+                self.give_up(raw, reply_to, failure, outcome, retries, &error)
+                    .await;
+            }
             Err(NotSent::Failed(error)) => {
                 tracing::warn!(
                     consumer = settler.consumer,
@@ -262,15 +279,35 @@ impl<H> Serving<H> {
         );
         let failure = Failure::NonRetryable;
         let outcome = self.settler.decide(failure, retries);
-        let reason = terminal(&outcome).unwrap_or(FailureReason::NonRetryable);
-        self.fail_caller(raw, reply_to, reason, &error).await;
-        self.settler
-            .fail_as(raw, failure, outcome, retries, &error)
+        self.give_up(raw, reply_to, failure, outcome, retries, &error)
             .await;
     }
 
-    /// Tells the caller the server cannot answer, best effort: the request is settled as the
-    /// rules say whether this reply goes out or not.
+    /// Settles a request that will not be answered by `outcome` (a terminal one: dead-letter,
+    /// drop or discard), then tells its caller why. Only once the request is settled (its
+    /// dead letter confirmed): one still held when its channel closed (its dead letter not
+    /// published yet) is redelivered and may be answered then, and a caller told it failed
+    /// might act on that.
+    async fn give_up(
+        &self,
+        raw: &Taken,
+        reply_to: &ReplyTo,
+        failure: Failure,
+        outcome: Outcome,
+        retries: u32,
+        error: &str,
+    ) {
+        let reason = terminal(&outcome).unwrap_or(FailureReason::NonRetryable);
+        self.settler
+            .fail_as(raw, failure, outcome, retries, error)
+            .await;
+        if !raw.acks.unsettled(raw.delivery_tag) {
+            self.fail_caller(raw, reply_to, reason, error).await;
+        }
+    }
+
+    /// Tells the caller the server cannot answer, best effort: its request is settled already
+    /// ([`Serving::give_up`]), whether this reply goes out or not.
     async fn fail_caller(
         &self,
         raw: &Taken,
@@ -280,7 +317,7 @@ impl<H> Serving<H> {
     ) {
         let detail = truncate(detail, MAX_ERROR_BYTES);
         let answer = Answer::Failed { reason };
-        if let Err(NotSent::Failed(error)) =
+        if let Err(NotSent::Failed(error) | NotSent::Refused(error)) =
             self.reply(raw, reply_to, answer, detail.as_bytes()).await
         {
             tracing::warn!(
@@ -299,7 +336,9 @@ impl<H> Serving<H> {
         answer: Answer<'_>,
         body: &[u8],
     ) -> Result<(), NotSent> {
-        if !raw.acker.usable() {
+        // Its channel, not its acker: a request discarded (`basic.nack`) has used its acker
+        // and is still owed its `failed` reply.
+        if raw.acker.poisoned() {
             // The broker redelivers the request; it is answered then, once.
             return Err(NotSent::ChannelGone);
         }
@@ -321,6 +360,7 @@ impl<H> Serving<H> {
                 self.replies.replied(status);
                 Ok(())
             }
+            Err(error @ PublishError::Nacked { .. }) => Err(NotSent::Refused(error)),
             Err(error) => Err(NotSent::Failed(error)),
         }
     }

@@ -736,3 +736,365 @@ async fn a_lost_connection_fails_the_waiting_calls_and_the_next_call_goes_throug
     h.stop().await.expect("clean shutdown");
     drop(broker);
 }
+
+/// A reply its queue refuses (the caller's reply queue is full and rejects publishes, or a
+/// producer named such a queue as reply-to) dead-letters the request, handled once and
+/// unanswered: returning it to its queue ran its handler again at once, to be refused again,
+/// in a loop that never ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_its_queue_refuses_does_not_loop_the_request() {
+    let (h, quoter, client) = serving("rpc-refused-reply").await;
+    let channel = h.connection.create_channel().await.expect("a channel");
+    // Not part of the contract: it goes by itself a minute after the test.
+    let full = h.name("full-replies");
+    let mut arguments = FieldTable::default();
+    arguments.insert(ShortString::from("x-max-length"), AMQPValue::LongInt(0));
+    arguments.insert(
+        ShortString::from("x-overflow"),
+        AMQPValue::LongString(LongString::from("reject-publish")),
+    );
+    arguments.insert(ShortString::from("x-expires"), AMQPValue::LongInt(60_000));
+    channel
+        .queue_declare(
+            ShortString::from(full.as_str()),
+            lapin::options::QueueDeclareOptions::default(),
+            arguments,
+        )
+        .await
+        .expect("the full reply queue");
+    let body = serde_json::to_vec(&request("full-1", types::QuoteRequestBehaviour::Ok))
+        .expect("serializable");
+    h.publish_raw_to(
+        "",
+        &h.name("quotes"),
+        &body,
+        BasicProperties::default()
+            .with_content_type(ShortString::from("application/json"))
+            .with_reply_to(ShortString::from(full.as_str()))
+            .with_correlation_id(ShortString::from("full-1")),
+    )
+    .await;
+    quoter.seen.wait_for(1, WAIT).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        quoter.seen.len(),
+        1,
+        "handled once, not again for each refused reply"
+    );
+    let dead = h.dead_letters(1, WAIT).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].reason(), Some("non-retryable"));
+    let error = dead[0].last_error().unwrap_or_default();
+    assert!(error.contains("refused"), "{error}");
+    assert_eq!(h.ready("quotes").await, 0, "settled");
+    // The server goes on.
+    let answer = quote(
+        &client,
+        &request("full-2", types::QuoteRequestBehaviour::Ok),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("the server still answers");
+    assert_eq!(answer.id, "full-2");
+    h.stop().await.expect("clean shutdown");
+}
+
+/// A `failed` reply goes out only once the request is dead-lettered: while its dead letter
+/// cannot be published (the dead-letter exchange deleted), the request is held, and could
+/// yet be redelivered and answered, so its caller is not told it failed. Once the dead
+/// letter is confirmed, the `failed` reply follows (to a caller gone by then: dropped as
+/// late).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_reply_waits_for_the_dead_letter() {
+    let (h, quoter, client) = serving("rpc-failed-after-dead-letter").await;
+    let channel = h.connection.create_channel().await.expect("a channel");
+    channel
+        .exchange_delete(
+            ShortString::from(h.name("jobs.dlx")),
+            lapin::options::ExchangeDeleteOptions::default(),
+        )
+        .await
+        .expect("the dead-letter exchange is deleted");
+    let answer = quote(
+        &client,
+        &request("held-1", types::QuoteRequestBehaviour::Fatal),
+        Duration::from_secs(2),
+    )
+    .await;
+    assert!(
+        matches!(answer, Err(RpcError::Timeout(_))),
+        "told it failed while the request was not dead-lettered: {answer:?}"
+    );
+    assert_eq!(quoter.seen.len(), 1);
+
+    warren_runtime::declare(&h.connection, &h.topology)
+        .await
+        .expect("declared again");
+    let dead = h.dead_letters(1, Duration::from_secs(40)).await;
+    assert_eq!(dead.len(), 1, "dead-lettered once the exchange is back");
+    assert_eq!(dead[0].reason(), Some("non-retryable"));
+    assert!(
+        try_wait_until(WAIT, || client.late_replies() == 1).await,
+        "the `failed` reply followed the dead letter: {} late replies",
+        client.late_replies()
+    );
+    assert_eq!(quoter.seen.len(), 1, "handled once");
+    h.stop().await.expect("clean shutdown");
+}
+
+/// Hostile reply-to addresses and forged deadlines harm nothing: a reply to a dangling
+/// direct reply-to address, a 255-byte name, an exchange's name or the request queue itself
+/// (whose reply, carrying no reply-to, is then dead-lettered there as `decode`) is published
+/// and its request acknowledged, once; a deadline of a type that is no integer is no
+/// deadline, and a negative one is past.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_reply_to_addresses_and_deadlines_harm_nothing() {
+    let (h, quoter, client) = serving("rpc-hostile-requests").await;
+    let quotes = h.name("quotes");
+    let long = "r".repeat(255);
+    let publish = |id: &'static str, reply_to: String, deadline: Option<AMQPValue>| {
+        let h = &h;
+        async move {
+            let mut headers = FieldTable::default();
+            if let Some(deadline) = deadline {
+                headers.insert(
+                    ShortString::from(warren_runtime::model::headers::DEADLINE),
+                    deadline,
+                );
+            }
+            let body = serde_json::to_vec(&request(id, types::QuoteRequestBehaviour::Ok))
+                .expect("serializable");
+            h.publish_raw_to(
+                "",
+                &h.name("quotes"),
+                &body,
+                BasicProperties::default()
+                    .with_content_type(ShortString::from("application/json"))
+                    .with_reply_to(ShortString::from(reply_to))
+                    .with_correlation_id(ShortString::from("c".repeat(255)))
+                    .with_headers(headers),
+            )
+            .await;
+        }
+    };
+    publish("dangling", "amq.rabbitmq.reply-to.".into(), None).await;
+    publish("long", long, None).await;
+    publish("exchange", "amq.direct".into(), None).await;
+    publish("itself", quotes.clone(), None).await;
+    let text = AMQPValue::LongString(LongString::from("1"));
+    publish("text-deadline", "nowhere".into(), Some(text)).await;
+    publish(
+        "float-deadline",
+        "nowhere".into(),
+        Some(AMQPValue::Double(-1.0)),
+    )
+    .await;
+    let huge = AMQPValue::Timestamp(u64::MAX);
+    publish("huge-deadline", "nowhere".into(), Some(huge)).await;
+    let negative = AMQPValue::ShortShortInt(-1);
+    publish("negative-deadline", "nowhere".into(), Some(negative)).await;
+    let lowest = AMQPValue::LongLongInt(i64::MIN);
+    publish("lowest-deadline", "nowhere".into(), Some(lowest)).await;
+
+    quoter.seen.wait_for(7, WAIT).await;
+    let mut dead = h.dead_letters(3, WAIT).await;
+    dead.sort_by_key(|d| d.reason().map(str::to_owned));
+    let reasons: Vec<_> = dead.iter().map(|d| d.reason()).collect();
+    assert_eq!(reasons, [Some("decode"), Some("expired"), Some("expired")]);
+    assert!(
+        dead[0].header("x-rpc-status").is_some(),
+        "the reply to the request queue itself, dead-lettered there"
+    );
+    let mut ids: Vec<String> = quoter.seen.all().into_iter().map(|s| s.id).collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        [
+            "dangling",
+            "exchange",
+            "float-deadline",
+            "huge-deadline",
+            "itself",
+            "long",
+            "text-deadline"
+        ],
+        "each handled once"
+    );
+    let answer = quote(
+        &client,
+        &request("after", types::QuoteRequestBehaviour::Ok),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("the server still answers");
+    assert_eq!(answer.id, "after");
+    assert_eq!(h.ready("quotes").await, 0);
+    h.stop().await.expect("clean shutdown");
+}
+
+/// A call's priority follows the publishers' rule: above the request queues' highest
+/// `max_priority`, or where none declares one, it is refused and nothing is sent; within it,
+/// the call goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_s_priority_is_checked_against_the_request_queues() {
+    let (h, quoter, client) = serving("rpc-priority").await;
+    let target = |max_priority| Target {
+        exchange: "",
+        routing_key: "quotes",
+        timeout: Duration::from_secs(5),
+        max_priority,
+    };
+    let ask = |id: &str| request(id, types::QuoteRequestBehaviour::Ok);
+    let headers = warren_broker_tests::headers();
+    for (max_priority, priority) in [(None, 0), (Some(4), 5)] {
+        let refused = call::<QuotePrice>(
+            &client,
+            target(max_priority),
+            &ask("p-refused"),
+            &headers,
+            &CallOptions::default().priority(priority),
+        )
+        .await;
+        assert!(
+            matches!(
+                refused,
+                Err(RpcError::Publish(PublishError::Priority { priority: p, max_priority: m }))
+                    if p == priority && m == max_priority
+            ),
+            "{refused:?}"
+        );
+    }
+    let answer = call::<QuotePrice>(
+        &client,
+        target(Some(5)),
+        &ask("p-5"),
+        &headers,
+        &CallOptions::default().priority(5),
+    )
+    .await
+    .expect("within the maximum: answered");
+    assert_eq!(answer.id, "p-5");
+    let ids: Vec<String> = quoter.seen.all().into_iter().map(|s| s.id).collect();
+    assert_eq!(ids, ["p-5"], "the refused calls sent nothing");
+    h.stop().await.expect("clean shutdown");
+}
+
+/// On a request queue with no dead-letter exchange, a request that fails for good is
+/// discarded (`basic.nack`), and its caller is told so at once, as when it is dead-lettered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discarded_request_s_caller_is_told_it_failed() {
+    // `dead-read` has no dead-letter exchange and no retries.
+    const DISCARDING: warren_runtime::codegen::ConsumerSpec =
+        warren_runtime::codegen::ConsumerSpec {
+            queue: "dead-read",
+            ..SERVER
+        };
+    let quoter = Quoter::default();
+    let server = quoter.clone();
+    let h = Harness::start_registering("rpc-discarded", move |_, worker| {
+        add_server::<QuotePrice, _>(worker, DISCARDING, server);
+    })
+    .await;
+    let client = RpcClient::new(&h.connection, &h.topology)
+        .await
+        .expect("a client channel");
+    let target = Target {
+        exchange: "",
+        routing_key: "dead-read",
+        timeout: Duration::from_secs(5),
+        max_priority: None,
+    };
+    let started = Instant::now();
+    let answer = call::<QuotePrice>(
+        &client,
+        target,
+        &request("x-1", types::QuoteRequestBehaviour::Fatal),
+        &warren_broker_tests::headers(),
+        &CallOptions::default(),
+    )
+    .await;
+    match answer {
+        Err(RpcError::Failed { reason, detail }) => {
+            assert_eq!(reason, FailureReason::NonRetryable);
+            assert!(detail.contains("no price for this basket"), "{detail}");
+        }
+        other => panic!("expected a failed reply, got {other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(2), "told at once");
+    assert_eq!(h.ready("dead-read").await, 0, "discarded");
+    assert_eq!(quoter.seen.len(), 1);
+    h.stop().await.expect("clean shutdown");
+}
+
+/// Calls racing the loss of their channel (the broker closes it, again and again, refusing
+/// requests to an exchange that does not exist): each ends in time with its own response or
+/// an error, never another call's reply, and the client serves calls afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_racing_channel_losses_end_in_time_with_their_own_replies() {
+    const CALLS: u64 = 200;
+    let (h, _quoter, client) = serving("rpc-channel-races").await;
+    let timeout = Duration::from_secs(5);
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 0..CALLS {
+        let client = client.clone();
+        calls.spawn(async move {
+            tokio::time::sleep(Duration::from_millis(n * 5)).await;
+            let id = format!("race-{n}");
+            let started = Instant::now();
+            let answer = quote(&client, &slow(&id, Duration::from_millis(50)), timeout).await;
+            (id, started.elapsed(), answer)
+        });
+    }
+    let breaker = tokio::spawn({
+        let client = client.clone();
+        async move {
+            let nowhere = Target {
+                exchange: "no-such-exchange",
+                routing_key: "quotes",
+                timeout: Duration::from_secs(5),
+                max_priority: None,
+            };
+            for n in 0..10 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let refused = call::<QuotePrice>(
+                    &client,
+                    nowhere,
+                    &request(&format!("break-{n}"), types::QuoteRequestBehaviour::Ok),
+                    &warren_broker_tests::headers(),
+                    &CallOptions::default(),
+                )
+                .await;
+                assert!(matches!(refused, Err(RpcError::Publish(_))), "{refused:?}");
+            }
+        }
+    });
+    let (mut ok, mut lost, mut failed) = (0u64, 0u64, 0u64);
+    while let Some(done) = calls.join_next().await {
+        let (id, took, answer) = done.expect("the call task ran");
+        assert!(
+            took < timeout + Duration::from_secs(1),
+            "{id} took {took:?}"
+        );
+        match answer {
+            Ok(response) => {
+                assert_eq!(response.id, id, "a reply matched to another call");
+                ok += 1;
+            }
+            Err(RpcError::ConnectionLost) => lost += 1,
+            Err(RpcError::Publish(_) | RpcError::Timeout(_)) => failed += 1,
+            Err(other) => panic!("{id}: {other}"),
+        }
+    }
+    breaker.await.expect("the breaking calls ran");
+    println!("channel races: {ok} ok, {lost} lost, {failed} not sent or timed out");
+    assert!(ok > 0);
+    let answer = quote(
+        &client,
+        &request("race-after", types::QuoteRequestBehaviour::Ok),
+        timeout,
+    )
+    .await
+    .expect("answered after the races");
+    assert_eq!(answer.id, "race-after");
+    h.stop().await.expect("clean shutdown");
+}
