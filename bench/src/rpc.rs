@@ -17,9 +17,8 @@ use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, 
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{BasicProperties, Channel};
 use tokio::sync::oneshot;
-use warren_runtime::codegen::NoErrors;
 use warren_runtime::model::headers;
-use warren_runtime::rpc::{DIRECT_REPLY_TO, ReplyStatus};
+use warren_runtime::rpc::{DIRECT_REPLY_TO, NoErrors, ReplyStatus};
 use warren_runtime::{
     Connection, Delivery, HandlerError, RpcClient, RpcHandlerError, Topology, Worker,
 };

@@ -380,7 +380,7 @@ impl consumers::RushQuote for Recorder {
     async fn handle(
         &self,
         request: Delivery<types::QuoteRequest, types::JobHeaders>,
-    ) -> Result<types::PriceQuote, RpcHandlerError<warren_runtime::codegen::NoErrors>> {
+    ) -> Result<types::PriceQuote, RpcHandlerError<warren_runtime::rpc::NoErrors>> {
         consumers::RushQuote::handle(&self.0.quoter, request).await
     }
 }
