@@ -268,6 +268,8 @@ async fn warren_consume(
             retry_backoff: retry::Failing::idle(),
             retry_timing: retry::Failing::idle(),
             retry_timing_jitter: retry::Failing::idle(),
+            // Idle: nothing calls it in this scenario.
+            price_order: rpc::Pricer,
         }
         .run(worker),
     );

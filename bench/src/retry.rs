@@ -119,6 +119,8 @@ async fn run(
             retry_backoff: failing.clone(),
             retry_timing: failing.clone(),
             retry_timing_jitter: failing.clone(),
+            // Idle: nothing calls it in this scenario.
+            price_order: crate::rpc::Pricer,
         }
         .run(worker),
     );

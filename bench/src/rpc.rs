@@ -1,6 +1,7 @@
-//! Request/reply: round trips per second and their latency, warren's `RpcClient` and server
-//! against the hand-written lapin code over RabbitMQ's direct reply-to that a team would
-//! otherwise write, with one call and with 64 calls in flight.
+//! Request/reply: round trips per second and their latency, warren's generated code (the
+//! contract's rpcs `price_order` and `price_order_lapin`: `RpcClients` and a server of the
+//! `consumers::PriceOrder` trait) against the hand-written lapin code over RabbitMQ's direct
+//! reply-to that a team would otherwise write, with one call and with 64 calls in flight.
 //!
 //! Both sides send the same order and answer with the same quote, each through its own
 //! classic request queue, in the same run and in interleaved rounds.
@@ -16,38 +17,26 @@ use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, 
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{BasicProperties, Channel};
 use tokio::sync::oneshot;
-use warren_runtime::codegen::{NoErrors, Operation, RpcHandler, Target};
 use warren_runtime::model::headers;
-use warren_runtime::rpc::{DIRECT_REPLY_TO, ReplyStatus};
+use warren_runtime::rpc::{DIRECT_REPLY_TO, NoErrors, ReplyStatus};
 use warren_runtime::{
-    CallOptions, Connection, Delivery, HandlerError, NoHeaders, RpcClient, RpcHandlerError,
-    Topology, Worker,
+    Connection, Delivery, HandlerError, RpcClient, RpcHandlerError, Topology, Worker,
 };
 
-use crate::{ROUNDS, Result, messages, order, types};
+use crate::{ROUNDS, Result, RpcClients, consumers, order, types};
 
-/// The warren side's request queue.
+/// The warren side's request queue (rpc `price_order`'s).
 const WARREN_QUEUE: &str = "rpc-warren";
-/// The lapin side's request queue.
+/// The lapin side's request queue (rpc `price_order_lapin`'s).
 const LAPIN_QUEUE: &str = "rpc-lapin";
 /// The calls in flight of each measured case.
 const IN_FLIGHT: [usize; 2] = [1, 64];
-/// How long one call may wait for its reply before the round fails.
+/// How long one lapin call may wait for its reply before the round fails: the rpcs'
+/// `timeout` in the contract, which warren's calls wait.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
-/// Both servers take this many requests ahead (a consumer's prefetch) and answer as many at
-/// once.
+/// The lapin server takes this many requests ahead (a consumer's prefetch) and answers as
+/// many at once: the `prefetch` and `concurrency` of rpc `price_order` in the contract.
 const SERVER_PREFETCH: u16 = 100;
-
-/// The one operation of the benchmark: prices an order. Written by hand, as the generator
-/// would emit it for an `rpcs:` entry (`request: order`, `response: quote`, no errors).
-struct PriceOrder;
-
-impl Operation for PriceOrder {
-    type Request = messages::Order;
-    type Response = messages::Quote;
-    type Error = NoErrors;
-    const NAME: &'static str = "price_order";
-}
 
 /// What both servers answer: the order's total, recomputed from its lines.
 fn price(order: &types::BenchOrder) -> std::result::Result<types::BenchQuote, String> {
@@ -73,13 +62,13 @@ fn price(order: &types::BenchOrder) -> std::result::Result<types::BenchQuote, St
     })
 }
 
-/// The warren server's handler.
-struct Pricer;
+/// The warren server's handler: the server of rpc `price_order`.
+pub struct Pricer;
 
-impl RpcHandler<PriceOrder> for Pricer {
+impl consumers::PriceOrder for Pricer {
     async fn handle(
         &self,
-        request: Delivery<types::BenchOrder, NoHeaders>,
+        request: Delivery<types::BenchOrder>,
     ) -> std::result::Result<types::BenchQuote, RpcHandlerError<NoErrors>> {
         price(request.payload()).map_err(|e| HandlerError::non_retryable(e).into())
     }
@@ -347,15 +336,15 @@ impl Case {
 #[derive(Clone)]
 struct Clients {
     lapin: LapinClient,
-    warren: RpcClient,
+    warren: RpcClients,
     /// Each order as the lapin client sends it, serialized ahead (warren's client serializes
     /// and validates as part of its call).
     bodies: Arc<Vec<Vec<u8>>>,
     orders: Arc<Vec<types::BenchOrder>>,
     /// The lapin server's queue by its full name.
     lapin_queue: Arc<str>,
-    /// The warren server's queue by its full name (the warren client is given the contract's
-    /// name, and adds its namespace).
+    /// The warren server's queue by its full name (the warren client sends where the
+    /// contract says, in its namespace).
     warren_queue: Arc<str>,
 }
 
@@ -371,22 +360,10 @@ impl Clients {
                 };
                 self.lapin.call(queue, &self.bodies[i]).await?
             }
-            Side::Warren => warren_runtime::codegen::call::<PriceOrder>(
-                &self.warren,
-                Target {
-                    exchange: "",
-                    routing_key: match server {
-                        Side::Lapin => LAPIN_QUEUE,
-                        Side::Warren => WARREN_QUEUE,
-                    },
-                    timeout: CALL_TIMEOUT,
-                    max_priority: None,
-                },
-                order,
-                &NoHeaders {},
-                &CallOptions::default(),
-            )
-            .await
+            Side::Warren => match server {
+                Side::Lapin => self.warren.price_order_lapin(order).await,
+                Side::Warren => self.warren.price_order(order).await,
+            }
             .map_err(|e| e.to_string())?,
         };
         check(order, &quote)
@@ -408,24 +385,13 @@ pub async fn bench(
     // The servers run for the whole scenario, each on its own queue.
     let server_channel = lapin_server(plain, &topology.qualified(LAPIN_QUEUE)).await?;
     let mut worker = Worker::new(connection.clone(), topology.clone());
-    warren_runtime::codegen::add_server::<PriceOrder, _>(
-        &mut worker,
-        warren_runtime::codegen::ConsumerSpec {
-            name: "price_order",
-            queue: WARREN_QUEUE,
-            prefetch: SERVER_PREFETCH,
-            // As many at once as the lapin server, which answers each request in a task.
-            concurrency: SERVER_PREFETCH,
-            circuit_breaker: None,
-        },
-        Pricer,
-    );
+    consumers::register::price_order(&mut worker, Pricer);
     let stop = worker.shutdown_handle();
     let running = tokio::spawn(worker.run());
 
     let clients = Clients {
         lapin: LapinClient::new(plain).await?,
-        warren: RpcClient::new(connection, topology).await?,
+        warren: RpcClients::new(RpcClient::new(connection, topology).await?),
         bodies: Arc::new(
             (0..n)
                 .map(|i| serde_json::to_vec(&order(i)))

@@ -1,16 +1,18 @@
 //! The kit on the real broker, as a team uses it: the orders example's generated handlers and
-//! publishers, a namespaced topology, and the dead letters read back with why they died.
+//! publishers, a namespaced topology, and the dead letters read back with why they died; and
+//! the example's rpc, served by its own handler and called through the generated client.
 
 use std::time::{Duration, SystemTime};
 
+use warren_example_orders::rpcs::QuotePriceError;
 use warren_example_orders::types::{
-    Address, LineItem, Money, OrderCancelled, OrderHeaders, OrderPlaced,
+    Address, LineItem, Money, OrderCancelled, OrderHeaders, OrderPlaced, QuoteRequest,
 };
-use warren_example_orders::{Publishers, consumers, messages, topology};
+use warren_example_orders::{Publishers, RpcClients, consumers, handlers, messages, topology};
 use warren_runtime::lapin::BasicProperties;
 use warren_runtime::lapin::types::ShortString;
 use warren_runtime::model::FailureReason;
-use warren_runtime::{Delivery, HandlerError};
+use warren_runtime::{Delivery, HandlerError, RpcClient, RpcError};
 use warren_testkit::{Seen, TestBroker, wait_until};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -224,6 +226,51 @@ async fn peeking_leaves_a_poison_message_where_it_was() {
     assert_eq!(taken[0].body, b"{ not json");
     assert!(shop.fulfilled.is_empty(), "the handler never saw it");
 
+    running.stop().await.expect("the worker stops cleanly");
+    deployed.cleanup().await;
+    broker.close().await;
+}
+
+/// The example's rpc end to end: its own `handlers::Quotes` serves `quote_price` on a worker,
+/// and the generated `RpcClients` sends each basket to exchange `orders` with routing key
+/// `quote.eu`: a known basket gets its typed quote, one with an unknown SKU the declared
+/// error `unknown_sku`, naming that SKU.
+#[tokio::test]
+async fn quote_price_prices_a_basket_and_names_an_unknown_sku() {
+    let broker = TestBroker::from_env().await;
+    let deployed = broker.deploy("kit-quotes", &topology()).await;
+    let mut running = deployed.run_worker(|worker| {
+        consumers::register::quote_price(worker, handlers::Quotes);
+    });
+    let client = RpcClient::new(deployed.connection(), deployed.topology())
+        .await
+        .expect("a client channel");
+    let rpcs = RpcClients::new(client);
+    let basket = |skus: &[&str]| QuoteRequest {
+        skus: skus.iter().map(|sku| (*sku).to_owned()).collect(),
+        region: "eu".to_owned(),
+    };
+
+    let quote = rpcs
+        .quote_price("eu", &basket(&["TEA-0001", "MUG-0002", "TEA-0001"]))
+        .await
+        .expect("a quote");
+    assert_eq!(quote.total.amount_minor, 450 + 1200 + 450);
+    assert_eq!(quote.total.currency.as_str(), "EUR");
+
+    match rpcs
+        .quote_price("eu", &basket(&["TEA-0001", "GHOST-9"]))
+        .await
+    {
+        Err(RpcError::Declared(QuotePriceError::UnknownSku(error))) => {
+            assert_eq!(error.sku, "GHOST-9");
+        }
+        other => panic!("expected the declared error `unknown_sku`, got {other:?}"),
+    }
+
+    // Both answered: a declared error is a reply, its request acknowledged, not dead-lettered.
+    deployed.wait_until_ready("orders.quotes", 0, WAIT).await;
+    assert_eq!(deployed.count_dead_letters("orders.dead-letters").await, 0);
     running.stop().await.expect("the worker stops cleanly");
     deployed.cleanup().await;
     broker.close().await;

@@ -282,9 +282,15 @@ fn server_trait(
          - request: [`messages::{request}`](super::messages::{request})\n\
          - response: [`messages::{response_marker}`](super::messages::{response_marker})"
     );
-    if !resolved.errors.is_empty() {
+    if resolved.errors.is_empty() {
+        text.push_str("\n- errors: none declared");
+    } else {
         let codes: Vec<String> = resolved.errors.iter().map(|(c, _)| code(c)).collect();
-        text.push_str(&format!("\n- errors: {}", codes.join(", ")));
+        let enum_name = rpcs::errors_ident(rpc);
+        text.push_str(&format!(
+            "\n- errors: {}, the variants of [`rpcs::{enum_name}`](super::rpcs::{enum_name})",
+            codes.join(", ")
+        ));
     }
     text.push_str(&format!(
         "\n- a caller waits {}; a request past its deadline is dead-lettered unhandled",
@@ -292,12 +298,18 @@ fn server_trait(
     ));
     text.push_str(&format!("\n- {}", retry_line(contract, &rpc.server)?));
     text.push_str(&settings_lines(&rpc.server));
-    text.push_str(
+    // An rpc without declared errors has none to return: its docs say what is left.
+    text.push_str(if resolved.errors.is_empty() {
+        "\n\nReturn `Ok(response)` to answer, or `RpcHandlerError::Failed` (a `HandlerError`, \
+         which `?` converts) for a failure, which the queue's retry policy decides (the caller \
+         gets a `failed` reply once the request is dead-lettered). The error type, \
+         [`NoErrors`](::warren_runtime::rpc::NoErrors), has no value."
+    } else {
         "\n\nReturn `Ok(response)` to answer; a declared error (`Err(error.into())`) to answer \
          with it, the request acknowledged and never retried; or \
          `RpcHandlerError::Failed` for a failure, which the queue's retry policy decides \
-         (the caller gets a `failed` reply once the request is dead-lettered).",
-    );
+         (the caller gets a `failed` reply once the request is dead-lettered)."
+    });
     let docs = compose(&head, rpc.description.as_deref(), &text);
     Ok(quote! {
         #docs

@@ -54,18 +54,24 @@ pub(super) fn resolve<'a>(
 
 /// The identifier of the enum of `rpc`'s declared errors: its name followed by `Error`
 /// (the checks hold it apart from every other rpc's marker and enum).
-fn errors_ident(rpc: &Rpc) -> Ident {
+pub(super) fn errors_ident(rpc: &Rpc) -> Ident {
     ident(&format!("{}_error", rpc.name), Role::Rpc)
 }
 
 /// The type of `rpc`'s declared errors, from a module that sees `rpcs` as `rpcs_path`.
 pub(super) fn errors_type(rpc: &Rpc, rpcs_path: &TokenStream) -> TokenStream {
     if rpc.errors.is_empty() {
-        quote! { ::warren_runtime::codegen::NoErrors }
+        no_errors()
     } else {
         let errors = errors_ident(rpc);
         quote! { #rpcs_path::#errors }
     }
+}
+
+/// The error type of an rpc that declares none, by its public path: a user's server of such
+/// an rpc writes it in its handler's signature, and `warren_runtime::codegen` is not for users.
+fn no_errors() -> TokenStream {
+    quote! { ::warren_runtime::rpc::NoErrors }
 }
 
 /// `pub mod rpcs` with every rpc of the contract (like message markers, whatever the
@@ -127,7 +133,7 @@ fn marker(resolved: &Resolved<'_>) -> TokenStream {
     let request_marker = ident(&request.name, Role::Message);
     let response_marker = ident(&response.name, Role::Message);
     let error_type = if errors.is_empty() {
-        quote! { ::warren_runtime::codegen::NoErrors }
+        no_errors()
     } else {
         let errors = errors_ident(rpc);
         quote! { #errors }

@@ -3,8 +3,9 @@
 //! Every test starts a [`Harness`], built on the public test kit (`warren-testkit`, which
 //! every test here exercises): its own connection, the contract's topology deployed under a
 //! namespace of its own (so tests share one broker without seeing each other's messages), a
-//! worker running one recording handler for every consumer, and typed publishers. The
-//! handler does what each job's `behaviour` says and records every attempt.
+//! worker running one recording handler for every consumer and rpc server, and typed
+//! publishers. The handler does what each job's `behaviour` says and records every attempt;
+//! as the server of the rpcs, it answers as [`rpc::Quoter`] does.
 
 include!(concat!(env!("OUT_DIR"), "/jobs.rs"));
 
@@ -20,7 +21,8 @@ use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use tokio::sync::Semaphore;
 use warren_runtime::{
-    Connection, DeadLetter, Delivery, FailureContext, HandlerError, Worker, WorkerError,
+    Connection, DeadLetter, Delivery, FailureContext, HandlerError, RpcHandlerError, Worker,
+    WorkerError,
 };
 use warren_testkit::{Changes, Deployed, RunningWorker, TestBroker};
 pub use warren_testkit::{DeadMessage, PrivateBroker, amqp_url};
@@ -51,6 +53,7 @@ struct State {
     gate: Semaphore,
     outage: AtomicBool,
     dead_letters: Mutex<Vec<DeadLetter<types::Job, types::JobHeaders>>>,
+    quoter: rpc::Quoter,
 }
 
 impl Default for State {
@@ -64,16 +67,21 @@ impl Default for State {
             gate: Semaphore::new(0),
             outage: AtomicBool::new(false),
             dead_letters: Mutex::default(),
+            quoter: rpc::Quoter::default(),
         }
     }
 }
 
-/// The handler of every consumer: records each attempt, then behaves as the job says.
+/// The handler of every consumer: records each attempt, then behaves as the job says; and
+/// of every rpc server, answering as its [`rpc::Quoter`] does.
 #[derive(Clone, Default)]
 pub struct Recorder(Arc<State>);
 
-/// [`Handlers`] with every consumer of the test contract handled by a [`Recorder`].
+/// [`Handlers`] with every consumer and rpc server of the test contract handled by a
+/// [`Recorder`].
 pub type Recorded = Handlers<
+    Recorder,
+    Recorder,
     Recorder,
     Recorder,
     Recorder,
@@ -95,7 +103,7 @@ pub type Recorded = Handlers<
     Recorder,
 >;
 
-/// Every consumer of the test contract handled by `recorder`.
+/// Every consumer and rpc server of the test contract handled by `recorder`.
 pub fn handlers(recorder: &Recorder) -> Recorded {
     Handlers {
         run_backoff: recorder.clone(),
@@ -117,6 +125,8 @@ pub fn handlers(recorder: &Recorder) -> Recorded {
         read_dead: recorder.clone(),
         run_failing: recorder.clone(),
         run_priority: recorder.clone(),
+        quote_price: recorder.clone(),
+        rush_quote: recorder.clone(),
     }
 }
 
@@ -203,6 +213,11 @@ impl Recorder {
                 Ok(())
             }
         }
+    }
+
+    /// The server of the rpcs: what it saw.
+    pub fn quoter(&self) -> &rpc::Quoter {
+        &self.0.quoter
     }
 
     /// Every attempt at job `id`.
@@ -349,6 +364,24 @@ impl consumers::ReadDead for Recorder {
             )));
         }
         Ok(())
+    }
+}
+
+impl consumers::QuotePrice for Recorder {
+    async fn handle(
+        &self,
+        request: Delivery<types::QuoteRequest, types::JobHeaders>,
+    ) -> Result<types::PriceQuote, RpcHandlerError<rpcs::QuotePriceError>> {
+        consumers::QuotePrice::handle(&self.0.quoter, request).await
+    }
+}
+
+impl consumers::RushQuote for Recorder {
+    async fn handle(
+        &self,
+        request: Delivery<types::QuoteRequest, types::JobHeaders>,
+    ) -> Result<types::PriceQuote, RpcHandlerError<warren_runtime::rpc::NoErrors>> {
+        consumers::RushQuote::handle(&self.0.quoter, request).await
     }
 }
 

@@ -1,93 +1,17 @@
-//! A hand-written RPC operation over the test contract's `quotes` queue and its
-//! `quote_request`, `price_quote` and `quote_error` messages, with a server and a way to
-//! call it: what the generator will emit (`rpcs::QuotePrice`, `QuotePriceError`) once it
-//! emits RPCs, so that the runtime's RPC is tested on its own (tests/rpc.rs, tests/metrics.rs).
+//! The test contract's rpcs as a service uses them: [`Quoter`], the server of the generated
+//! `consumers::QuotePrice` and `consumers::RushQuote` traits (registered with
+//! `consumers::register::quote_price` or as `Handlers` fields), and the generated
+//! `RpcClients` to call them (tests/rpc.rs, tests/metrics.rs).
 
 use std::num::NonZeroU64;
 use std::time::Duration;
 
-use warren_runtime::codegen::{
-    ConsumerSpec, DeclaredErrors, Operation, RpcHandler, Target, call, decode_payload,
-    encode_payload,
-};
-use warren_runtime::{
-    CallOptions, Delivery, HandlerError, Message, PublishError, RpcClient, RpcError,
-    RpcHandlerError,
-};
+use warren_runtime::rpc::NoErrors;
+use warren_runtime::{Delivery, HandlerError, RpcClient, RpcHandlerError};
 use warren_testkit::Seen;
 
-use crate::{messages, types};
-
-/// The operation: what the generator will emit as `rpcs::QuotePrice`.
-pub struct QuotePrice;
-
-impl Operation for QuotePrice {
-    type Request = messages::QuoteRequest;
-    type Response = messages::PriceQuote;
-    type Error = QuotePriceError;
-    const NAME: &'static str = "quote_price";
-}
-
-/// Its declared errors: what the generator will emit as `rpcs::QuotePriceError`.
-#[derive(Debug)]
-pub enum QuotePriceError {
-    /// `unknown_sku`.
-    UnknownSku(types::QuoteError),
-}
-
-impl std::fmt::Display for QuotePriceError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::UnknownSku(error) => write!(f, "unknown_sku: {}", error.reason.as_str()),
-        }
-    }
-}
-
-impl std::error::Error for QuotePriceError {}
-
-impl DeclaredErrors for QuotePriceError {
-    fn code(&self) -> &'static str {
-        match self {
-            Self::UnknownSku(_) => "unknown_sku",
-        }
-    }
-
-    fn encode(&self) -> Result<Vec<u8>, PublishError> {
-        match self {
-            Self::UnknownSku(error) => encode_payload::<messages::QuoteError>(error),
-        }
-    }
-
-    fn decode(code: &str, body: &[u8]) -> Option<Result<Self, String>> {
-        match code {
-            "unknown_sku" => {
-                Some(decode_payload::<messages::QuoteError>(body).map(Self::UnknownSku))
-            }
-            _ => None,
-        }
-    }
-
-    fn message_name(&self) -> Option<&'static str> {
-        match self {
-            Self::UnknownSku(_) => Some(messages::QuoteError::NAME),
-        }
-    }
-
-    fn content_type(&self) -> Option<&'static str> {
-        match self {
-            Self::UnknownSku(_) => Some(messages::QuoteError::CONTENT_TYPE),
-        }
-    }
-}
-
-/// The server, as the generated `consumers::register::quote_price` will add it.
-pub const SERVER: ConsumerSpec = ConsumerSpec {
-    name: "quote_price",
-    queue: "quotes",
-    prefetch: 50,
-    concurrency: 20,
-    circuit_breaker: None,
-};
+use crate::rpcs::QuotePriceError;
+use crate::{Harness, RpcClients, consumers, types};
 
 /// One request the server's handler saw.
 #[derive(Debug, Clone)]
@@ -98,26 +22,37 @@ pub struct Served {
     pub tenant: String,
     /// Its retry count.
     pub retry_count: u32,
+    /// Its priority.
+    pub priority: Option<u8>,
 }
 
-/// The test server: records each request, then answers as its `behaviour` says, after its
-/// `delay_ms`.
+/// The test server of both rpcs: records each request, then answers as its `behaviour`
+/// says, after its `delay_ms`.
 #[derive(Clone, Default)]
 pub struct Quoter {
     /// Every request handled, in order.
     pub seen: Seen<Served>,
 }
 
-impl RpcHandler<QuotePrice> for Quoter {
-    async fn handle(
+/// What the handler answers instead of a quote: the declared error (`unknown_sku`), or a
+/// failure.
+enum Refusal {
+    UnknownSku(types::QuoteError),
+    Failed(HandlerError),
+}
+
+impl Quoter {
+    /// Records `request`, waits its delay, and answers it.
+    async fn answer(
         &self,
-        request: Delivery<types::QuoteRequest, types::JobHeaders>,
-    ) -> Result<types::PriceQuote, RpcHandlerError<QuotePriceError>> {
+        request: &Delivery<types::QuoteRequest, types::JobHeaders>,
+    ) -> Result<types::PriceQuote, Refusal> {
         let payload = request.payload().clone();
         self.seen.record(Served {
             id: payload.id.clone(),
             tenant: request.headers().tenant.clone(),
             retry_count: request.retry_count(),
+            priority: request.priority(),
         });
         if let Some(delay) = payload.delay_ms {
             let delay = u64::try_from(delay).unwrap_or_default();
@@ -130,24 +65,61 @@ impl RpcHandler<QuotePrice> for Quoter {
                 id: payload.id,
                 price,
             }),
-            B::Declared => Err(RpcHandlerError::Declared(QuotePriceError::UnknownSku(
-                types::QuoteError {
-                    id: payload.id,
-                    reason: "no such sku".try_into().expect("a short reason"),
-                },
-            ))),
+            B::Declared => Err(Refusal::UnknownSku(types::QuoteError {
+                id: payload.id,
+                reason: "no such sku".try_into().expect("a short reason"),
+            })),
             // Breaks the response schema (`minimum: 0`): a bug of the server.
             B::Invalid => Ok(types::PriceQuote {
                 id: payload.id,
                 price: -1,
             }),
-            B::Retryable => Err(HandlerError::retryable(std::io::Error::other(
-                "the pricing service is down",
-            ))
-            .into()),
-            B::Fatal => Err(HandlerError::non_retryable("no price for this basket").into()),
+            B::Retryable => Err(Refusal::Failed(HandlerError::retryable(
+                std::io::Error::other("the pricing service is down"),
+            ))),
+            B::Fatal => Err(Refusal::Failed(HandlerError::non_retryable(
+                "no price for this basket",
+            ))),
         }
     }
+}
+
+impl consumers::QuotePrice for Quoter {
+    async fn handle(
+        &self,
+        request: Delivery<types::QuoteRequest, types::JobHeaders>,
+    ) -> Result<types::PriceQuote, RpcHandlerError<QuotePriceError>> {
+        self.answer(&request)
+            .await
+            .map_err(|refusal| match refusal {
+                Refusal::UnknownSku(error) => QuotePriceError::UnknownSku(error).into(),
+                Refusal::Failed(error) => error.into(),
+            })
+    }
+}
+
+impl consumers::RushQuote for Quoter {
+    async fn handle(
+        &self,
+        request: Delivery<types::QuoteRequest, types::JobHeaders>,
+    ) -> Result<types::PriceQuote, RpcHandlerError<NoErrors>> {
+        self.answer(&request)
+            .await
+            .map_err(|refusal| match refusal {
+                // `rush_quote` declares no error: the one `quote_price` declares is a failure here.
+                Refusal::UnknownSku(_) => HandlerError::non_retryable("no such sku").into(),
+                Refusal::Failed(error) => error.into(),
+            })
+    }
+}
+
+/// A client on `h`'s connection and topology, and the generated `RpcClients` calling through
+/// it (the client kept for what `RpcClients` does not show: its late replies).
+pub async fn clients(h: &Harness) -> (RpcClient, RpcClients) {
+    let client = RpcClient::new(&h.connection, &h.topology)
+        .await
+        .expect("a client channel");
+    (client.clone(), RpcClients::new(client))
 }
 
 /// A request of `behaviour` for 3 items.
@@ -166,26 +138,4 @@ pub fn slow(id: &str, delay: Duration) -> types::QuoteRequest {
         delay_ms: Some(i64::try_from(delay.as_millis()).expect("a short delay")),
         ..request(id, types::QuoteRequestBehaviour::Slow)
     }
-}
-
-/// Calls the operation with `timeout`, as a generated client method does.
-pub async fn quote(
-    client: &RpcClient,
-    request: &types::QuoteRequest,
-    timeout: Duration,
-) -> Result<types::PriceQuote, RpcError<QuotePriceError>> {
-    let target = Target {
-        exchange: "",
-        routing_key: "quotes",
-        timeout,
-        max_priority: None,
-    };
-    call::<QuotePrice>(
-        client,
-        target,
-        request,
-        &crate::headers(),
-        &CallOptions::default(),
-    )
-    .await
 }

@@ -18,12 +18,11 @@ use metrics::{
     Counter, CounterFn, Gauge, GaugeFn, Histogram, HistogramFn, Key, KeyName, Metadata,
     SharedString, Unit,
 };
-use warren_broker_tests::rpc::{QuotePrice, Quoter, SERVER, quote, request, slow};
+use warren_broker_tests::rpc::{clients, request, slow};
 use warren_broker_tests::types::QuoteRequestBehaviour;
 use warren_broker_tests::{Harness, headers, job, types::JobBehaviour};
-use warren_runtime::codegen::add_server;
 use warren_runtime::metrics as names;
-use warren_runtime::{PublishError, RpcClient, RpcError};
+use warren_runtime::{CallOptions, PublishError, RpcError};
 
 /// One metric's values: a counter's total, a gauge's every value in turn, a histogram's
 /// samples.
@@ -368,38 +367,30 @@ async fn every_metric_is_recorded_with_its_labels() {
         "the failures before it opened"
     );
 
-    // RPC: a server on a worker of its own, and a client whose calls end each way but one.
-    let quoter = Quoter::default();
-    let mut server = h.deployed.run_worker(|worker| {
-        add_server::<QuotePrice, _>(worker, SERVER, quoter.clone());
-    });
-    let client = RpcClient::new(&h.connection, &h.topology)
-        .await
-        .expect("a client channel");
-    let five = Duration::from_secs(5);
-    quote(&client, &request("q-ok", QuoteRequestBehaviour::Ok), five)
+    // RPC: the harness's worker serves `quote_price` (its server is one of `Handlers`), and
+    // a client's calls end each way but one.
+    let (client, rpcs) = clients(&h).await;
+    rpcs.quote_price(&request("q-ok", QuoteRequestBehaviour::Ok), &headers())
         .await
         .expect("a response");
-    let declared = quote(
-        &client,
-        &request("q-error", QuoteRequestBehaviour::Declared),
-        five,
-    )
-    .await;
+    let declared = rpcs
+        .quote_price(
+            &request("q-error", QuoteRequestBehaviour::Declared),
+            &headers(),
+        )
+        .await;
     assert!(matches!(declared, Err(RpcError::Declared(_))));
-    let failed = quote(
-        &client,
-        &request("q-failed", QuoteRequestBehaviour::Fatal),
-        five,
-    )
-    .await;
+    let failed = rpcs
+        .quote_price(
+            &request("q-failed", QuoteRequestBehaviour::Fatal),
+            &headers(),
+        )
+        .await;
     assert!(matches!(failed, Err(RpcError::Failed { .. })));
-    let late = quote(
-        &client,
-        &slow("q-late", Duration::from_millis(600)),
-        Duration::from_millis(200),
-    )
-    .await;
+    let late = rpcs
+        .with(CallOptions::default().timeout(Duration::from_millis(200)))
+        .quote_price(&slow("q-late", Duration::from_millis(600)), &headers())
+        .await;
     assert!(matches!(late, Err(RpcError::Timeout(_))));
     let operation: Labels = vec![("operation", "quote_price".to_owned())];
     for outcome in ["ok", "error", "failed", "timeout"] {
@@ -430,7 +421,6 @@ async fn every_metric_is_recorded_with_its_labels() {
         1
     );
     assert_eq!(client.late_replies(), 1);
-    server.stop().await.expect("the server stops");
 
     // Every metric is described, with its unit.
     let described = sink

@@ -1,9 +1,12 @@
-//! Typed request/reply (RPC) against the real broker: an `RpcClient` calling a server
-//! registered on a worker, over the test contract's `quotes` queue and its `quote_request`,
-//! `price_quote` and `quote_error` messages.
+//! Typed request/reply (RPC) against the real broker, through the code generated from the
+//! test contract's `rpcs:`: rpc `quote_price` (queue `quotes`, messages `quote_request`,
+//! `price_quote` and the declared error `quote_error`) and `rush_quote` (queue `rush-quotes`,
+//! with priorities, no declared error). Calls go through the generated `RpcClients`, to the
+//! server of the generated `consumers::QuotePrice` trait registered with
+//! `consumers::register::quote_price`, as a service's would.
 //!
-//! The operation and its declared errors are written by hand (`warren_broker_tests::rpc`), as
-//! the generator will emit them, so the runtime is tested on its own.
+//! Where a test needs what the generated API does not do (a request sent where the contract
+//! does not send it, hostile requests or replies), that part is raw, and says why.
 
 use std::collections::HashSet;
 use std::num::NonZeroU64;
@@ -11,27 +14,33 @@ use std::time::{Duration, Instant};
 
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
-use warren_broker_tests::rpc::{QuotePrice, QuotePriceError, Quoter, SERVER, quote, request, slow};
-use warren_broker_tests::{Harness, PrivateBroker, messages, types};
-use warren_runtime::codegen::{Target, add_server, call};
+use warren_broker_tests::rpc::{Quoter, clients, request, slow};
+use warren_broker_tests::rpcs::{QuotePrice, QuotePriceError};
+use warren_broker_tests::{
+    Harness, PrivateBroker, RpcClients, consumers, headers, messages, types,
+};
+use warren_runtime::codegen::{Target, call};
 use warren_runtime::model::FailureReason;
 use warren_runtime::{CallOptions, PublishError, RpcClient, RpcError, Worker};
 use warren_testkit::{RunningWorker, try_wait_until};
 
 const WAIT: Duration = Duration::from_secs(10);
 
-/// A harness running only the quote server, and a client.
-async fn serving(test: &str) -> (Harness, Quoter, RpcClient) {
-    let quoter = Quoter::default();
-    let server = quoter.clone();
-    let h = Harness::start_registering(test, move |_, worker| {
-        add_server::<QuotePrice, _>(worker, SERVER, server);
+/// A harness running only the server of `quote_price` (the recorder's quoter), what that
+/// server saw, a client and the generated clients calling through it.
+async fn serving(test: &str) -> (Harness, Quoter, RpcClient, RpcClients) {
+    let h = Harness::start_registering(test, |recorder, worker| {
+        consumers::register::quote_price(worker, recorder.clone());
     })
     .await;
-    let client = RpcClient::new(&h.connection, &h.topology)
-        .await
-        .expect("a client channel");
-    (h, quoter, client)
+    let quoter = h.recorder.quoter().clone();
+    let (client, rpcs) = clients(&h).await;
+    (h, quoter, client, rpcs)
+}
+
+/// `rpcs`, waiting `timeout` for each reply instead of the contract's 5 s.
+fn with_timeout(rpcs: &RpcClients, timeout: Duration) -> RpcClients {
+    rpcs.with(CallOptions::default().timeout(timeout))
 }
 
 /// A worker of `h`'s topology running the quote server `quoter`, stopping within a second.
@@ -43,7 +52,7 @@ fn run_server(h: &Harness, quoter: &Quoter) -> RunningWorker {
 /// `drain` for the handlers in flight.
 fn run_server_draining(h: &Harness, quoter: &Quoter, drain: Duration) -> RunningWorker {
     let mut worker: Worker = h.deployed.worker().drain_timeout(drain);
-    add_server::<QuotePrice, _>(&mut worker, SERVER, quoter.clone());
+    consumers::register::quote_price(&mut worker, quoter.clone());
     h.deployed.start(worker)
 }
 
@@ -51,11 +60,11 @@ fn run_server_draining(h: &Harness, quoter: &Quoter, drain: Duration) -> Running
 /// headers reach the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn round_trip_of_a_response_and_a_declared_error() {
-    let (h, quoter, client) = serving("rpc-round-trip").await;
-    let timeout = Duration::from_secs(5);
+    let (h, quoter, client, rpcs) = serving("rpc-round-trip").await;
     use types::QuoteRequestBehaviour as B;
 
-    let response = quote(&client, &request("r-1", B::Ok), timeout)
+    let response = rpcs
+        .quote_price(&request("r-1", B::Ok), &headers())
         .await
         .expect("a response");
     assert_eq!(
@@ -66,7 +75,10 @@ async fn round_trip_of_a_response_and_a_declared_error() {
         }
     );
 
-    match quote(&client, &request("r-2", B::Declared), timeout).await {
+    match rpcs
+        .quote_price(&request("r-2", B::Declared), &headers())
+        .await
+    {
         Err(RpcError::Declared(QuotePriceError::UnknownSku(error))) => {
             assert_eq!(error.id, "r-2");
             assert_eq!(error.reason.as_str(), "no such sku");
@@ -97,11 +109,13 @@ async fn round_trip_of_a_response_and_a_declared_error() {
 /// told at once. Both requests end in the dead-letter queue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handler_failures_are_retried_then_reported_as_failed() {
-    let (h, quoter, client) = serving("rpc-failures").await;
-    let timeout = Duration::from_secs(5);
+    let (h, quoter, _client, rpcs) = serving("rpc-failures").await;
     use types::QuoteRequestBehaviour as B;
 
-    match quote(&client, &request("f-retry", B::Retryable), timeout).await {
+    match rpcs
+        .quote_price(&request("f-retry", B::Retryable), &headers())
+        .await
+    {
         Err(RpcError::Failed { reason, detail }) => {
             assert_eq!(reason, FailureReason::Exhausted);
             assert!(detail.contains("pricing service is down"), "{detail}");
@@ -111,7 +125,10 @@ async fn handler_failures_are_retried_then_reported_as_failed() {
     let retries: Vec<u32> = quoter.seen.all().iter().map(|s| s.retry_count).collect();
     assert_eq!(retries, [0, 1], "handled, then retried once");
 
-    match quote(&client, &request("f-fatal", B::Fatal), timeout).await {
+    match rpcs
+        .quote_price(&request("f-fatal", B::Fatal), &headers())
+        .await
+    {
         Err(RpcError::Failed { reason, detail }) => {
             assert_eq!(reason, FailureReason::NonRetryable);
             assert!(detail.contains("no price for this basket"), "{detail}");
@@ -134,16 +151,18 @@ async fn handler_failures_are_retried_then_reported_as_failed() {
 /// A thousand calls at once on one client: each gets the reply to its own request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_concurrent_calls_each_get_their_own_reply() {
-    let (h, quoter, client) = serving("rpc-concurrent").await;
+    let (h, quoter, client, rpcs) = serving("rpc-concurrent").await;
+    // A thousand calls queue up behind the server's prefetch: more than the contract's 5 s.
+    let rpcs = with_timeout(&rpcs, Duration::from_secs(30));
     let started = Instant::now();
     let mut calls = tokio::task::JoinSet::new();
     for n in 0..1000u64 {
-        let client = client.clone();
+        let rpcs = rpcs.clone();
         calls.spawn(async move {
             let id = format!("c-{n}");
             let mut asked = request(&id, types::QuoteRequestBehaviour::Ok);
             asked.quantity = NonZeroU64::new(n % 1000 + 1).expect("not zero");
-            let answer = quote(&client, &asked, Duration::from_secs(30)).await;
+            let answer = rpcs.quote_price(&asked, &headers()).await;
             (id, asked.quantity.get(), answer)
         });
     }
@@ -167,17 +186,15 @@ async fn a_thousand_concurrent_calls_each_get_their_own_reply() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_with_no_server_times_out_and_its_request_expires() {
     let h = Harness::start_registering("rpc-timeout", |_, _| {}).await;
-    let client = RpcClient::new(&h.connection, &h.topology)
-        .await
-        .expect("a client channel");
+    let (_client, rpcs) = clients(&h).await;
     let timeout = Duration::from_secs(1);
     let started = Instant::now();
-    let answer = quote(
-        &client,
-        &request("t-1", types::QuoteRequestBehaviour::Ok),
-        timeout,
-    )
-    .await;
+    let answer = with_timeout(&rpcs, timeout)
+        .quote_price(
+            &request("t-1", types::QuoteRequestBehaviour::Ok),
+            &headers(),
+        )
+        .await;
     let took = started.elapsed();
     assert!(
         matches!(answer, Err(RpcError::Timeout(t)) if t == timeout),
@@ -213,7 +230,8 @@ async fn a_call_with_no_server_times_out_and_its_request_expires() {
 async fn a_request_past_its_deadline_is_not_handled() {
     let h = Harness::start_registering("rpc-deadline", |_, _| {}).await;
     // Published as a caller would, with a deadline already passed and no expiration: only
-    // the server's check stands between it and the handler.
+    // the server's check stands between it and the handler. Raw: a generated call sets its
+    // deadline from its timeout, and the broker would expire it first.
     let mut headers = FieldTable::default();
     headers.insert(
         ShortString::from(warren_runtime::model::headers::DEADLINE),
@@ -256,14 +274,14 @@ async fn a_request_past_its_deadline_is_not_handled() {
 /// (`failed`, not a timeout), and the request is dead-lettered with the violations.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalid_response_fails_the_call_and_dead_letters_the_request() {
-    let (h, _quoter, client) = serving("rpc-invalid-response").await;
+    let (h, _quoter, _client, rpcs) = serving("rpc-invalid-response").await;
     let started = Instant::now();
-    let answer = quote(
-        &client,
-        &request("i-1", types::QuoteRequestBehaviour::Invalid),
-        Duration::from_secs(5),
-    )
-    .await;
+    let answer = rpcs
+        .quote_price(
+            &request("i-1", types::QuoteRequestBehaviour::Invalid),
+            &headers(),
+        )
+        .await;
     let took = started.elapsed();
     match answer {
         Err(RpcError::Failed { reason, detail }) => {
@@ -295,23 +313,17 @@ async fn an_invalid_response_fails_the_call_and_dead_letters_the_request() {
 /// that moment gets its own reply, never that one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_reply_is_dropped_never_handed_to_another_call() {
-    let (h, quoter, client) = serving("rpc-late").await;
-    let answer = quote(
-        &client,
-        &slow("late-1", Duration::from_millis(1500)),
-        Duration::from_millis(500),
-    )
-    .await;
+    let (h, quoter, client, rpcs) = serving("rpc-late").await;
+    let answer = with_timeout(&rpcs, Duration::from_millis(500))
+        .quote_price(&slow("late-1", Duration::from_millis(1500)), &headers())
+        .await;
     assert!(matches!(answer, Err(RpcError::Timeout(_))), "{answer:?}");
     assert_eq!(client.late_replies(), 0);
     // Waiting while the first reply arrives (about a second from now), answered after it.
-    let second = quote(
-        &client,
-        &slow("late-2", Duration::from_millis(1500)),
-        Duration::from_secs(5),
-    )
-    .await
-    .expect("the second call's own reply");
+    let second = rpcs
+        .quote_price(&slow("late-2", Duration::from_millis(1500)), &headers())
+        .await
+        .expect("the second call's own reply");
     assert_eq!(second.id, "late-2");
     assert!(
         try_wait_until(WAIT, || client.late_replies() == 1).await,
@@ -330,27 +342,24 @@ async fn a_late_reply_is_dropped_never_handed_to_another_call() {
 async fn a_server_restart_under_load_never_mismatches_replies() {
     const CALLS: u64 = 200;
     let h = Harness::start_registering("rpc-restart", |_, _| {}).await;
-    let client = RpcClient::new(&h.connection, &h.topology)
-        .await
-        .expect("a client channel");
+    let (client, rpcs) = clients(&h).await;
+    // Waiting for the second server, past the contract's 5 s.
+    let rpcs = with_timeout(&rpcs, Duration::from_secs(8));
     let quoter = Quoter::default();
     // Its shutdown aborts the handlers still running after 100 ms: their requests are
     // redelivered, and handled again by the second server.
     let mut first = run_server_draining(&h, &quoter, Duration::from_millis(100));
     let mut calls = tokio::task::JoinSet::new();
     for n in 0..CALLS {
-        let client = client.clone();
+        let rpcs = rpcs.clone();
         calls.spawn(async move {
             // Spread over about 600 ms, each handled in 250 ms: the first server stops with
             // handlers running, and aborts them at its drain timeout.
             tokio::time::sleep(Duration::from_millis(n * 3)).await;
             let id = format!("s-{n}");
-            let answer = quote(
-                &client,
-                &slow(&id, Duration::from_millis(250)),
-                Duration::from_secs(8),
-            )
-            .await;
+            let answer = rpcs
+                .quote_price(&slow(&id, Duration::from_millis(250)), &headers())
+                .await;
             (id, answer)
         });
     }
@@ -392,7 +401,8 @@ async fn a_server_restart_under_load_never_mismatches_replies() {
 /// (`decode`); one whose reply-to is a forged direct reply-to address harms nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_requests_are_refused_and_their_callers_told() {
-    let (h, quoter, client) = serving("rpc-malformed").await;
+    let (h, quoter, _client, rpcs) = serving("rpc-malformed").await;
+    // Raw: a generated call validates its request and always sets a reply-to.
     let json =
         || BasicProperties::default().with_content_type(ShortString::from("application/json"));
     // `quantity` has a minimum of 1.
@@ -442,8 +452,8 @@ async fn malformed_requests_are_refused_and_their_callers_told() {
     assert!(error.contains("no reply-to"), "{error}");
 
     // A forged direct reply-to address: the broker drops the reply, and the server goes on.
-    let mut headers = FieldTable::default();
-    headers.insert(
+    let mut tenant = FieldTable::default();
+    tenant.insert(
         ShortString::from("tenant"),
         AMQPValue::LongString(LongString::from("acme")),
     );
@@ -456,17 +466,17 @@ async fn malformed_requests_are_refused_and_their_callers_told() {
         json()
             .with_reply_to(ShortString::from("amq.rabbitmq.reply-to.AAAAforged"))
             .with_correlation_id(ShortString::from("m-3"))
-            .with_headers(headers),
+            .with_headers(tenant),
     )
     .await;
     quoter.seen.wait_for(1, WAIT).await;
-    let answer = quote(
-        &client,
-        &request("m-4", types::QuoteRequestBehaviour::Ok),
-        Duration::from_secs(5),
-    )
-    .await
-    .expect("the server still answers");
+    let answer = rpcs
+        .quote_price(
+            &request("m-4", types::QuoteRequestBehaviour::Ok),
+            &headers(),
+        )
+        .await
+        .expect("the server still answers");
     assert_eq!(answer.id, "m-4");
     let ids: Vec<String> = quoter.seen.all().into_iter().map(|s| s.id).collect();
     assert_eq!(
@@ -486,7 +496,9 @@ async fn malformed_requests_are_refused_and_their_callers_told() {
 /// A request no queue takes fails at once, as unroutable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unroutable_request_fails_at_once() {
-    let (h, _quoter, client) = serving("rpc-unroutable").await;
+    let (h, _quoter, client, rpcs) = serving("rpc-unroutable").await;
+    // Through the runtime's `call`, with the generated operation: a generated method sends
+    // where the contract says, which a queue always takes.
     let target = Target {
         exchange: "",
         routing_key: "no-such-queue",
@@ -498,7 +510,7 @@ async fn an_unroutable_request_fails_at_once() {
         &client,
         target,
         &request("u-1", types::QuoteRequestBehaviour::Ok),
-        &warren_broker_tests::headers(),
+        &headers(),
         &CallOptions::default(),
     )
     .await;
@@ -511,13 +523,13 @@ async fn an_unroutable_request_fails_at_once() {
     );
     assert!(started.elapsed() < Duration::from_secs(2));
     // The client goes on: the channel is still the one consuming replies.
-    let answer = quote(
-        &client,
-        &request("u-2", types::QuoteRequestBehaviour::Ok),
-        Duration::from_secs(5),
-    )
-    .await
-    .expect("answered");
+    let answer = rpcs
+        .quote_price(
+            &request("u-2", types::QuoteRequestBehaviour::Ok),
+            &headers(),
+        )
+        .await
+        .expect("answered");
     assert_eq!(answer.id, "u-2");
     h.stop().await.expect("clean shutdown");
 }
@@ -527,20 +539,18 @@ async fn an_unroutable_request_fails_at_once() {
 /// and the next call opens a new channel.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_channel_fails_the_waiting_calls_and_the_next_call_reopens() {
-    let (h, quoter, client) = serving("rpc-lost").await;
+    let (h, quoter, client, rpcs) = serving("rpc-lost").await;
     let started = Instant::now();
     let waiting = tokio::spawn({
-        let client = client.clone();
+        let rpcs = rpcs.clone();
         async move {
-            quote(
-                &client,
-                &slow("lost-1", Duration::from_secs(2)),
-                Duration::from_secs(5),
-            )
-            .await
+            rpcs.quote_price(&slow("lost-1", Duration::from_secs(2)), &headers())
+                .await
         }
     });
     quoter.seen.wait_for(1, WAIT).await;
+    // Through the runtime's `call`, with the generated operation: a generated method sends
+    // to an exchange the contract declares, which the broker never refuses.
     let nowhere = Target {
         exchange: "no-such-exchange",
         routing_key: "quotes",
@@ -551,7 +561,7 @@ async fn a_lost_channel_fails_the_waiting_calls_and_the_next_call_reopens() {
         &client,
         nowhere,
         &request("lost-2", types::QuoteRequestBehaviour::Ok),
-        &warren_broker_tests::headers(),
+        &headers(),
         &CallOptions::default(),
     )
     .await;
@@ -563,13 +573,13 @@ async fn a_lost_channel_fails_the_waiting_calls_and_the_next_call_reopens() {
         "failed when the channel went, not when the reply would have come: {:?}",
         started.elapsed()
     );
-    let answer = quote(
-        &client,
-        &request("lost-3", types::QuoteRequestBehaviour::Ok),
-        Duration::from_secs(5),
-    )
-    .await
-    .expect("answered on a new channel");
+    let answer = rpcs
+        .quote_price(
+            &request("lost-3", types::QuoteRequestBehaviour::Ok),
+            &headers(),
+        )
+        .await
+        .expect("answered on a new channel");
     assert_eq!(answer.id, "lost-3");
     h.stop().await.expect("clean shutdown");
 }
@@ -584,6 +594,8 @@ async fn hostile_replies_are_invalid_replies() {
         .await
         .expect("a client channel")
         .max_body_bytes(1024);
+    let rpcs = RpcClients::new(client.clone());
+    // The rogue server is raw lapin: a generated server only sends valid replies.
     let channel = h
         .connection
         .create_channel()
@@ -654,12 +666,9 @@ async fn hostile_replies_are_invalid_replies() {
         ("bad-body", "price"),
         ("too-large", "above the 1024-byte cap"),
     ] {
-        let answer = quote(
-            &client,
-            &request(id, types::QuoteRequestBehaviour::Ok),
-            Duration::from_secs(5),
-        )
-        .await;
+        let answer = rpcs
+            .quote_price(&request(id, types::QuoteRequestBehaviour::Ok), &headers())
+            .await;
         match answer {
             Err(RpcError::InvalidReply(detail)) => {
                 assert!(detail.contains(why), "{id}: {detail}");
@@ -669,6 +678,62 @@ async fn hostile_replies_are_invalid_replies() {
     }
     rogue.abort();
     assert_eq!(client.late_replies(), 0);
+    h.stop().await.expect("clean shutdown");
+}
+
+/// A call's priority is checked against its request queue's `max_priority` before anything
+/// is sent, by the rule publishers follow: refused on `quotes`, which has none, and above the
+/// 5 of `rush-quotes`; within it, the request reaches the server with its priority.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_calls_priority_is_checked_against_the_request_queue() {
+    let h = Harness::start_registering("rpc-priority", |recorder, worker| {
+        consumers::register::quote_price(worker, recorder.clone());
+        consumers::register::rush_quote(worker, recorder.clone());
+    })
+    .await;
+    let quoter = h.recorder.quoter().clone();
+    let (_client, rpcs) = clients(&h).await;
+    let with_priority = |priority| rpcs.with(CallOptions::default().priority(priority));
+    use types::QuoteRequestBehaviour as B;
+
+    match with_priority(1)
+        .quote_price(&request("p-none", B::Ok), &headers())
+        .await
+    {
+        Err(RpcError::Publish(PublishError::Priority {
+            priority: 1,
+            max_priority: None,
+        })) => {}
+        other => panic!("expected the priority refused on `quotes`, got {other:?}"),
+    }
+    match with_priority(6)
+        .rush_quote(&request("p-above", B::Ok), &headers())
+        .await
+    {
+        Err(RpcError::Publish(PublishError::Priority {
+            priority: 6,
+            max_priority: Some(5),
+        })) => {}
+        other => panic!("expected the priority refused above 5, got {other:?}"),
+    }
+    let answer = with_priority(5)
+        .rush_quote(&request("p-top", B::Ok), &headers())
+        .await
+        .expect("answered");
+    assert_eq!(answer.id, "p-top");
+    let served = quoter.seen.all();
+    assert_eq!(
+        served.len(),
+        1,
+        "the refused calls sent nothing: {served:?}"
+    );
+    assert_eq!(served[0].id, "p-top");
+    assert_eq!(served[0].priority, Some(5));
+    assert!(
+        h.dead_letters(1, Duration::from_millis(300))
+            .await
+            .is_empty()
+    );
     h.stop().await.expect("clean shutdown");
 }
 
@@ -684,33 +749,26 @@ async fn a_lost_connection_fails_the_waiting_calls_and_the_next_call_goes_throug
     let broker = tokio::task::spawn_blocking(|| PrivateBroker::start(PRIVATE_PORT))
         .await
         .expect("the broker starts");
-    let quoter = Quoter::default();
-    let server = quoter.clone();
-    let h = Harness::start_registering_at(&broker.url(), "rpc-connection", move |_, worker| {
-        add_server::<QuotePrice, _>(worker, SERVER, server);
+    let h = Harness::start_registering_at(&broker.url(), "rpc-connection", |recorder, worker| {
+        consumers::register::quote_price(worker, recorder.clone());
     })
     .await;
-    let client = RpcClient::new(&h.connection, &h.topology)
+    let quoter = h.recorder.quoter().clone();
+    let (_client, rpcs) = clients(&h).await;
+    let answer = rpcs
+        .quote_price(
+            &request("before", types::QuoteRequestBehaviour::Ok),
+            &headers(),
+        )
         .await
-        .expect("a client channel");
-    let answer = quote(
-        &client,
-        &request("before", types::QuoteRequestBehaviour::Ok),
-        Duration::from_secs(5),
-    )
-    .await
-    .expect("answered before the fault");
+        .expect("answered before the fault");
     assert_eq!(answer.id, "before");
 
     let waiting = tokio::spawn({
-        let client = client.clone();
+        let rpcs = with_timeout(&rpcs, Duration::from_secs(10));
         async move {
-            quote(
-                &client,
-                &slow("during", Duration::from_secs(3)),
-                Duration::from_secs(10),
-            )
-            .await
+            rpcs.quote_price(&slow("during", Duration::from_secs(3)), &headers())
+                .await
         }
     });
     quoter.seen.wait_for(2, WAIT).await;
@@ -725,13 +783,13 @@ async fn a_lost_connection_fails_the_waiting_calls_and_the_next_call_goes_throug
     );
 
     // At once, while the connection recovers: the call waits for it, within its timeout.
-    let answer = quote(
-        &client,
-        &request("after", types::QuoteRequestBehaviour::Ok),
-        Duration::from_secs(20),
-    )
-    .await
-    .expect("answered on a new channel");
+    let answer = with_timeout(&rpcs, Duration::from_secs(20))
+        .quote_price(
+            &request("after", types::QuoteRequestBehaviour::Ok),
+            &headers(),
+        )
+        .await
+        .expect("answered on a new channel");
     assert_eq!(answer.id, "after");
     h.stop().await.expect("clean shutdown");
     drop(broker);

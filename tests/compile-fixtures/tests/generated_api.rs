@@ -85,7 +85,7 @@ impl hostile_names::consumers::Self_ for Answer {
         request: Delivery<hostile_names::types::Event>,
     ) -> Result<
         hostile_names::types::Event,
-        warren_runtime::RpcHandlerError<warren_runtime::codegen::NoErrors>,
+        warren_runtime::RpcHandlerError<warren_runtime::rpc::NoErrors>,
     > {
         Ok(request.payload().clone())
     }
@@ -97,7 +97,7 @@ impl hostile_names::consumers::With for Answer {
         request: Delivery<hostile_names::types::Event>,
     ) -> Result<
         hostile_names::types::Event,
-        warren_runtime::RpcHandlerError<warren_runtime::codegen::NoErrors>,
+        warren_runtime::RpcHandlerError<warren_runtime::rpc::NoErrors>,
     > {
         Ok(request.payload().clone())
     }
@@ -341,7 +341,7 @@ impl warren_compile_fixtures::rpc::consumers::Echo for Echo {
         >,
     ) -> Result<
         warren_compile_fixtures::rpc::types::Pong,
-        warren_runtime::RpcHandlerError<warren_runtime::codegen::NoErrors>,
+        warren_runtime::RpcHandlerError<warren_runtime::rpc::NoErrors>,
     > {
         if request.payload().id.is_empty() {
             // A handler error converts with `?`, as in a consumer.
