@@ -801,7 +801,7 @@ async fn a_lost_connection_fails_the_waiting_calls_and_the_next_call_goes_throug
 /// in a loop that never ended.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_its_queue_refuses_does_not_loop_the_request() {
-    let (h, quoter, client) = serving("rpc-refused-reply").await;
+    let (h, quoter, _client, rpcs) = serving("rpc-refused-reply").await;
     let channel = h.connection.create_channel().await.expect("a channel");
     // Not part of the contract: it goes by itself a minute after the test.
     let full = h.name("full-replies");
@@ -846,13 +846,13 @@ async fn a_reply_its_queue_refuses_does_not_loop_the_request() {
     assert!(error.contains("refused"), "{error}");
     assert_eq!(h.ready("quotes").await, 0, "settled");
     // The server goes on.
-    let answer = quote(
-        &client,
-        &request("full-2", types::QuoteRequestBehaviour::Ok),
-        Duration::from_secs(5),
-    )
-    .await
-    .expect("the server still answers");
+    let answer = with_timeout(&rpcs, Duration::from_secs(5))
+        .quote_price(
+            &request("full-2", types::QuoteRequestBehaviour::Ok),
+            &headers(),
+        )
+        .await
+        .expect("the server still answers");
     assert_eq!(answer.id, "full-2");
     h.stop().await.expect("clean shutdown");
 }
@@ -864,7 +864,7 @@ async fn a_reply_its_queue_refuses_does_not_loop_the_request() {
 /// late).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_reply_waits_for_the_dead_letter() {
-    let (h, quoter, client) = serving("rpc-failed-after-dead-letter").await;
+    let (h, quoter, client, rpcs) = serving("rpc-failed-after-dead-letter").await;
     let channel = h.connection.create_channel().await.expect("a channel");
     channel
         .exchange_delete(
@@ -873,12 +873,12 @@ async fn a_failed_reply_waits_for_the_dead_letter() {
         )
         .await
         .expect("the dead-letter exchange is deleted");
-    let answer = quote(
-        &client,
-        &request("held-1", types::QuoteRequestBehaviour::Fatal),
-        Duration::from_secs(2),
-    )
-    .await;
+    let answer = with_timeout(&rpcs, Duration::from_secs(2))
+        .quote_price(
+            &request("held-1", types::QuoteRequestBehaviour::Fatal),
+            &headers(),
+        )
+        .await;
     assert!(
         matches!(answer, Err(RpcError::Timeout(_))),
         "told it failed while the request was not dead-lettered: {answer:?}"
@@ -907,7 +907,7 @@ async fn a_failed_reply_waits_for_the_dead_letter() {
 /// deadline, and a negative one is past.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_reply_to_addresses_and_deadlines_harm_nothing() {
-    let (h, quoter, client) = serving("rpc-hostile-requests").await;
+    let (h, quoter, _client, rpcs) = serving("rpc-hostile-requests").await;
     let quotes = h.name("quotes");
     let long = "r".repeat(255);
     let publish = |id: &'static str, reply_to: String, deadline: Option<AMQPValue>| {
@@ -978,109 +978,15 @@ async fn hostile_reply_to_addresses_and_deadlines_harm_nothing() {
         ],
         "each handled once"
     );
-    let answer = quote(
-        &client,
-        &request("after", types::QuoteRequestBehaviour::Ok),
-        Duration::from_secs(5),
-    )
-    .await
-    .expect("the server still answers");
+    let answer = with_timeout(&rpcs, Duration::from_secs(5))
+        .quote_price(
+            &request("after", types::QuoteRequestBehaviour::Ok),
+            &headers(),
+        )
+        .await
+        .expect("the server still answers");
     assert_eq!(answer.id, "after");
     assert_eq!(h.ready("quotes").await, 0);
-    h.stop().await.expect("clean shutdown");
-}
-
-/// A call's priority follows the publishers' rule: above the request queues' highest
-/// `max_priority`, or where none declares one, it is refused and nothing is sent; within it,
-/// the call goes through.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_s_priority_is_checked_against_the_request_queues() {
-    let (h, quoter, client) = serving("rpc-priority").await;
-    let target = |max_priority| Target {
-        exchange: "",
-        routing_key: "quotes",
-        timeout: Duration::from_secs(5),
-        max_priority,
-    };
-    let ask = |id: &str| request(id, types::QuoteRequestBehaviour::Ok);
-    let headers = warren_broker_tests::headers();
-    for (max_priority, priority) in [(None, 0), (Some(4), 5)] {
-        let refused = call::<QuotePrice>(
-            &client,
-            target(max_priority),
-            &ask("p-refused"),
-            &headers,
-            &CallOptions::default().priority(priority),
-        )
-        .await;
-        assert!(
-            matches!(
-                refused,
-                Err(RpcError::Publish(PublishError::Priority { priority: p, max_priority: m }))
-                    if p == priority && m == max_priority
-            ),
-            "{refused:?}"
-        );
-    }
-    let answer = call::<QuotePrice>(
-        &client,
-        target(Some(5)),
-        &ask("p-5"),
-        &headers,
-        &CallOptions::default().priority(5),
-    )
-    .await
-    .expect("within the maximum: answered");
-    assert_eq!(answer.id, "p-5");
-    let ids: Vec<String> = quoter.seen.all().into_iter().map(|s| s.id).collect();
-    assert_eq!(ids, ["p-5"], "the refused calls sent nothing");
-    h.stop().await.expect("clean shutdown");
-}
-
-/// On a request queue with no dead-letter exchange, a request that fails for good is
-/// discarded (`basic.nack`), and its caller is told so at once, as when it is dead-lettered.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_discarded_request_s_caller_is_told_it_failed() {
-    // `dead-read` has no dead-letter exchange and no retries.
-    const DISCARDING: warren_runtime::codegen::ConsumerSpec =
-        warren_runtime::codegen::ConsumerSpec {
-            queue: "dead-read",
-            ..SERVER
-        };
-    let quoter = Quoter::default();
-    let server = quoter.clone();
-    let h = Harness::start_registering("rpc-discarded", move |_, worker| {
-        add_server::<QuotePrice, _>(worker, DISCARDING, server);
-    })
-    .await;
-    let client = RpcClient::new(&h.connection, &h.topology)
-        .await
-        .expect("a client channel");
-    let target = Target {
-        exchange: "",
-        routing_key: "dead-read",
-        timeout: Duration::from_secs(5),
-        max_priority: None,
-    };
-    let started = Instant::now();
-    let answer = call::<QuotePrice>(
-        &client,
-        target,
-        &request("x-1", types::QuoteRequestBehaviour::Fatal),
-        &warren_broker_tests::headers(),
-        &CallOptions::default(),
-    )
-    .await;
-    match answer {
-        Err(RpcError::Failed { reason, detail }) => {
-            assert_eq!(reason, FailureReason::NonRetryable);
-            assert!(detail.contains("no price for this basket"), "{detail}");
-        }
-        other => panic!("expected a failed reply, got {other:?}"),
-    }
-    assert!(started.elapsed() < Duration::from_secs(2), "told at once");
-    assert_eq!(h.ready("dead-read").await, 0, "discarded");
-    assert_eq!(quoter.seen.len(), 1);
     h.stop().await.expect("clean shutdown");
 }
 
@@ -1090,16 +996,18 @@ async fn a_discarded_request_s_caller_is_told_it_failed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_racing_channel_losses_end_in_time_with_their_own_replies() {
     const CALLS: u64 = 200;
-    let (h, _quoter, client) = serving("rpc-channel-races").await;
+    let (h, _quoter, client, rpcs) = serving("rpc-channel-races").await;
     let timeout = Duration::from_secs(5);
     let mut calls = tokio::task::JoinSet::new();
     for n in 0..CALLS {
-        let client = client.clone();
+        let rpcs = with_timeout(&rpcs, timeout);
         calls.spawn(async move {
             tokio::time::sleep(Duration::from_millis(n * 5)).await;
             let id = format!("race-{n}");
             let started = Instant::now();
-            let answer = quote(&client, &slow(&id, Duration::from_millis(50)), timeout).await;
+            let answer = rpcs
+                .quote_price(&slow(&id, Duration::from_millis(50)), &headers())
+                .await;
             (id, started.elapsed(), answer)
         });
     }
@@ -1146,13 +1054,13 @@ async fn calls_racing_channel_losses_end_in_time_with_their_own_replies() {
     breaker.await.expect("the breaking calls ran");
     println!("channel races: {ok} ok, {lost} lost, {failed} not sent or timed out");
     assert!(ok > 0);
-    let answer = quote(
-        &client,
-        &request("race-after", types::QuoteRequestBehaviour::Ok),
-        timeout,
-    )
-    .await
-    .expect("answered after the races");
+    let answer = with_timeout(&rpcs, timeout)
+        .quote_price(
+            &request("race-after", types::QuoteRequestBehaviour::Ok),
+            &headers(),
+        )
+        .await
+        .expect("answered after the races");
     assert_eq!(answer.id, "race-after");
     h.stop().await.expect("clean shutdown");
 }
