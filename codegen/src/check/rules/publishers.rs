@@ -39,19 +39,9 @@ impl Checker<'_> {
                 continue;
             }
             let text = publisher.routing_key.as_deref().unwrap_or_default();
-            let template = match KeyTemplate::parse(text) {
-                Ok(template) => template,
-                Err(problem) => {
-                    self.error(
-                        Code::BadRoutingKey,
-                        &path.key("routing_key"),
-                        problem,
-                        "placeholders look like `{region}`",
-                    );
-                    continue;
-                }
-            };
-            self.placeholders(&path, &template, Role::Placeholder);
+            if self.key_template(&path, text, Role::Placeholder).is_none() {
+                continue;
+            }
             let unknown_exchange = kind.is_none() && !publisher.exchange.is_empty();
             // In a system, another contract may bind the queue: `crate::system` decides.
             if publisher.external_consumers == Some(true)
@@ -110,6 +100,31 @@ impl Checker<'_> {
     /// Placeholders become parameters of the publish (or client) method, in `role`: distinct
     /// Rust identifiers (one named like the method's own `payload` is escaped to `payload_`,
     /// see [`Role`]).
+    /// The routing key `text` of the publisher or rpc at `path`, parsed, its placeholders
+    /// checked as `role`; `None` (reported) when it does not parse.
+    pub(super) fn key_template(
+        &mut self,
+        path: &YamlPath,
+        text: &str,
+        role: Role,
+    ) -> Option<KeyTemplate> {
+        match KeyTemplate::parse(text) {
+            Ok(template) => {
+                self.placeholders(path, &template, role);
+                Some(template)
+            }
+            Err(problem) => {
+                self.error(
+                    Code::BadRoutingKey,
+                    &path.key("routing_key"),
+                    problem,
+                    "placeholders look like `{region}`",
+                );
+                None
+            }
+        }
+    }
+
     pub(super) fn placeholders(&mut self, path: &YamlPath, template: &KeyTemplate, role: Role) {
         let path = path.key("routing_key");
         let mut seen: BTreeMap<String, &str> = BTreeMap::new();

@@ -8,7 +8,6 @@ use crate::check::shown;
 use crate::diagnostics::{Code, YamlPath};
 use crate::format::{ExchangeKind, Rpc};
 use crate::naming::{self, Role};
-use crate::routing::KeyTemplate;
 
 impl Checker<'_> {
     /// Every rpc: its route, its replies, its errors, its timeout and its server.
@@ -69,19 +68,9 @@ impl Checker<'_> {
                 "publish to an exchange bound to it, or make it `internal: false`",
             );
         }
-        let template = match KeyTemplate::parse(text) {
-            Ok(template) => template,
-            Err(problem) => {
-                self.error(
-                    Code::BadRoutingKey,
-                    &path.key("routing_key"),
-                    problem,
-                    "placeholders look like `{region}`",
-                );
-                return;
-            }
+        let Some(template) = self.key_template(path, text, Role::RpcPlaceholder) else {
+            return;
         };
-        self.placeholders(path, &template, Role::RpcPlaceholder);
         // An unknown exchange or queue is reported by the references already.
         let known_exchange = exchange.is_empty() || declared.is_some();
         if !known_exchange || !self.file.queues.contains_key(&rpc.queue) {
