@@ -290,6 +290,16 @@ pub enum PublishError {
         /// The highest `max_priority` of the queues reached; `None` where none declares one.
         max_priority: Option<u8>,
     },
+    /// The body is larger than the receiving side accepts (an RPC server's reply above its
+    /// worker's [`max_body_bytes`](crate::Worker::max_body_bytes), which callers apply
+    /// too); nothing was sent.
+    #[error("the body is {bytes} bytes, above the {limit}-byte cap")]
+    TooLarge {
+        /// The body's size.
+        bytes: usize,
+        /// The cap.
+        limit: usize,
+    },
     /// Compressing the body failed.
     #[error("cannot compress the body")]
     Compress(#[source] std::io::Error),

@@ -592,6 +592,7 @@ impl PublishMetrics {
             | PublishError::HeadersNotAnObject { .. }
             | PublishError::EmptyPlaceholder { .. }
             | PublishError::TooLong { .. }
+            | PublishError::TooLarge { .. }
             | PublishError::Compress(_) => ("invalid", false),
             PublishError::Unroutable { .. } => ("unroutable", true),
             PublishError::Nacked { .. } => ("nacked", true),

@@ -32,8 +32,11 @@
 //!   is dead-lettered as poison, and its caller (where it named one) gets a `failed` reply at
 //!   once rather than a timeout;
 //! - a handler's response or declared error is validated against its schema before it is
-//!   sent; one that breaks it is a bug of the server: the caller gets a `failed` reply and the
-//!   request is dead-lettered (`non-retryable`, the violations in its last error);
+//!   sent; one that breaks it, or is larger than the worker's
+//!   [`max_body_bytes`](crate::Worker::max_body_bytes) (which callers apply to replies by
+//!   default, and beyond the broker's `max_message_size` it would close the channel), is a
+//!   bug of the server: the caller gets a `failed` reply and the request is dead-lettered
+//!   (`non-retryable`, the violations in its last error);
 //! - a retryable failure is retried by the queue's policy with no reply; when the retries are
 //!   spent (or the failure is non-retryable) the request is dead-lettered and the caller gets
 //!   a `failed` reply;
@@ -46,7 +49,11 @@
 //!   reply would only be refused again, in a loop.
 //!   A `failed` reply goes out once the request is settled (its dead-letter copy confirmed),
 //!   never before: a request held meanwhile may yet be redelivered and answered. It is best
-//!   effort: the request is dead-lettered whether it went out or not.
+//!   effort: the request is dead-lettered whether it went out or not. Its text says why a
+//!   poison request is poison (the caller's own bytes), and otherwise only the reason: a
+//!   handler's error is the server's business, not every producer's, and stays in the dead
+//!   letter and the log, where the call's correlation id finds it. A request warren itself
+//!   panicked on is dead-lettered (`internal-error`) and its caller told so.
 //!
 //! Replies are published by the consumer's channel for copies (in confirm mode), to the
 //! default exchange only, never `mandatory`: a caller that gave up has no channel left to
@@ -179,7 +186,9 @@ pub enum RpcError<E> {
     Failed {
         /// Why.
         reason: FailureReason,
-        /// What the server said, cut to a bounded length.
+        /// Why the request is poison, where it is (its decode or validation errors), else only
+        /// that the server could not handle it: a handler's error stays on the server, in the
+        /// dead letter and the log. Cut to a bounded length.
         detail: String,
     },
     /// The reply did not decode or validate as the response or a declared error.

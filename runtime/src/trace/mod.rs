@@ -405,6 +405,7 @@ fn publish_error(error: &PublishError) -> &'static str {
         PublishError::NotConnected(_) => "not-connected",
         PublishError::Unconfirmed(_) => "unconfirmed",
         PublishError::TooLong { .. } => "too-long",
+        PublishError::TooLarge { .. } => "too-large",
         PublishError::Unroutable { .. } => "unroutable",
         PublishError::Nacked { .. } => "nacked",
         PublishError::Broker(_) => "broker",

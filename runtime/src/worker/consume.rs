@@ -105,7 +105,7 @@ pub(super) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Runs `work`, part of what decodes, handles and settles `raw`, so that a panic in it still
-/// settles the delivery; `None` when it panicked. A handler's panics are caught by [`guarded`]:
+/// settles the delivery; [`Panicked`] when it panicked. A handler's panics are caught by [`guarded`]:
 /// these are warren's own (an overflow on a forged retry count was one), and a delivery left
 /// unsettled holds a prefetch slot until its channel closes (ten of them stalled a consumer).
 ///
@@ -116,9 +116,9 @@ pub(super) async fn settled_even_on_panic<T>(
     raw: &Taken,
     settler: &Settler,
     work: impl Future<Output = T>,
-) -> Option<T> {
+) -> Result<T, Panicked> {
     let panic = match AssertUnwindSafe(work).catch_unwind().await {
-        Ok(done) => return Some(done),
+        Ok(done) => return Ok(done),
         Err(panic) => panic_text(&*panic),
     };
     let consumer = settler.consumer;
@@ -131,7 +131,9 @@ pub(super) async fn settled_even_on_panic<T>(
             panic,
             "warren panicked after settling a delivery"
         );
-        return None;
+        return Err(Panicked {
+            settled_here: false,
+        });
     }
     tracing::error!(
         consumer,
@@ -145,7 +147,7 @@ pub(super) async fn settled_even_on_panic<T>(
     if AssertUnwindSafe(fallback).catch_unwind().await.is_ok()
         || !raw.acks.unsettled(raw.delivery_tag)
     {
-        return None;
+        return Err(Panicked { settled_here: true });
     }
     tracing::error!(
         consumer,
@@ -153,7 +155,14 @@ pub(super) async fn settled_even_on_panic<T>(
         "dead-lettering panicked too; rejecting the delivery without requeue"
     );
     settler.reject(raw, false).await;
-    None
+    Err(Panicked { settled_here: true })
+}
+
+/// Warren panicked on a delivery ([`settled_even_on_panic`]).
+pub(super) struct Panicked {
+    /// Whether the delivery was settled after the panic (dead-lettered or rejected), rather
+    /// than before it.
+    pub settled_here: bool,
 }
 
 /// Runs `futures` to completion together, on the calling task.
@@ -271,7 +280,7 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
                             run_handler(&settler, breaker.as_deref(), properties, handling).await;
                         settler.settle(&raw, &result, retries).await;
                     };
-                    settled_even_on_panic(&raw, &settler, handled).await;
+                    let _ = settled_even_on_panic(&raw, &settler, handled).await;
                 }
             })
             .await
@@ -329,7 +338,7 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                         runner.validators.as_deref(),
                         runner.context.settings.max_body_bytes,
                     );
-                    if let Some(Some(delivery)) =
+                    if let Ok(Some(delivery)) =
                         settled_even_on_panic(&raw, &runner.settler, decoding).await
                     {
                         deliveries.push(delivery);
@@ -373,7 +382,7 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                         let result = &result;
                         async move {
                             let settle = settler.settle(raw, result, retries);
-                            settled_even_on_panic(raw, settler, settle).await;
+                            let _ = settled_even_on_panic(raw, settler, settle).await;
                         }
                     });
                     join_all(settles).await;

@@ -9,6 +9,7 @@
 //! request to its queue, to be handled again, as a copy that was not confirmed does, and one
 //! the broker refuses (its queue full) dead-letters it.
 
+use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -18,7 +19,7 @@ use tracing::Instrument as _;
 
 use super::acks::Taken;
 use super::breaker::Breaker;
-use super::consume::{one_at_a_time, run_handler, settled_even_on_panic};
+use super::consume::{Panicked, one_at_a_time, run_handler, settled_even_on_panic};
 use super::decode::{decode, retries_so_far};
 use super::policy::{Failure, Outcome, dead_letter_outcome};
 use super::runner::Runner;
@@ -56,6 +57,20 @@ struct ReplyTo {
     correlation_id: ShortString,
 }
 
+impl ReplyTo {
+    /// Where `raw`'s reply goes; the error names what it lacks.
+    fn of(raw: &Taken) -> Result<Self, &'static str> {
+        let present =
+            |value: &Option<ShortString>| value.clone().filter(|value| !value.as_str().is_empty());
+        let address = present(raw.properties.reply_to()).ok_or("reply-to")?;
+        let correlation_id = present(raw.properties.correlation_id()).ok_or("correlation id")?;
+        Ok(Self {
+            address,
+            correlation_id,
+        })
+    }
+}
+
 /// What serving one request needs.
 struct Serving<H> {
     settler: Arc<Settler>,
@@ -86,6 +101,23 @@ fn terminal(outcome: &Outcome) -> Option<FailureReason> {
         }
         Outcome::Requeue { .. } | Outcome::Retry { .. } => None,
     }
+}
+
+/// What a `failed` reply tells the caller of a request that failed with `failure` (`error`
+/// in full) and was settled by `outcome`: why its request is poison (the caller's own
+/// bytes), or only the reason otherwise. A handler's error, or what broke a response's
+/// schema, is the server's own business, which any producer allowed to send a request must
+/// not read: it goes to the dead letter and the log, where the call's correlation id finds it.
+fn told<'a>(failure: Failure, outcome: &Outcome, error: &'a str) -> Cow<'a, str> {
+    if let Failure::Poison(_) = failure {
+        return error.into();
+    }
+    let reason = terminal(outcome).unwrap_or(FailureReason::NonRetryable);
+    let kept = match outcome {
+        Outcome::DeadLetter { .. } => "it was dead-lettered with the server's error",
+        _ => "the server logged its error",
+    };
+    format!("the server could not handle the request ({reason}); {kept}, under this call's correlation id").into()
 }
 
 /// Now, in milliseconds since the Unix epoch.
@@ -119,27 +151,9 @@ impl<H> Serving<H> {
                     .await;
             }
         }
-        let address = raw
-            .properties
-            .reply_to()
-            .clone()
-            .filter(|a| !a.as_str().is_empty());
-        let id = raw
-            .properties
-            .correlation_id()
-            .clone()
-            .filter(|id| !id.as_str().is_empty());
-        let reply_to = match (address, id) {
-            (Some(address), Some(correlation_id)) => ReplyTo {
-                address,
-                correlation_id,
-            },
-            (address, _) => {
-                let missing = if address.is_none() {
-                    "reply-to"
-                } else {
-                    "correlation id"
-                };
+        let reply_to = match ReplyTo::of(raw) {
+            Ok(reply_to) => reply_to,
+            Err(missing) => {
                 let error = format!(
                     "an RPC request needs a reply-to and a correlation id; this one has no {missing}"
                 );
@@ -181,7 +195,7 @@ impl<H> Serving<H> {
         let result = run_handler(settler, self.breaker.as_deref(), properties, handling).await;
         let (failure, error) = match (result, answer) {
             (Ok(()), Some(Ok(response))) => {
-                return match encode_payload::<O::Response>(&response) {
+                return match self.within_cap(encode_payload::<O::Response>(&response)) {
                     Ok(body) => {
                         let answer = Answer::Ok {
                             message: <O::Response as Message>::NAME,
@@ -193,7 +207,7 @@ impl<H> Serving<H> {
                 };
             }
             (Ok(()), Some(Err(declared))) => {
-                return match declared.encode() {
+                return match self.within_cap(declared.encode()) {
                     Ok(body) => {
                         let answer = Answer::Error {
                             code: declared.code(),
@@ -221,6 +235,21 @@ impl<H> Serving<H> {
         settler
             .fail_as(raw, failure, outcome, retries, &error)
             .await;
+    }
+
+    /// An encoded answer, refused when it is larger than the worker's body cap: callers read
+    /// replies under the same cap by default, and the broker closes the channel of a message
+    /// above its own `max_message_size`, which would return the request to be answered (and
+    /// refused) again until its deadline.
+    fn within_cap(&self, body: Result<Vec<u8>, PublishError>) -> Result<Vec<u8>, PublishError> {
+        let body = body?;
+        if body.len() > self.max_body_bytes {
+            return Err(PublishError::TooLarge {
+                bytes: body.len(),
+                limit: self.max_body_bytes,
+            });
+        }
+        Ok(body)
     }
 
     /// Sends the answer and acknowledges the request once the broker confirmed it; returns
@@ -298,11 +327,12 @@ impl<H> Serving<H> {
         error: &str,
     ) {
         let reason = terminal(&outcome).unwrap_or(FailureReason::NonRetryable);
+        let detail = told(failure, &outcome, error);
         self.settler
             .fail_as(raw, failure, outcome, retries, error)
             .await;
         if !raw.acks.unsettled(raw.delivery_tag) {
-            self.fail_caller(raw, reply_to, reason, error).await;
+            self.fail_caller(raw, reply_to, reason, &detail).await;
         }
     }
 
@@ -388,7 +418,16 @@ impl<O: Operation, H: RpcHandler<O>> Registered for Server<O, H> {
                 };
                 async move {
                     let served = serving.serve::<O>(&raw);
-                    settled_even_on_panic(&raw, &serving.settler, served).await;
+                    let panicked = settled_even_on_panic(&raw, &serving.settler, served).await;
+                    // Dead-lettered after a panic of warren's own: its caller is told, as
+                    // after any dead-lettering, rather than left to time out.
+                    if let (Err(Panicked { settled_here: true }), Ok(reply_to)) =
+                        (panicked, ReplyTo::of(&raw))
+                    {
+                        let detail = "the server could not handle the request (internal-error)";
+                        let reason = FailureReason::InternalError;
+                        serving.fail_caller(&raw, &reply_to, reason, detail).await;
+                    }
                 }
             })
             .await

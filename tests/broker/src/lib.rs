@@ -101,6 +101,7 @@ pub type Recorded = Handlers<
     Recorder,
     Recorder,
     Recorder,
+    Recorder,
 >;
 
 /// Every consumer and rpc server of the test contract handled by `recorder`.
@@ -127,6 +128,7 @@ pub fn handlers(recorder: &Recorder) -> Recorded {
         run_priority: recorder.clone(),
         quote_price: recorder.clone(),
         rush_quote: recorder.clone(),
+        lossy_quote: recorder.clone(),
     }
 }
 
@@ -382,6 +384,15 @@ impl consumers::RushQuote for Recorder {
         request: Delivery<types::QuoteRequest, types::JobHeaders>,
     ) -> Result<types::PriceQuote, RpcHandlerError<warren_runtime::rpc::NoErrors>> {
         consumers::RushQuote::handle(&self.0.quoter, request).await
+    }
+}
+
+impl consumers::LossyQuote for Recorder {
+    async fn handle(
+        &self,
+        request: Delivery<types::QuoteRequest, types::JobHeaders>,
+    ) -> Result<types::PriceQuote, RpcHandlerError<warren_runtime::rpc::NoErrors>> {
+        consumers::LossyQuote::handle(&self.0.quoter, request).await
     }
 }
 

@@ -1,5 +1,5 @@
 //! The test contract's rpcs as a service uses them: [`Quoter`], the server of the generated
-//! `consumers::QuotePrice` and `consumers::RushQuote` traits (registered with
+//! `consumers::QuotePrice`, `consumers::RushQuote` and `consumers::LossyQuote` traits (registered with
 //! `consumers::register::quote_price` or as `Handlers` fields), and the generated
 //! `RpcClients` to call them (tests/rpc.rs, tests/metrics.rs).
 
@@ -64,6 +64,13 @@ impl Quoter {
             B::Ok | B::Slow => Ok(types::PriceQuote {
                 id: payload.id,
                 price,
+                note: None,
+            }),
+            // Valid, and larger than any body cap the tests set.
+            B::Huge => Ok(types::PriceQuote {
+                id: payload.id,
+                price,
+                note: Some("x".repeat(1 << 20)),
             }),
             B::Declared => Err(Refusal::UnknownSku(types::QuoteError {
                 id: payload.id,
@@ -73,6 +80,7 @@ impl Quoter {
             B::Invalid => Ok(types::PriceQuote {
                 id: payload.id,
                 price: -1,
+                note: None,
             }),
             B::Retryable => Err(Refusal::Failed(HandlerError::retryable(
                 std::io::Error::other("the pricing service is down"),
@@ -98,18 +106,35 @@ impl consumers::QuotePrice for Quoter {
     }
 }
 
+impl Quoter {
+    /// The answer of an rpc that declares no error: the one `quote_price` declares is a
+    /// failure there.
+    async fn answer_undeclared(
+        &self,
+        request: &Delivery<types::QuoteRequest, types::JobHeaders>,
+    ) -> Result<types::PriceQuote, RpcHandlerError<NoErrors>> {
+        self.answer(request).await.map_err(|refusal| match refusal {
+            Refusal::UnknownSku(_) => HandlerError::non_retryable("no such sku").into(),
+            Refusal::Failed(error) => error.into(),
+        })
+    }
+}
+
 impl consumers::RushQuote for Quoter {
     async fn handle(
         &self,
         request: Delivery<types::QuoteRequest, types::JobHeaders>,
     ) -> Result<types::PriceQuote, RpcHandlerError<NoErrors>> {
-        self.answer(&request)
-            .await
-            .map_err(|refusal| match refusal {
-                // `rush_quote` declares no error: the one `quote_price` declares is a failure here.
-                Refusal::UnknownSku(_) => HandlerError::non_retryable("no such sku").into(),
-                Refusal::Failed(error) => error.into(),
-            })
+        self.answer_undeclared(&request).await
+    }
+}
+
+impl consumers::LossyQuote for Quoter {
+    async fn handle(
+        &self,
+        request: Delivery<types::QuoteRequest, types::JobHeaders>,
+    ) -> Result<types::PriceQuote, RpcHandlerError<NoErrors>> {
+        self.answer_undeclared(&request).await
     }
 }
 

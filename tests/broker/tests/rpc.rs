@@ -71,7 +71,8 @@ async fn round_trip_of_a_response_and_a_declared_error() {
         response,
         types::PriceQuote {
             id: "r-1".into(),
-            price: 30
+            price: 30,
+            note: None,
         }
     );
 
@@ -106,7 +107,8 @@ async fn round_trip_of_a_response_and_a_declared_error() {
 /// A handler's failures follow the queue's retry policy (one immediate retry here): a
 /// retryable one is retried, with its reply-to, correlation id and deadline kept on the
 /// retry copy, and the caller is told once the retries are spent; a non-retryable one is
-/// told at once. Both requests end in the dead-letter queue.
+/// told at once. Both requests end in the dead-letter queue, with the handler's error, which
+/// the caller is not told (the server's business, not every producer's).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handler_failures_are_retried_then_reported_as_failed() {
     let (h, quoter, _client, rpcs) = serving("rpc-failures").await;
@@ -118,7 +120,8 @@ async fn handler_failures_are_retried_then_reported_as_failed() {
     {
         Err(RpcError::Failed { reason, detail }) => {
             assert_eq!(reason, FailureReason::Exhausted);
-            assert!(detail.contains("pricing service is down"), "{detail}");
+            assert!(detail.contains("exhausted"), "{detail}");
+            assert!(!detail.contains("pricing service is down"), "{detail}");
         }
         other => panic!("expected a failed reply, got {other:?}"),
     }
@@ -131,7 +134,7 @@ async fn handler_failures_are_retried_then_reported_as_failed() {
     {
         Err(RpcError::Failed { reason, detail }) => {
             assert_eq!(reason, FailureReason::NonRetryable);
-            assert!(detail.contains("no price for this basket"), "{detail}");
+            assert!(!detail.contains("no price for this basket"), "{detail}");
         }
         other => panic!("expected a failed reply, got {other:?}"),
     }
@@ -139,6 +142,10 @@ async fn handler_failures_are_retried_then_reported_as_failed() {
     let mut reasons: Vec<_> = dead.iter().map(|d| d.reason()).collect();
     reasons.sort();
     assert_eq!(reasons, [Some("exhausted"), Some("non-retryable")]);
+    let errors: Vec<_> = dead.iter().filter_map(|d| d.last_error()).collect();
+    for said in ["no price for this basket", "pricing service is down"] {
+        assert!(errors.iter().any(|e| e.contains(said)), "{errors:?}");
+    }
     for letter in &dead {
         assert!(
             letter.header("x-deadline").is_some(),
@@ -286,7 +293,7 @@ async fn an_invalid_response_fails_the_call_and_dead_letters_the_request() {
     match answer {
         Err(RpcError::Failed { reason, detail }) => {
             assert_eq!(reason, FailureReason::NonRetryable);
-            assert!(detail.contains("price"), "{detail}");
+            assert!(!detail.contains("breaks its schema"), "{detail}");
         }
         other => panic!("expected a failed reply, got {other:?}"),
     }
@@ -306,6 +313,75 @@ async fn an_invalid_response_fails_the_call_and_dead_letters_the_request() {
         .payload::<messages::QuoteRequest>()
         .expect("the request, as sent");
     assert_eq!(request.id, "i-1");
+    h.stop().await.expect("clean shutdown");
+}
+
+/// A response larger than the server's body cap (under which callers read replies) is never
+/// sent: beyond the broker's `max_message_size` it would close the replies' channel and the
+/// request would come back to be answered again until its deadline. The caller is told at
+/// once, the request is dead-lettered with the sizes, and the server goes on answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_over_the_body_cap_fails_its_call_not_the_server() {
+    let h = Harness::start_registering("rpc-huge-response", |_, _| {}).await;
+    let quoter = Quoter::default();
+    let mut worker: Worker = h.deployed.worker().max_body_bytes(64 * 1024);
+    consumers::register::quote_price(&mut worker, quoter.clone());
+    let mut server = h.deployed.start(worker);
+    let (_client, rpcs) = clients(&h).await;
+    use types::QuoteRequestBehaviour as B;
+
+    let started = Instant::now();
+    match rpcs
+        .quote_price(&request("huge-1", B::Huge), &headers())
+        .await
+    {
+        Err(RpcError::Failed { reason, .. }) => assert_eq!(reason, FailureReason::NonRetryable),
+        other => panic!("expected a failed reply, got {other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(2), "told at once");
+    let dead = h.dead_letters(1, WAIT).await;
+    assert_eq!(dead[0].reason(), Some("non-retryable"));
+    let error = dead[0].last_error().unwrap_or_default();
+    assert!(error.contains("above the 65536-byte cap"), "{error}");
+
+    let answer = rpcs
+        .quote_price(&request("huge-2", B::Ok), &headers())
+        .await;
+    assert_eq!(answer.expect("answered").price, 30);
+    assert_eq!(quoter.seen.len(), 2, "each request handled once");
+    server.stop().await.expect("clean shutdown");
+    h.stop().await.expect("clean shutdown");
+}
+
+/// A request not answered on a queue with nowhere to dead-letter is discarded by the broker
+/// (the server rejects it without requeue), and its caller is still told at once, not left
+/// to time out; it is told the reason, not the handler's error (which the server logs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discarded_request_s_caller_is_told_it_failed() {
+    let h = Harness::start_registering("rpc-discarded", |recorder, worker| {
+        consumers::register::lossy_quote(worker, recorder.clone());
+    })
+    .await;
+    let quoter = h.recorder.quoter().clone();
+    let (_client, rpcs) = clients(&h).await;
+    let started = Instant::now();
+    let answer = rpcs
+        .lossy_quote(
+            &request("x-1", types::QuoteRequestBehaviour::Fatal),
+            &headers(),
+        )
+        .await;
+    match answer {
+        Err(RpcError::Failed { reason, detail }) => {
+            assert_eq!(reason, FailureReason::NonRetryable);
+            assert!(detail.contains("logged"), "{detail}");
+            assert!(!detail.contains("no price for this basket"), "{detail}");
+        }
+        other => panic!("expected a failed reply, got {other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(2), "told at once");
+    assert_eq!(h.ready("lossy-quotes").await, 0, "discarded");
+    assert_eq!(quoter.seen.len(), 1);
     h.stop().await.expect("clean shutdown");
 }
 
