@@ -114,8 +114,9 @@ impl Role {
         match self {
             // `Publishers`' own methods, and those of the traits it derives (a `clone`
             // publisher would hide `Clone::clone` from method calls).
-            // So are `RpcClients`'.
-            Self::Publisher | Self::RpcMethod => &["new", "with", "clone", "clone_from", "fmt"],
+            Self::Publisher => &["new", "with", "clone", "clone_from", "fmt"],
+            // So are `RpcClients`', which has one more.
+            Self::RpcMethod => &["new", "with", "client", "clone", "clone_from", "fmt"],
             // The publish method's other parameters.
             Self::Placeholder => &["payload", "headers"],
             // The client method's other parameters.
@@ -234,6 +235,8 @@ mod tests {
             ("new", Role::Publisher, "new_"),
             ("New", Role::Publisher, "new_"),
             ("with", Role::Publisher, "with_"),
+            ("client", Role::RpcMethod, "client_"),
+            ("client", Role::Publisher, "client"),
             ("new", Role::Message, "New"),
             ("new", Role::ConsumerField, "new"),
             ("payload", Role::Placeholder, "payload_"),

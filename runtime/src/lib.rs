@@ -122,7 +122,7 @@ pub use health::HealthHandle;
 pub use message::{Message, NoHeaders};
 pub use model::Topology;
 pub use publisher::{DEFAULT_PUBLISH_TIMEOUT, PublishOptions, Publisher};
-pub use rpc::{CallOptions, RpcClient, RpcError, RpcHandlerError};
+pub use rpc::{CallOptions, NoErrors, RpcClient, RpcError, RpcHandlerError};
 pub use schema::SchemaError;
 pub use worker::{DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_BODY_BYTES, ShutdownHandle, Worker};
 

@@ -303,7 +303,7 @@ fn server_trait(
         "\n\nReturn `Ok(response)` to answer, or `RpcHandlerError::Failed` (a `HandlerError`, \
          which `?` converts) for a failure, which the queue's retry policy decides (the caller \
          gets a `failed` reply once the request is dead-lettered). The error type, \
-         [`NoErrors`](::warren_runtime::rpc::NoErrors), has no value."
+         [`NoErrors`](::warren_runtime::NoErrors), has no value."
     } else {
         "\n\nReturn `Ok(response)` to answer; a declared error (`Err(error.into())`) to answer \
          with it, the request acknowledged and never retried; or \

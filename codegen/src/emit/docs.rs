@@ -199,6 +199,10 @@ pub(super) fn retry_line(
         Some(target) => format!("dead-lettered to exchange {}", code(&target.exchange)),
         None => "discarded (the queue has no dead-letter exchange)".to_owned(),
     };
+    let retries = |n: u32| match n {
+        1 => "1 retry".to_owned(),
+        n => format!("{n} retries"),
+    };
     let spent = |exhausted: Exhausted| match exhausted {
         Exhausted::DeadLetter => dead_letter.clone(),
         Exhausted::Drop => "dropped".to_owned(),
@@ -210,13 +214,14 @@ pub(super) fn retry_line(
             max_retries,
             exhausted,
         } => format!(
-            "on failure: up to {max_retries} retries, requeued at once; then {}",
+            "on failure: up to {}, requeued at once; then {}",
+            retries(*max_retries),
             spent(*exhausted)
         ),
         Retry::TtlBackoff(backoff) => format!(
-            "on failure: up to {} retries, after {} growing ×{} to at most {}{} ({} wait \
+            "on failure: up to {}, after {} growing ×{} to at most {}{} ({} wait \
              queues); then {}",
-            backoff.max_retries,
+            retries(backoff.max_retries),
             DurationLabel(backoff.initial_delay),
             backoff.multiplier,
             DurationLabel(backoff.max_delay),

@@ -71,7 +71,7 @@ pub(super) fn errors_type(rpc: &Rpc, rpcs_path: &TokenStream) -> TokenStream {
 /// The error type of an rpc that declares none, by its public path: a user's server of such
 /// an rpc writes it in its handler's signature, and `warren_runtime::codegen` is not for users.
 fn no_errors() -> TokenStream {
-    quote! { ::warren_runtime::rpc::NoErrors }
+    quote! { ::warren_runtime::NoErrors }
 }
 
 /// `pub mod rpcs` with every rpc of the contract (like message markers, whatever the
@@ -343,12 +343,17 @@ fn clients(contract: &Contract, selection: &Selection, rpcs: &[Resolved<'_>]) ->
             }
 
             /// The same clients, calling with `options` (a timeout instead of the
-            /// contract's, a message id, a priority).
+            /// contract's, a message id, a priority) added to those they had.
             pub fn with(&self, options: ::warren_runtime::CallOptions) -> Self {
                 Self {
                     client: self.client.clone(),
-                    options,
+                    options: self.options.clone().overridden_by(options),
                 }
+            }
+
+            /// The client they call through (its late replies, say).
+            pub fn client(&self) -> &::warren_runtime::RpcClient {
+                &self.client
             }
 
             #( #methods )*

@@ -222,7 +222,7 @@ impl<E> From<HandlerError> for RpcHandlerError<E> {
 }
 
 /// Per-call settings a caller may set instead of the contract's, passed to the generated
-/// `RpcClients::with(options)`.
+/// `RpcClients::with(options)`, which adds them to any set before.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallOptions {
     /// How long to wait for the reply, instead of the operation's timeout; at most about
@@ -251,6 +251,24 @@ impl CallOptions {
     pub fn priority(mut self, priority: u8) -> Self {
         self.priority = Some(priority);
         self
+    }
+
+    /// These options, with each setting `over` has taking the place of this one's.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use warren_runtime::CallOptions;
+    /// let base = CallOptions::default().timeout(Duration::from_secs(1));
+    /// let both = base.overridden_by(CallOptions::default().priority(3));
+    /// assert_eq!(both, CallOptions::default().timeout(Duration::from_secs(1)).priority(3));
+    /// ```
+    #[must_use]
+    pub fn overridden_by(self, over: CallOptions) -> Self {
+        Self {
+            timeout: over.timeout.or(self.timeout),
+            message_id: over.message_id.or(self.message_id),
+            priority: over.priority.or(self.priority),
+        }
     }
 }
 

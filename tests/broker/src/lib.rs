@@ -382,7 +382,7 @@ impl consumers::RushQuote for Recorder {
     async fn handle(
         &self,
         request: Delivery<types::QuoteRequest, types::JobHeaders>,
-    ) -> Result<types::PriceQuote, RpcHandlerError<warren_runtime::rpc::NoErrors>> {
+    ) -> Result<types::PriceQuote, RpcHandlerError<warren_runtime::NoErrors>> {
         consumers::RushQuote::handle(&self.0.quoter, request).await
     }
 }
@@ -391,7 +391,7 @@ impl consumers::LossyQuote for Recorder {
     async fn handle(
         &self,
         request: Delivery<types::QuoteRequest, types::JobHeaders>,
-    ) -> Result<types::PriceQuote, RpcHandlerError<warren_runtime::rpc::NoErrors>> {
+    ) -> Result<types::PriceQuote, RpcHandlerError<warren_runtime::NoErrors>> {
         consumers::LossyQuote::handle(&self.0.quoter, request).await
     }
 }

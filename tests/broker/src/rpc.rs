@@ -6,7 +6,7 @@
 use std::num::NonZeroU64;
 use std::time::Duration;
 
-use warren_runtime::rpc::NoErrors;
+use warren_runtime::NoErrors;
 use warren_runtime::{Delivery, HandlerError, RpcClient, RpcHandlerError};
 use warren_testkit::Seen;
 

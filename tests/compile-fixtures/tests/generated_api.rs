@@ -85,7 +85,7 @@ impl hostile_names::consumers::Self_ for Answer {
         request: Delivery<hostile_names::types::Event>,
     ) -> Result<
         hostile_names::types::Event,
-        warren_runtime::RpcHandlerError<warren_runtime::rpc::NoErrors>,
+        warren_runtime::RpcHandlerError<warren_runtime::NoErrors>,
     > {
         Ok(request.payload().clone())
     }
@@ -97,14 +97,26 @@ impl hostile_names::consumers::With for Answer {
         request: Delivery<hostile_names::types::Event>,
     ) -> Result<
         hostile_names::types::Event,
-        warren_runtime::RpcHandlerError<warren_runtime::rpc::NoErrors>,
+        warren_runtime::RpcHandlerError<warren_runtime::NoErrors>,
     > {
         Ok(request.payload().clone())
     }
 }
 
-/// The hostile rpcs' client methods keep `RpcClients`' own `new` and `with`; their
-/// placeholders `{request}` and `{headers}` become `request_` and `headers_`.
+impl hostile_names::consumers::Client for Answer {
+    async fn handle(
+        &self,
+        request: Delivery<hostile_names::types::Event>,
+    ) -> Result<
+        hostile_names::types::Event,
+        warren_runtime::RpcHandlerError<warren_runtime::NoErrors>,
+    > {
+        Ok(request.payload().clone())
+    }
+}
+
+/// The hostile rpcs' client methods keep `RpcClients`' own `new`, `with` and `client`;
+/// their placeholders `{request}` and `{headers}` become `request_` and `headers_`.
 #[allow(dead_code)]
 async fn hostile_rpc_calls(
     clients: &hostile_names::RpcClients,
@@ -114,6 +126,8 @@ async fn hostile_rpc_calls(
     let _ = clients.new_("r", "h", event).await;
     let _ = clients.with_(event).await;
     let _ = clients.self_(event).await;
+    let _ = clients.client_(event).await;
+    let _: &warren_runtime::RpcClient = clients.client();
 }
 
 #[tokio::test]
@@ -144,6 +158,7 @@ async fn handler_traits_take_async_fns_and_handlers_need_every_one() {
         new: Answer,
         self_: Answer,
         with: Answer,
+        client: Answer,
     };
     let event: hostile_names::types::Event =
         serde_json::from_str(r#"{"type": "t", "self": 1}"#).unwrap();
@@ -341,7 +356,7 @@ impl warren_compile_fixtures::rpc::consumers::Echo for Echo {
         >,
     ) -> Result<
         warren_compile_fixtures::rpc::types::Pong,
-        warren_runtime::RpcHandlerError<warren_runtime::rpc::NoErrors>,
+        warren_runtime::RpcHandlerError<warren_runtime::NoErrors>,
     > {
         if request.payload().id.is_empty() {
             // A handler error converts with `?`, as in a consumer.
