@@ -196,6 +196,29 @@ where
     Ok(())
 }
 
+/// A channel of `connection` consuming `queue` (consumer tag `tag`) with `prefetch`
+/// deliveries unacknowledged at most, as hand-written lapin code opens one.
+async fn lapin_consumer(
+    connection: &lapin::Connection,
+    queue: &str,
+    prefetch: u16,
+    tag: &str,
+) -> Result<(lapin::Channel, lapin::Consumer)> {
+    let channel = connection.create_channel().await?;
+    channel
+        .basic_qos(prefetch, BasicQosOptions::default())
+        .await?;
+    let consumer = channel
+        .basic_consume(
+            ShortString::from(queue),
+            ShortString::from(tag),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await?;
+    Ok((channel, consumer))
+}
+
 /// Hand-written lapin consumer; acks each message, or every `batch` with `multiple`.
 async fn lapin_consume(
     connection: &lapin::Connection,
@@ -203,16 +226,7 @@ async fn lapin_consume(
     n: usize,
     batch: u64,
 ) -> Result<Duration> {
-    let channel = connection.create_channel().await?;
-    channel.basic_qos(200, BasicQosOptions::default()).await?;
-    let mut consumer = channel
-        .basic_consume(
-            ShortString::from(queue),
-            ShortString::from("bench"),
-            BasicConsumeOptions::default(),
-            FieldTable::default(),
-        )
-        .await?;
+    let (channel, mut consumer) = lapin_consumer(connection, queue, 200, "bench").await?;
     let started = Instant::now();
     let mut seen = 0;
     while seen < n {

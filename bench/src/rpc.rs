@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_lite::StreamExt;
-use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions};
+use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicPublishOptions};
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{BasicProperties, Channel};
 use tokio::sync::oneshot;
@@ -229,18 +229,8 @@ impl LapinClient {
 /// on the default exchange with its correlation id, then acks it (no confirms). Runs until
 /// its channel closes.
 async fn lapin_server(connection: &lapin::Connection, queue: &str) -> Result<Channel> {
-    let channel = connection.create_channel().await?;
-    channel
-        .basic_qos(SERVER_PREFETCH, BasicQosOptions::default())
-        .await?;
-    let mut requests = channel
-        .basic_consume(
-            ShortString::from(queue),
-            ShortString::from("rpc-server"),
-            BasicConsumeOptions::default(),
-            FieldTable::default(),
-        )
-        .await?;
+    let (channel, mut requests) =
+        crate::lapin_consumer(connection, queue, SERVER_PREFETCH, "rpc-server").await?;
     let publishing = channel.clone();
     tokio::spawn(async move {
         // Each request answered in a task of its own, as warren's server handles several at

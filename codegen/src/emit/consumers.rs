@@ -265,8 +265,7 @@ fn server_trait(
     let rpc = resolved.rpc;
     let name = ident(&rpc.name, Role::ConsumerTrait);
     let delivery = delivery(resolved.request, &quote! { super::types });
-    let response = type_ident(&resolved.response.payload.type_name);
-    let errors = rpcs::errors_type(rpc, &quote! { super::rpcs });
+    let answer = answer_type(resolved);
     let marker = ident(&rpc.name, Role::Rpc);
     let head = format!(
         "Server of rpc {}: answers message {} from queue {} with message {}.",
@@ -315,15 +314,7 @@ fn server_trait(
         #docs
         pub trait #name: ::core::marker::Send + ::core::marker::Sync + 'static {
             /// Answers one request.
-            fn handle(
-                &self,
-                request: #delivery,
-            ) -> impl ::core::future::Future<
-                Output = ::core::result::Result<
-                    super::types::#response,
-                    ::warren_runtime::RpcHandlerError<#errors>,
-                >,
-            > + ::core::marker::Send;
+            fn handle(&self, request: #delivery) -> #answer;
         }
     })
 }
@@ -395,26 +386,31 @@ fn adapter(served: &Served<'_>) -> TokenStream {
     }
 }
 
+/// What an rpc server's `handle` returns: its trait and its adapter spell it alike.
+fn answer_type(resolved: &Resolved<'_>) -> TokenStream {
+    let response = type_ident(&resolved.response.payload.type_name);
+    let errors = rpcs::errors_type(resolved.rpc, &quote! { super::rpcs });
+    quote! {
+        impl ::core::future::Future<
+            Output = ::core::result::Result<
+                super::types::#response,
+                ::warren_runtime::RpcHandlerError<#errors>,
+            >,
+        > + ::core::marker::Send
+    }
+}
+
 /// The adapter of an rpc's server to the runtime's `RpcHandler`.
 fn server_adapter(resolved: &Resolved<'_>) -> TokenStream {
     let rpc = resolved.rpc;
     let name = ident(&rpc.name, Role::ConsumerTrait);
     let marker = ident(&rpc.name, Role::Rpc);
     let delivery = delivery(resolved.request, &quote! { super::types });
-    let response = type_ident(&resolved.response.payload.type_name);
-    let errors = rpcs::errors_type(rpc, &quote! { super::rpcs });
+    let answer = answer_type(resolved);
     quote! {
         pub(super) struct #name<__H>(pub(super) __H);
         impl<__H: super::consumers::#name> ::warren_runtime::codegen::RpcHandler<super::rpcs::#marker> for #name<__H> {
-            fn handle(
-                &self,
-                request: #delivery,
-            ) -> impl ::core::future::Future<
-                Output = ::core::result::Result<
-                    super::types::#response,
-                    ::warren_runtime::RpcHandlerError<#errors>,
-                >,
-            > + ::core::marker::Send {
+            fn handle(&self, request: #delivery) -> #answer {
                 super::consumers::#name::handle(&self.0, request)
             }
         }

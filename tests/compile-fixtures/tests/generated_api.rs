@@ -61,7 +61,7 @@ impl hostile_names::consumers::Match for Matcher {
 }
 
 /// The server of the hostile rpcs: `new` declares errors `self` and `type` (variants `Self_`
-/// and `Type`), `Self` and `with` none.
+/// and `Type`), `Self`, `with` and `client` none.
 struct Answer;
 
 impl hostile_names::consumers::New for Answer {
@@ -79,41 +79,25 @@ impl hostile_names::consumers::New for Answer {
     }
 }
 
-impl hostile_names::consumers::Self_ for Answer {
-    async fn handle(
-        &self,
-        request: Delivery<hostile_names::types::Event>,
-    ) -> Result<
-        hostile_names::types::Event,
-        warren_runtime::RpcHandlerError<warren_runtime::NoErrors>,
-    > {
-        Ok(request.payload().clone())
-    }
+/// Implements the server traits of the hostile rpcs without declared errors for [`Answer`]:
+/// each echoes its request.
+macro_rules! echo_servers {
+    ($($server:ident),*) => {$(
+        impl hostile_names::consumers::$server for Answer {
+            async fn handle(
+                &self,
+                request: Delivery<hostile_names::types::Event>,
+            ) -> Result<
+                hostile_names::types::Event,
+                warren_runtime::RpcHandlerError<warren_runtime::NoErrors>,
+            > {
+                Ok(request.payload().clone())
+            }
+        }
+    )*};
 }
 
-impl hostile_names::consumers::With for Answer {
-    async fn handle(
-        &self,
-        request: Delivery<hostile_names::types::Event>,
-    ) -> Result<
-        hostile_names::types::Event,
-        warren_runtime::RpcHandlerError<warren_runtime::NoErrors>,
-    > {
-        Ok(request.payload().clone())
-    }
-}
-
-impl hostile_names::consumers::Client for Answer {
-    async fn handle(
-        &self,
-        request: Delivery<hostile_names::types::Event>,
-    ) -> Result<
-        hostile_names::types::Event,
-        warren_runtime::RpcHandlerError<warren_runtime::NoErrors>,
-    > {
-        Ok(request.payload().clone())
-    }
-}
+echo_servers!(Self_, With, Client);
 
 /// The hostile rpcs' client methods keep `RpcClients`' own `new`, `with` and `client`;
 /// their placeholders `{request}` and `{headers}` become `request_` and `headers_`.
