@@ -491,6 +491,12 @@ fn queue(name: &str, q: &format::Queue) -> Queue {
     if let Some(priority) = q.max_priority {
         set("x-max-priority", int(u64::from(priority)));
     }
+    if let Some(size) = q.initial_group_size {
+        set(argument::QUORUM_INITIAL_GROUP_SIZE, int(u64::from(size)));
+    }
+    if let Some(locator) = q.leader_locator {
+        set(argument::QUEUE_LEADER_LOCATOR, locator.as_str().into());
+    }
     Queue {
         durable: q.durable.unwrap_or(true),
         exclusive: q.exclusive.unwrap_or(false),

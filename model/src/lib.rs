@@ -67,5 +67,6 @@ pub use spelled::UnknownName;
 pub use topology::argument;
 pub use topology::{
     ArgValue, Arguments, Binding, DeadLetter, Destination, Exchange, ExchangeKind, Import,
-    Namespace, OnPoison, Queue, QueueKind, QueueRole, Topology, TopologyError, arguments,
+    LeaderLocator, Namespace, OnPoison, Queue, QueueKind, QueueRole, Topology, TopologyError,
+    arguments,
 };

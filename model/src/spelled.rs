@@ -89,7 +89,7 @@ pub(crate) use spelled;
 
 #[cfg(test)]
 mod tests {
-    use crate::{ExchangeKind, Exhausted, FailureReason, OnPoison, QueueKind};
+    use crate::{ExchangeKind, Exhausted, FailureReason, LeaderLocator, OnPoison, QueueKind};
 
     /// Every spelling parses back to its value: the list cannot hold a typo that only one
     /// direction would catch.
@@ -108,6 +108,7 @@ mod tests {
         }
         check(ExchangeKind::ALL, ExchangeKind::NAMES);
         check(QueueKind::ALL, QueueKind::NAMES);
+        check(LeaderLocator::ALL, LeaderLocator::NAMES);
         check(Exhausted::ALL, Exhausted::NAMES);
         check(OnPoison::ALL, OnPoison::NAMES);
         check(FailureReason::ALL, FailureReason::NAMES);

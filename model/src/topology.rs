@@ -65,6 +65,11 @@ pub mod argument {
     pub const MESSAGE_TTL: &str = "x-message-ttl";
     /// What happens when a length limit is reached.
     pub const OVERFLOW: &str = "x-overflow";
+    /// How many nodes of a cluster hold a new quorum queue's replicas; a wait queue takes
+    /// its queue's ([`crate::Queue::REPLICATION_ARGUMENTS`]).
+    pub const QUORUM_INITIAL_GROUP_SIZE: &str = "x-quorum-initial-group-size";
+    /// Where a new quorum queue's leader is placed; a wait queue takes its queue's.
+    pub const QUEUE_LEADER_LOCATOR: &str = "x-queue-leader-locator";
     /// An exchange's alternate exchange ([`crate::Exchange::alternate_exchange`]).
     pub const ALTERNATE_EXCHANGE: &str = "alternate-exchange";
 }
@@ -430,6 +435,17 @@ spelled! {
 }
 
 spelled! {
+    /// Which node of a cluster a new quorum queue's leader is placed on
+    /// ([`argument::QUEUE_LEADER_LOCATOR`]).
+    pub enum LeaderLocator {
+        /// The node of the connection that declares it (RabbitMQ's default).
+        ClientLocal => "client-local",
+        /// The node with the fewest leaders, so that queues spread over the cluster.
+        Balanced => "balanced",
+    }
+}
+
+spelled! {
     /// What happens to a message that cannot be decoded or validated.
     #[derive(Default)]
     pub enum OnPoison {
@@ -477,6 +493,14 @@ impl Queue {
         argument::DEAD_LETTER_EXCHANGE,
         argument::DEAD_LETTER_ROUTING_KEY,
         argument::DELIVERY_LIMIT,
+    ];
+
+    /// The arguments that say where a queue's replicas live on a cluster: its wait queues
+    /// take them from it ([`Queue::wait_queues`]), since a retry waiting there is as much
+    /// worth keeping through a node's loss as the message in the queue.
+    pub const REPLICATION_ARGUMENTS: &'static [&'static str] = &[
+        argument::QUORUM_INITIAL_GROUP_SIZE,
+        argument::QUEUE_LEADER_LOCATOR,
     ];
 
     /// A declared queue of `kind` with the contract's defaults: durable, shared, kept, no
@@ -607,11 +631,16 @@ impl Queue {
     /// policies): each holds messages for its delay, then dead-letters them back to this
     /// queue through the default exchange (never through the original exchange, where
     /// sibling queues would get copies). They are of this queue's kind, so on a quorum queue
-    /// the hop back is at-least-once.
+    /// the hop back is at-least-once, and replicated as it is
+    /// ([`Queue::REPLICATION_ARGUMENTS`]).
     pub fn wait_queues(&self) -> Vec<Queue> {
         let Retry::TtlBackoff(backoff) = &self.retry else {
             return Vec::new();
         };
+        let replication: Arguments = Self::REPLICATION_ARGUMENTS
+            .iter()
+            .filter_map(|key| Some(((*key).to_owned(), self.arguments.get(*key)?.clone())))
+            .collect();
         backoff
             .tiers
             .iter()
@@ -625,6 +654,7 @@ impl Queue {
                     queue: self.name.clone(),
                     delay: tier.delay,
                 },
+                arguments: replication.clone(),
                 ..Queue::new(tier.queue.clone(), self.kind)
             })
             .collect()
@@ -683,7 +713,7 @@ mod tests {
 
     use super::{
         ArgValue, Arguments, DeadLetter, Exchange, ExchangeKind, Queue, QueueKind, QueueRole,
-        Topology, TopologyError,
+        Topology, TopologyError, argument,
     };
     use crate::retry::{Backoff, Exhausted, QUORUM_UNLIMITED, Retry};
 
@@ -750,6 +780,35 @@ mod tests {
                 ("x-queue-type".to_owned(), text("quorum")),
             ]
         );
+    }
+
+    /// A wait queue is replicated as its queue is, and takes none of its other arguments.
+    #[test]
+    fn wait_queues_are_replicated_as_their_queue() {
+        let mut queue = backoff_queue(QueueKind::Quorum, Exhausted::DeadLetter);
+        let placed = [
+            (argument::QUORUM_INITIAL_GROUP_SIZE, ArgValue::Int(3)),
+            (
+                argument::QUEUE_LEADER_LOCATOR,
+                ArgValue::String("balanced".into()),
+            ),
+            ("x-max-length", ArgValue::Int(10)),
+        ];
+        for (key, value) in placed {
+            queue.arguments.insert(key.to_owned(), value);
+        }
+        for wait in queue.wait_queues() {
+            let arguments = wait.declare_arguments();
+            assert_eq!(
+                arguments[argument::QUORUM_INITIAL_GROUP_SIZE],
+                ArgValue::Int(3)
+            );
+            assert_eq!(
+                arguments[argument::QUEUE_LEADER_LOCATOR],
+                ArgValue::String("balanced".into())
+            );
+            assert!(!arguments.contains_key("x-max-length"), "{arguments:?}");
+        }
     }
 
     /// Raw arguments a typed field sets are folded into it, so a hand-built topology passes

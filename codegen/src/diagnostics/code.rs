@@ -82,6 +82,9 @@ codes! {
     OverflowWithoutLimit = "overflow-without-limit",
     /// (Warning) settings under which RabbitMQ itself discards messages.
     BrokerDropsMessages = "broker-drops-messages",
+    /// (Warning) a quorum queue whose `initial_group_size` survives no node down (1), or no
+    /// more than one replica fewer would (an even number).
+    UnreplicatedQueue = "unreplicated-queue",
 
     // Retry.
     /// Retry settings that contradict each other or the queue type.

@@ -19,7 +19,7 @@ use spelled::SpelledSchema;
 /// An argument value: the model's, read from a contract as a bare scalar (`arguments.rs`).
 pub(crate) use warren_model::ArgValue as ArgumentValue;
 /// The model's enums, read from a contract through their `FromStr` (`spelled.rs`).
-pub(crate) use warren_model::{ExchangeKind, Exhausted, OnPoison, QueueKind};
+pub(crate) use warren_model::{ExchangeKind, Exhausted, LeaderLocator, OnPoison, QueueKind};
 
 /// A whole `warren.yaml` file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
@@ -163,6 +163,16 @@ pub(crate) struct Queue {
     /// Classic queues: number of priority levels (`x-max-priority`, 1 to 255).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_priority: Option<u8>,
+    /// Quorum queues on a cluster: how many nodes hold a replica when the queue is created
+    /// (`x-quorum-initial-group-size`; default: every node of the cluster). Its wait queues
+    /// get the same. An odd number: a group of 3 survives one node down, 5 two.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_group_size: Option<u16>,
+    /// Quorum queues on a cluster: where a new queue's leader goes (`x-queue-leader-locator`:
+    /// `client-local`, RabbitMQ's default, or `balanced`). Its wait queues get the same.
+    #[serde(default, with = "spelled", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<SpelledSchema<LeaderLocator>>")]
+    pub leader_locator: Option<LeaderLocator>,
     /// What to do with messages that cannot be decoded or fail their schema
     /// (default `dead-letter`).
     #[serde(default, with = "spelled", skip_serializing_if = "Option::is_none")]

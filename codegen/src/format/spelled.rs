@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use schemars::r#gen::SchemaGenerator;
 use schemars::schema::{InstanceType, Metadata, Schema, SchemaObject, SubschemaValidation};
 use serde::{Deserializer, Serializer};
-use warren_model::{ExchangeKind, Exhausted, OnPoison, QueueKind, UnknownName};
+use warren_model::{ExchangeKind, Exhausted, LeaderLocator, OnPoison, QueueKind, UnknownName};
 
 /// A model enum written as a word in a contract.
 pub(crate) trait Spelled: Copy + FromStr<Err = UnknownName> + 'static {
@@ -64,6 +64,10 @@ described! {
         Quorum => "Replicated, durable, with delivery counting (the default).",
         Classic => "The classic single-node queue.",
         Stream => "An append-only log; consumers read by offset.",
+    }
+    LeaderLocator: "Which node of a cluster a new quorum queue's leader is placed on (`x-queue-leader-locator`)." {
+        ClientLocal => "The node of the connection that declares it (RabbitMQ's default).",
+        Balanced => "The node with the fewest leaders, so that queues spread over the cluster.",
     }
     OnPoison: "What the worker does with a message it cannot decode or validate." {
         DeadLetter => "Send it to the queue's dead-letter exchange (the default; requires one).",

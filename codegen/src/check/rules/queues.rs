@@ -17,6 +17,8 @@ const TYPED_QUEUE_ARGUMENTS: &[(&str, &str)] = &[
     ("x-overflow", "overflow"),
     ("x-single-active-consumer", "single_active_consumer"),
     ("x-max-priority", "max_priority"),
+    ("x-quorum-initial-group-size", "initial_group_size"),
+    ("x-queue-leader-locator", "leader_locator"),
 ];
 
 impl Checker<'_> {
@@ -102,6 +104,7 @@ impl Checker<'_> {
                 "remove `delivery_limit`, or make the queue `type: quorum`",
             );
         }
+        self.replication_rules(name, queue, path);
         if queue.max_priority.is_some() && kind != QueueKind::Classic {
             self.error(
                 Code::BadQueueProperty,
@@ -152,6 +155,59 @@ impl Checker<'_> {
     }
 }
 
+impl Checker<'_> {
+    /// Where a quorum queue's replicas live: settings of quorum queues only, and a group
+    /// size that survives what it should.
+    fn replication_rules(&mut self, name: &str, queue: &Queue, path: &YamlPath) {
+        let kind = queue.kind.unwrap_or_default();
+        if kind != QueueKind::Quorum {
+            let kind_name = kind.as_str();
+            for (field, set) in [
+                ("initial_group_size", queue.initial_group_size.is_some()),
+                ("leader_locator", queue.leader_locator.is_some()),
+            ] {
+                if set {
+                    self.error(
+                        Code::BadQueueProperty,
+                        &path.key(field),
+                        format!(
+                            "`{field}` places the replicas of a quorum queue, and `{name}` is a {kind_name} queue"
+                        ),
+                        format!("remove `{field}`, or make the queue `type: quorum`"),
+                    );
+                }
+            }
+            return;
+        }
+        let at = path.key("initial_group_size");
+        match queue.initial_group_size {
+            Some(0) => self.error(
+                Code::BadQueueProperty,
+                &at,
+                "`initial_group_size` must be at least 1".to_owned(),
+                "use 3 (or 5) to survive the loss of one node (or two), or remove it for a replica on every node",
+            ),
+            Some(1) => self.warn(
+                Code::UnreplicatedQueue,
+                &at,
+                format!("quorum queue `{name}` has one replica: while its node is down the queue is unavailable, and lost with the node's disk"),
+                "use 3 (or 5) replicas, or remove `initial_group_size` for one on every node",
+            ),
+            Some(size) if size % 2 == 0 => self.warn(
+                Code::UnreplicatedQueue,
+                &at,
+                format!(
+                    "quorum queue `{name}` has {size} replicas, which survive no more nodes down than {} would: a majority of {size} is {}",
+                    size - 1,
+                    size / 2 + 1
+                ),
+                format!("use {} (or {})", size - 1, size + 1),
+            ),
+            _ => {}
+        }
+    }
+}
+
 fn typed_field_set(queue: &Queue, argument: &str) -> bool {
     match argument {
         "x-queue-type" => queue.kind.is_some(),
@@ -169,6 +225,8 @@ fn typed_field_set(queue: &Queue, argument: &str) -> bool {
         "x-overflow" => queue.overflow.is_some(),
         "x-single-active-consumer" => queue.single_active_consumer.is_some(),
         "x-max-priority" => queue.max_priority.is_some(),
+        "x-quorum-initial-group-size" => queue.initial_group_size.is_some(),
+        "x-queue-leader-locator" => queue.leader_locator.is_some(),
         _ => false,
     }
 }
