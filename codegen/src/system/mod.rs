@@ -11,6 +11,7 @@
 
 mod declarations;
 mod discover;
+mod rpcs;
 mod rules;
 mod schemas;
 mod union;
