@@ -38,7 +38,7 @@ fn system_fixtures() {
         .map(|entry| entry.expect("a case").path())
         .collect();
     cases.sort();
-    assert!(cases.len() >= 6, "{cases:?}");
+    assert!(cases.len() >= 9, "{cases:?}");
     for case in cases {
         let name = case
             .file_name()
@@ -60,12 +60,23 @@ fn each_rule_fires_on_its_case_only() {
     assert_eq!(codes("unfed"), [Code::UnfedConsumer]);
     assert_eq!(codes("schema-mismatch"), [Code::SchemaMismatch]);
     assert_eq!(codes("conflicting"), [Code::ConflictingDeclaration]);
+    assert_eq!(codes("rpc-agree"), []);
+    assert_eq!(codes("rpc-mismatch"), [Code::RpcMismatch]);
+    assert_eq!(codes("rpc-unfed"), [Code::UnfedConsumer]);
 }
 
-/// Every diagnostic of the system rules names both contracts, with their lines.
+/// Every diagnostic of the system rules names both contracts, with their lines. (Not
+/// `rpc-unfed`: an rpc server no contract calls, on the default exchange, involves its own
+/// contract alone.)
 #[test]
 fn system_diagnostics_name_both_files() {
-    for case in ["unroutable", "schema-mismatch", "conflicting", "unfed"] {
+    for case in [
+        "unroutable",
+        "schema-mismatch",
+        "conflicting",
+        "unfed",
+        "rpc-mismatch",
+    ] {
         let problems = match check_system([Path::new("fixtures/system").join(case)]) {
             Ok(system) => system.warnings,
             Err(Error::Invalid(problems)) => problems,

@@ -82,18 +82,30 @@ impl Call<'_> {
         let server_file = union.file(self.server_id).display().to_string();
         let (caller, server) = (&self.caller.name, &self.server.name);
         let shown: Vec<&str> = differ.iter().map(|d| d.what.as_str()).collect();
+        let queue = &self.server.server.queue;
+        // Two copies of one rpc (the caller's team's and the server's) serve one queue, each
+        // calling the other's server: neither is the caller alone.
+        let call = if self.caller.server.queue == *queue {
+            format!(
+                "rpc `{caller}` here and rpc `{server}` of `{server_file}` are two sides of one call (requests to queue `{queue}`)"
+            )
+        } else {
+            format!(
+                "rpc `{caller}` sends its requests to queue `{queue}`, which rpc `{server}` of `{server_file}` serves"
+            )
+        };
         let mut diagnostic = Diagnostic::error(
             Code::RpcMismatch,
             union.file(self.caller_id),
             format!(
-                "rpc `{caller}` sends its requests to queue `{}`, which rpc `{server}` of `{server_file}` serves, and the two disagree (here vs there): {}",
-                self.caller.server.queue,
+                "{call}, and they disagree (here vs there): {}",
                 shown.join("; ")
             ),
         )
-        .with_help("the caller's and the server's contracts must declare one rpc alike: the same request and response schemas (share the schema files) and the same `errors`, code for code, each with the same message; evolve a schema compatibly and deploy the side that reads it first (the server for requests, the callers for responses and errors)")
+        .with_help("the caller's and the server's contracts must declare one rpc alike: the same request and response schemas (share the schema files) and the same `errors`, code for code, each with the same message type; evolve a schema compatibly and deploy the side that reads it first (the server for requests, the callers for responses and errors)")
         .at(union.place(self.caller_id, &entry("rpcs", caller).key(first.key)));
-        let keys: BTreeSet<&str> = differ.iter().map(|d| d.key).collect();
+        let mut keys: Vec<&str> = differ.iter().map(|d| d.key).collect();
+        keys.dedup();
         for key in keys {
             diagnostic = diagnostic.also_at(
                 union.file(self.server_id),
@@ -118,33 +130,34 @@ impl Call<'_> {
                 return;
             };
             let parts = schemas::differences(here, there);
-            if !parts.is_empty() {
-                out.push(Disagreement {
-                    what: format!(
-                        "{what} `{}` vs `{}` differ in their {}",
-                        here.name,
-                        there.name,
-                        parts.join(" and ")
-                    ),
-                    key,
-                });
+            if parts.is_empty() {
+                return;
             }
+            let names = if here.name == there.name {
+                format!("`{}`", here.name)
+            } else {
+                format!("`{}` vs `{}`", here.name, there.name)
+            };
+            out.push(Disagreement {
+                what: format!("{what} ({names}) differs in its {}", parts.join(" and ")),
+                key,
+            });
         };
         message(
             "request",
-            "request".to_owned(),
+            "the request".to_owned(),
             &caller.request,
             &server.request,
         );
         message(
             "response",
-            "response".to_owned(),
+            "the response".to_owned(),
             &caller.response,
             &server.response,
         );
         for (code, here) in &caller.errors {
             if let Some(there) = server.errors.get(code) {
-                message("errors", format!("error `{code}`:"), here, there);
+                message("errors", format!("error `{code}`"), here, there);
             }
         }
         for (side, codes) in [

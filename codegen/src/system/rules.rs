@@ -350,7 +350,12 @@ fn schema_mismatch(union: &Union<'_>, out: &mut Diagnostics) {
                 let Some(expected) = read_by.messages.get(&reader.consumer().message) else {
                     continue;
                 };
-                let pair = (*sender_id, sent.name.as_str(), *reader_id, expected.name.as_str());
+                let pair = (
+                    *sender_id,
+                    sent.name.as_str(),
+                    *reader_id,
+                    expected.name.as_str(),
+                );
                 let differ = compared
                     .entry(pair)
                     .or_insert_with(|| schemas::differences(sent, expected));
