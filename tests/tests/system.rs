@@ -38,7 +38,7 @@ fn system_fixtures() {
         .map(|entry| entry.expect("a case").path())
         .collect();
     cases.sort();
-    assert!(cases.len() >= 9, "{cases:?}");
+    assert!(cases.len() >= 10, "{cases:?}");
     for case in cases {
         let name = case
             .file_name()
@@ -63,6 +63,10 @@ fn each_rule_fires_on_its_case_only() {
     assert_eq!(codes("rpc-agree"), []);
     assert_eq!(codes("rpc-mismatch"), [Code::RpcMismatch]);
     assert_eq!(codes("rpc-unfed"), [Code::UnfedConsumer]);
+    assert_eq!(
+        codes("rpc-wide-binding"),
+        [Code::SchemaMismatch, Code::RpcMismatch, Code::UnfedConsumer]
+    );
 }
 
 /// Every diagnostic of the system rules names both contracts, with their lines. (Not
@@ -76,6 +80,7 @@ fn system_diagnostics_name_both_files() {
         "conflicting",
         "unfed",
         "rpc-mismatch",
+        "rpc-wide-binding",
     ] {
         let problems = match check_system([Path::new("fixtures/system").join(case)]) {
             Ok(system) => system.warnings,

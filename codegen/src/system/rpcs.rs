@@ -3,7 +3,7 @@
 //! decode, a response the caller cannot decode or an error code one side does not know fails
 //! the call at run time; here it fails the check.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use super::rules::{MAX_RELATED, more};
 use super::schemas;
@@ -17,7 +17,8 @@ use crate::model::{Message, Rpc};
 /// pair of rpcs, however many ways round it is found (two copies of one rpc each call the
 /// other's server).
 pub(super) fn mismatch(union: &Union<'_>, out: &mut Diagnostics) {
-    let mut seen = BTreeSet::new();
+    // Each pair of rpcs (in order) → the calls between them, first found first.
+    let mut pairs: BTreeMap<_, Vec<Call<'_>>> = BTreeMap::new();
     for (caller_id, sender, reach) in &union.routes {
         let Sender::Rpc(caller) = sender else {
             continue;
@@ -38,20 +39,24 @@ pub(super) fn mismatch(union: &Union<'_>, out: &mut Diagnostics) {
                     (*server_id, server.name.as_str()),
                 ];
                 let pair = (ends[0].min(ends[1]), ends[0].max(ends[1]));
-                if !seen.insert(pair) {
-                    continue;
-                }
-                let call = Call {
+                pairs.entry(pair).or_default().push(Call {
                     union,
                     caller_id: *caller_id,
                     caller,
                     server_id: *server_id,
                     server,
-                };
-                if let Some(diagnostic) = call.diagnostic() {
-                    out.push(diagnostic);
-                }
+                });
             }
+        }
+    }
+    for calls in pairs.values() {
+        let Some(first) = calls.first() else {
+            continue;
+        };
+        // The other way round too: each calls the other's server.
+        let mutual = calls.len() > 1;
+        if let Some(diagnostic) = first.diagnostic(mutual) {
+            out.push(diagnostic);
         }
     }
 }
@@ -74,8 +79,9 @@ struct Disagreement {
 }
 
 impl Call<'_> {
-    /// The error when the two sides disagree, `None` when they agree.
-    fn diagnostic(&self) -> Option<Diagnostic> {
+    /// The error when the two sides disagree, `None` when they agree. `mutual`: the server's
+    /// rpc calls the caller's server too.
+    fn diagnostic(&self, mutual: bool) -> Option<Diagnostic> {
         let differ = self.disagreements();
         let first = differ.first()?;
         let union = self.union;
@@ -83,11 +89,17 @@ impl Call<'_> {
         let (caller, server) = (&self.caller.name, &self.server.name);
         let shown: Vec<&str> = differ.iter().map(|d| d.what.as_str()).collect();
         let queue = &self.server.server.queue;
-        // Two copies of one rpc (the caller's team's and the server's) serve one queue, each
-        // calling the other's server: neither is the caller alone.
-        let call = if self.caller.server.queue == *queue {
+        let own_queue = &self.caller.server.queue;
+        // Typically two copies of one rpc (the caller's team's and the server's) serving one
+        // queue, each calling the other's server: neither is the caller alone. Else two rpcs
+        // whose bindings cross, one way or both.
+        let call = if own_queue == queue {
             format!(
                 "rpc `{caller}` here and rpc `{server}` of `{server_file}` are two sides of one call (requests to queue `{queue}`)"
+            )
+        } else if mutual {
+            format!(
+                "rpc `{caller}` here and rpc `{server}` of `{server_file}` each send their requests to the other's server (queues `{own_queue}` and `{queue}`)"
             )
         } else {
             format!(

@@ -49,10 +49,13 @@ pub(super) fn more(count: usize) -> String {
 /// it says its consumers are outside (`external_consumers: true`).
 fn unroutable(union: &Union<'_>, note: &str, out: &mut Diagnostics) {
     for (id, sender, reach) in &union.routes {
-        // An rpc's requests reach its queue in its own contract: its checks refuse it else.
-        let (Sender::Publisher(publisher), false) = (sender, reach.is_routable()) else {
+        // An rpc's requests reach its queue in its own contract, or its checks refused it.
+        let Sender::Publisher(publisher) = sender else {
             continue;
         };
+        if reach.is_routable() {
+            continue;
+        }
         let member = &union.members[*id];
         let external = member
             .loaded
@@ -129,9 +132,10 @@ fn unroutable(union: &Union<'_>, note: &str, out: &mut Diagnostics) {
 }
 
 /// A consumer whose queue no publisher or rpc of the system reaches, dead-letter flows
-/// included; an rpc's server whose queue no publisher or rpc but its own reaches (every
-/// contract that has an rpc sends its requests, so the server's own declaration does not
-/// count). A warning: producers and callers may live outside the system.
+/// included; an rpc's server whose queue no publisher or rpc but its own reaches (the
+/// server's contract holds the rpc whether or not it calls it, so its own requests do not
+/// count: a caller's contract must). A warning: producers and callers may live outside the
+/// system.
 fn unfed(union: &Union<'_>, note: &str, out: &mut Diagnostics) {
     let feeds = Feeds::new(union);
     for (queue, readers) in &union.readers {
@@ -264,6 +268,7 @@ struct Feeds<'a> {
 }
 
 impl<'a> Feeds<'a> {
+    /// Where every sender's messages and every queue's dead letters go, routed once.
     fn new(union: &'a Union<'a>) -> Self {
         let mut reached_by: BTreeMap<&str, Vec<(Id, Sender<'a>)>> = BTreeMap::new();
         for (id, sender, reach) in &union.routes {
