@@ -135,6 +135,50 @@ fn a_contract_named_twice_is_one_contract() {
     assert_eq!(system.contracts.len(), 2);
 }
 
+/// Every caller's team keeps its copy of an rpc, and one copy drifted: it is reported once
+/// (against the first copy), not once per other copy.
+#[test]
+fn a_drifted_copy_of_an_rpc_is_reported_once() {
+    let root = tempfile::tempdir().expect("a temporary folder");
+    let copy = |from: &str, to: &str| {
+        let (from, to) = (
+            Path::new("fixtures/system").join(from),
+            root.path().join(to),
+        );
+        std::fs::create_dir_all(&to).expect("a folder");
+        for name in [
+            "warren.yaml",
+            "quote_request.json",
+            "quote.json",
+            "not_found.json",
+        ] {
+            std::fs::copy(from.join(name), to.join(name)).expect("a copy");
+        }
+    };
+    for team in 0..5 {
+        copy("rpc-agree/pricing", &format!("team{team}"));
+    }
+    copy("rpc-mismatch/shop", "team2-drifted");
+    let Err(Error::Invalid(problems)) = check_system([root.path()]) else {
+        panic!("the drifted copy disagrees")
+    };
+    let found: Vec<_> = problems
+        .iter()
+        .map(|d| (d.code, d.file.display().to_string()))
+        .collect();
+    assert_eq!(
+        found,
+        [(
+            Code::RpcMismatch,
+            root.path()
+                .join("team2-drifted/warren.yaml")
+                .display()
+                .to_string()
+        )],
+        "{problems}"
+    );
+}
+
 /// A hostile tree: a symlink loop, a hidden folder and a `target/` holding contracts, a
 /// dangling link, and a folder nested deeper than the walk goes. The walk ends, and finds
 /// only the contracts it should.

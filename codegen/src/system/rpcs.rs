@@ -16,6 +16,12 @@ use crate::model::{Message, Rpc};
 /// where the two disagree on the request, the response or the errors. One diagnostic per
 /// pair of rpcs, however many ways round it is found (two copies of one rpc each call the
 /// other's server).
+///
+/// A queue that several contracts' copies of an rpc serve (the server's team's and every
+/// caller's) is compared with its first server of another contract only, as declarations are
+/// compared with the first: agreement is transitive, so every disagreement still shows, once
+/// per copy that drifted rather than once per pair of copies, and the cost grows with the
+/// number of copies, not with its square.
 pub(super) fn mismatch(union: &Union<'_>, out: &mut Diagnostics) {
     // Each pair of rpcs (in order) → the calls between them, first found first.
     let mut pairs: BTreeMap<_, Vec<Call<'_>>> = BTreeMap::new();
@@ -26,14 +32,16 @@ pub(super) fn mismatch(union: &Union<'_>, out: &mut Diagnostics) {
         // Only routes known to reach the queue count, as for publishers.
         for queue in &reach.queues {
             let readers = union.readers.get(queue.as_str()).into_iter().flatten();
-            for (server_id, reader) in readers {
-                let Reader::Server(server) = reader else {
-                    continue;
-                };
-                if server_id == caller_id {
-                    // One contract's rpcs: its own checks keep a queue to one server.
-                    continue;
-                }
+            // One contract's rpcs: its own checks keep a queue to one server.
+            let first = readers
+                .filter(|(id, _)| id != caller_id)
+                .find_map(|(id, reader)| {
+                    let Reader::Server(server) = reader else {
+                        return None;
+                    };
+                    Some((id, *server))
+                });
+            if let Some((server_id, server)) = first {
                 let ends = [
                     (*caller_id, caller.name.as_str()),
                     (*server_id, server.name.as_str()),
@@ -50,12 +58,13 @@ pub(super) fn mismatch(union: &Union<'_>, out: &mut Diagnostics) {
         }
     }
     for calls in pairs.values() {
-        let Some(first) = calls.first() else {
+        // Found both ways round, the later contract's call is reported: its contract is the
+        // one that differs from the first, as for declarations.
+        let Some(call) = calls.last() else {
             continue;
         };
-        // The other way round too: each calls the other's server.
         let mutual = calls.len() > 1;
-        if let Some(diagnostic) = first.diagnostic(mutual) {
+        if let Some(diagnostic) = call.diagnostic(mutual) {
             out.push(diagnostic);
         }
     }
