@@ -63,10 +63,11 @@ enum Command {
     /// Given several contracts, or a folder (every `warren.yaml` under it, 16 levels deep at
     /// most, hidden folders and `target/` skipped), each is checked alone, then those that
     /// pass are checked together: a publisher whose messages reach no queue of any contract
-    /// (an error; a warning when it is marked `external_consumers: true`), a consumer no
-    /// publisher of the system reaches (a warning), a publisher and a consumer in different
-    /// contracts whose schemas of their message differ, and an exchange or queue two
-    /// contracts declare differently. A publisher may then reach a queue of another contract
+    /// (an error; a warning when it is marked `external_consumers: true`), a consumer or rpc
+    /// server no publisher or rpc of the system reaches (a warning), a publisher or rpc and a
+    /// consumer or rpc server in different contracts whose schemas of their message differ,
+    /// the caller's and the server's copies of an rpc that differ in request, response or
+    /// errors, and an exchange or queue two contracts declare differently. A publisher may then reach a queue of another contract
     /// without `external_consumers: true`.
     #[command(after_help = "\
 Examples:

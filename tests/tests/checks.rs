@@ -45,6 +45,7 @@ const NOT_CONTRACT_CODES: &[warren_codegen::Code] = &[
     warren_codegen::Code::UnfedConsumer,
     warren_codegen::Code::SchemaMismatch,
     warren_codegen::Code::ConflictingDeclaration,
+    warren_codegen::Code::RpcMismatch,
 ];
 
 #[test]

@@ -38,7 +38,7 @@ fn system_fixtures() {
         .map(|entry| entry.expect("a case").path())
         .collect();
     cases.sort();
-    assert!(cases.len() >= 6, "{cases:?}");
+    assert!(cases.len() >= 10, "{cases:?}");
     for case in cases {
         let name = case
             .file_name()
@@ -60,12 +60,28 @@ fn each_rule_fires_on_its_case_only() {
     assert_eq!(codes("unfed"), [Code::UnfedConsumer]);
     assert_eq!(codes("schema-mismatch"), [Code::SchemaMismatch]);
     assert_eq!(codes("conflicting"), [Code::ConflictingDeclaration]);
+    assert_eq!(codes("rpc-agree"), []);
+    assert_eq!(codes("rpc-mismatch"), [Code::RpcMismatch]);
+    assert_eq!(codes("rpc-unfed"), [Code::UnfedConsumer]);
+    assert_eq!(
+        codes("rpc-wide-binding"),
+        [Code::SchemaMismatch, Code::RpcMismatch, Code::UnfedConsumer]
+    );
 }
 
-/// Every diagnostic of the system rules names both contracts, with their lines.
+/// Every diagnostic of the system rules names both contracts, with their lines. (Not
+/// `rpc-unfed`: an rpc server no contract calls, on the default exchange, involves its own
+/// contract alone.)
 #[test]
 fn system_diagnostics_name_both_files() {
-    for case in ["unroutable", "schema-mismatch", "conflicting", "unfed"] {
+    for case in [
+        "unroutable",
+        "schema-mismatch",
+        "conflicting",
+        "unfed",
+        "rpc-mismatch",
+        "rpc-wide-binding",
+    ] {
         let problems = match check_system([Path::new("fixtures/system").join(case)]) {
             Ok(system) => system.warnings,
             Err(Error::Invalid(problems)) => problems,
@@ -117,6 +133,50 @@ fn a_contract_named_twice_is_one_contract() {
     ])
     .expect("valid");
     assert_eq!(system.contracts.len(), 2);
+}
+
+/// Every caller's team keeps its copy of an rpc, and one copy drifted: it is reported once
+/// (against the first copy), not once per other copy.
+#[test]
+fn a_drifted_copy_of_an_rpc_is_reported_once() {
+    let root = tempfile::tempdir().expect("a temporary folder");
+    let copy = |from: &str, to: &str| {
+        let (from, to) = (
+            Path::new("fixtures/system").join(from),
+            root.path().join(to),
+        );
+        std::fs::create_dir_all(&to).expect("a folder");
+        for name in [
+            "warren.yaml",
+            "quote_request.json",
+            "quote.json",
+            "not_found.json",
+        ] {
+            std::fs::copy(from.join(name), to.join(name)).expect("a copy");
+        }
+    };
+    for team in 0..5 {
+        copy("rpc-agree/pricing", &format!("team{team}"));
+    }
+    copy("rpc-mismatch/shop", "team2-drifted");
+    let Err(Error::Invalid(problems)) = check_system([root.path()]) else {
+        panic!("the drifted copy disagrees")
+    };
+    let found: Vec<_> = problems
+        .iter()
+        .map(|d| (d.code, d.file.display().to_string()))
+        .collect();
+    assert_eq!(
+        found,
+        [(
+            Code::RpcMismatch,
+            root.path()
+                .join("team2-drifted/warren.yaml")
+                .display()
+                .to_string()
+        )],
+        "{problems}"
+    );
 }
 
 /// A hostile tree: a symlink loop, a hidden folder and a `target/` holding contracts, a

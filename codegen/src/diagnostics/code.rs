@@ -166,13 +166,17 @@ codes! {
     /// (Warning) a publisher marked `external_consumers: true` whose messages reach no queue
     /// in any contract of the system.
     UnconsumedInSystem = "unconsumed-in-system",
-    /// (Warning) a consumer whose queue no publisher of the system reaches.
+    /// (Warning) a consumer whose queue no publisher or rpc of the system reaches, or an rpc's
+    /// server whose queue no publisher or rpc but its own reaches.
     UnfedConsumer = "unfed-consumer",
     /// A publisher and a consumer in different contracts whose schemas for the message they
     /// share differ.
     SchemaMismatch = "schema-mismatch",
     /// An exchange or queue that two contracts declare differently.
     ConflictingDeclaration = "conflicting-declaration",
+    /// An rpc of one contract whose requests reach the server of an rpc of another, where
+    /// the two declare a different request, response or errors.
+    RpcMismatch = "rpc-mismatch",
 
     // Generator settings (`warren_codegen::Settings`), not the contract.
     /// A derive, attribute or type replacement that does not parse, or replaces no type of

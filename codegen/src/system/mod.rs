@@ -2,15 +2,18 @@
 //!
 //! Each contract is first checked alone, every rule but one: whether a publisher's messages
 //! reach a queue, since another contract may bind that queue. The contracts that pass are
-//! then put together ([`union::Union`]: every exchange, queue, binding, publisher and
-//! consumer of the system, by name) and the system rules run over them (`rules.rs`,
-//! `declarations.rs`): publishers whose messages reach no queue of any contract, consumers
-//! no publisher of the system reaches, a publisher and a consumer of one message whose
-//! schemas differ, and an exchange or queue two contracts declare differently. Each
-//! diagnostic names every file involved ([`crate::diagnostics::Related`]).
+//! then put together ([`union::Union`]: every exchange, queue, binding, sender (publisher or
+//! rpc caller) and reader (consumer or rpc server) of the system, by name) and the system
+//! rules run over them (`rules.rs`, `rpcs.rs`, `declarations.rs`): publishers whose messages
+//! reach no queue of any contract, consumers and rpc servers nothing of the system reaches, a
+//! sender and a reader of one message whose schemas differ, the two sides of an rpc (the
+//! caller's team's copy and the server's) that disagree, and an exchange or queue two
+//! contracts declare differently. Each diagnostic names every file involved
+//! ([`crate::diagnostics::Related`]).
 
 mod declarations;
 mod discover;
+mod rpcs;
 mod rules;
 mod schemas;
 mod union;
@@ -50,10 +53,14 @@ pub(crate) struct Member {
 /// - a publisher whose messages reach no queue of any contract is an error
 ///   (`unroutable-publisher`); one marked `external_consumers: true` gets a warning
 ///   (`unconsumed-in-system`), since its consumers may live outside the system;
-/// - a consumer whose queue no publisher of the system reaches gets a warning
-///   (`unfed-consumer`), dead-letter flows followed;
-/// - a publisher and a consumer in different contracts whose schemas of the message between
-///   them differ is an error (`schema-mismatch`);
+/// - a consumer whose queue no publisher or rpc of the system reaches gets a warning
+///   (`unfed-consumer`), dead-letter flows followed; so does an rpc's server whose queue no
+///   publisher or rpc but its own reaches (no other contract calls it);
+/// - a publisher or rpc and a consumer or rpc server in different contracts whose schemas of
+///   the message between them differ is an error (`schema-mismatch`);
+/// - an rpc whose requests reach the server of an rpc of another contract (typically the
+///   caller's team's copy of the rpc and the server's) is an error when the two differ in
+///   their request, response or error schemas, or in their error codes (`rpc-mismatch`);
 /// - an exchange or queue two contracts declare differently is an error
 ///   (`conflicting-declaration`), naming the fields and arguments that differ.
 ///

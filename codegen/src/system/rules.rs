@@ -1,14 +1,15 @@
-//! The system rules that follow messages: where each publisher's messages go across every
-//! contract, who reads them, and whether both sides agree on their schema.
+//! The system rules that follow messages: where each publisher's messages and each rpc's
+//! requests go across every contract, who reads them (consumers and rpc servers), and
+//! whether both sides agree on their schema.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use super::schemas;
-use super::union::{Id, Union, entry};
+use super::union::{Id, Reader, Sender, Union, entry};
+use super::{rpcs, schemas};
 use crate::check::list;
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, YamlPath};
-use crate::model::{KeyTemplate, Publisher};
+use crate::model::KeyTemplate;
 
 /// The most related places one diagnostic lists; the rest are counted.
 pub(super) const MAX_RELATED: usize = 4;
@@ -20,6 +21,7 @@ pub(super) fn run(union: &Union<'_>, left_out: &[PathBuf], out: &mut Diagnostics
     unroutable(union, &note, out);
     unfed(union, &note, out);
     schema_mismatch(union, out);
+    rpcs::mismatch(union, out);
 }
 
 /// What an absence rule adds to its help when some contracts were left out.
@@ -35,7 +37,7 @@ fn left_out_note(left_out: &[PathBuf]) -> String {
 }
 
 /// `, and 3 more` when `count` is over [`MAX_RELATED`].
-fn more(count: usize) -> String {
+pub(super) fn more(count: usize) -> String {
     if count > MAX_RELATED {
         format!(", and {} more", count - MAX_RELATED)
     } else {
@@ -46,7 +48,11 @@ fn more(count: usize) -> String {
 /// A publisher whose messages reach no queue of any contract: an error, or a warning when
 /// it says its consumers are outside (`external_consumers: true`).
 fn unroutable(union: &Union<'_>, note: &str, out: &mut Diagnostics) {
-    for (id, publisher, reach) in &union.routes {
+    for (id, sender, reach) in &union.routes {
+        // An rpc's requests reach its queue in its own contract, or its checks refused it.
+        let Sender::Publisher(publisher) = sender else {
+            continue;
+        };
         if reach.is_routable() {
             continue;
         }
@@ -125,193 +131,295 @@ fn unroutable(union: &Union<'_>, note: &str, out: &mut Diagnostics) {
     }
 }
 
-/// A consumer whose queue no publisher of the system reaches, dead-letter flows included: a
-/// warning, since producers may live outside the system.
+/// A consumer whose queue no publisher or rpc of the system reaches, dead-letter flows
+/// included; an rpc's server whose queue no publisher or rpc but its own reaches (the
+/// server's contract holds the rpc whether or not it calls it, so its own requests do not
+/// count: a caller's contract must). A warning: producers and callers may live outside the
+/// system.
 fn unfed(union: &Union<'_>, note: &str, out: &mut Diagnostics) {
-    let fed = fed_queues(union);
-    for (queue, consumers) in &union.consumers {
-        if fed.contains(*queue) {
-            continue;
-        }
-        let bindings = union
-            .bound_to
-            .get(queue)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let described: BTreeSet<String> = bindings
-            .iter()
-            .map(|(_, _, b)| {
-                if b.routing_key.is_empty() {
-                    format!("`{}`", b.exchange)
-                } else {
-                    format!("`{}` on `{}`", b.routing_key, b.exchange)
-                }
-            })
-            .collect();
-        let how = if described.is_empty() {
-            "it has no binding, and no publisher names it on the default exchange".to_owned()
-        } else {
-            let shown: Vec<&str> = described
-                .iter()
-                .map(String::as_str)
-                .take(MAX_RELATED)
-                .collect();
-            format!(
-                "its bindings: {}{}",
-                shown.join(", "),
-                more(described.len())
-            )
-        };
-        for (id, consumer) in consumers {
-            let mut diagnostic = Diagnostic::warning(
-                Code::UnfedConsumer,
-                union.file(*id),
-                format!(
-                    "consumer `{}` reads queue `{queue}`, which no publisher of the system reaches ({how})",
-                    consumer.name
-                ),
-            )
-            .with_help(format!(
-                "fine if producers outside these contracts fill it; otherwise add a publisher whose key matches a binding, or fix the binding{note}"
-            ))
-            .at(union.place(*id, &entry("consumers", &consumer.name).key("queue")));
-            for (other, index, binding) in bindings.iter().take(MAX_RELATED) {
-                diagnostic = diagnostic.also_at(
-                    union.file(*other),
-                    union.place(*other, &YamlPath::root().key("bindings").index(*index)),
-                    format!(
-                        "queue `{queue}` is bound here to exchange `{}`",
-                        binding.exchange
-                    ),
-                );
-            }
-            // The publishers to those exchanges, whose keys the bindings do not match.
-            let exchanges: BTreeSet<&str> = bindings
-                .iter()
-                .map(|(_, _, b)| b.exchange.as_str())
-                .collect();
-            let senders = exchanges
-                .iter()
-                .flat_map(|e| union.publishers.get(e).into_iter().flatten());
-            for (other, publisher) in senders.take(MAX_RELATED) {
-                diagnostic = diagnostic.also_at(
-                    union.file(*other),
-                    union.place(*other, &entry("publishers", &publisher.name).key("routing_key")),
-                    format!(
-                        "publisher `{}` sends `{}` to exchange `{}` here, which no binding of `{queue}` matches",
-                        publisher.name, publisher.routing_key_text, publisher.exchange
-                    ),
-                );
-            }
-            out.push(diagnostic);
-        }
-    }
-}
-
-/// The queues some publisher of the system may fill: those its messages reach, then, from
-/// each, where its dead letters go (with its dead-letter key, or any key when the dead
-/// letters keep their own). Each queue is followed once.
-fn fed_queues(union: &Union<'_>) -> BTreeSet<String> {
-    let mut fed = BTreeSet::new();
-    let mut todo: Vec<String> = Vec::new();
-    for (_, _, reach) in &union.routes {
-        todo.extend(reach.queues.iter().chain(&reach.maybe).cloned());
-    }
-    // Dead letters without their own key keep the message's, unknown here: any key.
-    let any_key = KeyTemplate::parse("{any}").unwrap_or_else(|_| KeyTemplate::empty());
-    while let Some(queue) = todo.pop() {
-        if !fed.insert(queue.clone()) {
-            continue;
-        }
-        let declarations = union.queues.get(queue.as_str()).into_iter().flatten();
-        for (_, declared) in declarations {
-            let Some(dead_letter) = &declared.dead_letter else {
+    let feeds = Feeds::new(union);
+    for (queue, readers) in &union.readers {
+        for (id, reader) in readers {
+            if feeds.fed(queue, own_rpc(*id, *reader)) {
                 continue;
-            };
-            let key = match &dead_letter.routing_key {
-                Some(key) => KeyTemplate::parse(key).unwrap_or_else(|_| any_key.clone()),
-                None => any_key.clone(),
-            };
-            let reach = union.graph.route(&dead_letter.exchange, &key);
-            todo.extend(reach.queues.into_iter().chain(reach.maybe));
+            }
+            out.push(unfed_reader(union, queue, *id, *reader, note));
         }
     }
-    fed
 }
 
-/// A publisher in one contract whose messages reach a queue consumed in another, where the
-/// two contracts' schemas of the message differ. One diagnostic per consumer and sending
-/// contract's message, listing its publishers.
+/// The warning about `reader` of contract `id`, whose queue `queue` nothing else fills: its
+/// bindings, and the senders to their exchanges whose keys they do not match.
+fn unfed_reader(
+    union: &Union<'_>,
+    queue: &str,
+    id: Id,
+    reader: Reader<'_>,
+    note: &str,
+) -> Diagnostic {
+    let own = own_rpc(id, reader);
+    let senders = if own.is_some() {
+        "publisher or other rpc"
+    } else {
+        "publisher or rpc"
+    };
+    let bindings = union
+        .bound_to
+        .get(queue)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let described: BTreeSet<String> = bindings
+        .iter()
+        .map(|(_, _, b)| {
+            if b.routing_key.is_empty() {
+                format!("`{}`", b.exchange)
+            } else {
+                format!("`{}` on `{}`", b.routing_key, b.exchange)
+            }
+        })
+        .collect();
+    let how = if described.is_empty() {
+        format!("it has no binding, and no {senders} names it on the default exchange")
+    } else {
+        let shown: Vec<&str> = described
+            .iter()
+            .map(String::as_str)
+            .take(MAX_RELATED)
+            .collect();
+        format!(
+            "its bindings: {}{}",
+            shown.join(", "),
+            more(described.len())
+        )
+    };
+    let help = match own {
+        Some((_, rpc)) => format!(
+            "fine if callers outside these contracts call rpc `{rpc}`; otherwise validate its callers' contracts with this one, or make their requests reach queue `{queue}`{note}"
+        ),
+        None => format!(
+            "fine if producers outside these contracts fill it; otherwise add a publisher whose key matches a binding, or fix the binding{note}"
+        ),
+    };
+    let mut diagnostic = Diagnostic::warning(
+        Code::UnfedConsumer,
+        union.file(id),
+        format!(
+            "{} reads queue `{queue}`, which no {senders} of the system reaches ({how})",
+            reader.describe()
+        ),
+    )
+    .with_help(help)
+    .at(union.place(id, &reader.path().key("queue")));
+    for (other, index, binding) in bindings.iter().take(MAX_RELATED) {
+        diagnostic = diagnostic.also_at(
+            union.file(*other),
+            union.place(*other, &YamlPath::root().key("bindings").index(*index)),
+            format!(
+                "queue `{queue}` is bound here to exchange `{}`",
+                binding.exchange
+            ),
+        );
+    }
+    // The senders to those exchanges, whose keys the bindings do not match (the server's
+    // own rpc, which reaches it, left out).
+    let exchanges: BTreeSet<&str> = bindings
+        .iter()
+        .map(|(_, _, b)| b.exchange.as_str())
+        .collect();
+    let senders = exchanges
+        .iter()
+        .flat_map(|e| union.senders.get(e).into_iter().flatten())
+        .filter(|(other, sender)| !is_rpc(*other, *sender, own));
+    for (other, sender) in senders.take(MAX_RELATED) {
+        diagnostic = diagnostic.also_at(
+            union.file(*other),
+            union.place(*other, &sender.path().key("routing_key")),
+            format!(
+                "{} sends `{}` to exchange `{}` here, which no binding of `{queue}` matches",
+                sender.describe(),
+                sender.key_text(),
+                sender.exchange()
+            ),
+        );
+    }
+    diagnostic
+}
+
+/// The rpc `reader` of contract `id` serves, as (contract, name): what its own contract's
+/// requests come from.
+fn own_rpc<'a>(id: Id, reader: Reader<'a>) -> Option<(Id, &'a str)> {
+    reader.rpc().map(|rpc| (id, rpc.name.as_str()))
+}
+
+/// Whether `sender` of contract `id` is rpc `rpc` (contract, name).
+fn is_rpc(id: Id, sender: Sender<'_>, rpc: Option<(Id, &str)>) -> bool {
+    rpc.is_some_and(|(rpc_id, name)| id == rpc_id && sender.rpc().is_some_and(|r| r.name == name))
+}
+
+/// Who may fill each queue of the system: the publishers and rpcs whose messages reach it,
+/// and the queues whose dead letters may land in it.
+struct Feeds<'a> {
+    /// The senders whose messages reach each queue, or may (a headers binding).
+    reached_by: BTreeMap<&'a str, Vec<(Id, Sender<'a>)>>,
+    /// For each queue, the queues whose dead letters may reach it: each queue's dead letters
+    /// go to its dead-letter exchange with its dead-letter key, or any key when they keep
+    /// their own.
+    dead_letters_from: BTreeMap<String, BTreeSet<&'a str>>,
+}
+
+impl<'a> Feeds<'a> {
+    /// Where every sender's messages and every queue's dead letters go, routed once.
+    fn new(union: &'a Union<'a>) -> Self {
+        let mut reached_by: BTreeMap<&str, Vec<(Id, Sender<'a>)>> = BTreeMap::new();
+        for (id, sender, reach) in &union.routes {
+            for queue in reach.queues.iter().chain(&reach.maybe) {
+                reached_by
+                    .entry(queue.as_str())
+                    .or_default()
+                    .push((*id, *sender));
+            }
+        }
+        // Dead letters without their own key keep the message's, unknown here: any key.
+        let any_key = KeyTemplate::parse("{any}").unwrap_or_else(|_| KeyTemplate::empty());
+        let mut dead_letters_from: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+        for (queue, declarations) in &union.queues {
+            for (_, declared) in declarations {
+                let Some(dead_letter) = &declared.dead_letter else {
+                    continue;
+                };
+                let key = match &dead_letter.routing_key {
+                    Some(key) => KeyTemplate::parse(key).unwrap_or_else(|_| any_key.clone()),
+                    None => any_key.clone(),
+                };
+                let reach = union.graph.route(&dead_letter.exchange, &key);
+                for to in reach.queues.into_iter().chain(reach.maybe) {
+                    dead_letters_from.entry(to).or_default().insert(queue);
+                }
+            }
+        }
+        Self {
+            reached_by,
+            dead_letters_from,
+        }
+    }
+
+    /// Whether some sender of the system but rpc `except` (contract, name) may fill `queue`:
+    /// reaches it, or a queue whose dead letters flow into it. Each queue is followed once.
+    fn fed(&self, queue: &str, except: Option<(Id, &str)>) -> bool {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![queue];
+        while let Some(queue) = todo.pop() {
+            if !seen.insert(queue) {
+                continue;
+            }
+            let reached = self.reached_by.get(queue).into_iter().flatten();
+            if reached
+                .into_iter()
+                .any(|(id, sender)| !is_rpc(*id, *sender, except))
+            {
+                return true;
+            }
+            todo.extend(self.dead_letters_from.get(queue).into_iter().flatten());
+        }
+        false
+    }
+}
+
+/// A publisher or rpc in one contract whose messages reach a queue read in another (by a
+/// consumer or an rpc's server), where the two contracts' schemas of the message differ.
+/// One diagnostic per reader and sending contract's message, listing its senders. An rpc
+/// calling another contract's rpc is left to `rpcs::mismatch`, which compares the whole call.
 fn schema_mismatch(union: &Union<'_>, out: &mut Diagnostics) {
-    // (consumer's contract, consumer, publisher's contract, message sent) → its publishers.
-    let mut found: BTreeMap<(Id, &str, Id, &str), Vec<&Publisher>> = BTreeMap::new();
-    // Each pair of messages is compared once, however many publishers and consumers share it.
+    // (reader's contract, section, name, sender's contract, message sent) → the reader and
+    // its senders.
+    type Key<'a> = (Id, &'static str, &'a str, Id, &'a str);
+    let mut found: BTreeMap<Key<'_>, (Reader<'_>, Vec<Sender<'_>>)> = BTreeMap::new();
+    // Each pair of messages is compared once, however many senders and readers share it.
     let mut compared: BTreeMap<(Id, &str, Id, &str), Vec<&'static str>> = BTreeMap::new();
-    for (sender, publisher, reach) in &union.routes {
-        let sent_by = &union.members[*sender].checked.contract;
-        let Some(sent) = sent_by.messages.get(&publisher.message) else {
+    for (sender_id, sender, reach) in &union.routes {
+        let sent_by = &union.members[*sender_id].checked.contract;
+        let Some(sent) = sent_by.messages.get(sender.message()) else {
             continue;
         };
         // Only routes known to reach the queue count: a headers binding may not match.
         for queue in &reach.queues {
-            for (reader, consumer) in union.consumers.get(queue.as_str()).into_iter().flatten() {
-                if reader == sender {
-                    // One contract's publisher and consumer: `message-mismatch` checks them.
+            for (reader_id, reader) in union.readers.get(queue.as_str()).into_iter().flatten() {
+                if reader_id == sender_id {
+                    // One contract's sender and reader: `message-mismatch` checks them.
                     continue;
                 }
-                let read_by = &union.members[*reader].checked.contract;
-                let Some(expected) = read_by.messages.get(&consumer.message) else {
+                if sender.rpc().is_some() && reader.rpc().is_some() {
+                    continue;
+                }
+                let read_by = &union.members[*reader_id].checked.contract;
+                let Some(expected) = read_by.messages.get(&reader.consumer().message) else {
                     continue;
                 };
-                let pair = (*sender, sent.name.as_str(), *reader, expected.name.as_str());
+                let pair = (
+                    *sender_id,
+                    sent.name.as_str(),
+                    *reader_id,
+                    expected.name.as_str(),
+                );
                 let differ = compared
                     .entry(pair)
                     .or_insert_with(|| schemas::differences(sent, expected));
                 if !differ.is_empty() {
+                    let key = (
+                        *reader_id,
+                        reader.section(),
+                        reader.consumer().name.as_str(),
+                        *sender_id,
+                        sent.name.as_str(),
+                    );
                     found
-                        .entry((*reader, consumer.name.as_str(), *sender, sent.name.as_str()))
-                        .or_default()
-                        .push(publisher);
+                        .entry(key)
+                        .or_insert_with(|| (*reader, Vec::new()))
+                        .1
+                        .push(*sender);
                 }
             }
         }
     }
-    for ((reader, consumer_name, sender, message), publishers) in found {
-        let read_by = &union.members[reader].checked.contract;
-        let Some(consumer) = read_by.consumers.get(consumer_name) else {
-            continue;
-        };
+    for ((reader_id, _, _, sender_id, message), (reader, senders)) in found {
+        let consumer = reader.consumer();
         let differ = compared
-            .get(&(sender, message, reader, consumer.message.as_str()))
+            .get(&(sender_id, message, reader_id, consumer.message.as_str()))
             .cloned()
             .unwrap_or_default();
-        let names: Vec<&str> = publishers.iter().map(|p| p.name.as_str()).collect();
-        let sender_file = union.file(sender).display().to_string();
+        let names: Vec<String> = senders.iter().map(|s| s.describe()).collect();
+        let sender_file = union.file(sender_id).display().to_string();
         let mut diagnostic = Diagnostic::error(
             Code::SchemaMismatch,
-            union.file(reader),
+            union.file(reader_id),
             format!(
-                "consumer `{consumer_name}` expects message `{}`, but publisher{} {} of `{sender_file}` send{} its message `{message}` to queue `{}` with a different {}",
+                "{} expects message `{}`, but {}{} of `{sender_file}` send{} its message `{message}` to queue `{}` with a different {}",
+                reader.describe(),
                 consumer.message,
-                if names.len() == 1 { "" } else { "s" },
-                list(names.iter().copied().take(MAX_RELATED)) + &more(names.len()),
+                names
+                    .iter()
+                    .take(MAX_RELATED)
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                more(names.len()),
                 if names.len() == 1 { "s" } else { "" },
                 consumer.queue,
                 differ.join(" and "),
             ),
         )
         .with_help("a producer and its consumers must agree on one schema: make both contracts use the same schema file, or evolve it compatibly and deploy the consumers first")
-        .at(union.place(reader, &entry("consumers", consumer_name).key("message")));
-        for publisher in publishers.iter().take(MAX_RELATED) {
+        .at(union.place(reader_id, &reader.message_path()));
+        for (sender, name) in senders.iter().zip(&names).take(MAX_RELATED) {
             diagnostic = diagnostic.also_at(
-                union.file(sender),
-                union.place(sender, &entry("publishers", &publisher.name).key("message")),
-                format!("publisher `{}` sends `{message}` here", publisher.name),
+                union.file(sender_id),
+                union.place(sender_id, &sender.message_path()),
+                format!("{name} sends `{message}` here"),
             );
         }
         diagnostic = diagnostic.also_at(
-            union.file(sender),
-            union.place(sender, &entry("messages", message).key("payload")),
+            union.file(sender_id),
+            union.place(sender_id, &entry("messages", message).key("payload")),
             format!("message `{message}` of `{sender_file}` is declared here"),
         );
         out.push(diagnostic);
