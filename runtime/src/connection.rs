@@ -215,6 +215,10 @@ impl Connection {
         crate::health::ConnectionHealth {
             name: self.shared.settings.name.clone(),
             connected: self.is_connected(),
+            url: record
+                .url
+                .and_then(|index| self.shared.settings.urls.get(index))
+                .map(|url| redact(url)),
             closed: self.is_closed(),
             blocked: self.blocked(),
             reconnect_attempts: record.reconnect_attempts,
@@ -388,7 +392,7 @@ impl ConnectionBuilder {
                         settings: self,
                         topologies: Mutex::new(Vec::new()),
                         blocked: Mutex::new(None),
-                        record: Mutex::default(),
+                        record: Mutex::new(crate::health::LinkRecord::opened(index)),
                     });
                     tokio::spawn(supervise(Arc::downgrade(&shared), opened, index));
                     return Ok(Connection { shared });
@@ -476,7 +480,7 @@ async fn supervise(shared: Weak<Shared>, mut opened: Opened, mut url_index: usiz
             abandon(&opened.connection, "closed by warren").await;
             return;
         }
-        lock(&strong.record).restored();
+        lock(&strong.record).restored(index);
         tracing::info!(connection = %name, url = index, generation, "reconnected");
     }
 }

@@ -119,6 +119,10 @@ pub struct ConnectionHealth {
     pub name: String,
     /// Whether the link to the broker is up.
     pub connected: bool,
+    /// The URL of the broker node the link is on, its password hidden; `None` while it
+    /// reconnects. On a cluster: which node this connection's workers and publishers
+    /// depend on.
+    pub url: Option<String>,
     /// Whether [`Connection::close`] was called: it will not reconnect.
     pub closed: bool,
     /// Why the broker blocks publishing (a resource alarm), while it does.
@@ -137,21 +141,33 @@ pub(crate) struct LinkRecord {
     pub reconnect_attempts: u32,
     pub reconnects: u64,
     pub last_error: Option<LastError>,
+    /// The index of the URL the link is on; `None` while it is down.
+    pub url: Option<usize>,
 }
 
 impl LinkRecord {
+    /// The first link, to URL `url`.
+    pub fn opened(url: usize) -> Self {
+        Self {
+            url: Some(url),
+            ..Self::default()
+        }
+    }
+
     /// The link was lost, or a reconnect attempt failed (`attempt`, counted from 1).
     pub fn failed(&mut self, error: &str, attempt: Option<u32>) {
         self.last_error = Some(LastError::now(error));
+        self.url = None;
         if let Some(attempt) = attempt {
             self.reconnect_attempts = attempt;
         }
     }
 
-    /// The link is back.
-    pub fn restored(&mut self) {
+    /// The link is back, on URL `url`.
+    pub fn restored(&mut self, url: usize) {
         self.reconnect_attempts = 0;
         self.reconnects = self.reconnects.saturating_add(1);
+        self.url = Some(url);
     }
 }
 

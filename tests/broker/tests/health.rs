@@ -102,6 +102,7 @@ async fn a_worker_is_ready_once_subscribed_and_again_after_the_broker_restarts()
         down.connection.last_error.is_some(),
         "why the link was lost: {down:#?}"
     );
+    assert_eq!(down.connection.url, None, "on no node while down");
     let lost = until("unsubscribed", &health, |s| {
         s.consumers.iter().all(|c| !c.subscribed)
     })
@@ -114,6 +115,11 @@ async fn a_worker_is_ready_once_subscribed_and_again_after_the_broker_restarts()
     assert!(back.connection.connected);
     assert!(back.connection.reconnects >= 1, "{:#?}", back.connection);
     assert_eq!(back.connection.reconnect_attempts, 0, "connected");
+    assert_eq!(
+        back.connection.url.as_deref(),
+        Some(broker.url().replace("guest:guest", "guest:***").as_str()),
+        "the node it is on, its password hidden"
+    );
     assert_eq!(h.connection.health(), back.connection);
     h.submit("none", job("after", JobBehaviour::Ok)).await;
     let attempts = h
