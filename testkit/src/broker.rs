@@ -58,15 +58,28 @@ impl TestBroker {
 
     /// Connects to the broker at `url`, or says why not.
     pub async fn connect(url: &str) -> Result<Self, warren_runtime::lapin::Error> {
-        let connection = Connection::builder("warren-testkit")
-            .url(url)
-            .reconnect_backoff(Duration::from_millis(50), Duration::from_secs(1))
-            .connect()
-            .await?;
+        let connection = test_connection("warren-testkit", &[url]).await?;
         Ok(Self {
             connection,
             url: url.to_owned(),
         })
+    }
+
+    /// Connects to the nodes of a cluster (a private one's, say) at `urls`,
+    /// the first that answers first, the others in turn when it fails.
+    ///
+    /// # Panics
+    ///
+    /// When no node answers.
+    pub async fn at_nodes(urls: &[String]) -> Self {
+        let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+        match test_connection("warren-testkit", &urls).await {
+            Ok(connection) => Self {
+                connection,
+                url: urls.first().copied().unwrap_or_default().to_owned(),
+            },
+            Err(error) => panic!("{}", no_broker(&urls.join(", "), &error)),
+        }
     }
 
     /// The broker's URL.
@@ -110,6 +123,25 @@ impl TestBroker {
     pub async fn close(&self) {
         let _ = self.connection.close().await;
     }
+}
+
+/// A connection named `name` through `urls` (tried in turn) that reconnects as a test wants:
+/// within a second of a broker answering again.
+///
+/// # Errors
+///
+/// When none of `urls` answers.
+pub async fn test_connection(
+    name: &str,
+    urls: &[&str],
+) -> Result<Connection, warren_runtime::lapin::Error> {
+    let builder = urls
+        .iter()
+        .fold(Connection::builder(name), |builder, url| builder.url(url));
+    builder
+        .reconnect_backoff(Duration::from_millis(50), Duration::from_secs(1))
+        .connect()
+        .await
 }
 
 /// What a test says when no broker answers: the URL tried, why, and how to start one.

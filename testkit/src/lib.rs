@@ -99,7 +99,9 @@ mod private;
 mod wait;
 mod worker;
 
-pub use broker::{AMQP_URL_VAR, DEFAULT_AMQP_URL, TestBroker, amqp_url, queue_exists};
+pub use broker::{
+    AMQP_URL_VAR, DEFAULT_AMQP_URL, TestBroker, amqp_url, queue_exists, test_connection,
+};
 pub use dead_letters::DeadMessage;
 pub use deployed::Deployed;
 pub use private::PrivateBroker;

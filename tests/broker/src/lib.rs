@@ -102,6 +102,8 @@ pub type Recorded = Handlers<
     Recorder,
     Recorder,
     Recorder,
+    Recorder,
+    Recorder,
 >;
 
 /// Every consumer and rpc server of the test contract handled by `recorder`.
@@ -122,6 +124,8 @@ pub fn handlers(recorder: &Recorder) -> Recorded {
         run_spin: recorder.clone(),
         run_outage: recorder.clone(),
         run_chaos: recorder.clone(),
+        run_cluster: recorder.clone(),
+        run_single: recorder.clone(),
         run_sibling: recorder.clone(),
         read_dead: recorder.clone(),
         run_failing: recorder.clone(),
@@ -339,6 +343,8 @@ handle_with_recorder!(
     RunSpin,
     RunOutage,
     RunChaos,
+    RunCluster,
+    RunSingle,
     RunFailing,
     RunPriority,
 );
@@ -502,6 +508,32 @@ impl Harness {
         .await
     }
 
+    /// Like [`Harness::start_at`], on a cluster: the contract is declared through
+    /// `deploy` (a quorum queue with `leader_locator: client-local` gets its leader on the
+    /// node of the first of them that answers), where the publishers publish too, and the
+    /// worker runs on a connection of its own through `worker` (the first that answers, the
+    /// others in turn when its node fails), whose health says which node it is on.
+    pub async fn start_on_cluster(
+        deploy: &[String],
+        worker: &[String],
+        test: &str,
+        configure: impl FnOnce(Worker) -> Worker,
+    ) -> (Self, Connection) {
+        let urls: Vec<&str> = worker.iter().map(String::as_str).collect();
+        let connection = warren_testkit::test_connection("warren-test-worker", &urls)
+            .await
+            .expect("a worker connection to the cluster");
+        let worker_connection = connection.clone();
+        let harness = Self::deploy_on(
+            TestBroker::at_nodes(deploy).await,
+            test,
+            move |deployed| configure(Worker::new(connection, deployed.topology().clone())),
+            |recorder, worker| handlers(recorder).register(worker),
+        )
+        .await;
+        (harness, worker_connection)
+    }
+
     /// Deploys the contract under a fresh namespace on the broker at `url`, and starts a
     /// worker configured by `configure` with the consumers `register` adds.
     async fn start_on(
@@ -511,10 +543,27 @@ impl Harness {
         register: impl FnOnce(&Recorder, &mut Worker),
     ) -> Self {
         let broker = TestBroker::at(url).await;
+        Self::deploy_on(
+            broker,
+            test,
+            |deployed| configure(deployed.worker()),
+            register,
+        )
+        .await
+    }
+
+    /// Deploys the contract under a fresh namespace through `broker`, and starts the worker
+    /// `worker` makes with the consumers `register` adds.
+    async fn deploy_on(
+        broker: TestBroker,
+        test: &str,
+        worker: impl FnOnce(&Deployed) -> Worker,
+        register: impl FnOnce(&Recorder, &mut Worker),
+    ) -> Self {
         let deployed = broker.deploy(test, &topology()).await;
         let publishers = Publishers::new(deployed.publisher().await);
         let recorder = Recorder::default();
-        let mut worker = configure(deployed.worker());
+        let mut worker = worker(&deployed);
         register(&recorder, &mut worker);
         let worker = deployed.start(worker);
         Self {
