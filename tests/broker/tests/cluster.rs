@@ -1,0 +1,394 @@
+//! Warren on a three-node RabbitMQ cluster of the test's own (ports 5811 to 5813, never the
+//! shared broker): a stream of confirmed publishes, some failing transiently under
+//! ttl-backoff and some for good, while the node leading the work queue is killed, then the
+//! node the worker is connected to, each brought back to rejoin. Nothing confirmed may be
+//! lost.
+//!
+//! It prints its figures (`cargo test -p warren-broker-tests --test cluster -- --nocapture`);
+//! docs/reliability.md reports them. `WARREN_CLUSTER_MESSAGES` sets how many messages
+//! (default 20,000).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Mutex;
+use warren_broker_tests::{Harness, PrivateCluster, headers, job, types};
+use warren_runtime::{Connection, PublishError};
+
+/// The cluster's first AMQP port: nodes 0, 1 and 2 listen on it and the next two.
+const BASE_PORT: u16 = 5811;
+/// One in this many fails its first attempt (a transient failure, retried by ttl-backoff).
+const TRANSIENT_EVERY: usize = 10;
+/// One in this many fails for good, and must end in the dead-letter queue.
+const FATAL_EVERY: usize = 50;
+/// Publishes in flight at once.
+const PUBLISHERS: usize = 32;
+/// The publishing pace: message `n` is not published before `n · PACE` from the start, so
+/// that the stream lasts across both kills and rejoins.
+const PACE: Duration = Duration::from_micros(2_000);
+
+/// How many messages the stream has.
+fn messages() -> usize {
+    std::env::var("WARREN_CLUSTER_MESSAGES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(20_000)
+}
+
+/// What job `n` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// Handled at the first attempt.
+    Ok,
+    /// Fails once (retryable), then is handled.
+    Transient,
+    /// Fails for good: dead-lettered.
+    Fatal,
+}
+
+fn fate(n: usize) -> Fate {
+    if n % FATAL_EVERY == FATAL_EVERY / 2 {
+        Fate::Fatal
+    } else if n.is_multiple_of(TRANSIENT_EVERY) {
+        Fate::Transient
+    } else {
+        Fate::Ok
+    }
+}
+
+fn cluster_job(n: usize) -> types::Job {
+    let id = format!("k{n}");
+    match fate(n) {
+        Fate::Ok => job(&id, types::JobBehaviour::Ok),
+        Fate::Transient => types::Job {
+            succeed_on_attempt: Some(1),
+            ..job(&id, types::JobBehaviour::Retryable)
+        },
+        Fate::Fatal => job(&id, types::JobBehaviour::Fatal),
+    }
+}
+
+/// The number of a job id.
+fn number(id: &str) -> usize {
+    id[1..].parse().expect("a cluster job id")
+}
+
+/// What the publishing side saw.
+#[derive(Default)]
+struct Published {
+    /// Confirmed by the broker, and when: each must be handled or dead-lettered.
+    confirmed: BTreeMap<String, Instant>,
+    /// Failed with an unknown outcome: may or may not arrive.
+    unknown: usize,
+    /// Not sent (no connection within the timeout).
+    not_sent: usize,
+}
+
+/// One fault and what it cost.
+#[derive(Debug)]
+struct Fault {
+    what: &'static str,
+    node: usize,
+    /// Messages published when it struck.
+    after: usize,
+    at: Instant,
+    /// How long the node took to come back and rejoin.
+    rejoined_in: Duration,
+}
+
+/// The node whose URL `connection` is on now, if it is up.
+fn node_of(cluster: &PrivateCluster, connection: &Connection) -> Option<usize> {
+    let url = connection.health().url?;
+    (0..PrivateCluster::NODES).find(|&n| {
+        let port = format!(":{}/", BASE_PORT + u16::try_from(n).expect("a node"));
+        url.contains(&port)
+    })
+}
+
+/// The members of quorum queue `queue` that node `n` lists (`list_queues name members`),
+/// and those online.
+fn members(cluster: &PrivateCluster, n: usize, queue: &str) -> (usize, usize) {
+    let listed = cluster.ctl(
+        n,
+        &[
+            "-q",
+            "list_queues",
+            "name",
+            "members",
+            "online",
+            "--formatter",
+            "json",
+        ],
+    );
+    let queues: serde_json::Value = serde_json::from_str(&listed).expect("list_queues is JSON");
+    let entry = queues
+        .as_array()
+        .and_then(|all| all.iter().find(|q| q["name"].as_str() == Some(queue)))
+        .unwrap_or_else(|| panic!("queue {queue} is listed: {listed}"));
+    let count = |key: &str| entry[key].as_array().map_or(0, Vec::len);
+    (count("members"), count("online"))
+}
+
+/// Kills node `node` with `kill -9`, leaves it down for a moment, brings it back and waits
+/// until it has rejoined.
+async fn kill_and_rejoin(
+    cluster: &Arc<PrivateCluster>,
+    what: &'static str,
+    node: usize,
+    after: usize,
+) -> Fault {
+    let killer = cluster.clone();
+    tokio::task::spawn_blocking(move || killer.kill(node))
+        .await
+        .expect("the node is killed");
+    let at = Instant::now();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let starter = cluster.clone();
+    let back = Instant::now();
+    tokio::task::spawn_blocking(move || starter.up(node))
+        .await
+        .expect("the node comes back");
+    Fault {
+        what,
+        node,
+        after,
+        at,
+        rejoined_in: back.elapsed(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
+    let messages = messages();
+    let cluster = Arc::new(
+        tokio::task::spawn_blocking(|| PrivateCluster::start(BASE_PORT))
+            .await
+            .expect("the cluster forms"),
+    );
+    let urls = cluster.urls();
+    // Declared through node 1, so the work queue's leader (`leader_locator: client-local`)
+    // is there; the worker connects to node 0: killing the leader's node leaves the worker
+    // connected, and killing the worker's node is another fault.
+    let deploy = [urls[1].clone(), urls[2].clone(), urls[0].clone()];
+    let (harness, worker_connection) =
+        Harness::start_on_cluster(&deploy, &urls, "cluster", |worker| {
+            worker.publish_timeout(Duration::from_secs(10))
+        })
+        .await;
+    let queue = harness.name("cluster");
+    assert_eq!(cluster.leader_of(&queue), Some(1), "declared through node 1");
+    // Replicated on every node, and so are its wait queues and its dead-letter queue.
+    for replicated in [
+        queue.clone(),
+        harness.name("cluster.wait.100ms"),
+        harness.name("cluster.dead"),
+    ] {
+        assert_eq!(
+            members(&cluster, 0, &replicated),
+            (3, 3),
+            "{replicated} has a replica on each node"
+        );
+    }
+    assert_eq!(node_of(&cluster, &worker_connection), Some(0));
+    let started = Instant::now();
+
+    // Publish the stream, `PUBLISHERS` at a time, recording what was confirmed and when.
+    let published = Arc::new(Mutex::new(Published::default()));
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..PUBLISHERS {
+        let publishers = harness.publishers.clone();
+        let published = published.clone();
+        let next = next.clone();
+        tasks.spawn(async move {
+            loop {
+                let n = next.fetch_add(1, Ordering::SeqCst);
+                if n >= messages {
+                    return;
+                }
+                let due = started + PACE * u32::try_from(n).expect("a small n");
+                tokio::time::sleep_until(due.into()).await;
+                let job = cluster_job(n);
+                let result = publishers.submit("cluster", &job, &headers()).await;
+                let mut published = published.lock().await;
+                match result {
+                    Ok(()) => {
+                        published
+                            .confirmed
+                            .insert(job.id.to_string(), Instant::now());
+                    }
+                    Err(PublishError::NotConnected(_)) => published.not_sent += 1,
+                    Err(_) => published.unknown += 1,
+                }
+            }
+        });
+    }
+    let published_so_far = |target: usize| {
+        let next = next.clone();
+        async move {
+            while next.load(Ordering::SeqCst) < target {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            target
+        }
+    };
+
+    // (a) The node leading the work queue, while the worker stays connected elsewhere.
+    let after = published_so_far(messages / 5).await;
+    let leader = cluster.leader_of(&queue).expect("the work queue has a leader");
+    let mut faults = vec![kill_and_rejoin(&cluster, "leader", leader, after).await];
+    // (b) The node the worker is connected to (it may have become the leader meanwhile).
+    let after = published_so_far(messages / 2).await;
+    let worker_node = node_of(&cluster, &worker_connection).expect("the worker is connected");
+    faults.push(kill_and_rejoin(&cluster, "worker's node", worker_node, after).await);
+    while tasks.join_next().await.is_some() {}
+    let published = Arc::try_unwrap(published)
+        .ok()
+        .expect("the publishers are done")
+        .into_inner();
+    let publish_time = started.elapsed();
+
+    // Every confirmed message is handled (its handler succeeded) or, failing for good,
+    // dead-lettered.
+    let recorder = &harness.recorder;
+    let handled = |id: &str| {
+        let attempts = recorder.attempts(id).len();
+        match fate(number(id)) {
+            Fate::Ok => attempts >= 1,
+            Fate::Transient => attempts >= 2,
+            Fate::Fatal => false,
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut missing: Vec<String> = Vec::new();
+    while Instant::now() < deadline {
+        missing = published
+            .confirmed
+            .keys()
+            .filter(|id| !handled(id))
+            .filter(|id| fate(number(id)) != Fate::Fatal || recorder.attempts(id).is_empty())
+            .cloned()
+            .collect();
+        if missing.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The dead letters: every message failing for good, and any missing one that might be
+    // there (its retries spent across the kills).
+    let fatal = published
+        .confirmed
+        .keys()
+        .filter(|id| fate(number(id)) == Fate::Fatal)
+        .count();
+    let expected: BTreeSet<&String> = published
+        .confirmed
+        .keys()
+        .filter(|id| fate(number(id)) == Fate::Fatal)
+        .chain(&missing)
+        .collect();
+    let mut dead: BTreeSet<String> = BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        let wanted = expected.iter().filter(|id| !dead.contains(**id)).count();
+        if wanted == 0 {
+            break;
+        }
+        let taken = harness
+            .deployed
+            .take_dead_letters("cluster.dead", wanted, Duration::from_secs(1))
+            .await;
+        dead.extend(taken.iter().filter_map(|message| {
+            let body: serde_json::Value = serde_json::from_slice(&message.body).ok()?;
+            Some(body["id"].as_str()?.to_owned())
+        }));
+    }
+    let lost: Vec<&String> = published
+        .confirmed
+        .keys()
+        .filter(|id| !handled(id) && !dead.contains(*id))
+        .collect();
+
+    // Duplicates: attempts beyond what each confirmed message needed.
+    let mut duplicates = 0;
+    for id in published.confirmed.keys() {
+        let needed = match fate(number(id)) {
+            Fate::Ok | Fate::Fatal => 1,
+            Fate::Transient => 2,
+        };
+        duplicates += recorder.attempts(id).len().saturating_sub(needed);
+    }
+    // The cost of each fault: from the kill until the first message published after it was
+    // handled (publishing and consuming both working again), and the longest pause in
+    // handling after it.
+    let mut handled_at: Vec<(Instant, Instant)> = published
+        .confirmed
+        .iter()
+        .flat_map(|(id, confirmed)| {
+            recorder
+                .attempts(id)
+                .into_iter()
+                .map(move |attempt| (attempt.at, *confirmed))
+        })
+        .collect();
+    handled_at.sort();
+    let costs: Vec<String> = faults
+        .iter()
+        .map(|fault| {
+            let first_new = handled_at
+                .iter()
+                .find(|(at, confirmed)| *at >= fault.at && *confirmed >= fault.at)
+                .map(|(at, _)| at.duration_since(fault.at));
+            let mut pause = Duration::ZERO;
+            let mut last = fault.at;
+            for (at, _) in handled_at.iter().filter(|(at, _)| *at >= fault.at) {
+                pause = pause.max(at.duration_since(last));
+                last = *at;
+                if at.duration_since(fault.at) > Duration::from_secs(30) {
+                    break;
+                }
+            }
+            format!(
+                "{} (node {}, after {} published): first new message handled {first_new:.1?} \
+                 after the kill, longest pause in handling {pause:.1?}, node rejoined in {:.1?}",
+                fault.what, fault.node, fault.after, fault.rejoined_in
+            )
+        })
+        .collect();
+    println!(
+        "cluster: {messages} published in {publish_time:.1?}: {} confirmed, {} unknown outcome, \
+         {} not sent; {}; lost {}, dead-lettered {} (of {fatal} failing for good), duplicate \
+         deliveries {duplicates}; all accounted for {:.1?} after the start",
+        published.confirmed.len(),
+        published.unknown,
+        published.not_sent,
+        costs.join("; "),
+        lost.len(),
+        dead.len(),
+        started.elapsed(),
+    );
+    assert!(
+        lost.is_empty(),
+        "{} confirmed messages were lost, e.g. {:?}",
+        lost.len(),
+        lost.iter().take(10).collect::<Vec<_>>()
+    );
+    assert!(
+        published.confirmed.len() >= messages / 2,
+        "most publishes are confirmed despite the kills"
+    );
+    for fault in &faults {
+        assert!(
+            handled_at
+                .iter()
+                .any(|(at, confirmed)| *at >= fault.at && *confirmed >= fault.at),
+            "messages published after the {} was killed were handled",
+            fault.what
+        );
+    }
+    // Both killed nodes are members again, online.
+    assert_eq!(members(&cluster, 0, &queue), (3, 3), "every replica is back");
+    harness.stop().await.expect("the worker stops cleanly");
+}
