@@ -32,6 +32,12 @@
 # Erlang cookie for all, the joins, and the waits. Like rabbitmq-local.sh it works as root (CI)
 # and as an ordinary user once the package is installed, and everything listens on 127.0.0.1.
 # It never reuses or touches a broker it did not start (e.g. the shared one on 5672).
+#
+# Measured on Debian 12, RabbitMQ 3.10.8, two cores busy with builds: a fresh cluster forms in
+# 12-16 s (the three nodes boot at once in about 10 s, then two joins of about 2 s each);
+# `up N` rejoins in 5-9 s; `stop` takes about 3 s; each node's RSS is 130-150 MB.
+# The nodes join with `join_cluster` rather than peer discovery (classic_config): booted at
+# once, classic_config nodes queued about 10 s on its formation lock (26 s to form).
 set -euo pipefail
 
 CLUSTER_SIZE=3

@@ -39,7 +39,7 @@ impl PrivateCluster {
     /// Starts three fresh nodes on `base_port`, `base_port + 1` and `base_port + 2`, joins
     /// them into one cluster, and returns once it has formed: every node running, listed as
     /// running by every node's `rabbitmqctl cluster_status`, and accepting AMQP. Blocks for
-    /// the 15 to 25 seconds that takes (on two busy cores).
+    /// the 12 to 20 seconds that takes (measured on two busy cores).
     ///
     /// # Panics
     ///
