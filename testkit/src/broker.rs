@@ -65,7 +65,7 @@ impl TestBroker {
         })
     }
 
-    /// Connects to the nodes of a cluster (a private one's, say) at `urls`,
+    /// Connects to the nodes of a cluster (a [`crate::PrivateCluster`]'s, say) at `urls`,
     /// the first that answers first, the others in turn when it fails.
     ///
     /// # Panics

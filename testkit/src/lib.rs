@@ -90,9 +90,11 @@
 //! # A broker of the test's own
 //!
 //! [`PrivateBroker`] starts a RabbitMQ node on a port of its own, for a test that kills or
-//! restarts the broker under its worker.
+//! restarts the broker under its worker; [`PrivateCluster`] starts a three-node cluster, for
+//! a test that kills the node holding a quorum queue's leader and watches it fail over.
 
 mod broker;
+mod cluster;
 mod dead_letters;
 mod deployed;
 mod private;
@@ -102,6 +104,7 @@ mod worker;
 pub use broker::{
     AMQP_URL_VAR, DEFAULT_AMQP_URL, TestBroker, amqp_url, queue_exists, test_connection,
 };
+pub use cluster::PrivateCluster;
 pub use dead_letters::DeadMessage;
 pub use deployed::Deployed;
 pub use private::PrivateBroker;

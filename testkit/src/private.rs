@@ -7,8 +7,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// The script that starts, stops and drives a throw-away node: warren's own, so the kit
-/// needs nothing from the repository it was built in.
-const SCRIPT: &str = include_str!("../../build-support/scripts/rabbitmq-local.sh");
+/// needs nothing from the repository it was built in. ([`crate::PrivateCluster`]'s script
+/// runs each of its nodes with it.)
+pub(crate) const SCRIPT: &str = include_str!("../../build-support/scripts/rabbitmq-local.sh");
 
 /// A RabbitMQ node of a test's own, stopped and deleted on drop: for a test that kills the
 /// broker under a worker ([`PrivateBroker::kill`]), restarts it ([`PrivateBroker::up`]), or

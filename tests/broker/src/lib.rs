@@ -25,7 +25,7 @@ use warren_runtime::{
     WorkerError,
 };
 use warren_testkit::{Changes, Deployed, RunningWorker, TestBroker};
-pub use warren_testkit::{DeadMessage, PrivateBroker, amqp_url};
+pub use warren_testkit::{DeadMessage, PrivateBroker, PrivateCluster, amqp_url};
 
 /// One attempt a handler saw.
 #[derive(Debug, Clone)]
