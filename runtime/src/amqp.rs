@@ -6,6 +6,37 @@ use serde_json::{Map, Value};
 use crate::model::{ArgValue, Arguments, headers};
 use crate::wire::MAX_DEPTH;
 
+/// What RabbitMQ's `NOT_FOUND` says of a durable queue that exists but whose node is down: a
+/// classic queue on a cluster node that stopped, `home node 'rabbit@b' of durable queue 'q'
+/// in vhost '/' is down or inaccessible`. The broker has no other signal for it.
+const NODE_DOWN: &str = "is down or inaccessible";
+
+/// Why the broker said a queue or exchange is not there (`NOT_FOUND`), if it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NotFound {
+    /// It does not exist (never declared, or deleted).
+    Gone,
+    /// It exists, on a cluster node that is down: it is back with its node.
+    NodeDown,
+}
+
+/// Whether, and why, `error` is the broker's `NOT_FOUND`.
+pub(crate) fn not_found(error: &lapin::Error) -> Option<NotFound> {
+    let lapin::ErrorKind::ProtocolError(amqp) = error.kind() else {
+        return None;
+    };
+    if amqp.kind()
+        != &lapin::protocol::AMQPErrorKind::Soft(lapin::protocol::AMQPSoftError::NOTFOUND)
+    {
+        return None;
+    }
+    Some(if amqp.get_message().as_str().contains(NODE_DOWN) {
+        NotFound::NodeDown
+    } else {
+        NotFound::Gone
+    })
+}
+
 /// Declaration arguments as an AMQP field table.
 pub(crate) fn arguments(arguments: &Arguments) -> FieldTable {
     let mut table = FieldTable::default();

@@ -264,7 +264,7 @@ impl Connection {
         matches!(*self.shared.link.borrow(), Link::Closed)
     }
 
-    fn unavailable(&self) -> Unavailable {
+    pub(crate) fn unavailable(&self) -> Unavailable {
         if self.is_closed() {
             Unavailable::Closed
         } else {

@@ -8,6 +8,9 @@ use lapin::options::{
 use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
 use lapin::types::ShortString;
 
+use std::collections::BTreeSet;
+
+use crate::error::Chain;
 use crate::model::{Destination, Exchange, ExchangeKind, Topology, TopologyError};
 use crate::{Connection, amqp};
 
@@ -54,6 +57,20 @@ pub enum DeclareError {
     #[error("{kind} `{name}` does not exist")]
     Missing {
         /// A queue or an exchange.
+        kind: TopologyEntity,
+        /// Its name.
+        name: String,
+        /// The broker's answer.
+        #[source]
+        source: lapin::Error,
+    },
+    /// The queue exists, but on a cluster node that is down (a classic queue's node): it
+    /// cannot be declared or checked until its node is back. Declaring a topology passes over
+    /// such a queue (and its bindings) with a warning rather than failing on it: it is there
+    /// already, and no declare can bring its node back.
+    #[error("{kind} `{name}` is on a cluster node that is down")]
+    NodeDown {
+        /// A queue.
         kind: TopologyEntity,
         /// Its name.
         name: String,
@@ -155,9 +172,9 @@ pub async fn declare(connection: &Connection, topology: &Topology) -> Result<(),
     // Remembered first, so a reconnect racing with this declare still re-declares it; and
     // forgotten if it fails, so a topology the broker refuses cannot block every reconnect.
     connection.remember(topology);
-    let result = match open_channel(connection).await {
-        Ok(channel) => apply(&channel, topology, Mode::Declare).await,
-        Err(error) => Err(error),
+    let result = match link(connection) {
+        Ok(link) => apply(&link, topology, Mode::Declare).await,
+        Err(error) => Err(channel_error(error)),
     };
     if result.is_err() {
         connection.forget(topology);
@@ -171,8 +188,8 @@ pub(crate) async fn declare_once(
     connection: &Connection,
     topology: &Topology,
 ) -> Result<(), DeclareError> {
-    let channel = open_channel(connection).await?;
-    apply(&channel, topology, Mode::Declare).await
+    let link = link(connection).map_err(channel_error)?;
+    apply(&link, topology, Mode::Declare).await
 }
 
 /// Declares `topology` on a connection being recovered, before it is announced.
@@ -180,8 +197,7 @@ pub(crate) async fn declare_on(
     connection: &lapin::Connection,
     topology: &Topology,
 ) -> Result<(), DeclareError> {
-    let channel = connection.create_channel().await.map_err(channel_error)?;
-    apply(&channel, topology, Mode::Declare).await
+    apply(connection, topology, Mode::Declare).await
 }
 
 /// Checks that every exchange and queue of `topology` exists, without creating or changing
@@ -195,16 +211,17 @@ pub(crate) async fn declare_on(
 /// ```
 pub async fn verify(connection: &Connection, topology: &Topology) -> Result<(), DeclareError> {
     topology.validate()?;
-    let channel = open_channel(connection).await?;
-    apply(&channel, topology, Mode::Check).await
+    let link = link(connection).map_err(channel_error)?;
+    apply(&link, topology, Mode::Check).await
 }
 
-/// Declares or checks `topology` on `channel`, then closes the channel.
+/// Declares or checks `topology` on a channel of `connection`, then closes the channel.
 async fn apply(
-    channel: &lapin::Channel,
+    connection: &lapin::Connection,
     topology: &Topology,
     mode: Mode,
 ) -> Result<(), DeclareError> {
+    let mut channel = connection.create_channel().await.map_err(channel_error)?;
     let broker = |kind: TopologyEntity, name: &str| {
         let name = name.to_owned();
         move |source| DeclareError::Broker { kind, name, source }
@@ -214,15 +231,16 @@ async fn apply(
     // publish that the broker drops or a binding it refuses.
     for import in &topology.imports {
         for exchange in &import.exchanges {
-            check_imported(channel, &import.contract, exchange).await?;
+            check_imported(&channel, &import.contract, exchange).await?;
         }
     }
     let passive = mode == Mode::Check;
     for exchange in &topology.exchanges {
-        declare_exchange(channel, exchange, passive)
+        declare_exchange(&channel, exchange, passive)
             .await
             .map_err(|e| classify(TopologyEntity::Exchange, &exchange.name, e))?;
     }
+    let mut down: BTreeSet<&str> = BTreeSet::new();
     for queue in &topology.queues {
         let options = QueueDeclareOptions {
             passive,
@@ -231,17 +249,30 @@ async fn apply(
             auto_delete: queue.auto_delete,
             nowait: false,
         };
-        channel
+        let declared = channel
             .queue_declare(
                 ShortString::from(queue.name.as_str()),
                 options,
                 amqp::arguments(&queue.declare_arguments()),
             )
             .await
-            .map_err(|e| classify(TopologyEntity::Queue, &queue.name, e))?;
+            .map_err(|e| classify(TopologyEntity::Queue, &queue.name, e));
+        match declared {
+            Ok(_) => {}
+            Err(error @ DeclareError::NodeDown { .. }) => {
+                tracing::warn!(queue = %queue.name, error = %Chain(&error), "a queue's cluster node is down; passing over it (it is back with its node)");
+                down.insert(&queue.name);
+                // The refusal closed the channel: the rest goes on a fresh one.
+                channel = connection.create_channel().await.map_err(channel_error)?;
+            }
+            Err(error) => return Err(error),
+        }
     }
     if mode == Mode::Declare {
-        for binding in &topology.bindings {
+        let bindings = topology.bindings.iter().filter(|binding| {
+            !matches!(&binding.destination, Destination::Queue(queue) if down.contains(queue.as_str()))
+        });
+        for binding in bindings {
             let key = ShortString::from(binding.routing_key.as_str());
             let source = ShortString::from(binding.exchange.as_str());
             let arguments = amqp::arguments(&binding.arguments);
@@ -351,7 +382,7 @@ async fn check_imported(
 /// ```
 pub async fn delete(connection: &Connection, topology: &Topology) -> Result<(), DeclareError> {
     connection.forget(topology);
-    let channel = open_channel(connection).await?;
+    let channel = connection.create_channel().await.map_err(channel_error)?;
     for queue in &topology.queues {
         channel
             .queue_delete(
@@ -374,8 +405,11 @@ pub async fn delete(connection: &Connection, topology: &Topology) -> Result<(), 
     Ok(())
 }
 
-async fn open_channel(connection: &Connection) -> Result<lapin::Channel, DeclareError> {
-    connection.create_channel().await.map_err(channel_error)
+/// The current link of `connection`, to declare on.
+fn link(connection: &Connection) -> Result<std::sync::Arc<lapin::Connection>, lapin::Error> {
+    connection
+        .lapin()
+        .ok_or_else(|| connection.unavailable().into_lapin())
 }
 
 fn channel_error(source: lapin::Error) -> DeclareError {
@@ -402,10 +436,18 @@ pub(crate) fn classify(kind: TopologyEntity, name: &str, error: lapin::Error) ->
                 };
             }
             AMQPErrorKind::Soft(AMQPSoftError::NOTFOUND) => {
-                return DeclareError::Missing {
-                    kind,
-                    name: name.to_owned(),
-                    source: error,
+                let name = name.to_owned();
+                return match amqp::not_found(&error) {
+                    Some(amqp::NotFound::NodeDown) => DeclareError::NodeDown {
+                        kind,
+                        name,
+                        source: error,
+                    },
+                    _ => DeclareError::Missing {
+                        kind,
+                        name,
+                        source: error,
+                    },
                 };
             }
             _ => {}

@@ -9,7 +9,6 @@ use futures_lite::StreamExt;
 use lapin::options::{
     BasicCancelOptions, BasicConsumeOptions, BasicQosOptions, QueueDeclareOptions,
 };
-use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
 use lapin::types::{FieldTable, ShortString};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio::task::JoinSet;
@@ -23,7 +22,7 @@ use crate::connection::backoff;
 use crate::error::Chain;
 use crate::model::Namespace;
 use crate::schema::Validators;
-use crate::{Connection, Message, Publisher, WorkerError};
+use crate::{Connection, Message, Publisher, WorkerError, amqp};
 
 /// The first pause before subscribing again after a failed attempt, and the longest.
 const RESUBSCRIBE_MIN: Duration = Duration::from_millis(100);
@@ -257,9 +256,8 @@ impl Runner {
             return Ok(());
         };
         let queue = self.context.queue.name.clone();
-        let exists = queue_exists(&self.context.connection, &queue).await;
-        match exists {
-            Some(true) => {
+        match queue_state(&self.context.connection, &queue).await {
+            QueueState::Exists => {
                 tracing::warn!(consumer = self.spec.name, queue = %queue, "the broker cancelled the consumer; subscribing again");
                 // The old channel may still carry unsettled deliveries: keep it open for
                 // their settles by consuming on it again rather than replacing it. Should
@@ -276,7 +274,7 @@ impl Runner {
                 }
                 Ok(())
             }
-            Some(false) => {
+            QueueState::Gone => {
                 tracing::error!(consumer = self.spec.name, queue = %queue, "the broker cancelled the consumer: its queue is gone");
                 let why = "the broker cancelled the consumer: its queue is gone";
                 self.settler.observer.unsubscribed(Some(why));
@@ -285,7 +283,13 @@ impl Runner {
                     queue,
                 })
             }
-            None => {
+            // Its node down (a classic queue on a cluster), the queue is back with its node:
+            // subscribed again then, as after any loss.
+            QueueState::NodeDown => {
+                self.lost("the queue's cluster node is down");
+                Ok(())
+            }
+            QueueState::Unknown => {
                 self.lost("the channel closed while checking the queue");
                 Ok(())
             }
@@ -306,7 +310,9 @@ impl Runner {
                     tracing::info!(consumer = self.spec.name, queue = %self.context.queue.name, "subscribed again");
                     return Ok(Some(subscription));
                 }
-                Err(WorkerError::Broker(error)) if is_not_found(&error) => {
+                Err(WorkerError::Broker(error))
+                    if amqp::not_found(&error) == Some(amqp::NotFound::Gone) =>
+                {
                     let why = format!("subscribing failed: {}", Chain(&error));
                     self.settler.observer.unsubscribed(Some(&why));
                     return Err(WorkerError::Cancelled {
@@ -475,10 +481,23 @@ async fn consume(
     })
 }
 
+/// What a passive declare says of a queue.
+enum QueueState {
+    Exists,
+    /// Deleted.
+    Gone,
+    /// On a cluster node that is down.
+    NodeDown,
+    /// The question could not be asked.
+    Unknown,
+}
+
 /// Whether `queue` exists, by a passive declare on a channel of its own (a `NOT_FOUND`
-/// closes the channel it happens on). `None` when the question could not be asked.
-async fn queue_exists(connection: &Connection, queue: &str) -> Option<bool> {
-    let probe = connection.create_channel().await.ok()?;
+/// closes the channel it happens on).
+async fn queue_state(connection: &Connection, queue: &str) -> QueueState {
+    let Ok(probe) = connection.create_channel().await else {
+        return QueueState::Unknown;
+    };
     let result = probe
         .queue_declare(
             ShortString::from(queue),
@@ -492,17 +511,12 @@ async fn queue_exists(connection: &Connection, queue: &str) -> Option<bool> {
     match result {
         Ok(_) => {
             let _ = probe.close(200, ShortString::from("checked")).await;
-            Some(true)
+            QueueState::Exists
         }
-        Err(error) if is_not_found(&error) => Some(false),
-        Err(_) => None,
+        Err(error) => match amqp::not_found(&error) {
+            Some(amqp::NotFound::Gone) => QueueState::Gone,
+            Some(amqp::NotFound::NodeDown) => QueueState::NodeDown,
+            None => QueueState::Unknown,
+        },
     }
-}
-
-fn is_not_found(error: &lapin::Error) -> bool {
-    matches!(
-        error.kind(),
-        lapin::ErrorKind::ProtocolError(amqp)
-            if amqp.kind() == &AMQPErrorKind::Soft(AMQPSoftError::NOTFOUND)
-    )
 }

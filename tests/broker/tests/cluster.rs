@@ -70,6 +70,18 @@ fn cluster_job(n: usize) -> types::Job {
     }
 }
 
+/// `error` and its sources, as one line.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 /// The number of a job id.
 fn number(id: &str) -> usize {
     id[1..].parse().expect("a cluster job id")
@@ -82,6 +94,8 @@ struct Published {
     confirmed: BTreeMap<String, Instant>,
     /// Failed with an unknown outcome: may or may not arrive.
     unknown: usize,
+    /// Why, for each kind of failure: how many, and the first error's text.
+    errors: BTreeMap<String, (usize, String)>,
     /// Not sent (no connection within the timeout).
     not_sent: usize,
 }
@@ -96,15 +110,16 @@ struct Fault {
     at: Instant,
     /// How long the node took to come back and rejoin.
     rejoined_in: Duration,
+    /// How long after that until every replica of the cluster's queues was online again.
+    replicas_in: Duration,
 }
 
 /// The node whose URL `connection` is on now, if it is up.
 fn node_of(cluster: &PrivateCluster, connection: &Connection) -> Option<usize> {
-    let url = connection.health().url?;
-    (0..PrivateCluster::NODES).find(|&n| {
-        let port = format!(":{}/", BASE_PORT + u16::try_from(n).expect("a node"));
-        url.contains(&port)
-    })
+    // The URL past its user info, which health shows with the password hidden.
+    let host = |url: &str| url.rsplit('@').next().map(str::to_owned);
+    let on = host(&connection.health().url?)?;
+    (0..PrivateCluster::NODES).find(|&n| host(&cluster.url(n)).as_ref() == Some(&on))
 }
 
 /// The members of quorum queue `queue` that node `n` lists (`list_queues name members`),
@@ -132,12 +147,15 @@ fn members(cluster: &PrivateCluster, n: usize, queue: &str) -> (usize, usize) {
 }
 
 /// Kills node `node` with `kill -9`, leaves it down for a moment, brings it back and waits
-/// until it has rejoined.
+/// until it has rejoined and every replica of `replicated` is online again: what an operator
+/// waits for (`rabbitmq-queues check_if_node_is_quorum_critical`) before touching another
+/// node, since a quorum queue with two of its three replicas away takes nothing.
 async fn kill_and_rejoin(
     cluster: &Arc<PrivateCluster>,
     what: &'static str,
     node: usize,
     after: usize,
+    replicated: &[String],
 ) -> Fault {
     let killer = cluster.clone();
     tokio::task::spawn_blocking(move || killer.kill(node))
@@ -150,17 +168,38 @@ async fn kill_and_rejoin(
     tokio::task::spawn_blocking(move || starter.up(node))
         .await
         .expect("the node comes back");
+    let rejoined_in = back.elapsed();
+    let online = Instant::now();
+    loop {
+        let all = replicated
+            .iter()
+            .all(|queue| members(cluster, node, queue) == (3, 3));
+        if all {
+            break;
+        }
+        assert!(
+            online.elapsed() < Duration::from_secs(60),
+            "the replicas on node {node} are back within a minute"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     Fault {
         what,
         node,
         after,
         at,
-        rejoined_in: back.elapsed(),
+        rejoined_in,
+        replicas_in: online.elapsed(),
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
+    // Warren's warnings (connections lost, consumers cancelled), shown with a failure.
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_test_writer()
+        .try_init();
     let messages = messages();
     let cluster = Arc::new(
         tokio::task::spawn_blocking(|| PrivateCluster::start(BASE_PORT))
@@ -172,21 +211,35 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
     // is there; the worker connects to node 0: killing the leader's node leaves the worker
     // connected, and killing the worker's node is another fault.
     let deploy = [urls[1].clone(), urls[2].clone(), urls[0].clone()];
+    let mut health = None;
     let (harness, worker_connection) =
         Harness::start_on_cluster(&deploy, &urls, "cluster", |worker| {
+            health = Some(worker.health_handle());
             worker.publish_timeout(Duration::from_secs(10))
         })
         .await;
+    let health = health.expect("the worker was configured");
     let queue = harness.name("cluster");
-    assert_eq!(cluster.leader_of(&queue), Some(1), "declared through node 1");
+    assert_eq!(
+        cluster.leader_of(&queue),
+        Some(1),
+        "declared through node 1"
+    );
     // Replicated on every node, and so are its wait queues and its dead-letter queue.
-    for replicated in [
-        queue.clone(),
-        harness.name("cluster.wait.100ms"),
-        harness.name("cluster.dead"),
-    ] {
+    let replicated: Vec<String> = harness
+        .topology
+        .queues
+        .iter()
+        .map(|q| q.name.clone())
+        .filter(|name| name == &queue || name.starts_with(&format!("{queue}.")))
+        .collect();
+    assert!(
+        replicated.len() > 2,
+        "the queue, its wait queues, its dead letters: {replicated:?}"
+    );
+    for replicated in &replicated {
         assert_eq!(
-            members(&cluster, 0, &replicated),
+            members(&cluster, 0, replicated),
             (3, 3),
             "{replicated} has a replica on each node"
         );
@@ -220,7 +273,15 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
                             .insert(job.id.to_string(), Instant::now());
                     }
                     Err(PublishError::NotConnected(_)) => published.not_sent += 1,
-                    Err(_) => published.unknown += 1,
+                    Err(error) => {
+                        published.unknown += 1;
+                        let kind = format!("{error:?}").chars().take(24).collect();
+                        let seen = published
+                            .errors
+                            .entry(kind)
+                            .or_insert_with(|| (0, chain(&error)));
+                        seen.0 += 1;
+                    }
                 }
             }
         });
@@ -237,12 +298,18 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
 
     // (a) The node leading the work queue, while the worker stays connected elsewhere.
     let after = published_so_far(messages / 5).await;
-    let leader = cluster.leader_of(&queue).expect("the work queue has a leader");
-    let mut faults = vec![kill_and_rejoin(&cluster, "leader", leader, after).await];
+    let leader = cluster
+        .leader_of(&queue)
+        .expect("the work queue has a leader");
+    let mut faults = vec![kill_and_rejoin(&cluster, "leader", leader, after, &replicated).await];
     // (b) The node the worker is connected to (it may have become the leader meanwhile).
     let after = published_so_far(messages / 2).await;
     let worker_node = node_of(&cluster, &worker_connection).expect("the worker is connected");
-    faults.push(kill_and_rejoin(&cluster, "worker's node", worker_node, after).await);
+    println!(
+        "before the second kill: the work queue's leader is on {:?}",
+        cluster.leader_of(&queue)
+    );
+    faults.push(kill_and_rejoin(&cluster, "worker's node", worker_node, after, &replicated).await);
     while tasks.join_next().await.is_some() {}
     let published = Arc::try_unwrap(published)
         .ok()
@@ -352,23 +419,74 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
             }
             format!(
                 "{} (node {}, after {} published): first new message handled {first_new:.1?} \
-                 after the kill, longest pause in handling {pause:.1?}, node rejoined in {:.1?}",
-                fault.what, fault.node, fault.after, fault.rejoined_in
+                 after the kill, longest pause in handling {pause:.1?}, node rejoined in {:.1?} \
+                 and its replicas {:.1?} later",
+                fault.what, fault.node, fault.after, fault.rejoined_in, fault.replicas_in
             )
         })
         .collect();
     println!(
-        "cluster: {messages} published in {publish_time:.1?}: {} confirmed, {} unknown outcome, \
-         {} not sent; {}; lost {}, dead-lettered {} (of {fatal} failing for good), duplicate \
+        "cluster: {messages} published in {publish_time:.1?}: {} confirmed, {} unknown outcome \
+         ({:?}), {} not sent; {}; lost {}, dead-lettered {} (of {fatal} failing for good), duplicate \
          deliveries {duplicates}; all accounted for {:.1?} after the start",
         published.confirmed.len(),
         published.unknown,
+        published.errors,
         published.not_sent,
         costs.join("; "),
         lost.len(),
         dead.len(),
         started.elapsed(),
     );
+    let consumer = |snapshot: &warren_runtime::health::WorkerHealth| {
+        snapshot
+            .consumers
+            .iter()
+            .find(|c| c.name == "run_cluster")
+            .cloned()
+    };
+    println!(
+        "the cluster consumer at the end: {:?}",
+        consumer(&health.snapshot())
+    );
+    if !lost.is_empty() {
+        let listed = cluster.ctl(
+            0,
+            &[
+                "-q",
+                "list_queues",
+                "name",
+                "type",
+                "messages",
+                "messages_unacknowledged",
+                "leader",
+                "online",
+            ],
+        );
+        let namespace = harness.name("");
+        for line in listed
+            .lines()
+            .filter(|l| l.contains(&namespace) && l.contains("cluster"))
+        {
+            println!("at the end: {}", line.replace(&namespace, ""));
+        }
+    }
+    for id in lost.iter().take(10) {
+        let confirmed = published.confirmed[*id];
+        let since: Vec<String> = faults
+            .iter()
+            .map(|f| format!("{:?}", confirmed.checked_duration_since(f.at)))
+            .collect();
+        println!(
+            "lost {id}: {:?}, attempts {:?}, confirmed after the faults by {since:?}",
+            fate(number(id)),
+            recorder
+                .attempts(id)
+                .iter()
+                .map(|a| (a.retry_count, a.at.duration_since(started)))
+                .collect::<Vec<_>>()
+        );
+    }
     assert!(
         lost.is_empty(),
         "{} confirmed messages were lost, e.g. {:?}",
@@ -389,6 +507,10 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
         );
     }
     // Both killed nodes are members again, online.
-    assert_eq!(members(&cluster, 0, &queue), (3, 3), "every replica is back");
+    assert_eq!(
+        members(&cluster, 0, &queue),
+        (3, 3),
+        "every replica is back"
+    );
     harness.stop().await.expect("the worker stops cleanly");
 }
