@@ -305,6 +305,28 @@ impl ConnectionBuilder {
         self
     }
 
+    /// Adds every URL of a comma-separated list (spaces around them ignored, empty ones
+    /// skipped), as [`ConnectionBuilder::url`] adds one: the nodes of a cluster from one
+    /// setting. Give each service's workers the nodes in a different order, so that their
+    /// connections spread over the cluster rather than all landing on the first node.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), warren_runtime::lapin::Error> {
+    /// // AMQP_URL=amqp://u:p@rabbit-1:5672/%2f,amqp://u:p@rabbit-2:5672/%2f,amqp://u:p@rabbit-3:5672/%2f
+    /// let urls = std::env::var("AMQP_URL").unwrap_or_default();
+    /// let connection = warren_runtime::Connection::builder("billing")
+    ///     .urls(&urls)
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn urls(self, list: &str) -> Self {
+        list.split(',')
+            .map(str::trim)
+            .filter(|url| !url.is_empty())
+            .fold(self, Self::url)
+    }
+
     /// The pause before the first reconnect attempt (`min`, default 100 ms) and the most it
     /// grows to (`max`, default 10 s). Each attempt doubles the pause, and each pause is
     /// jittered between half and all of it, so a fleet of workers does not reconnect in step.
@@ -674,6 +696,17 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("amqps://rabbit-2/vhost"), "{shown}");
+    }
+
+    #[test]
+    fn a_list_of_urls_adds_each_in_order() {
+        let builder = Connection::builder("billing")
+            .url("amqp://first/%2f")
+            .urls(" amqp://a/%2f, ,amqp://b/%2f,");
+        assert_eq!(
+            builder.urls,
+            ["amqp://first/%2f", "amqp://a/%2f", "amqp://b/%2f"]
+        );
     }
 
     #[test]

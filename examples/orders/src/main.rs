@@ -5,6 +5,7 @@
 //! ```sh
 //! cargo run -p warren-example-orders              # against amqp://127.0.0.1:5672
 //! AMQP_URL=amqp://user:pass@host/vhost cargo run -p warren-example-orders
+//! AMQP_URL=amqp://u:p@rabbit-1/%2f,amqp://u:p@rabbit-2/%2f cargo run -p warren-example-orders
 //! ```
 //!
 //! Everything it declares lives under a `demo.<id>.` namespace and is deleted at the end.
@@ -199,7 +200,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
     // First: publishers and workers register their metrics when they start.
     let metrics = serve::install()?;
-    let connection = Connection::connect(&url, "warren-orders-demo").await?;
+    // One URL, or a cluster's nodes, comma-separated: tried in turn when one fails.
+    let connection = Connection::builder("warren-orders-demo")
+        .urls(&url)
+        .connect()
+        .await?;
     let namespace = format!("demo.{}.", std::process::id());
     let topology = topology().namespaced(&namespace);
     warren_runtime::declare(&connection, &topology).await?;
