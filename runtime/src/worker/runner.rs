@@ -27,6 +27,11 @@ use crate::{Connection, Message, Publisher, WorkerError, amqp};
 /// The first pause before subscribing again after a failed attempt, and the longest.
 const RESUBSCRIBE_MIN: Duration = Duration::from_millis(100);
 const RESUBSCRIBE_MAX: Duration = Duration::from_secs(5);
+/// How long subscribing may take once the link is up (a channel, its prefetch, the
+/// `basic.consume`), and a check of the queue: a broker that never answers (a cluster node
+/// stopping while a quorum queue elects its leader was seen to) must not hold a consumer
+/// unsubscribed for good. A subscription takes milliseconds.
+const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long polling a unit of work in the consume loop may take before the loop stops doing
 /// it: many times what a no-op handler's decode, validation and ack take (a few µs), and short
@@ -256,7 +261,12 @@ impl Runner {
             return Ok(());
         };
         let queue = self.context.queue.name.clone();
-        match queue_state(&self.context.connection, &queue).await {
+        let state = tokio::time::timeout(
+            SUBSCRIBE_TIMEOUT,
+            queue_state(&self.context.connection, &queue),
+        )
+        .await;
+        match state.unwrap_or(QueueState::Unknown) {
             QueueState::Exists => {
                 tracing::warn!(consumer = self.spec.name, queue = %queue, "the broker cancelled the consumer; subscribing again");
                 // The old channel may still carry unsettled deliveries: keep it open for
@@ -265,7 +275,9 @@ impl Runner {
                 // and the next call subscribes afresh.
                 let pause = backoff(0, RESUBSCRIBE_MIN, RESUBSCRIBE_MAX);
                 tokio::time::sleep(pause).await;
-                match consume(&ended.channel, ended.acks.clone(), &self.spec, &queue).await {
+                let resuming = consume(&ended.channel, ended.acks.clone(), &self.spec, &queue);
+                let resumed = tokio::time::timeout(SUBSCRIBE_TIMEOUT, resuming).await;
+                match resumed.unwrap_or_else(|_| Err(WorkerError::Broker(unanswered()))) {
                     Ok(resumed) => {
                         self.settler.observer.subscribed();
                         self.subscription = Some(resumed);
@@ -347,12 +359,17 @@ impl Runner {
             .current(Duration::MAX)
             .await
             .map_err(|e| WorkerError::Broker(e.into_lapin()))?;
-        let channel = connection.create_channel().await?;
-        channel
-            .basic_qos(self.spec.prefetch, BasicQosOptions { global: false })
-            .await?;
-        let acks = Acks::start(channel.clone(), self.spec.prefetch, self.spec.name);
-        let subscription = consume(&channel, acks, &self.spec, &self.context.queue.name).await?;
+        let subscribing = async {
+            let channel = connection.create_channel().await?;
+            channel
+                .basic_qos(self.spec.prefetch, BasicQosOptions { global: false })
+                .await?;
+            let acks = Acks::start(channel.clone(), self.spec.prefetch, self.spec.name);
+            consume(&channel, acks, &self.spec, &self.context.queue.name).await
+        };
+        let subscription = tokio::time::timeout(SUBSCRIBE_TIMEOUT, subscribing)
+            .await
+            .map_err(|_| WorkerError::Broker(unanswered()))??;
         self.settler.observer.subscribed();
         tracing::info!(consumer = self.spec.name, queue = %self.context.queue.name, prefetch = self.spec.prefetch, concurrency = self.spec.concurrency, "consuming");
         Ok(subscription)
@@ -479,6 +496,14 @@ async fn consume(
         tag,
         acks,
     })
+}
+
+/// The error of a subscription the broker did not answer within [`SUBSCRIBE_TIMEOUT`].
+fn unanswered() -> lapin::Error {
+    lapin::Error::from(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("the broker did not answer the subscription within {SUBSCRIBE_TIMEOUT:?}"),
+    ))
 }
 
 /// What a passive declare says of a queue.
