@@ -71,8 +71,16 @@ enum Said {
     Subscribed(String),
     /// Its consumer lost its subscription, and why.
     Unsubscribed(String),
-    /// It handled this job.
-    Handled(String),
+    /// It began this job.
+    Began(String),
+    /// It handled this job, having begun it at this time (its clock), its connection up then
+    /// or not, the delivery flagged redelivered or not.
+    Handled {
+        id: String,
+        started: u128,
+        connected: bool,
+        redelivered: bool,
+    },
     /// The worker ended (it should not).
     Stopped(String),
 }
@@ -95,11 +103,36 @@ fn parse(worker: usize, line: &str) -> Option<Line> {
     let said = match what {
         "subscribed" => Said::Subscribed(rest),
         "unsubscribed" => Said::Unsubscribed(rest),
-        "handled" => Said::Handled(rest.split(' ').next()?.to_owned()),
+        "began" => Said::Began(rest),
+        "handled" => {
+            // `<job id> <name> <began micros> <connected> <redelivered>`
+            let fields: Vec<&str> = rest.split(' ').collect();
+            Said::Handled {
+                id: (*fields.first()?).to_owned(),
+                started: fields.get(2)?.parse().ok()?,
+                connected: fields.get(3)? == &"true",
+                redelivered: fields.get(4)? == &"true",
+            }
+        }
         "stopped" => Said::Stopped(rest),
         _ => return None,
     };
     Some(Line { worker, at, said })
+}
+
+/// A job a worker process handled.
+#[derive(Debug, Clone)]
+struct Handled {
+    /// When it was done (the processes' clock, [`micros`]).
+    at: u128,
+    worker: usize,
+    id: String,
+    /// When it began.
+    started: u128,
+    /// Whether the process's connection was up when it began.
+    connected: bool,
+    /// Whether the broker flagged the delivery redelivered.
+    redelivered: bool,
 }
 
 /// The worker processes of a test, killed when dropped (a failed test too).
@@ -184,21 +217,53 @@ impl Workers {
 
     /// The node URL worker `worker` last subscribed on, if it did.
     fn subscribed(&self, worker: usize) -> Option<String> {
-        self.of(worker).into_iter().rev().find_map(|line| match line.said {
-            Said::Subscribed(url) => Some(url),
-            _ => None,
-        })
+        self.of(worker)
+            .into_iter()
+            .rev()
+            .find_map(|line| match line.said {
+                Said::Subscribed(url) => Some(url),
+                _ => None,
+            })
     }
 
-    /// Every job handled so far: by whom and when, in the order handled.
-    fn handled(&self) -> Vec<(u128, usize, String)> {
+    /// Every job handled so far, in the order handled.
+    fn handled(&self) -> Vec<Handled> {
         self.all()
             .into_iter()
             .filter_map(|line| match line.said {
-                Said::Handled(id) => Some((line.at, line.worker, id)),
+                Said::Handled {
+                    id,
+                    started,
+                    connected,
+                    redelivered,
+                } => Some(Handled {
+                    at: line.at,
+                    worker: line.worker,
+                    id,
+                    started,
+                    connected,
+                    redelivered,
+                }),
                 _ => None,
             })
             .collect()
+    }
+
+    /// The jobs worker `worker` began and did not finish: in flight when it was killed.
+    fn unfinished(&self, worker: usize) -> BTreeSet<String> {
+        let mut begun = BTreeSet::new();
+        for line in self.of(worker) {
+            match line.said {
+                Said::Began(id) => {
+                    begun.insert(id);
+                }
+                Said::Handled { id, .. } => {
+                    begun.remove(&id);
+                }
+                _ => {}
+            }
+        }
+        begun
     }
 
     /// `kill -9` of worker `worker`; returns when (on the workers' clock), once it is gone.
@@ -312,7 +377,7 @@ impl Stream {
 async fn unhandled(workers: &Workers, confirmed: &BTreeSet<String>) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let handled: BTreeSet<String> = workers.handled().into_iter().map(|h| h.2).collect();
+        let handled: BTreeSet<String> = workers.handled().into_iter().map(|h| h.id).collect();
         let missing: Vec<String> = confirmed.difference(&handled).cloned().collect();
         if missing.is_empty() || Instant::now() > deadline {
             return missing;
@@ -322,10 +387,10 @@ async fn unhandled(workers: &Workers, confirmed: &BTreeSet<String>) -> Vec<Strin
 }
 
 /// How often each job was handled beyond its first time, in all.
-fn duplicates(handled: &[(u128, usize, String)]) -> (usize, BTreeMap<String, Vec<usize>>) {
+fn duplicates(handled: &[Handled]) -> (usize, BTreeMap<String, Vec<usize>>) {
     let mut by_id: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for (_, worker, id) in handled {
-        by_id.entry(id.clone()).or_default().push(*worker);
+    for h in handled {
+        by_id.entry(h.id.clone()).or_default().push(h.worker);
     }
     by_id.retain(|_, workers| workers.len() > 1);
     let extra = by_id.values().map(|workers| workers.len() - 1).sum();
@@ -333,12 +398,12 @@ fn duplicates(handled: &[(u128, usize, String)]) -> (usize, BTreeMap<String, Vec
 }
 
 /// Jobs handled by each worker in `[from, to)`.
-fn spread(handled: &[(u128, usize, String)], from: u128, to: u128) -> Vec<usize> {
+fn spread(handled: &[Handled], from: u128, to: u128) -> Vec<usize> {
     (0..WORKERS)
         .map(|w| {
             handled
                 .iter()
-                .filter(|(at, worker, _)| *worker == w && *at >= from && *at < to)
+                .filter(|h| h.worker == w && h.at >= from && h.at < to)
                 .count()
         })
         .collect()
@@ -360,7 +425,7 @@ async fn worker_processes_share_a_queue_and_lose_nothing_when_one_is_killed() {
     /// The pace of the stream: about 330 jobs a second, for 9 s.
     const PACE: Duration = Duration::from_millis(3);
     /// How long each job takes: some are in flight, unacknowledged, when a worker dies.
-    const HANDLE_MS: u64 = 20;
+    const HANDLE_MS: u64 = 50;
 
     let cluster = cluster().await;
     let _turn = ONE_AT_A_TIME.lock().await;
@@ -403,18 +468,26 @@ async fn worker_processes_share_a_queue_and_lose_nothing_when_one_is_killed() {
         .iter()
         .filter(|(_, by)| !by.contains(&killed))
         .collect();
+    // What the killed process had begun and not finished: handled by the others.
+    let in_flight = workers.unfinished(killed);
+    let redelivered = handled
+        .iter()
+        .filter(|h| h.worker != killed && h.redelivered)
+        .count();
     println!(
         "shared queue: {MESSAGES} published: {} confirmed, {} unknown outcome, {} not sent; \
          3 worker processes (one per node) ready in {ready_in:.1?}; w{killed} killed after {} \
          published; handled per process before the kill {before:?}, after {after:?}; lost {}, \
          duplicate deliveries {extra} (of {} jobs: handled by the killed process, its ack lost); \
-         all handled {:.1?} after the start",
+         {} in flight in the killed process, {redelivered} deliveries flagged redelivered to the \
+         others; all handled {:.1?} after the start",
         published.confirmed.len(),
         published.unknown,
         published.not_sent,
         MESSAGES / 2,
         missing.len(),
         duplicated.len(),
+        in_flight.len(),
         started.elapsed(),
     );
     assert!(
@@ -478,7 +551,7 @@ async fn a_single_active_consumer_is_taken_over_when_its_process_or_its_node_die
 
     // (1) The active process dies.
     stream.reached(MESSAGES / 4).await;
-    let active: BTreeSet<usize> = workers.handled().iter().map(|h| h.1).collect();
+    let active: BTreeSet<usize> = workers.handled().iter().map(|h| h.worker).collect();
     assert_eq!(
         active.len(),
         1,
@@ -486,14 +559,15 @@ async fn a_single_active_consumer_is_taken_over_when_its_process_or_its_node_die
     );
     let first = *active.first().expect("one active process");
     let process_killed_at = workers.kill(first);
+    let in_flight = workers.unfinished(first);
 
     // (2) The node of the process that took over dies, and comes back.
     stream.reached(MESSAGES / 2).await;
     let handled = workers.handled();
     let second = handled
         .iter()
-        .find(|h| h.0 > process_killed_at)
-        .map(|h| h.1)
+        .find(|h| h.at > process_killed_at)
+        .map(|h| h.worker)
         .expect("another process took over");
     let node = (0..PrivateCluster::NODES)
         .find(|&n| workers.subscribed(second).as_deref().map(host) == Some(host(&cluster.url(n))))
@@ -504,6 +578,9 @@ async fn a_single_active_consumer_is_taken_over_when_its_process_or_its_node_die
     tokio::task::spawn_blocking(move || killer.kill(node))
         .await
         .expect("the node is killed");
+    // The script returns once the node's process is gone: from the kill command until then,
+    // the node may still deliver.
+    let node_gone_at = micros();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let starter = cluster.clone();
     let back = Instant::now();
@@ -520,17 +597,20 @@ async fn a_single_active_consumer_is_taken_over_when_its_process_or_its_node_die
     let by = |from: u128, to: u128| -> BTreeSet<usize> {
         handled
             .iter()
-            .filter(|h| h.0 >= from && h.0 < to)
-            .map(|h| h.1)
+            .filter(|h| h.at >= from && h.at < to)
+            .map(|h| h.worker)
             .collect()
     };
     // The process whose node died may still finish the jobs it had begun (their acks are
     // lost with the connection): it is not counted as handling after the kill.
-    let late: Vec<u128> = handled
+    let late: Vec<&Handled> = handled
         .iter()
-        .filter(|h| h.1 == second && h.0 >= node_killed_at)
-        .map(|h| h.0)
+        .filter(|h| h.worker == second && h.at >= node_killed_at)
         .collect();
+    // Of those, the ones it began with its connection already down: deliveries it had
+    // prefetched, handled though their acks could no longer be sent.
+    let begun_disconnected = late.iter().filter(|h| !h.connected).count();
+    let begun_after = late.iter().filter(|h| h.started > node_gone_at).count();
     let mut periods = [
         by(stream_started, process_killed_at),
         by(process_killed_at, node_killed_at),
@@ -540,8 +620,8 @@ async fn a_single_active_consumer_is_taken_over_when_its_process_or_its_node_die
     let takeover = |after: u128, from: usize| {
         handled
             .iter()
-            .find(|h| h.0 > after && h.1 != from)
-            .map(|h| span(after, h.0))
+            .find(|h| h.at > after && h.worker != from)
+            .map(|h| span(after, h.at))
     };
     let process_takeover = takeover(process_killed_at, first);
     let node_takeover = takeover(node_killed_at, second);
@@ -556,18 +636,21 @@ async fn a_single_active_consumer_is_taken_over_when_its_process_or_its_node_die
     println!(
         "single active consumer: {MESSAGES} published: {} confirmed, {} unknown outcome, {} not \
          sent; 3 worker processes (one per node) ready in {ready_in:.1?}; handled by \
-         {periods:?} (before the process kill, before the node kill, after); w{first} killed: \
-         w{second} took over in {process_takeover:.1?}; its node {node} killed (the queue's \
-         leader on {leader:?}): {third:?} took over in {node_takeover:.1?}, w{second} \
-         subscribed again after {resubscribed:?} and finished {} begun jobs after the kill \
-         (the last {:.1?} after), the node rejoined in {rejoined_in:.1?}; \
-         handled per process {counts:?}; lost {}, duplicate deliveries {extra} (of {} jobs: \
-         {:?}); all handled {:.1?} after the start",
+         {periods:?} (before the process kill, before the node kill, after); w{first} killed \
+         ({} jobs in flight): w{second} took over in {process_takeover:.1?}; its node {node} \
+         killed (the queue's leader on {leader:?}): {third:?} took over in {node_takeover:.1?}, \
+         w{second} subscribed again after {resubscribed:?} and finished {} jobs after the kill \
+         (the last {:.1?} after; {begun_after} begun after the node was gone, {:.1?} after the \
+         kill command, {begun_disconnected} with its connection known down), the node rejoined \
+         in {rejoined_in:.1?}; handled per process {counts:?}; lost {}, duplicate deliveries \
+         {extra} (of {} jobs: {:?}); all handled {:.1?} after the start",
         published.confirmed.len(),
         published.unknown,
         published.not_sent,
+        in_flight.len(),
         late.len(),
-        late.last().map(|&at| span(node_killed_at, at)),
+        late.last().map(|h| span(node_killed_at, h.at)),
+        span(node_killed_at, node_gone_at),
         missing.len(),
         duplicated.len(),
         duplicated.iter().take(5).collect::<Vec<_>>(),
@@ -597,8 +680,8 @@ async fn a_single_active_consumer_is_taken_over_when_its_process_or_its_node_die
     );
     assert!(
         late.last()
-            .is_none_or(|&at| span(node_killed_at, at) < Duration::from_secs(1)),
-        "w{second} only finished what it had begun when its node died: {late:?}"
+            .is_none_or(|h| span(node_killed_at, h.at) < Duration::from_secs(1)),
+        "w{second} only finished what it had begun or prefetched when its node died: {late:?}"
     );
     drop(workers);
     deployed.cleanup().await;

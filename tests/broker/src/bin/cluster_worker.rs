@@ -20,18 +20,22 @@
 //!
 //! - `subscribed <micros> <node url>` each time its consumer becomes subscribed;
 //! - `unsubscribed <micros> <why>` each time it loses its subscription;
-//! - `handled <micros> <job id> <name>` each time a handler has finished a job (before its
-//!   ack, which a `kill -9` may then lose);
+//! - `began <micros> <job id>` each time a handler begins a job;
+//! - `handled <micros> <job id> <name> <began micros> <connected> <redelivered>` each time a
+//!   handler has finished a job (before its ack, which a `kill -9` may then lose): when it
+//!   began, whether the connection was up then (a job begun on a lost connection cannot be
+//!   acked, and is redelivered elsewhere), and whether the broker flagged it redelivered;
 //! - `stopped <micros> <outcome>` if the worker ends (it should not: it runs until killed).
 
 use std::io::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use warren_broker_tests::{consumers, topology, types};
-use warren_runtime::{Delivery, HandlerError, Worker};
+use warren_runtime::{Connection, Delivery, HandlerError, Worker};
 
 /// How the command line is used.
-const USAGE: &str = "usage: cluster_worker <run_cluster|run_single> <namespace> <name> <handle-ms> <url>...";
+const USAGE: &str =
+    "usage: cluster_worker <run_cluster|run_single> <namespace> <name> <handle-ms> <url>...";
 
 /// How often the health is looked at for a change of subscription.
 const HEALTH_EVERY: Duration = Duration::from_millis(20);
@@ -57,18 +61,27 @@ fn say(line: &str) {
 struct Printer {
     name: String,
     handle_for: Duration,
+    /// The worker's connection, to say whether it was up when a job began.
+    connection: Option<Connection>,
 }
 
 impl Printer {
     async fn handle(&self, delivery: &Delivery<types::Job, types::JobHeaders>) {
+        let started = micros();
+        let id = delivery.payload().id.as_str();
+        say(&format!("began {started} {id}"));
+        let connected = self
+            .connection
+            .as_ref()
+            .is_some_and(Connection::is_connected);
         if !self.handle_for.is_zero() {
             tokio::time::sleep(self.handle_for).await;
         }
         say(&format!(
-            "handled {} {} {}",
+            "handled {} {id} {} {started} {connected} {}",
             micros(),
-            delivery.payload().id.as_str(),
-            self.name
+            self.name,
+            delivery.redelivered()
         ));
     }
 }
@@ -123,6 +136,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         printer: Printer {
             name,
             handle_for: Duration::from_millis(millis),
+            connection: None,
         },
         urls,
     })
@@ -148,15 +162,22 @@ async fn main() {
     {
         Ok(connection) => connection,
         Err(error) => {
-            eprintln!("cluster_worker {}: no node answers: {error}", args.printer.name);
+            eprintln!(
+                "cluster_worker {}: no node answers: {error}",
+                args.printer.name
+            );
             std::process::exit(1);
         }
     };
+    let printer = Printer {
+        connection: Some(connection.clone()),
+        ..args.printer
+    };
     let mut worker = Worker::new(connection, topology().namespaced(&args.namespace));
     if args.consumer == "run_single" {
-        consumers::register::run_single(&mut worker, args.printer.clone());
+        consumers::register::run_single(&mut worker, printer);
     } else {
-        consumers::register::run_cluster(&mut worker, args.printer.clone());
+        consumers::register::run_cluster(&mut worker, printer);
     }
     let health = worker.health_handle();
     // Says each change of subscription, so the test knows when this process takes
