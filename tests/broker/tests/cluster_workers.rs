@@ -166,7 +166,9 @@ impl Workers {
             .arg(format!("w{worker}"))
             .arg(handle_ms.to_string())
             .args(urls)
-            .stdin(Stdio::null())
+            // Held open until the child is dropped: the worker exits when it closes, so even
+            // a test process killed outright leaves no worker behind.
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

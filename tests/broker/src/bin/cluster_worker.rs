@@ -26,6 +26,9 @@
 //!   began, whether the connection was up then (a job begun on a lost connection cannot be
 //!   acked, and is redelivered elsewhere), and whether the broker flagged it redelivered;
 //! - `stopped <micros> <outcome>` if the worker ends (it should not: it runs until killed).
+//!
+//! It also exits when its stdin closes: the test holds the other end, so a test process that
+//! dies without killing its children (a timeout's `kill -9`) leaves no worker behind.
 
 use std::io::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -151,6 +154,11 @@ async fn main() {
             std::process::exit(2);
         }
     };
+    // Its parent gone, nobody reads its lines: leave rather than consume forever.
+    std::thread::spawn(|| {
+        let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+        std::process::exit(0);
+    });
     let urls: Vec<&str> = args.urls.iter().map(String::as_str).collect();
     // The test kit's connection: tries the URLs in turn, and reconnects within a second of a
     // node answering again.
