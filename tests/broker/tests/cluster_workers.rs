@@ -561,7 +561,6 @@ async fn a_single_active_consumer_is_taken_over_when_its_process_or_its_node_die
     );
     let first = *active.first().expect("one active process");
     let process_killed_at = workers.kill(first);
-    let in_flight = workers.unfinished(first);
 
     // (2) The node of the process that took over dies, and comes back.
     stream.reached(MESSAGES / 2).await;
@@ -593,6 +592,8 @@ async fn a_single_active_consumer_is_taken_over_when_its_process_or_its_node_die
 
     let published = stream.end().await;
     let missing = unhandled(&workers, &published.confirmed).await;
+    // Counted now that its last lines were surely read from the pipe.
+    let in_flight = workers.unfinished(first);
     let handled = workers.handled();
     let (extra, duplicated) = duplicates(&handled);
     // Who handled in each period: one process only, each time another.
