@@ -2,9 +2,10 @@
 //! 5831 to 5833, never the shared broker): worker processes (`src/bin/cluster_worker.rs`), each
 //! connected to another node first, share a queue under a stream of confirmed publishes while
 //! one of them is killed with `kill -9`; on a `single_active_consumer` queue only one of them
-//! handles at a time, and another takes over when it dies, or when its node does.
+//! handles at a time, and another takes over when it dies, or when its node does (another
+//! node than the queue's leader's, or the leader's).
 //!
-//! Both tests share the cluster (the first starts it, the last one done stops it) and run one
+//! The tests share the cluster (the first starts it, the last one done stops it) and run one
 //! after the other: two cores cannot time a takeover with two streams at once. Each prints its
 //! figures (`cargo test -p warren-broker-tests --test cluster_workers -- --nocapture`).
 
@@ -688,4 +689,137 @@ async fn a_single_active_consumer_is_taken_over_when_its_process_or_its_node_die
     );
     drop(workers);
     deployed.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_active_consumer_is_taken_over_when_the_queue_leader_s_node_dies() {
+    /// Jobs published.
+    const MESSAGES: usize = 2_000;
+    /// The pace of the stream: 250 jobs a second, for 8 s.
+    const PACE: Duration = Duration::from_millis(4);
+    /// How long each job takes (4 at a time: up to 800 a second).
+    const HANDLE_MS: u64 = 5;
+
+    let cluster = cluster().await;
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let started = Instant::now();
+    // Declared through node 0, where the queue's leader is then; published through node 1,
+    // which stays up.
+    let broker = TestBroker::at_nodes(&from_node(&cluster, 0)).await;
+    let deployed = broker.deploy("leader", &topology()).await;
+    let urls = from_node(&cluster, 1);
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let publishing = warren_testkit::test_connection("publisher", &urls)
+        .await
+        .expect("node 1 answers");
+    let publishers = Publishers::new(
+        warren_runtime::Publisher::new(&publishing, deployed.topology())
+            .await
+            .expect("a publisher on node 1"),
+    );
+    let queue = deployed.name("cluster-single");
+    let leader = cluster.leader_of(&queue).expect("the queue has a leader");
+    // The active one, the first to subscribe, on the leader's node.
+    let mut workers = Workers::new();
+    for n in 0..WORKERS {
+        workers
+            .spawn(
+                &deployed,
+                "run_single",
+                &from_node(&cluster, (leader + n) % PrivateCluster::NODES),
+                HANDLE_MS,
+            )
+            .await;
+    }
+    let ready_in = started.elapsed();
+    let stream_started = micros();
+    let stream = Stream::start(&publishers, "cluster-single", "l", MESSAGES, PACE);
+
+    stream.reached(MESSAGES / 3).await;
+    let killer = cluster.clone();
+    let killed_at = micros();
+    tokio::task::spawn_blocking(move || killer.kill(leader))
+        .await
+        .expect("the node is killed");
+    let gone_at = micros();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let new_leader = cluster.leader_of(&queue);
+    let starter = cluster.clone();
+    let back = Instant::now();
+    tokio::task::spawn_blocking(move || starter.up(leader))
+        .await
+        .expect("the node comes back");
+    let rejoined_in = back.elapsed();
+
+    let published = stream.end().await;
+    let missing = unhandled(&workers, &published.confirmed).await;
+    let handled = workers.handled();
+    let (extra, duplicated) = duplicates(&handled);
+    let by = |from: u128, to: u128| -> BTreeSet<usize> {
+        handled
+            .iter()
+            .filter(|h| h.at >= from && h.at < to)
+            .map(|h| h.worker)
+            .collect()
+    };
+    // What w0 finished after the kill command: begun before its node was gone.
+    let late: Vec<&Handled> = handled
+        .iter()
+        .filter(|h| h.worker == 0 && h.at >= killed_at)
+        .collect();
+    let mut periods = [by(stream_started, killed_at), by(killed_at, u128::MAX)];
+    let w0_after = periods[1].remove(&0);
+    let takeover = handled
+        .iter()
+        .find(|h| h.at > killed_at && h.worker != 0)
+        .map(|h| span(killed_at, h.at));
+    let resubscribed = workers
+        .of(0)
+        .iter()
+        .find(|l| l.at > killed_at && matches!(l.said, Said::Subscribed(_)))
+        .map(|l| (span(killed_at, l.at), l.said.clone()));
+    println!(
+        "single active consumer, its queue leader's node killed: {MESSAGES} published: {} \
+         confirmed, {} unknown outcome, {} not sent; 3 worker processes ready in \
+         {ready_in:.1?}, the active one w0 on the leader's node {leader}; handled by \
+         {periods:?} (before the kill, after; w0 finishing its last jobs after: {w0_after}); node {leader} killed ({:.1?} \
+         until gone): the leader moved to {new_leader:?}, {:?} took over in {takeover:.1?}, \
+         w0 finished {} jobs after the kill command and subscribed again after \
+         {resubscribed:?}, the node rejoined in {rejoined_in:.1?}; handled per process {:?}; \
+         lost {}, duplicate deliveries {extra} (of {} jobs); all handled {:.1?} after the start",
+        published.confirmed.len(),
+        published.unknown,
+        published.not_sent,
+        span(killed_at, gone_at),
+        periods[1],
+        late.len(),
+        spread(&handled, stream_started, u128::MAX),
+        missing.len(),
+        duplicated.len(),
+        started.elapsed(),
+    );
+    assert!(
+        missing.is_empty(),
+        "{} confirmed jobs were never handled, e.g. {:?}",
+        missing.len(),
+        missing.iter().take(10).collect::<Vec<_>>()
+    );
+    assert!(
+        published.confirmed.len() >= MESSAGES / 2,
+        "most publishes are confirmed despite the kill"
+    );
+    assert_eq!(periods[0], BTreeSet::from([0]), "w0 handled alone first");
+    assert_eq!(
+        periods[1].len(),
+        1,
+        "one other process took over: {periods:?}"
+    );
+    assert!(
+        late.last()
+            .is_none_or(|h| span(killed_at, h.at) < Duration::from_secs(1)),
+        "w0 only finished what it had begun or prefetched when its node died: {late:?}"
+    );
+    drop(workers);
+    deployed.cleanup().await;
+    let _ = publishing.close().await;
 }
