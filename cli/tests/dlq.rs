@@ -3,7 +3,7 @@
 //! itself (rejected messages, with only `x-death`), counted, peeked at, redriven with
 //! filters, purged; and a redrive killed with SIGKILL half way, which loses nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, SystemTime};
@@ -309,13 +309,25 @@ async fn count_peek_redrive_and_purge() {
     let counts: Value =
         serde_json::from_str(&broker.ok(&["count", "--format", "json"])).expect("JSON");
     let counts = counts.as_array().expect("one entry per dead-letter queue");
-    // Every dead-letter queue of the contract: `dead` (everything) and `dead-read` (what
-    // `failing` dead-letters, read by a dead-letter consumer), by name.
-    assert_eq!(counts.len(), 2, "the contract has two dead-letter queues");
-    let count = &counts[0];
-    assert_eq!(count["queue"], broker.name("dead").as_str());
-    assert_eq!(counts[1]["queue"], broker.name("dead-read").as_str());
-    assert_eq!(counts[1]["total"], 0);
+    // Every dead-letter queue of the contract: `dead` (everything), `dead-read` (what
+    // `failing` dead-letters, read by a dead-letter consumer) and `cluster.dead` (the
+    // cluster tests'), each by name.
+    let queues: Vec<&str> = counts.iter().filter_map(|c| c["queue"].as_str()).collect();
+    let names = ["dead", "dead-read", "cluster.dead"].map(|q| broker.name(q));
+    assert_eq!(
+        queues.iter().copied().collect::<BTreeSet<_>>(),
+        names.iter().map(String::as_str).collect::<BTreeSet<_>>(),
+        "the contract's three dead-letter queues"
+    );
+    let of = |name: &str| {
+        counts
+            .iter()
+            .find(|c| c["queue"].as_str() == Some(name))
+            .expect("counted")
+    };
+    let count = of(&names[0]);
+    assert_eq!(of(&names[1])["total"], 0);
+    assert_eq!(of(&names[2])["total"], 0);
     assert_eq!(
         (count["total"].as_u64(), count["scanned"].as_u64()),
         (Some(9), Some(9))
