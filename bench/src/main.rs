@@ -10,6 +10,7 @@
 //! Everything is declared under a `bench.<pid>.` namespace and deleted afterwards.
 
 mod codegen;
+mod cpu;
 mod retry;
 mod rpc;
 
@@ -64,6 +65,28 @@ struct Row {
     messages: usize,
     /// Every round's rate, in msg/s (one when the scenario ran once).
     rates: Vec<f64>,
+    /// The median CPU time this process spent on a round, where it was measured.
+    cpu: Option<Duration>,
+}
+
+/// One round of a scenario: how long it took, and the CPU time the process spent on it.
+#[derive(Clone, Copy)]
+struct Round {
+    elapsed: Duration,
+    cpu: Option<Duration>,
+}
+
+impl Round {
+    /// Runs `work` (a scenario's round, returning how long it took), and measures the CPU
+    /// time this process spends on it.
+    async fn measure(work: impl Future<Output = Result<Duration>>) -> Result<Self> {
+        let before = cpu::used();
+        let elapsed = work.await?;
+        Ok(Self {
+            elapsed,
+            cpu: cpu::since(before),
+        })
+    }
 }
 
 impl Row {
@@ -72,18 +95,37 @@ impl Row {
     }
 
     /// The median of `rounds`, keeping every round's rate for the spread.
-    fn rounds(name: &'static str, mut rounds: Vec<Duration>, messages: usize) -> Self {
-        rounds.sort();
-        let rates = rounds
+    fn rounds(name: &'static str, rounds: Vec<Duration>, messages: usize) -> Self {
+        let rounds = rounds
+            .into_iter()
+            .map(|elapsed| Round { elapsed, cpu: None })
+            .collect();
+        Self::measured(name, rounds, messages)
+    }
+
+    /// The median of `rounds`, in time and in CPU, keeping every round's rate for the
+    /// spread.
+    fn measured(name: &'static str, rounds: Vec<Round>, messages: usize) -> Self {
+        let mut times: Vec<Duration> = rounds.iter().map(|r| r.elapsed).collect();
+        times.sort();
+        let rates = times
             .iter()
             .map(|d| messages as f64 / d.as_secs_f64())
             .collect();
+        let mut cpu: Vec<Duration> = rounds.iter().filter_map(|r| r.cpu).collect();
+        cpu.sort();
         Self {
             name,
-            elapsed: rounds[rounds.len() / 2],
+            elapsed: times[times.len() / 2],
             messages,
             rates,
+            cpu: (cpu.len() == rounds.len()).then(|| cpu[cpu.len() / 2]),
         }
+    }
+
+    /// The CPU time per message, in microseconds.
+    fn cpu_per_message(&self) -> Option<f64> {
+        Some(self.cpu?.as_secs_f64() * 1e6 / self.messages as f64)
     }
 
     fn rate(&self) -> f64 {
@@ -295,10 +337,9 @@ async fn warren_consume(
 }
 
 fn print(rows: &[Row], baseline: &str) {
-    let base = rows
-        .iter()
-        .find(|r| r.name == baseline)
-        .map_or(1.0, Row::rate);
+    let base_row = rows.iter().find(|r| r.name == baseline);
+    let base = base_row.map_or(1.0, Row::rate);
+    let base_cpu = base_row.and_then(Row::cpu_per_message);
     for row in rows {
         // Rounds are sorted by time: the first is the fastest.
         let spread = match (row.rates.first(), row.rates.last()) {
@@ -307,8 +348,15 @@ fn print(rows: &[Row], baseline: &str) {
             }
             _ => String::new(),
         };
+        // This process's CPU per message (the broker's excluded), and its ratio to the
+        // baseline's: what each side costs, apart from the share of the cores it got.
+        let cpu = match (row.cpu_per_message(), base_cpu) {
+            (Some(cpu), Some(base)) => format!("  {cpu:>7.1} µs CPU/msg {:>5.2}x", cpu / base),
+            (Some(cpu), None) => format!("  {cpu:>7.1} µs CPU/msg"),
+            _ => String::new(),
+        };
         println!(
-            "  {:<46} {:>8} msgs {:>8.2} s {:>10.0} msg/s {:>6.2}x{spread}",
+            "  {:<46} {:>8} msgs {:>8.2} s {:>10.0} msg/s {:>6.2}x{cpu}{spread}",
             row.name,
             row.messages,
             row.elapsed.as_secs_f64(),
@@ -398,14 +446,14 @@ async fn bench_publish(
     println!("publish (median of {ROUNDS} rounds; ratios against the windowed lapin publisher):");
     let (mut lapin, mut warren) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
-        lapin.push(lapin_publish(plain, &t.qualified("bench"), n).await?);
+        lapin.push(Round::measure(lapin_publish(plain, &t.qualified("bench"), n)).await?);
         purge(connection, t).await?;
-        warren.push(warren_publish(connection, t, n).await?);
+        warren.push(Round::measure(warren_publish(connection, t, n)).await?);
         purge(connection, t).await?;
     }
     let rows = [
-        Row::rounds("lapin, window of 1000 confirms", lapin, n),
-        Row::rounds("warren publisher (validates), 1000 in flight", warren, n),
+        Row::measured("lapin, window of 1000 confirms", lapin, n),
+        Row::measured("warren publisher (validates), 1000 in flight", warren, n),
     ];
     print(&rows, "lapin, window of 1000 confirms");
     Ok(())
@@ -439,30 +487,34 @@ async fn bench_consume(
             "warren-consume-unvalidated",
         ),
     ];
-    let mut rounds: Vec<Vec<Duration>> = vec![Vec::new(); scenarios.len()];
+    let mut rounds: Vec<Vec<Round>> = vec![Vec::new(); scenarios.len()];
     let queue = t.qualified("bench");
     for _ in 0..ROUNDS {
         for ((_, scenario), times) in scenarios.iter().zip(&mut rounds) {
+            // Publishing is not measured: the queue is filled first.
             lapin_publish(plain, &queue, n).await?;
-            times.push(match *scenario {
-                "lapin-ack-each" => lapin_consume(plain, &queue, n, 1).await?,
-                "lapin-multiple" => lapin_consume(plain, &queue, n, 50).await?,
-                // The same consumer through the guard (`warren_runtime` reads hostile frames
-                // through it): what the guard alone costs.
-                "lapin-multiple-guarded" => {
-                    let guarded = connection.lapin().ok_or("warren's connection is down")?;
-                    lapin_consume(&guarded, &queue, n, 50).await?
-                }
-                "warren-consume" => warren_consume(connection, t, n, true).await?,
-                _ => warren_consume(connection, t, n, false).await?,
-            });
+            let guarded = connection.lapin().ok_or("warren's connection is down")?;
+            times.push(
+                Round::measure(async {
+                    match *scenario {
+                        "lapin-ack-each" => lapin_consume(plain, &queue, n, 1).await,
+                        "lapin-multiple" => lapin_consume(plain, &queue, n, 50).await,
+                        // The same consumer through the guard (`warren_runtime` reads hostile
+                        // frames through it): what the guard alone costs.
+                        "lapin-multiple-guarded" => lapin_consume(&guarded, &queue, n, 50).await,
+                        "warren-consume" => warren_consume(connection, t, n, true).await,
+                        _ => warren_consume(connection, t, n, false).await,
+                    }
+                })
+                .await?,
+            );
             purge(connection, t).await?;
         }
     }
     let rows: Vec<Row> = scenarios
         .iter()
         .zip(rounds)
-        .map(|((name, _), times)| Row::rounds(name, times, n))
+        .map(|((name, _), times)| Row::measured(name, times, n))
         .collect();
     print(&rows, "lapin, hand-tuned (multiple ack every 50)");
     Ok(())

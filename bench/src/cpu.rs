@@ -1,0 +1,44 @@
+//! The CPU time the benchmark's own process spends: what each side costs per message, apart
+//! from the broker's share of the two cores (throughput alone mixes both).
+
+use std::time::Duration;
+
+/// Clock ticks per second of the times in `/proc` (`USER_HZ`): 100 on Linux, whatever the
+/// kernel's own tick rate.
+const TICKS_PER_SECOND: u64 = 100;
+
+/// The user plus system CPU time every thread of this process has used so far, at a
+/// resolution of 10 ms; `None` where `/proc` is missing (not Linux).
+pub fn used() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count from after it.
+    let after = stat.get(stat.rfind(')')? + 2..)?;
+    let mut fields = after.split(' ');
+    // utime and stime are fields 14 and 15; the first after the name is field 3.
+    let user: u64 = fields.nth(11)?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis(
+        (user + system) * 1000 / TICKS_PER_SECOND,
+    ))
+}
+
+/// The CPU time spent since `before` (a [`used`] reading), if both readings were there.
+pub fn since(before: Option<Duration>) -> Option<Duration> {
+    Some(used()?.saturating_sub(before?))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cpu_time_grows_with_work() {
+        let before = super::used().expect("/proc/self/stat is there on Linux");
+        let started = std::time::Instant::now();
+        let mut x = 0u64;
+        while started.elapsed() < std::time::Duration::from_millis(200) {
+            x = x.wrapping_mul(31).wrapping_add(7);
+        }
+        std::hint::black_box(x);
+        let spent = super::since(Some(before)).expect("a second reading");
+        assert!(spent >= std::time::Duration::from_millis(100), "{spent:?}");
+    }
+}
