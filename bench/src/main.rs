@@ -11,6 +11,7 @@
 
 mod codegen;
 mod cpu;
+mod latency;
 mod retry;
 mod rpc;
 
@@ -382,7 +383,9 @@ async fn main() -> Result<()> {
         .transpose()?
         .unwrap_or(100_000);
     let all = scenario == "all";
-    let known = ["all", "publish", "consume", "retry", "rpc", "codegen"];
+    let known = [
+        "all", "publish", "consume", "latency", "retry", "rpc", "codegen",
+    ];
     if !known.contains(&scenario.as_str()) {
         return Err(format!("unknown scenario `{scenario}`; one of {known:?}").into());
     }
@@ -424,6 +427,12 @@ async fn run_broker_scenarios(
     }
     if all || scenario == "consume" {
         bench_consume(connection, plain, topology, n).await?;
+    }
+    if all || scenario == "latency" {
+        // At a steady 2,000 msg/s each round takes n / 2,000 s per side: `all` measures
+        // 10,000 at most.
+        let messages = if all { n.min(10_000) } else { n };
+        latency::bench(connection, plain, topology, messages).await?;
     }
     if all || scenario == "retry" {
         bench_retry(connection, topology, n).await?;
