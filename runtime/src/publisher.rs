@@ -150,6 +150,27 @@ impl PublishOptions {
         self
     }
 
+    /// These options, with each setting `over` has taking the place of this one's (the
+    /// generated `Publishers::with` adds options this way).
+    ///
+    /// ```
+    /// # use warren_runtime::PublishOptions;
+    /// let base = PublishOptions::default().correlation_id("checkout-7");
+    /// let both = base.overridden_by(PublishOptions::default().priority(5));
+    /// assert_eq!(both, PublishOptions::default().correlation_id("checkout-7").priority(5));
+    /// ```
+    #[must_use]
+    pub fn overridden_by(self, over: PublishOptions) -> Self {
+        Self {
+            message_id: over.message_id.or(self.message_id),
+            timestamp: over.timestamp.or(self.timestamp),
+            correlation_id: over.correlation_id.or(self.correlation_id),
+            reply_to: over.reply_to.or(self.reply_to),
+            expiration: over.expiration.or(self.expiration),
+            priority: over.priority.or(self.priority),
+        }
+    }
+
     /// `properties` with the options a caller set beyond the message id and timestamp,
     /// checked first: nothing the broker would refuse is sent. The priority is checked
     /// against the queues reached by [`check_priority`], which needs what only the caller

@@ -65,11 +65,11 @@ pub(super) fn emit(
             }
 
             /// The same publishers, setting `options` (a message id to deduplicate on, a
-            /// timestamp) on what they publish.
+            /// timestamp, a priority…) on what they publish, added to those they had.
             pub fn with(&self, options: ::warren_runtime::PublishOptions) -> Self {
                 Self {
                     publisher: self.publisher.clone(),
-                    options,
+                    options: self.options.clone().overridden_by(options),
                 }
             }
 
