@@ -35,6 +35,8 @@ const STATUS_TICK: Duration = Duration::from_secs(1);
 /// Bounds of the reconnect pauses.
 const MIN_PAUSE: Duration = Duration::from_millis(10);
 const MAX_PAUSE: Duration = Duration::from_secs(3600);
+/// How long [`Connection::close`] waits for the broker's acknowledgement.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a link must stay up for the next reconnect to start from the shortest pause.
 const STABLE: Duration = Duration::from_secs(30);
 /// Failed attempts between two warnings while reconnecting.
@@ -229,13 +231,25 @@ impl Connection {
 
     /// Closes the connection for good; channels still open are closed with it, and
     /// unacknowledged deliveries return to their queues.
+    ///
+    /// Bounded: a broker that does not acknowledge the close within 5 s (or a link that died
+    /// while closing, whose acknowledgement can no longer come) does not hold the caller;
+    /// the connection is dropped all the same, and the error says so.
     pub async fn close(&self) -> Result<(), lapin::Error> {
         let previous = self.shared.link.send_replace(Link::Closed);
         match previous {
             Link::Up(connection) => {
-                connection
-                    .close(200, ShortString::from("closed by warren"))
+                let close = connection.close(200, ShortString::from("closed by warren"));
+                tokio::time::timeout(CLOSE_TIMEOUT, close)
                     .await
+                    .unwrap_or_else(|_| {
+                        Err(lapin::Error::from(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!(
+                                "the broker did not acknowledge the close within {CLOSE_TIMEOUT:?}; the connection is dropped"
+                            ),
+                        )))
+                    })
             }
             Link::Down | Link::Closed => Ok(()),
         }
