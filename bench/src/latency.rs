@@ -18,7 +18,7 @@ use lapin::types::ShortString;
 use tokio::sync::{Notify, Semaphore};
 use warren_runtime::{Connection, Delivery, HandlerError, PublishOptions, Topology, Worker};
 
-use crate::{Handlers, ROUNDS, Result, WINDOW, consumers, order, publishers, retry, rpc, types};
+use crate::{ROUNDS, Result, WINDOW, consumers, order, publishers, types};
 
 /// The steady rate, messages per second (issue 16: latency at 2,000 msg/s).
 const RATE: u64 = 2_000;
@@ -183,17 +183,7 @@ async fn warren_side(
     let clock = Clock::new(n);
     let worker = Worker::new(connection.clone(), topology.clone());
     let stop = worker.shutdown_handle();
-    let running = tokio::spawn(
-        Handlers {
-            consume_order: Arrivals(clock.clone()),
-            retry_requeue: retry::Failing::idle(),
-            retry_backoff: retry::Failing::idle(),
-            retry_timing: retry::Failing::idle(),
-            retry_timing_jitter: retry::Failing::idle(),
-            price_order: rpc::Pricer,
-        }
-        .run(worker),
-    );
+    let running = tokio::spawn(crate::handlers(Arrivals(clock.clone())).run(worker));
     let publishers = publishers(connection, topology).await?;
     let payload = order(0);
     let window = Arc::new(Semaphore::new(WINDOW));

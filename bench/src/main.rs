@@ -306,6 +306,21 @@ impl consumers::ConsumeOrder for Count {
     }
 }
 
+/// Every handler of the bench contract, `consume_order` the one under test: the others are
+/// idle (nothing publishes to their queues, or calls the rpc, in the scenarios that consume).
+fn handlers<C: consumers::ConsumeOrder>(
+    consume_order: C,
+) -> Handlers<C, rpc::Pricer, retry::Failing, retry::Failing, retry::Failing, retry::Failing> {
+    Handlers {
+        consume_order,
+        retry_requeue: retry::Failing::idle(),
+        retry_backoff: retry::Failing::idle(),
+        retry_timing: retry::Failing::idle(),
+        retry_timing_jitter: retry::Failing::idle(),
+        price_order: rpc::Pricer,
+    }
+}
+
 /// The warren worker, full decode and (unless `validate` is off) JSON Schema validation,
 /// no-op handler.
 async fn warren_consume(
@@ -318,18 +333,7 @@ async fn warren_consume(
     let worker = Worker::new(connection.clone(), topology.clone()).schema_validation(validate);
     let stop = worker.shutdown_handle();
     let started = Instant::now();
-    let running = tokio::spawn(
-        Handlers {
-            consume_order: count.clone(),
-            retry_requeue: retry::Failing::idle(),
-            retry_backoff: retry::Failing::idle(),
-            retry_timing: retry::Failing::idle(),
-            retry_timing_jitter: retry::Failing::idle(),
-            // Idle: nothing calls it in this scenario.
-            price_order: rpc::Pricer,
-        }
-        .run(worker),
-    );
+    let running = tokio::spawn(handlers(count.clone()).run(worker));
     count.0.1.notified().await;
     let elapsed = started.elapsed();
     stop.shutdown();
