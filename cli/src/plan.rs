@@ -8,7 +8,7 @@ use clap::Args;
 use warren_codegen::RenderStyle;
 use warren_codegen::diagnostics::escape;
 use warren_runtime::plan::Plan;
-use warren_runtime::{Connection, Topology};
+use warren_runtime::{Connection, ErrorChain, Topology};
 
 use crate::{Failure, failure, shown};
 
@@ -107,7 +107,7 @@ async fn plan_on(
     let json = args.format == "json";
     let plan = Plan::compute(connection, new, old)
         .await
-        .map_err(|e| usage(chain(&e)))?;
+        .map_err(|e| usage(ErrorChain(&e).to_string()))?;
     let blocked = !plan.blocked().is_empty();
     if !json {
         println!(
@@ -184,7 +184,7 @@ async fn plan_on(
             message: format!(
                 "error: {}\nNothing was lost: a message is acknowledged where it was only once \
                  confirmed where it goes. Run the same command again to go on.\n",
-                escape(&chain(&error))
+                escape(&ErrorChain(&error).to_string())
             ),
         }),
     }
@@ -192,16 +192,4 @@ async fn plan_on(
 
 fn pretty(value: &serde_json::Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
-}
-
-/// An error and its sources, `: `-separated.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

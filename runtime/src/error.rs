@@ -407,8 +407,17 @@ pub enum WorkerError {
 
 /// An error and its sources, `: `-separated, for log lines: warren's errors say what failed
 /// and leave the why to [`std::error::Error::source`] (the Rust API guidelines' convention),
-/// so a log line shows the whole chain.
-pub(crate) struct Chain<'a>(pub &'a (dyn std::error::Error + 'static));
+/// so a log line shows the whole chain. Exported as [`crate::ErrorChain`].
+///
+/// ```
+/// let error = std::io::Error::other("the broker is gone");
+/// let failed = warren_runtime::PublishError::Compress(error);
+/// assert_eq!(
+///     warren_runtime::ErrorChain(&failed).to_string(),
+///     "cannot compress the body: the broker is gone"
+/// );
+/// ```
+pub struct Chain<'a>(pub &'a (dyn std::error::Error + 'static));
 
 impl fmt::Display for Chain<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -116,7 +116,9 @@ pub use dead_letter::{DeadLetter, DeadMessage, RawMessage};
 pub use dead_letters::{DeadLetterError, DeadLetterQueue};
 pub use declare::{DeclareError, ImportProblem, TopologyEntity, declare, delete, verify};
 pub use delivery::{Delivery, DeliveryBuilder};
-pub use error::{HandlerError, MessagePart, PublishError, ShortField, WorkerError};
+pub use error::{
+    Chain as ErrorChain, HandlerError, MessagePart, PublishError, ShortField, WorkerError,
+};
 pub use failure::FailureContext;
 pub use health::HealthHandle;
 pub use message::{Message, NoHeaders};

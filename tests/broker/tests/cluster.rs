@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex;
 use warren_broker_tests::{Harness, PrivateCluster, headers, job, types};
-use warren_runtime::Connection;
+use warren_runtime::{Connection, ErrorChain};
 
 /// The cluster's first AMQP port: nodes 0, 1 and 2 listen on it and the next two.
 const BASE_PORT: u16 = 5811;
@@ -72,18 +72,6 @@ fn cluster_job(n: usize) -> types::Job {
         },
         Fate::Fatal => job(&id, types::JobBehaviour::Fatal),
     }
-}
-
-/// `error` and its sources, as one line.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// Waits until `missing` is empty, or has not shrunk for 30 seconds (two minutes at most),
@@ -342,7 +330,7 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
                             let seen = published
                                 .errors
                                 .entry(kind)
-                                .or_insert_with(|| (0, chain(&error), now, now));
+                                .or_insert_with(|| (0, ErrorChain(&error).to_string(), now, now));
                             seen.0 += 1;
                             seen.3 = now;
                         }
