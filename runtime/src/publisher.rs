@@ -392,12 +392,16 @@ impl Publisher {
         body: &[u8],
         properties: BasicProperties,
     ) -> Result<(), PublishError> {
-        self.send_to(exchange, routing_key, body, properties, Routing::Mandatory)
+        let routing = Routing::Mandatory;
+        self.send_to(exchange, routing_key, body, properties, routing, || {})
             .await
     }
 
     /// Publishes raw bytes and waits for the confirm, all bounded by the timeout; `routing`
-    /// says whether a message no queue takes is an error.
+    /// says whether a message no queue takes is an error. `sent` runs once the message is
+    /// written, before its confirm is awaited (not at all if it was never sent): a worker
+    /// frees the delivery's concurrency for the next handler then, so that its copies'
+    /// confirms are awaited many at once rather than one per handler slot.
     pub(crate) async fn send_to(
         &self,
         exchange: &str,
@@ -405,6 +409,7 @@ impl Publisher {
         body: &[u8],
         properties: BasicProperties,
         routing: Routing,
+        sent: impl FnOnce(),
     ) -> Result<(), PublishError> {
         // AMQP short strings; lapin would panic on longer ones.
         short(ShortField::ExchangeName, exchange)?;
@@ -418,7 +423,7 @@ impl Publisher {
             routing_key,
             routing,
         };
-        let confirmed = confirmed(&channel, destination, body, properties, deadline).await;
+        let confirmed = confirmed(&channel, destination, body, properties, deadline, sent).await;
         confirmation(confirmed, destination, &self.connection, self.timeout)
     }
 }
@@ -443,16 +448,18 @@ pub(crate) struct Destination<'a> {
 }
 
 /// Publishes on `channel` (in confirm mode) and waits for the broker's confirm until
-/// `deadline`: `None` when it passed first. Names must be checked as short strings first.
+/// `deadline`: `None` when it passed first. `sent` runs once the message is written, before
+/// the confirm is awaited. Names must be checked as short strings first.
 pub(crate) async fn confirmed(
     channel: &Channel,
     destination: Destination<'_>,
     body: &[u8],
     properties: BasicProperties,
     deadline: tokio::time::Instant,
+    sent: impl FnOnce(),
 ) -> Option<Result<Confirmation, lapin::Error>> {
     let confirmed = async {
-        channel
+        let confirm = channel
             .basic_publish(
                 ShortString::from(destination.exchange),
                 ShortString::from(destination.routing_key),
@@ -463,8 +470,9 @@ pub(crate) async fn confirmed(
                 body,
                 properties,
             )
-            .await?
-            .await
+            .await?;
+        sent();
+        confirm.await
     };
     tokio::time::timeout_at(deadline, confirmed).await.ok()
 }

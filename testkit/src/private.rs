@@ -61,20 +61,36 @@ impl PrivateBroker {
     ///
     /// When the node is not running.
     pub fn kill(&self) {
-        let pid = std::fs::read_to_string(self.dir.join("rabbit.pid"))
-            .expect("the node's pid file")
-            .trim()
-            .to_owned();
-        let status = Command::new("kill")
-            .args(["-9", &pid])
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "kill -9 {pid}");
+        let pid = self.signal("-KILL");
         let deadline = Instant::now() + Duration::from_secs(10);
         while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
         let _ = std::fs::remove_file(self.dir.join("rabbit.pid"));
+    }
+
+    /// Freezes the node (`SIGSTOP`), or thaws it (`SIGCONT`): while frozen it reads, writes
+    /// and answers nothing, and its connections stay open, as a node stalled by its host.
+    ///
+    /// # Panics
+    ///
+    /// When the node is not running.
+    pub fn freeze(&self, frozen: bool) {
+        self.signal(if frozen { "-STOP" } else { "-CONT" });
+    }
+
+    /// Sends `signal` to the node's process; returns its pid.
+    fn signal(&self, signal: &str) -> String {
+        let pid = std::fs::read_to_string(self.dir.join("rabbit.pid"))
+            .expect("the node's pid file")
+            .trim()
+            .to_owned();
+        let status = Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {signal} {pid}");
+        pid
     }
 
     /// Starts the node again on the same data dir (after [`PrivateBroker::kill`]).

@@ -406,8 +406,15 @@ async fn exchange<O: Operation>(
         routing_key: &routing_key,
         routing: Routing::Mandatory,
     };
-    let confirmed =
-        publisher::confirmed(&session.channel, destination, &body, properties, deadline).await;
+    let confirmed = publisher::confirmed(
+        &session.channel,
+        destination,
+        &body,
+        properties,
+        deadline,
+        || {},
+    )
+    .await;
     drop(body);
     publisher::confirmation(confirmed, destination, &shared.connection, timeout).map_err(
         |error| match error {

@@ -19,7 +19,9 @@ use std::time::Duration;
 use lapin::options::BasicAckOptions;
 use tokio::sync::Notify;
 
+use super::runner::Work;
 use crate::error::Chain;
+use crate::metrics::InFlight;
 use crate::sync::lock;
 
 /// The longest an ack waits for company.
@@ -173,6 +175,40 @@ async fn flusher(inner: Weak<Inner>, linger: Arc<Notify>, full: Arc<Notify>) {
 pub(super) struct Taken {
     pub raw: lapin::message::Delivery,
     pub acks: Acks,
+    /// The right to run the delivery's work (its share of the consumer's concurrency),
+    /// while it holds it: see [`Taken::release`].
+    work: Mutex<Option<Work>>,
+    /// Counts the delivery in flight in the metrics until it is dropped, settled.
+    in_flight: Option<InFlight>,
+}
+
+impl Taken {
+    /// `raw`, received on the channel whose coalescer is `acks`.
+    pub fn new(raw: lapin::message::Delivery, acks: Acks) -> Self {
+        Self {
+            raw,
+            acks,
+            work: Mutex::new(None),
+            in_flight: None,
+        }
+    }
+
+    /// Holds `work` until the delivery is released or dropped, and `in_flight` until it is
+    /// dropped.
+    pub fn hold(&mut self, work: Work, in_flight: InFlight) {
+        self.work = Mutex::new(Some(work));
+        self.in_flight = Some(in_flight);
+    }
+
+    /// Gives the delivery's concurrency back once its handler is done and only the broker's
+    /// confirm of a copy or reply is awaited: that wait is not the handler's work, and
+    /// holding a permit through it would cap a consumer's retries and replies at
+    /// `concurrency` per confirm round trip (a seventh of the publish rate was measured).
+    /// The delivery stays unacknowledged until its copy is confirmed, so the prefetch
+    /// still bounds how many wait.
+    pub fn release(&self) {
+        drop(lock(&self.work).take());
+    }
 }
 
 impl std::ops::Deref for Taken {

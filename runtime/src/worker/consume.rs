@@ -71,14 +71,10 @@ async fn decoded<M: Message>(
     }
 }
 
-/// Runs a handler future, turning a panic into a retryable failure rather than a lost
-/// delivery. It runs inside the delivery's own task, so aborting that task at the drain
-/// timeout stops the handler too: nothing keeps running while its message is redelivered.
-pub(super) async fn guarded<F>(future: F) -> Result<(), (Failure, String)>
-where
-    F: std::future::Future<Output = Result<(), HandlerError>>,
-{
-    match AssertUnwindSafe(future).catch_unwind().await {
+/// A handler's outcome, its panic turned into a retryable failure rather than a lost
+/// delivery.
+fn outcome(caught: std::thread::Result<Result<(), HandlerError>>) -> Result<(), (Failure, String)> {
+    match caught {
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => {
             let failure = if error.is_retryable() {
@@ -104,23 +100,36 @@ pub(super) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_default()
 }
 
-/// Runs `work`, part of what decodes, handles and settles `raw`, so that a panic in it still
-/// settles the delivery; [`Panicked`] when it panicked. A handler's panics are caught by [`guarded`]:
-/// these are warren's own (an overflow on a forged retry count was one), and a delivery left
-/// unsettled holds a prefetch slot until its channel closes (ten of them stalled a consumer).
+/// Runs the work `make` makes, part of what decodes, handles and settles `raw`, so that a
+/// panic in it still settles the delivery; [`Panicked`] when it panicked. A handler's panics
+/// are caught by [`run_handler`]: these are warren's own (an overflow on a forged retry count
+/// was one), and a delivery left unsettled holds a prefetch slot until its channel closes (ten
+/// of them stalled a consumer).
+///
+/// The work is made here rather than passed in, as [`run_handler`]'s: an `async fn` keeps its
+/// arguments in its state beside the future it awaits, so a future passed in is stored twice,
+/// and a delivery's future is moved whole on its way to the runtime.
+pub(super) async fn settled_even_on_panic<T, W>(
+    raw: &Taken,
+    settler: &Settler,
+    make: impl FnOnce() -> W,
+) -> Result<T, Panicked>
+where
+    W: Future<Output = T>,
+{
+    match AssertUnwindSafe(make()).catch_unwind().await {
+        Ok(done) => Ok(done),
+        // Boxed: the rare path keeps out of every delivery's future.
+        Err(panic) => Err(Box::pin(after_panic(raw, settler, panic_text(&*panic))).await),
+    }
+}
+
+/// Settles `raw` after warren panicked on it (`panic`), unless it was settled before.
 ///
 /// The delivery, if nothing settled it yet, is dead-lettered as `internal-error`: requeued, the
 /// same bytes would most likely panic again, in a loop. Should that panic too, it is rejected
 /// without requeue, and the broker dead-letters it through the queue's dead-letter exchange.
-pub(super) async fn settled_even_on_panic<T>(
-    raw: &Taken,
-    settler: &Settler,
-    work: impl Future<Output = T>,
-) -> Result<T, Panicked> {
-    let panic = match AssertUnwindSafe(work).catch_unwind().await {
-        Ok(done) => return Ok(done),
-        Err(panic) => panic_text(&*panic),
-    };
+async fn after_panic(raw: &Taken, settler: &Settler, panic: String) -> Panicked {
     let consumer = settler.consumer;
     let queue = settler.queue.name.as_str();
     // Settled before the panic (a panic after the ack, say): at most once, so nothing more.
@@ -131,9 +140,9 @@ pub(super) async fn settled_even_on_panic<T>(
             panic,
             "warren panicked after settling a delivery"
         );
-        return Err(Panicked {
+        return Panicked {
             settled_here: false,
-        });
+        };
     }
     tracing::error!(
         consumer,
@@ -147,7 +156,7 @@ pub(super) async fn settled_even_on_panic<T>(
     if AssertUnwindSafe(fallback).catch_unwind().await.is_ok()
         || !raw.acks.unsettled(raw.delivery_tag)
     {
-        return Err(Panicked { settled_here: true });
+        return Panicked { settled_here: true };
     }
     tracing::error!(
         consumer,
@@ -155,7 +164,7 @@ pub(super) async fn settled_even_on_panic<T>(
         "dead-lettering panicked too; rejecting the delivery without requeue"
     );
     settler.reject(raw, false).await;
-    Err(Panicked { settled_here: true })
+    Panicked { settled_here: true }
 }
 
 /// Warren panicked on a delivery ([`settled_even_on_panic`]).
@@ -188,14 +197,17 @@ async fn join_all(futures: impl IntoIterator<Item = impl Future<Output = ()>>) {
     .await
 }
 
-/// Runs a handler's future for the deliveries whose `properties` are given (one, or a
-/// batch's): timed for the metrics, its panics caught ([`guarded`]), its outcome told to the
-/// circuit breaker.
+/// Runs the handler's future that `handle` makes, for the deliveries whose `properties` are
+/// given (one, or a batch's): timed for the metrics, its panics caught (a retryable failure
+/// rather than a lost delivery), its outcome told to the circuit breaker. It runs inside the
+/// delivery's own task, so aborting that task at the drain timeout stops the handler too:
+/// nothing keeps running while its message is redelivered. The future is made here, not
+/// passed in, so that a delivery's future stores it once (see [`settled_even_on_panic`]).
 pub(super) async fn run_handler<'a, F>(
     settler: &Settler,
     breaker: Option<&Breaker>,
     properties: impl IntoIterator<Item = &'a lapin::BasicProperties>,
-    future: F,
+    handle: impl FnOnce() -> F,
 ) -> Result<(), (Failure, String)>
 where
     F: Future<Output = Result<(), HandlerError>>,
@@ -204,7 +216,7 @@ where
         settler.observer.handler_started(properties);
     }
     let started = std::time::Instant::now();
-    let result = guarded(future).await;
+    let result = outcome(AssertUnwindSafe(handle()).catch_unwind().await);
     settler.observer.handler_ran(started.elapsed());
     if let Some(breaker) = breaker {
         breaker.record(result.as_ref().err().map(|(failure, _)| *failure));
@@ -235,15 +247,14 @@ where
         runner.reap();
         let settler = &runner.settler;
         let span = crate::trace::process(&settler.queue.name, settler.consumer, &raw);
-        let in_flight = settler.observer.in_flight(1);
+        // The delivery holds its permit until it is settled or only a confirm is awaited
+        // ([`Taken::release`]), and counts in flight until it is dropped. Carried by the
+        // delivery rather than by a future wrapping its work, which would store that work
+        // twice (see [`settled_even_on_panic`]).
+        let mut raw = raw;
+        raw.hold(work, settler.observer.in_flight(1));
         let delivery = each(&runner, raw);
-        runner.begin(
-            async move {
-                delivery.await;
-                drop((work, in_flight));
-            }
-            .instrument(span),
-        );
+        runner.begin(delivery.instrument(span));
     }
     runner.drain().await;
     outcome
@@ -266,7 +277,7 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
                 let handler = self.handler.clone();
                 let max_body_bytes = runner.context.settings.max_body_bytes;
                 async move {
-                    let handled = async {
+                    let handled = || async {
                         let Some(delivery) =
                             decoded::<M>(&raw, &settler, validators.as_deref(), max_body_bytes)
                                 .await
@@ -274,10 +285,10 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
                             return;
                         };
                         let retries = delivery.retry_count();
-                        let handling = handler.handle(delivery);
                         let properties = [&raw.properties];
+                        let handle = || handler.handle(delivery);
                         let result =
-                            run_handler(&settler, breaker.as_deref(), properties, handling).await;
+                            run_handler(&settler, breaker.as_deref(), properties, handle).await;
                         settler.settle(&raw, &result, retries).await;
                     };
                     let _ = settled_even_on_panic(&raw, &settler, handled).await;
@@ -332,12 +343,14 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                             .as_mut()
                             .reset(crate::connection::deadline_after(self.batch.timeout));
                     }
-                    let decoding = decoded::<M>(
-                        &raw,
-                        &runner.settler,
-                        runner.validators.as_deref(),
-                        runner.context.settings.max_body_bytes,
-                    );
+                    let decoding = || {
+                        decoded::<M>(
+                            &raw,
+                            &runner.settler,
+                            runner.validators.as_deref(),
+                            runner.context.settings.max_body_bytes,
+                        )
+                    };
                     if let Ok(Some(delivery)) =
                         settled_even_on_panic(&raw, &runner.settler, decoding).await
                     {
@@ -365,8 +378,8 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                     // forged count) spent every other message's.
                     let retries: Vec<u32> = deliveries.iter().map(Delivery::retry_count).collect();
                     let properties = raws.iter().map(|raw| &raw.properties);
-                    let handling = handler.handle_batch(deliveries);
-                    let handled = run_handler(&settler, breaker.as_deref(), properties, handling);
+                    let handle = || handler.handle_batch(deliveries);
+                    let handled = run_handler(&settler, breaker.as_deref(), properties, handle);
                     // The handler's panics are caught by `guarded`; this catches warren's.
                     let result = AssertUnwindSafe(handled)
                         .catch_unwind()
@@ -381,7 +394,7 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                         let settler = &settler;
                         let result = &result;
                         async move {
-                            let settle = settler.settle(raw, result, retries);
+                            let settle = || settler.settle(raw, result, retries);
                             let _ = settled_even_on_panic(raw, settler, settle).await;
                         }
                     });

@@ -186,10 +186,9 @@ impl<M: Message, H: DeadLetterHandler<M>> Registered for DeadLetters<M, H> {
                             validators.as_deref(),
                             max_body_bytes,
                         );
-                        let handling = handler.handle(letter);
+                        let handle = || handler.handle(letter);
                         let properties = [&raw.properties];
-                        match run_handler(&settler, breaker.as_deref(), properties, handling).await
-                        {
+                        match run_handler(&settler, breaker.as_deref(), properties, handle).await {
                             Ok(()) => {
                                 settler.observer.handled(Settled::Ack);
                                 settler.ack(&raw);

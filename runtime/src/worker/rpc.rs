@@ -176,7 +176,7 @@ impl<H> Serving<H> {
                 }
             };
         let mut answer = None;
-        let handling = async {
+        let handle = || async {
             match self.handler.handle(delivery).await {
                 Ok(response) => {
                     answer = Some(Ok(response));
@@ -192,7 +192,7 @@ impl<H> Serving<H> {
             }
         };
         let properties = [&raw.properties];
-        let result = run_handler(settler, self.breaker.as_deref(), properties, handling).await;
+        let result = run_handler(settler, self.breaker.as_deref(), properties, handle).await;
         let (failure, error) = match (result, answer) {
             (Ok(()), Some(Ok(response))) => {
                 return match self.within_cap(encode_payload::<O::Response>(&response)) {
@@ -382,7 +382,9 @@ impl<H> Serving<H> {
         let sent = self
             .settler
             .publisher
-            .send_to("", address, body, properties, Routing::Optional)
+            .send_to("", address, body, properties, Routing::Optional, || {
+                raw.release()
+            })
             .instrument(span)
             .await;
         match sent {
@@ -417,7 +419,7 @@ impl<O: Operation, H: RpcHandler<O>> Registered for Server<O, H> {
                     replies: replies.clone(),
                 };
                 async move {
-                    let served = serving.serve::<O>(&raw);
+                    let served = || serving.serve::<O>(&raw);
                     let panicked = settled_even_on_panic(&raw, &serving.settler, served).await;
                     // Dead-lettered after a panic of warren's own: its caller is told, as
                     // after any dead-lettering, rather than left to time out.

@@ -234,7 +234,7 @@ impl Runner {
                     self.settler.observer.consumed();
                     subscription.acks.delivered(raw.delivery_tag);
                     let acks = subscription.acks.clone();
-                    return Ok(Some(Taken { raw, acks }));
+                    return Ok(Some(Taken::new(raw, acks)));
                 }
                 Some(Err(error)) => self.lost(&error.to_string()),
                 None if *self.context.shutdown.borrow() => return Ok(None),

@@ -20,6 +20,7 @@ use crate::connection::backoff;
 use crate::error::Chain;
 use crate::metrics::Outcome as Settled;
 use crate::model::{FailureReason, Queue, headers};
+use crate::publisher::Routing;
 use crate::trace;
 
 /// Longest `x-last-error` kept, in bytes: diagnostic headers stay far below the frame size
@@ -107,7 +108,10 @@ impl Settler {
             // now would only add a duplicate.
             return self.settled(Ok(false), "fail");
         }
-        self.apply(raw, outcome, retries, error).await;
+        // Boxed: the copy's publish is most of a delivery's future, which is moved whole
+        // several times on its way to the runtime (23 KB of it for every delivery, when
+        // only failures need it); a failure can spare one allocation.
+        Box::pin(self.apply(raw, outcome, retries, error)).await;
     }
 
     /// The most a copy's content header frame may weigh on the copies' connection.
@@ -230,10 +234,11 @@ impl Settler {
     /// queue was deleted, a broker alarm outlasts the publish timeout): so the copy alone is
     /// tried again, with a growing pause, while the original stays unacknowledged. Returning
     /// the original to its queue instead would run its handler again for a result already
-    /// known, every second, for as long as the fault lasts. The delivery holds its
-    /// concurrency permit meanwhile, so a consumer whose every copy fails stops taking new
-    /// deliveries rather than spinning. If the delivery's channel closes, the broker
-    /// redelivers it and the copy is abandoned.
+    /// known, every second, for as long as the fault lasts. The delivery gives its concurrency
+    /// back once the copy is sent ([`Taken::release`]: copies are confirmed many at once, not
+    /// one per handler slot) but stays unacknowledged, so a consumer whose every copy fails
+    /// stops at its prefetch rather than spinning. If the delivery's channel closes, the
+    /// broker redelivers it and the copy is abandoned.
     async fn republish(
         &self,
         raw: &Taken,
@@ -250,7 +255,14 @@ impl Settler {
             }
             let sent = self
                 .publisher
-                .send(exchange, routing_key, &raw.data, properties.clone())
+                .send_to(
+                    exchange,
+                    routing_key,
+                    &raw.data,
+                    properties.clone(),
+                    Routing::Mandatory,
+                    || raw.release(),
+                )
                 .await;
             let error = match sent {
                 Ok(()) => return self.ack(raw),

@@ -348,3 +348,57 @@ async fn publishes_wait_out_a_resource_alarm_and_never_claim_an_unconfirmed_succ
     );
     harness.stop().await.expect("the worker stops cleanly");
 }
+
+/// A consumer's failed deliveries wait for their retry copies' confirms together, not one per
+/// handler slot: with the broker frozen no confirm comes, yet a consumer of concurrency 1 runs
+/// the handler of every delivery its prefetch already holds (each original kept
+/// unacknowledged); once the broker thaws, every copy is confirmed and every job retried, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_wait_for_their_confirms_together_not_one_per_handler_slot() {
+    let (broker, harness) = private(5795, "confirms", |worker| worker).await;
+    let recorder = &harness.recorder;
+    // `run_backoff`: concurrency 1, prefetch 10. A held job takes the only handler slot while
+    // the failing ones are published behind it.
+    harness
+        .submit("backoff", job("holder", types::JobBehaviour::Hold))
+        .await;
+    recorder
+        .wait(Duration::from_secs(10), || recorder.in_flight().0 == 1)
+        .await;
+    let ids: Vec<String> = (0..8).map(|i| format!("waiting-{i}")).collect();
+    for id in &ids {
+        let mut failing = job(id, types::JobBehaviour::Retryable);
+        failing.succeed_on_attempt = Some(1);
+        harness.submit("backoff", failing).await;
+    }
+    // Every failing job is in the consumer's prefetch, behind the held one.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    broker.freeze(true);
+    recorder.release(1);
+    // The sibling queue takes a copy of every job too: only `run_backoff`'s attempts count.
+    let attempts = |id: &str| {
+        let attempts = recorder.attempts(id).into_iter();
+        attempts.filter(|a| a.consumer == "RunBackoff").count()
+    };
+    let all_failed_once = || ids.iter().all(|id| attempts(id) >= 1);
+    recorder
+        .wait(Duration::from_secs(10), all_failed_once)
+        .await;
+    let first: Vec<usize> = ids.iter().map(|id| attempts(id)).collect();
+    broker.freeze(false);
+    assert_eq!(
+        first,
+        vec![1; ids.len()],
+        "every waiting job's handler ran while no copy could be confirmed"
+    );
+    let all_retried = || ids.iter().all(|id| attempts(id) >= 2);
+    recorder.wait(Duration::from_secs(20), all_retried).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let last: Vec<usize> = ids.iter().map(|id| attempts(id)).collect();
+    assert_eq!(
+        last,
+        vec![2; ids.len()],
+        "every job retried once its copy was confirmed, and handled no more"
+    );
+    harness.stop().await.expect("the worker stops cleanly");
+}
