@@ -9,6 +9,8 @@
 //! only difference from production is where the data goes: the spans' exporter drops each
 //! batch it is handed (no network), and the scrape renders the text and throws it away.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -44,29 +46,43 @@ pub fn describe(on: bool) -> &'static str {
     }
 }
 
-/// A span exporter that drops what it is handed: the spans are built, recorded, batched and
-/// handed over as with a real exporter, and only the network is left out.
+/// A span exporter that drops what it is handed, counting it: the spans are built, recorded,
+/// batched and handed over as with a real exporter, and only the network is left out.
 #[derive(Debug)]
-struct Discard;
+struct Discard(Arc<AtomicUsize>);
 
 impl SpanExporter for Discard {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        self.0.fetch_add(batch.len(), Ordering::Relaxed);
         std::hint::black_box(batch);
         Ok(())
     }
 }
 
-/// What [`install`] set up; dropping it flushes and stops the span processor.
+/// What [`install`] set up; dropping it flushes and stops the span processor, and prints how
+/// many spans were exported and metric series rendered (proof the observation was on).
 pub struct Observing {
     provider: SdkTracerProvider,
+    prometheus: PrometheusHandle,
+    exported: Arc<AtomicUsize>,
     upkeep: tokio::task::JoinHandle<()>,
 }
 
 impl Drop for Observing {
     fn drop(&mut self) {
         self.upkeep.abort();
-        // The last spans are dropped anyway: a failed flush changes nothing measured.
+        // A failed flush only leaves the last spans uncounted.
         let _ = self.provider.shutdown();
+        let series = self
+            .prometheus
+            .render()
+            .lines()
+            .filter(|line| line.starts_with("warren_"))
+            .count();
+        println!(
+            "\nobserved: {} spans exported, {series} warren metric series rendered",
+            self.exported.load(Ordering::Relaxed)
+        );
     }
 }
 
@@ -81,15 +97,21 @@ pub fn install() -> Result<Observing> {
         )?
         .install_recorder()?;
     warren_runtime::metrics::describe();
+    let exported = Arc::new(AtomicUsize::new(0));
     let provider = SdkTracerProvider::builder()
-        .with_batch_exporter(Discard)
+        .with_batch_exporter(Discard(exported.clone()))
         .build();
     tracing_subscriber::registry()
         .with(tracing_subscriber::filter::LevelFilter::INFO)
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("warren-bench")))
         .try_init()?;
-    let upkeep = tokio::spawn(keep_up(prometheus));
-    Ok(Observing { provider, upkeep })
+    let upkeep = tokio::spawn(keep_up(prometheus.clone()));
+    Ok(Observing {
+        provider,
+        prometheus,
+        exported,
+        upkeep,
+    })
 }
 
 /// The recorder's upkeep and the scrapes, as a service runs them.
