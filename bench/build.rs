@@ -11,6 +11,10 @@ fn main() -> Result<(), warren_build::Error> {
         .consumer("retry_timing")
         .consumer("retry_timing_jitter")
         .consumer("price_order")
+        .consumer("consume_backlog")
+        .consumer("burn_1")
+        .consumer("burn_2")
+        .consumer("burn_4")
         .compile("contract/warren.yaml")?;
     Ok(())
 }

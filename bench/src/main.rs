@@ -3,17 +3,33 @@
 //!
 //! ```sh
 //! cargo run --release -p warren-bench -- all [messages]   # default 100000
-//! cargo run --release -p warren-bench -- publish|consume|retry|codegen [messages]
+//! cargo run --release -p warren-bench -- publish|consume|latency|retry|codegen [messages]
+//! cargo run --release -p warren-bench -- backlog [messages]   # the queue filled first
+//! cargo run --release -p warren-bench -- cpu [messages]   # a tenth as many per case
 //! cargo run --release -p warren-bench -- rpc [calls]   # `all` makes a twentieth as many
+//! cargo run --release -p warren-bench -- --observe <scenario> [n]   # spans and metrics on
 //! ```
+//!
+//! Scenarios: `publish` (lapin's window searched; the generated publishers from one task and
+//! from many), `consume`, `latency` (p50/p99/max at a steady rate), `backlog` (prefetch 1,000,
+//! peak memory), `cpu` (a CPU-bound handler at concurrency 1, 2 and 4), `retry`, `rpc`,
+//! `codegen`. Rows show msg/s and this process's CPU per message, with ratios against
+//! hand-written lapin in the same run.
+//!
+//! `--observe` (or `WARREN_BENCH_OBSERVE=1`) installs tracing spans and metrics as
+//! `docs/operations.md` recommends (`observe.rs`); the header says which way a run went.
 //!
 //! Everything is declared under a `bench.<pid>.` namespace and deleted afterwards.
 
+mod backlog;
 mod codegen;
 mod cpu;
 mod latency;
+mod observe;
+mod publish;
 mod retry;
 mod rpc;
+mod scaling;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -91,19 +107,6 @@ impl Round {
 }
 
 impl Row {
-    fn once(name: &'static str, elapsed: Duration, messages: usize) -> Self {
-        Self::rounds(name, vec![elapsed], messages)
-    }
-
-    /// The median of `rounds`, keeping every round's rate for the spread.
-    fn rounds(name: &'static str, rounds: Vec<Duration>, messages: usize) -> Self {
-        let rounds = rounds
-            .into_iter()
-            .map(|elapsed| Round { elapsed, cpu: None })
-            .collect();
-        Self::measured(name, rounds, messages)
-    }
-
     /// The median of `rounds`, in time and in CPU, keeping every round's rate for the
     /// spread.
     fn measured(name: &'static str, rounds: Vec<Round>, messages: usize) -> Self {
@@ -155,8 +158,18 @@ async fn purge(connection: &Connection, topology: &Topology) -> Result<()> {
     Ok(())
 }
 
-/// Hand-written lapin publishing with a window of outstanding confirms.
+/// Hand-written lapin publishing with a window of `WINDOW` outstanding confirms.
 async fn lapin_publish(connection: &lapin::Connection, queue: &str, n: usize) -> Result<Duration> {
+    lapin_publish_window(connection, queue, n, WINDOW).await
+}
+
+/// Hand-written lapin publishing with a window of `window` outstanding confirms.
+async fn lapin_publish_window(
+    connection: &lapin::Connection,
+    queue: &str,
+    n: usize,
+    window: usize,
+) -> Result<Duration> {
     let channel = connection.create_channel().await?;
     channel
         .confirm_select(ConfirmSelectOptions::default())
@@ -165,9 +178,9 @@ async fn lapin_publish(connection: &lapin::Connection, queue: &str, n: usize) ->
         .map(|i| serde_json::to_vec(&order(i)))
         .collect::<std::result::Result<_, _>>()?;
     let started = Instant::now();
-    let mut pending = VecDeque::with_capacity(WINDOW);
+    let mut pending = VecDeque::with_capacity(window);
     for body in &bodies {
-        if pending.len() == WINDOW
+        if pending.len() == window
             && let Some(confirm) = pending.pop_front()
         {
             let _: lapin::Confirmation = confirm.await?;
@@ -193,23 +206,6 @@ async fn lapin_publish(connection: &lapin::Connection, queue: &str, n: usize) ->
     Ok(started.elapsed())
 }
 
-/// The generated publisher, with up to `WINDOW` publishes in flight.
-async fn warren_publish(
-    connection: &Connection,
-    topology: &Topology,
-    n: usize,
-) -> Result<Duration> {
-    let publishers = publishers(connection, topology).await?;
-    let orders: Vec<types::BenchOrder> = (0..n).map(order).collect();
-    let started = Instant::now();
-    windowed(orders.into_iter().map(|order| {
-        let publishers = publishers.clone();
-        async move { publishers.publish_order(&order).await }
-    }))
-    .await?;
-    Ok(started.elapsed())
-}
-
 /// The generated publishers of `topology`'s namespace.
 async fn publishers(connection: &Connection, topology: &Topology) -> Result<Publishers> {
     Ok(Publishers::new(Publisher::new(connection, topology).await?))
@@ -223,7 +219,17 @@ where
         + Send
         + 'static,
 {
-    let window = Arc::new(Semaphore::new(WINDOW));
+    windowed_by(WINDOW, publishes).await
+}
+
+/// [`windowed`], up to `window` at once.
+async fn windowed_by<F>(window: usize, publishes: impl Iterator<Item = F>) -> Result<()>
+where
+    F: std::future::Future<Output = std::result::Result<(), warren_runtime::PublishError>>
+        + Send
+        + 'static,
+{
+    let window = Arc::new(Semaphore::new(window));
     let mut tasks = tokio::task::JoinSet::new();
     for publish in publishes {
         let permit = window.clone().acquire_owned().await?;
@@ -262,14 +268,26 @@ async fn lapin_consumer(
     Ok((channel, consumer))
 }
 
-/// Hand-written lapin consumer; acks each message, or every `batch` with `multiple`.
+/// Hand-written lapin consumer with a prefetch of 200; acks each message, or every `batch`
+/// with `multiple`.
 async fn lapin_consume(
     connection: &lapin::Connection,
     queue: &str,
     n: usize,
     batch: u64,
 ) -> Result<Duration> {
-    let (channel, mut consumer) = lapin_consumer(connection, queue, 200, "bench").await?;
+    lapin_consume_with(connection, queue, n, batch, 200).await
+}
+
+/// [`lapin_consume`] with a prefetch of `prefetch`.
+async fn lapin_consume_with(
+    connection: &lapin::Connection,
+    queue: &str,
+    n: usize,
+    batch: u64,
+    prefetch: u16,
+) -> Result<Duration> {
+    let (channel, mut consumer) = lapin_consumer(connection, queue, prefetch, "bench").await?;
     let started = Instant::now();
     let mut seen = 0;
     while seen < n {
@@ -306,12 +324,38 @@ impl consumers::ConsumeOrder for Count {
     }
 }
 
+impl Count {
+    /// For consumers that get no messages in a scenario.
+    fn idle() -> Self {
+        Self(Arc::new((AtomicUsize::new(0), Notify::new(), usize::MAX)))
+    }
+}
+
+/// The handler type of every consumer under test in one scenario and idle in the others.
+type Idle = Count;
+
 /// Every handler of the bench contract, `consume_order` the one under test: the others are
 /// idle (nothing publishes to their queues, or calls the rpc, in the scenarios that consume).
+#[allow(clippy::type_complexity)]
 fn handlers<C: consumers::ConsumeOrder>(
     consume_order: C,
-) -> Handlers<C, rpc::Pricer, retry::Failing, retry::Failing, retry::Failing, retry::Failing> {
+) -> Handlers<
+    Idle,
+    Idle,
+    Idle,
+    Idle,
+    C,
+    rpc::Pricer,
+    retry::Failing,
+    retry::Failing,
+    retry::Failing,
+    retry::Failing,
+> {
     Handlers {
+        burn_1: Count::idle(),
+        burn_2: Count::idle(),
+        burn_4: Count::idle(),
+        consume_backlog: Count::idle(),
         consume_order,
         retry_requeue: retry::Failing::idle(),
         retry_backoff: retry::Failing::idle(),
@@ -373,7 +417,9 @@ fn print(rows: &[Row], baseline: &str) {
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let mut args = std::env::args().skip(1);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let observe = observe::wanted(&args);
+    let mut args = args.into_iter().filter(|arg| arg != observe::ARG);
     let scenario = args.next().unwrap_or_else(|| "all".to_owned());
     for stage in [codegen::Stage::Validate, codegen::Stage::Generate] {
         if scenario == stage.command() {
@@ -388,7 +434,7 @@ async fn main() -> Result<()> {
         .unwrap_or(100_000);
     let all = scenario == "all";
     let known = [
-        "all", "publish", "consume", "latency", "retry", "rpc", "codegen",
+        "all", "publish", "consume", "latency", "backlog", "cpu", "retry", "rpc", "codegen",
     ];
     if !known.contains(&scenario.as_str()) {
         return Err(format!("unknown scenario `{scenario}`; one of {known:?}").into());
@@ -399,6 +445,8 @@ async fn main() -> Result<()> {
             return Ok(());
         }
     }
+    // Before any publisher or worker: they register their metric handles when they start.
+    let _observing = observe.then(observe::install).transpose()?;
     let url = std::env::var("AMQP_URL")
         .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
     let connection = Connection::connect(&url, "warren-bench").await?;
@@ -408,7 +456,8 @@ async fn main() -> Result<()> {
     let base = topology().namespaced(&format!("bench.{}.", std::process::id()));
     let body_len = serde_json::to_vec(&order(0))?.len();
     println!(
-        "\nwarren-bench: {n} messages of {body_len} bytes, quorum queues, confirms, prefetch 200\n"
+        "\nwarren-bench: {n} messages of {body_len} bytes, quorum queues, confirms, prefetch 200\n{}\n",
+        observe::describe(observe)
     );
     warren_runtime::declare(&connection, &base).await?;
     let outcome = run_broker_scenarios(&connection, &plain, &base, &scenario, n).await;
@@ -427,7 +476,7 @@ async fn run_broker_scenarios(
 ) -> Result<()> {
     let all = scenario == "all";
     if all || scenario == "publish" {
-        bench_publish(connection, plain, topology, n).await?;
+        publish::bench(connection, plain, topology, n).await?;
     }
     if all || scenario == "consume" {
         bench_consume(connection, plain, topology, n).await?;
@@ -438,6 +487,12 @@ async fn run_broker_scenarios(
         let messages = if all { n.min(10_000) } else { n };
         latency::bench(connection, plain, topology, messages).await?;
     }
+    if all || scenario == "backlog" {
+        backlog::bench(connection, plain, topology, n).await?;
+    }
+    if all || scenario == "cpu" {
+        scaling::bench(connection, plain, topology, (n / 10).max(1)).await?;
+    }
     if all || scenario == "retry" {
         bench_retry(connection, topology, n).await?;
     }
@@ -447,28 +502,6 @@ async fn run_broker_scenarios(
         let calls = if all { (n / 20).max(1) } else { n };
         rpc::bench(connection, plain, topology, calls).await?;
     }
-    Ok(())
-}
-
-async fn bench_publish(
-    connection: &Connection,
-    plain: &lapin::Connection,
-    t: &Topology,
-    n: usize,
-) -> Result<()> {
-    println!("publish (median of {ROUNDS} rounds; ratios against the windowed lapin publisher):");
-    let (mut lapin, mut warren) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
-        lapin.push(Round::measure(lapin_publish(plain, &t.qualified("bench"), n)).await?);
-        purge(connection, t).await?;
-        warren.push(Round::measure(warren_publish(connection, t, n)).await?);
-        purge(connection, t).await?;
-    }
-    let rows = [
-        Row::measured("lapin, window of 1000 confirms", lapin, n),
-        Row::measured("warren publisher (validates), 1000 in flight", warren, n),
-    ];
-    print(&rows, "lapin, window of 1000 confirms");
     Ok(())
 }
 
@@ -544,11 +577,9 @@ async fn bench_retry(connection: &Connection, t: &Topology, n: usize) -> Result<
         ("immediate-requeue (quorum reject)", "retry-requeue"),
         ("ttl-backoff, 10 ms tier", "retry-backoff"),
     ] {
-        rows.push(Row::once(
-            name,
-            retry::throughput(connection, t, queue, n).await?,
-            n,
-        ));
+        // The CPU of the whole path: publishing the originals, handling, the retry copies.
+        let round = Round::measure(retry::throughput(connection, t, queue, n)).await?;
+        rows.push(Row::measured(name, vec![round], n));
     }
     print(&rows, "immediate-requeue (quorum reject)");
 

@@ -114,6 +114,10 @@ async fn run(
     let idle = Count(Arc::new((Default::default(), Notify::new(), usize::MAX)));
     let running = tokio::spawn(
         Handlers {
+            burn_1: idle.clone(),
+            burn_2: idle.clone(),
+            burn_4: idle.clone(),
+            consume_backlog: idle.clone(),
             consume_order: idle,
             retry_requeue: failing.clone(),
             retry_backoff: failing.clone(),

@@ -79,6 +79,8 @@ struct Round {
     elapsed: Duration,
     /// Every call's latency, sorted.
     latencies: Vec<Duration>,
+    /// The CPU this process spent on the round: client and server, whichever sides they are.
+    cpu: Option<Duration>,
 }
 
 impl Round {
@@ -101,6 +103,7 @@ where
     F: std::future::Future<Output = CallResult> + Send,
 {
     let next = Arc::new(AtomicUsize::new(0));
+    let cpu = crate::cpu::used();
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..in_flight.min(n) {
@@ -124,8 +127,13 @@ where
         latencies.extend(done??);
     }
     let elapsed = started.elapsed();
+    let cpu = crate::cpu::since(cpu);
     latencies.sort();
-    Ok(Round { elapsed, latencies })
+    Ok(Round {
+        elapsed,
+        latencies,
+        cpu,
+    })
 }
 
 /// Hand-written direct reply-to client: one channel consumes `amq.rabbitmq.reply-to`
@@ -448,11 +456,17 @@ fn check(order: &types::BenchOrder, quote: &types::BenchQuote) -> CallResult {
     }
 }
 
-/// One line per case: the median round's rate, its p50 and p99, the ratio to the lapin case
-/// with as many calls in flight, and the spread of the rounds' rates.
+/// One line per case: the median round's rate, its p50 and p99, its CPU per call (client and
+/// server together: both run in this process), the ratio to the lapin case with as many
+/// calls in flight, and the spread of the rounds' rates.
 fn print(cases: &mut [Case], n: usize) {
     let rate = |round: &Round| n as f64 / round.elapsed.as_secs_f64();
-    let medians: Vec<(f64, Duration, Duration, f64, f64)> = cases
+    let cpu = |round: &Round| {
+        round.cpu.map_or(String::new(), |cpu| {
+            format!("  {:>6.1} µs CPU/call", cpu.as_secs_f64() * 1e6 / n as f64)
+        })
+    };
+    let medians: Vec<(f64, Duration, Duration, f64, f64, String)> = cases
         .iter_mut()
         .map(|case| {
             case.rounds.sort_by_key(|round| round.elapsed);
@@ -465,12 +479,14 @@ fn print(cases: &mut [Case], n: usize) {
                     median.percentile(0.99),
                     slowest,
                     fastest,
+                    cpu(median),
                 ),
-                None => (0.0, Duration::ZERO, Duration::ZERO, 0.0, 0.0),
+                None => (0.0, Duration::ZERO, Duration::ZERO, 0.0, 0.0, String::new()),
             }
         })
         .collect();
-    for (case, &(rps, p50, p99, slowest, fastest)) in cases.iter().zip(&medians) {
+    for (case, (rps, p50, p99, slowest, fastest, cpu)) in cases.iter().zip(&medians) {
+        let (rps, p50, p99) = (*rps, *p50, *p99);
         let base = cases
             .iter()
             .zip(&medians)
@@ -480,7 +496,7 @@ fn print(cases: &mut [Case], n: usize) {
             })
             .map_or(rps, |(_, m)| m.0);
         println!(
-            "  {:<42} {:>9.0} calls/s {:>6.2}x  p50 {:>7.2} ms  p99 {:>7.2} ms  (rounds {slowest:.0} to {fastest:.0})",
+            "  {:<42} {:>9.0} calls/s {:>6.2}x  p50 {:>7.2} ms  p99 {:>7.2} ms{cpu}  (rounds {slowest:.0} to {fastest:.0})",
             case.name(),
             rps,
             rps / base,
