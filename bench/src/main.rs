@@ -533,6 +533,15 @@ async fn bench_consume(
             "warren-consume-unvalidated",
         ),
     ];
+    // `WARREN_BENCH_CONSUMERS=warren-consume,lapin-multiple` runs only those (to profile one).
+    let only = std::env::var("WARREN_BENCH_CONSUMERS").ok();
+    let scenarios: Vec<_> = scenarios
+        .into_iter()
+        .filter(|(_, key)| {
+            only.as_deref()
+                .is_none_or(|only| only.split(',').any(|o| o == *key))
+        })
+        .collect();
     let mut rounds: Vec<Vec<Round>> = vec![Vec::new(); scenarios.len()];
     let queue = t.qualified("bench");
     for _ in 0..ROUNDS {
