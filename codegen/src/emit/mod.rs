@@ -33,7 +33,7 @@ mod topology;
 mod type_docs;
 mod types;
 
-pub(crate) use types::type_names;
+pub(crate) use types::{type_names, typify_alone};
 
 use proc_macro2::{Ident, Span, TokenStream};
 

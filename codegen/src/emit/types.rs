@@ -54,9 +54,24 @@ pub(crate) fn type_names(contract: &Contract) -> std::collections::BTreeSet<Stri
     .unwrap_or_default()
 }
 
-/// `pub mod types { … }` with every bundled definition.
-pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::File, GenerateError> {
+/// typify alone on `contract`'s bundled definitions, with the settings [`emit`] gives it:
+/// the type space built, then its tokens as text, unformatted. What warren-bench measures
+/// the generator against (`warren_codegen::__typify_alone`).
+pub(crate) fn typify_alone(
+    contract: &Contract,
+    options: &TypeOptions,
+) -> Result<String, GenerateError> {
     let definitions = definitions(contract)?;
+    let mut space = TypeSpace::new(&type_space_settings(options));
+    space
+        .add_ref_types(definitions)
+        .map_err(|error| GenerateError::Types(error.to_string()))?;
+    Ok(space.to_stream().to_string())
+}
+
+/// The settings the generator gives typify: `PartialEq` and `BTreeMap` always, then the
+/// user's derives, attributes, builders and replacements.
+fn type_space_settings(options: &TypeOptions) -> TypeSpaceSettings {
     let mut settings = TypeSpaceSettings::default();
     settings
         .with_derive("PartialEq".to_owned())
@@ -72,6 +87,13 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
     for (name, rust_type) in &options.replacements {
         settings.with_replacement(name, rust_type.to_token_stream(), std::iter::empty());
     }
+    settings
+}
+
+/// `pub mod types { … }` with every bundled definition.
+pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::File, GenerateError> {
+    let definitions = definitions(contract)?;
+    let settings = type_space_settings(options);
     // typify panics on some inputs instead of returning errors; the front end rejects what
     // is known to do that, and this turns anything left into an error, not a crashed build.
     let generated = catch_unwind(AssertUnwindSafe(|| {
