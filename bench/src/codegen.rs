@@ -126,6 +126,9 @@ pub enum Stage {
     /// the type space built and its tokens written as text. The contract is loaded, bundled
     /// and checked first, outside the timing.
     Typify,
+    /// [`Stage::Typify`], its tokens then parsed and formatted by `prettyplease`, as
+    /// typify's documentation prints a file.
+    TypifyFormatted,
 }
 
 impl Stage {
@@ -135,6 +138,7 @@ impl Stage {
             Self::Validate => "validate-child",
             Self::Generate => "generate-child",
             Self::Typify => "typify-child",
+            Self::TypifyFormatted => "typify-formatted-child",
         }
     }
 }
@@ -179,12 +183,15 @@ pub fn child(contract: &Path, stage: Stage) -> Result<()> {
             let generated = warren_codegen::generate(contract).map_err(|e| e.to_string())?;
             (generated.code.len(), started.elapsed())
         }
-        Stage::Typify => {
+        Stage::Typify | Stage::TypifyFormatted => {
             // Bundling is the generator's work, not typify's: done before the clock starts.
             let checked = warren_codegen::check_contract(contract).map_err(|e| e.to_string())?;
             let started = Instant::now();
             let text = checked
-                .__typify_alone(&warren_codegen::Settings::default())
+                .__typify_alone(
+                    &warren_codegen::Settings::default(),
+                    stage == Stage::TypifyFormatted,
+                )
                 .map_err(|e| e.to_string())?;
             (text.len(), started.elapsed())
         }

@@ -379,6 +379,7 @@ async fn main() -> Result<()> {
         codegen::Stage::Validate,
         codegen::Stage::Generate,
         codegen::Stage::Typify,
+        codegen::Stage::TypifyFormatted,
     ] {
         if scenario == stage.command() {
             let contract = args.next().ok_or("a child command needs a contract path")?;
@@ -597,7 +598,7 @@ fn bench_codegen() -> Result<()> {
     let mut bytes = 0;
     // The generator against typify alone on the bundled schemas it hands typify, each
     // timed inside its child, interleaved and best of 3.
-    let (mut generate, mut typify) = (Duration::MAX, Duration::MAX);
+    let (mut generate, mut typify, mut formatted) = (Duration::MAX, Duration::MAX, Duration::MAX);
     for _ in 0..3 {
         let generated = codegen::measure(&contract, codegen::Stage::Generate)?;
         walls.push(generated.wall);
@@ -605,6 +606,8 @@ fn bench_codegen() -> Result<()> {
         bytes = generated.bytes;
         generate = generate.min(generated.timed);
         typify = typify.min(codegen::measure(&contract, codegen::Stage::Typify)?.timed);
+        let typify_formatted = codegen::measure(&contract, codegen::Stage::TypifyFormatted)?;
+        formatted = formatted.min(typify_formatted.timed);
     }
     walls.sort();
     println!(
@@ -618,6 +621,11 @@ fn bench_codegen() -> Result<()> {
         generate.as_secs_f64(),
         typify.as_secs_f64(),
         generate.as_secs_f64() / typify.as_secs_f64()
+    );
+    println!(
+        "  typify formatted by prettyplease (as typify documents printing a file) {:.2} s, ratio {:.2}x",
+        formatted.as_secs_f64(),
+        generate.as_secs_f64() / formatted.as_secs_f64()
     );
     println!(
         "codegen scaling: n each of queues, messages, publishers, consumers and bindings (best of 3 validate, one generate):"

@@ -254,12 +254,17 @@ impl Checked {
     }
 
     /// typify alone on this contract's bundled schemas, with the settings [`Self::generate`]
-    /// gives it, its tokens as unformatted text: the baseline warren-bench measures the
-    /// generator against. Not a stable API.
+    /// gives it: its tokens as unformatted text, or `formatted` by `prettyplease` (as typify
+    /// documents printing a file). The baseline warren-bench measures the generator against.
+    /// Not a stable API.
     #[doc(hidden)]
-    pub fn __typify_alone(&self, settings: &Settings) -> Result<String, Error> {
+    pub fn __typify_alone(&self, settings: &Settings, formatted: bool) -> Result<String, Error> {
         let options = settings.resolve(&self.contract).map_err(Error::Invalid)?;
-        Ok(emit::typify_alone(&self.contract, &options.types)?)
+        Ok(emit::typify_alone(
+            &self.contract,
+            &options.types,
+            formatted,
+        )?)
     }
 }
 

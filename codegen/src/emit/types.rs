@@ -55,18 +55,25 @@ pub(crate) fn type_names(contract: &Contract) -> std::collections::BTreeSet<Stri
 }
 
 /// typify alone on `contract`'s bundled definitions, with the settings [`emit`] gives it:
-/// the type space built, then its tokens as text, unformatted. What warren-bench measures
-/// the generator against (`warren_codegen::__typify_alone`).
+/// the type space built, then its tokens as text, unformatted, or `formatted` by
+/// `prettyplease` as typify's own documentation prints a file. What warren-bench measures
+/// the generator against (`warren_codegen::Checked::__typify_alone`).
 pub(crate) fn typify_alone(
     contract: &Contract,
     options: &TypeOptions,
+    formatted: bool,
 ) -> Result<String, GenerateError> {
     let definitions = definitions(contract)?;
     let mut space = TypeSpace::new(&type_space_settings(options));
     space
         .add_ref_types(definitions)
         .map_err(|error| GenerateError::Types(error.to_string()))?;
-    Ok(space.to_stream().to_string())
+    if !formatted {
+        return Ok(space.to_stream().to_string());
+    }
+    let file = syn::parse2(space.to_stream())
+        .map_err(|e| GenerateError::Internal(format!("typify's code does not parse ({e})")))?;
+    Ok(prettyplease::unparse(&file))
 }
 
 /// The settings the generator gives typify: `PartialEq` and `BTreeMap` always, then the
