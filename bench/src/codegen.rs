@@ -104,9 +104,14 @@ pub fn write_contract(dir: &Path, shape: Shape) -> Result<PathBuf> {
 
 /// What a front-end stage costs on the synthetic contract.
 pub struct Measured {
+    /// From spawning the child to its exit.
     pub wall: Duration,
+    /// The stage's own time, timed inside the child (process start and untimed preparation
+    /// left out).
+    pub timed: Duration,
+    /// The child's peak resident memory.
     pub peak_rss_mib: f64,
-    /// Bytes of Rust generated (0 for `validate`).
+    /// Bytes of Rust generated (0 for `validate`; typify's unformatted text for `Typify`).
     pub bytes: usize,
 }
 
@@ -117,6 +122,13 @@ pub enum Stage {
     Validate,
     /// `warren generate`: all of validate, then emit the Rust.
     Generate,
+    /// typify alone on the bundled schemas `Generate` hands it, with the same settings:
+    /// the type space built and its tokens written as text. The contract is loaded, bundled
+    /// and checked first, outside the timing.
+    Typify,
+    /// [`Stage::Typify`], its tokens then parsed and formatted by `prettyplease`, as
+    /// typify's documentation prints a file.
+    TypifyFormatted,
 }
 
 impl Stage {
@@ -125,6 +137,8 @@ impl Stage {
         match self {
             Self::Validate => "validate-child",
             Self::Generate => "generate-child",
+            Self::Typify => "typify-child",
+            Self::TypifyFormatted => "typify-formatted-child",
         }
     }
 }
@@ -147,26 +161,42 @@ pub fn measure(contract: &Path, stage: Stage) -> Result<Measured> {
     let mut fields = stdout.split_whitespace();
     let bytes = fields.next().ok_or("no output size")?.parse()?;
     let peak: f64 = fields.next().ok_or("no peak memory")?.parse()?;
+    let timed: f64 = fields.next().ok_or("no timed duration")?.parse()?;
     Ok(Measured {
         wall,
+        timed: Duration::from_secs_f64(timed),
         peak_rss_mib: peak / 1024.0,
         bytes,
     })
 }
 
-/// The child: run `stage`, print the size of the output and its own peak memory (KiB).
+/// The child: run `stage`, print the size of the output, its own peak memory (KiB) and the
+/// stage's time in seconds.
 pub fn child(contract: &Path, stage: Stage) -> Result<()> {
-    let bytes = match stage {
+    let started = Instant::now();
+    let (bytes, timed) = match stage {
         Stage::Validate => {
             warren_codegen::check_contract(contract).map_err(|e| e.to_string())?;
-            0
+            (0, started.elapsed())
         }
         Stage::Generate => {
             let generated = warren_codegen::generate(contract).map_err(|e| e.to_string())?;
-            generated.code.len()
+            (generated.code.len(), started.elapsed())
+        }
+        Stage::Typify | Stage::TypifyFormatted => {
+            // Bundling is the generator's work, not typify's: done before the clock starts.
+            let checked = warren_codegen::check_contract(contract).map_err(|e| e.to_string())?;
+            let started = Instant::now();
+            let text = checked
+                .__typify_alone(
+                    &warren_codegen::Settings::default(),
+                    stage == Stage::TypifyFormatted,
+                )
+                .map_err(|e| e.to_string())?;
+            (text.len(), started.elapsed())
         }
     };
-    println!("{bytes} {}", peak_rss_kib()?);
+    println!("{bytes} {} {}", peak_rss_kib()?, timed.as_secs_f64());
     Ok(())
 }
 

@@ -252,6 +252,20 @@ impl Checked {
             checked: self,
         })
     }
+
+    /// typify alone on this contract's bundled schemas, with the settings [`Self::generate`]
+    /// gives it: its tokens as unformatted text, or `formatted` by `prettyplease` (as typify
+    /// documents printing a file). The baseline warren-bench measures the generator against.
+    /// Not a stable API.
+    #[doc(hidden)]
+    pub fn __typify_alone(&self, settings: &Settings, formatted: bool) -> Result<String, Error> {
+        let options = settings.resolve(&self.contract).map_err(Error::Invalid)?;
+        Ok(emit::typify_alone(
+            &self.contract,
+            &options.types,
+            formatted,
+        )?)
+    }
 }
 
 /// Checks the contract at `path` and generates its Rust file with the default [`Settings`].

@@ -33,7 +33,7 @@ mod topology;
 mod type_docs;
 mod types;
 
-pub(crate) use types::type_names;
+pub(crate) use types::{type_names, typify_alone};
 
 use proc_macro2::{Ident, Span, TokenStream};
 
@@ -64,20 +64,49 @@ pub enum GenerateError {
 
 /// Generates the Rust file for `contract`, its types shaped by `settings`, with the consumers
 /// and publishers they choose.
+///
+/// The types (typify, then their docs) are about half of a large contract's time and share
+/// nothing with the other sections but the model, so those are written on a second thread
+/// meanwhile (tokens and syntax trees cannot cross threads: each thread formats its own
+/// sections to text). Without a second thread, all are written on this one.
 pub(crate) fn generate(contract: &Contract, settings: &Resolved) -> Result<String, GenerateError> {
     let (options, selection) = (&settings.types, &settings.selection);
-    let mut code = format!("{}\n", header());
+    let types = || format_sections(&[&|| types::emit(contract, options)]);
     // One section at a time, each parsed, formatted and dropped before the next: the token
     // trees and syntax trees of a large contract are many times the size of its text.
-    // The types come parsed already: their docs are rewritten on the syntax tree.
-    let sections: [&dyn Fn() -> Result<syn::File, GenerateError>; 6] = [
-        &|| types::emit(contract, options),
-        &|| parse(messages::emit(contract)),
-        &|| parse(publishers::emit(contract, selection)?),
-        &|| parse(rpcs::emit(contract, selection)?),
-        &|| parse(consumers::emit(contract, selection)?),
-        &|| parse(topology::emit(contract)),
-    ];
+    let rest = || {
+        format_sections(&[
+            &|| parse(messages::emit(contract)),
+            &|| parse(publishers::emit(contract, selection)?),
+            &|| parse(rpcs::emit(contract, selection)?),
+            &|| parse(consumers::emit(contract, selection)?),
+            &|| parse(topology::emit(contract)),
+        ])
+    };
+    let (types, rest) =
+        std::thread::scope(
+            |scope| match std::thread::Builder::new().spawn_scoped(scope, rest) {
+                Ok(thread) => {
+                    let types = types();
+                    let rest = thread
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                    (types, rest)
+                }
+                Err(_) => (types(), rest()),
+            },
+        );
+    // A failure of the types comes first, as it would one section at a time.
+    let (types, rest) = (types?, rest?);
+    Ok(format!("{}\n{types}{rest}", header()))
+}
+
+/// A section of the file: its syntax tree, or why it could not be written.
+type Section<'a> = &'a dyn Fn() -> Result<syn::File, GenerateError>;
+
+/// The text of `sections`, one after the other, each formatted and dropped before the next.
+fn format_sections(sections: &[Section<'_>]) -> Result<String, GenerateError> {
+    let mut code = String::new();
     for section in sections {
         UNNAMED.with_borrow_mut(Vec::clear);
         let file = section();

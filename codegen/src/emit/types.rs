@@ -54,9 +54,31 @@ pub(crate) fn type_names(contract: &Contract) -> std::collections::BTreeSet<Stri
     .unwrap_or_default()
 }
 
-/// `pub mod types { … }` with every bundled definition.
-pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::File, GenerateError> {
+/// typify alone on `contract`'s bundled definitions, with the settings [`emit`] gives it:
+/// the type space built, then its tokens as text, unformatted, or `formatted` by
+/// `prettyplease` as typify's own documentation prints a file. What warren-bench measures
+/// the generator against (`warren_codegen::Checked::__typify_alone`).
+pub(crate) fn typify_alone(
+    contract: &Contract,
+    options: &TypeOptions,
+    formatted: bool,
+) -> Result<String, GenerateError> {
     let definitions = definitions(contract)?;
+    let mut space = TypeSpace::new(&type_space_settings(options));
+    space
+        .add_ref_types(definitions)
+        .map_err(|error| GenerateError::Types(error.to_string()))?;
+    if !formatted {
+        return Ok(space.to_stream().to_string());
+    }
+    let file = syn::parse2(space.to_stream())
+        .map_err(|e| GenerateError::Internal(format!("typify's code does not parse ({e})")))?;
+    Ok(prettyplease::unparse(&file))
+}
+
+/// The settings the generator gives typify: `PartialEq` and `BTreeMap` always, then the
+/// user's derives, attributes, builders and replacements.
+fn type_space_settings(options: &TypeOptions) -> TypeSpaceSettings {
     let mut settings = TypeSpaceSettings::default();
     settings
         .with_derive("PartialEq".to_owned())
@@ -72,6 +94,13 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
     for (name, rust_type) in &options.replacements {
         settings.with_replacement(name, rust_type.to_token_stream(), std::iter::empty());
     }
+    settings
+}
+
+/// `pub mod types { … }` with every bundled definition.
+pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::File, GenerateError> {
+    let definitions = definitions(contract)?;
+    let settings = type_space_settings(options);
     // typify panics on some inputs instead of returning errors; the front end rejects what
     // is known to do that, and this turns anything left into an error, not a crashed build.
     let generated = catch_unwind(AssertUnwindSafe(|| {
@@ -125,37 +154,55 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
 /// runtime's re-exports, and tells serde's derives where serde is, so the generated code
 /// needs no dependency but `warren-runtime`.
 fn reroute(stream: TokenStream) -> TokenStream {
-    let trees: Vec<TokenTree> = stream.into_iter().collect();
-    let mut out = TokenStream::new();
-    let mut i = 0;
-    while i < trees.len() {
-        match &trees[i] {
+    let mut out = Vec::new();
+    reroute_into(stream, &mut out);
+    out.into_iter().collect()
+}
+
+/// [`reroute`] of `stream`, its trees pushed onto `out`. Every tree is moved, not copied, and
+/// each stream built once: typify's output is a large share of a contract's code.
+fn reroute_into(stream: TokenStream, out: &mut Vec<TokenTree>) {
+    let mut trees = stream.into_iter().collect::<Vec<_>>().into_iter();
+    while let Some(tree) = trees.next() {
+        let ahead = trees.as_slice();
+        // The tree before this one, for what it makes of this one: the last written is it
+        // (or the crate's name after a reroute, or the attribute added after a derive, which
+        // count the same).
+        let previous = out.last();
+        match tree {
             TokenTree::Group(group) => {
-                let mut rerouted = Group::new(group.delimiter(), reroute(group.stream()));
-                rerouted.set_span(group.span());
-                out.extend([TokenTree::Group(rerouted)]);
-                if is_serde_derive(&trees, i) {
+                let (delimiter, span) = (group.delimiter(), group.span());
+                // The group dropped first, its stream is this one's alone: not copied.
+                let stream = group.stream();
+                drop(group);
+                let mut inner = Vec::new();
+                reroute_into(stream, &mut inner);
+                let derives_serde = is_serde_derive(previous, delimiter, &inner);
+                let mut rerouted = Group::new(delimiter, inner.into_iter().collect());
+                rerouted.set_span(span);
+                out.push(TokenTree::Group(rerouted));
+                if derives_serde {
                     out.extend(quote! { #[serde(crate = "::warren_runtime::codegen::serde")] });
                 }
             }
             TokenTree::Punct(first)
-                if is_path_sep(first, trees.get(i + 1)) && starts_path(&trees, i) =>
+                if is_path_sep(&first, ahead.first()) && starts_path(previous) =>
             {
-                if let Some(TokenTree::Ident(krate)) = trees.get(i + 2)
-                    && REROUTED_CRATES.contains(&krate.to_string().as_str())
-                {
-                    out.extend(quote! { ::warren_runtime::codegen:: });
-                    out.extend([TokenTree::Ident(krate.clone())]);
-                    i += 3;
-                    continue;
+                match ahead.get(1) {
+                    Some(TokenTree::Ident(krate))
+                        if REROUTED_CRATES.iter().any(|rerouted| krate == rerouted) =>
+                    {
+                        out.extend(quote! { ::warren_runtime::codegen:: });
+                        // The second `:`, then the crate's name.
+                        trees.next();
+                        out.extend(trees.next());
+                    }
+                    _ => out.push(TokenTree::Punct(first)),
                 }
-                out.extend([trees[i].clone()]);
             }
-            other => out.extend([other.clone()]),
+            other => out.push(other),
         }
-        i += 1;
     }
-    out
 }
 
 /// Keywords after which `::x` is a path from the crate root (`<D::Error as ::serde::…>`).
@@ -164,12 +211,12 @@ const KEYWORDS_BEFORE_PATHS: &[&str] = &[
     "match", "if", "while", "move", "ref", "unsafe", "async", "pub", "type", "use",
 ];
 
-/// Whether the `::` at `i` begins a path rather than continuing one (`x::serde`).
-fn starts_path(trees: &[TokenTree], i: usize) -> bool {
-    match i.checked_sub(1).map(|j| &trees[j]) {
-        Some(TokenTree::Ident(previous)) => {
-            KEYWORDS_BEFORE_PATHS.contains(&previous.to_string().as_str())
-        }
+/// Whether a `::` after `previous` begins a path rather than continuing one (`x::serde`).
+fn starts_path(previous: Option<&TokenTree>) -> bool {
+    match previous {
+        Some(TokenTree::Ident(previous)) => KEYWORDS_BEFORE_PATHS
+            .iter()
+            .any(|keyword| previous == keyword),
         _ => true,
     }
 }
@@ -181,19 +228,19 @@ fn is_path_sep(first: &Punct, second: Option<&TokenTree>) -> bool {
         && matches!(second, Some(TokenTree::Punct(p)) if p.as_char() == ':')
 }
 
-/// Whether `trees[i]` is the `[derive(…)]` of an attribute deriving serde's traits.
-fn is_serde_derive(trees: &[TokenTree], i: usize) -> bool {
-    let Some(TokenTree::Group(group)) = trees.get(i) else {
-        return false;
-    };
-    let after_hash = i > 0 && matches!(&trees[i - 1], TokenTree::Punct(p) if p.as_char() == '#');
-    if group.delimiter() != Delimiter::Bracket || !after_hash {
-        return false;
-    }
-    let mut inner = group.stream().into_iter();
-    let is_derive = matches!(inner.next(), Some(TokenTree::Ident(id)) if id == "derive");
-    is_derive
-        && inner.any(|tree| match tree {
+/// Whether a group of `delimiter` holding `inside`, after `previous`, is a `#[derive(…)]`
+/// of serde's traits.
+fn is_serde_derive(
+    previous: Option<&TokenTree>,
+    delimiter: Delimiter,
+    inside: &[TokenTree],
+) -> bool {
+    let after_hash = matches!(previous, Some(TokenTree::Punct(p)) if p.as_char() == '#');
+    let is_derive = matches!(inside.first(), Some(TokenTree::Ident(id)) if id == "derive");
+    after_hash
+        && delimiter == Delimiter::Bracket
+        && is_derive
+        && inside[1..].iter().any(|tree| match tree {
             TokenTree::Group(list) => list.stream().into_iter().any(
                 |t| matches!(t, TokenTree::Ident(id) if id == "Serialize" || id == "Deserialize"),
             ),
