@@ -10,7 +10,46 @@ const TICKS_PER_SECOND: u64 = 100;
 /// The user plus system CPU time every thread of this process has used so far, at a
 /// resolution of 10 ms; `None` where `/proc` is missing (not Linux).
 pub fn used() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    of_process("self")
+}
+
+/// The CPU time spent since `before` (a [`used`] reading), if both readings were there.
+pub fn since(before: Option<Duration>) -> Option<Duration> {
+    Some(used()?.saturating_sub(before?))
+}
+
+/// The CPU time every RabbitMQ node on this machine (each an Erlang VM, `beam.smp`) has used
+/// so far; `None` when none runs here (a broker elsewhere). Beside [`used`], it says which
+/// side of a scenario is the busier: on two cores shared with the broker, a scenario whose
+/// broker spends more per message than the client is limited by the broker.
+pub fn broker_used() -> Option<Duration> {
+    let mut total = None;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let pid = entry.file_name();
+        let Some(pid) = pid
+            .to_str()
+            .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.trim() == "beam.smp"
+            && let Some(cpu) = of_process(pid)
+        {
+            total = Some(total.unwrap_or(Duration::ZERO) + cpu);
+        }
+    }
+    total
+}
+
+/// The broker's CPU time since `before` (a [`broker_used`] reading).
+pub fn broker_since(before: Option<Duration>) -> Option<Duration> {
+    Some(broker_used()?.saturating_sub(before?))
+}
+
+/// The user plus system CPU time of process `pid` (or `self`), from its `/proc` stat.
+fn of_process(pid: &str) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may hold spaces: count from after it.
     let after = stat.get(stat.rfind(')')? + 2..)?;
     let mut fields = after.split(' ');
@@ -20,11 +59,6 @@ pub fn used() -> Option<Duration> {
     Some(Duration::from_millis(
         (user + system) * 1000 / TICKS_PER_SECOND,
     ))
-}
-
-/// The CPU time spent since `before` (a [`used`] reading), if both readings were there.
-pub fn since(before: Option<Duration>) -> Option<Duration> {
-    Some(used()?.saturating_sub(before?))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use warren_runtime::{Connection, Delivery, HandlerError, Topology, Worker};
 
-use crate::{Count, Handlers, Result, consumers, order, publishers, types, windowed};
+use crate::{Count, Handlers, Result, Round, consumers, order, publishers, types, windowed};
 
 /// A handler that fails each message's first `fails` attempts (retryable), then succeeds,
 /// recording when every attempt started.
@@ -99,21 +99,31 @@ async fn publish(
     .await
 }
 
-/// Runs a worker on `topology` with `failing` on every retry consumer until it saw `n`
-/// successes, after publishing `n` messages to `queue`. Returns the time from the first
-/// publish to the last success.
+/// Publishes `failing`'s `n` messages to `queue` (the plain confirmed-publish rate of the
+/// same messages), then runs a worker on `topology` with `failing` on every retry consumer
+/// until it saw `n` successes. Returns both rounds: the publish, and the worker's, from its
+/// start to the last success (the retry path alone: the queue was filled first).
 async fn run(
     connection: &Connection,
     topology: &Topology,
     queue: &str,
     failing: &Failing,
     timeout: Duration,
-) -> Result<Duration> {
+) -> Result<(Round, Round)> {
+    let publishing = Round::measure(async {
+        let started = Instant::now();
+        publish(connection, topology, queue, failing.0.n).await?;
+        Ok(started.elapsed())
+    })
+    .await?;
     let worker = Worker::new(connection.clone(), topology.clone());
     let stop = worker.shutdown_handle();
-    let idle = Count(Arc::new((Default::default(), Notify::new(), usize::MAX)));
-    let running = tokio::spawn(
-        Handlers {
+    let mut running = None;
+    let retrying = Round::measure(async {
+        let started = Instant::now();
+        let done = failing.0.done.notified();
+        let idle = Count(Arc::new((Default::default(), Notify::new(), usize::MAX)));
+        let handlers = Handlers {
             burn_1: idle.clone(),
             burn_2: idle.clone(),
             burn_4: idle.clone(),
@@ -125,28 +135,29 @@ async fn run(
             retry_timing_jitter: failing.clone(),
             // Idle: nothing calls it in this scenario.
             price_order: crate::rpc::Pricer,
-        }
-        .run(worker),
-    );
-    let started = Instant::now();
-    let done = failing.0.done.notified();
-    publish(connection, topology, queue, failing.0.n).await?;
-    tokio::time::timeout(timeout, done)
-        .await
-        .map_err(|_| format!("not every message succeeded within {timeout:?}"))?;
-    let elapsed = started.elapsed();
+        };
+        running = Some(tokio::spawn(handlers.run(worker)));
+        tokio::time::timeout(timeout, done)
+            .await
+            .map_err(|_| format!("not every message succeeded within {timeout:?}"))?;
+        Ok(started.elapsed())
+    })
+    .await?;
     stop.shutdown();
-    running.await??;
-    Ok(elapsed)
+    if let Some(running) = running {
+        running.await??;
+    }
+    Ok((publishing, retrying))
 }
 
-/// Messages per second through one failure and one retry, for `queue`.
+/// The rounds of `n` messages through one failure and one retry on `queue`: their plain
+/// confirmed publish, and the retry path (see [`run`]).
 pub async fn throughput(
     connection: &Connection,
     topology: &Topology,
     queue: &str,
     n: usize,
-) -> Result<Duration> {
+) -> Result<(Round, Round)> {
     let failing = Failing::new(1, n);
     run(
         connection,
