@@ -99,29 +99,16 @@ async fn publish(
     .await
 }
 
-/// Publishes `failing`'s `n` messages to `queue` (the plain confirmed-publish rate of the
-/// same messages), then runs a worker on `topology` with `failing` on every retry consumer
-/// until it saw `n` successes. Returns both rounds: the publish, and the worker's, from its
-/// start to the last success (the retry path alone: the queue was filled first).
-async fn run(
-    connection: &Connection,
-    topology: &Topology,
-    queue: &str,
-    failing: &Failing,
-    timeout: Duration,
-) -> Result<(Round, Round)> {
-    let publishing = Round::measure(async {
-        let started = Instant::now();
-        publish(connection, topology, queue, failing.0.n).await?;
-        Ok(started.elapsed())
-    })
-    .await?;
-    let worker = Worker::new(connection.clone(), topology.clone());
-    let stop = worker.shutdown_handle();
-    let mut running = None;
-    let retrying = Round::measure(async {
-        let started = Instant::now();
-        let done = failing.0.done.notified();
+/// A worker on `topology` running `failing` on every retry consumer.
+struct Running {
+    stop: warren_runtime::ShutdownHandle,
+    task: tokio::task::JoinHandle<std::result::Result<(), warren_runtime::WorkerError>>,
+}
+
+impl Running {
+    fn start(connection: &Connection, topology: &Topology, failing: &Failing) -> Self {
+        let worker = Worker::new(connection.clone(), topology.clone());
+        let stop = worker.shutdown_handle();
         let idle = Count(Arc::new((Default::default(), Notify::new(), usize::MAX)));
         let handlers = Handlers {
             burn_1: idle.clone(),
@@ -136,22 +123,27 @@ async fn run(
             // Idle: nothing calls it in this scenario.
             price_order: crate::rpc::Pricer,
         };
-        running = Some(tokio::spawn(handlers.run(worker)));
-        tokio::time::timeout(timeout, done)
-            .await
-            .map_err(|_| format!("not every message succeeded within {timeout:?}"))?;
-        Ok(started.elapsed())
-    })
-    .await?;
-    stop.shutdown();
-    if let Some(running) = running {
-        running.await??;
+        let task = tokio::spawn(handlers.run(worker));
+        Self { stop, task }
     }
-    Ok((publishing, retrying))
+
+    async fn stop(self) -> Result<()> {
+        self.stop.shutdown();
+        self.task.await??;
+        Ok(())
+    }
+}
+
+/// Waits until `failing` saw all its successes, for at most `timeout`.
+async fn succeeded(failing: &Failing, timeout: Duration) -> Result<()> {
+    tokio::time::timeout(timeout, failing.0.done.notified())
+        .await
+        .map_err(|_| format!("not every message succeeded within {timeout:?}").into())
 }
 
 /// The rounds of `n` messages through one failure and one retry on `queue`: their plain
-/// confirmed publish, and the retry path (see [`run`]).
+/// confirmed publish, then the retry path alone, from a worker's start on the filled queue
+/// to the last success.
 pub async fn throughput(
     connection: &Connection,
     topology: &Topology,
@@ -159,14 +151,24 @@ pub async fn throughput(
     n: usize,
 ) -> Result<(Round, Round)> {
     let failing = Failing::new(1, n);
-    run(
-        connection,
-        topology,
-        queue,
-        &failing,
-        Duration::from_secs(600),
-    )
-    .await
+    let publishing = Round::measure(async {
+        let started = Instant::now();
+        publish(connection, topology, queue, n).await?;
+        Ok(started.elapsed())
+    })
+    .await?;
+    let mut running = None;
+    let retrying = Round::measure(async {
+        let started = Instant::now();
+        running = Some(Running::start(connection, topology, &failing));
+        succeeded(&failing, Duration::from_secs(600)).await?;
+        Ok(started.elapsed())
+    })
+    .await?;
+    if let Some(running) = running {
+        running.stop().await?;
+    }
+    Ok((publishing, retrying))
 }
 
 /// What the timing scenario measured: errors of the redelivery delays against the schedule.
@@ -188,14 +190,12 @@ pub async fn timing(
     jitter: bool,
 ) -> Result<Timing> {
     let failing = Failing::new(3, n);
-    run(
-        connection,
-        topology,
-        queue,
-        &failing,
-        Duration::from_secs(120),
-    )
-    .await?;
+    // Published to a running worker, as messages reach a service: the cohort fails as it
+    // arrives rather than all at once.
+    let running = Running::start(connection, topology, &failing);
+    publish(connection, topology, queue, n).await?;
+    succeeded(&failing, Duration::from_secs(120)).await?;
+    running.stop().await?;
     let schedule = [200u64, 400, 800].map(Duration::from_millis);
     let mut errors = Vec::new();
     let attempts = failing.0.attempts.lock().unwrap_or_else(|e| e.into_inner());
