@@ -8,12 +8,9 @@
 //! earlier work counts as resident from the start, so the growth over the RSS before is shown
 //! beside it.
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
 
 use lapin::types::ShortString;
-use tokio::sync::Notify;
 use warren_runtime::{Connection, Delivery, HandlerError, Topology, Worker};
 
 use crate::{Count, ROUNDS, Result, Round, Row, consumers, lapin_consume_with, types};
@@ -72,7 +69,7 @@ async fn measure(consume: impl Future<Output = Result<Duration>>) -> Result<(Rou
 
 /// The warren worker with only `consume_backlog` registered, until it has handled `n`.
 async fn warren(connection: &Connection, topology: &Topology, n: usize) -> Result<Duration> {
-    let count = Count(Arc::new((AtomicUsize::new(0), Notify::new(), n)));
+    let count = Count::new(n);
     let mut worker = Worker::new(connection.clone(), topology.clone());
     consumers::register::consume_backlog(&mut worker, count.clone());
     let stop = worker.shutdown_handle();

@@ -334,9 +334,14 @@ impl consumers::ConsumeOrder for Count {
 }
 
 impl Count {
+    /// A handler that notifies once it has seen `n` messages.
+    fn new(n: usize) -> Self {
+        Self(Arc::new((AtomicUsize::new(0), Notify::new(), n)))
+    }
+
     /// For consumers that get no messages in a scenario.
     fn idle() -> Self {
-        Self(Arc::new((AtomicUsize::new(0), Notify::new(), usize::MAX)))
+        Self::new(usize::MAX)
     }
 }
 
@@ -382,7 +387,7 @@ async fn warren_consume(
     n: usize,
     validate: bool,
 ) -> Result<Duration> {
-    let count = Count(Arc::new((AtomicUsize::new(0), Notify::new(), n)));
+    let count = Count::new(n);
     let worker = Worker::new(connection.clone(), topology.clone()).schema_validation(validate);
     let stop = worker.shutdown_handle();
     let started = Instant::now();

@@ -109,7 +109,7 @@ impl Running {
     fn start(connection: &Connection, topology: &Topology, failing: &Failing) -> Self {
         let worker = Worker::new(connection.clone(), topology.clone());
         let stop = worker.shutdown_handle();
-        let idle = Count(Arc::new((Default::default(), Notify::new(), usize::MAX)));
+        let idle = Count::idle();
         let handlers = Handlers {
             burn_1: idle.clone(),
             burn_2: idle.clone(),
