@@ -273,6 +273,32 @@ impl Connection {
         }
     }
 
+    /// Times the link was lost and restored: what was learnt through an older link may
+    /// no longer hold.
+    pub(crate) fn reconnects(&self) -> u64 {
+        lock(&self.shared.record).reconnects
+    }
+
+    /// Opens a plain lapin connection (no supervisor, nothing re-declared), through the same
+    /// guard and settings as the link, to the URL the link is on, named `name` plus
+    /// `purpose`: for a probe of the broker that may cost the connection it runs on, never
+    /// the link.
+    pub(crate) async fn open_aside(
+        &self,
+        purpose: &str,
+    ) -> Result<Arc<lapin::Connection>, lapin::Error> {
+        let settings = &self.shared.settings;
+        let index = lock(&self.shared.record).url.unwrap_or(0);
+        let url = settings
+            .urls
+            .get(index)
+            .ok_or_else(|| self.unavailable().into_lapin())?;
+        let mut aside = settings.clone();
+        aside.name = format!("{} ({purpose})", settings.name);
+        let attempt = tokio::time::timeout(ATTEMPT_TIMEOUT, open(url, &aside)).await;
+        Ok(attempt.unwrap_or_else(|_| Err(timed_out()))?.connection)
+    }
+
     /// Whether [`Connection::close`] was called.
     pub(crate) fn is_closed(&self) -> bool {
         matches!(*self.shared.link.borrow(), Link::Closed)

@@ -31,6 +31,13 @@
 //! - a request that cannot be decoded or validated, or has no `reply-to` or `correlation-id`,
 //!   is dead-lettered as poison, and its caller (where it named one) gets a `failed` reply at
 //!   once rather than a timeout;
+//! - a request whose `reply-to` starts like a direct reply-to address but is not one RabbitMQ
+//!   can decode, or names a node hash no running node has (a forgery, or a caller whose node
+//!   left the cluster), is dead-lettered as poison (`decode`) before it is handled, and
+//!   nothing is sent to it: RabbitMQ 3.10 answers a publish to such an address by closing the
+//!   publisher's whole connection (541). The first request naming a node is checked by a
+//!   probe on a connection of the server's own, which pays for a bad one; what it learns
+//!   is believed for ten seconds, and forgotten when the server's connection reconnects;
 //! - a handler's response or declared error is validated against its schema before it is
 //!   sent; one that breaks it, or is larger than the worker's
 //!   [`max_body_bytes`](crate::Worker::max_body_bytes) (which callers apply to replies by
@@ -57,8 +64,8 @@
 //!
 //! Replies are published by the consumer's channel for copies (in confirm mode), to the
 //! default exchange only, never `mandatory`: a caller that gave up has no channel left to
-//! receive its reply, and the broker drops it (as it drops a reply to a forged direct
-//! reply-to address). A `reply-to` naming a queue is allowed (classic RPC, where the caller
+//! receive its reply, and the broker drops it (as it drops a reply to a direct reply-to
+//! address whose channel is gone). A `reply-to` naming a queue is allowed (classic RPC, where the caller
 //! reads its replies from a queue of its own). So any producer allowed to publish to a
 //! server's request queue can make it publish replies (`failed` ones included) to any queue
 //! of the virtual host, through the default exchange: grant write access to request queues
@@ -87,6 +94,7 @@
 
 mod client;
 mod reply;
+pub(crate) mod reply_to;
 
 pub(crate) use reply::{Answer, properties as reply_properties};
 

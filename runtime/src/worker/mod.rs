@@ -13,6 +13,7 @@ mod dead_letters;
 pub(crate) mod decode;
 mod observe;
 mod policy;
+mod reply_nodes;
 mod rpc;
 mod runner;
 pub(crate) mod settle;

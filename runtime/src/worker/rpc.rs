@@ -22,6 +22,7 @@ use super::breaker::Breaker;
 use super::consume::{Panicked, one_at_a_time, run_handler, settled_even_on_panic};
 use super::decode::{decode, retries_so_far};
 use super::policy::{Failure, Outcome, dead_letter_outcome};
+use super::reply_nodes::{NodeCheck, ReplyNodes};
 use super::runner::Runner;
 use super::settle::{MAX_ERROR_BYTES, Settler, truncate};
 use super::{ConsumerSpec, Context, Registered, Task};
@@ -30,6 +31,7 @@ use crate::error::Chain;
 use crate::metrics::{Outcome as Settled, ReplyMetrics};
 use crate::model::{FailureReason, headers};
 use crate::publisher::Routing;
+use crate::rpc::reply_to::{ReplyAddress, classify};
 use crate::rpc::{Answer, DeclaredErrors, Operation, RpcHandler, RpcHandlerError, encode_payload};
 use crate::schema::Validators;
 use crate::{Message, PublishError};
@@ -51,25 +53,46 @@ impl<O, H> Server<O, H> {
 }
 
 /// Where a request's reply goes: its `reply-to` (on the default exchange) and its
-/// correlation id, both AMQP short strings as they came.
+/// correlation id, both AMQP short strings as they came, and the node a direct reply-to
+/// address names.
 struct ReplyTo {
     address: ShortString,
     correlation_id: ShortString,
+    /// The node hash of a direct reply-to address, checked before anything is sent to it.
+    node: Option<u64>,
 }
 
 impl ReplyTo {
-    /// Where `raw`'s reply goes; the error names what it lacks.
-    fn of(raw: &Taken) -> Result<Self, &'static str> {
+    /// Where `raw`'s reply goes; the error says why it cannot be answered.
+    fn of(raw: &Taken) -> Result<Self, String> {
         let present =
             |value: &Option<ShortString>| value.clone().filter(|value| !value.as_str().is_empty());
-        let address = present(raw.properties.reply_to()).ok_or("reply-to")?;
-        let correlation_id = present(raw.properties.correlation_id()).ok_or("correlation id")?;
+        let missing = |what| {
+            format!("an RPC request needs a reply-to and a correlation id; this one has no {what}")
+        };
+        let address = present(raw.properties.reply_to()).ok_or_else(|| missing("reply-to"))?;
+        let correlation_id =
+            present(raw.properties.correlation_id()).ok_or_else(|| missing("correlation id"))?;
+        let node = match classify(address.as_str()) {
+            Ok(ReplyAddress::Direct { node }) => Some(node),
+            Ok(ReplyAddress::Queue) => None,
+            Err(why) => {
+                let address = truncate(address.as_str(), MAX_ADDRESS_SHOWN);
+                return Err(format!(
+                    "its reply-to `{address}` cannot be answered: {why} (RabbitMQ closes the connection of a publisher replying to it)"
+                ));
+            }
+        };
         Ok(Self {
             address,
             correlation_id,
+            node,
         })
     }
 }
+
+/// How much of a refused reply-to an error quotes.
+const MAX_ADDRESS_SHOWN: usize = 96;
 
 /// What serving one request needs.
 struct Serving<H> {
@@ -79,6 +102,7 @@ struct Serving<H> {
     handler: Arc<H>,
     max_body_bytes: usize,
     replies: Arc<ReplyMetrics>,
+    reply_nodes: Arc<ReplyNodes>,
 }
 
 /// Why a reply was not sent.
@@ -153,14 +177,15 @@ impl<H> Serving<H> {
         }
         let reply_to = match ReplyTo::of(raw) {
             Ok(reply_to) => reply_to,
-            Err(missing) => {
-                let error = format!(
-                    "an RPC request needs a reply-to and a correlation id; this one has no {missing}"
-                );
+            Err(error) => {
                 let failure = Failure::Poison(FailureReason::Decode);
                 return settler.fail(raw, failure, retries, &error).await;
             }
         };
+        // Before any work: a request that cannot be answered is not handled.
+        if let Err((failure, error)) = self.reachable(&reply_to).await {
+            return settler.fail(raw, failure, retries, &error).await;
+        }
         let validators = self.validators.as_deref();
         let delivery =
             match decode::<O::Request>(raw, &settler.queue, validators, self.max_body_bytes) {
@@ -235,6 +260,30 @@ impl<H> Serving<H> {
         settler
             .fail_as(raw, failure, outcome, retries, &error)
             .await;
+    }
+
+    /// Whether a reply to `reply_to` can be published without costing the connection: a
+    /// direct reply-to address must name a running node (`reply_nodes`). A node that does
+    /// not run makes the request poison (its caller can never read a reply); a probe that
+    /// could not tell makes it a retryable failure, retried by the queue's policy.
+    async fn reachable(&self, reply_to: &ReplyTo) -> Result<(), (Failure, String)> {
+        let Some(node) = reply_to.node else {
+            return Ok(());
+        };
+        let address = reply_to.address.as_str();
+        match self.reply_nodes.check(node, address).await {
+            NodeCheck::Running => Ok(()),
+            NodeCheck::NotRunning => Err((
+                Failure::Poison(FailureReason::Decode),
+                format!(
+                    "its reply-to names node hash {node}, which no running node has (the caller's node left the cluster, or the address is forged); RabbitMQ closes the connection of a publisher replying to it"
+                ),
+            )),
+            NodeCheck::Unknown(why) => Err((
+                Failure::Retryable,
+                format!("whether the node of its reply-to (hash {node}) runs is unknown: {why}"),
+            )),
+        }
     }
 
     /// An encoded answer, refused when it is larger than the worker's body cap: callers read
@@ -406,6 +455,7 @@ impl<O: Operation, H: RpcHandler<O>> Registered for Server<O, H> {
     fn start(self: Box<Self>, context: Context) -> Task {
         Box::pin(async move {
             let replies = Arc::new(ReplyMetrics::new(self.spec.name, &context.queue));
+            let reply_nodes = Arc::new(ReplyNodes::new(context.copies.clone()));
             let Some(runner) = Runner::start::<O::Request>(self.spec, context).await? else {
                 return Ok(());
             };
@@ -417,6 +467,7 @@ impl<O: Operation, H: RpcHandler<O>> Registered for Server<O, H> {
                     handler: self.handler.clone(),
                     max_body_bytes: runner.context.settings.max_body_bytes,
                     replies: replies.clone(),
+                    reply_nodes: reply_nodes.clone(),
                 };
                 async move {
                     let served = || serving.serve::<O>(&raw);
@@ -425,6 +476,7 @@ impl<O: Operation, H: RpcHandler<O>> Registered for Server<O, H> {
                     // after any dead-lettering, rather than left to time out.
                     if let (Err(Panicked { settled_here: true }), Ok(reply_to)) =
                         (panicked, ReplyTo::of(&raw))
+                        && serving.reachable(&reply_to).await.is_ok()
                     {
                         let detail = "the server could not handle the request (internal-error)";
                         let reason = FailureReason::InternalError;

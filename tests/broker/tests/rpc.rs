@@ -527,7 +527,8 @@ async fn malformed_requests_are_refused_and_their_callers_told() {
     let error = dead[0].last_error().unwrap_or_default();
     assert!(error.contains("no reply-to"), "{error}");
 
-    // A forged direct reply-to address: the broker drops the reply, and the server goes on.
+    // A forged direct reply-to address (one token, which the broker would drop): refused
+    // unhandled, as every address RabbitMQ did not issue is, and the server goes on.
     let mut tenant = FieldTable::default();
     tenant.insert(
         ShortString::from("tenant"),
@@ -545,7 +546,11 @@ async fn malformed_requests_are_refused_and_their_callers_told() {
             .with_headers(tenant),
     )
     .await;
-    quoter.seen.wait_for(1, WAIT).await;
+    let dead = h.dead_letters(1, WAIT).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].reason(), Some("decode"));
+    let error = dead[0].last_error().unwrap_or_default();
+    assert!(error.contains("reply-to"), "{error}");
     let answer = rpcs
         .quote_price(
             &request("m-4", types::QuoteRequestBehaviour::Ok),
@@ -555,17 +560,7 @@ async fn malformed_requests_are_refused_and_their_callers_told() {
         .expect("the server still answers");
     assert_eq!(answer.id, "m-4");
     let ids: Vec<String> = quoter.seen.all().into_iter().map(|s| s.id).collect();
-    assert_eq!(
-        ids,
-        ["m-3", "m-4"],
-        "only the valid requests reached the handler"
-    );
-    assert!(
-        h.dead_letters(1, Duration::from_millis(300))
-            .await
-            .is_empty(),
-        "the forged reply-to's request was answered and acknowledged"
-    );
+    assert_eq!(ids, ["m-4"], "only the valid request reached the handler");
     h.stop().await.expect("clean shutdown");
 }
 
@@ -1030,13 +1025,26 @@ async fn hostile_reply_to_addresses_and_deadlines_harm_nothing() {
     let lowest = AMQPValue::LongLongInt(i64::MIN);
     publish("lowest-deadline", "nowhere".into(), Some(lowest)).await;
 
-    quoter.seen.wait_for(7, WAIT).await;
-    let mut dead = h.dead_letters(3, WAIT).await;
-    dead.sort_by_key(|d| d.reason().map(str::to_owned));
+    quoter.seen.wait_for(6, WAIT).await;
+    let mut dead = h.dead_letters(4, WAIT).await;
+    dead.sort_by_key(|d| (d.reason().map(str::to_owned), d.header("x-rpc-status")));
     let reasons: Vec<_> = dead.iter().map(|d| d.reason()).collect();
-    assert_eq!(reasons, [Some("decode"), Some("expired"), Some("expired")]);
+    assert_eq!(
+        reasons,
+        [
+            Some("decode"),
+            Some("decode"),
+            Some("expired"),
+            Some("expired")
+        ]
+    );
     assert!(
-        dead[0].header("x-rpc-status").is_some(),
+        dead[0].last_error().is_some_and(|e| e.contains("reply-to")),
+        "the dangling direct reply-to, refused unhandled: {:?}",
+        dead[0].last_error()
+    );
+    assert!(
+        dead[1].header("x-rpc-status").is_some(),
         "the reply to the request queue itself, dead-lettered there"
     );
     let mut ids: Vec<String> = quoter.seen.all().into_iter().map(|s| s.id).collect();
@@ -1044,7 +1052,6 @@ async fn hostile_reply_to_addresses_and_deadlines_harm_nothing() {
     assert_eq!(
         ids,
         [
-            "dangling",
             "exchange",
             "float-deadline",
             "huge-deadline",
@@ -1062,6 +1069,69 @@ async fn hostile_reply_to_addresses_and_deadlines_harm_nothing() {
         .await
         .expect("the server still answers");
     assert_eq!(answer.id, "after");
+    assert_eq!(h.ready("quotes").await, 0);
+    h.stop().await.expect("clean shutdown");
+}
+
+/// A direct reply-to address RabbitMQ cannot decode (two tokens that are not base64, base64
+/// of something other than a pid, a pid whose node hash no running node has) closed the
+/// whole connection of the server that replied to it (541 INTERNAL_ERROR on 3.10), and the
+/// request, unconfirmed, came back after the reconnect to do it again: one request took a
+/// server down for good. Now each is dead-lettered unhandled (the hash found out by a probe
+/// on a connection of its own), and the server's connection never drops. Failed before the
+/// fix: the connection reconnected and the forged requests were handled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_direct_reply_to_addresses_never_cost_the_server_its_connection() {
+    let (h, quoter, _client, rpcs) = serving("rpc-forged-reply-to").await;
+    let forged = [
+        ("tokens", "amq.rabbitmq.reply-to.a.b"),
+        ("not-base64", "amq.rabbitmq.reply-to.!!!!.b"),
+        // term_to_binary({a, b})
+        ("not-a-pid", "amq.rabbitmq.reply-to.g2gCZAABYWQAAWI=.a"),
+        // A pid on node `reply@1`: no running node has the hash 1.
+        (
+            "unknown-node",
+            "amq.rabbitmq.reply-to.g1h2AAdyZXBseUAxAAAAAAAAAAAAAAAA.a",
+        ),
+    ];
+    for (id, reply_to) in forged {
+        let body = serde_json::to_vec(&request(id, types::QuoteRequestBehaviour::Ok))
+            .expect("serializable");
+        h.publish_raw_to(
+            "",
+            &h.name("quotes"),
+            &body,
+            BasicProperties::default()
+                .with_content_type(ShortString::from("application/json"))
+                .with_reply_to(ShortString::from(reply_to))
+                .with_correlation_id(ShortString::from(id)),
+        )
+        .await;
+    }
+    let dead = h.dead_letters(forged.len(), WAIT).await;
+    for letter in &dead {
+        assert_eq!(letter.reason(), Some("decode"), "{:?}", letter.last_error());
+        assert!(
+            letter.last_error().is_some_and(|e| e.contains("reply-to")),
+            "{:?}",
+            letter.last_error()
+        );
+    }
+    let answer = with_timeout(&rpcs, Duration::from_secs(5))
+        .quote_price(
+            &request("after", types::QuoteRequestBehaviour::Ok),
+            &headers(),
+        )
+        .await
+        .expect("the server still answers");
+    assert_eq!(answer.id, "after");
+    let ids: Vec<String> = quoter.seen.all().into_iter().map(|s| s.id).collect();
+    assert_eq!(ids, ["after"], "no forged request reached the handler");
+    let health = h.connection.health();
+    assert_eq!(
+        health.reconnects, 0,
+        "the server's connection dropped: {health:?}"
+    );
     assert_eq!(h.ready("quotes").await, 0);
     h.stop().await.expect("clean shutdown");
 }
