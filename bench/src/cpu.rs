@@ -63,16 +63,27 @@ fn of_process(pid: &str) -> Option<Duration> {
 
 #[cfg(test)]
 mod tests {
+    /// Work shows up as CPU time, in whole ticks, and `since` never goes backwards. How much
+    /// CPU a span of wall time gets is the scheduler's business (a loaded machine gave a
+    /// 200 ms spin 40 ms): the spin runs until the reading moves, however long that takes.
     #[test]
     fn cpu_time_grows_with_work() {
         let before = super::used().expect("/proc/self/stat is there on Linux");
-        let started = std::time::Instant::now();
         let mut x = 0u64;
-        while started.elapsed() < std::time::Duration::from_millis(200) {
-            x = x.wrapping_mul(31).wrapping_add(7);
-        }
-        std::hint::black_box(x);
-        let spent = super::since(Some(before)).expect("a second reading");
-        assert!(spent >= std::time::Duration::from_millis(100), "{spent:?}");
+        let spent = loop {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+            let spent = super::since(Some(before)).expect("a second reading");
+            if spent > std::time::Duration::ZERO {
+                break spent;
+            }
+        };
+        assert_eq!(spent.as_millis() % 10, 0, "whole 10 ms ticks: {spent:?}");
+        let after = super::used().expect("a third reading");
+        assert!(
+            after >= before + spent,
+            "{before:?} + {spent:?} > {after:?}"
+        );
     }
 }

@@ -30,4 +30,4 @@ if [ -z "${AMQP_URL:-}" ]; then
     export AMQP_URL="amqp://guest:guest@127.0.0.1:5672/%2f"
 fi
 
-cargo test --workspace --locked "$@"
+cargo test --workspace --locked --no-fail-fast "$@"

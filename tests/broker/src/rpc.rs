@@ -4,8 +4,10 @@
 //! `RpcClients` to call them (tests/rpc.rs, tests/metrics.rs).
 
 use std::num::NonZeroU64;
+use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Semaphore;
 use warren_runtime::NoErrors;
 use warren_runtime::{Delivery, HandlerError, RpcClient, RpcHandlerError};
 use warren_testkit::Seen;
@@ -27,11 +29,22 @@ pub struct Served {
 }
 
 /// The test server of both rpcs: records each request, then answers as its `behaviour`
-/// says, after its `delay_ms`.
-#[derive(Clone, Default)]
+/// says, after its `delay_ms` (a `hold` request once [`Quoter::open`] was called).
+#[derive(Clone)]
 pub struct Quoter {
     /// Every request handled, in order.
     pub seen: Seen<Served>,
+    /// What `hold` requests wait for: closed (no permits) until [`Quoter::open`].
+    gate: Arc<Semaphore>,
+}
+
+impl Default for Quoter {
+    fn default() -> Self {
+        Self {
+            seen: Seen::default(),
+            gate: Arc::new(Semaphore::new(0)),
+        }
+    }
 }
 
 /// What the handler answers instead of a quote: the declared error (`unknown_sku`), or a
@@ -42,6 +55,11 @@ enum Refusal {
 }
 
 impl Quoter {
+    /// Opens the gate: every `hold` request, waiting or to come, is answered.
+    pub fn open(&self) {
+        self.gate.add_permits(Semaphore::MAX_PERMITS / 2);
+    }
+
     /// Records `request`, waits its delay, and answers it.
     async fn answer(
         &self,
@@ -58,10 +76,14 @@ impl Quoter {
             let delay = u64::try_from(delay).unwrap_or_default();
             tokio::time::sleep(Duration::from_millis(delay)).await;
         }
+        if payload.behaviour == types::QuoteRequestBehaviour::Hold {
+            // A permit is handed back at once: an open gate stays open.
+            drop(self.gate.acquire().await);
+        }
         let price = i64::try_from(payload.quantity.get()).unwrap_or(i64::MAX) * 10;
         use types::QuoteRequestBehaviour as B;
         match payload.behaviour {
-            B::Ok | B::Slow => Ok(types::PriceQuote {
+            B::Ok | B::Slow | B::Hold => Ok(types::PriceQuote {
                 id: payload.id,
                 price,
                 note: None,

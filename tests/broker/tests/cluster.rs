@@ -439,9 +439,20 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
         .filter(|id| fate(number(id)) == Fate::Fatal)
         .chain(&missing)
         .collect();
+    // Gathered until every expected id is found or the dead-letter queue stays empty: a
+    // loaded machine drains a quorum queue on three nodes slowly, and a fixed 30 s counted
+    // the last dead letters, still in the queue, as lost.
+    let ids = |messages: Vec<warren_testkit::DeadMessage>| -> Vec<String> {
+        messages
+            .iter()
+            .filter_map(|message| {
+                let body: serde_json::Value = serde_json::from_slice(&message.body).ok()?;
+                Some(body["id"].as_str()?.to_owned())
+            })
+            .collect()
+    };
     let mut dead: BTreeSet<String> = BTreeSet::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
+    loop {
         let wanted = expected.iter().filter(|id| !dead.contains(**id)).count();
         if wanted == 0 {
             break;
@@ -450,15 +461,28 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
             .deployed
             .take_dead_letters("cluster.dead", wanted, Duration::from_secs(1))
             .await;
-        dead.extend(taken.iter().filter_map(|message| {
-            let body: serde_json::Value = serde_json::from_slice(&message.body).ok()?;
-            Some(body["id"].as_str()?.to_owned())
-        }));
+        let none_taken = taken.is_empty();
+        dead.extend(ids(taken));
+        if none_taken && harness.deployed.ready("cluster.dead").await == 0 {
+            break;
+        }
+    }
+    // The retries still held in wait queues, by id (taken: the test is over): a message is
+    // lost only when it is in no queue once everything settled.
+    let namespace = harness.name("");
+    let mut held_ids: BTreeSet<String> = BTreeSet::new();
+    for (name, count) in &held_after {
+        let contract_name = name.strip_prefix(&namespace).unwrap_or(name);
+        let taken = harness
+            .deployed
+            .take_dead_letters(contract_name, *count, Duration::from_secs(1))
+            .await;
+        held_ids.extend(ids(taken));
     }
     let lost: Vec<&String> = published
         .confirmed
         .keys()
-        .filter(|id| !handled(id) && !dead.contains(*id))
+        .filter(|id| !handled(id) && !dead.contains(*id) && !held_ids.contains(*id))
         .collect();
 
     // Duplicates: attempts beyond what each confirmed message needed.
@@ -557,7 +581,6 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
                 "online",
             ],
         );
-        let namespace = harness.name("");
         for line in listed
             .lines()
             .filter(|l| l.contains(&namespace) && l.contains("cluster"))
@@ -582,12 +605,12 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
         );
     }
     // Every confirmed message is handled, dead-lettered, or (a broker fault, above) held
-    // in a wait queue where its depth shows it: none is gone.
-    let still_held: usize = held_after.values().sum();
+    // in a wait queue, where it was found: none is gone.
     assert!(
-        lost.len() <= still_held,
-        "{} confirmed messages were lost ({still_held} held in wait queues), e.g. {:?}",
+        lost.is_empty(),
+        "{} confirmed messages were lost (in no queue; {} held in wait queues), e.g. {:?}",
         lost.len(),
+        held_ids.len(),
         lost.iter().take(10).collect::<Vec<_>>()
     );
     assert!(

@@ -835,23 +835,23 @@ async fn a_lost_connection_fails_the_waiting_calls_and_the_next_call_goes_throug
         .expect("answered before the fault");
     assert_eq!(answer.id, "before");
 
+    // Held until the connection is gone: however slow the machine, no reply can come first.
     let waiting = tokio::spawn({
-        let rpcs = with_timeout(&rpcs, Duration::from_secs(10));
+        let rpcs = with_timeout(&rpcs, Duration::from_secs(60));
         async move {
-            rpcs.quote_price(&slow("during", Duration::from_secs(3)), &headers())
-                .await
+            rpcs.quote_price(
+                &request("during", types::QuoteRequestBehaviour::Hold),
+                &headers(),
+            )
+            .await
         }
     });
     quoter.seen.wait_for(2, WAIT).await;
-    let closed = Instant::now();
     tokio::task::block_in_place(|| broker.ctl(&["close_all_connections", "rpc test"]));
+    // Failed by the loss, not by its 60 s timeout.
     let lost = waiting.await.expect("the call task ran");
     assert!(matches!(lost, Err(RpcError::ConnectionLost)), "{lost:?}");
-    assert!(
-        closed.elapsed() < Duration::from_secs(2),
-        "failed when the connection went: {:?}",
-        closed.elapsed()
-    );
+    quoter.open();
 
     // At once, while the connection recovers: the call waits for it, within its timeout.
     let answer = with_timeout(&rpcs, Duration::from_secs(20))
