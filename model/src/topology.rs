@@ -6,7 +6,7 @@
 //! arguments the broker gets are derived from them by [`Queue::declare_arguments`], and
 //! [`Queue::arguments`] holds only the arguments no typed field sets.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::retry::{Exhausted, QUORUM_UNLIMITED, Retry};
@@ -279,6 +279,42 @@ impl Topology {
             }
         }
         Ok(())
+    }
+
+    /// The queues `queue`'s dead-lettering reaches, by name order: through the default
+    /// exchange the queue its key names; through an exchange every queue bound to it,
+    /// directly or through exchange-to-exchange bindings, whatever the binding key (a dead
+    /// letter keeps its own routing key, so any binding may match one).
+    pub fn reached_by_dead_letters(&self, queue: &Queue) -> BTreeSet<String> {
+        let mut found = BTreeSet::new();
+        let Some(dead_letter) = &queue.dead_letter else {
+            return found;
+        };
+        if dead_letter.exchange.is_empty() {
+            if let Some(key) = &dead_letter.routing_key
+                && self.queues.iter().any(|q| &q.name == key)
+            {
+                found.insert(key.clone());
+            }
+            return found;
+        }
+        // Exchanges reached from the dead-letter exchange, each visited once.
+        let mut exchanges = vec![dead_letter.exchange.clone()];
+        let mut seen = BTreeSet::new();
+        while let Some(exchange) = exchanges.pop() {
+            if !seen.insert(exchange.clone()) {
+                continue;
+            }
+            for binding in self.bindings.iter().filter(|b| b.exchange == exchange) {
+                match &binding.destination {
+                    Destination::Queue(q) => {
+                        found.insert(q.clone());
+                    }
+                    Destination::Exchange(e) => exchanges.push(e.clone()),
+                }
+            }
+        }
+        found
     }
 
     /// The queue named `name`.

@@ -128,6 +128,10 @@ codes! {
     ConflictingConsumers = "conflicting-consumers",
     /// A dead-letter target that routes dead letters to no queue.
     UnroutableDeadLetter = "unroutable-dead-letter",
+    /// (Warning) a dead-letter exchange, used without `dead_letter.routing_key`, whose
+    /// bindings do not match every key: a dead letter the broker makes (delivery limit,
+    /// expiry, overflow) keeps its own key, and one no binding matches is dropped.
+    UncaughtDeadLetterKey = "uncaught-dead-letter-key",
     /// (Warning) a dead-letter consumer (`dead_letters: true`) whose queue no queue of the
     /// contract dead-letters into.
     NoDeadLetters = "no-dead-letters",

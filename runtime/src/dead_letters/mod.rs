@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 
 use crate::connection::Connection;
 use crate::error::PublishError;
-use crate::model::{Destination, QueueRole, Topology};
+use crate::model::{QueueRole, Topology};
 
 pub use count::{Counts, Group, MAX_GROUPS};
 pub use peek::{MAX_PEEK, MAX_PEEK_BODY, Peeked};
@@ -145,35 +145,8 @@ impl DeadLetterQueue {
 pub fn dead_letter_queues(topology: &Topology) -> Vec<String> {
     let mut found = BTreeSet::new();
     for queue in &topology.queues {
-        if queue.role != QueueRole::Declared {
-            continue;
-        }
-        let Some(dead_letter) = &queue.dead_letter else {
-            continue;
-        };
-        if dead_letter.exchange.is_empty() {
-            if let Some(key) = &dead_letter.routing_key
-                && topology.queues.iter().any(|q| &q.name == key)
-            {
-                found.insert(key.clone());
-            }
-            continue;
-        }
-        // Exchanges reached from the dead-letter exchange, each visited once.
-        let mut exchanges = vec![dead_letter.exchange.clone()];
-        let mut seen = BTreeSet::new();
-        while let Some(exchange) = exchanges.pop() {
-            if !seen.insert(exchange.clone()) {
-                continue;
-            }
-            for binding in topology.bindings.iter().filter(|b| b.exchange == exchange) {
-                match &binding.destination {
-                    Destination::Queue(q) => {
-                        found.insert(q.clone());
-                    }
-                    Destination::Exchange(e) => exchanges.push(e.clone()),
-                }
-            }
+        if queue.role == QueueRole::Declared {
+            found.extend(topology.reached_by_dead_letters(queue));
         }
     }
     found.into_iter().collect()

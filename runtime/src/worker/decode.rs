@@ -70,13 +70,18 @@ pub(crate) fn is_retry_copy(raw: &lapin::message::Delivery, queue: &str) -> bool
 
 /// The exchange and routing key the message was first published with: after a retry hop
 /// through a wait queue the delivery's own are the default exchange and the queue's name.
+/// The headers saying so are believed only on a delivery through the default exchange, the
+/// way warren's copies and redrives come: on one through an exchange, the delivery's own
+/// route is the original, and a header naming another is a producer's forgery.
 ///
 /// A header value longer than AMQP's 255-byte names is not a route any broker delivered, and
 /// publishing a dead-letter copy to it would panic in lapin (`ShortString::from`), so the
 /// delivery's own route stands in for it (found while fuzzing the decode path).
 pub(crate) fn original_route(raw: &lapin::message::Delivery) -> (String, String) {
     let table = raw.properties.headers().as_ref();
-    let header = |key| header_str(table, key).filter(|value| value.len() <= MAX_SHORT_STRING);
+    let copied = raw.exchange.as_str().is_empty();
+    let header =
+        |key| header_str(table, key).filter(|value| copied && value.len() <= MAX_SHORT_STRING);
     (
         header(headers::ORIGINAL_EXCHANGE).unwrap_or_else(|| raw.exchange.to_string()),
         header(headers::ORIGINAL_ROUTING_KEY).unwrap_or_else(|| raw.routing_key.to_string()),
@@ -392,11 +397,13 @@ mod tests {
         }
     }
 
-    /// A publisher may set `x-original-*` headers to anything; one longer than an AMQP name
-    /// used to become the routing key of the dead-letter copy, and lapin panicked on it.
+    /// A publisher may set `x-original-*` headers to anything. One longer than an AMQP name
+    /// used to become the routing key of the dead-letter copy, and lapin panicked on it; one
+    /// on a delivery through an exchange (not a copy's or a redrive's way) named a route the
+    /// dead-letter exchange need not know.
     #[test]
-    fn an_original_route_too_long_for_amqp_falls_back_to_the_delivery() {
-        let route = |exchange: &str, key: &str| {
+    fn only_a_copy_s_original_route_within_amqp_names_is_believed() {
+        let route = |delivered_by: &str, exchange: &str, key: &str| {
             let mut table = FieldTable::default();
             for (name, value) in [
                 (headers::ORIGINAL_EXCHANGE, exchange),
@@ -409,7 +416,7 @@ mod tests {
             }
             let mut raw = lapin::message::Delivery::mock(
                 1,
-                ShortString::from("jobs"),
+                ShortString::from(delivered_by),
                 ShortString::from("job.created"),
                 false,
                 Vec::new(),
@@ -419,11 +426,19 @@ mod tests {
         };
         let long = "k".repeat(256);
         assert_eq!(
-            route(&long, &long),
-            ("jobs".to_owned(), "job.created".to_owned())
+            route("", &long, &long),
+            (String::new(), "job.created".to_owned())
         );
         let longest = "k".repeat(255);
-        assert_eq!(route("orders", &longest), ("orders".to_owned(), longest));
+        assert_eq!(
+            route("", "orders", &longest),
+            ("orders".to_owned(), longest)
+        );
+        assert_eq!(
+            route("jobs", "orders", "nope"),
+            ("jobs".to_owned(), "job.created".to_owned()),
+            "forged on a delivery through an exchange"
+        );
     }
 
     fn gzip(data: &[u8]) -> Vec<u8> {

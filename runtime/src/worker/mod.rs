@@ -144,6 +144,9 @@ pub(crate) struct Context {
     pub copies: Connection,
     /// The consumer's queue, as the topology has it (namespaced); shared, never copied.
     pub queue: Arc<Queue>,
+    /// The first queue (by name) the queue's dead-lettering reaches in the topology: where
+    /// a dead letter its dead-letter exchange cannot route is sent directly.
+    pub dead_letter_queue: Option<String>,
     pub settings: Settings,
     pub shutdown: watch::Receiver<bool>,
     /// The consumer's health, as the worker's [`HealthHandle`] reads it.
@@ -394,6 +397,7 @@ impl Worker {
         }
         let mut tasks = tokio::task::JoinSet::new();
         for (consumer, queue, health) in ready {
+            let dead_letter_queue = self.topology.reached_by_dead_letters(&queue).pop_first();
             let context = Context {
                 connection: self.connection.clone(),
                 copies: self
@@ -401,6 +405,7 @@ impl Worker {
                     .clone()
                     .unwrap_or_else(|| self.connection.clone()),
                 queue,
+                dead_letter_queue,
                 settings: self.settings.clone(),
                 shutdown: self.shutdown.subscribe(),
                 health,

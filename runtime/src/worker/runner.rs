@@ -120,6 +120,7 @@ impl Runner {
         let mut runner = Self {
             settler: Arc::new(Settler {
                 queue: context.queue.clone(),
+                dead_letter_queue: context.dead_letter_queue.clone(),
                 consumer: spec.name,
                 publisher,
                 observer,

@@ -15,6 +15,7 @@ use tracing::Instrument as _;
 use super::acks::Taken;
 use super::decode::{is_retry_copy, original_route};
 use super::policy::{Failure, Outcome, broker_counts, dead_letter_outcome, decide};
+use crate::PublishError;
 use crate::Publisher;
 use crate::connection::backoff;
 use crate::error::Chain;
@@ -36,6 +37,9 @@ const COPY_WARN_EVERY: u32 = 10;
 /// Settles the deliveries of one consumer.
 pub(in crate::worker) struct Settler {
     pub queue: Arc<Queue>,
+    /// Where a dead letter goes, through the default exchange, when the queue's dead-letter
+    /// exchange routes its key nowhere (`Context::dead_letter_queue`).
+    pub dead_letter_queue: Option<String>,
     pub consumer: &'static str,
     /// A confirm-mode channel of the consumer's own, for retry and dead-letter copies.
     pub publisher: Publisher,
@@ -153,7 +157,7 @@ impl Settler {
                 let properties = self.copy(raw, retry_count, error, None, &span);
                 if crate::wire::fit(&properties, self.budget()).is_none() {
                     self.observer.handled(Settled::Retry);
-                    let republish = self.republish(raw, "", &routing_key, properties);
+                    let republish = self.republish(raw, ("", &routing_key), properties, None);
                     return republish.instrument(span).await;
                 }
                 // A copy over the frame size would close the connection it is published on,
@@ -189,7 +193,9 @@ impl Settler {
                     properties = cut;
                 }
                 tracing::warn!(consumer, queue, reason, error, "dead-lettered");
-                self.republish(raw, &dead_letter.exchange, &routing_key, properties)
+                let route = (dead_letter.exchange.as_str(), routing_key.as_str());
+                let fallback = self.dead_letter_queue.as_deref();
+                self.republish(raw, route, properties, fallback)
                     .instrument(span)
                     .await;
             }
@@ -234,7 +240,13 @@ impl Settler {
     /// queue was deleted, a broker alarm outlasts the publish timeout): so the copy alone is
     /// tried again, with a growing pause, while the original stays unacknowledged. Returning
     /// the original to its queue instead would run its handler again for a result already
-    /// known, every second, for as long as the fault lasts. The delivery gives its concurrency
+    /// known, every second, for as long as the fault lasts.
+    ///
+    /// A dead letter whose key its exchange routes nowhere is no such fault: a key from the
+    /// message (its own, or the `x-original-routing-key` of a copy) need not be one the
+    /// dead-letter exchange's bindings match, and trying again never changes that. Held,
+    /// `prefetch` such messages stopped the consumer for good. It goes to `fallback` (the
+    /// queue's dead-letter queue in the topology) through the default exchange instead. The delivery gives its concurrency
     /// back once the copy is sent ([`Taken::release`]: copies are confirmed many at once, not
     /// one per handler slot) but stays unacknowledged, so a consumer whose every copy fails
     /// stops at its prefetch rather than spinning. If the delivery's channel closes, the
@@ -242,10 +254,11 @@ impl Settler {
     async fn republish(
         &self,
         raw: &Taken,
-        exchange: &str,
-        routing_key: &str,
+        route: (&str, &str),
         properties: BasicProperties,
+        mut fallback: Option<&str>,
     ) {
+        let (mut exchange, mut routing_key) = route;
         let mut attempt: u32 = 0;
         loop {
             if attempt > 0 && !raw.acker.usable() {
@@ -268,6 +281,17 @@ impl Settler {
                 Ok(()) => return self.ack(raw),
                 Err(error) => error,
             };
+            if let (PublishError::Unroutable { .. }, Some(queue)) = (&error, fallback.take()) {
+                tracing::warn!(
+                    consumer = self.consumer,
+                    exchange,
+                    routing_key,
+                    dead_letter_queue = queue,
+                    "the dead letter's key is routed nowhere by its exchange; sent to the dead-letter queue directly"
+                );
+                (exchange, routing_key) = ("", queue);
+                continue;
+            }
             let pause = backoff(attempt, COPY_RETRY_MIN, COPY_RETRY_MAX);
             if attempt.is_multiple_of(COPY_WARN_EVERY) {
                 tracing::error!(consumer = self.consumer, exchange, routing_key, error = %Chain(&error), attempt, ?pause, "cannot publish the retry or dead-letter copy; the message is held and the copy tried again");

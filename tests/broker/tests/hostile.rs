@@ -125,3 +125,69 @@ async fn near_frame_max() -> warren_broker_tests::Harness {
     );
     harness
 }
+
+/// A dead letter keeps its own routing key (or, on a copy, its `x-original-routing-key`),
+/// which the dead-letter exchange's bindings need not match: a producer on the default
+/// exchange (key: the queue's name) or one forging `x-original-routing-key: nope`. Each such
+/// dead-letter copy was unroutable and tried again without end (0.5 s doubling to 30 s)
+/// while its original held a prefetch slot: `prefetch` of them stopped the consumer for
+/// good (0 of 20 valid jobs handled, the dead-letter queue empty). Now each goes to the
+/// queue's dead-letter queue directly. Failed before the fix: no valid job was handled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_their_exchange_cannot_route_reach_the_dead_letter_queue() {
+    use lapin::BasicProperties;
+    use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+    use std::time::Duration;
+    use warren_broker_tests::types::JobBehaviour;
+    use warren_broker_tests::{Harness, job};
+    use warren_runtime::model::headers;
+
+    const POISON: usize = 20;
+    const VALID: usize = 20;
+    let h = Harness::start("unroutable-dead-letters").await;
+    // Without its catch-all binding, `jobs.dlx` routes only `job.failing` (to `dead-read`).
+    let channel = h.connection.create_channel().await.expect("a channel");
+    channel
+        .queue_unbind(
+            ShortString::from(h.name("dead")),
+            ShortString::from(h.name("jobs.dlx")),
+            ShortString::from("#"),
+            FieldTable::default(),
+        )
+        .await
+        .expect("the catch-all binding is removed");
+    // Twice `run_none`'s prefetch (10) of poison, half of it with a forged original key.
+    let queue = h.name("none");
+    for n in 0..POISON {
+        let mut table = FieldTable::default();
+        if n % 2 == 0 {
+            table.insert(
+                ShortString::from(headers::ORIGINAL_ROUTING_KEY),
+                AMQPValue::LongString(LongString::from("nope")),
+            );
+        }
+        let properties = BasicProperties::default()
+            .with_content_type(ShortString::from("application/json"))
+            .with_headers(table);
+        h.publish_raw_to("", &queue, b"not json", properties).await;
+    }
+    for n in 0..VALID {
+        h.submit("none", job(&format!("valid-{n}"), JobBehaviour::Ok))
+            .await;
+    }
+    let all_handled = || (0..VALID).all(|n| !h.recorder.attempts(&format!("valid-{n}")).is_empty());
+    h.recorder.wait(Duration::from_secs(60), all_handled).await;
+    let handled = (0..VALID)
+        .filter(|n| !h.recorder.attempts(&format!("valid-{n}")).is_empty())
+        .count();
+    assert_eq!(handled, VALID, "the consumer went on past the poison");
+    let dead = h.dead_letters(POISON, Duration::from_secs(30)).await;
+    assert_eq!(
+        dead.len(),
+        POISON,
+        "every poison message is in the dead-letter queue"
+    );
+    assert!(dead.iter().all(|d| d.reason() == Some("decode")));
+    assert_eq!(h.ready("none").await, 0);
+    h.stop().await.expect("clean shutdown");
+}

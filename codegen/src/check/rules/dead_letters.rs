@@ -28,6 +28,9 @@ impl Checker<'_> {
                 continue;
             };
             let Some(loss) = self.dead_letter_loss(name, &dl, exchange) else {
+                if dl.routing_key.is_none() && !catches_every_key(file, &dl.exchange, exchange) {
+                    self.uncaught_keys(name, &dl.exchange, &path);
+                }
                 continue;
             };
             let path = match loss {
@@ -55,6 +58,23 @@ impl Checker<'_> {
             }
             self.error(Code::UnroutableDeadLetter, &path, what, help);
         }
+    }
+
+    /// Dead letters of queue `name` keep their own keys, which `exchange` does not catch
+    /// all of. The contract's publishers' keys route (checked above), but not every message
+    /// comes by them: a producer on the default exchange (the queue's name as key), an RPC
+    /// request, a key outside the contract. Warren's worker sends a dead letter its exchange
+    /// cannot route to the dead-letter queue directly; the broker's own dead-lettering does
+    /// not, and drops it.
+    fn uncaught_keys(&mut self, name: &str, exchange: &str, path: &YamlPath) {
+        self.warn(
+            Code::UncaughtDeadLetterKey,
+            path,
+            format!(
+                "dead letters of queue `{name}` keep their own routing key, and dead-letter exchange `{exchange}` does not route every key: one the broker dead-letters itself (delivery limit, expired, overflow) with a key no binding matches is dropped"
+            ),
+            "bind the dead-letter queue with `#` on a topic exchange (or use a fanout exchange), or set `dead_letter.routing_key`",
+        );
     }
 
     /// Dead letters through the default exchange go to the queue their routing key names.
@@ -134,4 +154,20 @@ enum Loss {
     NothingBound,
     /// These keys match no binding.
     Unrouted(Vec<String>),
+}
+
+/// Whether `exchange` (named `name`) routes a message with any key: a fanout exchange, one
+/// with an alternate exchange, a headers exchange (whose bindings ignore keys), or a topic
+/// exchange with a `#` binding.
+fn catches_every_key(file: &crate::format::ContractFile, name: &str, exchange: &Exchange) -> bool {
+    match exchange.kind.unwrap_or_default() {
+        ExchangeKind::Fanout | ExchangeKind::Headers => return true,
+        ExchangeKind::Topic => {}
+        _ => return exchange.alternate_exchange.is_some(),
+    }
+    exchange.alternate_exchange.is_some()
+        || file
+            .bindings
+            .iter()
+            .any(|b| b.exchange == name && b.routing_key.as_deref() == Some("#"))
 }
