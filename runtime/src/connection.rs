@@ -95,7 +95,7 @@ impl std::fmt::Debug for ConnectionBuilder {
 }
 
 /// `url` with the password of its user info (`scheme://user:password@host`) replaced.
-fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     let authority = url.find("://").map_or(0, |at| at + 3);
     let rest = &url[authority..];
     // The user info ends at the last `@` before the path: a password may hold `@` unescaped.

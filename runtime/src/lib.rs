@@ -91,6 +91,7 @@
 #[doc(hidden)]
 pub mod __fuzz;
 mod amqp;
+mod base64;
 mod connection;
 mod dead_letter;
 pub mod dead_letters;
@@ -99,6 +100,7 @@ mod delivery;
 mod error;
 mod failure;
 pub mod health;
+pub mod management;
 mod message;
 pub mod metrics;
 pub mod plan;
