@@ -2,8 +2,10 @@
 # Runs warren's whole test suite, the command the README and CI use.
 #
 # Runtime tests talk to a real RabbitMQ. Unless AMQP_URL names one, this starts a broker on
-# 127.0.0.1:5672 with rabbitmq-local.sh: it reuses one that already answers there, and on a
-# fresh Debian machine installs rabbitmq-server from Debian's packages first.
+# 127.0.0.1:5672 with rabbitmq-local.sh, its management API on 15672: it reuses one that
+# already answers there (enabling its management plugin when it is off), and on a fresh
+# Debian machine installs rabbitmq-server from Debian's packages first. With AMQP_URL set,
+# MANAGEMENT_URL names the management API when it is not on the same host's port 15672.
 #
 # The diagram tests render `warren diagram --format dot` with Graphviz; when `dot` is missing
 # this installs Debian's `graphviz` package (as rabbitmq-local.sh installs rabbitmq-server:
@@ -25,9 +27,24 @@ if ! command -v dot >/dev/null; then
     fi
 fi
 
+# Whether something answers HTTP on 127.0.0.1:$1 (bash's /dev/tcp: no curl needed).
+answers_http() {
+    timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1 && printf 'GET /api/overview HTTP/1.0\r\n\r\n' >&3 && head -c 12 <&3" 2>/dev/null | grep -q '^HTTP/1'
+}
+
 if [ -z "${AMQP_URL:-}" ]; then
-    RMQ_MGMT_PORT=0 bash build-support/scripts/rabbitmq-local.sh start >/dev/null
+    # With the management plugin: `warren plan` reads a queue's bindings through it before
+    # it migrates the queue (tests/broker/tests/plan.rs, cli/tests/plan.rs).
+    bash build-support/scripts/rabbitmq-local.sh start >/dev/null
     export AMQP_URL="amqp://guest:guest@127.0.0.1:5672/%2f"
+    # A broker that was already running (reused) may not have it: enabled on the running
+    # node, which takes effect at once.
+    if ! answers_http 15672; then
+        echo "test.sh: enabling rabbitmq_management on the running broker" >&2
+        as_root rabbitmq-plugins enable rabbitmq_management >/dev/null
+        for _ in $(seq 1 60); do answers_http 15672 && break; sleep 1; done
+        answers_http 15672 || { echo "test.sh: the management API does not answer on 15672" >&2; exit 1; }
+    fi
 fi
 
 cargo test --workspace --locked --no-fail-fast "$@"

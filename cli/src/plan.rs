@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use warren_codegen::RenderStyle;
 use warren_codegen::diagnostics::escape;
+use warren_runtime::management::{DEFAULT_PORT, Management};
 use warren_runtime::plan::Plan;
 use warren_runtime::{Connection, ErrorChain, Topology};
 
@@ -31,6 +32,12 @@ pub(crate) struct PlanArgs {
     /// commit), read without touching the work tree.
     #[arg(long, value_name = "REV")]
     against: Option<String>,
+    /// The broker's management API (`http://user:password@host:15672`), where a queue's
+    /// bindings are read before it is migrated (AMQP cannot list them, and one outside the
+    /// contract would be lost). By default the `--url` host on port 15672, with its
+    /// credentials and virtual host.
+    #[arg(long, value_name = "URL")]
+    management: Option<String>,
     /// The namespace the topology is deployed under (`Topology::namespaced`), if any.
     #[arg(long, default_value = "")]
     namespace: String,
@@ -105,7 +112,8 @@ async fn plan_on(
     old: Option<&Topology>,
 ) -> Result<(), Failure> {
     let json = args.format == "json";
-    let plan = Plan::compute(connection, new, old)
+    let management = management_of(args)?;
+    let plan = Plan::compute(connection, new, old, Some(&management))
         .await
         .map_err(|e| usage(ErrorChain(&e).to_string()))?;
     let blocked = !plan.blocked().is_empty();
@@ -188,6 +196,20 @@ async fn plan_on(
             ),
         }),
     }
+}
+
+/// The management API `--management` names, or the one beside `--url`.
+fn management_of(args: &PlanArgs) -> Result<Management, Failure> {
+    let management = match &args.management {
+        Some(url) => {
+            let vhost = Management::for_amqp_url(&args.url, DEFAULT_PORT)
+                .map(|m| m.vhost().to_owned())
+                .unwrap_or_else(|_| "/".to_owned());
+            Management::new(url, &vhost)
+        }
+        None => Management::for_amqp_url(&args.url, DEFAULT_PORT),
+    };
+    management.map_err(|e| usage(ErrorChain(&e).to_string()))
 }
 
 fn pretty(value: &serde_json::Value) -> String {

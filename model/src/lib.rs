@@ -66,7 +66,7 @@ pub use retry::{
 pub use spelled::UnknownName;
 pub use topology::argument;
 pub use topology::{
-    ArgValue, Arguments, Binding, DeadLetter, Destination, Exchange, ExchangeKind, Import,
-    LeaderLocator, Namespace, OnPoison, Queue, QueueKind, QueueRole, Topology, TopologyError,
-    arguments,
+    ArgValue, Arguments, Binding, DeadLetter, Destination, Exchange, ExchangeKind, HOLDING_FOR,
+    HOLDING_SUFFIX, Import, LeaderLocator, Namespace, OnPoison, Queue, QueueKind, QueueRole,
+    Topology, TopologyError, arguments, holding_queue_name,
 };

@@ -15,6 +15,22 @@ use crate::spelled::spelled;
 /// Declaration arguments, by name.
 pub type Arguments = BTreeMap<String, ArgValue>;
 
+/// What a queue's holding queue adds to its name (`orders` → `orders.warren-holding`), where
+/// `warren plan` keeps the queue's messages while it deletes and declares it again: a suffix
+/// no contract may give a queue (`warren validate` refuses it), found again by a plan
+/// computed after a migration was killed half way.
+pub const HOLDING_SUFFIX: &str = ".warren-holding";
+
+/// The argument a holding queue is declared with, naming the queue it holds for: RabbitMQ
+/// keeps arguments it does not know without comparing them, so it is what tells warren's
+/// holding queue from a queue someone else named like one (read through the management API).
+pub const HOLDING_FOR: &str = "x-warren-holding-for";
+
+/// The holding queue of `queue`.
+pub fn holding_queue_name(queue: &str) -> String {
+    format!("{queue}{HOLDING_SUFFIX}")
+}
+
 /// Builds [`Arguments`] from pairs, as generated code does.
 pub fn arguments<const N: usize>(pairs: [(&str, ArgValue); N]) -> Arguments {
     pairs

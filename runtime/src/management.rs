@@ -85,6 +85,8 @@ pub struct LiveQueue {
     pub dead_letter_exchange: Option<String>,
     /// Its dead-letter routing key, when set.
     pub dead_letter_routing_key: Option<String>,
+    /// Its declaration arguments, as the API shows them.
+    pub arguments: BTreeMap<String, serde_json::Value>,
 }
 
 /// RabbitMQ's management API for one virtual host.
@@ -393,6 +395,7 @@ impl ApiQueue {
                 .or_else(|| text(policy.get("dead-letter-exchange"))),
             dead_letter_routing_key: text(self.arguments.get("x-dead-letter-routing-key"))
                 .or_else(|| text(policy.get("dead-letter-routing-key"))),
+            arguments: self.arguments,
         }
     }
 }

@@ -19,6 +19,26 @@ pub fn amqp_url() -> String {
     std::env::var(AMQP_URL_VAR).unwrap_or_else(|_| DEFAULT_AMQP_URL.to_owned())
 }
 
+/// The environment variable naming the management API of the broker tests run against.
+pub const MANAGEMENT_URL_VAR: &str = "MANAGEMENT_URL";
+
+/// The management API of the broker tests run against: [`MANAGEMENT_URL_VAR`] when set,
+/// else the [`amqp_url`] host on port 15672 with its credentials and virtual host (where
+/// `build-support/scripts/test.sh` makes sure the plugin runs).
+///
+/// # Panics
+///
+/// When the URL cannot be read.
+pub fn management() -> warren_runtime::management::Management {
+    use warren_runtime::management::{DEFAULT_PORT, Management};
+    let for_amqp = Management::for_amqp_url(&amqp_url(), DEFAULT_PORT)
+        .expect("AMQP_URL is a URL the management API can be found from");
+    match std::env::var(MANAGEMENT_URL_VAR) {
+        Ok(url) => Management::new(&url, for_amqp.vhost()).expect("MANAGEMENT_URL is a URL"),
+        Err(_) => for_amqp,
+    }
+}
+
 /// A connection to a real RabbitMQ, for one test.
 ///
 /// A test gets one of its own ([`TestBroker::from_env`]), then deploys its contract's topology

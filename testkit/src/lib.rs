@@ -102,7 +102,8 @@ mod wait;
 mod worker;
 
 pub use broker::{
-    AMQP_URL_VAR, DEFAULT_AMQP_URL, TestBroker, amqp_url, queue_exists, test_connection,
+    AMQP_URL_VAR, DEFAULT_AMQP_URL, MANAGEMENT_URL_VAR, TestBroker, amqp_url, management,
+    queue_exists, test_connection,
 };
 pub use cluster::PrivateCluster;
 pub use dead_letters::DeadMessage;

@@ -17,20 +17,16 @@ use lapin::{BasicProperties, Confirmation, ErrorKind};
 use super::{Action, Applied, Plan, PlanError, probe};
 use crate::declare::declare_once;
 use crate::model::{
-    Binding, Destination, Namespace, Queue, QueueKind, QueueRole, Topology, headers,
+    ArgValue, Binding, Destination, HOLDING_FOR, Namespace, Queue, QueueKind, QueueRole, Topology,
+    headers, holding_queue_name,
 };
 use crate::worker::decode::is_retry_copy;
 use crate::worker::settle::republished;
 use crate::{Connection, PublishError, Publisher, amqp};
 
-/// What a queue's holding queue adds to its name (`orders` → `orders.warren-holding`): a
-/// name no contract gives a queue of its own, found again by a plan computed after a
-/// migration was killed half way.
-pub const HOLDING_SUFFIX: &str = ".warren-holding";
-
 /// The holding queue of `queue`.
 pub(super) fn holding_name(queue: &str) -> String {
-    format!("{queue}{HOLDING_SUFFIX}")
+    holding_queue_name(queue)
 }
 
 /// Where a moved message was read from, which decides what its headers keep.
@@ -82,7 +78,13 @@ pub(super) async fn apply(plan: &Plan, connection: &Connection) -> Result<Applie
         };
         match &queue.role {
             QueueRole::Declared => {
-                migrate_queue(plan, connection, &publisher, queue, &mut applied).await?;
+                let foreign = match &item.action {
+                    Action::Migrate {
+                        foreign_bindings, ..
+                    } => foreign_bindings.as_slice(),
+                    _ => &[],
+                };
+                migrate_queue(plan, connection, &publisher, queue, foreign, &mut applied).await?;
             }
             // Its queue's migration emptied it, deleted it and declared it anew.
             QueueRole::Wait { queue: owner, .. } if migrated(plan, owner) => {}
@@ -167,35 +169,20 @@ impl Applied {
     }
 }
 
-/// The bindings of the old and the new version that lead to `queue`, each once.
-fn bindings_of<'a>(plan: &'a Plan, queue: &str) -> Vec<&'a Binding> {
-    let mut bindings: Vec<&Binding> = Vec::new();
-    let all = plan
-        .new
-        .bindings
-        .iter()
-        .chain(plan.old.iter().flat_map(|old| &old.bindings));
-    for binding in all {
-        if binding.destination == Destination::Queue(queue.to_owned())
-            && !bindings.contains(&binding)
-        {
-            bindings.push(binding);
-        }
-    }
-    bindings
-}
-
-/// Migrates one declared queue through its holding queue.
+/// Migrates one declared queue through its holding queue. `foreign` are the bindings the
+/// broker has to it that no version of the contract declares: they move with it.
 async fn migrate_queue(
     plan: &Plan,
     connection: &Connection,
     publisher: &Publisher,
     queue: &Queue,
+    foreign: &[Binding],
     applied: &mut Applied,
 ) -> Result<(), PlanError> {
     let name = queue.name.as_str();
     let holding = holding_name(name);
-    let bindings = bindings_of(plan, name);
+    let mut bindings = plan.contract_bindings(name);
+    bindings.extend(foreign);
     // Where the queue is: as the old version declared it (`Some(true)`), as the new one
     // does (`Some(false)`: a migration that got past the redeclare), or gone (`None`).
     let state = probe::state(connection, name).await?;
@@ -217,7 +204,7 @@ async fn migrate_queue(
     // 1. The holding queue, bound as the queue is while the queue is not there as the new
     // version declares it: what is published meanwhile waits there. (Bound before the queue
     // is unbound: a message published in between reaches both, a duplicate, never neither.)
-    declare_holding(connection, &holding).await?;
+    declare_holding(connection, name, &holding).await?;
     if old_arguments != Some(false) {
         for binding in &bindings {
             bind(connection, &holding, binding, true, applied).await?;
@@ -264,7 +251,7 @@ async fn migrate_queue(
             .filter(|q| matches!(&q.role, QueueRole::Wait { queue: of, .. } if of == name))
             .cloned(),
     );
-    let own_bindings = plan
+    let own_bindings: Vec<Binding> = plan
         .new
         .bindings
         .iter()
@@ -275,6 +262,13 @@ async fn migrate_queue(
     applied.steps.push(format!(
         "`{name}` declared with its new arguments and bound"
     ));
+    for binding in foreign {
+        bind(connection, name, binding, true, applied).await?;
+        applied.steps.push(format!(
+            "`{name}` bound again from `{}` (a binding outside the contract)",
+            binding.exchange
+        ));
+    }
     // 4. The holding queue unbound, emptied back into the queue, deleted.
     for binding in &bindings {
         bind(connection, &holding, binding, false, applied).await?;
@@ -290,12 +284,22 @@ async fn probe_refuses(connection: &Connection, queue: &Queue) -> Result<bool, P
 }
 
 /// A durable quorum queue, without dead-lettering and with the largest delivery limit (no
-/// limit would be RabbitMQ 4's 20): it holds the messages for as long as the migration
-/// takes, replicated. One exception: a message with an expiration of its own (a producer's
-/// per-message TTL) keeps it, and should it expire while held it is dropped, where its own
-/// queue would have dead-lettered it (docs/operations.md, "What each change costs").
-async fn declare_holding(connection: &Connection, holding: &str) -> Result<(), PlanError> {
+/// limit would be RabbitMQ 4's 20), marked as holding for `queue` ([`HOLDING_FOR`]): it holds
+/// the messages for as long as the migration takes, replicated. One exception: a message
+/// with an expiration of its own (a producer's per-message TTL) keeps it, and should it
+/// expire while held it is dropped, where its own queue would have dead-lettered it
+/// (docs/operations.md, "What each change costs").
+///
+/// One declared otherwise is refused: the plan found it warren's (by its mark), so it was
+/// changed since, and its messages are not known to be this queue's.
+async fn declare_holding(
+    connection: &Connection,
+    queue: &str,
+    holding: &str,
+) -> Result<(), PlanError> {
     let holding_queue = Queue::new(holding, QueueKind::Quorum);
+    let mut arguments = holding_queue.declare_arguments();
+    arguments.insert(HOLDING_FOR.to_owned(), ArgValue::String(queue.to_owned()));
     let channel = channel(connection).await?;
     let declared = channel
         .queue_declare(
@@ -304,7 +308,7 @@ async fn declare_holding(connection: &Connection, holding: &str) -> Result<(), P
                 durable: true,
                 ..QueueDeclareOptions::default()
             },
-            amqp::arguments(&holding_queue.declare_arguments()),
+            amqp::arguments(&arguments),
         )
         .await;
     match declared {
@@ -312,9 +316,13 @@ async fn declare_holding(connection: &Connection, holding: &str) -> Result<(), P
             close(channel).await;
             Ok(())
         }
-        // It exists, declared otherwise (by an older warren, or by hand): it holds messages
-        // all the same, and they are what matters.
-        Err(error) if soft(&error) == Some(AMQPSoftError::PRECONDITIONFAILED) => Ok(()),
+        Err(error) if soft(&error) == Some(AMQPSoftError::PRECONDITIONFAILED) => {
+            Err(PlanError::Blocked(vec![format!(
+                "holding queue `{holding}` exists, declared otherwise than warren declares it \
+                 ({}): warren will not move `{queue}`'s messages into it",
+                probe::refusal(&error)
+            )]))
+        }
         Err(error) => Err(broker(format!("declaring holding queue `{holding}`"))(
             error,
         )),

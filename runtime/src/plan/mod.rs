@@ -18,15 +18,17 @@
 //! same). AMQP cannot list queues, so the wait queues an older version of the contract had
 //! are known only from that version ([`Plan::compute`]'s `old`).
 
+mod live;
 mod migrate;
 mod probe;
 mod render;
 
 use std::collections::BTreeSet;
 
-pub use migrate::HOLDING_SUFFIX;
+pub use crate::model::HOLDING_SUFFIX;
 
-use crate::model::{QueueRole, Topology};
+use crate::management::Management;
+use crate::model::{Binding, Destination, QueueRole, Topology, holding_queue_name};
 use crate::{Connection, DeclareError, PublishError, TopologyEntity};
 
 /// What is on the broker for one queue: how many messages it holds, ready to be delivered,
@@ -40,7 +42,7 @@ pub struct QueueState {
 }
 
 /// What a deploy does to one queue or exchange.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Action {
     /// It does not exist: it is declared.
@@ -58,6 +60,12 @@ pub enum Action {
         /// A migration was started before and not finished (its holding queue exists):
         /// applying goes on from where it stopped.
         resume: bool,
+        /// Bindings the broker has to it that neither version of the contract declares
+        /// (made by hand, or by another stack): bound to the holding queue while it moves,
+        /// and to it again, as the contract's are.
+        foreign_bindings: Vec<Binding>,
+        /// The queues left in place whose dead letters come to it, each as a line.
+        dead_lettering: Vec<String>,
     },
     /// A wait queue the new version no longer has: its messages are moved into `into` (the
     /// queue they would return to, or its holding queue) at once, then it is deleted.
@@ -78,7 +86,7 @@ pub enum Action {
 }
 
 /// One queue or exchange of a [`Plan`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Item {
     /// A queue or an exchange.
     pub kind: TopologyEntity,
@@ -96,10 +104,13 @@ pub struct Item {
 /// out by [`Plan::apply`].
 ///
 /// ```no_run
-/// # async fn run(connection: warren_runtime::Connection, old: warren_runtime::Topology, new: warren_runtime::Topology) -> Result<(), warren_runtime::plan::PlanError> {
+/// # async fn run(connection: warren_runtime::Connection, old: warren_runtime::Topology, new: warren_runtime::Topology) -> Result<(), Box<dyn std::error::Error>> {
+/// use warren_runtime::management::{DEFAULT_PORT, Management};
 /// use warren_runtime::plan::Plan;
+/// // Where a queue's bindings are read before it is migrated: AMQP cannot list them.
+/// let api = Management::for_amqp_url("amqp://guest:guest@localhost:5672/%2f", DEFAULT_PORT)?;
 /// // Both versions namespaced as deployed; the old one tells which wait queues existed.
-/// let plan = Plan::compute(&connection, &new, Some(&old)).await?; // changes nothing
+/// let plan = Plan::compute(&connection, &new, Some(&old), Some(&api)).await?; // changes nothing
 /// println!("{plan}");
 /// if plan.blocked().is_empty() && !plan.is_noop() {
 ///     // The old version's workers are stopped by now.
@@ -173,10 +184,15 @@ impl Plan {
     /// broker has, what `new` changes, and how. Changes nothing on the broker: the probes
     /// are passive declares, and declares with `new`'s arguments on throwaway channels of
     /// queues and exchanges that exist (a no-op when the broker accepts them).
+    ///
+    /// A queue to migrate needs `management`, the broker's management API: its bindings
+    /// (those the contract does not declare too) are read there, listed in the plan and
+    /// declared again; without it, or when it cannot be read, the queue is blocked.
     pub async fn compute(
         connection: &Connection,
         new: &Topology,
         old: Option<&Topology>,
+        management: Option<&Management>,
     ) -> Result<Self, PlanError> {
         new.validate().map_err(DeclareError::from)?;
         let mut items = Vec::new();
@@ -196,6 +212,13 @@ impl Plan {
                 items.push(probe::obsolete(connection, queue, new, &migrating).await?);
             }
         }
+        let mut plan = Self {
+            items,
+            new: new.clone(),
+            old: old.cloned(),
+        };
+        plan.read_live(management).await;
+        let mut items = std::mem::take(&mut plan.items);
         // A wait queue is emptied with its queue: one whose queue cannot move yet waits too.
         let blocked: BTreeSet<String> = items
             .iter()
@@ -211,11 +234,73 @@ impl Plan {
                 };
             }
         }
-        Ok(Self {
-            items,
-            new: new.clone(),
-            old: old.cloned(),
-        })
+        plan.items = items;
+        Ok(plan)
+    }
+
+    /// Fills in what the management API says of each queue to migrate (its foreign
+    /// bindings, the queues dead-lettering into it), or blocks it when that cannot be read;
+    /// and blocks a queue whose would-be holding queue is not warren's.
+    async fn read_live(&mut self, management: Option<&Management>) {
+        let declared_migrations = |item: &Item| {
+            item.wait_queue_of.is_none() && matches!(item.action, Action::Migrate { .. })
+        };
+        if !self.items.iter().any(declared_migrations) {
+            return;
+        }
+        let live = live::Live::read(management).await;
+        let mut items = std::mem::take(&mut self.items);
+        for item in items.iter_mut().filter(|item| declared_migrations(item)) {
+            let holding = holding_queue_name(&item.name);
+            let Action::Migrate {
+                resume,
+                foreign_bindings,
+                dead_lettering,
+                ..
+            } = &mut item.action
+            else {
+                continue;
+            };
+            let found =
+                if *resume && let Err(reason) = live.holding_is_warrens(&item.name, &holding) {
+                    live::Found {
+                        blocked: Some(reason),
+                        ..live::Found::default()
+                    }
+                } else {
+                    let contract = self.contract_bindings(&item.name);
+                    let mut own: BTreeSet<String> =
+                        self.wait_queues_of(&item.name).into_iter().collect();
+                    own.extend([item.name.clone(), holding.clone()]);
+                    live.found(&item.name, &holding, &contract, &own).await
+                };
+            match found.blocked {
+                Some(reason) => item.action = Action::Blocked { reason },
+                None => {
+                    *foreign_bindings = found.foreign_bindings;
+                    *dead_lettering = found.dead_lettering;
+                }
+            }
+        }
+        self.items = items;
+    }
+
+    /// The bindings of the new and the old version that lead to `queue`, each once.
+    fn contract_bindings(&self, queue: &str) -> Vec<&Binding> {
+        let mut bindings: Vec<&Binding> = Vec::new();
+        let all = self
+            .new
+            .bindings
+            .iter()
+            .chain(self.old.iter().flat_map(|old| &old.bindings));
+        for binding in all {
+            if binding.destination == Destination::Queue(queue.to_owned())
+                && !bindings.contains(&binding)
+            {
+                bindings.push(binding);
+            }
+        }
+        bindings
     }
 
     /// Whether applying would change anything on the broker.

@@ -43,7 +43,7 @@ async fn close(channel: lapin::Channel) {
 }
 
 /// The broker's words for why it refused, bounded.
-fn refusal(error: &lapin::Error) -> String {
+pub(super) fn refusal(error: &lapin::Error) -> String {
     let text = match error.kind() {
         ErrorKind::ProtocolError(amqp) => amqp.get_message().to_string(),
         _ => error.to_string(),
@@ -174,6 +174,8 @@ pub(super) async fn queue(
         argument: None,
         detail: detail.to_owned(),
         resume: true,
+        foreign_bindings: Vec::new(),
+        dead_lettering: Vec::new(),
     };
     let action = match state {
         None if resuming => resume(
@@ -218,6 +220,8 @@ pub(super) async fn queue(
                         argument,
                         detail,
                         resume: resuming,
+                        foreign_bindings: Vec::new(),
+                        dead_lettering: Vec::new(),
                     }
                 }
             }

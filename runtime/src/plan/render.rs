@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::migrate::holding_name;
 use super::{Action, Item, Plan};
+use crate::model::ArgValue;
 
 impl Action {
     /// The action's name, as the plan's table and JSON show it.
@@ -38,6 +39,8 @@ fn detail(item: &Item) -> Vec<String> {
             detail,
             resume,
             argument,
+            foreign_bindings,
+            dead_lettering,
         } => {
             if *resume {
                 lines.push(format!("RESUMING: {detail}"));
@@ -60,6 +63,14 @@ fn detail(item: &Item) -> Vec<String> {
                     "→ emptied with its queue (or into it), deleted, declared again".to_owned(),
                 );
             }
+            for binding in foreign_bindings {
+                lines.push(format!(
+                    "bound from `{}` outside the contract ({}): moved with it and bound again",
+                    binding.exchange,
+                    binding_text(binding)
+                ));
+            }
+            lines.extend(dead_lettering.iter().cloned());
         }
         Action::Drain { into } => lines.push(format!(
             "no longer in the contract → its messages move to `{into}` now (their retry comes \
@@ -129,8 +140,9 @@ impl fmt::Display for Plan {
 
 impl Plan {
     /// The plan as JSON, for tools: `{blocked, noop, items: [{kind, name, action,
-    /// wait_queue_of, messages, consumers, argument, detail, into, resume}]}` (fields that
-    /// do not apply are `null`).
+    /// wait_queue_of, messages, consumers, argument, detail, into, resume, foreign_bindings:
+    /// [{exchange, binding}], dead_lettering: [line]}]}` (fields that do not apply are
+    /// `null`, lists empty).
     pub fn json(&self) -> Value {
         let items: Vec<Value> = self
             .items
@@ -141,10 +153,25 @@ impl Plan {
                         argument,
                         detail,
                         resume,
+                        ..
                     } => (argument.clone(), Some(detail.clone()), None, Some(*resume)),
                     Action::Blocked { reason } => (None, Some(reason.clone()), None, None),
                     Action::Drain { into } => (None, None, Some(into.clone()), None),
                     _ => (None, None, None, None),
+                };
+                let (foreign, dead_lettering) = match &item.action {
+                    Action::Migrate {
+                        foreign_bindings,
+                        dead_lettering,
+                        ..
+                    } => (
+                        foreign_bindings
+                            .iter()
+                            .map(|b| json!({"exchange": b.exchange, "binding": binding_text(b)}))
+                            .collect(),
+                        dead_lettering.clone(),
+                    ),
+                    _ => (Vec::new(), Vec::new()),
                 };
                 json!({
                     "kind": item.kind.to_string(),
@@ -157,6 +184,8 @@ impl Plan {
                     "detail": detail,
                     "into": into,
                     "resume": resume,
+                    "foreign_bindings": foreign,
+                    "dead_lettering": dead_lettering,
                 })
             })
             .collect();
@@ -166,4 +195,19 @@ impl Plan {
             "items": items,
         })
     }
+}
+
+/// A binding's key and arguments, as a plan shows them.
+fn binding_text(binding: &crate::model::Binding) -> String {
+    let mut text = format!("key `{}`", binding.routing_key);
+    for (key, value) in &binding.arguments {
+        let value = match value {
+            ArgValue::Bool(b) => b.to_string(),
+            ArgValue::Int(i) => i.to_string(),
+            ArgValue::Float(f) => f.to_string(),
+            ArgValue::String(s) => format!("`{s}`"),
+        };
+        text.push_str(&format!(", {key} = {value}"));
+    }
+    text
 }

@@ -18,6 +18,7 @@ use warren_broker_tests::{Recorder, amqp_url, consumers, job, raw_headers, topol
 use warren_runtime::model::{Backoff, Destination, Exhausted, Retry, Topology};
 use warren_runtime::plan::{Action, Plan};
 use warren_runtime::{Connection, Worker};
+use warren_testkit::management;
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -234,7 +235,7 @@ async fn old_worker(
     // its leader has: as a long-running worker of version 1 would be, it is seen.
     let mut seen = false;
     for _ in 0..100 {
-        let plan = Plan::compute(&broker.connection, new, Some(old))
+        let plan = Plan::compute(&broker.connection, new, Some(old), Some(&management()))
             .await
             .expect("a plan");
         let backoff = plan.items.iter().find(|i| i.name == broker.name("backoff"));
@@ -275,7 +276,7 @@ async fn a_changed_retry_policy_is_deployed_without_losing_a_message() {
     // A worker of version 1 still reads `backoff` (before anything is published, so it holds
     // no message): the plan is blocked, and applying it changes nothing.
     let (reader, _consumer) = old_worker(&broker, &new, &old).await;
-    let plan = Plan::compute(&broker.connection, &new, Some(&old))
+    let plan = Plan::compute(&broker.connection, &new, Some(&old), Some(&management()))
         .await
         .expect("a plan");
     let blocked = plan.blocked();
@@ -358,7 +359,7 @@ async fn a_changed_retry_policy_is_deployed_without_losing_a_message() {
     assert_eq!(before["backoff.wait.10m"], Some(2));
 
     // The plan, with the old workers stopped: what it will do, and nothing done.
-    let plan = Plan::compute(&broker.connection, &new, Some(&old))
+    let plan = Plan::compute(&broker.connection, &new, Some(&old), Some(&management()))
         .await
         .expect("a plan");
     let text = plan.to_string();
@@ -440,7 +441,7 @@ async fn a_changed_retry_policy_is_deployed_without_losing_a_message() {
         assert_eq!(broker.ready(gone).await, None, "`{gone}` was deleted");
     }
     // Planned again: nothing left to do; the broker now takes version 2 as it is.
-    let again = Plan::compute(&broker.connection, &new, Some(&old))
+    let again = Plan::compute(&broker.connection, &new, Some(&old), Some(&management()))
         .await
         .expect("a plan");
     assert!(again.is_noop(), "{again}");
@@ -514,13 +515,23 @@ async fn a_migration_killed_half_way_is_finished_by_the_next_plan() {
     warren_runtime::declare(&broker.connection, &new)
         .await
         .expect("version 2 declares");
-    // Where a killed run left it: `native` deleted, its messages in the holding queue.
+    // Where a killed run left it: `native` deleted, its messages in the holding queue, which
+    // is marked as holding for it.
     let holding = broker.name("native.warren-holding");
     let channel = broker.connection.create_channel().await.expect("a channel");
     let mut quorum = FieldTable::default();
     quorum.insert(
         ShortString::from("x-queue-type"),
         AMQPValue::LongString("quorum".into()),
+    );
+    // As warren declares it: no delivery limit (the largest), and its mark.
+    quorum.insert(
+        ShortString::from("x-delivery-limit"),
+        AMQPValue::LongLongInt(2_147_483_647),
+    );
+    quorum.insert(
+        ShortString::from(warren_runtime::model::HOLDING_FOR),
+        AMQPValue::LongString(broker.name("native").into()),
     );
     channel
         .queue_declare(
@@ -542,7 +553,7 @@ async fn a_migration_killed_half_way_is_finished_by_the_next_plan() {
             .publish("", &holding, &format!("held-{i}"), JobBehaviour::Ok, &[])
             .await;
     }
-    let plan = Plan::compute(&broker.connection, &new, Some(&old))
+    let plan = Plan::compute(&broker.connection, &new, Some(&old), Some(&management()))
         .await
         .expect("a plan");
     let native = plan
@@ -559,7 +570,7 @@ async fn a_migration_killed_half_way_is_finished_by_the_next_plan() {
     assert_eq!(applied.moved, 5, "{:?}", applied.steps);
     assert_eq!(broker.ready("native").await, Some(5));
     assert_eq!(broker.ready("native.warren-holding").await, None);
-    let again = Plan::compute(&broker.connection, &new, Some(&old))
+    let again = Plan::compute(&broker.connection, &new, Some(&old), Some(&management()))
         .await
         .expect("a plan");
     assert!(again.is_noop(), "{again}");
@@ -609,7 +620,7 @@ async fn a_queue_type_change_migrates_the_queue_and_its_wait_queues() {
             )
             .await;
     }
-    let plan = Plan::compute(&broker.connection, &new, Some(&old))
+    let plan = Plan::compute(&broker.connection, &new, Some(&old), Some(&management()))
         .await
         .expect("a plan");
     let actions = actions(&plan, &ns);
@@ -635,7 +646,7 @@ async fn a_queue_type_change_migrates_the_queue_and_its_wait_queues() {
     assert_eq!(broker.ready("short-long").await, Some(5));
     assert_eq!(broker.ready("short-long.wait.5m").await, Some(0));
     assert_eq!(broker.ready("short-long.wait.10m").await, Some(0));
-    let again = Plan::compute(&broker.connection, &new, Some(&old))
+    let again = Plan::compute(&broker.connection, &new, Some(&old), Some(&management()))
         .await
         .expect("a plan");
     assert!(again.is_noop(), "{again}");
@@ -656,7 +667,7 @@ async fn a_worker_started_after_the_plan_leaves_no_holding_queue_bound() {
     warren_runtime::declare(&broker.connection, &old)
         .await
         .expect("version 1 declares");
-    let plan = Plan::compute(&broker.connection, &new, Some(&old))
+    let plan = Plan::compute(&broker.connection, &new, Some(&old), Some(&management()))
         .await
         .expect("a plan");
     assert!(plan.blocked().is_empty(), "nobody reads yet:\n{plan}");
@@ -682,4 +693,256 @@ async fn a_worker_started_after_the_plan_leaves_no_holding_queue_bound() {
         .close(200, ShortString::from("done"))
         .await
         .expect("closed");
+}
+
+/// Another stack's retries, bound by hand: a headers exchange `retry-exchange` bound to the
+/// migrated quorum queue, and a wait queue of that stack (TTL, dead-lettering into
+/// `retry-exchange`) holding retries; and a second exchange, `tap`, bound by hand. The plan
+/// lists both bindings and names the wait queue; applied, it binds them to the holding queue
+/// and to the queue again. Before, the queue came back with the contract's bindings only,
+/// and the retries falling due afterwards were routed nowhere and dropped by the broker (3
+/// of 10 lost in the amqp-contract 2.4 scenario); now every message arrives and the tap
+/// still routes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bindings_outside_the_contract_survive_a_migration_and_nothing_is_lost() {
+    use lapin::ExchangeKind;
+    use lapin::options::{ExchangeDeclareOptions, QueueBindOptions};
+    const READY: usize = 14;
+    const WAITING: usize = 6;
+    let broker = Broker::connect("plan-foreign").await;
+    let ns = broker.namespace.clone();
+    let (old, new) = (v1().namespaced(&ns), v2().namespaced(&ns));
+    warren_runtime::declare(&broker.connection, &old)
+        .await
+        .expect("version 1 declares");
+    let queue = broker.name("backoff");
+    let text = |s: &str| AMQPValue::LongString(LongString::from(s));
+    let channel = broker.connection.create_channel().await.expect("a channel");
+    let durable = ExchangeDeclareOptions {
+        durable: true,
+        ..ExchangeDeclareOptions::default()
+    };
+    // The other stack's retry exchange, bound on a header naming the queue.
+    let retry_exchange = broker.name("retry-exchange");
+    channel
+        .exchange_declare(
+            ShortString::from(retry_exchange.as_str()),
+            ExchangeKind::Headers,
+            durable,
+            FieldTable::default(),
+        )
+        .await
+        .expect("the foreign exchange");
+    let mut matching = FieldTable::default();
+    matching.insert(ShortString::from("x-match"), text("all"));
+    matching.insert(ShortString::from("x-retry-queue"), text(&queue));
+    channel
+        .queue_bind(
+            ShortString::from(queue.as_str()),
+            ShortString::from(retry_exchange.as_str()),
+            ShortString::from(""),
+            QueueBindOptions::default(),
+            matching,
+        )
+        .await
+        .expect("bound by hand");
+    // Its wait queue: retries expire into the retry exchange after 4 s.
+    let wait = broker.name("orders.process-wait");
+    let mut wait_arguments = FieldTable::default();
+    wait_arguments.insert(
+        ShortString::from("x-message-ttl"),
+        AMQPValue::LongLongInt(4_000),
+    );
+    wait_arguments.insert(
+        ShortString::from("x-dead-letter-exchange"),
+        text(&retry_exchange),
+    );
+    channel
+        .queue_declare(
+            ShortString::from(wait.as_str()),
+            QueueDeclareOptions {
+                durable: true,
+                ..QueueDeclareOptions::default()
+            },
+            wait_arguments,
+        )
+        .await
+        .expect("the foreign wait queue");
+    // A tap: a second exchange bound by hand.
+    let tap = broker.name("tap");
+    channel
+        .exchange_declare(
+            ShortString::from(tap.as_str()),
+            ExchangeKind::Fanout,
+            durable,
+            FieldTable::default(),
+        )
+        .await
+        .expect("the tap exchange");
+    channel
+        .queue_bind(
+            ShortString::from(queue.as_str()),
+            ShortString::from(tap.as_str()),
+            ShortString::from(""),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .expect("the tap bound by hand");
+    for n in 0..READY {
+        broker
+            .publish(
+                "jobs",
+                "job.backoff",
+                &format!("ready-{n}"),
+                JobBehaviour::Ok,
+                &[],
+            )
+            .await;
+    }
+    for n in 0..WAITING {
+        let header = [("x-retry-queue", text(&queue))];
+        broker
+            .publish("", &wait, &format!("retry-{n}"), JobBehaviour::Ok, &header)
+            .await;
+    }
+
+    let plan = Plan::compute(&broker.connection, &new, Some(&old), Some(&management()))
+        .await
+        .expect("a plan");
+    let Some(Action::Migrate {
+        foreign_bindings,
+        dead_lettering,
+        ..
+    }) = actions(&plan, &ns).get("backoff").cloned()
+    else {
+        panic!("backoff migrates:\n{plan}");
+    };
+    let mut sources: Vec<&str> = foreign_bindings
+        .iter()
+        .map(|b| b.exchange.as_str())
+        .collect();
+    sources.sort_unstable();
+    assert_eq!(sources, [retry_exchange.as_str(), tap.as_str()], "{plan}");
+    assert!(
+        dead_lettering.iter().any(|line| line.contains(&wait)),
+        "the wait queue left in place is named: {dead_lettering:?}"
+    );
+    let shown = plan.to_string();
+    assert!(shown.contains("outside the contract"), "{shown}");
+
+    let applied = plan.apply(&broker.connection).await.expect("applied");
+    println!("{}", applied.steps.join("\n"));
+    // Every retry falls due (into the holding queue while the queue was away, or into the
+    // queue): all are there once the wait queue is empty.
+    let expected = u32::try_from(READY + WAITING).expect("small");
+    let mut settled = false;
+    for _ in 0..600 {
+        let waiting = broker.ready("orders.process-wait").await;
+        let ready = broker.ready("backoff").await;
+        if waiting == Some(0) && ready == Some(expected) {
+            settled = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let holding = format!("backoff{}", warren_runtime::plan::HOLDING_SUFFIX);
+    assert!(
+        settled,
+        "every message is in the queue: {:?} of {expected} ({:?} waiting, holding queue {:?})",
+        broker.ready("backoff").await,
+        broker.ready("orders.process-wait").await,
+        broker.ready(&holding).await
+    );
+    assert_eq!(
+        broker.ready(&holding).await,
+        None,
+        "the holding queue is gone"
+    );
+    // The tap still reaches the queue.
+    broker
+        .publish("tap", "anything", "tapped", JobBehaviour::Ok, &[])
+        .await;
+    assert_eq!(broker.ready("backoff").await, Some(expected + 1));
+    let _ = channel
+        .queue_delete(ShortString::from(wait.as_str()), Default::default())
+        .await;
+    for exchange in [&retry_exchange, &tap] {
+        let _ = channel
+            .exchange_delete(ShortString::from(exchange.as_str()), Default::default())
+            .await;
+    }
+    let _ = warren_runtime::delete(&broker.connection, &new).await;
+}
+
+/// A queue someone else named like a holding queue (here classic, `x-max-length` 1,
+/// `drop-head`) was taken for one: the next plan said RESUMING, and applying moved the
+/// queue's 100 messages into it, where its length limit dropped 99 ("Done: 101 message(s)
+/// moved"). Now warren knows its own holding queues by their `x-warren-holding-for`
+/// argument, read through the management API: this one blocks the plan, and nothing moves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_named_like_a_holding_queue_is_never_used_as_one() {
+    const MESSAGES: usize = 20;
+    let broker = Broker::connect("plan-fake-holding").await;
+    let ns = broker.namespace.clone();
+    let (old, new) = (v1().namespaced(&ns), v2().namespaced(&ns));
+    warren_runtime::declare(&broker.connection, &old)
+        .await
+        .expect("version 1 declares");
+    let fake = broker.name("backoff.warren-holding");
+    let mut bounded = FieldTable::default();
+    bounded.insert(ShortString::from("x-max-length"), AMQPValue::LongLongInt(1));
+    bounded.insert(
+        ShortString::from("x-overflow"),
+        AMQPValue::LongString("drop-head".into()),
+    );
+    let channel = broker.connection.create_channel().await.expect("a channel");
+    channel
+        .queue_declare(
+            ShortString::from(fake.as_str()),
+            QueueDeclareOptions {
+                durable: true,
+                ..QueueDeclareOptions::default()
+            },
+            bounded,
+        )
+        .await
+        .expect("a queue named like a holding queue");
+    for n in 0..MESSAGES {
+        broker
+            .publish(
+                "jobs",
+                "job.backoff",
+                &format!("m-{n}"),
+                JobBehaviour::Ok,
+                &[],
+            )
+            .await;
+    }
+    for (version, label) in [(&new, "a change"), (&old, "nothing to change")] {
+        let plan = Plan::compute(&broker.connection, version, Some(&old), Some(&management()))
+            .await
+            .expect("a plan");
+        let backoff = actions(&plan, &ns).get("backoff").cloned();
+        assert!(
+            matches!(&backoff, Some(Action::Blocked { reason }) if reason.contains("did not declare")),
+            "{label}: {backoff:?}\n{plan}"
+        );
+        let applied = plan.apply(&broker.connection).await;
+        assert!(
+            matches!(applied, Err(warren_runtime::plan::PlanError::Blocked(_))),
+            "{applied:?}"
+        );
+    }
+    let expected = u32::try_from(MESSAGES).expect("small");
+    assert_eq!(
+        broker.ready("backoff").await,
+        Some(expected),
+        "nothing moved"
+    );
+    assert_eq!(broker.ready("backoff.warren-holding").await, Some(0));
+    let _ = channel
+        .queue_delete(ShortString::from(fake.as_str()), Default::default())
+        .await;
+    let _ = warren_runtime::delete(&broker.connection, &old).await;
 }

@@ -9,6 +9,7 @@ use crate::diagnostics::Code;
 use crate::diagnostics::{Diagnostic, YamlPath};
 use crate::model::{Backoff, Retry, retry_policy};
 use crate::naming::{Role, role_ident};
+use warren_model::HOLDING_SUFFIX;
 
 impl Checker<'_> {
     /// Keys written twice: YAML keeps the last one silently, so a second queue `orders`
@@ -90,6 +91,19 @@ impl Checker<'_> {
                         &path,
                         format!("{what} name `{name}` starts with `amq.`, which RabbitMQ reserves"),
                         format!("choose {what} names without the `amq.` prefix"),
+                    );
+                } else if let Some(held) = name.strip_suffix(HOLDING_SUFFIX)
+                    && matches!(kind, Kind::Queue)
+                {
+                    self.error(
+                        Code::ReservedName,
+                        &path,
+                        format!(
+                            "queue name `{}` ends with `{HOLDING_SUFFIX}`, which `warren plan` reserves for the holding queue of `{}` while it migrates that queue",
+                            shown(name),
+                            shown(held)
+                        ),
+                        format!("choose queue names that do not end with `{HOLDING_SUFFIX}`"),
                     );
                 }
             }
