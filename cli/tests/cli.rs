@@ -48,7 +48,7 @@ fn validate_shows_warnings_and_still_succeeds() {
     let output = warren(&["validate", "tests/fixtures/checks/warnings.yaml"]);
     assert_eq!(output.status.code(), Some(0));
     assert!(
-        stderr(&output).contains("0 errors, 5 warnings"),
+        stderr(&output).contains("0 errors, 6 warnings"),
         "{}",
         stderr(&output)
     );

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use crate::diagnostics::{Code, Diagnostics, YamlPath};
 use crate::imports::Imports;
 use crate::load::LoadedContract;
+use crate::schema::expansion::{MAX_EXPANDED_NODES, expanded_nodes};
 use crate::schema::{Bundler, EntryError, NodeKey, SchemaBundle};
 
 /// The output of the schema stage.
@@ -121,10 +122,50 @@ pub(crate) fn bundle_schemas(
     }
     let (bundle, type_names, problems) = bundler.finish();
     out.extend(problems);
+    too_large(contract, &bundle, &entries, &type_names, out);
     SchemaStage {
         bundle,
         entries,
         type_names,
+    }
+}
+
+/// Reports each of the contract's own messages whose payload or headers schema is too large
+/// once its `$ref`s are followed (`schema::expansion`). Imported messages passed their
+/// owner's checks.
+fn too_large(
+    contract: &LoadedContract,
+    bundle: &SchemaBundle,
+    entries: &BTreeMap<String, (NodeKey, Option<NodeKey>)>,
+    type_names: &BTreeMap<NodeKey, String>,
+    out: &mut Diagnostics,
+) {
+    for (name, (payload, headers)) in entries {
+        if !contract.file.messages.contains_key(name) {
+            continue;
+        }
+        for (field, key) in [("payload", Some(payload)), ("headers", headers.as_ref())] {
+            let Some(type_name) = key.and_then(|key| type_names.get(key)) else {
+                continue;
+            };
+            if expanded_nodes(&bundle.definitions, type_name) <= MAX_EXPANDED_NODES {
+                continue;
+            }
+            let path = YamlPath::root().key("messages").key(name).key(field);
+            out.push(
+                contract
+                    .error_at(
+                        Code::SchemaTooLarge,
+                        &path,
+                        format!(
+                            "message `{name}`: its {field} schema holds more than {MAX_EXPANDED_NODES} nodes once its `$ref`s are followed (each is a copy in the Rust type and a branch validation tries), so its type would not fit a worker's stack and its validation would take seconds"
+                        ),
+                    )
+                    .with_help(
+                        "shared definitions nested in `anyOf`, `oneOf` or `allOf` multiply: flatten the nesting, or split the message",
+                    ),
+            );
+        }
     }
 }
 

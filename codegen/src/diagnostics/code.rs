@@ -161,6 +161,10 @@ codes! {
     BadRef = "bad-ref",
     /// A loop of `$ref`s and combinators that never reaches a property or an item.
     RefCycle = "ref-cycle",
+    /// A message schema too large once its `$ref`s are followed (shared definitions nested
+    /// in combinators multiply): its Rust type would not fit a stack, its validation would
+    /// take seconds.
+    SchemaTooLarge = "schema-too-large",
     /// A schema definition whose name cannot become a Rust type name.
     BadDefinitionName = "bad-definition-name",
     /// Two different schemas that would become the same Rust type.

@@ -2,6 +2,7 @@
 //! root with every cross-file `$ref` resolved.
 
 mod bundle;
+pub(crate) mod expansion;
 pub(crate) mod reference;
 
 pub use bundle::SchemaBundle;
