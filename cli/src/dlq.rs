@@ -271,6 +271,7 @@ async fn open(
     one: bool,
 ) -> Result<(Connection, Topology, Vec<String>), Failure> {
     let topology = contract_topology(&target.contract, style)?.namespaced(&target.namespace);
+    let dead_letter_queues = dead_letters::dead_letter_queues(&topology);
     let queues = match &target.queue {
         Some(name) => {
             let qualified = topology.qualified(name);
@@ -281,9 +282,22 @@ async fn open(
                     escape(name)
                 )));
             }
+            // A work or wait queue's messages are live: a read holds them, each return
+            // spends a delivery of a quorum queue's limit (six counts dead-lettered a queue
+            // of `delivery_limit: 5`), a purge deletes retries in flight.
+            if !dead_letter_queues.contains(&qualified) {
+                return Err(Failure::usage(format!(
+                    "error: `{}` is not a dead-letter queue of `{}` (no queue dead-letters into it): \
+                     its messages are live, and reading them would hold them and spend their \
+                     delivery attempts; the contract's dead-letter queues: {}\n",
+                    escape(name),
+                    shown(&target.contract),
+                    escape(&dead_letter_queues.join(", "))
+                )));
+            }
             vec![qualified]
         }
-        None => dead_letters::dead_letter_queues(&topology),
+        None => dead_letter_queues,
     };
     if queues.is_empty() {
         return Err(Failure::usage(format!(

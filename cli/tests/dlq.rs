@@ -632,3 +632,54 @@ async fn past_the_hold_bound_messages_that_stay_go_to_the_back() {
     assert_eq!(left_ids.len() as u32, stays, "none lost, none doubled");
     broker.stop().await;
 }
+
+/// `--queue` took any queue of the contract: six `count`s of a quorum work queue with
+/// `delivery_limit: 5` dead-lettered its 3 live messages (each read returns them, and each
+/// return is a delivery), and `purge` deleted a wait queue's retries in flight. Now only the
+/// contract's dead-letter queues are read: the work queue's messages stay, untouched.
+#[tokio::test]
+async fn only_dead_letter_queues_are_read() {
+    let broker = Broker::start("live-queues").await;
+    let jobs = broker.name("jobs");
+    for n in 0..3 {
+        let body = format!(r#"{{"id":"live-{n}"}}"#);
+        let props = BasicProperties::default().with_delivery_mode(2);
+        broker
+            .publish(&jobs, "job.native", body.as_bytes(), props)
+            .await;
+    }
+    for args in [
+        &["count", "--queue", "native"][..],
+        &["count", "--queue", "native"],
+        &["count", "--queue", "native"],
+        &["count", "--queue", "native"],
+        &["peek", "--queue", "native"],
+        &["redrive", "--queue", "native"],
+        &["purge", "--queue", "native", "--yes"],
+        &["purge", "--queue", "backoff.wait.200ms", "--yes"],
+    ] {
+        let output = broker.run(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "warren dlq {args:?}: {stderr}"
+        );
+        assert!(stderr.contains("is not a dead-letter queue"), "{stderr}");
+    }
+    let native = broker
+        .channel
+        .queue_declare(
+            ShortString::from(broker.name("native")),
+            QueueDeclareOptions {
+                passive: true,
+                ..QueueDeclareOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .expect("the work queue is there");
+    assert_eq!(native.message_count(), 3, "its live messages stay");
+    assert!(broker.ok(&["count", "--queue", "dead"]).contains("dead"));
+    broker.stop().await;
+}
