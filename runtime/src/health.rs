@@ -184,6 +184,22 @@ pub struct ConsumerHealth {
     pub breaker: Option<BreakerState>,
     /// Why it last lost or failed to get its subscription, and when.
     pub last_error: Option<LastError>,
+    /// Wait queues of its queue holding retries longer than their delay allows, as last
+    /// checked ([`crate::Worker::wait_queue_check`]): their dead-lettering stopped (on a
+    /// cluster, after a wait queue's leader changed), and the retries wait for an operator
+    /// (docs/operations.md, "Retries held in a wait queue"). Empty when none does.
+    pub overdue_retries: Vec<OverdueRetries>,
+}
+
+/// A wait queue holding retries past their time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OverdueRetries {
+    /// The wait queue (namespaced).
+    pub wait_queue: String,
+    /// The messages in it when it was checked.
+    pub messages: u32,
+    /// How long its oldest retry is past the time it should have returned, in milliseconds.
+    pub overdue_ms: u64,
 }
 
 /// A snapshot of a worker's health: [`HealthHandle::snapshot`].
@@ -231,6 +247,7 @@ pub(crate) struct ConsumerState {
     subscribed: AtomicBool,
     breaker: AtomicU8,
     last_error: Mutex<Option<LastError>>,
+    overdue: Mutex<Vec<OverdueRetries>>,
 }
 
 impl ConsumerState {
@@ -242,7 +259,18 @@ impl ConsumerState {
             subscribed: AtomicBool::new(false),
             breaker: AtomicU8::new(BreakerState::Closed.to_u8()),
             last_error: Mutex::new(None),
+            overdue: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The consumer's name in the contract.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The wait queues found holding retries past their time at the last check.
+    pub fn overdue(&self, found: Vec<OverdueRetries>) {
+        *lock(&self.overdue) = found;
     }
 
     /// Subscribed now.
@@ -276,6 +304,7 @@ impl ConsumerState {
                 .has_breaker
                 .then(|| BreakerState::from_u8(self.breaker.load(Ordering::Acquire))),
             last_error: lock(&self.last_error).clone(),
+            overdue_retries: lock(&self.overdue).clone(),
         }
     }
 }

@@ -67,6 +67,12 @@ pub const IN_FLIGHT: &str = "warren_in_flight";
 /// `queue`); only for consumers with a breaker.
 pub const CIRCUIT_BREAKER_STATE: &str = "warren_circuit_breaker_state";
 
+/// How long the oldest retry in a wait queue is past the time it should have gone back to
+/// its queue (gauge, seconds; labels `consumer`, `queue`, `wait_queue`; 0 when none is):
+/// above 0, the wait queue's dead-lettering has stopped (on a cluster, after its leader
+/// changed) and the retries it holds wait for an operator.
+pub const WAIT_QUEUE_OVERDUE: &str = "warren_wait_queue_overdue_seconds";
+
 /// RPC calls made through an [`crate::RpcClient`], by how they ended (counter; labels
 /// `operation`, `outcome`: one of [`RPC_OUTCOMES`]).
 pub const RPC_CALLS: &str = "warren_rpc_calls_total";
@@ -102,6 +108,8 @@ pub mod labels {
     pub const OPERATION: &str = "operation";
     /// What an RPC reply held: a [`crate::model::rpc::ReplyStatus`].
     pub const STATUS: &str = "status";
+    /// A wait queue of a ttl-backoff queue (with the topology's namespace).
+    pub const WAIT_QUEUE: &str = "wait_queue";
 }
 
 /// The values of the `outcome` label of [`RPC_CALLS`], one per way a call ends: the
@@ -268,9 +276,26 @@ pub fn describe() {
         )
     );
     describe_gauge!(
+        WAIT_QUEUE_OVERDUE,
+        Unit::Seconds,
+        format!(
+            "How long the oldest retry in a wait queue is overdue; above 0 its dead-lettering stopped ({per_consumer}, wait_queue)"
+        )
+    );
+    describe_gauge!(
         CIRCUIT_BREAKER_STATE,
         format!("Circuit breaker: 0 closed, 1 open, 2 half-open ({per_consumer})")
     );
+}
+
+/// The [`WAIT_QUEUE_OVERDUE`] gauge of `consumer`'s wait queue `wait_queue` of `queue`.
+pub(crate) fn wait_queue_overdue(consumer: &'static str, queue: &str, wait_queue: &str) -> Gauge {
+    gauge!(
+        WAIT_QUEUE_OVERDUE,
+        labels::CONSUMER => consumer,
+        labels::QUEUE => queue.to_owned(),
+        labels::WAIT_QUEUE => wait_queue.to_owned()
+    )
 }
 
 /// One consumer's metric handles, registered once when it starts: recording a delivery

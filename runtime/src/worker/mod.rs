@@ -17,6 +17,7 @@ mod reply_nodes;
 mod rpc;
 mod runner;
 pub(crate) mod settle;
+mod wait_watch;
 
 // What the delivery spans record (`crate::trace`).
 pub(crate) use policy::{Failure, Outcome};
@@ -129,12 +130,18 @@ impl ShutdownHandle {
 }
 
 /// Settings shared by every consumer of a worker.
+/// How often wait queues are checked for retries held past their time, by default.
+const DEFAULT_WAIT_CHECK: Duration = Duration::from_secs(30);
+
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
     pub drain_timeout: Duration,
     pub max_body_bytes: usize,
     pub publish_timeout: Duration,
     pub validate: bool,
+    /// How often the wait queues of ttl-backoff queues are checked for retries held past
+    /// their time; `None`: never.
+    pub wait_check: Option<Duration>,
 }
 
 /// What a consumer task needs to run.
@@ -216,6 +223,7 @@ impl Worker {
                 max_body_bytes: DEFAULT_MAX_BODY_BYTES,
                 publish_timeout: crate::DEFAULT_PUBLISH_TIMEOUT,
                 validate: true,
+                wait_check: Some(DEFAULT_WAIT_CHECK),
             },
             shutdown: Arc::new(watch::channel(false).0),
         }
@@ -225,6 +233,18 @@ impl Worker {
     /// their messages are then redelivered.
     pub fn drain_timeout(mut self, timeout: Duration) -> Self {
         self.settings.drain_timeout = timeout;
+        self
+    }
+
+    /// How often the wait queues of each consumer's ttl-backoff queue are checked for
+    /// retries held past their time (by default every 30 s; `None`: never). One held longer
+    /// than its delay and a grace as long again (at least 10 s) means the wait queue's
+    /// dead-lettering stopped, as it may on a cluster after the wait queue's leader changed:
+    /// it is logged, shown in [`crate::health::ConsumerHealth::overdue_retries`] and in
+    /// [`crate::metrics::WAIT_QUEUE_OVERDUE`]. A check is a passive declare per wait queue,
+    /// and a `basic.get` of the oldest message, returned at once, when there is one.
+    pub fn wait_queue_check(mut self, every: Option<Duration>) -> Self {
+        self.settings.wait_check = every;
         self
     }
 
@@ -410,6 +430,17 @@ impl Worker {
                 shutdown: self.shutdown.subscribe(),
                 health,
             };
+            let waits = wait_watch::wait_queues_of(&self.topology, &context.queue.name);
+            if let (Some(every), false) = (self.settings.wait_check, waits.is_empty()) {
+                tasks.spawn(wait_watch::watch(
+                    context.connection.clone(),
+                    context.queue.name.clone(),
+                    waits,
+                    context.health.clone(),
+                    every,
+                    self.shutdown.subscribe(),
+                ));
+            }
             tasks.spawn(consumer.start(context));
         }
         let mut outcome = Ok(());

@@ -614,3 +614,94 @@ async fn a_raw_dead_letter_argument_is_refused_by_declare() {
         .await
         .expect("the topology deletes");
 }
+
+/// On a cluster a wait queue whose leader changed may stop dead-lettering: its retries never
+/// come back, and nothing failed (issue 15 measured 2 to 336 held). A worker now checks its
+/// wait queues: a retry held past its delay and a grace as long again is reported in its
+/// health and metrics. Here a wait queue of 5 minutes holds a retry made 11 minutes ago (as
+/// a stalled wait queue would), and one made now: the first is reported, the second not, and
+/// the check takes nothing away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_held_in_a_wait_queue_past_their_time_are_reported() {
+    use std::time::SystemTime;
+    use warren_broker_tests::{Recorder, consumers, raw_headers};
+    use warren_runtime::model::{Backoff, Exhausted, QueueRole, Retry, headers};
+
+    const DELAY: Duration = Duration::from_secs(300);
+    let mut topology = warren_broker_tests::topology();
+    topology
+        .queues
+        .retain(|q| !matches!(&q.role, QueueRole::Wait { queue, .. } if queue == "backoff"));
+    let backoff = topology
+        .queues
+        .iter_mut()
+        .find(|q| q.name == "backoff")
+        .expect("the contract's backoff queue");
+    backoff.retry = Retry::TtlBackoff(Backoff::new(
+        "backoff",
+        1,
+        DELAY,
+        DELAY,
+        2.0,
+        false,
+        Exhausted::DeadLetter,
+    ));
+    let waits = backoff.wait_queues();
+    topology.queues.extend(waits);
+    let broker = warren_testkit::TestBroker::from_env().await;
+    let deployed = broker.deploy("wait-watch", &topology).await;
+    let mut worker = deployed
+        .worker()
+        .wait_queue_check(Some(Duration::from_millis(100)));
+    consumers::register::run_backoff(&mut worker, Recorder::default());
+    let health = worker.health_handle();
+    let mut running = deployed.start(worker);
+
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis() as i64;
+    let wait = deployed.name("backoff.wait.5m");
+    for (id, made) in [("held", now - 11 * 60_000), ("fresh", now)] {
+        let mut table = raw_headers();
+        table.insert(
+            ShortString::from(headers::LAST_FAILURE),
+            AMQPValue::LongLongInt(made),
+        );
+        table.insert(
+            ShortString::from(headers::RETRY_COUNT),
+            AMQPValue::LongLongInt(1),
+        );
+        let body = serde_json::to_vec(&job(id, JobBehaviour::Ok)).expect("json");
+        deployed
+            .publish_raw("", &wait, &body, json_properties().with_headers(table))
+            .await;
+    }
+    let overdue = || {
+        health
+            .snapshot()
+            .consumers
+            .into_iter()
+            .find(|c| c.name == "run_backoff")
+            .map(|c| c.overdue_retries)
+            .unwrap_or_default()
+    };
+    let seen =
+        warren_testkit::try_wait_until(Duration::from_secs(30), || !overdue().is_empty()).await;
+    let found = overdue();
+    assert!(seen, "the held retry is reported: {:?}", health.snapshot());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].wait_queue, wait);
+    assert_eq!(found[0].messages, 2);
+    // 11 minutes waited, 10 allowed (the delay, and a grace as long): a minute over, and
+    // however long the check took to come.
+    assert!(
+        (59_000..=150_000).contains(&found[0].overdue_ms),
+        "{:?}",
+        found[0]
+    );
+    // Looking took nothing: both retries are still waiting.
+    assert_eq!(deployed.ready("backoff.wait.5m").await, 2);
+    running.stop().await.expect("the worker stops");
+    deployed.cleanup().await;
+}
