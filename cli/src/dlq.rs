@@ -411,9 +411,9 @@ fn summary_text(queue: &str, s: &RedriveSummary) -> String {
     }
     if s.duplicates_possible > 0 {
         text.push_str(&format!(
-            "  duplicates possible: {} of those moved had been delivered before (by a peek, a \
-             count or a killed redrive); a killed redrive leaves at most one duplicate, the \
-             message it was moving, which its queue now has twice\n",
+            "  duplicates possible: {} (earlier deliveries of the messages moved: by a peek, a \
+             count or a killed redrive), plus at most one per redrive killed before this one \
+             (the message it was moving, which its queue now has twice)\n",
             s.duplicates_possible
         ));
     }

@@ -20,6 +20,7 @@ use lapin::BasicProperties;
 use lapin::message::Delivery;
 use lapin::types::{AMQPValue, ShortString};
 
+use crate::amqp::header_int;
 use crate::error::PublishError;
 use crate::failure::FailureContext;
 use crate::model::{FailureReason, Namespace, headers};
@@ -194,10 +195,14 @@ pub struct RedriveSummary {
     /// Left: no queue they failed in (`x-failed-queue`, or the broker's `x-death`), or one
     /// that is not a target, or one the broker could not route to (deleted).
     pub no_queue: u64,
-    /// Of those moved, how many had been delivered before (`redelivered`). Each may already
-    /// be in its queue, if an earlier redrive was killed between its confirm and its ack: a
-    /// handler sees such a message twice. (A peek or count also marks messages so: it is an
-    /// upper bound.)
+    /// Copies of the messages this run moved that may already be in their queues: each
+    /// earlier delivery of a message may have been a redrive killed between its confirm and
+    /// its ack, which left a copy (a handler sees it twice). Counted from a quorum queue's
+    /// `x-delivery-count` (peeks and counts deliver too); a classic queue counts no
+    /// deliveries, only whether there was one (`redelivered`): 1 for a message however many
+    /// killed runs moved it. It says nothing of the messages a killed run moved and
+    /// acknowledged: that run's count died with it, and each killed run may have left one
+    /// more duplicate, so the duplicates are at most this plus one per redrive killed before.
     pub duplicates_possible: u64,
     /// Messages moved to the back of the dead-letter queue because more than [`MAX_HELD`]
     /// stayed.
@@ -293,14 +298,12 @@ impl DeadLetterQueue {
                     tokio::time::sleep_until(next_move).await;
                     next_move = tokio::time::Instant::now() + period;
                 }
-                let copy = redriven(&delivery, context.as_ref());
+                let copy = within(redriven(&delivery, context.as_ref()), publisher.frame_max());
                 match publisher.send("", queue, &delivery.data, copy).await {
                     Ok(()) => {
                         scan.ack(delivery.delivery_tag).await?;
                         summary.moved += 1;
-                        if delivery.redelivered {
-                            summary.duplicates_possible += 1;
-                        }
+                        summary.duplicates_possible += earlier_deliveries(&delivery);
                         progress(summary);
                         continue;
                     }
@@ -320,7 +323,7 @@ impl DeadLetterQueue {
             if held < MAX_HELD || options.dry_run {
                 held += 1;
             } else {
-                let copy = kept(&delivery, context.as_ref());
+                let copy = within(kept(&delivery, context.as_ref()), publisher.frame_max());
                 publisher
                     .send("", &self.name, &delivery.data, copy)
                     .await
@@ -362,6 +365,30 @@ impl DeadLetterQueue {
             source,
         }
     }
+}
+
+/// How many times `delivery` was delivered before: a quorum queue's `x-delivery-count`
+/// (a header anyone may forge on a message of a classic queue; bounded by the broker's own
+/// on a quorum queue, which overwrites it), else 1 when `redelivered`.
+fn earlier_deliveries(delivery: &Delivery) -> u64 {
+    let counted = header_int(
+        delivery.properties.headers().as_ref(),
+        headers::DELIVERY_COUNT,
+    )
+    .and_then(|count| u64::try_from(count).ok());
+    match counted {
+        Some(count) => count,
+        None => u64::from(delivery.redelivered),
+    }
+}
+
+/// `copy` with its headers cut to what a copy's header frame may weigh on a connection of
+/// `frame_max` (`wire::fit`, the cut recorded): what a redrive writes out can take a dead
+/// letter near `frame_max` over it, and the broker would close the channel publishing it,
+/// ending the pass.
+fn within(copy: BasicProperties, frame_max: usize) -> BasicProperties {
+    let budget = crate::wire::copy_budget(frame_max);
+    crate::wire::fit(&copy, budget).unwrap_or(copy)
 }
 
 /// The properties of a redriven copy: the dead letter's (but its expiration and user id),
@@ -487,6 +514,72 @@ mod tests {
             get(headers::LAST_FAILURE),
             Some(AMQPValue::LongLongInt(5_000))
         );
+    }
+
+    /// A broker dead letter (its facts only in `x-death`) within a few hundred bytes of
+    /// `frame_max` gains warren's headers when it is kept (moved to the back of its queue):
+    /// published as it was, its copy was over the frame, the broker closed the channel and
+    /// the redrive pass ended (exit 2). Each copy is now cut to the copy budget.
+    #[test]
+    fn a_copy_near_frame_max_is_cut_to_fit() {
+        use lapin::types::{AMQPValue, FieldArray, FieldTable, LongString, ShortString};
+
+        use super::{kept, redriven, within};
+        use crate::wire::{copy_budget, header_frame_len};
+
+        const FRAME_MAX: usize = 131_072;
+        let mut death = FieldTable::default();
+        for (key, value) in [
+            ("reason", "rejected"),
+            ("queue", "orders"),
+            ("exchange", "jobs"),
+        ] {
+            death.insert(ShortString::from(key), AMQPValue::LongString(value.into()));
+        }
+        death.insert(ShortString::from("count"), AMQPValue::LongLongInt(1));
+        death.insert(
+            ShortString::from("time"),
+            AMQPValue::Timestamp(1_700_000_000),
+        );
+        let mut keys = FieldArray::default();
+        keys.push(AMQPValue::LongString("job.created".into()));
+        death.insert(
+            ShortString::from("routing-keys"),
+            AMQPValue::FieldArray(keys),
+        );
+        let mut deaths = FieldArray::default();
+        deaths.push(AMQPValue::FieldTable(death));
+        let mut table = FieldTable::default();
+        table.insert(ShortString::from("x-death"), AMQPValue::FieldArray(deaths));
+        let mut delivery = lapin::message::Delivery::mock(
+            1,
+            ShortString::from(""),
+            ShortString::from("orders.dead"),
+            false,
+            Vec::new(),
+        );
+        // Padded to 200 bytes under the frame.
+        let with_pad = |table: &FieldTable, pad: usize| {
+            let mut table = table.clone();
+            table.insert(
+                ShortString::from("pad"),
+                AMQPValue::LongString(LongString::from("p".repeat(pad))),
+            );
+            lapin::BasicProperties::default().with_headers(table)
+        };
+        let bare = header_frame_len(&with_pad(&table, 0));
+        delivery.properties = with_pad(&table, FRAME_MAX - 200 - bare);
+        assert_eq!(header_frame_len(&delivery.properties), FRAME_MAX - 200);
+        let context = FailureContext::from_headers(delivery.properties.headers().as_ref());
+        let grown = kept(&delivery, context.as_ref());
+        assert!(
+            header_frame_len(&grown) > copy_budget(FRAME_MAX),
+            "it grew past the budget"
+        );
+        for copy in [grown, redriven(&delivery, context.as_ref())] {
+            let fitted = within(copy, FRAME_MAX);
+            assert!(header_frame_len(&fitted) <= copy_budget(FRAME_MAX));
+        }
     }
 
     /// A rate too small for a `Duration` (`--rate 1e-300`) does not panic the redrive: its

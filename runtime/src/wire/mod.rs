@@ -32,6 +32,8 @@ use std::task::{Context, Poll};
 
 use futures_lite::io::{AsyncRead, AsyncWrite};
 
+#[cfg(test)]
+pub(crate) use budget::header_frame_len;
 pub(crate) use budget::{copy_budget, fit};
 pub(crate) use fields::MAX_DEPTH;
 use header::FRAME_OVERHEAD;
