@@ -48,12 +48,6 @@ pub const RPC_ERROR: &str = "x-rpc-error";
 /// [`crate::FailureReason`].
 pub const RPC_FAILURE: &str = "x-rpc-failure";
 
-/// On a probe `warren plan` publishes to a queue it closed to publishers, to learn that the
-/// broker refuses publishes there now: a token of that run. A probe the queue accepted
-/// before it was closed is dropped when the queue is emptied, never moved; a message with
-/// another value is an ordinary message.
-pub const PLAN_PROBE: &str = "x-warren-plan-probe";
-
 /// W3C Trace Context: the trace and span a message was published in, as
 /// `00-{trace id}-{parent id}-{flags}` (<https://www.w3.org/TR/trace-context/>). Written on
 /// publish (with the `opentelemetry` feature) and on retry and dead-letter copies; read on

@@ -8,8 +8,13 @@ use crate::wire::MAX_DEPTH;
 
 /// What RabbitMQ's `NOT_FOUND` says of a durable queue that exists but whose node is down: a
 /// classic queue on a cluster node that stopped, `home node 'rabbit@b' of durable queue 'q'
-/// in vhost '/' is down or inaccessible`. The broker has no other signal for it.
-const NODE_DOWN: &str = "is down or inaccessible";
+/// in vhost '/' is down or inaccessible`, or, while that node is going down, `queue 'q' in
+/// vhost '/' process is stopped by supervisor` (seen on 3.10.8 in the cluster test: read as
+/// gone, it stopped the whole worker). The broker has no other signal for it.
+const NODE_DOWN: [&str; 2] = [
+    "is down or inaccessible",
+    "process is stopped by supervisor",
+];
 
 /// Why the broker said a queue or exchange is not there (`NOT_FOUND`), if it did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +35,8 @@ pub(crate) fn not_found(error: &lapin::Error) -> Option<NotFound> {
     {
         return None;
     }
-    Some(if amqp.get_message().as_str().contains(NODE_DOWN) {
+    let message = amqp.get_message().as_str();
+    Some(if NODE_DOWN.iter().any(|phrase| message.contains(phrase)) {
         NotFound::NodeDown
     } else {
         NotFound::Gone
@@ -164,5 +170,33 @@ pub(crate) fn header_str(table: Option<&FieldTable>, key: &str) -> Option<String
         AMQPValue::ShortString(s) => Some(s.to_string()),
         AMQPValue::LongString(s) => Some(String::from_utf8_lossy(s.as_bytes()).into_owned()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A classic queue on a node going down is reported two ways; either is the node, not
+    /// a deleted queue (read as deleted, the second stopped a whole worker on a cluster).
+    #[test]
+    fn a_queue_whose_node_is_down_is_not_gone() {
+        use lapin::protocol::{AMQPError, AMQPErrorKind, AMQPSoftError};
+
+        use super::{NotFound, not_found};
+        let error = |text: &str| {
+            lapin::Error::from(lapin::ErrorKind::ProtocolError(AMQPError::new(
+                AMQPErrorKind::Soft(AMQPSoftError::NOTFOUND),
+                text.into(),
+            )))
+        };
+        for text in [
+            "NOT_FOUND - home node 'rabbit@b' of durable queue 'q' in vhost '/' is down or inaccessible",
+            "NOT_FOUND - queue 'q' in vhost '/' process is stopped by supervisor",
+        ] {
+            assert_eq!(not_found(&error(text)), Some(NotFound::NodeDown), "{text}");
+        }
+        assert_eq!(
+            not_found(&error("NOT_FOUND - no queue 'q' in vhost '/'")),
+            Some(NotFound::Gone)
+        );
     }
 }

@@ -25,8 +25,6 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_RESPONSE_BYTES: usize = 64 << 20;
 /// How much of an error answer's body an error quotes.
 const MAX_QUOTED: usize = 200;
-/// What is read of a queue: only what [`LiveQueue`] holds (a queue's full record is large).
-const QUEUE_COLUMNS: &str = "name,messages,arguments,policy,effective_policy_definition";
 
 /// Why the management API could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -89,8 +87,6 @@ pub struct LiveQueue {
     pub dead_letter_routing_key: Option<String>,
     /// Its declaration arguments, as the API shows them.
     pub arguments: BTreeMap<String, serde_json::Value>,
-    /// The name of the policy that applies to it, if one does.
-    pub policy: Option<String>,
 }
 
 /// RabbitMQ's management API for one virtual host.
@@ -202,72 +198,11 @@ impl Management {
     pub async fn queues(&self) -> Result<Vec<LiveQueue>, ManagementError> {
         let what = "the queues of the virtual host".to_owned();
         let path = format!(
-            "/api/queues/{}?columns={QUEUE_COLUMNS}",
+            "/api/queues/{}?columns=name,messages,arguments,effective_policy_definition",
             percent_encode(&self.vhost)
         );
         let listed: Vec<ApiQueue> = self.get_json(&path, &what).await?;
         Ok(listed.into_iter().map(ApiQueue::into_live).collect())
-    }
-
-    /// Sets policy `name` of the virtual host: `definition` applied to the queues whose name
-    /// matches `pattern` (a regular expression), at `priority` (the highest applies).
-    pub async fn put_policy(
-        &self,
-        name: &str,
-        pattern: &str,
-        definition: serde_json::Value,
-        priority: i64,
-    ) -> Result<(), ManagementError> {
-        let what = format!("setting policy `{name}`");
-        let body = serde_json::json!({
-            "pattern": pattern,
-            "definition": definition,
-            "priority": priority,
-            "apply-to": "queues",
-        });
-        let (status, answer) = self
-            .request(
-                "PUT",
-                &self.policy_path(name),
-                Some(body.to_string().as_bytes()),
-            )
-            .await?;
-        expect_status(&[200, 201, 204], status, &answer, &what)
-    }
-
-    /// Deletes policy `name` of the virtual host; one already gone is fine.
-    pub async fn delete_policy(&self, name: &str) -> Result<(), ManagementError> {
-        let what = format!("deleting policy `{name}`");
-        let (status, answer) = self
-            .request("DELETE", &self.policy_path(name), None)
-            .await?;
-        expect_status(&[200, 204, 404], status, &answer, &what)
-    }
-
-    /// Queue `name` as the API shows it now (its policy, its arguments), or `None` when
-    /// there is no such queue.
-    pub async fn queue(&self, name: &str) -> Result<Option<LiveQueue>, ManagementError> {
-        let what = format!("queue `{name}`");
-        let path = format!(
-            "/api/queues/{}/{}?columns={QUEUE_COLUMNS}",
-            percent_encode(&self.vhost),
-            percent_encode(name)
-        );
-        let (status, body) = self.request("GET", &path, None).await?;
-        if status == 404 {
-            return Ok(None);
-        }
-        expect_status(&[200], status, &body, &what)?;
-        let queue: ApiQueue = parse(&body, &what)?;
-        Ok(Some(queue.into_live()))
-    }
-
-    fn policy_path(&self, name: &str) -> String {
-        format!(
-            "/api/policies/{}/{}",
-            percent_encode(&self.vhost),
-            percent_encode(name)
-        )
     }
 
     async fn get_json<T: serde::de::DeserializeOwned>(
@@ -275,18 +210,23 @@ impl Management {
         path: &str,
         what: &str,
     ) -> Result<T, ManagementError> {
-        let (status, body) = self.request("GET", path, None).await?;
-        expect_status(&[200], status, &body, what)?;
-        parse(&body, what)
+        let (status, body) = self.request("GET", path).await?;
+        if status != 200 {
+            let text = String::from_utf8_lossy(&body);
+            return Err(ManagementError::Status {
+                status,
+                what: what.to_owned(),
+                body: crate::worker::settle::truncate(&text, MAX_QUOTED),
+            });
+        }
+        serde_json::from_slice(&body).map_err(|error| ManagementError::Invalid {
+            what: what.to_owned(),
+            reason: error.to_string(),
+        })
     }
 
     /// One request on a connection of its own; the status and the body.
-    async fn request(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<&[u8]>,
-    ) -> Result<(u16, Vec<u8>), ManagementError> {
+    async fn request(&self, method: &str, path: &str) -> Result<(u16, Vec<u8>), ManagementError> {
         let unreachable = |reason: String| ManagementError::Unreachable {
             endpoint: self.endpoint(),
             reason,
@@ -295,22 +235,14 @@ impl Management {
             let mut stream = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
                 .await
                 .map_err(|e| unreachable(e.to_string()))?;
-            let content = body.map_or(String::new(), |body| {
-                format!(
-                    "Content-Type: application/json\r\nContent-Length: {}\r\n",
-                    body.len()
-                )
-            });
             let request = format!(
-                "{method} {}{path} HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\nAccept: application/json\r\n{content}Connection: close\r\n\r\n",
+                "{method} {}{path} HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\nAccept: application/json\r\nConnection: close\r\n\r\n",
                 self.prefix,
                 self.endpoint(),
                 self.authorization
             );
-            let mut request = request.into_bytes();
-            request.extend_from_slice(body.unwrap_or_default());
             stream
-                .write_all(&request)
+                .write_all(request.as_bytes())
                 .await
                 .map_err(|e| unreachable(e.to_string()))?;
             let mut response = Vec::new();
@@ -330,31 +262,6 @@ impl Management {
             .await
             .unwrap_or_else(|_| Err(unreachable(format!("no answer within {REQUEST_TIMEOUT:?}"))))
     }
-}
-
-/// `Ok` when `status` is one of `expected`; otherwise the API's error, quoting its answer.
-fn expect_status(
-    expected: &[u16],
-    status: u16,
-    body: &[u8],
-    what: &str,
-) -> Result<(), ManagementError> {
-    if expected.contains(&status) {
-        return Ok(());
-    }
-    let text = String::from_utf8_lossy(body);
-    Err(ManagementError::Status {
-        status,
-        what: what.to_owned(),
-        body: crate::worker::settle::truncate(&text, MAX_QUOTED),
-    })
-}
-
-fn parse<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Result<T, ManagementError> {
-    serde_json::from_slice(body).map_err(|error| ManagementError::Invalid {
-        what: what.to_owned(),
-        reason: error.to_string(),
-    })
 }
 
 /// The status and body of an HTTP/1.1 response read to its end.
@@ -473,8 +380,6 @@ struct ApiQueue {
     arguments: BTreeMap<String, serde_json::Value>,
     #[serde(default)]
     effective_policy_definition: Option<BTreeMap<String, serde_json::Value>>,
-    #[serde(default)]
-    policy: Option<String>,
 }
 
 impl ApiQueue {
@@ -491,7 +396,6 @@ impl ApiQueue {
             dead_letter_routing_key: text(self.arguments.get("x-dead-letter-routing-key"))
                 .or_else(|| text(policy.get("dead-letter-routing-key"))),
             arguments: self.arguments,
-            policy: self.policy.filter(|policy| !policy.is_empty()),
         }
     }
 }

@@ -6,16 +6,14 @@
 //! there, a delete is `if_empty`. So a migration killed half way is finished by computing
 //! the plan again (the holding queue is found) and applying it.
 
-use futures_lite::StreamExt as _;
 use lapin::options::{
-    BasicAckOptions, BasicConsumeOptions, BasicGetOptions, BasicPublishOptions, BasicQosOptions,
-    ConfirmSelectOptions, QueueDeclareOptions, QueueDeleteOptions,
+    BasicAckOptions, BasicGetOptions, BasicPublishOptions, ConfirmSelectOptions,
+    QueueDeclareOptions, QueueDeleteOptions,
 };
 use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
-use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use lapin::types::{AMQPValue, LongString, ShortString};
 use lapin::{BasicProperties, Confirmation, ErrorKind};
 
-use super::closing::{Closed, Closer};
 use super::{Action, Applied, Plan, PlanError, probe};
 use crate::declare::declare_once;
 use crate::model::{
@@ -24,7 +22,7 @@ use crate::model::{
 };
 use crate::worker::decode::is_retry_copy;
 use crate::worker::settle::republished;
-use crate::{Connection, ErrorChain, PublishError, Publisher, amqp};
+use crate::{Connection, PublishError, Publisher, amqp};
 
 /// The holding queue of `queue`.
 pub(super) fn holding_name(queue: &str) -> String {
@@ -73,16 +71,6 @@ pub(super) async fn apply(plan: &Plan, connection: &Connection) -> Result<Applie
     let publisher = Publisher::open(connection, Namespace::default())
         .await
         .map_err(PlanError::Publisher)?;
-    let closer = plan.management.as_ref().map(Closer::new);
-    let closer = closer.as_ref();
-    if let Some(closer) = closer {
-        open_leftovers(plan, closer).await?;
-    }
-    let mover = Mover {
-        connection,
-        publisher: &publisher,
-        closer,
-    };
     let migrating = |item: &&super::Item| matches!(item.action, Action::Migrate { .. });
     for item in plan.items.iter().filter(migrating) {
         let Some(queue) = new.queue(&item.name) else {
@@ -96,7 +84,7 @@ pub(super) async fn apply(plan: &Plan, connection: &Connection) -> Result<Applie
                     } => foreign_bindings.as_slice(),
                     _ => &[],
                 };
-                migrate_queue(plan, &mover, queue, foreign, &mut applied).await?;
+                migrate_queue(plan, connection, &publisher, queue, foreign, &mut applied).await?;
             }
             // Its queue's migration emptied it, deleted it and declared it anew.
             QueueRole::Wait { queue: owner, .. } if migrated(plan, owner) => {}
@@ -104,7 +92,16 @@ pub(super) async fn apply(plan: &Plan, connection: &Connection) -> Result<Applie
                 // Its queue stays: its messages go back to that queue now, and the declare
                 // below makes it anew.
                 if probe::state(connection, &item.name).await?.is_some() {
-                    drain(plan, &mover, &item.name, owner, owner, &mut applied).await?;
+                    drain(
+                        plan,
+                        connection,
+                        &publisher,
+                        &item.name,
+                        owner,
+                        owner,
+                        &mut applied,
+                    )
+                    .await?;
                 }
             }
         }
@@ -128,217 +125,18 @@ pub(super) async fn apply(plan: &Plan, connection: &Connection) -> Result<Applie
         } else {
             owner
         };
-        drain(plan, &mover, &item.name, into, owner, &mut applied).await?;
+        drain(
+            plan,
+            connection,
+            &publisher,
+            &item.name,
+            into,
+            owner,
+            &mut applied,
+        )
+        .await?;
     }
     Ok(applied)
-}
-
-/// What moving messages and deleting queues needs, for one run.
-struct Mover<'a> {
-    connection: &'a Connection,
-    publisher: &'a Publisher,
-    /// Closes queues to publishers before they are deleted (with the management API).
-    closer: Option<&'a Closer<'a>>,
-}
-
-impl Mover<'_> {
-    /// Moves every message of `from` to `to`; this run's probes are dropped, not moved.
-    async fn move_all(&self, from: &str, to: &str, source: Source<'_>) -> Result<u64, PlanError> {
-        let discard = self.closer.map(Closer::token);
-        move_all(self.connection, self.publisher, from, to, source, discard).await
-    }
-
-    /// Empties `queue` into `into` and deletes it. With the management API it is closed to
-    /// publishers first (`closing.rs`), and opened again once it is gone: a publisher by
-    /// name (through the default exchange, which no unbinding stops) faster than the move
-    /// would otherwise keep it from ever emptying, and one between the last read and the
-    /// delete of a quorum queue (which refuses `if-empty`) would lose its message.
-    async fn retire(
-        &self,
-        queue: &str,
-        (to, source): (&str, Source<'_>),
-        kind: Option<QueueKind>,
-        applied: &mut Applied,
-    ) -> Result<(), PlanError> {
-        // A classic queue drops the messages it holds when a length policy applies, even
-        // with `reject-publish` (measured on 3.10.8): it is not closed, and its delete is
-        // guarded by the broker itself (`if-empty`).
-        let closer = self.closer.filter(|_| kind != Some(QueueKind::Classic));
-        let mut closed = false;
-        if let Some(closer) = closer {
-            match closer.close(self.connection, queue).await? {
-                Closed::Gone => return Ok(()),
-                Closed::Yes => closed = true,
-                Closed::No(why) => applied.steps.push(format!(
-                    "`{queue}` could not be closed to publishers before it is deleted: {why}"
-                )),
-            }
-        }
-        let emptied = match (closer, closed) {
-            (Some(closer), true) => {
-                self.empty_closed(closer, queue, (to, source), applied)
-                    .await
-            }
-            _ => match self.move_all(queue, to, source).await {
-                Ok(moved) => {
-                    applied.record_move(queue, to, moved);
-                    delete_if_empty(self.connection, queue, kind, applied).await
-                }
-                Err(error) => Err(error),
-            },
-        };
-        // Opened again whatever happened: deleted, it is declared anew under the same
-        // name; not deleted, it must take publishes again.
-        if let Some(closer) = closer {
-            closer.open(queue).await?;
-        }
-        emptied
-    }
-}
-
-impl Mover<'_> {
-    /// Empties closed `queue` into `to` until a probe left in it is accepted (it is then the
-    /// queue's one message, and nothing can join it: `closing.rs`), and deletes it.
-    async fn empty_closed(
-        &self,
-        closer: &Closer<'_>,
-        queue: &str,
-        (to, source): (&str, Source<'_>),
-        applied: &mut Applied,
-    ) -> Result<(), PlanError> {
-        let mut moved = 0;
-        loop {
-            moved += self.move_all(queue, to, source).await?;
-            if closer.leave_sentinel(self.connection, queue).await? {
-                break;
-            }
-        }
-        applied.record_move(queue, to, moved);
-        if let Some(state) = probe::state(self.connection, queue).await?
-            && state.consumers > 0
-        {
-            return Err(PlanError::NotEmpty {
-                queue: queue.to_owned(),
-            });
-        }
-        let (deleted, rescued) = self.delete_consuming(queue).await?;
-        // A publish that slipped in (a quorum queue tells its publishers that it is full
-        // asynchronously) was handed to the consumer: it goes where the rest went.
-        let discard = Some(closer.token());
-        let budget = crate::wire::copy_budget(self.publisher.frame_max());
-        let mut attempt = 0;
-        let rescued_moved = loop {
-            let out = confirm_channel(self.connection).await?;
-            let published =
-                publish_round(&out, budget, &rescued, (queue, to), source, discard).await;
-            close(out).await;
-            match published {
-                Ok(published) => break published,
-                Err(error) if attempt >= 2 => {
-                    return Err(PlanError::Closing {
-                        queue: queue.to_owned(),
-                        reason: format!(
-                            "{} message(s) taken from it as it was deleted could not be moved to \
-                             `{to}` ({}); they are in this process only",
-                            rescued.len(),
-                            ErrorChain(&error)
-                        ),
-                    });
-                }
-                Err(_) => {
-                    attempt += 1;
-                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                }
-            }
-        };
-        if rescued_moved > 0 {
-            applied.record_move(queue, to, rescued_moved);
-        }
-        // Besides this run's probe, nothing was left undelivered in it.
-        if deleted > 1 {
-            return Err(PlanError::Closing {
-                queue: queue.to_owned(),
-                reason: format!(
-                    "the broker deleted {} message(s) with it that no consumer was handed: \
-                     report this",
-                    deleted - 1
-                ),
-            });
-        }
-        applied
-            .steps
-            .push(format!("`{queue}` deleted (it was empty)"));
-        Ok(())
-    }
-
-    /// Deletes `queue` while a consumer of this run, with a prefetch larger than any
-    /// straggler count, reads it: returns what the broker counted in it when deleted, and
-    /// every message the consumer was handed before the broker cancelled it (the queue
-    /// gone) or went quiet.
-    async fn delete_consuming(
-        &self,
-        queue: &str,
-    ) -> Result<(u32, Vec<lapin::message::Delivery>), PlanError> {
-        let reader = channel(self.connection).await?;
-        reader
-            .basic_qos(RESCUE_PREFETCH, BasicQosOptions::default())
-            .await
-            .map_err(broker(format!("reading `{queue}` as it is deleted")))?;
-        let mut consumer = reader
-            .basic_consume(
-                ShortString::from(queue),
-                ShortString::from("warren-plan"),
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
-            )
-            .await
-            .map_err(broker(format!("reading `{queue}` as it is deleted")))?;
-        let deleter = channel(self.connection).await?;
-        let deleted = deleter
-            .queue_delete(ShortString::from(queue), QueueDeleteOptions::default())
-            .await;
-        close(deleter).await;
-        let deleted = match deleted {
-            Ok(count) => count,
-            Err(error) if soft(&error) == Some(AMQPSoftError::NOTFOUND) => 0,
-            Err(error) => {
-                close(reader).await;
-                return Err(broker(format!("deleting `{queue}`"))(error));
-            }
-        };
-        let mut rescued = Vec::new();
-        while let Ok(Some(Ok(delivery))) = tokio::time::timeout(RESCUE_QUIET, consumer.next()).await
-        {
-            rescued.push(delivery);
-        }
-        close(reader).await;
-        Ok((deleted, rescued))
-    }
-}
-
-/// The prefetch of the consumer reading a closed queue as it is deleted: more than the
-/// publishes that can slip into it.
-const RESCUE_PREFETCH: u16 = 10_000;
-
-/// How long the consumer reading a deleted queue waits for one more delivery when the broker
-/// does not cancel it.
-const RESCUE_QUIET: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Deletes the closing policies a run killed half way may have left on the queues this
-/// plan deletes and declares again: under one, a queue refuses every publish.
-async fn open_leftovers(plan: &Plan, closer: &Closer<'_>) -> Result<(), PlanError> {
-    for item in &plan.items {
-        match &item.action {
-            Action::Migrate { .. } | Action::Drain { .. } => {
-                closer.open(&item.name).await?;
-                if item.wait_queue_of.is_none() {
-                    closer.open(&holding_name(&item.name)).await?;
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(())
 }
 
 /// Whether the plan migrates queue `name`.
@@ -351,20 +149,16 @@ fn migrated(plan: &Plan, name: &str) -> bool {
 /// Moves every message of wait queue `wait` (of queue `owner`) into `into`, then deletes it.
 async fn drain(
     plan: &Plan,
-    mover: &Mover<'_>,
+    connection: &Connection,
+    publisher: &Publisher,
     wait: &str,
     into: &str,
     owner: &str,
     applied: &mut Applied,
 ) -> Result<(), PlanError> {
-    mover
-        .retire(
-            wait,
-            (into, Source::Wait(owner)),
-            kind_of(plan, wait),
-            applied,
-        )
-        .await
+    let moved = move_all(connection, publisher, wait, into, Source::Wait(owner)).await?;
+    applied.record_move(wait, into, moved);
+    delete_if_empty(connection, wait, kind_of(plan, wait), applied).await
 }
 
 impl Applied {
@@ -379,12 +173,12 @@ impl Applied {
 /// broker has to it that no version of the contract declares: they move with it.
 async fn migrate_queue(
     plan: &Plan,
-    mover: &Mover<'_>,
+    connection: &Connection,
+    publisher: &Publisher,
     queue: &Queue,
     foreign: &[Binding],
     applied: &mut Applied,
 ) -> Result<(), PlanError> {
-    let connection = mover.connection;
     let name = queue.name.as_str();
     let holding = holding_name(name);
     let mut bindings = plan.contract_bindings(name);
@@ -425,19 +219,17 @@ async fn migrate_queue(
         for binding in &bindings {
             bind(connection, name, binding, false, applied).await?;
         }
-        // Its wait queues first: emptied, they dead-letter nothing into it while it is
-        // closed to publishers below.
+        let moved = move_all(connection, publisher, name, &holding, Source::Work(name)).await?;
+        applied.record_move(name, &holding, moved);
         let waits = plan.wait_queues_of(name);
         for wait in &waits {
             if probe::state(connection, wait).await?.is_some() {
-                let moved = mover.move_all(wait, &holding, Source::Wait(name)).await?;
+                let moved =
+                    move_all(connection, publisher, wait, &holding, Source::Wait(name)).await?;
                 applied.record_move(wait, &holding, moved);
             }
         }
-        let into = (holding.as_str(), Source::Work(name));
-        mover
-            .retire(name, into, kind_of(plan, name), applied)
-            .await?;
+        delete_if_empty(connection, name, kind_of(plan, name), applied).await?;
         // Wait queues the new version has as they are stay; the others go, to be
         // declared anew below when the new version has them.
         for wait in &waits {
@@ -446,10 +238,7 @@ async fn migrate_queue(
                 None => false,
             };
             if !keep {
-                let into = (holding.as_str(), Source::Wait(name));
-                mover
-                    .retire(wait, into, kind_of(plan, wait), applied)
-                    .await?;
+                delete_if_empty(connection, wait, kind_of(plan, wait), applied).await?;
             }
         }
     }
@@ -484,10 +273,9 @@ async fn migrate_queue(
     for binding in &bindings {
         bind(connection, &holding, binding, false, applied).await?;
     }
-    let into = (name, Source::Holding);
-    mover
-        .retire(&holding, into, Some(QueueKind::Quorum), applied)
-        .await
+    let moved = move_all(connection, publisher, &holding, name, Source::Holding).await?;
+    applied.record_move(&holding, name, moved);
+    delete_if_empty(connection, &holding, Some(QueueKind::Quorum), applied).await
 }
 
 /// Whether the broker refuses `queue` as the new version declares it.
@@ -599,11 +387,10 @@ fn kind_of(plan: &Plan, queue: &str) -> Option<QueueKind> {
 ///
 /// RabbitMQ 3.10's quorum queues refuse `queue.delete` with `if-empty` or `if-unused`, and
 /// with a connection error (`NOT_IMPLEMENTED`), so a queue that may be one (any but a
-/// classic queue) is checked with a passive declare (no message ready, no consumer) and a
-/// `basic.get`, then deleted. A publisher by name could reach it in between: so this is
-/// the way only without the management API (a plan that migrates nothing, draining wait
-/// queues only their stopped workers publish to); with it, a quorum queue is closed to
-/// publishers first (`Mover::empty_closed`). A classic queue gets the broker's own
+/// classic queue) is checked with a passive declare (no message ready, no consumer) and
+/// then deleted. Between the two nothing reaches it: the queue being migrated was unbound
+/// and its workers are stopped, a wait queue only gets what those workers send, and the
+/// holding queue was unbound before it was emptied. A classic queue gets the broker's own
 /// guarantee, `if-empty` and `if-unused`.
 async fn delete_if_empty(
     connection: &Connection,
@@ -689,7 +476,6 @@ async fn move_all(
     from: &str,
     to: &str,
     source: Source<'_>,
-    discard: Option<&str>,
 ) -> Result<u64, PlanError> {
     let channel = channel(connection).await?;
     let out = match confirm_channel(connection).await {
@@ -700,7 +486,7 @@ async fn move_all(
         }
     };
     let budget = crate::wire::copy_budget(publisher.frame_max());
-    let result = move_on(&channel, &out, budget, (from, to), source, discard).await;
+    let result = move_on(&channel, &out, budget, from, to, source).await;
     close(channel).await;
     close(out).await;
     result
@@ -718,10 +504,15 @@ async fn move_on(
     channel: &lapin::Channel,
     out: &lapin::Channel,
     budget: usize,
-    (from, to): (&str, &str),
+    from: &str,
+    to: &str,
     source: Source<'_>,
-    discard: Option<&str>,
 ) -> Result<u64, PlanError> {
+    let failed = |error: PublishError| PlanError::Move {
+        from: from.to_owned(),
+        to: to.to_owned(),
+        source: error,
+    };
     let mut moved: u64 = 0;
     loop {
         let mut round = Vec::with_capacity(MOVE_BATCH);
@@ -742,85 +533,55 @@ async fn move_on(
         let Some(last) = round.last().map(|d| d.delivery_tag) else {
             return Ok(moved);
         };
-        let published = publish_round(out, budget, &round, (from, to), source, discard).await?;
+        let mut confirms = Vec::with_capacity(round.len());
+        for delivery in &round {
+            let properties = moved_properties(delivery, source);
+            let properties = crate::wire::fit(&properties, budget).unwrap_or(properties);
+            let confirm = out
+                .basic_publish(
+                    ShortString::from(""),
+                    ShortString::from(to),
+                    BasicPublishOptions {
+                        mandatory: true,
+                        ..BasicPublishOptions::default()
+                    },
+                    &delivery.data,
+                    properties,
+                )
+                .await
+                .map_err(|e| failed(PublishError::Unconfirmed(e)))?;
+            confirms.push(confirm);
+        }
+        for confirm in confirms {
+            let confirmation = tokio::time::timeout(CONFIRM_TIMEOUT, confirm)
+                .await
+                .map_err(|_| failed(PublishError::Timeout(CONFIRM_TIMEOUT)))?
+                .map_err(|e| failed(PublishError::Unconfirmed(e)))?;
+            let route = || (String::new(), to.to_owned());
+            match confirmation {
+                Confirmation::Ack(None) | Confirmation::NotRequested => {}
+                Confirmation::Ack(Some(_)) => {
+                    let (exchange, routing_key) = route();
+                    return Err(failed(PublishError::Unroutable {
+                        exchange,
+                        routing_key,
+                    }));
+                }
+                Confirmation::Nack(_) => {
+                    let (exchange, routing_key) = route();
+                    return Err(failed(PublishError::Nacked {
+                        exchange,
+                        routing_key,
+                    }));
+                }
+            }
+        }
         channel
             .basic_ack(last, BasicAckOptions { multiple: true })
             .await
             .map_err(broker(format!("acknowledging in `{from}`")))?;
-        moved = moved.saturating_add(published);
+        moved = moved.saturating_add(round.len() as u64);
     }
-}
-
-/// Publishes `round` (read from `from`) to the queue `to` through the default exchange,
-/// `mandatory`, and waits for every confirm; this run's probes (`discard`) are left out.
-/// Returns how many were published, once all are confirmed and routed.
-async fn publish_round(
-    out: &lapin::Channel,
-    budget: usize,
-    round: &[lapin::message::Delivery],
-    (from, to): (&str, &str),
-    source: Source<'_>,
-    discard: Option<&str>,
-) -> Result<u64, PlanError> {
-    let failed = |error: PublishError| PlanError::Move {
-        from: from.to_owned(),
-        to: to.to_owned(),
-        source: error,
-    };
-    let mut confirms = Vec::with_capacity(round.len());
-    for delivery in round {
-        // This run's probe, accepted before its queue closed: acknowledged with the round,
-        // never moved.
-        if discard.is_some_and(|token| is_probe(delivery, token)) {
-            continue;
-        }
-        let properties = moved_properties(delivery, source);
-        let properties = crate::wire::fit(&properties, budget).unwrap_or(properties);
-        let confirm = out
-            .basic_publish(
-                ShortString::from(""),
-                ShortString::from(to),
-                BasicPublishOptions {
-                    mandatory: true,
-                    ..BasicPublishOptions::default()
-                },
-                &delivery.data,
-                properties,
-            )
-            .await
-            .map_err(|e| failed(PublishError::Unconfirmed(e)))?;
-        confirms.push(confirm);
-    }
-    let published = confirms.len() as u64;
-    for confirm in confirms {
-        let confirmation = tokio::time::timeout(CONFIRM_TIMEOUT, confirm)
-            .await
-            .map_err(|_| failed(PublishError::Timeout(CONFIRM_TIMEOUT)))?
-            .map_err(|e| failed(PublishError::Unconfirmed(e)))?;
-        let (exchange, routing_key) = (String::new(), to.to_owned());
-        match confirmation {
-            Confirmation::Ack(None) | Confirmation::NotRequested => {}
-            Confirmation::Ack(Some(_)) => {
-                return Err(failed(PublishError::Unroutable {
-                    exchange,
-                    routing_key,
-                }));
-            }
-            Confirmation::Nack(_) => {
-                return Err(failed(PublishError::Nacked {
-                    exchange,
-                    routing_key,
-                }));
-            }
-        }
-    }
-    Ok(published)
-}
-
-/// Whether `delivery` is a probe of the run whose token is `token`.
-fn is_probe(delivery: &lapin::message::Delivery, token: &str) -> bool {
-    amqp::header_str(delivery.properties.headers().as_ref(), headers::PLAN_PROBE)
-        .is_some_and(|value| value == token)
 }
 
 /// The properties a moved message is published with: its own (persistent, without the user

@@ -18,7 +18,6 @@
 //! same). AMQP cannot list queues, so the wait queues an older version of the contract had
 //! are known only from that version ([`Plan::compute`]'s `old`).
 
-mod closing;
 mod live;
 mod migrate;
 mod probe;
@@ -127,8 +126,6 @@ pub struct Plan {
     pub items: Vec<Item>,
     new: Topology,
     old: Option<Topology>,
-    /// Where queues are closed to publishers before they are deleted.
-    management: Option<Management>,
 }
 
 /// What [`Plan::apply`] did, step by step, in the words an operator reads.
@@ -172,14 +169,6 @@ pub enum PlanError {
         /// Why.
         #[source]
         source: PublishError,
-    },
-    /// A queue to delete could not be closed to publishers, or opened again after.
-    #[error("closing `{queue}` to publishers before deleting it: {reason}")]
-    Closing {
-        /// The queue.
-        queue: String,
-        /// What failed, and what to do.
-        reason: String,
     },
     /// A queue to delete still held messages (published to it while it was emptied).
     #[error("`{queue}` is not empty, so it was not deleted; run the plan again")]
@@ -227,7 +216,6 @@ impl Plan {
             items,
             new: new.clone(),
             old: old.cloned(),
-            management: management.cloned(),
         };
         plan.read_live(management).await;
         let mut items = std::mem::take(&mut plan.items);
