@@ -63,7 +63,7 @@ fn of_process(pid: &str) -> Option<Duration> {
 
 #[cfg(test)]
 mod tests {
-    /// Work shows up as CPU time, in whole ticks, and `since` never goes backwards. How much
+    /// Work shows up as CPU time, and `since` never goes backwards. How much
     /// CPU a span of wall time gets is the scheduler's business (a loaded machine gave a
     /// 200 ms spin 40 ms): the spin runs until the reading moves, however long that takes.
     #[test]
@@ -79,7 +79,6 @@ mod tests {
                 break spent;
             }
         };
-        assert_eq!(spent.as_millis() % 10, 0, "whole 10 ms ticks: {spent:?}");
         let after = super::used().expect("a third reading");
         assert!(
             after >= before + spent,
