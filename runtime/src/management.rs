@@ -122,23 +122,20 @@ impl Management {
     /// The API on the host of AMQP URL `amqp_url`, on port `port`, with that URL's
     /// credentials and virtual host: how a broker is usually set up.
     pub fn for_amqp_url(amqp_url: &str, port: u16) -> Result<Self, ManagementError> {
-        let scheme = if amqp_url.starts_with("amqps://") {
-            "amqps"
-        } else {
-            "amqp"
-        };
-        let parts = UrlParts::parse(amqp_url, scheme)?;
-        // The AMQP URL's path is its virtual host, `/` when empty (RFC: `%2f`).
-        let vhost = match parts.path.strip_prefix('/') {
-            None | Some("") => "/".to_owned(),
-            Some(vhost) => percent_decode(vhost),
-        };
+        // Read as lapin reads it to connect: credentials and virtual host percent-decoded,
+        // guest/guest and `/` by default.
+        let uri: lapin::uri::AMQPUri = amqp_url.parse().map_err(|reason| ManagementError::Url {
+            url: crate::connection::redact(amqp_url),
+            reason,
+        })?;
         let parts = UrlParts {
+            user: uri.authority.userinfo.username,
+            password: uri.authority.userinfo.password,
+            host: uri.authority.host,
             port: None,
             path: String::new(),
-            ..parts
         };
-        Ok(Self::of(parts, port, vhost))
+        Ok(Self::of(parts, port, uri.vhost))
     }
 
     fn of(parts: UrlParts, default_port: u16, vhost: String) -> Self {
