@@ -50,10 +50,10 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use warren_codegen::RenderStyle;
 /// Given to [`Config::settings`].
 pub use warren_codegen::Settings;
 use warren_codegen::diagnostics::escape;
+use warren_codegen::{ProjectRoot, RenderStyle};
 
 /// Generates the Rust for the contract at `contract` with the default [`Config`].
 ///
@@ -74,6 +74,7 @@ pub struct Config {
     out_dir: Option<PathBuf>,
     file_name: Option<String>,
     emit_rerun_if_changed: bool,
+    project_root: Option<PathBuf>,
     settings: Settings,
 }
 
@@ -98,6 +99,7 @@ impl Config {
             out_dir: None,
             file_name: None,
             emit_rerun_if_changed: true,
+            project_root: None,
             settings: Settings::new(),
         }
     }
@@ -137,6 +139,26 @@ impl Config {
     /// ```
     pub fn file_name(&mut self, name: impl Into<String>) -> &mut Self {
         self.file_name = Some(name.into());
+        self
+    }
+
+    /// The folder the contract, its imports and their schemas may be read from; nothing
+    /// outside it is read. By default the git work tree holding the contract, else (a build
+    /// without its `.git`, as in many container builds) the Cargo workspace of the package
+    /// being built. Choose it when the contract reaches files outside both, such as a
+    /// contracts repository checked out beside this one.
+    ///
+    /// ```no_run
+    /// // build.rs
+    /// fn main() {
+    ///     warren_build::Config::new()
+    ///         .project_root("../..")
+    ///         .compile("../../contracts/orders/warren.yaml")
+    ///         .unwrap();
+    /// }
+    /// ```
+    pub fn project_root(&mut self, folder: impl Into<PathBuf>) -> &mut Self {
+        self.project_root = Some(folder.into());
         self
     }
 
@@ -333,6 +355,24 @@ impl Config {
         self
     }
 
+    /// Where `contract` may read files: the folder chosen, else the git work tree holding it,
+    /// else the Cargo workspace of the package being built.
+    fn project(&self, contract: &Path) -> ProjectRoot {
+        if let Some(folder) = &self.project_root {
+            return ProjectRoot::At(folder.clone());
+        }
+        let folder = contract.canonicalize().ok();
+        let in_git = folder
+            .as_deref()
+            .and_then(Path::parent)
+            .and_then(ProjectRoot::git_work_tree)
+            .is_some();
+        match std::env::var_os("CARGO_MANIFEST_DIR") {
+            Some(package) if !in_git => ProjectRoot::At(cargo_workspace(Path::new(&package))),
+            _ => ProjectRoot::Discover,
+        }
+    }
+
     /// Checks the contract at `contract`, generates its Rust, and writes it (when its bytes
     /// changed). Returns the path of the generated file.
     ///
@@ -349,7 +389,7 @@ impl Config {
             // Printed first, so a contract that fails to check is still watched.
             rerun_if_changed(contract);
         }
-        let generated = match warren_codegen::check_contract(contract)
+        let generated = match warren_codegen::check_contract_in(contract, &self.project(contract))
             .and_then(|checked| checked.generate(&self.settings))
         {
             Ok(generated) => generated,
@@ -416,6 +456,20 @@ fn rerun_if_changed(path: &Path) {
     }
 }
 
+/// The Cargo workspace holding the package at `package`: the nearest folder at or above it
+/// whose `Cargo.toml` has a `[workspace]` table (how Cargo finds it), else the package.
+fn cargo_workspace(package: &Path) -> PathBuf {
+    let is_workspace = |dir: &Path| {
+        std::fs::read_to_string(dir.join("Cargo.toml"))
+            .is_ok_and(|manifest| manifest.lines().any(|line| line.trim() == "[workspace]"))
+    };
+    package
+        .ancestors()
+        .find(|dir| is_workspace(dir))
+        .unwrap_or(package)
+        .to_owned()
+}
+
 /// `billing.yaml` → `billing.rs`; `orders/warren.yaml` → `orders.rs`.
 fn default_file_name(contract: &Path) -> String {
     let stem = contract
@@ -480,7 +534,22 @@ impl std::error::Error for Error {}
 mod tests {
     use std::path::Path;
 
-    use super::{Config, default_file_name};
+    use super::{Config, cargo_workspace, default_file_name};
+
+    /// Without a `.git` (a container build), a build script's contract reads files inside the
+    /// Cargo workspace: found as Cargo finds it, from the package up.
+    #[test]
+    fn the_fallback_project_is_the_cargo_workspace() {
+        let package = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let workspace = package.parent().expect("the repository");
+        assert_eq!(cargo_workspace(package), workspace);
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert_eq!(
+            cargo_workspace(dir.path()),
+            dir.path(),
+            "no workspace: the package"
+        );
+    }
 
     #[test]
     fn file_names_follow_the_contract() {

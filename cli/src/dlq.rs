@@ -14,7 +14,7 @@ use warren_runtime::dead_letters::{
 use warren_runtime::model::{DURATION_UNITS, FailureReason};
 use warren_runtime::{Connection, FailureContext, Topology};
 
-use crate::{Failure, RenderStyle, failure, shown};
+use crate::{Failure, ProjectRoot, RenderStyle, checked, shown};
 
 /// Where `--url` and `AMQP_URL` are both missing.
 const DEFAULT_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
@@ -146,22 +146,23 @@ struct Target {
 }
 
 /// Runs one `warren dlq` command.
-pub(crate) fn run(dlq: Dlq, style: RenderStyle) -> Result<(), Failure> {
+pub(crate) fn run(dlq: Dlq, project: &ProjectRoot, style: RenderStyle) -> Result<(), Failure> {
+    let front = Front { project, style };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::usage(format!("error: cannot start the runtime: {e}\n")))?;
-    runtime.block_on(command(dlq.command, style))
+    runtime.block_on(command(dlq.command, front))
 }
 
-async fn command(command: DlqCommand, style: RenderStyle) -> Result<(), Failure> {
+async fn command(command: DlqCommand, front: Front<'_>) -> Result<(), Failure> {
     match command {
         DlqCommand::Count {
             target,
             format,
             scan,
         } => {
-            let all = each(&target, style, async |dlq| dlq.count(scan).await).await?;
+            let all = each(&target, front, async |dlq| dlq.count(scan).await).await?;
             if format == "json" {
                 print_json(&Value::Array(all.iter().map(counts_json).collect()))?;
             } else {
@@ -174,7 +175,7 @@ async fn command(command: DlqCommand, style: RenderStyle) -> Result<(), Failure>
             count,
             format,
         } => {
-            let all = each(&target, style, async |dlq| dlq.peek(count).await).await?;
+            let all = each(&target, front, async |dlq| dlq.peek(count).await).await?;
             if format == "json" {
                 let list = all
                     .iter()
@@ -199,7 +200,7 @@ async fn command(command: DlqCommand, style: RenderStyle) -> Result<(), Failure>
             max_redrives,
             dry_run,
         } => {
-            let (connection, topology, queues) = open(&target, style, false).await?;
+            let (connection, topology, queues) = open(&target, front, false).await?;
             let mut filter = Filter::default();
             if let Some(reason) = reason {
                 filter = filter.reason(reason);
@@ -232,7 +233,7 @@ async fn command(command: DlqCommand, style: RenderStyle) -> Result<(), Failure>
             Ok(())
         }
         DlqCommand::Purge { target, yes } => {
-            let (connection, _, queues) = open(&target, style, true).await?;
+            let (connection, _, queues) = open(&target, front, true).await?;
             for queue in &queues {
                 let dlq = DeadLetterQueue::new(&connection, queue);
                 if !yes {
@@ -249,10 +250,10 @@ async fn command(command: DlqCommand, style: RenderStyle) -> Result<(), Failure>
 /// `read` of each queue `target` picks, with the queue's name.
 async fn each<T>(
     target: &Target,
-    style: RenderStyle,
+    front: Front<'_>,
     read: impl AsyncFn(&DeadLetterQueue) -> Result<T, dead_letters::DeadLetterError>,
 ) -> Result<Vec<(String, T)>, Failure> {
-    let (connection, _, queues) = open(target, style, false).await?;
+    let (connection, _, queues) = open(target, front, false).await?;
     let mut all = Vec::new();
     for queue in queues {
         let found = read(&DeadLetterQueue::new(&connection, &queue))
@@ -267,10 +268,10 @@ async fn each<T>(
 /// (for a purge, which takes one, the only one).
 async fn open(
     target: &Target,
-    style: RenderStyle,
+    front: Front<'_>,
     one: bool,
 ) -> Result<(Connection, Topology, Vec<String>), Failure> {
-    let topology = contract_topology(&target.contract, style)?.namespaced(&target.namespace);
+    let topology = contract_topology(&target.contract, front)?.namespaced(&target.namespace);
     let dead_letter_queues = dead_letters::dead_letter_queues(&topology);
     let queues = match &target.queue {
         Some(name) => {
@@ -323,9 +324,16 @@ async fn open(
     Ok((connection, topology, queues))
 }
 
-fn contract_topology(contract: &Path, style: RenderStyle) -> Result<Topology, Failure> {
-    let checked = warren_codegen::check_contract(contract).map_err(|e| {
-        let mut failure = failure(e, style);
+/// How a `dlq` command reads its contract: inside which project, its problems shown in which
+/// style.
+#[derive(Clone, Copy)]
+struct Front<'a> {
+    project: &'a ProjectRoot,
+    style: RenderStyle,
+}
+
+fn contract_topology(contract: &Path, front: Front<'_>) -> Result<Topology, Failure> {
+    let checked = checked(contract, front.project, front.style).map_err(|mut failure| {
         failure.status = 2;
         failure
     })?;

@@ -9,7 +9,9 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use warren_codegen::diagnostics::{escape, escape_source};
 use warren_codegen::export::{self, asyncapi};
-use warren_codegen::{Diagnostics, Error, Generated, RenderStyle, Settings, Written};
+use warren_codegen::{
+    Checked, Diagnostics, Error, Generated, ProjectRoot, RenderStyle, Settings, Written,
+};
 
 mod dlq;
 
@@ -48,6 +50,10 @@ struct Cli {
     /// Colour diagnostics: auto (when stderr is a terminal), always or never.
     #[arg(long, global = true, default_value = "auto", value_parser = ["auto", "always", "never"])]
     color: String,
+    /// The folder contracts may read files from (imports, schema roots, schemas); by
+    /// default the git work tree holding each contract, else the contract's own folder.
+    #[arg(long, global = true, value_name = "DIR")]
+    project_root: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -399,30 +405,41 @@ fn main() -> ExitCode {
         _ if std::io::stderr().is_terminal() => RenderStyle::Color,
         _ => RenderStyle::Plain,
     };
+    let project = match cli.project_root {
+        Some(folder) => ProjectRoot::At(folder),
+        None => ProjectRoot::Discover,
+    };
+    let project = &project;
     let outcome = match cli.command {
         Command::Schema => {
             print!("{}", warren_codegen::json_schema());
             Ok(())
         }
         Command::Validate { contracts } => match contracts.as_slice() {
-            [contract] if !contract.is_dir() => validate(contract, style),
-            _ => validate_system(&contracts, style),
+            [contract] if !contract.is_dir() => validate(contract, project, style),
+            _ => validate_system(&contracts, project, style),
         },
         Command::Generate {
             contract,
             output,
             settings,
-        } => generate(&contract, &output, &settings.settings(), style),
+        } => generate(&contract, project, &output, &settings.settings(), style),
         Command::Check {
             contract,
             against,
             settings,
-        } => check(&contract, &against, &settings, style),
+        } => check(&contract, project, &against, &settings, style),
         Command::Diff {
             contracts,
             against,
             format,
-        } => diff(&contracts, against.as_deref(), format == "json", style),
+        } => diff(
+            &contracts,
+            project,
+            against.as_deref(),
+            format == "json",
+            style,
+        ),
         Command::Asyncapi {
             contract,
             output,
@@ -432,6 +449,7 @@ fn main() -> ExitCode {
             description,
         } => asyncapi(
             &contract,
+            project,
             &output,
             &format,
             title,
@@ -443,9 +461,9 @@ fn main() -> ExitCode {
             contract,
             format,
             output,
-        } => diagram(&contract, &format, &output, style),
-        Command::Dlq(command) => dlq::run(command, style),
-        Command::Plan(args) => plan::run(&args, style),
+        } => diagram(&contract, project, &format, &output, style),
+        Command::Dlq(command) => dlq::run(command, project, style),
+        Command::Plan(args) => plan::run(&args, project, style),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -477,8 +495,14 @@ fn show_warnings(warnings: &Diagnostics, style: RenderStyle) {
     }
 }
 
-fn validate(contract: &Path, style: RenderStyle) -> Result<(), Failure> {
-    let checked = warren_codegen::check_contract(contract).map_err(|e| failure(e, style))?;
+/// Checks the contract at `contract`, reading files inside `project`; a failure carries the
+/// contract's problems rendered in `style`.
+fn checked(contract: &Path, project: &ProjectRoot, style: RenderStyle) -> Result<Checked, Failure> {
+    warren_codegen::check_contract_in(contract, project).map_err(|e| failure(e, style))
+}
+
+fn validate(contract: &Path, project: &ProjectRoot, style: RenderStyle) -> Result<(), Failure> {
+    let checked = checked(contract, project, style)?;
     show_warnings(&checked.warnings, style);
     eprintln!("{}", valid_line(&checked.contract));
     exit_without_freeing(checked);
@@ -504,8 +528,12 @@ fn valid_line(c: &warren_codegen::model::Contract) -> String {
 }
 
 /// `validate` of several contracts, or of the contracts under folders, as one system.
-fn validate_system(paths: &[PathBuf], style: RenderStyle) -> Result<(), Failure> {
-    let system = warren_codegen::check_system(paths).map_err(|e| failure(e, style))?;
+fn validate_system(
+    paths: &[PathBuf],
+    project: &ProjectRoot,
+    style: RenderStyle,
+) -> Result<(), Failure> {
+    let system = warren_codegen::check_system_in(paths, project).map_err(|e| failure(e, style))?;
     show_warnings(&system.warnings, style);
     for checked in &system.contracts {
         eprintln!("{}", valid_line(&checked.contract));
@@ -527,21 +555,23 @@ fn exit_without_freeing<T>(value: T) {
 /// Checks `contract` and generates its Rust with `settings`.
 fn generated(
     contract: &Path,
+    project: &ProjectRoot,
     settings: &Settings,
     style: RenderStyle,
 ) -> Result<Generated, Failure> {
-    warren_codegen::check_contract(contract)
-        .and_then(|checked| checked.generate(settings))
+    checked(contract, project, style)?
+        .generate(settings)
         .map_err(|e| failure(e, style))
 }
 
 fn generate(
     contract: &Path,
+    project: &ProjectRoot,
     output: &Path,
     settings: &Settings,
     style: RenderStyle,
 ) -> Result<(), Failure> {
-    let generated = generated(contract, settings, style)?;
+    let generated = generated(contract, project, settings, style)?;
     show_warnings(&generated.checked.warnings, style);
     emit(output, &generated.code)?;
     exit_without_freeing(generated);
@@ -550,11 +580,12 @@ fn generate(
 
 fn check(
     contract: &Path,
+    project: &ProjectRoot,
     against: &Path,
     settings: &SettingsArgs,
     style: RenderStyle,
 ) -> Result<(), Failure> {
-    let generated = generated(contract, &settings.settings(), style)?;
+    let generated = generated(contract, project, &settings.settings(), style)?;
     show_warnings(&generated.checked.warnings, style);
     let current = std::fs::read_to_string(against)
         .map_err(|e| Failure::usage(format!("error: cannot read `{}`: {e}\n", shown(against))))?;
@@ -585,11 +616,11 @@ fn check(
 /// diagnostics, with `hide` (a temporary folder) shown as `shown_as`.
 fn diff_version(
     contract: &Path,
+    project: &ProjectRoot,
     style: RenderStyle,
     hide: Option<(&str, &str)>,
-) -> Result<warren_codegen::Checked, Failure> {
-    warren_codegen::check_contract(contract).map_err(|error| {
-        let mut failure = failure(error, style);
+) -> Result<Checked, Failure> {
+    checked(contract, project, style).map_err(|mut failure| {
         failure.status = 2;
         if let Some((hidden, shown_as)) = hide {
             failure.message = failure.message.replace(hidden, shown_as);
@@ -600,6 +631,7 @@ fn diff_version(
 
 fn diff(
     contracts: &[PathBuf],
+    project: &ProjectRoot,
     against: Option<&str>,
     json: bool,
     style: RenderStyle,
@@ -615,17 +647,24 @@ fn diff(
     // Kept until the report is written: the exported tree of `--against`.
     let mut _folder = None;
     let (old, old_shown, new) = match (against, contracts) {
-        (None, [old, new]) => (Some(diff_version(old, style, None)?), shown(old), new),
+        (None, [old, new]) => (
+            Some(diff_version(old, project, style, None)?),
+            shown(old),
+            new,
+        ),
         (Some(rev), [new]) => {
             let folder = tempfile::tempdir().map_err(|e| {
                 Failure::usage(format!("error: cannot create a temporary folder: {e}\n"))
             })?;
             let exported = diff::export(new, rev, folder.path())
                 .map_err(|e| Failure::usage(format!("error: {}\n", escape(&e.to_string()))))?;
-            let tree = format!("{}/", folder.path().join("tree").display());
+            let tree = format!("{}/", exported.tree.display());
+            // The repository as it was at `rev` is the old version's project.
+            let then = ProjectRoot::At(exported.tree.clone());
             let old = match &exported.contract {
                 Some(path) => Some(diff_version(
                     path,
+                    &then,
                     style,
                     Some((&tree, &format!("{rev}:"))),
                 )?),
@@ -636,7 +675,7 @@ fn diff(
         }
         _ => return Err(usage()),
     };
-    let new_checked = diff_version(new, style, None)?;
+    let new_checked = diff_version(new, project, style, None)?;
     let new_shown = shown(new);
     let report = diff::diff(
         old.as_ref().map(|checked| Version {
@@ -683,8 +722,10 @@ fn emit(output: &Path, text: &str) -> Result<(), Failure> {
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn asyncapi(
     contract: &Path,
+    project: &ProjectRoot,
     output: &Path,
     format: &str,
     title: Option<String>,
@@ -692,7 +733,7 @@ fn asyncapi(
     description: Option<String>,
     style: RenderStyle,
 ) -> Result<(), Failure> {
-    let checked = warren_codegen::check_contract(contract).map_err(|e| failure(e, style))?;
+    let checked = checked(contract, project, style)?;
     show_warnings(&checked.warnings, style);
     let title = title.unwrap_or_else(|| default_title(contract));
     let info = asyncapi::Info {
@@ -732,11 +773,12 @@ fn default_title(contract: &Path) -> String {
 
 fn diagram(
     contract: &Path,
+    project: &ProjectRoot,
     format: &str,
     output: &Path,
     style: RenderStyle,
 ) -> Result<(), Failure> {
-    let checked = warren_codegen::check_contract(contract).map_err(|e| failure(e, style))?;
+    let checked = checked(contract, project, style)?;
     show_warnings(&checked.warnings, style);
     let text = match format {
         "dot" => export::dot::dot(&checked.contract),

@@ -5,13 +5,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use warren_codegen::RenderStyle;
 use warren_codegen::diagnostics::escape;
+use warren_codegen::{ProjectRoot, RenderStyle};
 use warren_runtime::management::{DEFAULT_PORT, Management};
 use warren_runtime::plan::Plan;
 use warren_runtime::{Connection, ErrorChain, Topology};
 
-use crate::{Failure, failure, shown};
+use crate::{Failure, checked, shown};
 
 /// How long connecting may take before the command gives up.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -51,9 +51,13 @@ pub(crate) struct PlanArgs {
 }
 
 /// The topology of the contract at `path`, namespaced.
-fn topology(path: &Path, namespace: &str, style: RenderStyle) -> Result<Topology, Failure> {
-    let checked = warren_codegen::check_contract(path).map_err(|e| {
-        let mut failure = failure(e, style);
+fn topology(
+    path: &Path,
+    namespace: &str,
+    project: &ProjectRoot,
+    style: RenderStyle,
+) -> Result<Topology, Failure> {
+    let checked = checked(path, project, style).map_err(|mut failure| {
         failure.status = 2;
         failure
     })?;
@@ -65,19 +69,25 @@ fn usage(message: impl std::fmt::Display) -> Failure {
 }
 
 /// Runs `warren plan`.
-pub(crate) fn run(args: &PlanArgs, style: RenderStyle) -> Result<(), Failure> {
-    let new = topology(&args.contract, &args.namespace, style)?;
+pub(crate) fn run(
+    args: &PlanArgs,
+    project: &ProjectRoot,
+    style: RenderStyle,
+) -> Result<(), Failure> {
+    let new = topology(&args.contract, &args.namespace, project, style)?;
     // Kept until the plan is computed: the exported tree of `--against`.
     let mut _folder = None;
     let old = match (&args.from, &args.against) {
-        (Some(from), _) => Some(topology(from, &args.namespace, style)?),
+        (Some(from), _) => Some(topology(from, &args.namespace, project, style)?),
         (None, Some(rev)) => {
             let folder = tempfile::tempdir()
                 .map_err(|e| usage(format!("cannot create a temporary folder: {e}")))?;
             let exported =
                 warren_codegen::diff::export(&args.contract, rev, folder.path()).map_err(usage)?;
+            // The repository as it was at `rev` is the old version's project.
+            let then = ProjectRoot::At(exported.tree.clone());
             let old = match &exported.contract {
-                Some(path) => Some(topology(path, &args.namespace, style)?),
+                Some(path) => Some(topology(path, &args.namespace, &then, style)?),
                 None => None,
             };
             _folder = Some(folder);

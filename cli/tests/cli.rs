@@ -177,10 +177,93 @@ fn a_device_named_as_a_schema_is_refused_unread() {
          messages:\n  ping: { payload: /dev/null }\n",
     )
     .expect("a contract");
-    let output = warren(&["validate", "--color", "never", &contract.to_string_lossy()]);
+    // The whole machine as the project, so the device is reached at all.
+    let output = warren(&[
+        "validate",
+        "--color",
+        "never",
+        "--project-root",
+        "/",
+        &contract.to_string_lossy(),
+    ]);
     assert_eq!(output.status.code(), Some(1));
     assert!(
         stderr(&output).contains("/dev/null: cannot read schema file: not a regular file"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// A contract reads files only inside its project, the git work tree holding it. Before, an
+/// import followed any relative path and its YAML error quoted the file's lines into the
+/// output (a CI log), and `schema_roots: ["/"]` let any JSON file on the machine be bundled.
+/// Fails on the code before the project folder: the secret was quoted.
+#[test]
+fn a_contract_reads_nothing_outside_its_project() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let outside = dir.path().join("outside");
+    let project = dir.path().join("project");
+    let service = project.join("services/orders");
+    std::fs::create_dir_all(&outside).expect("folders");
+    std::fs::create_dir_all(project.join(".git")).expect("a git work tree");
+    std::fs::create_dir_all(&service).expect("folders");
+    let secret = "password: hunter2-the-secret\n";
+    std::fs::write(outside.join("warren.yaml"), secret).expect("a file outside");
+    std::fs::write(project.join("secret"), secret).expect("a file inside");
+    let contract = service.join("warren.yaml");
+    std::fs::write(
+        &contract,
+        "imports:\n  stolen: ../../../outside/warren.yaml\n  keys: ../../secret\n\
+         schema_roots: [\"/\"]\n",
+    )
+    .expect("a contract");
+    let contract = contract.to_string_lossy().into_owned();
+    let output = warren(&["validate", "--color", "never", &contract]);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        !text.contains("hunter2"),
+        "a file's lines were quoted: {text}"
+    );
+    assert_eq!(text.matches("warren::outside-project").count(), 2, "{text}");
+    assert!(
+        text.contains("`../../../outside/warren.yaml` is outside the project folder"),
+        "{text}"
+    );
+    assert!(
+        text.contains("schema root `/` is outside the project folder"),
+        "{text}"
+    );
+    assert!(
+        text.contains("`../../secret` is not a contract file (`.yaml` or `.yml`)"),
+        "{text}"
+    );
+    assert!(text.ends_with("3 errors, 0 warnings\n"), "{text}");
+
+    // A wider project, chosen, reaches the file, which is read as a contract (`/` is still
+    // outside it).
+    let root = dir.path().to_string_lossy().into_owned();
+    let output = warren(&[
+        "validate",
+        "--color",
+        "never",
+        "--project-root",
+        &root,
+        &contract,
+    ]);
+    let text = stderr(&output);
+    assert_eq!(text.matches("warren::outside-project").count(), 1, "{text}");
+    assert!(text.contains("unknown field `password`"), "{text}");
+    // A project that does not hold the contract is a usage error.
+    let output = warren(&[
+        "validate",
+        "--project-root",
+        &outside.to_string_lossy(),
+        &contract,
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("outside its project folder"),
         "{}",
         stderr(&output)
     );

@@ -73,8 +73,9 @@ impl Sources {
 /// The file system the front end reads.
 #[derive(Debug, Clone)]
 pub(crate) enum Files {
-    /// The real one.
-    Disk,
+    /// The real one, inside the canonical project folder ([`crate::ProjectRoot`]): nothing
+    /// outside it is read.
+    Disk(Arc<Path>),
     /// Files in memory, by absolute virtual path.
     Memory(Arc<Memory>),
 }
@@ -139,6 +140,26 @@ impl Memory {
 }
 
 impl Files {
+    /// The file system below the canonical folder `project`.
+    pub(crate) fn disk(project: PathBuf) -> Self {
+        Self::Disk(Arc::from(project))
+    }
+
+    /// The project folder files are read from: `None` in memory, where only the sources
+    /// exist and so nothing outside them can be read.
+    pub(crate) fn project(&self) -> Option<&Path> {
+        match self {
+            Self::Disk(project) => Some(project),
+            Self::Memory(_) => None,
+        }
+    }
+
+    /// Whether the canonical path `path` may be read: it lies inside the project.
+    pub(crate) fn in_project(&self, path: &Path) -> bool {
+        self.project()
+            .is_none_or(|project| path.starts_with(project))
+    }
+
     /// The in-memory file system of `sources`.
     pub(crate) fn memory(sources: &Sources) -> Self {
         Self::Memory(Arc::new(Memory::new(sources)))
@@ -150,7 +171,7 @@ impl Files {
     /// that hold none of the sources).
     pub(crate) fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         match self {
-            Self::Disk => path.canonicalize(),
+            Self::Disk(_) => path.canonicalize(),
             Self::Memory(memory) => fold(&memory.cwd.join(path))
                 .filter(|folded| memory.files.contains_key(folded) || memory.is_dir(folded))
                 .ok_or_else(|| {
@@ -162,18 +183,23 @@ impl Files {
     /// Whether `path` (canonical) is a folder.
     pub(crate) fn is_dir(&self, path: &Path) -> bool {
         match self {
-            Self::Disk => path.is_dir(),
+            Self::Disk(_) => path.is_dir(),
             Self::Memory(memory) => memory.is_dir(path),
         }
     }
 
     /// The text of the regular file at `path` (canonical). Only regular files are read: a
     /// device or pipe named as a contract or a schema (`/dev/zero` under
-    /// `schema_roots: ["/"]`) would be read until memory runs out, or block for ever.
+    /// `schema_roots: ["/"]`) would be read until memory runs out, or block for ever. Nor is
+    /// a file outside the project, whoever asks: the checks name such paths first.
     pub(crate) fn read(&self, path: &Path) -> io::Result<Arc<str>> {
         match self {
-            Self::Disk if path.is_file() => std::fs::read_to_string(path).map(Arc::from),
-            Self::Disk => Err(io::Error::other("not a regular file")),
+            Self::Disk(_) if !self.in_project(path) => Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "outside the project folder",
+            )),
+            Self::Disk(_) if path.is_file() => std::fs::read_to_string(path).map(Arc::from),
+            Self::Disk(_) => Err(io::Error::other("not a regular file")),
             Self::Memory(memory) => match memory.files.get(path) {
                 Some((_, text)) => Ok(text.clone()),
                 None if memory.is_dir(path) => Err(io::Error::other("not a regular file")),
@@ -189,7 +215,7 @@ impl Files {
     /// one by one: in memory, the path given to [`Sources::file`]. On disk, `None`.
     pub(crate) fn given_name(&self, path: &Path) -> Option<&Path> {
         match self {
-            Self::Disk => None,
+            Self::Disk(_) => None,
             Self::Memory(memory) => memory.files.get(path).map(|(name, _)| name.as_path()),
         }
     }

@@ -137,12 +137,13 @@ pub(crate) fn resolve(
             Ok(import) => {
                 imports.contracts.insert(alias.clone(), import);
             }
-            Err(Failed { message, help, own }) => {
-                out.push(
-                    contract
-                        .error_at(Code::BadImport, &entry, message)
-                        .with_help(help),
-                );
+            Err(Failed {
+                code,
+                message,
+                help,
+                own,
+            }) => {
+                out.push(contract.error_at(code, &entry, message).with_help(help));
                 if let Some(own) = own {
                     // The imported contract's errors, each at its own file; its warnings are
                     // its owner's to fix.
@@ -166,6 +167,8 @@ pub(crate) fn resolve(
 
 /// Why an import could not be used.
 struct Failed {
+    /// The diagnostic's code: [`Code::BadImport`] unless the reason has one of its own.
+    code: Code,
     message: String,
     help: &'static str,
     /// The imported contract's own problems, when it was read but is invalid.
@@ -175,6 +178,7 @@ struct Failed {
 impl Failed {
     fn new(message: String, help: &'static str) -> Self {
         Self {
+            code: Code::BadImport,
             message,
             help,
             own: None,
@@ -191,6 +195,28 @@ fn bad_alias(alias: &str) -> Option<String> {
         None
     } else {
         Some(format!("`{}` cannot name an import", shown(alias)))
+    }
+}
+
+/// Whether `path` names a YAML file, as a contract is: anything else (a key, a password
+/// file) is refused before it is read.
+fn has_contract_extension(path: &str) -> bool {
+    Path::new(path)
+        .extension()
+        .is_some_and(|extension| extension == "yaml" || extension == "yml")
+}
+
+/// The project folder of `contract`, as diagnostics show paths: relative to the contract as
+/// the user named it.
+pub(crate) fn project_shown(contract: &LoadedContract) -> String {
+    let shown = contract
+        .files
+        .project()
+        .map(|project| contract.paths.show(project))
+        .unwrap_or_default();
+    match shown.as_os_str().is_empty() {
+        true => ".".to_owned(),
+        false => shown.display().to_string(),
     }
 }
 
@@ -220,9 +246,32 @@ fn import(
             "fix the path; it is relative to this contract's folder",
         )
     };
+    if !has_contract_extension(relative) {
+        return Err(Failed::new(
+            format!(
+                "import `{alias}`: `{}` is not a contract file (`.yaml` or `.yml`)",
+                shown(relative)
+            ),
+            "name the imported contract's `warren.yaml`, relative to this contract's folder",
+        ));
+    }
     let canonical = files
         .canonicalize(&contract.paths.contract_dir().join(relative))
         .map_err(|_| missing())?;
+    // Before anything is read: an import's YAML errors quote its lines.
+    if !files.in_project(&canonical) {
+        return Err(Failed {
+            code: Code::OutsideProject,
+            ..Failed::new(
+                format!(
+                    "import `{alias}`: `{}` is outside the project folder `{}`",
+                    shown(relative),
+                    project_shown(contract)
+                ),
+                crate::project::outside_help(),
+            )
+        });
+    }
     if files.is_dir(&canonical) {
         return Err(missing());
     }
@@ -292,12 +341,14 @@ fn import(
 
 fn invalid(alias: &str, relative: &str, problems: Diagnostics) -> Failed {
     Failed {
-        message: format!(
-            "import `{alias}`: the contract `{}` has errors of its own",
-            shown(relative)
-        ),
-        help: "its errors are listed with its file; fix them there, or ask its owners",
         own: Some(problems),
+        ..Failed::new(
+            format!(
+                "import `{alias}`: the contract `{}` has errors of its own",
+                shown(relative)
+            ),
+            "its errors are listed with its file; fix them there, or ask its owners",
+        )
     }
 }
 

@@ -82,6 +82,7 @@ mod load;
 pub mod model;
 mod naming;
 mod output;
+mod project;
 mod routing;
 mod schema;
 mod settings;
@@ -101,9 +102,10 @@ pub use emit::GenerateError;
 pub use files::Sources;
 pub use format::json_schema;
 pub use output::{Written, write_if_changed};
+pub use project::ProjectRoot;
 pub use schema::SchemaBundle;
 pub use settings::Settings;
-pub use system::{System, check_system};
+pub use system::{System, check_system, check_system_in};
 
 /// Why a contract could not be checked or turned into Rust.
 #[derive(Debug, thiserror::Error)]
@@ -157,10 +159,19 @@ pub struct Checked {
 
 /// Loads the contract at `path`, bundles its schemas and runs every check.
 ///
+/// Files are read only inside the contract's project, the git work tree holding it (else
+/// its own folder): see [`check_contract_in`] to choose the folder.
+///
 /// Returns [`Error::Io`] when the contract file itself cannot be read, and
 /// [`Error::Invalid`] with every problem found (errors and warnings) otherwise.
 pub fn check_contract(path: impl AsRef<Path>) -> Result<Checked, Error> {
-    check_loaded(load::load(files::Files::Disk, path.as_ref()).map_err(Error::from_load)?)
+    check_contract_in(path, &ProjectRoot::Discover)
+}
+
+/// [`check_contract`], reading files only inside the folder `project` gives: an import, a
+/// schema root or a `$ref` outside it is an error, and the file is never read.
+pub fn check_contract_in(path: impl AsRef<Path>, project: &ProjectRoot) -> Result<Checked, Error> {
+    check_loaded(load::load_from_disk(path.as_ref(), project).map_err(Error::from_load)?)
 }
 
 /// Checks a contract held in memory with its schema files, as [`check_contract`] checks one

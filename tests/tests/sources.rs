@@ -117,8 +117,10 @@ fn outcome(result: Result<warren_codegen::Generated, Error>) -> String {
 }
 
 /// Fixtures about what only a disk holds: a symlink out of the schema roots (memory has no
-/// links), and a file that is not UTF-8 (sources are text).
+/// links), a file that is not UTF-8 (sources are text), and files outside the project folder
+/// (in memory nothing but the sources exists, so nothing outside them can be reached).
 const DISK_ONLY: &[&str] = &[
+    "fixtures/checks/outside-project.yaml",
     "fixtures/checks/schema-refs.yaml",
     "fixtures/checks/unreadable-schema.yaml",
 ];

@@ -30,6 +30,18 @@ pub(crate) fn schema_roots(contract: &LoadedContract, out: &mut Diagnostics) -> 
             .files
             .canonicalize(&contract.paths.contract_dir().join(root))
         {
+            Ok(path) if !contract.files.in_project(&path) => out.push(
+                contract
+                    .error_at(
+                        Code::OutsideProject,
+                        &YamlPath::root().key("schema_roots").index(i),
+                        format!(
+                            "schema root `{root}` is outside the project folder `{}`",
+                            crate::imports::project_shown(contract)
+                        ),
+                    )
+                    .with_help(crate::project::outside_help()),
+            ),
             Ok(path) if contract.files.is_dir(&path) => roots.push(path),
             _ => out.push(
                 contract

@@ -56,6 +56,9 @@ codes! {
     /// An `imports` entry that cannot be used: its name, its path, a cycle, or an imported
     /// contract with errors of its own.
     BadImport = "bad-import",
+    /// An import or a schema root outside the contract's project folder (the git work tree
+    /// holding it, or the folder chosen), which is never read.
+    OutsideProject = "outside-project",
     /// A qualified name (`orders::order_placed`) whose contract is not imported.
     UnknownImport = "unknown-import",
     /// A contract declares (or names by qualified name) what another contract owns.

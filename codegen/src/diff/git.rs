@@ -57,6 +57,9 @@ pub struct Exported {
     pub contract: Option<PathBuf>,
     /// The contract's path in the repository, as `REV:path` shows it.
     pub shown: String,
+    /// The folder the repository's tree at the revision is written to: the old version's
+    /// project folder ([`crate::ProjectRoot::At`]).
+    pub tree: PathBuf,
 }
 
 /// Runs git in `folder` with `args`, returning its standard output.
@@ -135,14 +138,15 @@ pub fn export(contract: &Path, rev: &str, into: &Path) -> Result<Exported, GitEr
         None,
     )?
     .is_ok();
+    let tree = into.join("tree");
     if !exists {
         return Ok(Exported {
             contract: None,
             shown,
+            tree,
         });
     }
     let index = into.join(".warren-diff-index");
-    let tree = into.join("tree");
     let failed = |command: &str| {
         let command = command.to_owned();
         move |stderr| GitError::Failed { command, stderr }
@@ -163,5 +167,6 @@ pub fn export(contract: &Path, rev: &str, into: &Path) -> Result<Exported, GitEr
     Ok(Exported {
         contract: Some(tree.join(&relative)),
         shown,
+        tree,
     })
 }

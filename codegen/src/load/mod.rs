@@ -12,6 +12,7 @@ pub(crate) use lines::{Column, LineIndex};
 pub(crate) use paths::PathDisplay;
 pub(crate) use spans::YamlSpans;
 
+use crate::ProjectRoot;
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, Place, YamlPath};
 use crate::files::Files;
 use crate::format::ContractFile;
@@ -86,6 +87,22 @@ pub(crate) fn load(files: Files, path: &Path) -> Result<LoadedContract, LoadErro
     let text = files.read(&canonical).map_err(io)?;
     let paths = PathDisplay::resolved(path, &canonical, &files);
     parse(text, paths, files).map_err(LoadError::Invalid)
+}
+
+/// Reads the contract at `path` on disk, inside the project folder `project` resolves to for
+/// it: its imports and schemas are read from that folder and nowhere else.
+pub(crate) fn load_from_disk(
+    path: &Path,
+    project: &ProjectRoot,
+) -> Result<LoadedContract, LoadError> {
+    let io = |source| LoadError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let canonical = path.canonicalize().map_err(io)?;
+    let folder = canonical.parent().unwrap_or(&canonical);
+    let root = project.resolve(folder).map_err(io)?;
+    load(Files::disk(root), path)
 }
 
 /// Parses contract text; `paths` says where it came from, `files` where its schemas are.

@@ -60,7 +60,7 @@ impl PathDisplay {
     /// the name its caller gave it, since the canonical path there is made up.
     pub(crate) fn input(&self, path: &Path) -> PathBuf {
         match self.files {
-            Files::Disk => path.to_owned(),
+            Files::Disk(_) => path.to_owned(),
             Files::Memory(_) => self.show(path),
         }
     }

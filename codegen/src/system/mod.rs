@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use crate::check::Scope;
 use crate::diagnostics::Diagnostics;
 use crate::load::LoadedContract;
-use crate::{Checked, Error, files, load};
+use crate::{Checked, Error, ProjectRoot, load};
 
 /// Contracts that passed every check as one system.
 #[derive(Debug, Clone)]
@@ -83,6 +83,15 @@ pub(crate) struct Member {
 ///
 /// [`check_contract`]: crate::check_contract
 pub fn check_system<P: Into<PathBuf>>(paths: impl IntoIterator<Item = P>) -> Result<System, Error> {
+    check_system_in(paths, &ProjectRoot::Discover)
+}
+
+/// [`check_system`], each contract reading files only inside the folder `project` gives it
+/// (see [`check_contract_in`](crate::check_contract_in)).
+pub fn check_system_in<P: Into<PathBuf>>(
+    paths: impl IntoIterator<Item = P>,
+    project: &ProjectRoot,
+) -> Result<System, Error> {
     let paths: Vec<PathBuf> = paths.into_iter().map(Into::into).collect();
     let found = discover::contracts(&paths)?;
     let scope = if found.len() == 1 {
@@ -94,7 +103,7 @@ pub fn check_system<P: Into<PathBuf>>(paths: impl IntoIterator<Item = P>) -> Res
     let mut members = Vec::new();
     let mut left_out = Vec::new();
     for path in found {
-        let loaded = match load::load(files::Files::Disk, &path) {
+        let loaded = match load::load_from_disk(&path, project) {
             Ok(loaded) => loaded,
             Err(error) => match Error::from_load(error) {
                 Error::Invalid(found) => {
