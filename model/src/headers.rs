@@ -26,7 +26,8 @@ pub const LAST_FAILURE: &str = "x-last-failure-timestamp";
 pub const REDRIVE_COUNT: &str = "x-redrive-count";
 /// When a warren publisher published the message, in milliseconds since the Unix epoch (the
 /// AMQP `timestamp` property has whole seconds only): what a consumer's end-to-end latency
-/// is measured from. Kept on retry copies and dead letters, so a retried message's latency
+/// is measured from, on messages whose broker-checked `user_id` the consumer trusts. Kept on
+/// retry copies and dead letters when it was believed, so a retried message's latency
 /// includes its retries; a value in the future or older than a week is not believed.
 pub const PUBLISHED_AT: &str = "x-published-at";
 /// Deliveries so far, counted by the broker on quorum queues.

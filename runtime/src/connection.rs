@@ -129,6 +129,9 @@ struct Shared {
     blocked: Mutex<Option<String>>,
     /// Reconnect attempts and the last error, for [`Connection::health`].
     record: Mutex<crate::health::LinkRecord>,
+    /// The user the broker vouches for as `user_id` on the current link
+    /// ([`crate::publish_time::probe`]); `None` while it is down or when it does not.
+    vouched_user: Mutex<Option<Arc<str>>>,
 }
 
 /// Why no link was there to use.
@@ -271,6 +274,12 @@ impl Connection {
                 Link::Down | Link::Closed => Err(Unavailable::Closed),
             },
         }
+    }
+
+    /// The user the broker vouches for as `user_id` on the current link: the URL's user,
+    /// when a probe publish carrying it was confirmed as the link opened.
+    pub(crate) fn vouched_user(&self) -> Option<Arc<str>> {
+        lock(&self.shared.vouched_user).clone()
     }
 
     /// Times the link was lost and restored: what was learnt through an older link may
@@ -455,6 +464,7 @@ impl ConnectionBuilder {
                         topologies: Mutex::new(Vec::new()),
                         blocked: Mutex::new(None),
                         record: Mutex::new(crate::health::LinkRecord::opened(index)),
+                        vouched_user: Mutex::new(opened.vouched_user.clone()),
                     });
                     tokio::spawn(supervise(Arc::downgrade(&shared), opened, index));
                     return Ok(Connection { shared });
@@ -471,6 +481,8 @@ impl ConnectionBuilder {
 struct Opened {
     connection: Arc<lapin::Connection>,
     events: std::pin::Pin<Box<dyn futures_lite::Stream<Item = Event> + Send>>,
+    /// The user the broker takes as `user_id` on this connection, if any.
+    vouched_user: Option<Arc<str>>,
 }
 
 async fn open(url: &str, settings: &ConnectionBuilder) -> Result<Opened, lapin::Error> {
@@ -480,9 +492,11 @@ async fn open(url: &str, settings: &ConnectionBuilder) -> Result<Opened, lapin::
         .with_connection_name(LongString::from(settings.name.as_str()));
     let connection = crate::wire::connect(url, properties, settings.tls.clone()).await?;
     let events = Box::pin(connection.events_listener());
+    let vouched_user = crate::publish_time::probe(&connection, url).await;
     Ok(Opened {
         connection: Arc::new(connection),
         events,
+        vouched_user,
     })
 }
 
@@ -514,6 +528,7 @@ async fn supervise(shared: Weak<Shared>, mut opened: Opened, mut url_index: usiz
             return;
         }
         *lock(&strong.blocked) = None;
+        *lock(&strong.vouched_user) = None;
         lock(&strong.record).failed(&Chain(&error).to_string(), Some(0));
         tracing::warn!(connection = %name, error = %Chain(&error), "connection lost; reconnecting");
         drop(strong);
@@ -543,6 +558,7 @@ async fn supervise(shared: Weak<Shared>, mut opened: Opened, mut url_index: usiz
             return;
         }
         lock(&strong.record).restored(index);
+        *lock(&strong.vouched_user) = opened.vouched_user.clone();
         tracing::info!(connection = %name, url = index, generation, "reconnected");
     }
 }

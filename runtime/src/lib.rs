@@ -104,6 +104,7 @@ pub mod management;
 mod message;
 pub mod metrics;
 pub mod plan;
+mod publish_time;
 mod publisher;
 mod routing_key;
 pub mod rpc;

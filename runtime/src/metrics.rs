@@ -442,7 +442,8 @@ const MAX_LATENCY: Duration = Duration::from_secs(7 * 24 * 3600);
 /// How long ago a message was published, at `now`: from warren's
 /// [`headers::PUBLISHED_AT`] (milliseconds), else the AMQP timestamp (whole seconds).
 /// `None` when neither is there or believable (in the future beyond clock skew, or older
-/// than a week): a producer's header must not skew the histogram.
+/// than a week: a clock gone wrong). Whose publish times are believed at all is
+/// [`crate::publish_time::Trust`]'s to say, before this is asked.
 pub(crate) fn latency(properties: &BasicProperties, now: SystemTime) -> Option<Duration> {
     let published = match header_int(properties.headers().as_ref(), headers::PUBLISHED_AT) {
         Some(millis) => Duration::from_millis(u64::try_from(millis).ok()?),

@@ -423,6 +423,7 @@ impl Publisher {
             routing_key,
             routing,
         };
+        let properties = crate::publish_time::vouched(properties, self.connection.vouched_user());
         let confirmed = confirmed(&channel, destination, body, properties, deadline, sent).await;
         confirmation(confirmed, destination, &self.connection, self.timeout)
     }

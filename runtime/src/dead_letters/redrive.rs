@@ -391,8 +391,8 @@ fn within(copy: BasicProperties, frame_max: usize) -> BasicProperties {
     crate::wire::fit(&copy, budget).unwrap_or(copy)
 }
 
-/// The properties of a redriven copy: the dead letter's (but its expiration and user id),
-/// persistent, with the retry history removed and the redrive count raised. The original
+/// The properties of a redriven copy: the dead letter's (but its expiration, user id and
+/// publish time), persistent, with the retry history removed and the redrive count raised. The original
 /// exchange and routing key stay: where it was first published is still true. A dead letter
 /// of the broker's own has them only in the `x-death` removed here: they are written out.
 fn redriven(delivery: &Delivery, context: Option<&FailureContext>) -> BasicProperties {
@@ -405,6 +405,9 @@ fn redriven(delivery: &Delivery, context: Option<&FailureContext>) -> BasicPrope
             headers::FAILURE_REASON,
             headers::CONSUMER,
             headers::FAILED_QUEUE,
+            // Sent again by the redrive's user, which would vouch for it: a redriven
+            // message's latency says nothing of the pipeline, and its stamp may be anyone's.
+            headers::PUBLISHED_AT,
         ]
         .into_iter()
         .chain(headers::BROKER)
@@ -420,11 +423,13 @@ fn redriven(delivery: &Delivery, context: Option<&FailureContext>) -> BasicPrope
     })
 }
 
-/// The properties of a dead letter moved to the back of its queue: its own, headers and all,
-/// persistent, with what its `x-death` says written out as warren's headers (see
+/// The properties of a dead letter moved to the back of its queue: its own, headers and all
+/// but its publish time, persistent, with what its `x-death` says written out as warren's headers (see
 /// [`write_out`]).
 fn kept(delivery: &Delivery, context: Option<&FailureContext>) -> BasicProperties {
     republished(&delivery.properties, |inner| {
+        // As in `redriven`: the redrive's user would vouch for a stamp it never checked.
+        inner.remove(headers::PUBLISHED_AT);
         write_out(inner, context, true)
     })
 }

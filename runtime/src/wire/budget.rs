@@ -13,9 +13,13 @@ use crate::model::FailureReason;
 /// entry per queue and reason, and its `x-first-death-*` and `x-last-death-*` headers).
 const BROKER_RESERVE: usize = 4096;
 
+/// Room kept free for the `user_id` a publish adds to a copy carrying a publish time
+/// (`crate::publish_time::vouched`): a short string.
+const USER_ID_RESERVE: usize = 1 + u8::MAX as usize;
+
 /// The most a copy's content header frame may weigh on a connection with `frame_max`.
 pub(crate) fn copy_budget(frame_max: usize) -> usize {
-    frame_max - BROKER_RESERVE.min(frame_max / 2)
+    frame_max - (BROKER_RESERVE + USER_ID_RESERVE).min(frame_max / 2)
 }
 
 /// The bytes of a content header frame carrying `properties`.

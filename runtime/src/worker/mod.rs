@@ -22,6 +22,7 @@ mod wait_watch;
 // What the delivery spans record (`crate::trace`).
 pub(crate) use policy::{Failure, Outcome};
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -129,10 +130,10 @@ impl ShutdownHandle {
     }
 }
 
-/// Settings shared by every consumer of a worker.
 /// How often wait queues are checked for retries held past their time, by default.
 const DEFAULT_WAIT_CHECK: Duration = Duration::from_secs(30);
 
+/// Settings shared by every consumer of a worker.
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
     pub drain_timeout: Duration,
@@ -142,6 +143,8 @@ pub(crate) struct Settings {
     /// How often the wait queues of ttl-backoff queues are checked for retries held past
     /// their time; `None`: never.
     pub wait_check: Option<Duration>,
+    /// Broker users besides the worker's own whose publish times are believed.
+    pub trusted_publishers: Arc<BTreeSet<String>>,
 }
 
 /// What a consumer task needs to run.
@@ -224,6 +227,7 @@ impl Worker {
                 publish_timeout: crate::DEFAULT_PUBLISH_TIMEOUT,
                 validate: true,
                 wait_check: Some(DEFAULT_WAIT_CHECK),
+                trusted_publishers: Arc::default(),
             },
             shutdown: Arc::new(watch::channel(false).0),
         }
@@ -245,6 +249,27 @@ impl Worker {
     /// and a `basic.get` of the oldest message, returned at once, when there is one.
     pub fn wait_queue_check(mut self, every: Option<Duration>) -> Self {
         self.settings.wait_check = every;
+        self
+    }
+
+    /// Broker users whose publish times the end-to-end latency
+    /// ([`crate::metrics::END_TO_END_LATENCY`]) believes, besides the users of the worker's
+    /// own connections. A publish time is believed only on a message whose `user_id` the
+    /// broker checked (it refuses a `user_id` that is not the publisher's user): warren's
+    /// publishers set it when the broker takes their URL's user; give another stack's user
+    /// here once it sets `user_id` too. Any other message's publish time is a claim anyone
+    /// can write, and its latency is not recorded.
+    ///
+    /// ```no_run
+    /// # fn run(worker: warren_runtime::Worker) {
+    /// let worker = worker.trusted_publishers(["orders-api", "checkout-node"]);
+    /// # }
+    /// ```
+    pub fn trusted_publishers(
+        mut self,
+        users: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.settings.trusted_publishers = Arc::new(users.into_iter().map(Into::into).collect());
         self
     }
 

@@ -10,16 +10,23 @@ use lapin::BasicProperties;
 use crate::health::{BreakerState, ConsumerState};
 use crate::metrics::{ConsumerMetrics, InFlight, Outcome};
 use crate::model::FailureReason;
+use crate::publish_time::Trust;
 
 /// One consumer's metrics and health.
 pub(crate) struct Observer {
     metrics: ConsumerMetrics,
     health: Arc<ConsumerState>,
+    /// Whose publish times the end-to-end latency believes.
+    pub trust: Trust,
 }
 
 impl Observer {
-    pub fn new(metrics: ConsumerMetrics, health: Arc<ConsumerState>) -> Self {
-        Self { metrics, health }
+    pub fn new(metrics: ConsumerMetrics, health: Arc<ConsumerState>, trust: Trust) -> Self {
+        Self {
+            metrics,
+            health,
+            trust,
+        }
     }
 
     /// An observer of a consumer that is not part of a worker, for unit tests.
@@ -29,6 +36,7 @@ impl Observer {
         Self::new(
             ConsumerMetrics::new("test", &queue, true),
             Arc::new(ConsumerState::new("test", queue.name.clone(), true)),
+            Trust::default(),
         )
     }
 
@@ -47,9 +55,12 @@ impl Observer {
         self.metrics.dead_lettered(reason);
     }
 
-    /// A handler starts on a delivery with `properties`.
+    /// A handler starts on a delivery with `properties`: its end-to-end latency is recorded
+    /// when its publish time is believed.
     pub fn handler_started(&self, properties: &BasicProperties) {
-        self.metrics.handler_started(properties);
+        if self.trust.believes(properties) {
+            self.metrics.handler_started(properties);
+        }
     }
 
     /// A handler ran for `elapsed`.

@@ -21,6 +21,7 @@ use super::{ConsumerSpec, Context};
 use crate::connection::backoff;
 use crate::error::Chain;
 use crate::model::Namespace;
+use crate::publish_time::Trust;
 use crate::schema::Validators;
 use crate::{Connection, Message, Publisher, WorkerError, amqp};
 
@@ -113,6 +114,10 @@ impl Runner {
                 spec.circuit_breaker.is_some(),
             ),
             context.health.clone(),
+            Trust::new(
+                vec![context.connection.clone(), context.copies.clone()],
+                context.settings.trusted_publishers.clone(),
+            ),
         ));
         let breaker = spec
             .circuit_breaker

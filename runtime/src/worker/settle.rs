@@ -348,6 +348,7 @@ impl Settler {
                 None => drop(table.remove(headers::FAILURE_REASON)),
             }
             table.remove(headers::DELIVERY_COUNT);
+            self.observer.trust.keep_in_copy(&raw.properties, table);
             if !first_failure_believed {
                 table.remove(headers::FIRST_FAILURE);
             }

@@ -324,6 +324,46 @@ async fn every_metric_is_recorded_with_its_labels() {
     // The retry waited 200 ms in its wait queue: end-to-end latency includes it.
     assert!(latencies.iter().any(|s| *s >= 0.2), "{latencies:?}");
 
+    // A publish time anyone could write is not believed: before, 300 messages stamped six
+    // days ago set a consumer's median latency to six and a half days. These are published
+    // without a `user_id` the broker checked; each fails once (its retry copy must not carry
+    // the claim on as warren's own) and is then handled.
+    let six_days_ago = std::time::SystemTime::now()
+        .checked_sub(Duration::from_secs(6 * 24 * 3600))
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| i64::try_from(d.as_millis()).expect("a time"))
+        .expect("a time");
+    const FORGED: usize = 20;
+    for i in 0..FORGED {
+        let mut forged = job(&format!("forged-{i}"), JobBehaviour::Retryable);
+        forged.succeed_on_attempt = Some(1);
+        let mut table = lapin::types::FieldTable::default();
+        table.insert(
+            ShortString::from(warren_runtime::model::headers::PUBLISHED_AT),
+            lapin::types::AMQPValue::LongLongInt(six_days_ago),
+        );
+        let properties = BasicProperties::default()
+            .with_content_type(ShortString::from("application/json"))
+            .with_headers(table);
+        let body = serde_json::to_vec(&forged).expect("JSON");
+        h.publish_raw("job.backoff", &body, properties).await;
+    }
+    eventually("the forged messages are handled", || {
+        count(names::HANDLED, &run_backoff, &[("outcome", "ack")]) == 1 + FORGED as u64
+    })
+    .await;
+    assert_eq!(
+        count(names::HANDLED, &run_backoff, &[("outcome", "retry")]),
+        1 + FORGED as u64,
+        "each was retried once"
+    );
+    let latencies = samples(names::END_TO_END_LATENCY, &run_backoff);
+    assert_eq!(
+        latencies.len(),
+        2,
+        "only the warren publisher's message, twice: {latencies:?}"
+    );
+
     // In flight: up while handled, back to zero once settled.
     let in_flight = one(names::IN_FLIGHT, &run_backoff);
     let history = in_flight
