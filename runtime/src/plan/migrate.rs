@@ -375,6 +375,12 @@ async fn bind(
 
 /// The kind `queue` was declared with, as the new or the old version says (`None` for a
 /// queue neither declares).
+/// Whether migrating `queue` deletes it without the broker's `if-empty` guard (it is not a
+/// classic queue): a message published to it by name while it is deleted is lost.
+pub(super) fn deleted_unguarded(plan: &Plan, queue: &str) -> bool {
+    kind_of(plan, queue) != Some(QueueKind::Classic)
+}
+
 fn kind_of(plan: &Plan, queue: &str) -> Option<QueueKind> {
     plan.old
         .iter()

@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde_json::{Value, json};
 
-use super::migrate::holding_name;
+use super::migrate::{deleted_unguarded, holding_name};
 use super::{Action, Item, Plan};
 use crate::model::ArgValue;
 
@@ -24,8 +24,22 @@ impl Action {
     }
 }
 
+/// What a migrated queue's lines say when it is deleted without the broker's `if-empty`.
+const UNGUARDED: &str = "! stop whatever publishes to it by name (the default exchange: RPC \
+     calls, `warren dlq redrive`, another stack) first: RabbitMQ 3.10 cannot delete a quorum \
+     queue only if empty, and a message published to it while it is deleted is lost";
+
+/// Whether `item` is a queue the plan deletes without the broker's `if-empty` guard, and
+/// that is published to by name: a migrated queue of its own (not a wait queue, which only
+/// the stopped workers publish to), not classic.
+fn unguarded(plan: &Plan, item: &Item) -> bool {
+    matches!(item.action, Action::Migrate { .. })
+        && item.wait_queue_of.is_none()
+        && deleted_unguarded(plan, &item.name)
+}
+
 /// What an item's line says after its name.
-fn detail(item: &Item) -> Vec<String> {
+fn detail(plan: &Plan, item: &Item) -> Vec<String> {
     let counts = item
         .state
         .map(|s| format!("{} message(s), {} consumer(s)", s.messages, s.consumers));
@@ -71,6 +85,9 @@ fn detail(item: &Item) -> Vec<String> {
                 ));
             }
             lines.extend(dead_lettering.iter().cloned());
+            if unguarded(plan, item) {
+                lines.push(UNGUARDED.to_owned());
+            }
         }
         Action::Drain { into } => lines.push(format!(
             "no longer in the contract → its messages move to `{into}` now (their retry comes \
@@ -106,7 +123,7 @@ impl fmt::Display for Plan {
                 }
                 _ => item.action.as_str().to_owned(),
             };
-            let mut details = detail(item).into_iter();
+            let mut details = detail(self, item).into_iter();
             let first = details.next().unwrap_or_default();
             writeln!(
                 f,
@@ -141,8 +158,9 @@ impl fmt::Display for Plan {
 impl Plan {
     /// The plan as JSON, for tools: `{blocked, noop, items: [{kind, name, action,
     /// wait_queue_of, messages, consumers, argument, detail, into, resume, foreign_bindings:
-    /// [{exchange, binding}], dead_lettering: [line]}]}` (fields that do not apply are
-    /// `null`, lists empty).
+    /// [{exchange, binding}], dead_lettering: [line], stop_publishers_by_name}]}` (fields
+    /// that do not apply are `null`, lists empty; `stop_publishers_by_name` is true for a
+    /// queue deleted without the broker's `if-empty` guard).
     pub fn json(&self) -> Value {
         let items: Vec<Value> = self
             .items
@@ -186,6 +204,7 @@ impl Plan {
                     "resume": resume,
                     "foreign_bindings": foreign,
                     "dead_lettering": dead_lettering,
+                    "stop_publishers_by_name": unguarded(self, item),
                 })
             })
             .collect();

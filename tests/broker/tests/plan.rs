@@ -373,6 +373,24 @@ async fn a_changed_retry_policy_is_deployed_without_losing_a_message() {
     };
     migrate("backoff", "x-delivery-limit");
     migrate("native", "x-delivery-limit");
+    // Quorum queues, deleted without the broker's `if-empty`: the plan says to stop
+    // publishers by name first; their wait queues (only workers publish to them) are not
+    // marked.
+    let json = plan.json();
+    let marked: Vec<&str> = json["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|item| item["stop_publishers_by_name"] == true)
+        .filter_map(|item| item["name"].as_str()?.strip_prefix(&ns))
+        .collect();
+    assert_eq!(marked, ["backoff", "native"], "{text}");
+    assert_eq!(
+        text.matches("! stop whatever publishes to it by name")
+            .count(),
+        2,
+        "{text}"
+    );
     for name in ["jobs", "jobs.dlx", "short-long", "dead"] {
         assert_eq!(actions[name], Action::Unchanged, "{name}\n{text}");
     }
@@ -641,6 +659,9 @@ async fn a_queue_type_change_migrates_the_queue_and_its_wait_queues() {
             "{name}: {plan}"
         );
     }
+    // A classic queue's delete is `if-empty`: a publish by name racing it stops the plan,
+    // it is not lost, and the plan does not ask for publishers to stop.
+    assert!(!plan.to_string().contains("! stop whatever"), "{plan}");
     let applied = plan.apply(&broker.connection).await.expect("applied");
     assert_eq!(applied.moved, 5 * 2, "{:?}", applied.steps);
     assert_eq!(broker.ready("short-long").await, Some(5));
