@@ -19,6 +19,7 @@ use lapin::{ConnectionProperties, ConnectionState, ErrorKind, Event};
 use tokio::sync::watch;
 
 use crate::Topology;
+use crate::publish_time::{VouchedUser, probe};
 use crate::sync::lock;
 
 /// The first pause before reconnecting, by default.
@@ -131,7 +132,7 @@ struct Shared {
     record: Mutex<crate::health::LinkRecord>,
     /// The user the broker vouches for as `user_id` on the current link
     /// ([`crate::publish_time::probe`]); `None` while it is down or when it does not.
-    vouched_user: Mutex<Option<Arc<str>>>,
+    vouched_user: VouchedUser,
 }
 
 /// Why no link was there to use.
@@ -279,7 +280,13 @@ impl Connection {
     /// The user the broker vouches for as `user_id` on the current link: the URL's user,
     /// when a probe publish carrying it was confirmed as the link opened.
     pub(crate) fn vouched_user(&self) -> Option<Arc<str>> {
-        lock(&self.shared.vouched_user).clone()
+        self.shared.vouched_user.get()
+    }
+
+    /// The connection's [`VouchedUser`], kept current as its link is rebuilt: for a consumer
+    /// that trusts this connection's user.
+    pub(crate) fn vouched_user_cell(&self) -> VouchedUser {
+        self.shared.vouched_user.clone()
     }
 
     /// Times the link was lost and restored: what was learnt through an older link may
@@ -464,7 +471,7 @@ impl ConnectionBuilder {
                         topologies: Mutex::new(Vec::new()),
                         blocked: Mutex::new(None),
                         record: Mutex::new(crate::health::LinkRecord::opened(index)),
-                        vouched_user: Mutex::new(opened.vouched_user.clone()),
+                        vouched_user: VouchedUser::new(opened.vouched_user.clone()),
                     });
                     tokio::spawn(supervise(Arc::downgrade(&shared), opened, index));
                     return Ok(Connection { shared });
@@ -492,7 +499,7 @@ async fn open(url: &str, settings: &ConnectionBuilder) -> Result<Opened, lapin::
         .with_connection_name(LongString::from(settings.name.as_str()));
     let connection = crate::wire::connect(url, properties, settings.tls.clone()).await?;
     let events = Box::pin(connection.events_listener());
-    let vouched_user = crate::publish_time::probe(&connection, url).await;
+    let vouched_user = probe(&connection, url).await;
     Ok(Opened {
         connection: Arc::new(connection),
         events,
@@ -528,7 +535,7 @@ async fn supervise(shared: Weak<Shared>, mut opened: Opened, mut url_index: usiz
             return;
         }
         *lock(&strong.blocked) = None;
-        *lock(&strong.vouched_user) = None;
+        strong.vouched_user.set(None);
         lock(&strong.record).failed(&Chain(&error).to_string(), Some(0));
         tracing::warn!(connection = %name, error = %Chain(&error), "connection lost; reconnecting");
         drop(strong);
@@ -558,7 +565,7 @@ async fn supervise(shared: Weak<Shared>, mut opened: Opened, mut url_index: usiz
             return;
         }
         lock(&strong.record).restored(index);
-        *lock(&strong.vouched_user) = opened.vouched_user.clone();
+        strong.vouched_user.set(opened.vouched_user.clone());
         tracing::info!(connection = %name, url = index, generation, "reconnected");
     }
 }

@@ -15,15 +15,15 @@
 //!   ([`Trust::believes`]): the users of its own connections, and those the worker names.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::types::{AMQPValue, ShortString};
 use lapin::{BasicProperties, Confirmation};
 
-use crate::Connection;
 use crate::model::headers;
+use crate::sync::lock;
 
 /// A copy's application headers, as they are edited before it is sent.
 type Headers = BTreeMap<ShortString, AMQPValue>;
@@ -71,6 +71,29 @@ pub(crate) async fn probe(connection: &lapin::Connection, url: &str) -> Option<A
         .flatten()
 }
 
+/// The user a connection's broker vouches for as `user_id` on its current link: set by the
+/// connection as each link opens (and cleared when it drops), read by its publishers and by
+/// the consumers that trust it.
+#[derive(Clone, Default)]
+pub(crate) struct VouchedUser(Arc<Mutex<Option<Arc<str>>>>);
+
+impl VouchedUser {
+    /// Holding `user`, as the first link's probe found it.
+    pub(crate) fn new(user: Option<Arc<str>>) -> Self {
+        Self(Arc::new(Mutex::new(user)))
+    }
+
+    /// The user, while a link is up whose broker vouches for one.
+    pub(crate) fn get(&self) -> Option<Arc<str>> {
+        lock(&self.0).clone()
+    }
+
+    /// What the current link's probe found (`None`: no link, or no user vouched for).
+    pub(crate) fn set(&self, user: Option<Arc<str>>) {
+        *lock(&self.0) = user;
+    }
+}
+
 /// `properties` as warren sends them on a link whose broker vouches for `user`: with `user`
 /// as `user_id` when they carry a publish time, so consumers can believe it. Without a
 /// publish time, or without a user, as they are.
@@ -92,15 +115,15 @@ fn stamped(properties: &BasicProperties) -> bool {
 /// The publishers a consumer believes the publish times of.
 #[derive(Clone, Default)]
 pub(crate) struct Trust {
-    /// The consumer's own connections: the users they authenticated as.
-    connections: Vec<Connection>,
+    /// The users the consumer's own connections authenticated as.
+    connections: Vec<VouchedUser>,
     /// The users the worker names ([`crate::Worker::trusted_publishers`]).
     users: Arc<BTreeSet<String>>,
 }
 
 impl Trust {
     /// Trusting the users of `connections` and `users`.
-    pub(crate) fn new(connections: Vec<Connection>, users: Arc<BTreeSet<String>>) -> Self {
+    pub(crate) fn new(connections: Vec<VouchedUser>, users: Arc<BTreeSet<String>>) -> Self {
         Self { connections, users }
     }
 
@@ -115,7 +138,7 @@ impl Trust {
             || self
                 .connections
                 .iter()
-                .any(|connection| connection.vouched_user().as_deref() == Some(user))
+                .any(|connection| connection.get().as_deref() == Some(user))
     }
 
     /// Leaves the publish time in `copy`, the headers of a copy of a message with

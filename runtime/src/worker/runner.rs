@@ -115,7 +115,10 @@ impl Runner {
             ),
             context.health.clone(),
             Trust::new(
-                vec![context.connection.clone(), context.copies.clone()],
+                vec![
+                    context.connection.vouched_user_cell(),
+                    context.copies.vouched_user_cell(),
+                ],
                 context.settings.trusted_publishers.clone(),
             ),
         ));
