@@ -8,7 +8,7 @@ use lapin::types::{AMQPValue, FieldTable};
 use crate::amqp::{header_int, header_str};
 use crate::model::limits::MAX_SHORT_STRING;
 use crate::model::{FailureReason, headers};
-use crate::worker::settle::{MAX_ERROR_BYTES, truncate};
+use crate::text::{MAX_ERROR_BYTES, truncate};
 
 /// The failure history of a message: why it was dead-lettered, its last error, how often it
 /// was retried and redriven, when it first and last failed, where it was first published, and

@@ -14,9 +14,9 @@ use crate::Message;
 use crate::model::{DeadLetter, OnPoison, Queue, QueueKind, Retry};
 use crate::publisher::Compression;
 use crate::schema::Validators;
+use crate::text::{MAX_ERROR_BYTES, truncate};
 use crate::worker::dead_letter;
 use crate::worker::decode::{decode as decode_delivery, original_route, retries_so_far};
-use crate::worker::settle::{MAX_ERROR_BYTES, truncate};
 
 /// The fixed message type's payload, as typify would generate it from [`PAYLOAD_SCHEMA`].
 #[derive(Debug, Serialize, Deserialize)]

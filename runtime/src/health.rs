@@ -42,7 +42,7 @@ impl LastError {
     /// `message`, cut to its bound, at the current time.
     pub(crate) fn now(message: &str) -> Self {
         Self {
-            message: crate::worker::settle::truncate(message, MAX_HEALTH_ERROR_BYTES),
+            message: crate::text::truncate(message, MAX_HEALTH_ERROR_BYTES),
             at: DateTime::<Utc>::from(SystemTime::now()),
         }
     }

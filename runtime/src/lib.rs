@@ -92,6 +92,7 @@
 pub mod __fuzz;
 mod amqp;
 mod base64;
+mod clock;
 mod connection;
 mod dead_letter;
 pub mod dead_letters;
@@ -110,6 +111,7 @@ mod routing_key;
 pub mod rpc;
 mod schema;
 mod sync;
+mod text;
 mod trace;
 mod wire;
 mod worker;

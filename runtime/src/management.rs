@@ -213,7 +213,7 @@ impl Management {
             return Err(ManagementError::Status {
                 status,
                 what: what.to_owned(),
-                body: crate::worker::settle::truncate(&text, MAX_QUOTED),
+                body: crate::text::truncate(&text, MAX_QUOTED),
             });
         }
         serde_json::from_slice(&body).map_err(|error| ManagementError::Invalid {
@@ -275,7 +275,7 @@ fn parse_response(response: &[u8]) -> Result<(u16, Vec<u8>), String> {
         .ok_or_else(|| {
             format!(
                 "not an HTTP answer: `{}`",
-                crate::worker::settle::truncate(status_line, MAX_QUOTED)
+                crate::text::truncate(status_line, MAX_QUOTED)
             )
         })?;
     let header = |name: &str| {

@@ -461,12 +461,9 @@ pub(crate) fn latency(properties: &BasicProperties, now: SystemTime) -> Option<D
 /// Sets [`headers::PUBLISHED_AT`] in a message's header `table` to now, for the consumers' end-to-end
 /// latency.
 pub(crate) fn stamp(table: &mut FieldTable) {
-    let millis = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
     table.insert(
         ShortString::from(headers::PUBLISHED_AT),
-        AMQPValue::LongLongInt(millis),
+        AMQPValue::LongLongInt(crate::clock::unix_millis()),
     );
 }
 

@@ -9,6 +9,7 @@ use lapin::types::{FieldTable, ShortString};
 use lapin::{BasicProperties, Channel, Confirmation};
 use tracing::Instrument as _;
 
+use crate::clock::unix_seconds;
 use crate::error::{MessagePart, ShortField};
 use crate::model::Namespace;
 use crate::model::limits::{MAX_EXPIRATION_MILLIS, MAX_SHORT_STRING};
@@ -638,13 +639,6 @@ pub async fn publish<M: Message>(
         .await;
     publisher.metrics.record(publication.exchange, &result);
     result
-}
-
-/// Seconds since the Unix epoch.
-pub(crate) fn unix_seconds() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::failure::FailureContext;
-use crate::worker::settle::truncate;
+use crate::text::truncate;
 
 use super::scan::Scan;
 use super::{DeadLetterError, DeadLetterQueue};

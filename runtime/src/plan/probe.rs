@@ -48,7 +48,7 @@ pub(super) fn refusal(error: &lapin::Error) -> String {
         ErrorKind::ProtocolError(amqp) => amqp.get_message().to_string(),
         _ => error.to_string(),
     };
-    crate::worker::settle::truncate(&text, MAX_DETAIL)
+    crate::text::truncate(&text, MAX_DETAIL)
 }
 
 /// The queue's counts, or `None` when it does not exist.

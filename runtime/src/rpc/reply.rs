@@ -10,7 +10,7 @@ use crate::amqp::header_str;
 use crate::model::limits::MAX_SHORT_STRING;
 use crate::model::rpc::ReplyStatus;
 use crate::model::{FailureReason, headers};
-use crate::worker::settle::{MAX_ERROR_BYTES, truncate};
+use crate::text::{MAX_ERROR_BYTES, truncate};
 
 /// The content type of a `failed` reply's body: a short text, not a message of the contract.
 pub(crate) const FAILED_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
@@ -80,7 +80,7 @@ pub(crate) fn properties(correlation_id: &ShortString, answer: Answer<'_>) -> Ba
     let mut properties = BasicProperties::default()
         .with_correlation_id(correlation_id.clone())
         .with_delivery_mode(1)
-        .with_timestamp(crate::publisher::unix_seconds())
+        .with_timestamp(crate::clock::unix_seconds())
         .with_headers(table);
     if let Some(message) = message {
         properties = properties.with_type(ShortString::from(message));

@@ -83,7 +83,7 @@ fn marker(reason: &str, detail: &str) -> AMQPValue {
     table.insert(ShortString::from("reason"), text(reason));
     table.insert(
         ShortString::from("detail"),
-        text(&crate::worker::settle::truncate(detail, MAX_DETAIL_BYTES)),
+        text(&crate::text::truncate(detail, MAX_DETAIL_BYTES)),
     );
     AMQPValue::FieldTable(table)
 }

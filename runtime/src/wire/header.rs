@@ -369,7 +369,7 @@ fn push_marker(out: &mut Vec<u8>, cuts: &Cuts) {
     } else {
         FailureReason::TooLarge.as_str()
     };
-    let detail = crate::worker::settle::truncate(&cuts.detail(), MAX_DETAIL_BYTES);
+    let detail = crate::text::truncate(&cuts.detail(), MAX_DETAIL_BYTES);
     push_short(out, HEADERS_CUT);
     out.push(b'F');
     let table_at = out.len();

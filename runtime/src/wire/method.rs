@@ -86,7 +86,7 @@ pub(super) fn judge(frame: &[u8]) -> Option<Vec<u8>> {
             Short => {
                 let len = usize::from(arguments[at]);
                 let text = String::from_utf8_lossy(&arguments[at + 1..at + 1 + len]);
-                let text = crate::worker::settle::truncate(&text, usize::from(u8::MAX));
+                let text = crate::text::truncate(&text, usize::from(u8::MAX));
                 out.push(u8::try_from(text.len()).unwrap_or(u8::MAX));
                 out.extend_from_slice(text.as_bytes());
                 at += 1 + len;

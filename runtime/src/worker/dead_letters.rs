@@ -18,11 +18,12 @@ use super::consume::{one_at_a_time, panic_text, run_handler};
 use super::decode::{Poison, decode, original_route, retries_so_far};
 use super::policy::{Failure, Outcome, decide};
 use super::runner::Runner;
-use super::settle::{MAX_ERROR_BYTES, Settler, truncate};
+use super::settle::Settler;
 use super::{ConsumerSpec, Context, Registered, Task};
 use crate::metrics::Outcome as Settled;
 use crate::model::{FailureReason, Queue};
 use crate::schema::Validators;
+use crate::text::{MAX_ERROR_BYTES, truncate};
 use crate::{DeadLetter, DeadMessage, FailureContext, HandlerError, Message, RawMessage};
 
 /// Handles the dead letters of one queue, whose messages are `M` when they are not poison.

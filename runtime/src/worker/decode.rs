@@ -9,11 +9,11 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::policy::broker_counts;
-use super::settle::{MAX_ERROR_BYTES, truncate};
 use crate::amqp::{header_int, header_str, table_to_json};
 use crate::model::limits::{MAX_EXPIRATION_MILLIS, MAX_SHORT_STRING};
 use crate::model::{FailureReason, Queue, headers};
 use crate::schema::Validators;
+use crate::text::{MAX_ERROR_BYTES, truncate};
 use crate::{Delivery, FailureContext, Message};
 
 /// Why a message is poison: the `x-failure-reason` and a description.

@@ -12,7 +12,6 @@
 use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use lapin::types::ShortString;
 use tracing::Instrument as _;
@@ -24,9 +23,10 @@ use super::decode::{decode, retries_so_far};
 use super::policy::{Failure, Outcome, dead_letter_outcome};
 use super::reply_nodes::{NodeCheck, ReplyNodes};
 use super::runner::Runner;
-use super::settle::{MAX_ERROR_BYTES, Settler, truncate};
+use super::settle::Settler;
 use super::{ConsumerSpec, Context, Registered, Task};
 use crate::amqp::header_int;
+use crate::clock::unix_millis;
 use crate::error::Chain;
 use crate::metrics::{Outcome as Settled, ReplyMetrics};
 use crate::model::{FailureReason, headers};
@@ -34,6 +34,7 @@ use crate::publisher::Routing;
 use crate::rpc::reply_to::{ReplyAddress, classify};
 use crate::rpc::{Answer, DeclaredErrors, Operation, RpcHandler, RpcHandlerError, encode_payload};
 use crate::schema::Validators;
+use crate::text::{MAX_ERROR_BYTES, truncate};
 use crate::{Message, PublishError};
 
 pub(super) struct Server<O, H> {
@@ -142,13 +143,6 @@ fn told<'a>(failure: Failure, outcome: &Outcome, error: &'a str) -> Cow<'a, str>
         _ => "the server logged its error",
     };
     format!("the server could not handle the request ({reason}); {kept}, under this call's correlation id").into()
-}
-
-/// Now, in milliseconds since the Unix epoch.
-fn unix_millis() -> i64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 impl<H> Serving<H> {

@@ -5,7 +5,7 @@
 //! redelivers it.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use lapin::BasicProperties;
 use lapin::options::{BasicNackOptions, BasicRejectOptions};
@@ -17,16 +17,14 @@ use super::decode::{is_retry_copy, original_route};
 use super::policy::{Failure, Outcome, broker_counts, dead_letter_outcome, decide};
 use crate::PublishError;
 use crate::Publisher;
+use crate::clock::unix_millis;
 use crate::connection::backoff;
 use crate::error::Chain;
 use crate::metrics::Outcome as Settled;
 use crate::model::{FailureReason, Queue, headers};
 use crate::publisher::Routing;
+use crate::text::{MAX_ERROR_BYTES, truncate};
 use crate::trace;
-
-/// Longest `x-last-error` kept, in bytes: diagnostic headers stay far below the frame size
-/// whatever an error says.
-pub(crate) const MAX_ERROR_BYTES: usize = 1024;
 
 /// The first pause before publishing a copy again after it failed, and the longest.
 const COPY_RETRY_MIN: Duration = Duration::from_secs(1);
@@ -413,36 +411,4 @@ fn restore(from: &BasicProperties, mut to: BasicProperties) -> BasicProperties {
         to = to.with_priority(*v);
     }
     to
-}
-
-/// `text` cut to at most `max` bytes on a character boundary, marked when cut.
-pub(crate) fn truncate(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max.saturating_sub(3);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}...", &text[..end])
-}
-
-fn unix_millis() -> i64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::truncate;
-
-    #[test]
-    fn truncation_respects_the_bound_and_characters() {
-        assert_eq!(truncate("short", 10), "short");
-        let long = "é".repeat(1000);
-        let cut = truncate(&long, 1024);
-        assert!(cut.len() <= 1024);
-        assert!(cut.ends_with("..."));
-    }
 }

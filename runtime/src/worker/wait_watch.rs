@@ -19,7 +19,7 @@
 //! made) is not judged.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use lapin::options::{BasicGetOptions, BasicRejectOptions, QueueDeclareOptions};
 use lapin::types::{FieldTable, ShortString};
@@ -157,9 +157,7 @@ async fn read_head(
         .acker
         .reject(BasicRejectOptions { requeue: true })
         .await?;
-    let now = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let now = crate::clock::unix_millis();
     // A timestamp in the future (a forged header, clocks apart) has waited for nothing.
     Ok(made.map(|made| {
         let waited = u64::try_from(now.saturating_sub(made)).unwrap_or(0);
