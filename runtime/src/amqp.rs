@@ -4,7 +4,12 @@ use lapin::types::{AMQPValue, FieldArray, FieldTable, LongString, ShortString};
 use serde_json::{Map, Value};
 
 use crate::model::{ArgValue, Arguments, headers};
-use crate::wire::MAX_DEPTH;
+
+/// The deepest nesting of tables and arrays accepted in headers, the headers table itself
+/// being level 1. RabbitMQ's own `x-death` reaches 4; a few hundred levels overflow a thread's
+/// default stack in lapin's recursive parser. The connection's guard (`crate::wire`) cuts
+/// deeper headers before lapin parses them; conversions here stop at it too.
+pub(crate) const MAX_DEPTH: usize = 32;
 
 /// What RabbitMQ's `NOT_FOUND` says of a durable queue that exists but whose node is down: a
 /// classic queue on a cluster node that stopped, `home node 'rabbit@b' of durable queue 'q'
@@ -107,8 +112,8 @@ pub(crate) fn table_to_json(table: &FieldTable) -> Map<String, Value> {
 }
 
 /// `value`, held by a table at `depth`, as JSON. Recursive, so bounded: the connection's guard
-/// (`crate::wire`) already cuts headers nested deeper than [`MAX_DEPTH`], and deeper levels
-/// would read as `null` here rather than recurse.
+/// already cuts headers nested deeper than [`MAX_DEPTH`], and deeper levels would read as
+/// `null` here rather than recurse.
 pub(crate) fn amqp_to_json(value: &AMQPValue, depth: usize) -> Value {
     if depth >= MAX_DEPTH && matches!(value, AMQPValue::FieldArray(_) | AMQPValue::FieldTable(_)) {
         return Value::Null;

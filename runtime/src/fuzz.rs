@@ -11,8 +11,8 @@ use lapin::types::ShortString;
 use serde::{Deserialize, Serialize};
 
 use crate::Message;
+use crate::codec::Compression;
 use crate::model::{DeadLetter, OnPoison, Queue, QueueKind, Retry};
-use crate::publisher::Compression;
 use crate::schema::Validators;
 use crate::text::{MAX_ERROR_BYTES, truncate};
 use crate::worker::dead_letter;
@@ -164,7 +164,7 @@ mod tests {
     use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 
     use super::{compress, decode, sample_body};
-    use crate::publisher::Compression;
+    use crate::codec::Compression;
 
     fn json() -> BasicProperties {
         BasicProperties::default().with_content_type(ShortString::from("application/json"))

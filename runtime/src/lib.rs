@@ -93,6 +93,7 @@ pub mod __fuzz;
 mod amqp;
 mod base64;
 mod clock;
+mod codec;
 mod connection;
 mod dead_letter;
 pub mod dead_letters;
@@ -148,7 +149,8 @@ pub use lapin;
 /// may use it; it changes without notice between versions. (As tonic's `codegen` module.)
 #[doc(hidden)]
 pub mod codegen {
-    pub use crate::publisher::{Compression, Publication, publish};
+    pub use crate::codec::Compression;
+    pub use crate::publisher::{Publication, publish};
     pub use crate::routing_key::{KeyPart, RoutingKey};
     pub use crate::rpc::{
         DeclaredErrors, NoErrors, Operation, RpcHandler, Target, add_server, call, decode_payload,

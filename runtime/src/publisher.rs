@@ -1,6 +1,5 @@
 //! Publishing typed payloads with publisher confirms.
 
-use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,6 +9,7 @@ use lapin::{BasicProperties, Channel, Confirmation};
 use tracing::Instrument as _;
 
 use crate::clock::unix_seconds;
+use crate::codec::{Compression, validated_payload};
 use crate::error::{MessagePart, ShortField};
 use crate::model::Namespace;
 use crate::model::limits::{MAX_EXPIRATION_MILLIS, MAX_SHORT_STRING};
@@ -20,41 +20,6 @@ use crate::{Connection, Message, PublishError, Topology, amqp};
 
 /// How long a publish waits for the broker's confirm by default.
 pub const DEFAULT_PUBLISH_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Body compression, as a publisher in the contract declares it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compression {
-    /// gzip, sent with `content-encoding: gzip`.
-    Gzip,
-    /// zlib deflate, sent with `content-encoding: deflate`.
-    Deflate,
-}
-
-impl Compression {
-    /// The `content-encoding` value.
-    pub fn encoding(self) -> &'static str {
-        match self {
-            Self::Gzip => "gzip",
-            Self::Deflate => "deflate",
-        }
-    }
-
-    pub(crate) fn compress(self, body: &[u8]) -> std::io::Result<Vec<u8>> {
-        let level = flate2::Compression::default();
-        match self {
-            Self::Gzip => {
-                let mut encoder = flate2::write::GzEncoder::new(Vec::new(), level);
-                encoder.write_all(body)?;
-                encoder.finish()
-            }
-            Self::Deflate => {
-                let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), level);
-                encoder.write_all(body)?;
-                encoder.finish()
-            }
-        }
-    }
-}
 
 /// Where and how one message is published: what a generated publish method fills in from
 /// the contract.
@@ -590,26 +555,6 @@ pub(crate) fn outgoing<M: Message>(
         properties = properties.with_content_encoding(ShortString::from(compression.encoding()));
     }
     Ok(Outgoing { body, properties })
-}
-
-/// `payload` of message `M` as JSON, validated against its schema.
-pub(crate) fn validated_payload<M: Message>(
-    validators: &Validators,
-    payload: &M::Payload,
-) -> Result<serde_json::Value, PublishError> {
-    let payload = serde_json::to_value(payload).map_err(|source| PublishError::Serialize {
-        message: M::NAME,
-        part: MessagePart::Payload,
-        source,
-    })?;
-    if let Some(errors) = validators.payload_errors(&payload) {
-        return Err(PublishError::Invalid {
-            message: M::NAME,
-            part: MessagePart::Payload,
-            errors,
-        });
-    }
-    Ok(payload)
 }
 
 pub(crate) fn short(field: ShortField, text: &str) -> Result<(), PublishError> {

@@ -42,7 +42,7 @@ pub fn inflate<'a>(
     encoding: Option<&str>,
     max: usize,
 ) -> Result<Cow<'a, [u8]>, String> {
-    crate::worker::decode::decompress(body, encoding, max).map_err(|poison| poison.detail)
+    crate::codec::decompress(body, encoding, max).map_err(|poison| poison.detail)
 }
 
 /// What reading or redriving a dead-letter queue can fail with. Whatever it read and did not

@@ -408,7 +408,7 @@ pub fn add_server<O: Operation, H: RpcHandler<O>>(
 /// declared error (generated [`DeclaredErrors::encode`]); not a stable API.
 pub fn encode_payload<M: Message>(payload: &M::Payload) -> Result<Vec<u8>, PublishError> {
     let validators = Validators::of::<M>()?;
-    let value = crate::publisher::validated_payload::<M>(&validators, payload)?;
+    let value = crate::codec::validated_payload::<M>(&validators, payload)?;
     serde_json::to_vec(&value).map_err(|source| PublishError::Serialize {
         message: M::NAME,
         part: crate::MessagePart::Payload,
@@ -435,6 +435,5 @@ pub(crate) fn decode_within<M: Message>(
         ));
     }
     let validators = Validators::of::<M>().map_err(|e| crate::error::Chain(&e).to_string())?;
-    crate::worker::decode::payload::<M>(body, &validators, max_body_bytes)
-        .map_err(|poison| poison.detail)
+    crate::codec::payload::<M>(body, &validators, max_body_bytes).map_err(|poison| poison.detail)
 }

@@ -133,8 +133,8 @@ pub(crate) fn read<'a>(
         .content_encoding()
         .as_ref()
         .map(ShortString::as_str);
-    let body = crate::worker::decode::decompress(body, encoding, max_body_bytes)
-        .map_err(|poison| poison.detail)?;
+    let body =
+        crate::codec::decompress(body, encoding, max_body_bytes).map_err(|poison| poison.detail)?;
     Ok(match status {
         ReplyStatus::Ok => Received::Ok(body),
         ReplyStatus::Error => {

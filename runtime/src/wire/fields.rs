@@ -7,10 +7,7 @@
 //! that parser accepts, within [`MAX_DEPTH`], in time linear in the bytes and with a stack of
 //! at most [`MAX_DEPTH`] entries, so hostile headers can be judged before lapin sees them.
 
-/// The deepest nesting of tables and arrays accepted in headers, the headers table itself
-/// being level 1. RabbitMQ's own `x-death` reaches 4; a few hundred levels overflow a thread's
-/// default stack in lapin's recursive parser.
-pub(crate) const MAX_DEPTH: usize = 32;
+pub(crate) use crate::amqp::MAX_DEPTH;
 
 /// What is wrong with a field value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -35,7 +35,6 @@ use futures_lite::io::{AsyncRead, AsyncWrite};
 #[cfg(test)]
 pub(crate) use budget::header_frame_len;
 pub(crate) use budget::{copy_budget, fit};
-pub(crate) use fields::MAX_DEPTH;
 use header::FRAME_OVERHEAD;
 pub(crate) use header::headers_cut;
 pub(crate) use reactor::connect;

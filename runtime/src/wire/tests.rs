@@ -7,7 +7,8 @@ use lapin::types::{AMQPValue, FieldTable};
 use proptest::prelude::*;
 
 use super::header::{HEADERS_CUT, headers_cut, judge};
-use super::{GuardedStream, MAX_DEPTH, method};
+use super::{GuardedStream, method};
+use crate::amqp::MAX_DEPTH;
 use crate::model::FailureReason;
 
 fn short(text: &[u8]) -> Vec<u8> {

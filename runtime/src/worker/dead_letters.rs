@@ -15,11 +15,12 @@ use futures_lite::FutureExt;
 
 use super::acks::Taken;
 use super::consume::{one_at_a_time, panic_text, run_handler};
-use super::decode::{Poison, decode, original_route, retries_so_far};
+use super::decode::{decode, original_route, retries_so_far};
 use super::policy::{Failure, Outcome, decide};
 use super::runner::Runner;
 use super::settle::Settler;
 use super::{ConsumerSpec, Context, Registered, Task};
+use crate::codec::Poison;
 use crate::metrics::Outcome as Settled;
 use crate::model::{FailureReason, Queue};
 use crate::schema::Validators;

@@ -2,35 +2,17 @@
 //! size cap), check the content type, parse, validate against the JSON Schema, deserialize.
 //! A message that fails any step is poison: deterministic, so it is never retried.
 
-use std::borrow::Cow;
-use std::io::Read;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::policy::broker_counts;
 use crate::amqp::{header_int, header_str, table_to_json};
+use crate::codec::{Poison, bounded, decompress, poison, typed, validated};
 use crate::model::limits::{MAX_EXPIRATION_MILLIS, MAX_SHORT_STRING};
 use crate::model::{FailureReason, Queue, headers};
 use crate::schema::Validators;
-use crate::text::{MAX_ERROR_BYTES, truncate};
 use crate::{Delivery, FailureContext, Message};
-
-/// Why a message is poison: the `x-failure-reason` and a description.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Poison {
-    pub reason: FailureReason,
-    pub detail: String,
-}
-
-/// A description is cut to what a dead letter's `x-last-error` keeps: a parse error may quote a
-/// string of the body, and the body may be megabytes.
-fn poison(reason: FailureReason, detail: impl AsRef<str>) -> Poison {
-    Poison {
-        reason,
-        detail: truncate(detail.as_ref(), MAX_ERROR_BYTES),
-    }
-}
 
 /// How many retries came before this delivery, as counted by warren or the broker: a count a
 /// producer wrote is not believed. A forged `x-retry-count: 3` or `x-delivery-count: 3` on a
@@ -202,53 +184,6 @@ pub(crate) fn expiration(text: &str) -> Option<Duration> {
     (millis <= MAX_EXPIRATION_MILLIS).then(|| Duration::from_millis(millis))
 }
 
-/// `body` (decompressed) as a payload of message `M`, validated against its schema: what a
-/// worker does with a body, for an RPC reply or a declared error's body (`crate::rpc`).
-pub(crate) fn payload<M: Message>(
-    body: &[u8],
-    validators: &Validators,
-    max_body_bytes: usize,
-) -> Result<M::Payload, Poison> {
-    bounded(body, max_body_bytes)?;
-    typed(validated(body, validators)?)
-}
-
-/// Refuses a body holding more JSON values than `max_body_bytes` allows (see
-/// [`BYTES_PER_ITEM`]) before it is parsed.
-fn bounded(body: &[u8], max_body_bytes: usize) -> Result<(), Poison> {
-    let max_items = (max_body_bytes / BYTES_PER_ITEM).max(MIN_ITEMS);
-    if more_items_than(body, max_items) {
-        return Err(poison(
-            FailureReason::TooLarge,
-            format!(
-                "a JSON body of more than the {max_items} values allowed by the \
-                 {max_body_bytes}-byte cap (one per {BYTES_PER_ITEM} bytes of it)"
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// `body` parsed as JSON and valid against the payload schema of `validators`.
-fn validated(body: &[u8], validators: &Validators) -> Result<Value, Poison> {
-    let payload: Value = serde_json::from_slice(body)
-        .map_err(|e| poison(FailureReason::Decode, format!("body is not JSON: {e}")))?;
-    if let Some(errors) = validators.payload_errors(&payload) {
-        return Err(poison(FailureReason::Validation, errors));
-    }
-    Ok(payload)
-}
-
-/// A validated payload as its type.
-fn typed<P: serde::de::DeserializeOwned>(payload: Value) -> Result<P, Poison> {
-    serde_json::from_value(payload).map_err(|e| {
-        poison(
-            FailureReason::Decode,
-            format!("payload does not fit its type: {e}"),
-        )
-    })
-}
-
 /// The failure history of `raw`, believed where its retry count is (see [`retries_so_far`]):
 /// warren's headers on its own retry copies; on a queue where the broker counts, only the
 /// count of a redelivery (nothing else was written on it). A producer's `x-last-error` or
@@ -275,103 +210,14 @@ pub(crate) fn failure_so_far(
     Some(failure)
 }
 
-/// A body of the worker's cap holds at most one JSON value (or object member) per this many
-/// bytes of the cap. Parsed, a value takes 32 bytes (72 where serde_json's `preserve_order` is
-/// on, as any crate of the build may turn it on), and `[1,1,…]` spends 2 bytes on each: parsing
-/// 8 MB of it took 290 MB. With this budget a parsed body takes at most 4.5 times the cap, however
-/// small it was as sent: a body may be as dense as it likes as long as it is small.
-const BYTES_PER_ITEM: usize = 16;
-
-/// However small the cap, this many values are allowed (4.5 MiB parsed at most), so a body
-/// under a small cap is never refused for its density.
-const MIN_ITEMS: usize = 64 * 1024;
-
-/// Whether `body` has more than `max` JSON values and object members, counted as an upper
-/// bound (one for every `,`, `:`, `[` and `{` outside strings, plus the root) by a scan of its
-/// bytes before anything is parsed, only for a body long enough to hold that many, and only
-/// until the count passes `max`.
-fn more_items_than(body: &[u8], max: usize) -> bool {
-    if body.len() <= max {
-        return false;
-    }
-    let mut items = 1usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &byte in body {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-        } else {
-            match byte {
-                b'"' => in_string = true,
-                b',' | b':' | b'[' | b'{' => {
-                    items += 1;
-                    // Refused as soon as it is over: a refused body costs the limit, not its
-                    // whole length.
-                    if items > max {
-                        return true;
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    false
-}
-
-/// Undoes `content-encoding`, refusing to inflate beyond `max` bytes (a zip bomb stops at
-/// the cap, it is not inflated first). An uncompressed body is borrowed, not copied.
-pub(crate) fn decompress<'a>(
-    body: &'a [u8],
-    encoding: Option<&str>,
-    max: usize,
-) -> Result<Cow<'a, [u8]>, Poison> {
-    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
-    let mut out = Vec::new();
-    let read = match encoding.map(str::to_ascii_lowercase).as_deref() {
-        None | Some("" | "identity") => return Ok(Cow::Borrowed(body)),
-        Some("gzip") => flate2::read::GzDecoder::new(body)
-            .take(limit)
-            .read_to_end(&mut out),
-        Some("deflate") => flate2::read::ZlibDecoder::new(body)
-            .take(limit)
-            .read_to_end(&mut out),
-        Some(other) => {
-            return Err(poison(
-                FailureReason::Decode,
-                format!("unknown content encoding `{other}`"),
-            ));
-        }
-    };
-    read.map_err(|e| {
-        poison(
-            FailureReason::Decode,
-            format!("cannot decompress the body: {e}"),
-        )
-    })?;
-    if out.len() > max {
-        return Err(poison(
-            FailureReason::TooLarge,
-            format!("body inflates past the {max}-byte cap"),
-        ));
-    }
-    Ok(Cow::Owned(out))
-}
-
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
-
     use lapin::BasicProperties;
     use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 
     use std::time::Duration;
 
-    use super::{FailureReason, decompress, expiration, headers, more_items_than, original_route};
+    use super::{expiration, headers, original_route};
 
     #[test]
     fn an_expiration_is_read_strictly_and_within_what_rabbitmq_takes() {
@@ -438,63 +284,6 @@ mod tests {
             route("jobs", "orders", "nope"),
             ("jobs".to_owned(), "job.created".to_owned()),
             "forged on a delivery through an exchange"
-        );
-    }
-
-    fn gzip(data: &[u8]) -> Vec<u8> {
-        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        e.write_all(data).unwrap();
-        e.finish().unwrap()
-    }
-
-    #[test]
-    fn decompression_is_capped_and_reports_bad_input() {
-        let body = gzip(&vec![b'a'; 10_000]);
-        assert_eq!(
-            decompress(&body, Some("gzip"), 10_000).unwrap().len(),
-            10_000
-        );
-        assert_eq!(
-            decompress(&body, Some("gzip"), 9_999).unwrap_err().reason,
-            FailureReason::TooLarge
-        );
-        assert_eq!(
-            decompress(b"not gzip", Some("gzip"), 100)
-                .unwrap_err()
-                .reason,
-            FailureReason::Decode
-        );
-        assert_eq!(
-            decompress(b"x", Some("br"), 100).unwrap_err().reason,
-            FailureReason::Decode
-        );
-        assert_eq!(decompress(b"x", None, 100).unwrap().as_ref(), b"x");
-    }
-
-    #[test]
-    fn items_are_counted_outside_strings_and_only_in_long_bodies() {
-        assert!(more_items_than(br#"[1,2,[3],{"a":4}]"#, 7));
-        assert!(!more_items_than(br#"[1,2,[3],{"a":4}]"#, 8));
-        // Commas, colons and brackets in strings (escaped quotes included) are not items.
-        assert!(more_items_than(br#"["a,b:[{","c\",d"]"#, 2));
-        // A body no longer than the budget is not scanned.
-        assert!(!more_items_than(b"[1,1,1]", 7));
-        let bomb = format!("[{}1]", "1,".repeat(99_999));
-        assert!(more_items_than(bomb.as_bytes(), 50_000));
-    }
-
-    #[test]
-    fn a_zip_bomb_stops_at_the_cap() {
-        // 32 MiB of zeros in about 32 KiB: a thousandfold bomb. Inflating stops one byte past
-        // the cap rather than after the whole body.
-        let bomb = gzip(&vec![0; 32 * 1024 * 1024]);
-        assert!(bomb.len() < 64 * 1024, "{} bytes", bomb.len());
-        let error = decompress(&bomb, Some("gzip"), 1024 * 1024).unwrap_err();
-        assert_eq!(error.reason, FailureReason::TooLarge);
-        assert!(
-            error.detail.contains("1048576-byte cap"),
-            "{}",
-            error.detail
         );
     }
 }

@@ -1,0 +1,11 @@
+//! A message body, both directions, shared by publishers, workers, the RPC client and the
+//! dead-letter tools (as tonic's `codec` serves its client and server): compression
+//! ([`compression`]), and JSON bounded, validated and typed ([`json`]). Everything a body
+//! can do wrong is a [`Poison`]: its failure reason and a bounded description.
+
+mod compression;
+mod json;
+
+pub use compression::Compression;
+pub(crate) use compression::decompress;
+pub(crate) use json::{Poison, bounded, payload, poison, typed, validated, validated_payload};
