@@ -153,12 +153,12 @@ pub mod codegen {
     pub use crate::publisher::{Publication, publish};
     pub use crate::routing_key::{KeyPart, RoutingKey};
     pub use crate::rpc::{
-        DeclaredErrors, NoErrors, Operation, RpcHandler, Target, add_server, call, decode_payload,
+        DeclaredErrors, NoErrors, Operation, RpcHandler, Target, call, decode_payload,
         encode_payload,
     };
     pub use crate::worker::{
         BatchHandler, BatchSpec, CircuitBreaker, ConsumerSpec, DeadLetterHandler, Handler, add,
-        add_batch, add_dead_letters,
+        add_batch, add_dead_letters, add_server,
     };
 
     pub use chrono;

@@ -24,11 +24,6 @@ use crate::worker::decode::is_retry_copy;
 use crate::worker::settle::republished;
 use crate::{Connection, PublishError, Publisher, amqp};
 
-/// The holding queue of `queue`.
-pub(super) fn holding_name(queue: &str) -> String {
-    holding_queue_name(queue)
-}
-
 /// Where a moved message was read from, which decides what its headers keep.
 #[derive(Debug, Clone, Copy)]
 enum Source<'a> {
@@ -180,7 +175,7 @@ async fn migrate_queue(
     applied: &mut Applied,
 ) -> Result<(), PlanError> {
     let name = queue.name.as_str();
-    let holding = holding_name(name);
+    let holding = holding_queue_name(name);
     let mut bindings = plan.contract_bindings(name);
     bindings.extend(foreign);
     // Where the queue is: as the old version declared it (`Some(true)`), as the new one

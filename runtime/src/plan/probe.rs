@@ -9,10 +9,9 @@ use lapin::ErrorKind;
 use lapin::options::QueueDeclareOptions;
 use lapin::types::ShortString;
 
-use super::migrate::holding_name;
 use super::{Action, Item, PlanError, QueueState};
 use crate::declare::{classify, declare_exchange};
-use crate::model::{Exchange, Queue, QueueRole, Topology};
+use crate::model::{Exchange, Queue, QueueRole, Topology, holding_queue_name};
 use crate::{Connection, DeclareError, TopologyEntity, amqp};
 
 /// The longest broker refusal kept in a plan: the broker's own text, but a plan is read by
@@ -166,7 +165,7 @@ pub(super) async fn queue(
 ) -> Result<Item, PlanError> {
     let declared = queue.role == QueueRole::Declared;
     let state = state(connection, &queue.name).await?;
-    let holding = holding_name(&queue.name);
+    let holding = holding_queue_name(&queue.name);
     let resuming = declared && holding.len() <= crate::model::limits::MAX_SHORT_STRING && {
         state_exists(connection, &holding).await?
     };
@@ -265,7 +264,7 @@ pub(super) async fn obsolete(
     let action = match (&state, &wait_queue_of) {
         (None, _) => Action::Gone,
         (Some(_), Some(owner)) if migrating.contains(owner) => Action::Drain {
-            into: holding_name(owner),
+            into: holding_queue_name(owner),
         },
         (Some(_), Some(owner)) if new.queue(owner).is_some() => Action::Drain {
             into: owner.clone(),

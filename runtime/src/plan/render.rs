@@ -5,9 +5,9 @@ use std::fmt;
 
 use serde_json::{Value, json};
 
-use super::migrate::{deleted_unguarded, holding_name};
+use super::migrate::deleted_unguarded;
 use super::{Action, Item, Plan};
-use crate::model::ArgValue;
+use crate::model::{ArgValue, holding_queue_name};
 
 impl Action {
     /// The action's name, as the plan's table and JSON show it.
@@ -70,7 +70,7 @@ fn detail(plan: &Plan, item: &Item) -> Vec<String> {
                 lines.push(format!(
                     "→ its messages and its wait queues' move to `{}`, it is declared again, \
                      they move back",
-                    holding_name(&item.name)
+                    holding_queue_name(&item.name)
                 ));
             } else {
                 lines.push(

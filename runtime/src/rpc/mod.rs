@@ -107,7 +107,6 @@ pub use crate::model::rpc::{DEFAULT_TIMEOUT, DIRECT_REPLY_TO, ReplyStatus};
 use crate::schema::Validators;
 use crate::{
     Connection, DEFAULT_MAX_BODY_BYTES, Delivery, HandlerError, Message, PublishError, Topology,
-    Worker,
 };
 
 /// An operation of a contract: what the generated marker type of each RPC says about it.
@@ -385,23 +384,6 @@ pub async fn call<O: Operation>(
         options,
     )
     .await
-}
-
-/// Adds the server of operation `O` to `worker`, consuming the request queue of `spec`:
-/// what the generated `consumers::register` functions of an operation call
-/// (`warren_runtime::codegen::add_server`); not a stable API.
-///
-/// The server is a consumer like any other (prefetch, concurrency, circuit breaker, the
-/// queue's retry policy, health and metrics), with the rules of the module docs. A reply
-/// goes to the default exchange with the request's `reply-to` as routing key: RabbitMQ's
-/// direct reply-to, or the name of a queue the caller reads (classic RPC, allowed), never
-/// another exchange.
-pub fn add_server<O: Operation, H: RpcHandler<O>>(
-    worker: &mut Worker,
-    spec: crate::codegen::ConsumerSpec,
-    handler: H,
-) {
-    crate::worker::add_server::<O, H>(worker, spec, handler);
 }
 
 /// `payload` of message `M` serialized and validated against its schema: the body of a

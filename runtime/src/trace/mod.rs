@@ -27,8 +27,7 @@ use tracing::Span;
 use tracing::field::Empty;
 
 use crate::PublishError;
-use crate::model::headers;
-use crate::worker::{Failure, Outcome};
+use crate::model::{FailureReason, headers};
 
 use context::TraceParent;
 
@@ -319,31 +318,25 @@ pub(crate) fn handled(retries: u32) {
     span.record("warren.outcome", "ack");
 }
 
-/// Records on the current (`process`) span how its delivery failed, after `retries` earlier
-/// retries: `error.type` and an error status.
-pub(crate) fn failed(failure: Failure, retries: u32) {
+/// Records on the current (`process`) span how its delivery failed (`error_type`: a failure
+/// reason, `retryable`, `non-retryable` or `internal-error`), after `retries` earlier retries:
+/// `error.type` and an error status.
+pub(crate) fn failed(error_type: &str, retries: u32) {
     let span = Span::current();
     if span.is_disabled() {
         return;
     }
     span.record("warren.retry_count", i64::from(retries));
-    fail(&span, failure_type(failure));
+    fail(&span, error_type);
 }
 
-/// Records on the current span what was done with a failed delivery (`warren.outcome`,
-/// `warren.failure_reason`).
-pub(crate) fn settled(outcome: &Outcome) {
+/// Records on the current span what was done with a failed delivery: `warren.outcome` (`what`:
+/// `requeue`, `retry`, `dead-letter`, `drop` or `discard`) and `warren.failure_reason`.
+pub(crate) fn settled(what: &str, reason: Option<FailureReason>) {
     let span = Span::current();
     if span.is_disabled() {
         return;
     }
-    let (what, reason) = match outcome {
-        Outcome::Requeue { .. } => ("requeue", None),
-        Outcome::Retry { .. } => ("retry", None),
-        Outcome::DeadLetter { reason } => ("dead-letter", Some(reason)),
-        Outcome::Drop { reason } => ("drop", Some(reason)),
-        Outcome::Discard { reason } => ("discard", Some(reason)),
-    };
     span.record("warren.outcome", what);
     if let Some(reason) = reason {
         span.record("warren.failure_reason", reason.as_str());
@@ -384,16 +377,6 @@ fn route(span: &Span, exchange: &str, routing_key: &str) {
     span.record("messaging.destination.name", exchange);
     if !routing_key.is_empty() {
         span.record("messaging.rabbitmq.destination.routing_key", routing_key);
-    }
-}
-
-/// `error.type` of a handler's or warren's failure.
-fn failure_type(failure: Failure) -> &'static str {
-    match failure {
-        Failure::Poison(reason) => reason.as_str(),
-        Failure::NonRetryable => "non-retryable",
-        Failure::Retryable => "retryable",
-        Failure::Internal => "internal-error",
     }
 }
 

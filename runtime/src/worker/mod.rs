@@ -19,9 +19,6 @@ mod runner;
 pub(crate) mod settle;
 mod wait_watch;
 
-// What the delivery spans record (`crate::trace`).
-pub(crate) use policy::{Failure, Outcome};
-
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
@@ -513,8 +510,16 @@ pub fn add_dead_letters<M: Message, H: DeadLetterHandler<M>>(
     worker.add_dead_letters::<M, H>(spec, handler);
 }
 
-/// Adds the server of RPC operation `O` to `worker` (see [`crate::rpc::add_server`]).
-pub(crate) fn add_server<O: crate::rpc::Operation, H: crate::rpc::RpcHandler<O>>(
+/// Adds the server of operation `O` to `worker`, consuming the request queue of `spec`:
+/// what the generated `consumers::register` functions of an operation call
+/// (`warren_runtime::codegen::add_server`); not a stable API.
+///
+/// The server is a consumer like any other (prefetch, concurrency, circuit breaker, the
+/// queue's retry policy, health and metrics), with the rules of [`crate::rpc`]'s docs. A reply
+/// goes to the default exchange with the request's `reply-to` as routing key: RabbitMQ's
+/// direct reply-to, or the name of a queue the caller reads (classic RPC, allowed), never
+/// another exchange.
+pub fn add_server<O: crate::rpc::Operation, H: crate::rpc::RpcHandler<O>>(
     worker: &mut Worker,
     spec: ConsumerSpec,
     handler: H,

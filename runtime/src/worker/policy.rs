@@ -37,6 +37,19 @@ pub(crate) enum Failure {
     Internal,
 }
 
+impl Failure {
+    /// The failure as a trace's `error.type`: its reason for poison, else what the handler
+    /// (or warren) said.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Poison(reason) => reason.as_str(),
+            Self::NonRetryable => "non-retryable",
+            Self::Retryable => "retryable",
+            Self::Internal => "internal-error",
+        }
+    }
+}
+
 /// What to do with it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Outcome {
@@ -55,6 +68,29 @@ pub(crate) enum Outcome {
     Drop { reason: FailureReason },
     /// No dead-letter exchange: `basic.nack(requeue=false)`, and the body is gone.
     Discard { reason: FailureReason },
+}
+
+impl Outcome {
+    /// What is done, as a trace's `warren.outcome`.
+    pub(crate) fn as_str(&self) -> &'static str {
+        match self {
+            Self::Requeue { .. } => "requeue",
+            Self::Retry { .. } => "retry",
+            Self::DeadLetter { .. } => "dead-letter",
+            Self::Drop { .. } => "drop",
+            Self::Discard { .. } => "discard",
+        }
+    }
+
+    /// Why, when the message leaves the queue for good.
+    pub(crate) fn reason(&self) -> Option<FailureReason> {
+        match self {
+            Self::Requeue { .. } | Self::Retry { .. } => None,
+            Self::DeadLetter { reason } | Self::Drop { reason } | Self::Discard { reason } => {
+                Some(*reason)
+            }
+        }
+    }
 }
 
 /// Applies `queue`'s policy to a `failure` after `retries` earlier retries. `jitter` is a

@@ -104,7 +104,7 @@ impl Settler {
         retries: u32,
         error: &str,
     ) {
-        trace::failed(failure, retries);
+        trace::failed(failure.as_str(), retries);
         if !raw.acker.usable() {
             // Its channel is gone and the broker redelivers it: a retry or dead-letter copy
             // now would only add a duplicate.
@@ -125,7 +125,7 @@ impl Settler {
     pub async fn apply(&self, raw: &Taken, outcome: Outcome, retries: u32, error: &str) {
         let consumer = self.consumer;
         let queue = self.queue.name.as_str();
-        trace::settled(&outcome);
+        trace::settled(outcome.as_str(), outcome.reason());
         match outcome {
             Outcome::Requeue { exhausted } => {
                 if exhausted {
