@@ -19,7 +19,7 @@ use std::time::Duration;
 use lapin::options::BasicAckOptions;
 use tokio::sync::Notify;
 
-use super::runner::Work;
+use super::work::Work;
 use crate::error::Chain;
 use crate::metrics::InFlight;
 use crate::sync::lock;

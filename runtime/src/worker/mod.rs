@@ -18,6 +18,7 @@ mod rpc;
 mod runner;
 pub(crate) mod settle;
 mod wait_watch;
+mod work;
 
 use std::collections::BTreeSet;
 use std::future::Future;

@@ -10,13 +10,14 @@ use lapin::options::{
     BasicCancelOptions, BasicConsumeOptions, BasicQosOptions, QueueDeclareOptions,
 };
 use lapin::types::{FieldTable, ShortString};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinSet;
 
 use super::acks::{Acks, Taken};
 use super::breaker::Breaker;
 use super::observe::Observer;
 use super::settle::Settler;
+use super::work::Work;
 use super::{ConsumerSpec, Context};
 use crate::connection::backoff;
 use crate::error::Chain;
@@ -54,14 +55,6 @@ struct Subscription {
     tag: ShortString,
     /// The channel's ack coalescer.
     acks: Acks,
-}
-
-/// The right to start one unit of work (a delivery, or a batch): a concurrency permit, and
-/// while the breaker probes, the token whose drop tells the loop the probe is done. Hold it
-/// until the work is settled.
-pub(super) struct Work {
-    _permit: OwnedSemaphorePermit,
-    _probe: Option<oneshot::Sender<()>>,
 }
 
 /// A consumer's running state.
@@ -204,10 +197,7 @@ impl Runner {
             self.probe = Some(receiver);
             probe = Some(done);
         }
-        Some(Work {
-            _permit: permit,
-            _probe: probe,
-        })
+        Some(Work::new(permit, probe))
     }
 
     /// The next delivery, subscribing again whenever the subscription is lost. `Ok(None)` on
