@@ -1,52 +1,14 @@
-//! Health of a worker and of a connection: what a service serves its orchestrator (a
-//! Kubernetes readiness and liveness probe, say), as plain values that serialize to JSON.
-//!
-//! ```no_run
-//! # async fn run(connection: warren_runtime::Connection, topology: warren_runtime::Topology) -> Result<(), Box<dyn std::error::Error>> {
-//! let worker = warren_runtime::Worker::new(connection, topology);
-//! let health = worker.health_handle(); // before `run`, which takes the worker
-//! tokio::spawn(async move {
-//!     // In the service's /health handler:
-//!     let snapshot = health.snapshot();
-//!     let status = if snapshot.ready { 200 } else { 503 };
-//!     let body = serde_json::to_string(&snapshot);
-//! #   let _ = (status, body);
-//! });
-//! worker.run().await?;
-//! # Ok(()) }
-//! ```
+//! A worker's health and its consumers': phases, subscriptions, breakers, retries held past
+//! their time, and the connections the worker runs on.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
 
-use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::{ConnectionHealth, LastError};
 use crate::Connection;
 use crate::sync::lock;
-
-/// Longest error message kept in a [`LastError`], in bytes.
-pub const MAX_HEALTH_ERROR_BYTES: usize = 1024;
-
-/// The last error seen, and when.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LastError {
-    /// What went wrong, cut to [`MAX_HEALTH_ERROR_BYTES`].
-    pub message: String,
-    /// When (RFC 3339 in JSON).
-    pub at: DateTime<Utc>,
-}
-
-impl LastError {
-    /// `message`, cut to its bound, at the current time.
-    pub(crate) fn now(message: &str) -> Self {
-        Self {
-            message: crate::text::truncate(message, MAX_HEALTH_ERROR_BYTES),
-            at: DateTime::<Utc>::from(SystemTime::now()),
-        }
-    }
-}
 
 /// Where a circuit breaker stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -109,65 +71,6 @@ impl WorkerPhase {
             3 => Self::Failed,
             _ => Self::NotStarted,
         }
-    }
-}
-
-/// A connection's health.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ConnectionHealth {
-    /// The connection's name.
-    pub name: String,
-    /// Whether the link to the broker is up.
-    pub connected: bool,
-    /// The URL of the broker node the link is on, its password hidden; `None` while it
-    /// reconnects. On a cluster: which node this connection's workers and publishers
-    /// depend on.
-    pub url: Option<String>,
-    /// Whether [`Connection::close`] was called: it will not reconnect.
-    pub closed: bool,
-    /// Why the broker blocks publishing (a resource alarm), while it does.
-    pub blocked: Option<String>,
-    /// Failed reconnect attempts since the link was lost; 0 while connected.
-    pub reconnect_attempts: u32,
-    /// Times the link was lost and restored since the connection opened.
-    pub reconnects: u64,
-    /// Why the link was last lost, or the last reconnect attempt failed.
-    pub last_error: Option<LastError>,
-}
-
-/// What a connection remembers about its link's failures, for [`ConnectionHealth`].
-#[derive(Debug, Default)]
-pub(crate) struct LinkRecord {
-    pub reconnect_attempts: u32,
-    pub reconnects: u64,
-    pub last_error: Option<LastError>,
-    /// The index of the URL the link is on; `None` while it is down.
-    pub url: Option<usize>,
-}
-
-impl LinkRecord {
-    /// The first link, to URL `url`.
-    pub fn opened(url: usize) -> Self {
-        Self {
-            url: Some(url),
-            ..Self::default()
-        }
-    }
-
-    /// The link was lost, or a reconnect attempt failed (`attempt`, counted from 1).
-    pub fn failed(&mut self, error: &str, attempt: Option<u32>) {
-        self.last_error = Some(LastError::now(error));
-        self.url = None;
-        if let Some(attempt) = attempt {
-            self.reconnect_attempts = attempt;
-        }
-    }
-
-    /// The link is back, on URL `url`.
-    pub fn restored(&mut self, url: usize) {
-        self.reconnect_attempts = 0;
-        self.reconnects = self.reconnects.saturating_add(1);
-        self.url = Some(url);
     }
 }
 
