@@ -23,9 +23,9 @@ use crate::publish_time::{VouchedUser, probe};
 use crate::sync::lock;
 
 /// The first pause before reconnecting, by default.
-pub const DEFAULT_RECONNECT_MIN: Duration = Duration::from_millis(100);
+pub(crate) const DEFAULT_RECONNECT_MIN: Duration = Duration::from_millis(100);
 /// The longest pause between reconnect attempts, by default.
-pub const DEFAULT_RECONNECT_MAX: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_RECONNECT_MAX: Duration = Duration::from_secs(10);
 /// How long one connection attempt (TCP, AMQP handshake, re-declaring) may take: an endpoint
 /// that accepts TCP and then says nothing must not hold recovery up.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);

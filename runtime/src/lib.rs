@@ -84,6 +84,10 @@
 //! consumer and publication settings it fills in from the contract, and the crates typify's
 //! output refers to. It is not a stable API.
 
+// The library's surface is what lib.rs exports; inside the private modules an item is
+// `pub(crate)`, so `pub` there would be a promise nobody can see.
+#![warn(unreachable_pub)]
+
 // Only in builds for fuzzing (the `fuzz/` workspace) and the property test standing in for it:
 // a user's build of the runtime does not contain it.
 #[cfg(any(test, feature = "fuzzing"))]

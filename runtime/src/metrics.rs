@@ -314,7 +314,7 @@ pub(crate) struct ConsumerMetrics {
 
 impl ConsumerMetrics {
     /// Registers the handles of `consumer` reading `queue`.
-    pub fn new(consumer: &'static str, queue: &Queue, breaker: bool) -> Self {
+    pub(crate) fn new(consumer: &'static str, queue: &Queue, breaker: bool) -> Self {
         let queue_name = SharedString::from(queue.name.clone());
         let base = || {
             [
@@ -363,12 +363,12 @@ impl ConsumerMetrics {
     }
 
     /// A delivery was received.
-    pub fn consumed(&self) {
+    pub(crate) fn consumed(&self) {
         self.consumed.increment(1);
     }
 
     /// A delivery was settled with `outcome`; `retried` when it goes round again.
-    pub fn handled(&self, outcome: Outcome) {
+    pub(crate) fn handled(&self, outcome: Outcome) {
         let index = Outcome::ALL
             .iter()
             .position(|o| *o == outcome)
@@ -382,7 +382,7 @@ impl ConsumerMetrics {
     }
 
     /// A delivery was dead-lettered for `reason`.
-    pub fn dead_lettered(&self, reason: FailureReason) {
+    pub(crate) fn dead_lettered(&self, reason: FailureReason) {
         self.handled(Outcome::DeadLetter);
         let index = FailureReason::ALL.iter().position(|r| *r == reason);
         if let Some(counter) = index.and_then(|i| self.dead_lettered.get(i)) {
@@ -391,13 +391,13 @@ impl ConsumerMetrics {
     }
 
     /// A handler (or batch handler) ran for `elapsed`.
-    pub fn handler_duration(&self, elapsed: Duration) {
+    pub(crate) fn handler_duration(&self, elapsed: Duration) {
         self.handler_duration.record(elapsed.as_secs_f64());
     }
 
     /// A handler starts on a message with `properties`: records how long ago it was
     /// published, if that can be told and believed.
-    pub fn handler_started(&self, properties: &BasicProperties) {
+    pub(crate) fn handler_started(&self, properties: &BasicProperties) {
         if let Some(latency) = latency(properties, SystemTime::now()) {
             self.latency.record(latency.as_secs_f64());
         }
@@ -405,7 +405,7 @@ impl ConsumerMetrics {
 
     /// `n` deliveries are in flight until the guard is dropped (settled, or their task
     /// aborted).
-    pub fn in_flight(&self, n: usize) -> InFlight {
+    pub(crate) fn in_flight(&self, n: usize) -> InFlight {
         let n = n as f64;
         self.in_flight.increment(n);
         InFlight {
@@ -415,7 +415,7 @@ impl ConsumerMetrics {
     }
 
     /// The circuit breaker's state, as its gauge value.
-    pub fn breaker(&self, value: f64) {
+    pub(crate) fn breaker(&self, value: f64) {
         self.breaker.set(value);
     }
 }
@@ -482,7 +482,7 @@ pub(crate) struct CallMetrics {
 }
 
 impl CallMetrics {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             operations: Mutex::default(),
             late: counter!(RPC_LATE_REPLIES),
@@ -490,7 +490,7 @@ impl CallMetrics {
     }
 
     /// A call of `operation` ended with `outcome` (one of [`RPC_OUTCOMES`]) after `elapsed`.
-    pub fn call(&self, operation: &'static str, outcome: &'static str, elapsed: Duration) {
+    pub(crate) fn call(&self, operation: &'static str, outcome: &'static str, elapsed: Duration) {
         let metrics = {
             let mut operations = lock(&self.operations);
             operations
@@ -513,7 +513,7 @@ impl CallMetrics {
     }
 
     /// A reply no call waited for was dropped.
-    pub fn late(&self) {
+    pub(crate) fn late(&self) {
         self.late.increment(1);
     }
 }
@@ -526,7 +526,7 @@ pub(crate) struct ReplyMetrics {
 
 impl ReplyMetrics {
     /// The counters of server `consumer` reading `queue`.
-    pub fn new(consumer: &'static str, queue: &Queue) -> Self {
+    pub(crate) fn new(consumer: &'static str, queue: &Queue) -> Self {
         use crate::model::rpc::ReplyStatus;
         Self {
             replies: ReplyStatus::ALL
@@ -544,7 +544,7 @@ impl ReplyMetrics {
     }
 
     /// A reply of `status` was sent and confirmed.
-    pub fn replied(&self, status: crate::model::rpc::ReplyStatus) {
+    pub(crate) fn replied(&self, status: crate::model::rpc::ReplyStatus) {
         use crate::model::rpc::ReplyStatus;
         let index = ReplyStatus::ALL.iter().position(|s| *s == status);
         if let Some(counter) = index.and_then(|i| self.replies.get(i)) {
@@ -588,7 +588,7 @@ pub(crate) struct PublishMetrics {
 
 impl PublishMetrics {
     /// Records the result of one publish to `exchange` (as the contract names it).
-    pub fn record(&self, exchange: &str, result: &Result<(), PublishError>) {
+    pub(crate) fn record(&self, exchange: &str, result: &Result<(), PublishError>) {
         let counters = {
             let mut exchanges = lock(&self.exchanges);
             match exchanges.get(exchange) {

@@ -39,7 +39,7 @@ pub(crate) struct LinkRecord {
 
 impl LinkRecord {
     /// The first link, to URL `url`.
-    pub fn opened(url: usize) -> Self {
+    pub(crate) fn opened(url: usize) -> Self {
         Self {
             url: Some(url),
             ..Self::default()
@@ -47,7 +47,7 @@ impl LinkRecord {
     }
 
     /// The link was lost, or a reconnect attempt failed (`attempt`, counted from 1).
-    pub fn failed(&mut self, error: &str, attempt: Option<u32>) {
+    pub(crate) fn failed(&mut self, error: &str, attempt: Option<u32>) {
         self.last_error = Some(LastError::now(error));
         self.url = None;
         if let Some(attempt) = attempt {
@@ -56,7 +56,7 @@ impl LinkRecord {
     }
 
     /// The link is back, on URL `url`.
-    pub fn restored(&mut self, url: usize) {
+    pub(crate) fn restored(&mut self, url: usize) {
         self.reconnect_attempts = 0;
         self.reconnects = self.reconnects.saturating_add(1);
         self.url = Some(url);

@@ -154,7 +154,7 @@ pub(crate) struct ConsumerState {
 }
 
 impl ConsumerState {
-    pub fn new(name: &'static str, queue: String, has_breaker: bool) -> Self {
+    pub(crate) fn new(name: &'static str, queue: String, has_breaker: bool) -> Self {
         Self {
             name,
             queue,
@@ -167,22 +167,22 @@ impl ConsumerState {
     }
 
     /// The consumer's name in the contract.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         self.name
     }
 
     /// The wait queues found holding retries past their time at the last check.
-    pub fn overdue(&self, found: Vec<OverdueRetries>) {
+    pub(crate) fn overdue(&self, found: Vec<OverdueRetries>) {
         *lock(&self.overdue) = found;
     }
 
     /// Subscribed now.
-    pub fn subscribed(&self) {
+    pub(crate) fn subscribed(&self) {
         self.subscribed.store(true, Ordering::Release);
     }
 
     /// Not subscribed, for `why` (`None`: stopping, no error).
-    pub fn unsubscribed(&self, why: Option<&str>) {
+    pub(crate) fn unsubscribed(&self, why: Option<&str>) {
         self.subscribed.store(false, Ordering::Release);
         if let Some(why) = why {
             self.error(why);
@@ -190,11 +190,11 @@ impl ConsumerState {
     }
 
     /// Remembers an error.
-    pub fn error(&self, why: &str) {
+    pub(crate) fn error(&self, why: &str) {
         *lock(&self.last_error) = Some(LastError::now(why));
     }
 
-    pub fn breaker(&self, state: BreakerState) {
+    pub(crate) fn breaker(&self, state: BreakerState) {
         self.breaker.store(state.to_u8(), Ordering::Release);
     }
 
@@ -223,7 +223,7 @@ pub(crate) struct WorkerState {
 }
 
 impl WorkerState {
-    pub fn new(connection: Connection) -> Self {
+    pub(crate) fn new(connection: Connection) -> Self {
         Self {
             connection,
             copies: Mutex::new(None),
@@ -233,26 +233,26 @@ impl WorkerState {
         }
     }
 
-    pub fn copies(&self, connection: Connection) {
+    pub(crate) fn copies(&self, connection: Connection) {
         *lock(&self.copies) = Some(connection);
     }
 
     /// Adds a consumer, not subscribed yet.
-    pub fn add(&self, consumer: Arc<ConsumerState>) {
+    pub(crate) fn add(&self, consumer: Arc<ConsumerState>) {
         lock(&self.consumers).push(consumer);
     }
 
     /// The consumers, in the order they were added.
-    pub fn consumers(&self) -> Vec<Arc<ConsumerState>> {
+    pub(crate) fn consumers(&self) -> Vec<Arc<ConsumerState>> {
         lock(&self.consumers).clone()
     }
 
-    pub fn running(&self) {
+    pub(crate) fn running(&self) {
         self.phase.store(1, Ordering::Release);
     }
 
     /// The worker ended with `outcome`.
-    pub fn ended(&self, outcome: &Result<(), crate::WorkerError>) {
+    pub(crate) fn ended(&self, outcome: &Result<(), crate::WorkerError>) {
         match outcome {
             Ok(()) => self.phase.store(2, Ordering::Release),
             Err(error) => {

@@ -36,7 +36,7 @@ pub(crate) enum Answer<'a> {
 
 impl Answer<'_> {
     /// The status it is sent with.
-    pub fn status(&self) -> ReplyStatus {
+    pub(crate) fn status(&self) -> ReplyStatus {
         match self {
             Self::Ok { .. } => ReplyStatus::Ok,
             Self::Error { .. } => ReplyStatus::Error,

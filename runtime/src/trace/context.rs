@@ -34,7 +34,7 @@ impl TraceParent {
     /// version, upper-case or non-hex digits, misplaced dashes, an all-zero trace or parent
     /// id. Later versions are refused too: warren cannot know what they mean, and a producer
     /// speaking one also understands a trace restarted here.
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(super) fn parse(text: &str) -> Option<Self> {
         // The length first, so a huge value costs nothing more.
         let bytes = text.as_bytes();
         if bytes.len() != TRACEPARENT_LEN {
@@ -64,7 +64,7 @@ impl TraceParent {
     }
 
     /// The trace id as 32 lower-case hex digits, as trace back-ends show it.
-    pub fn trace_id_hex(&self) -> String {
+    pub(super) fn trace_id_hex(&self) -> String {
         let mut text = String::with_capacity(32);
         push_hex(&mut text, &self.trace_id);
         text

@@ -63,7 +63,7 @@ impl Drop for Inner {
 
 impl Acks {
     /// A coalescer acking on `channel`, whose consumer has prefetch `prefetch`.
-    pub fn start(channel: lapin::Channel, prefetch: u16, consumer: &'static str) -> Self {
+    pub(super) fn start(channel: lapin::Channel, prefetch: u16, consumer: &'static str) -> Self {
         let linger = Arc::new(Notify::new());
         let full = Arc::new(Notify::new());
         let inner = Arc::new(Inner {
@@ -83,12 +83,12 @@ impl Acks {
     }
 
     /// Records a received delivery, before anything can settle it.
-    pub fn delivered(&self, tag: u64) {
+    pub(super) fn delivered(&self, tag: u64) {
         lock(&self.inner.pending).in_flight.insert(tag);
     }
 
     /// Acknowledges a handled delivery: sent when its batch fills, or within [`LINGER`].
-    pub fn ack(&self, tag: u64) {
+    pub(super) fn ack(&self, tag: u64) {
         let len = {
             let mut pending = lock(&self.inner.pending);
             pending.in_flight.remove(&tag);
@@ -104,17 +104,17 @@ impl Acks {
     }
 
     /// Records a delivery settled by a reject or nack that has been sent.
-    pub fn settled(&self, tag: u64) {
+    pub(super) fn settled(&self, tag: u64) {
         lock(&self.inner.pending).in_flight.remove(&tag);
     }
 
     /// Whether the delivery `tag` is still unsettled: received, and neither acked nor rejected.
-    pub fn unsettled(&self, tag: u64) -> bool {
+    pub(super) fn unsettled(&self, tag: u64) -> bool {
         lock(&self.inner.pending).in_flight.contains(&tag)
     }
 
     /// Sends every pending ack now.
-    pub async fn flush(&self) {
+    pub(super) async fn flush(&self) {
         self.inner.flush().await;
     }
 }
@@ -184,7 +184,7 @@ pub(super) struct Taken {
 
 impl Taken {
     /// `raw`, received on the channel whose coalescer is `acks`.
-    pub fn new(raw: lapin::message::Delivery, acks: Acks) -> Self {
+    pub(super) fn new(raw: lapin::message::Delivery, acks: Acks) -> Self {
         Self {
             raw,
             acks,
@@ -195,7 +195,7 @@ impl Taken {
 
     /// Holds `work` until the delivery is released or dropped, and `in_flight` until it is
     /// dropped.
-    pub fn hold(&mut self, work: Work, in_flight: InFlight) {
+    pub(super) fn hold(&mut self, work: Work, in_flight: InFlight) {
         self.work = Mutex::new(Some(work));
         self.in_flight = Some(in_flight);
     }
@@ -206,7 +206,7 @@ impl Taken {
     /// `concurrency` per confirm round trip (a seventh of the publish rate was measured).
     /// The delivery stays unacknowledged until its copy is confirmed, so the prefetch
     /// still bounds how many wait.
-    pub fn release(&self) {
+    pub(super) fn release(&self) {
         drop(lock(&self.work).take());
     }
 }

@@ -21,7 +21,7 @@ pub(crate) struct Observer {
 }
 
 impl Observer {
-    pub fn new(metrics: ConsumerMetrics, health: Arc<ConsumerState>, trust: Trust) -> Self {
+    pub(super) fn new(metrics: ConsumerMetrics, health: Arc<ConsumerState>, trust: Trust) -> Self {
         Self {
             metrics,
             health,
@@ -31,7 +31,7 @@ impl Observer {
 
     /// An observer of a consumer that is not part of a worker, for unit tests.
     #[cfg(test)]
-    pub fn detached() -> Self {
+    pub(super) fn detached() -> Self {
         let queue = crate::model::Queue::new("test", crate::model::QueueKind::Classic);
         Self::new(
             ConsumerMetrics::new("test", &queue, true),
@@ -41,55 +41,55 @@ impl Observer {
     }
 
     /// A delivery arrived.
-    pub fn consumed(&self) {
+    pub(super) fn consumed(&self) {
         self.metrics.consumed();
     }
 
     /// A delivery was settled with `outcome` (dead letters: [`Observer::dead_lettered`]).
-    pub fn handled(&self, outcome: Outcome) {
+    pub(super) fn handled(&self, outcome: Outcome) {
         self.metrics.handled(outcome);
     }
 
     /// A delivery was dead-lettered for `reason`.
-    pub fn dead_lettered(&self, reason: FailureReason) {
+    pub(super) fn dead_lettered(&self, reason: FailureReason) {
         self.metrics.dead_lettered(reason);
     }
 
     /// A handler starts on a delivery with `properties`: its end-to-end latency is recorded
     /// when its publish time is believed.
-    pub fn handler_started(&self, properties: &BasicProperties) {
+    pub(super) fn handler_started(&self, properties: &BasicProperties) {
         if self.trust.believes(properties) {
             self.metrics.handler_started(properties);
         }
     }
 
     /// A handler ran for `elapsed`.
-    pub fn handler_ran(&self, elapsed: Duration) {
+    pub(super) fn handler_ran(&self, elapsed: Duration) {
         self.metrics.handler_duration(elapsed);
     }
 
     /// `n` deliveries in flight until the guard drops.
-    pub fn in_flight(&self, n: usize) -> InFlight {
+    pub(super) fn in_flight(&self, n: usize) -> InFlight {
         self.metrics.in_flight(n)
     }
 
     /// The consumer is subscribed.
-    pub fn subscribed(&self) {
+    pub(super) fn subscribed(&self) {
         self.health.subscribed();
     }
 
     /// The consumer lost its subscription (`why`), or gave it up (`None`).
-    pub fn unsubscribed(&self, why: Option<&str>) {
+    pub(super) fn unsubscribed(&self, why: Option<&str>) {
         self.health.unsubscribed(why);
     }
 
     /// Subscribing failed for `why`.
-    pub fn error(&self, why: &str) {
+    pub(super) fn error(&self, why: &str) {
         self.health.error(why);
     }
 
     /// The circuit breaker moved to `state`.
-    pub fn breaker(&self, state: BreakerState) {
+    pub(super) fn breaker(&self, state: BreakerState) {
         self.metrics.breaker(state.gauge());
         self.health.breaker(state);
     }

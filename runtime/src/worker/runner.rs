@@ -78,7 +78,7 @@ pub(super) struct Runner {
 
 impl Runner {
     /// Compiles the message's schemas, opens the channel for copies and subscribes.
-    pub async fn start<M: Message>(
+    pub(super) async fn start<M: Message>(
         spec: ConsumerSpec,
         context: Context,
     ) -> Result<Option<Self>, WorkerError> {
@@ -158,7 +158,7 @@ impl Runner {
 
     /// Waits for the right to start the next unit of work: a free permit, a probe in flight,
     /// the breaker's cool-down. `None` on shutdown.
-    pub async fn work(&mut self) -> Option<Work> {
+    pub(super) async fn work(&mut self) -> Option<Work> {
         // The permit first: the failures that open the breaker are those of the work that
         // held the permits, so the breaker is read only once they are done.
         if *self.context.shutdown.borrow() {
@@ -202,7 +202,7 @@ impl Runner {
 
     /// The next delivery, subscribing again whenever the subscription is lost. `Ok(None)` on
     /// shutdown; an error when the consumer cannot go on (its queue is gone).
-    pub async fn next(&mut self) -> Result<Option<Taken>, WorkerError> {
+    pub(super) async fn next(&mut self) -> Result<Option<Taken>, WorkerError> {
         loop {
             if *self.context.shutdown.borrow() {
                 return Ok(None);
@@ -375,7 +375,7 @@ impl Runner {
     }
 
     /// Stops consuming, waits for in-flight work up to the drain timeout, closes the channel.
-    pub async fn drain(mut self) {
+    pub(super) async fn drain(mut self) {
         let name = self.spec.name;
         let timeout = self.context.settings.drain_timeout;
         self.settler.observer.unsubscribed(None);
@@ -422,7 +422,7 @@ impl Runner {
     /// busy without awaiting, large bodies to decode) make the next [`SPAWNED_MIN`] or more
     /// units spawned unpolled. With `concurrency` 1 there is nothing to run beside the work, so
     /// it is always polled here first.
-    pub fn begin(&mut self, work: impl Future<Output = ()> + Send + 'static) {
+    pub(super) fn begin(&mut self, work: impl Future<Output = ()> + Send + 'static) {
         let in_place_only = self.spec.concurrency <= 1;
         if !in_place_only && self.spawn_next > 0 {
             self.spawn_next -= 1;
@@ -463,7 +463,7 @@ impl Runner {
 
     /// Collects finished tasks so the set does not grow; a task that panicked is a bug worth
     /// a log line (its delivery returns to the queue when the channel closes).
-    pub fn reap(&mut self) {
+    pub(super) fn reap(&mut self) {
         while let Some(finished) = self.tasks.try_join_next() {
             if let Err(error) = finished
                 && error.is_panic()

@@ -47,7 +47,7 @@ pub(in crate::worker) struct Settler {
 
 impl Settler {
     /// Acknowledges a handled delivery, coalesced with others of its channel.
-    pub fn ack(&self, raw: &Taken) {
+    pub(super) fn ack(&self, raw: &Taken) {
         raw.acks.ack(raw.delivery_tag);
     }
 
@@ -72,7 +72,12 @@ impl Settler {
     }
 
     /// Settles a delivery by its handler's result: ack, or the queue's policy for the failure.
-    pub async fn settle(&self, raw: &Taken, result: &Result<(), (Failure, String)>, retries: u32) {
+    pub(super) async fn settle(
+        &self,
+        raw: &Taken,
+        result: &Result<(), (Failure, String)>,
+        retries: u32,
+    ) {
         match result {
             Ok(()) => {
                 trace::handled(retries);
@@ -84,19 +89,19 @@ impl Settler {
     }
 
     /// Applies the queue's policy to a failed delivery, after `retries` earlier retries.
-    pub async fn fail(&self, raw: &Taken, failure: Failure, retries: u32, error: &str) {
+    pub(super) async fn fail(&self, raw: &Taken, failure: Failure, retries: u32, error: &str) {
         let outcome = self.decide(failure, retries);
         self.fail_as(raw, failure, outcome, retries, error).await;
     }
 
     /// What the queue's policy does with a `failure` after `retries` earlier retries.
-    pub fn decide(&self, failure: Failure, retries: u32) -> Outcome {
+    pub(super) fn decide(&self, failure: Failure, retries: u32) -> Outcome {
         decide(&self.queue, retries, failure, fastrand::f64())
     }
 
     /// Settles a delivery that failed with `failure` by `outcome` (decided by
     /// [`Settler::decide`]), after `retries` earlier retries.
-    pub async fn fail_as(
+    pub(super) async fn fail_as(
         &self,
         raw: &Taken,
         failure: Failure,
@@ -122,7 +127,7 @@ impl Settler {
     }
 
     /// Carries out `outcome` for `raw`.
-    pub async fn apply(&self, raw: &Taken, outcome: Outcome, retries: u32, error: &str) {
+    pub(super) async fn apply(&self, raw: &Taken, outcome: Outcome, retries: u32, error: &str) {
         let consumer = self.consumer;
         let queue = self.queue.name.as_str();
         trace::settled(outcome.as_str(), outcome.reason());
