@@ -128,113 +128,142 @@ impl Settler {
 
     /// Carries out `outcome` for `raw`.
     pub(super) async fn apply(&self, raw: &Taken, outcome: Outcome, retries: u32, error: &str) {
-        let consumer = self.consumer;
-        let queue = self.queue.name.as_str();
         trace::settled(outcome.as_str(), outcome.reason());
         match outcome {
-            Outcome::Requeue { exhausted } => {
-                if exhausted {
-                    tracing::warn!(
-                        consumer,
-                        queue,
-                        retries,
-                        error,
-                        "retries spent; requeued again as the contract says (`exhausted: requeue`)"
-                    );
-                }
-                let counted = if exhausted {
-                    Settled::Requeue
-                } else {
-                    Settled::Retry
-                };
-                self.observer.handled(counted);
-                // reject, not nack: from RabbitMQ 4.3 only a reject counts as a delivery
-                // attempt on quorum queues, and the retry count relies on it.
-                self.reject(raw, true).await;
-            }
+            Outcome::Requeue { exhausted } => self.requeue(raw, exhausted, retries, error).await,
             Outcome::Retry {
                 routing_key,
                 retry_count,
             } => {
-                let span = trace::copy(trace::CopyKind::Retry, queue, "", &routing_key);
-                let properties = self.copy(raw, retry_count, error, None, &span);
-                if crate::wire::fit(&properties, self.budget()).is_none() {
-                    self.observer.handled(Settled::Retry);
-                    let republish = self.republish(raw, ("", &routing_key), properties, None);
-                    return republish.instrument(span).await;
+                let retried = self.retry(raw, &routing_key, retry_count, error).await;
+                if !retried {
+                    // A copy over the frame size would close the connection it is published
+                    // on, and retrying cannot make the message smaller.
+                    let too_large = dead_letter_outcome(&self.queue, FailureReason::TooLarge);
+                    Box::pin(self.apply(raw, too_large, retries, error)).await;
                 }
-                // A copy over the frame size would close the connection it is published on,
-                // and retrying cannot make the message smaller.
-                trace::abandoned(&span, FailureReason::TooLarge.as_str());
-                drop(span);
-                let too_large = dead_letter_outcome(&self.queue, FailureReason::TooLarge);
-                Box::pin(self.apply(raw, too_large, retries, error)).await;
             }
             Outcome::DeadLetter { reason } => {
-                let Some(dead_letter) = &self.queue.dead_letter else {
-                    self.observer.handled(Settled::Discard);
-                    return self.reject(raw, false).await;
-                };
-                self.observer.dead_lettered(reason);
-                let routing_key =
-                    (dead_letter.routing_key.clone()).unwrap_or_else(|| original_route(raw).1);
-                let reason = reason.as_str();
-                let span = trace::copy(
-                    trace::CopyKind::DeadLetter,
-                    queue,
-                    &dead_letter.exchange,
-                    &routing_key,
-                );
-                let mut properties = self.copy(raw, retries, error, Some(reason), &span);
-                if let Some(cut) = crate::wire::fit(&properties, self.budget()) {
-                    tracing::warn!(
-                        consumer,
-                        queue,
-                        reason,
-                        "headers cut to fit the dead letter in a frame"
-                    );
-                    properties = cut;
-                }
-                tracing::warn!(consumer, queue, reason, error, "dead-lettered");
-                let route = (dead_letter.exchange.as_str(), routing_key.as_str());
-                let fallback = self.dead_letter_queue.as_deref();
-                self.republish(raw, route, properties, fallback)
-                    .instrument(span)
-                    .await;
+                self.dead_letter(raw, reason, retries, error).await;
             }
-            Outcome::Drop { reason } => {
-                self.observer.handled(Settled::Drop);
-                let reason = reason.as_str();
-                tracing::warn!(
-                    consumer,
-                    queue,
-                    reason,
-                    error,
-                    "dropped as the contract says; the message is gone"
-                );
-                self.ack(raw);
-            }
-            Outcome::Discard { reason } => {
-                self.observer.handled(Settled::Discard);
-                let reason = reason.as_str();
-                tracing::warn!(
-                    consumer,
-                    queue,
-                    reason,
-                    error,
-                    "no dead-letter exchange: the message is discarded and its body is gone"
-                );
-                let nacked = raw
-                    .acker
-                    .nack(BasicNackOptions {
-                        multiple: false,
-                        requeue: false,
-                    })
-                    .await;
-                raw.acks.settled(raw.delivery_tag);
-                self.settled(nacked, "nack");
-            }
+            Outcome::Drop { reason } => self.drop_as_told(raw, reason, error),
+            Outcome::Discard { reason } => self.discard(raw, reason, error).await,
         }
+    }
+
+    /// Returns `raw` to its queue: a retry in place, or (`exhausted`) the contract's
+    /// `exhausted: requeue` once the retries are spent.
+    async fn requeue(&self, raw: &Taken, exhausted: bool, retries: u32, error: &str) {
+        let (consumer, queue) = (self.consumer, self.queue.name.as_str());
+        if exhausted {
+            tracing::warn!(
+                consumer,
+                queue,
+                retries,
+                error,
+                "retries spent; requeued again as the contract says (`exhausted: requeue`)"
+            );
+        }
+        let counted = if exhausted {
+            Settled::Requeue
+        } else {
+            Settled::Retry
+        };
+        self.observer.handled(counted);
+        // reject, not nack: from RabbitMQ 4.3 only a reject counts as a delivery attempt on
+        // quorum queues, and the retry count relies on it.
+        self.reject(raw, true).await;
+    }
+
+    /// Publishes a retry copy of `raw` to `routing_key` (its queue or a wait queue) and acks
+    /// the original once the copy is confirmed; `false`, with nothing done, when the copy
+    /// would not fit in a frame.
+    async fn retry(&self, raw: &Taken, routing_key: &str, retry_count: u32, error: &str) -> bool {
+        let queue = self.queue.name.as_str();
+        let span = trace::copy(trace::CopyKind::Retry, queue, "", routing_key);
+        let properties = self.copy(raw, retry_count, error, None, &span);
+        if crate::wire::fit(&properties, self.budget()).is_some() {
+            trace::abandoned(&span, FailureReason::TooLarge.as_str());
+            return false;
+        }
+        self.observer.handled(Settled::Retry);
+        self.republish(raw, ("", routing_key), properties, None)
+            .instrument(span)
+            .await;
+        true
+    }
+
+    /// Publishes a dead-letter copy of `raw` (its headers cut to the frame when they must
+    /// be) to the queue's dead-letter exchange, or rejects it without one.
+    async fn dead_letter(&self, raw: &Taken, reason: FailureReason, retries: u32, error: &str) {
+        let (consumer, queue) = (self.consumer, self.queue.name.as_str());
+        let Some(dead_letter) = &self.queue.dead_letter else {
+            self.observer.handled(Settled::Discard);
+            return self.reject(raw, false).await;
+        };
+        self.observer.dead_lettered(reason);
+        let routing_key =
+            (dead_letter.routing_key.clone()).unwrap_or_else(|| original_route(raw).1);
+        let reason = reason.as_str();
+        let span = trace::copy(
+            trace::CopyKind::DeadLetter,
+            queue,
+            &dead_letter.exchange,
+            &routing_key,
+        );
+        let mut properties = self.copy(raw, retries, error, Some(reason), &span);
+        if let Some(cut) = crate::wire::fit(&properties, self.budget()) {
+            tracing::warn!(
+                consumer,
+                queue,
+                reason,
+                "headers cut to fit the dead letter in a frame"
+            );
+            properties = cut;
+        }
+        tracing::warn!(consumer, queue, reason, error, "dead-lettered");
+        let route = (dead_letter.exchange.as_str(), routing_key.as_str());
+        let fallback = self.dead_letter_queue.as_deref();
+        self.republish(raw, route, properties, fallback)
+            .instrument(span)
+            .await;
+    }
+
+    /// Acks and drops `raw`, as the contract says (`on_poison: drop`, `exhausted: drop`).
+    fn drop_as_told(&self, raw: &Taken, reason: FailureReason, error: &str) {
+        self.observer.handled(Settled::Drop);
+        let reason = reason.as_str();
+        tracing::warn!(
+            consumer = self.consumer,
+            queue = self.queue.name.as_str(),
+            reason,
+            error,
+            "dropped as the contract says; the message is gone"
+        );
+        self.ack(raw);
+    }
+
+    /// Nacks `raw` without requeue on a queue with no dead-letter exchange: the broker
+    /// discards it.
+    async fn discard(&self, raw: &Taken, reason: FailureReason, error: &str) {
+        self.observer.handled(Settled::Discard);
+        let reason = reason.as_str();
+        tracing::warn!(
+            consumer = self.consumer,
+            queue = self.queue.name.as_str(),
+            reason,
+            error,
+            "no dead-letter exchange: the message is discarded and its body is gone"
+        );
+        let nacked = raw
+            .acker
+            .nack(BasicNackOptions {
+                multiple: false,
+                requeue: false,
+            })
+            .await;
+        raw.acks.settled(raw.delivery_tag);
+        self.settled(nacked, "nack");
     }
 
     /// Publishes a copy with confirms and acks the original only once it is confirmed.
