@@ -231,14 +231,11 @@ impl Settler {
 
     /// Acks and drops `raw`, as the contract says (`on_poison: drop`, `exhausted: drop`).
     fn drop_as_told(&self, raw: &Taken, reason: FailureReason, error: &str) {
-        self.observer.handled(Settled::Drop);
-        let reason = reason.as_str();
-        tracing::warn!(
-            consumer = self.consumer,
-            queue = self.queue.name.as_str(),
+        self.gone(
+            Settled::Drop,
             reason,
             error,
-            "dropped as the contract says; the message is gone"
+            "dropped as the contract says; the message is gone",
         );
         self.ack(raw);
     }
@@ -246,15 +243,8 @@ impl Settler {
     /// Nacks `raw` without requeue on a queue with no dead-letter exchange: the broker
     /// discards it.
     async fn discard(&self, raw: &Taken, reason: FailureReason, error: &str) {
-        self.observer.handled(Settled::Discard);
-        let reason = reason.as_str();
-        tracing::warn!(
-            consumer = self.consumer,
-            queue = self.queue.name.as_str(),
-            reason,
-            error,
-            "no dead-letter exchange: the message is discarded and its body is gone"
-        );
+        let what = "no dead-letter exchange: the message is discarded and its body is gone";
+        self.gone(Settled::Discard, reason, error, what);
         let nacked = raw
             .acker
             .nack(BasicNackOptions {
@@ -264,6 +254,18 @@ impl Settler {
             .await;
         raw.acks.settled(raw.delivery_tag);
         self.settled(nacked, "nack");
+    }
+
+    /// Counts a message that leaves for good as `settled`, and says so, with why.
+    fn gone(&self, settled: Settled, reason: FailureReason, error: &str, what: &str) {
+        self.observer.handled(settled);
+        tracing::warn!(
+            consumer = self.consumer,
+            queue = self.queue.name.as_str(),
+            reason = reason.as_str(),
+            error,
+            "{what}"
+        );
     }
 
     /// Publishes a copy with confirms and acks the original only once it is confirmed.
