@@ -153,33 +153,9 @@ impl<H> Serving<H> {
     {
         let settler = &self.settler;
         let retries = retries_so_far(raw, &settler.queue);
-        let table = raw.properties.headers().as_ref();
-        // First: a caller that gave up is owed no work, and no retry of it.
-        if let Some(deadline) = header_int(table, headers::DEADLINE) {
-            let now = unix_millis();
-            if deadline < now {
-                let error = format!(
-                    "the caller's deadline passed {} ms before the request was taken",
-                    now.saturating_sub(deadline)
-                );
-                let outcome = dead_letter_outcome(&settler.queue, FailureReason::Expired);
-                let failure = Failure::Poison(FailureReason::Expired);
-                return settler
-                    .fail_as(raw, failure, outcome, retries, &error)
-                    .await;
-            }
-        }
-        let reply_to = match ReplyTo::of(raw) {
-            Ok(reply_to) => reply_to,
-            Err(error) => {
-                let failure = Failure::Poison(FailureReason::Decode);
-                return settler.fail(raw, failure, retries, &error).await;
-            }
+        let Some(reply_to) = self.admit(raw, retries).await else {
+            return;
         };
-        // Before any work: a request that cannot be answered is not handled.
-        if let Err((failure, error)) = self.reachable(&reply_to).await {
-            return settler.fail(raw, failure, retries, &error).await;
-        }
         let validators = self.validators.as_deref();
         let delivery =
             match decode::<O::Request>(raw, &settler.queue, validators, self.max_body_bytes) {
@@ -194,56 +170,25 @@ impl<H> Serving<H> {
                         .await;
                 }
             };
-        let mut answer = None;
-        let handle = || async {
-            match self.handler.handle(delivery).await {
-                Ok(response) => {
-                    answer = Some(Ok(response));
-                    Ok(())
-                }
-                // A declared error is an answer: the handler did its job, and the breaker
-                // counts it as such.
-                Err(RpcHandlerError::Declared(error)) => {
-                    answer = Some(Err(error));
-                    Ok(())
-                }
-                Err(RpcHandlerError::Failed(error)) => Err(error),
-            }
-        };
-        let properties = [&raw.properties];
-        let result = run_handler(settler, self.breaker.as_deref(), properties, handle).await;
-        let (failure, error) = match (result, answer) {
-            (Ok(()), Some(Ok(response))) => {
-                return match self.within_cap(encode_payload::<O::Response>(&response)) {
-                    Ok(body) => {
-                        let answer = Answer::Ok {
-                            message: <O::Response as Message>::NAME,
-                            content_type: <O::Response as Message>::CONTENT_TYPE,
-                        };
-                        self.answer(raw, &reply_to, answer, body, retries).await
-                    }
-                    Err(error) => self.broken(raw, &reply_to, &error, retries).await,
+        let (failure, error) = match self.handled::<O>(raw, delivery).await {
+            Ok(Ok(response)) => {
+                let body = encode_payload::<O::Response>(&response);
+                let answer = Answer::Ok {
+                    message: <O::Response as Message>::NAME,
+                    content_type: <O::Response as Message>::CONTENT_TYPE,
                 };
+                return self.respond(raw, &reply_to, answer, body, retries).await;
             }
-            (Ok(()), Some(Err(declared))) => {
-                return match self.within_cap(declared.encode()) {
-                    Ok(body) => {
-                        let answer = Answer::Error {
-                            code: declared.code(),
-                            message: declared.message_name(),
-                            content_type: declared.content_type(),
-                        };
-                        self.answer(raw, &reply_to, answer, body, retries).await
-                    }
-                    Err(error) => self.broken(raw, &reply_to, &error, retries).await,
+            Ok(Err(declared)) => {
+                let answer = Answer::Error {
+                    code: declared.code(),
+                    message: declared.message_name(),
+                    content_type: declared.content_type(),
                 };
+                let body = declared.encode();
+                return self.respond(raw, &reply_to, answer, body, retries).await;
             }
-            // Not reached: the handling future sets the answer whenever it succeeds.
-            (Ok(()), None) => (
-                Failure::Internal,
-                String::from("the RPC handler ended with no answer"),
-            ),
-            (Err(failed), _) => failed,
+            Err(failed) => failed,
         };
         let outcome = settler.decide(failure, retries);
         if terminal(&outcome).is_some() {
@@ -254,6 +199,97 @@ impl<H> Serving<H> {
         settler
             .fail_as(raw, failure, outcome, retries, &error)
             .await;
+    }
+
+    /// Where a request may be answered, before any work: `None`, with the request settled,
+    /// when it must not be worked on (its caller's deadline passed) or cannot be answered
+    /// (its reply-to is not an address, or names a node that is not running).
+    async fn admit(&self, raw: &Taken, retries: u32) -> Option<ReplyTo> {
+        let settler = &self.settler;
+        // First: a caller that gave up is owed no work, and no retry of it.
+        let table = raw.properties.headers().as_ref();
+        if let Some(deadline) = header_int(table, headers::DEADLINE) {
+            let now = unix_millis();
+            if deadline < now {
+                let error = format!(
+                    "the caller's deadline passed {} ms before the request was taken",
+                    now.saturating_sub(deadline)
+                );
+                let outcome = dead_letter_outcome(&settler.queue, FailureReason::Expired);
+                let failure = Failure::Poison(FailureReason::Expired);
+                settler
+                    .fail_as(raw, failure, outcome, retries, &error)
+                    .await;
+                return None;
+            }
+        }
+        let reply_to = match ReplyTo::of(raw) {
+            Ok(reply_to) => reply_to,
+            Err(error) => {
+                let failure = Failure::Poison(FailureReason::Decode);
+                settler.fail(raw, failure, retries, &error).await;
+                return None;
+            }
+        };
+        if let Err((failure, error)) = self.reachable(&reply_to).await {
+            settler.fail(raw, failure, retries, &error).await;
+            return None;
+        }
+        Some(reply_to)
+    }
+
+    /// Runs the handler on `delivery`: its response, one of its declared errors (an answer
+    /// too: the handler did its job, and the breaker counts it as such), or its failure.
+    async fn handled<O: Operation>(
+        &self,
+        raw: &Taken,
+        delivery: crate::Delivery<
+            <O::Request as Message>::Payload,
+            <O::Request as Message>::Headers,
+        >,
+    ) -> Result<Result<<O::Response as Message>::Payload, O::Error>, (Failure, String)>
+    where
+        H: RpcHandler<O>,
+    {
+        let mut answer = None;
+        let handle = || async {
+            match self.handler.handle(delivery).await {
+                Ok(response) => {
+                    answer = Some(Ok(response));
+                    Ok(())
+                }
+                Err(RpcHandlerError::Declared(error)) => {
+                    answer = Some(Err(error));
+                    Ok(())
+                }
+                Err(RpcHandlerError::Failed(error)) => Err(error),
+            }
+        };
+        let properties = [&raw.properties];
+        run_handler(&self.settler, self.breaker.as_deref(), properties, handle).await?;
+        // The handling future sets the answer whenever it succeeds.
+        answer.ok_or_else(|| {
+            (
+                Failure::Internal,
+                String::from("the RPC handler ended with no answer"),
+            )
+        })
+    }
+
+    /// Answers the request with `body` (an encoded response or declared error), or, when it
+    /// could not be encoded within the cap, tells the caller the server broke.
+    async fn respond(
+        &self,
+        raw: &Taken,
+        reply_to: &ReplyTo,
+        answer: Answer<'_>,
+        body: Result<Vec<u8>, PublishError>,
+        retries: u32,
+    ) {
+        match self.within_cap(body) {
+            Ok(body) => self.answer(raw, reply_to, answer, body, retries).await,
+            Err(error) => self.broken(raw, reply_to, &error, retries).await,
+        }
     }
 
     /// Whether a reply to `reply_to` can be published without costing the connection: a
