@@ -306,7 +306,6 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
 
     fn start(self: Box<Self>, context: Context) -> Task {
         Box::pin(async move {
-            let size = usize::from(self.batch.size.max(1));
             let Some(mut runner) = Runner::start::<M>(self.spec, context).await? else {
                 return Ok(());
             };
@@ -316,46 +315,13 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                 let Some(work) = runner.work().await else {
                     break;
                 };
-                let mut raws = Vec::with_capacity(size);
-                let mut deliveries = Vec::with_capacity(size);
-                // The timeout runs from the first message of the batch.
-                let deadline = tokio::time::sleep(self.batch.timeout);
-                tokio::pin!(deadline);
-                while deliveries.len() < size {
-                    let next = tokio::select! {
-                        _ = &mut deadline, if !deliveries.is_empty() => break,
-                        next = runner.next() => next,
-                    };
-                    let raw = match next {
-                        Ok(Some(raw)) => raw,
-                        Ok(None) => {
-                            stopping = true;
-                            break;
-                        }
-                        Err(error) => {
-                            outcome = Err(error);
-                            stopping = true;
-                            break;
-                        }
-                    };
-                    if deliveries.is_empty() {
-                        deadline
-                            .as_mut()
-                            .reset(crate::connection::deadline_after(self.batch.timeout));
-                    }
-                    let decoding = || {
-                        decoded::<M>(
-                            &raw,
-                            &runner.settler,
-                            runner.validators.as_deref(),
-                            runner.context.settings.max_body_bytes,
-                        )
-                    };
-                    if let Ok(Some(delivery)) =
-                        settled_even_on_panic(&raw, &runner.settler, decoding).await
-                    {
-                        deliveries.push(delivery);
-                        raws.push(raw);
+                let (raws, deliveries, ended) = gather::<M>(&mut runner, &self.batch).await;
+                match ended {
+                    Gathered::Full => {}
+                    Gathered::Stopped => stopping = true,
+                    Gathered::Failed(error) => {
+                        outcome = Err(error);
+                        stopping = true;
                     }
                 }
                 if deliveries.is_empty() {
@@ -364,47 +330,129 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                 // A batch cut short by shutdown is still handled: its deliveries are taken.
                 runner.reap();
                 let settler = runner.settler.clone();
-                let breaker = runner.breaker.clone();
-                let handler = self.handler.clone();
-                let in_flight = settler.observer.in_flight(raws.len());
                 let span = crate::trace::process_batch(
                     &settler.queue.name,
                     settler.consumer,
                     raws.iter().map(|raw| &raw.raw),
                 );
-                let batch = async move {
-                    // A batch fails together, but each message is retried or dead-lettered by its
-                    // own history: with the batch's highest count, one message's retries (or a
-                    // forged count) spent every other message's.
-                    let retries: Vec<u32> = deliveries.iter().map(Delivery::retry_count).collect();
-                    let properties = raws.iter().map(|raw| &raw.properties);
-                    let handle = || handler.handle_batch(deliveries);
-                    let handled = run_handler(&settler, breaker.as_deref(), properties, handle);
-                    // The handler's panics are caught by `guarded`; this catches warren's.
-                    let result = AssertUnwindSafe(handled)
-                        .catch_unwind()
-                        .await
-                        .unwrap_or_else(|panic| {
-                            let panic = panic_text(&*panic);
-                            Err((Failure::Internal, format!("warren panicked: {panic}")))
-                        });
-                    // Settled together: a copy that cannot be published yet (its queue
-                    // deleted) holds its own message, not the rest of the batch.
-                    let settles = raws.iter().zip(retries).map(|(raw, retries)| {
-                        let settler = &settler;
-                        let result = &result;
-                        async move {
-                            let settle = || settler.settle(raw, result, retries);
-                            let _ = settled_even_on_panic(raw, settler, settle).await;
-                        }
-                    });
-                    join_all(settles).await;
+                let in_flight = settler.observer.in_flight(raws.len());
+                let batch = Batch {
+                    settler,
+                    breaker: runner.breaker.clone(),
+                    raws,
+                };
+                let handler = self.handler.clone();
+                let handled = async move {
+                    batch.handle(&*handler, deliveries).await;
                     drop((work, in_flight));
                 };
-                runner.begin(batch.instrument(span));
+                runner.begin(handled.instrument(span));
             }
             runner.drain().await;
             outcome
         })
+    }
+}
+
+/// Why gathering a batch ended.
+enum Gathered {
+    /// The batch is full, or its timeout passed.
+    Full,
+    /// The consumer is stopping.
+    Stopped,
+    /// The consumer cannot go on.
+    Failed(WorkerError),
+}
+
+/// Takes deliveries for one batch until it holds `batch.size`, its timeout (from its first
+/// message) passes, or the consumer stops: each decoded as it comes, poison settled at once
+/// and left out. The taken deliveries and their decoded payloads, in order.
+async fn gather<M: Message>(
+    runner: &mut Runner,
+    batch: &BatchSpec,
+) -> (Vec<Taken>, Vec<Delivery<M::Payload, M::Headers>>, Gathered) {
+    let size = usize::from(batch.size.max(1));
+    let mut raws = Vec::with_capacity(size);
+    let mut deliveries = Vec::with_capacity(size);
+    let deadline = tokio::time::sleep(batch.timeout);
+    tokio::pin!(deadline);
+    while deliveries.len() < size {
+        let next = tokio::select! {
+            _ = &mut deadline, if !deliveries.is_empty() => break,
+            next = runner.next() => next,
+        };
+        let raw = match next {
+            Ok(Some(raw)) => raw,
+            Ok(None) => return (raws, deliveries, Gathered::Stopped),
+            Err(error) => return (raws, deliveries, Gathered::Failed(error)),
+        };
+        if deliveries.is_empty() {
+            // The timeout runs from the first message of the batch.
+            deadline
+                .as_mut()
+                .reset(crate::connection::deadline_after(batch.timeout));
+        }
+        let decoding = || {
+            decoded::<M>(
+                &raw,
+                &runner.settler,
+                runner.validators.as_deref(),
+                runner.context.settings.max_body_bytes,
+            )
+        };
+        if let Ok(Some(delivery)) = settled_even_on_panic(&raw, &runner.settler, decoding).await {
+            deliveries.push(delivery);
+            raws.push(raw);
+        }
+    }
+    (raws, deliveries, Gathered::Full)
+}
+
+/// A gathered batch, settled together once its handler ran.
+struct Batch {
+    settler: Arc<Settler>,
+    breaker: Option<Arc<Breaker>>,
+    raws: Vec<Taken>,
+}
+
+impl Batch {
+    /// Runs `handler` on `deliveries` (the decoded `raws`), then settles every message of the
+    /// batch by the result.
+    async fn handle<M: Message, H: BatchHandler<M>>(
+        self,
+        handler: &H,
+        deliveries: Vec<Delivery<M::Payload, M::Headers>>,
+    ) {
+        let Self {
+            settler,
+            breaker,
+            raws,
+        } = self;
+        // A batch fails together, but each message is retried or dead-lettered by its own
+        // history: with the batch's highest count, one message's retries (or a forged count)
+        // spent every other message's.
+        let retries: Vec<u32> = deliveries.iter().map(Delivery::retry_count).collect();
+        let properties = raws.iter().map(|raw| &raw.properties);
+        let handle = || handler.handle_batch(deliveries);
+        let handled = run_handler(&settler, breaker.as_deref(), properties, handle);
+        // The handler's panics are caught by `guarded`; this catches warren's.
+        let result = AssertUnwindSafe(handled)
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| {
+                let panic = panic_text(&*panic);
+                Err((Failure::Internal, format!("warren panicked: {panic}")))
+            });
+        // Settled together: a copy that cannot be published yet (its queue deleted) holds its
+        // own message, not the rest of the batch.
+        let settles = raws.iter().zip(retries).map(|(raw, retries)| {
+            let settler = &settler;
+            let result = &result;
+            async move {
+                let settle = || settler.settle(raw, result, retries);
+                let _ = settled_even_on_panic(raw, settler, settle).await;
+            }
+        });
+        join_all(settles).await;
     }
 }
