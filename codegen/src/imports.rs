@@ -227,54 +227,7 @@ fn import(
     relative: &str,
     stack: &mut ImportStack,
 ) -> Result<Import, Failed> {
-    if Path::new(relative).is_absolute() || relative.trim().is_empty() {
-        return Err(Failed::new(
-            format!(
-                "import `{alias}`: `{}` is not a relative path",
-                shown(relative)
-            ),
-            "write the path relative to this contract's folder, as `schema_roots` are",
-        ));
-    }
-    let files = &contract.files;
-    let missing = || {
-        Failed::new(
-            format!(
-                "import `{alias}`: `{}` is not a contract file",
-                shown(relative)
-            ),
-            "fix the path; it is relative to this contract's folder",
-        )
-    };
-    if !has_contract_extension(relative) {
-        return Err(Failed::new(
-            format!(
-                "import `{alias}`: `{}` is not a contract file (`.yaml` or `.yml`)",
-                shown(relative)
-            ),
-            "name the imported contract's `warren.yaml`, relative to this contract's folder",
-        ));
-    }
-    let canonical = files
-        .canonicalize(&contract.paths.contract_dir().join(relative))
-        .map_err(|_| missing())?;
-    // Before anything is read: an import's YAML errors quote its lines.
-    if !files.in_project(&canonical) {
-        return Err(Failed {
-            code: Code::OutsideProject,
-            ..Failed::new(
-                format!(
-                    "import `{alias}`: `{}` is outside the project folder `{}`",
-                    shown(relative),
-                    project_shown(contract)
-                ),
-                crate::project::outside_help(),
-            )
-        });
-    }
-    if files.is_dir(&canonical) {
-        return Err(missing());
-    }
+    let canonical = locate(contract, alias, relative)?;
     if stack.checking.contains(&canonical) {
         return Err(Failed::new(
             format!(
@@ -291,7 +244,7 @@ fn import(
         ));
     }
     let shown_path = contract.paths.show(&canonical);
-    let loaded = match load::load(files.clone(), &shown_path) {
+    let loaded = match load::load(contract.files.clone(), &shown_path) {
         Ok(loaded) => loaded,
         Err(LoadError::Io { source, .. }) => {
             return Err(Failed::new(
@@ -304,39 +257,103 @@ fn import(
         }
         Err(LoadError::Invalid(problems)) => return Err(invalid(alias, relative, problems)),
     };
-    let checked = match stack.done.get(&canonical) {
-        Some(Some(contract)) => contract.clone(),
-        // Checked before, with errors reported then: say so once more, without repeating them.
-        Some(None) => return Err(invalid(alias, relative, Diagnostics::new())),
-        None => {
-            stack.checking.push(canonical.clone());
-            let result = crate::check_loaded_in(loaded.clone(), stack, crate::check::Scope::Alone);
-            stack.checking.pop();
-            match result {
-                Ok(checked) => {
-                    let contract = Arc::new(checked.contract);
-                    stack.done.insert(canonical, Some(contract.clone()));
-                    contract
-                }
-                Err(error) => {
-                    stack.done.insert(canonical, None);
-                    return Err(match error {
-                        Error::Invalid(problems) => invalid(alias, relative, problems),
-                        other => Failed::new(
-                            format!("import `{alias}`: {other}"),
-                            "fix the imported contract",
-                        ),
-                    });
-                }
-            }
-        }
-    };
+    let checked = checked_once(&loaded, canonical, stack).map_err(|error| match error {
+        Some(Error::Invalid(problems)) => invalid(alias, relative, problems),
+        // Checked before, with errors reported then: said once more, without repeating them.
+        None => invalid(alias, relative, Diagnostics::new()),
+        Some(other) => Failed::new(
+            format!("import `{alias}`: {other}"),
+            "fix the imported contract",
+        ),
+    })?;
     Ok(Import {
         alias: alias.to_owned(),
         written: relative.to_owned(),
         loaded,
         contract: checked,
     })
+}
+
+/// The canonical path of the contract file `relative` names, relative to `contract`'s
+/// folder: a relative path to a `.yaml` or `.yml` file inside the project, found before
+/// anything is read (an import's YAML errors quote its lines).
+fn locate(contract: &LoadedContract, alias: &str, relative: &str) -> Result<PathBuf, Failed> {
+    if Path::new(relative).is_absolute() || relative.trim().is_empty() {
+        return Err(Failed::new(
+            format!(
+                "import `{alias}`: `{}` is not a relative path",
+                shown(relative)
+            ),
+            "write the path relative to this contract's folder, as `schema_roots` are",
+        ));
+    }
+    if !has_contract_extension(relative) {
+        return Err(Failed::new(
+            format!(
+                "import `{alias}`: `{}` is not a contract file (`.yaml` or `.yml`)",
+                shown(relative)
+            ),
+            "name the imported contract's `warren.yaml`, relative to this contract's folder",
+        ));
+    }
+    let files = &contract.files;
+    let missing = || {
+        Failed::new(
+            format!(
+                "import `{alias}`: `{}` is not a contract file",
+                shown(relative)
+            ),
+            "fix the path; it is relative to this contract's folder",
+        )
+    };
+    let canonical = files
+        .canonicalize(&contract.paths.contract_dir().join(relative))
+        .map_err(|_| missing())?;
+    if !files.in_project(&canonical) {
+        return Err(Failed {
+            code: Code::OutsideProject,
+            ..Failed::new(
+                format!(
+                    "import `{alias}`: `{}` is outside the project folder `{}`",
+                    shown(relative),
+                    project_shown(contract)
+                ),
+                crate::project::outside_help(),
+            )
+        });
+    }
+    if files.is_dir(&canonical) {
+        return Err(missing());
+    }
+    Ok(canonical)
+}
+
+/// The model of `loaded` (at `canonical`), checked once however many contracts import it:
+/// `Err(None)` when it was checked before and failed (its errors were reported then).
+fn checked_once(
+    loaded: &LoadedContract,
+    canonical: PathBuf,
+    stack: &mut ImportStack,
+) -> Result<Arc<Contract>, Option<Error>> {
+    match stack.done.get(&canonical) {
+        Some(Some(contract)) => return Ok(contract.clone()),
+        Some(None) => return Err(None),
+        None => {}
+    }
+    stack.checking.push(canonical.clone());
+    let result = crate::check_loaded_in(loaded.clone(), stack, crate::check::Scope::Alone);
+    stack.checking.pop();
+    match result {
+        Ok(checked) => {
+            let contract = Arc::new(checked.contract);
+            stack.done.insert(canonical, Some(contract.clone()));
+            Ok(contract)
+        }
+        Err(error) => {
+            stack.done.insert(canonical, None);
+            Err(Some(error))
+        }
+    }
 }
 
 fn invalid(alias: &str, relative: &str, problems: Diagnostics) -> Failed {
