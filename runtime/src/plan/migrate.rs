@@ -211,33 +211,68 @@ async fn migrate_queue(
     // 2. The queue as the old version declared it: unbound, emptied (its wait queues too)
     // into the holding queue, deleted.
     if state.is_some() && old_arguments == Some(true) {
-        for binding in &bindings {
-            bind(connection, name, binding, false, applied).await?;
-        }
-        let moved = move_all(connection, publisher, name, &holding, Source::Work(name)).await?;
-        applied.record_move(name, &holding, moved);
-        let waits = plan.wait_queues_of(name);
-        for wait in &waits {
-            if probe::state(connection, wait).await?.is_some() {
-                let moved =
-                    move_all(connection, publisher, wait, &holding, Source::Wait(name)).await?;
-                applied.record_move(wait, &holding, moved);
-            }
-        }
-        delete_if_empty(connection, name, kind_of(plan, name), applied).await?;
-        // Wait queues the new version has as they are stay; the others go, to be
-        // declared anew below when the new version has them.
-        for wait in &waits {
-            let keep = match plan.new.queue(wait) {
-                Some(declared) => !probe_refuses(connection, declared).await?,
-                None => false,
-            };
-            if !keep {
-                delete_if_empty(connection, wait, kind_of(plan, wait), applied).await?;
-            }
-        }
+        let old = (name, bindings.as_slice());
+        retire_old(plan, connection, publisher, old, &holding, applied).await?;
     }
     // 3. The queue as the new version declares it, with its wait queues and bindings.
+    declare_new(plan, connection, queue, foreign, applied).await?;
+    // 4. The holding queue unbound, emptied back into the queue, deleted.
+    for binding in &bindings {
+        bind(connection, &holding, binding, false, applied).await?;
+    }
+    let moved = move_all(connection, publisher, &holding, name, Source::Holding).await?;
+    applied.record_move(&holding, name, moved);
+    delete_if_empty(connection, &holding, Some(QueueKind::Quorum), applied).await
+}
+
+/// Step 2 of a migration: queue `name` as the old version declared it unbound from
+/// `bindings`, its messages and its wait queues' moved into `holding`, then deleted with the
+/// wait queues the new version does not keep as they are.
+async fn retire_old(
+    plan: &Plan,
+    connection: &Connection,
+    publisher: &Publisher,
+    (name, bindings): (&str, &[&Binding]),
+    holding: &str,
+    applied: &mut Applied,
+) -> Result<(), PlanError> {
+    for binding in bindings {
+        bind(connection, name, binding, false, applied).await?;
+    }
+    let moved = move_all(connection, publisher, name, holding, Source::Work(name)).await?;
+    applied.record_move(name, holding, moved);
+    let waits = plan.wait_queues_of(name);
+    for wait in &waits {
+        if probe::state(connection, wait).await?.is_some() {
+            let moved = move_all(connection, publisher, wait, holding, Source::Wait(name)).await?;
+            applied.record_move(wait, holding, moved);
+        }
+    }
+    delete_if_empty(connection, name, kind_of(plan, name), applied).await?;
+    // Wait queues the new version has as they are stay; the others go, to be declared anew
+    // when the new version has them.
+    for wait in &waits {
+        let keep = match plan.new.queue(wait) {
+            Some(declared) => !probe_refuses(connection, declared).await?,
+            None => false,
+        };
+        if !keep {
+            delete_if_empty(connection, wait, kind_of(plan, wait), applied).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Step 3 of a migration: `queue` declared as the new version declares it, with its wait
+/// queues and its bindings, and bound again from `foreign`, the bindings outside the contract.
+async fn declare_new(
+    plan: &Plan,
+    connection: &Connection,
+    queue: &Queue,
+    foreign: &[Binding],
+    applied: &mut Applied,
+) -> Result<(), PlanError> {
+    let name = queue.name.as_str();
     let mut queues = vec![queue.clone()];
     queues.extend(
         plan.new
@@ -264,13 +299,7 @@ async fn migrate_queue(
             binding.exchange
         ));
     }
-    // 4. The holding queue unbound, emptied back into the queue, deleted.
-    for binding in &bindings {
-        bind(connection, &holding, binding, false, applied).await?;
-    }
-    let moved = move_all(connection, publisher, &holding, name, Source::Holding).await?;
-    applied.record_move(&holding, name, moved);
-    delete_if_empty(connection, &holding, Some(QueueKind::Quorum), applied).await
+    Ok(())
 }
 
 /// Whether the broker refuses `queue` as the new version declares it.
