@@ -183,19 +183,52 @@ fn marker(resolved: &Resolved<'_>) -> TokenStream {
 /// The enum of `rpc`'s declared errors, one variant per code holding its message's payload,
 /// with what the runtime needs to send and read it.
 fn declared_errors(rpc: &Rpc, errors: &[(&str, &Message)]) -> TokenStream {
-    let name = errors_ident(rpc);
-    let variants: Vec<Ident> = errors
-        .iter()
-        .map(|(code, _)| ident(code, Role::ErrorVariant))
-        .collect();
-    let markers: Vec<Ident> = errors
-        .iter()
-        .map(|(_, message)| ident(&message.name, Role::Message))
-        .collect();
-    let codes: Vec<&str> = errors.iter().map(|(code, _)| *code).collect();
-    // The text a caller's error shows: the code alone, never the payload, which may hold
-    // what a log must not.
-    let shown: Vec<String> = codes.iter().map(|c| format!("`{c}`")).collect();
+    let names = ErrorNames::of(rpc, errors);
+    let definition = errors_enum(rpc, errors, &names);
+    let implementations = errors_impls(&names);
+    quote! {
+        #definition
+        #implementations
+    }
+}
+
+/// How a declared-errors enum and its variants are named, one entry per error, in order.
+struct ErrorNames<'a> {
+    /// The enum.
+    name: Ident,
+    /// Each error's variant.
+    variants: Vec<Ident>,
+    /// Each error's message marker type.
+    markers: Vec<Ident>,
+    /// Each error's code.
+    codes: Vec<&'a str>,
+    /// The text a caller's error shows: the code alone, never the payload, which may hold
+    /// what a log must not.
+    shown: Vec<String>,
+}
+
+impl<'a> ErrorNames<'a> {
+    fn of(rpc: &Rpc, errors: &[(&'a str, &Message)]) -> Self {
+        let codes: Vec<&str> = errors.iter().map(|(code, _)| *code).collect();
+        Self {
+            name: errors_ident(rpc),
+            variants: errors
+                .iter()
+                .map(|(code, _)| ident(code, Role::ErrorVariant))
+                .collect(),
+            markers: errors
+                .iter()
+                .map(|(_, message)| ident(&message.name, Role::Message))
+                .collect(),
+            shown: codes.iter().map(|c| format!("`{c}`")).collect(),
+            codes,
+        }
+    }
+}
+
+/// The enum itself, documented: a variant per error holding its message's payload.
+fn errors_enum(rpc: &Rpc, errors: &[(&str, &Message)], names: &ErrorNames<'_>) -> TokenStream {
+    let ErrorNames { name, variants, .. } = names;
     let variant_docs = errors.iter().map(|(error_code, message)| {
         let payload = type_ident(&message.payload.type_name);
         compose(
@@ -227,7 +260,21 @@ fn declared_errors(rpc: &Rpc, errors: &[(&str, &Message)]) -> TokenStream {
         pub enum #name {
             #( #variant_docs #variants(#payloads), )*
         }
+    }
+}
 
+/// What the runtime needs of the enum (`DeclaredErrors`: code, encode, decode, the message's
+/// name and content type), its `Display` (the code alone) and `Error`, and its conversion
+/// into a handler's error.
+fn errors_impls(names: &ErrorNames<'_>) -> TokenStream {
+    let ErrorNames {
+        name,
+        variants,
+        markers,
+        codes,
+        shown,
+    } = names;
+    quote! {
         impl ::warren_runtime::codegen::DeclaredErrors for #name {
             fn code(&self) -> &'static str {
                 match self {
