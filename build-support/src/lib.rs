@@ -197,53 +197,25 @@ impl Config {
         self
     }
 
-    /// Adds a derive to every generated type: [`Settings::derive`].
-    ///
-    /// ```no_run
-    /// // build.rs
-    /// fn main() {
-    ///     warren_build::Config::new().derive("Hash").compile("warren.yaml").unwrap();
-    /// }
-    /// ```
+    /// [`Settings::derive`], on this config's settings.
     pub fn derive(&mut self, path: impl Into<String>) -> &mut Self {
         self.settings.derive(path);
         self
     }
 
-    /// Adds an attribute to every generated type: [`Settings::attribute`].
-    ///
-    /// ```no_run
-    /// // build.rs
-    /// fn main() {
-    ///     warren_build::Config::new().attribute("#[must_use]").compile("warren.yaml").unwrap();
-    /// }
-    /// ```
+    /// [`Settings::attribute`], on this config's settings.
     pub fn attribute(&mut self, attribute: impl Into<String>) -> &mut Self {
         self.settings.attribute(attribute);
         self
     }
 
-    /// Gives every generated struct a builder: [`Settings::builders`].
-    ///
-    /// ```no_run
-    /// // build.rs
-    /// fn main() {
-    ///     warren_build::Config::new().builders(true).compile("warren.yaml").unwrap();
-    /// }
-    /// ```
+    /// [`Settings::builders`], on this config's settings.
     pub fn builders(&mut self, builders: bool) -> &mut Self {
         self.settings.builders(builders);
         self
     }
 
-    /// Uses your type instead of a generated one: [`Settings::replace`].
-    ///
-    /// ```no_run
-    /// // build.rs
-    /// fn main() {
-    ///     warren_build::Config::new().replace("Money", "crate::money::Money").compile("warren.yaml").unwrap();
-    /// }
-    /// ```
+    /// [`Settings::replace`], on this config's settings.
     pub fn replace(
         &mut self,
         type_name: impl Into<String>,
@@ -253,21 +225,7 @@ impl Config {
         self
     }
 
-    /// Takes the types of an imported contract from the module that already holds its
-    /// generated code, so one message has one Rust type in the crate:
-    /// [`Settings::extern_contract`].
-    ///
-    /// ```no_run
-    /// // build.rs: the crate generates both contracts; `src/lib.rs` has
-    /// // `pub mod orders { include!(concat!(env!("OUT_DIR"), "/orders.rs")); }`
-    /// fn main() {
-    ///     warren_build::compile("contracts/orders/warren.yaml").unwrap();
-    ///     warren_build::Config::new()
-    ///         .extern_contract("orders", "crate::orders")
-    ///         .compile("contracts/invoicing/warren.yaml")
-    ///         .unwrap();
-    /// }
-    /// ```
+    /// [`Settings::extern_contract`], on this config's settings.
     pub fn extern_contract(
         &mut self,
         import: impl Into<String>,
@@ -277,79 +235,25 @@ impl Config {
         self
     }
 
-    /// Generates consumer `name` of the contract, and only the consumers chosen so:
-    /// [`Settings::consumer`]. For a service that runs some of a contract's consumers:
-    /// `Handlers` then needs a handler for these alone, and every other consumer is left out.
-    /// An rpc's server counts as a consumer: `name` may be an rpc's.
-    ///
-    /// ```no_run
-    /// // build.rs of the fulfilment service, which runs one consumer of the orders contract
-    /// // and publishes with none of its publishers.
-    /// fn main() {
-    ///     warren_build::Config::new()
-    ///         .consumer("fulfil_order")
-    ///         .no_publishers()
-    ///         .compile("../contracts/orders/warren.yaml")
-    ///         .unwrap();
-    /// }
-    /// // src/main.rs:
-    /// // Handlers { fulfil_order: Fulfilment }.run(worker).await?;
-    /// ```
+    /// [`Settings::consumer`], on this config's settings.
     pub fn consumer(&mut self, name: impl Into<String>) -> &mut Self {
         self.settings.consumer(name);
         self
     }
 
-    /// Generates no consumer at all, for a service that only publishes:
-    /// [`Settings::no_consumers`].
-    ///
-    /// ```no_run
-    /// // build.rs of the shop front, which only places orders.
-    /// fn main() {
-    ///     warren_build::Config::new()
-    ///         .no_consumers()
-    ///         .publisher("place_order")
-    ///         .compile("../contracts/orders/warren.yaml")
-    ///         .unwrap();
-    /// }
-    /// ```
+    /// [`Settings::no_consumers`], on this config's settings.
     pub fn no_consumers(&mut self) -> &mut Self {
         self.settings.no_consumers();
         self
     }
 
-    /// Generates publisher `name` of the contract, and only the publishers chosen so:
-    /// [`Settings::publisher`]. An rpc's client method counts as a publisher: `name` may be an
-    /// rpc's.
-    ///
-    /// ```no_run
-    /// // build.rs
-    /// fn main() {
-    ///     warren_build::Config::new()
-    ///         .publisher("place_order")
-    ///         .publisher("cancel_order")
-    ///         .compile("warren.yaml")
-    ///         .unwrap();
-    /// }
-    /// ```
+    /// [`Settings::publisher`], on this config's settings.
     pub fn publisher(&mut self, name: impl Into<String>) -> &mut Self {
         self.settings.publisher(name);
         self
     }
 
-    /// Generates no publisher at all, for a service that only consumes:
-    /// [`Settings::no_publishers`].
-    ///
-    /// ```no_run
-    /// // build.rs
-    /// fn main() {
-    ///     warren_build::Config::new()
-    ///         .consumer("bill_orders")
-    ///         .no_publishers()
-    ///         .compile("warren.yaml")
-    ///         .unwrap();
-    /// }
-    /// ```
+    /// [`Settings::no_publishers`], on this config's settings.
     pub fn no_publishers(&mut self) -> &mut Self {
         self.settings.no_publishers();
         self
