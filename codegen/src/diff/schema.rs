@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 use crate::diagnostics::escape;
+use crate::schema::reference::{escape_segment, unescape_segment};
 
 /// How deep the walk goes (schema nesting plus `$ref` hops) before it gives up on a branch.
 const MAX_DEPTH: usize = 64;
@@ -636,7 +637,7 @@ impl At {
             let mut pointer = base.to_owned();
             for segment in segments {
                 pointer.push('/');
-                pointer.push_str(&segment.replace('~', "~0").replace('/', "~1"));
+                pointer.push_str(&escape_segment(segment));
             }
             pointer
         };
@@ -1489,10 +1490,7 @@ fn definition_name(pointer: &str) -> String {
         .iter()
         .find_map(|prefix| pointer.strip_prefix(prefix))
         .filter(|rest| !rest.contains('/'))
-        .map_or_else(
-            || pointer.to_owned(),
-            |name| name.replace("~1", "/").replace("~0", "~"),
-        )
+        .map_or_else(|| pointer.to_owned(), unescape_segment)
 }
 
 /// A JSON value as text: a string without quotes, anything else as JSON.

@@ -823,7 +823,7 @@ fn yaml_path(document: &Value, pointer: &str) -> YamlPath {
     let mut path = YamlPath::root();
     let mut node = Some(document);
     for segment in pointer.split('/').skip(1) {
-        let key = segment.replace("~1", "/").replace("~0", "~");
+        let key = super::reference::unescape_segment(segment);
         let index = match node {
             Some(Value::Array(_)) => key.parse::<usize>().ok(),
             _ => None,

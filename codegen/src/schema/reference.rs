@@ -92,17 +92,26 @@ pub(crate) fn lookup<'v>(root: &'v Value, pointer: &str) -> Option<&'v Value> {
 
 /// The last segment of `pointer`, unescaped: the name a definition is known by.
 pub(crate) fn last_segment(pointer: &str) -> String {
-    let segment = pointer.rsplit('/').next().unwrap_or_default();
-    segment.replace("~1", "/").replace("~0", "~")
+    unescape_segment(pointer.rsplit('/').next().unwrap_or_default())
 }
 
 /// Joins `pointer` and a child key, escaping the key.
 pub(crate) fn child(pointer: &str, key: &str) -> String {
+    format!("{pointer}/{}", escape_segment(key))
+}
+
+/// `key` as one segment of a JSON pointer (RFC 6901: `~` as `~0`, `/` as `~1`).
+pub(crate) fn escape_segment(key: &str) -> std::borrow::Cow<'_, str> {
     if key.contains(['~', '/']) {
-        format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"))
+        key.replace('~', "~0").replace('/', "~1").into()
     } else {
-        format!("{pointer}/{key}")
+        key.into()
     }
+}
+
+/// The key one segment of a JSON pointer names (`~1` is `/`, then `~0` is `~`).
+pub(crate) fn unescape_segment(segment: &str) -> String {
+    segment.replace("~1", "/").replace("~0", "~")
 }
 
 /// The file a reference points into, resolved against the folder of the referring file.
