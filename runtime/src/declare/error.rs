@@ -102,7 +102,7 @@ pub enum DeclareError {
     /// The channel to declare on could not be opened.
     #[error("cannot open a channel to declare on")]
     Channel(#[source] lapin::Error),
-    /// The topology contradicts itself ([`Topology::validate`]): nothing was declared.
+    /// The topology contradicts itself ([`Topology::validate`](crate::Topology::validate)): nothing was declared.
     #[error(transparent)]
     Topology(#[from] TopologyError),
 }
