@@ -22,7 +22,7 @@ pub use report::{Change, JSON_FORMAT_VERSION, Party, PartyKind, Report, Rule};
 pub use roles::Roles;
 
 use crate::diagnostics::YamlPath;
-use crate::model::{Contract, SchemaType};
+use crate::model::{Contract, Rpc, SchemaType};
 
 /// One version of a contract and how it is shown.
 #[derive(Debug, Clone, Copy)]
@@ -425,167 +425,205 @@ impl Context<'_> {
     /// breaks the side that is late.
     fn rpcs(&mut self) {
         for name in keys(&self.old.rpcs, &self.new.rpcs) {
-            let location = at("rpcs", name);
-            let (old, new) = match (self.old.rpcs.get(name), self.new.rpcs.get(name)) {
-                (None, Some(rpc)) => {
-                    self.push(
-                        Rule::Rpc,
-                        location,
-                        format!("rpc `{name}` of `{}` added", rpc.request),
-                        Vec::new(),
-                        "a new operation: deploy its server before its callers, whose calls \
-                         fail as unroutable until its queue exists",
-                    );
-                    continue;
-                }
-                (Some(rpc), None) => {
-                    let caller = self.rpc_party(PartyKind::Publisher, &rpc.request, name);
-                    self.push(
-                        Rule::Rpc,
-                        location,
-                        format!("rpc `{name}` of `{}` removed", rpc.request),
-                        vec![
-                            caller,
-                            Self::rust_code(&rpc.request),
-                            queued(&rpc.server.queue),
-                        ],
-                        "callers still deployed get no answer (their requests time out or \
-                         are unroutable), and requests in its queue are never answered: \
-                         remove every caller first",
-                    );
-                    continue;
-                }
-                (Some(old), Some(new)) => (old, new),
-                (None, None) => continue,
+            match (self.old.rpcs.get(name), self.new.rpcs.get(name)) {
+                (None, Some(rpc)) => self.rpc_added(name, rpc),
+                (Some(rpc), None) => self.rpc_removed(name, rpc),
+                (Some(old), Some(new)) => self.rpc_changed(name, old, new),
+                (None, None) => {}
+            }
+        }
+    }
+
+    /// An rpc only the new version has.
+    fn rpc_added(&mut self, name: &str, rpc: &Rpc) {
+        let location = at("rpcs", name);
+        self.push(
+            Rule::Rpc,
+            location,
+            format!("rpc `{name}` of `{}` added", rpc.request),
+            Vec::new(),
+            "a new operation: deploy its server before its callers, whose calls \
+             fail as unroutable until its queue exists",
+        );
+    }
+
+    /// An rpc only the old version has.
+    fn rpc_removed(&mut self, name: &str, rpc: &Rpc) {
+        let location = at("rpcs", name);
+        let caller = self.rpc_party(PartyKind::Publisher, &rpc.request, name);
+        self.push(
+            Rule::Rpc,
+            location,
+            format!("rpc `{name}` of `{}` removed", rpc.request),
+            vec![
+                caller,
+                Self::rust_code(&rpc.request),
+                queued(&rpc.server.queue),
+            ],
+            "callers still deployed get no answer (their requests time out or \
+             are unroutable), and requests in its queue are never answered: \
+             remove every caller first",
+        );
+    }
+
+    /// An rpc in both versions: its messages, its declared errors, its route, its queue and
+    /// its timeout, each compared.
+    fn rpc_changed(&mut self, name: &str, old: &Rpc, new: &Rpc) {
+        let location = at("rpcs", name);
+        let caller = self.rpc_party(PartyKind::Publisher, &new.request, name);
+        let server = self.rpc_party(PartyKind::Consumer, &new.request, name);
+        self.rpc_messages(name, &location, (old, new), (&caller, &server));
+        self.rpc_errors(name, &location, (old, new), (&caller, &server));
+        self.rpc_route(name, &location, (old, new), &caller);
+        if old.server.queue != new.server.queue {
+            self.push(
+                Rule::Rpc,
+                format!("{location}.queue"),
+                format!(
+                    "rpc `{name}` is served from queue `{}` instead of `{}`",
+                    new.server.queue, old.server.queue
+                ),
+                vec![queued(&old.server.queue)],
+                "requests left in the old queue are no longer answered (their callers \
+                 time out): drain it first",
+            );
+        }
+        if old.timeout != new.timeout {
+            self.push(
+                Rule::Rpc,
+                format!("{location}.timeout"),
+                format!(
+                    "rpc `{name}`'s timeout is {} instead of {}",
+                    new.timeout, old.timeout
+                ),
+                Vec::new(),
+                "each caller waits as its own version says",
+            );
+        }
+    }
+
+    /// The request and response messages of an rpc in both versions.
+    fn rpc_messages(
+        &mut self,
+        name: &str,
+        location: &str,
+        (old, new): (&Rpc, &Rpc),
+        (caller, server): (&Party, &Party),
+    ) {
+        let messages = [
+            ("request", &old.request, &new.request),
+            ("response", &old.response, &new.response),
+        ];
+        for (part, before, after) in messages {
+            if before == after {
+                continue;
+            }
+            let same = self.same_wire(before, after);
+            let breaks = if same {
+                vec![Self::rust_code(before)]
+            } else {
+                vec![caller.clone(), server.clone(), Self::rust_code(before)]
             };
-            let caller = self.rpc_party(PartyKind::Publisher, &new.request, name);
-            let server = self.rpc_party(PartyKind::Consumer, &new.request, name);
-            let messages = [
-                ("request", &old.request, &new.request),
-                ("response", &old.response, &new.response),
-            ];
-            for (part, before, after) in messages {
-                if before == after {
-                    continue;
-                }
-                let same = self.same_wire(before, after);
-                let breaks = if same {
-                    vec![Self::rust_code(before)]
+            self.push(
+                if same {
+                    Rule::RenamedMessage
                 } else {
-                    vec![caller.clone(), server.clone(), Self::rust_code(before)]
-                };
-                self.push(
-                    if same {
-                        Rule::RenamedMessage
-                    } else {
-                        Rule::Rpc
-                    },
-                    format!("{location}.{part}"),
-                    format!("rpc `{name}`'s {part} is `{after}` instead of `{before}`"),
-                    breaks,
-                    if same {
-                        "the wire is unchanged (same schemas), so callers and servers of \
-                         either version still understand each other; the generated names \
-                         change"
-                    } else {
-                        "callers and servers of different versions no longer understand \
-                         each other: add a new rpc instead, and retire the old one once no \
-                         caller uses it"
-                    },
-                );
-            }
-            for code in keys(&old.errors, &new.errors) {
-                let at_code = format!("{location}.errors.{code}");
-                match (old.errors.get(code), new.errors.get(code)) {
-                    (None, Some(message)) => self.push(
-                        Rule::Rpc,
-                        at_code,
-                        format!("rpc `{name}` declares error `{code}` (`{message}`)"),
-                        vec![caller.clone(), Self::rust_code(message)],
-                        "callers still on the old version read this error as an invalid \
-                         reply, and code matching the errors' enum must handle the new \
-                         variant: deploy the callers before the server sends it",
-                    ),
-                    (Some(message), None) => self.push(
-                        Rule::Rpc,
-                        at_code,
-                        format!("rpc `{name}` no longer declares error `{code}` (`{message}`)"),
-                        vec![server.clone(), Self::rust_code(message)],
-                        "servers still on the old version send it, and new callers read it \
-                         as an invalid reply: deploy the servers first; code naming the \
-                         variant must be updated",
-                    ),
-                    (Some(before), Some(after)) if before != after => self.push(
-                        Rule::Rpc,
-                        at_code,
-                        format!("rpc `{name}`'s error `{code}` is `{after}` instead of `{before}`"),
-                        if self.same_wire(before, after) {
-                            vec![Self::rust_code(before)]
-                        } else {
-                            vec![caller.clone(), server.clone(), Self::rust_code(before)]
-                        },
-                        "callers and servers of different versions read each other's error \
-                         as an invalid reply unless the two messages have the same schemas",
-                    ),
-                    _ => {}
-                }
-            }
-            if old.target != new.target {
-                // Callers still on the old version keep the old route: it breaks them when
-                // the new topology no longer takes it to the new server's queue.
-                let reach =
-                    topology::graph(self.new).route(&old.target.exchange, &old.target.routing_key);
-                let reached = reach.queues.contains(&new.server.queue)
-                    || reach.maybe.contains(&new.server.queue);
-                self.push(
+                    Rule::Rpc
+                },
+                format!("{location}.{part}"),
+                format!("rpc `{name}`'s {part} is `{after}` instead of `{before}`"),
+                breaks,
+                if same {
+                    "the wire is unchanged (same schemas), so callers and servers of \
+                     either version still understand each other; the generated names \
+                     change"
+                } else {
+                    "callers and servers of different versions no longer understand \
+                     each other: add a new rpc instead, and retire the old one once no \
+                     caller uses it"
+                },
+            );
+        }
+    }
+
+    /// The declared errors of an rpc in both versions, code by code.
+    fn rpc_errors(
+        &mut self,
+        name: &str,
+        location: &str,
+        (old, new): (&Rpc, &Rpc),
+        (caller, server): (&Party, &Party),
+    ) {
+        for code in keys(&old.errors, &new.errors) {
+            let at_code = format!("{location}.errors.{code}");
+            match (old.errors.get(code), new.errors.get(code)) {
+                (None, Some(message)) => self.push(
                     Rule::Rpc,
-                    format!("{location}.routing_key"),
-                    format!(
-                        "rpc `{name}` sends requests to `{}` with `{}` instead of `{}` with `{}`",
-                        new.target.exchange,
-                        new.target.routing_key_text,
-                        old.target.exchange,
-                        old.target.routing_key_text
-                    ),
-                    if reached {
-                        Vec::new()
-                    } else {
-                        vec![caller.clone()]
-                    },
-                    if reached {
-                        "the old route still reaches the server's queue, so callers of either \
-                         version are answered"
-                    } else {
-                        "callers still on the old version send where the new server does not \
-                         listen: keep the old route bound until every caller is redeployed"
-                    },
-                );
-            }
-            if old.server.queue != new.server.queue {
-                self.push(
+                    at_code,
+                    format!("rpc `{name}` declares error `{code}` (`{message}`)"),
+                    vec![caller.clone(), Self::rust_code(message)],
+                    "callers still on the old version read this error as an invalid \
+                     reply, and code matching the errors' enum must handle the new \
+                     variant: deploy the callers before the server sends it",
+                ),
+                (Some(message), None) => self.push(
                     Rule::Rpc,
-                    format!("{location}.queue"),
-                    format!(
-                        "rpc `{name}` is served from queue `{}` instead of `{}`",
-                        new.server.queue, old.server.queue
-                    ),
-                    vec![queued(&old.server.queue)],
-                    "requests left in the old queue are no longer answered (their callers \
-                     time out): drain it first",
-                );
-            }
-            if old.timeout != new.timeout {
-                self.push(
+                    at_code,
+                    format!("rpc `{name}` no longer declares error `{code}` (`{message}`)"),
+                    vec![server.clone(), Self::rust_code(message)],
+                    "servers still on the old version send it, and new callers read it \
+                     as an invalid reply: deploy the servers first; code naming the \
+                     variant must be updated",
+                ),
+                (Some(before), Some(after)) if before != after => self.push(
                     Rule::Rpc,
-                    format!("{location}.timeout"),
-                    format!(
-                        "rpc `{name}`'s timeout is {} instead of {}",
-                        new.timeout, old.timeout
-                    ),
-                    Vec::new(),
-                    "each caller waits as its own version says",
-                );
+                    at_code,
+                    format!("rpc `{name}`'s error `{code}` is `{after}` instead of `{before}`"),
+                    if self.same_wire(before, after) {
+                        vec![Self::rust_code(before)]
+                    } else {
+                        vec![caller.clone(), server.clone(), Self::rust_code(before)]
+                    },
+                    "callers and servers of different versions read each other's error \
+                     as an invalid reply unless the two messages have the same schemas",
+                ),
+                _ => {}
             }
+        }
+    }
+
+    /// Where an rpc's requests go in both versions.
+    fn rpc_route(&mut self, name: &str, location: &str, (old, new): (&Rpc, &Rpc), caller: &Party) {
+        if old.target != new.target {
+            // Callers still on the old version keep the old route: it breaks them when
+            // the new topology no longer takes it to the new server's queue.
+            let reach =
+                topology::graph(self.new).route(&old.target.exchange, &old.target.routing_key);
+            let reached =
+                reach.queues.contains(&new.server.queue) || reach.maybe.contains(&new.server.queue);
+            self.push(
+                Rule::Rpc,
+                format!("{location}.routing_key"),
+                format!(
+                    "rpc `{name}` sends requests to `{}` with `{}` instead of `{}` with `{}`",
+                    new.target.exchange,
+                    new.target.routing_key_text,
+                    old.target.exchange,
+                    old.target.routing_key_text
+                ),
+                if reached {
+                    Vec::new()
+                } else {
+                    vec![caller.clone()]
+                },
+                if reached {
+                    "the old route still reaches the server's queue, so callers of either \
+                     version are answered"
+                } else {
+                    "callers still on the old version send where the new server does not \
+                     listen: keep the old route bound until every caller is redeployed"
+                },
+            );
         }
     }
 }
