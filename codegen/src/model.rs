@@ -203,9 +203,16 @@ pub(crate) fn build(
     entries: &BTreeMap<String, (NodeKey, Option<NodeKey>)>,
     type_names: &BTreeMap<NodeKey, String>,
 ) -> Result<Contract, String> {
-    let bugs = std::cell::RefCell::new(Vec::new());
-    let bug = |text: String| bugs.borrow_mut().push(text);
     let file = &loaded.file;
+    let builder = Builder {
+        file,
+        imports,
+        schemas: &schemas,
+        // One graph for every route: which queues a publisher's messages and an rpc's
+        // requests reach decides their `max_priority`.
+        graph: crate::routing::contract_graph(file, imports),
+        bugs: std::cell::RefCell::new(Vec::new()),
+    };
     let exchanges = file
         .exchanges
         .iter()
@@ -218,170 +225,18 @@ pub(crate) fn build(
         queues.push(declared);
         queues.extend(waits);
     }
-    let schema_type = |key: &NodeKey| {
-        let type_name = type_names.get(key).cloned().unwrap_or_else(|| {
-            bug(format!("no Rust type was named for the schema at {key:?}"));
-            String::new()
-        });
-        SchemaType {
-            schema: schemas.standalone(&type_name),
-            type_name,
-        }
-    };
-    // The contract's own messages, then the imported ones it uses, by qualified name.
-    let imported = imports
-        .messages
-        .iter()
-        .filter_map(|(qualified, (alias, _))| {
-            let message = imports.message(qualified).map(|(_, m)| m).or_else(|| {
-                bug(format!("imported message `{qualified}` has no owner"));
-                None
-            })?;
-            Some((qualified, message, Some(alias.clone())))
-        });
-    let messages = file
-        .messages
-        .iter()
-        .map(|(name, m)| (name, m, None))
-        .chain(imported)
-        .filter_map(|(name, m, owner)| {
-            let Some((payload, headers)) = entries.get(name) else {
-                bug(format!("message `{name}` has no bundled schema"));
-                return None;
-            };
-            Some((
-                name.clone(),
-                Message {
-                    name: name.clone(),
-                    payload: schema_type(payload),
-                    headers: headers.as_ref().map(schema_type),
-                    content_type: m
-                        .content_type
-                        .clone()
-                        .unwrap_or_else(|| DEFAULT_CONTENT_TYPE.to_owned()),
-                    description: m.description.clone(),
-                    owner,
-                },
-            ))
-        })
-        .collect();
-    // One graph for every route: which queues a publisher's messages and an rpc's requests
-    // reach decides their `max_priority`.
-    let graph = crate::routing::contract_graph(file, imports);
-    let max_priority = |exchange: &str, key: &KeyTemplate| {
-        crate::routing::max_priority(&graph.route(exchange, key), file, imports)
-    };
-    let publishers = file
-        .publishers
-        .iter()
-        .map(|(name, p)| {
-            let text = p.routing_key.clone().unwrap_or_default();
-            let routing_key = KeyTemplate::parse(&text).unwrap_or_else(|_| {
-                bug(format!(
-                    "publisher `{name}`'s routing key `{text}` does not parse"
-                ));
-                KeyTemplate::empty()
-            });
-            let publisher = Publisher {
-                name: name.clone(),
-                exchange: p.exchange.clone(),
-                max_priority: max_priority(&p.exchange, &routing_key),
-                routing_key,
-                routing_key_text: text,
-                message: p.message.clone(),
-                compression: p.compression,
-            };
-            (name.clone(), publisher)
-        })
-        .collect();
+    let messages = builder.messages(entries, type_names);
+    let publishers = builder.publishers();
     let consumers = file
         .consumers
         .iter()
         .map(|(name, c)| (name.clone(), consumer(name, c)))
         .collect();
-    let rpcs = file
-        .rpcs
-        .iter()
-        .map(|(name, r)| {
-            let (exchange, text, routing_key) = match (&r.exchange, &r.routing_key) {
-                (Some(exchange), Some(key)) => {
-                    let template = KeyTemplate::parse(key).unwrap_or_else(|_| {
-                        bug(format!("rpc `{name}`'s routing key `{key}` does not parse"));
-                        KeyTemplate::empty()
-                    });
-                    (exchange.clone(), key.clone(), template)
-                }
-                // The checks refuse one without the other: the default exchange, which
-                // routes by queue name, taken as it is (a queue name may hold braces).
-                _ => (
-                    String::new(),
-                    r.queue.clone(),
-                    KeyTemplate::literal(&r.queue),
-                ),
-            };
-            let rpc = Rpc {
-                name: name.clone(),
-                description: r.description.clone(),
-                request: r.request.clone(),
-                response: r.response.clone(),
-                errors: r.errors.clone(),
-                max_priority: max_priority(&exchange, &routing_key),
-                target: RpcTarget {
-                    exchange,
-                    routing_key,
-                    routing_key_text: text,
-                },
-                timeout: r.timeout.unwrap_or(DEFAULT_RPC_TIMEOUT),
-                server: consumer(name, &r.server()),
-            };
-            (name.clone(), rpc)
-        })
-        .collect();
-    let mut inputs = vec![loaded.paths.contract().to_owned()];
-    inputs.extend(schemas.files.iter().cloned());
-    // A change to an imported contract or its schemas changes what this one generates.
-    for import in imports.contracts.values() {
-        for input in &import.contract.inputs {
-            if !inputs.contains(input) {
-                inputs.push(input.clone());
-            }
-        }
-    }
-    let imported_exchanges = imports
-        .contracts
-        .values()
-        .filter_map(|import| {
-            let exchanges: Vec<Exchange> = imports
-                .exchanges
-                .iter()
-                .filter(|(_, alias)| **alias == import.alias)
-                .filter_map(|(name, _)| {
-                    let exchange = import.contract.topology.exchange(name).cloned();
-                    if exchange.is_none() {
-                        bug(format!(
-                            "imported exchange `{name}` is not in its owner's model"
-                        ));
-                    }
-                    exchange
-                })
-                .collect();
-            (!exchanges.is_empty()).then(|| Import {
-                contract: import.owner_as_written(),
-                exchanges,
-            })
-        })
-        .collect();
-    let bindings = file
-        .bindings
-        .iter()
-        .filter_map(|b| {
-            binding(b).or_else(|| {
-                bug(format!("a binding of `{}` has no destination", b.exchange));
-                None
-            })
-        })
-        .collect();
-    let bugs = bugs.into_inner();
+    let rpcs = builder.rpcs();
+    let inputs = builder.inputs(loaded);
+    let imported_exchanges = builder.imported_exchanges();
+    let bindings = builder.bindings();
+    let bugs = builder.bugs.into_inner();
     if !bugs.is_empty() {
         return Err(bugs.join("; "));
     }
@@ -400,6 +255,218 @@ pub(crate) fn build(
             .map(|(alias, import)| (alias.clone(), import.contract.clone()))
             .collect(),
     })
+}
+
+/// What building one contract's model reads, and the bugs it finds on the way.
+struct Builder<'a> {
+    file: &'a format::ContractFile,
+    imports: &'a Imports,
+    schemas: &'a SchemaBundle,
+    graph: crate::routing::Graph,
+    /// What the model cannot represent although the checks let it through.
+    bugs: std::cell::RefCell<Vec<String>>,
+}
+
+impl Builder<'_> {
+    /// Records what the model cannot represent: reported when the build ends.
+    fn bug(&self, text: String) {
+        self.bugs.borrow_mut().push(text);
+    }
+
+    /// The highest `max_priority` of the queues `exchange` routes `key` to.
+    fn max_priority(&self, exchange: &str, key: &KeyTemplate) -> Option<u8> {
+        crate::routing::max_priority(&self.graph.route(exchange, key), self.file, self.imports)
+    }
+
+    /// The contract's own messages, then the imported ones it uses, by qualified name.
+    fn messages(
+        &self,
+        entries: &BTreeMap<String, (NodeKey, Option<NodeKey>)>,
+        type_names: &BTreeMap<NodeKey, String>,
+    ) -> BTreeMap<String, Message> {
+        let (file, imports, schemas) = (self.file, self.imports, self.schemas);
+        let bug = |text: String| self.bug(text);
+        let schema_type = |key: &NodeKey| {
+            let type_name = type_names.get(key).cloned().unwrap_or_else(|| {
+                bug(format!("no Rust type was named for the schema at {key:?}"));
+                String::new()
+            });
+            SchemaType {
+                schema: schemas.standalone(&type_name),
+                type_name,
+            }
+        };
+        let imported = imports
+            .messages
+            .iter()
+            .filter_map(|(qualified, (alias, _))| {
+                let message = imports.message(qualified).map(|(_, m)| m).or_else(|| {
+                    bug(format!("imported message `{qualified}` has no owner"));
+                    None
+                })?;
+                Some((qualified, message, Some(alias.clone())))
+            });
+        file.messages
+            .iter()
+            .map(|(name, m)| (name, m, None))
+            .chain(imported)
+            .filter_map(|(name, m, owner)| {
+                let Some((payload, headers)) = entries.get(name) else {
+                    bug(format!("message `{name}` has no bundled schema"));
+                    return None;
+                };
+                Some((
+                    name.clone(),
+                    Message {
+                        name: name.clone(),
+                        payload: schema_type(payload),
+                        headers: headers.as_ref().map(schema_type),
+                        content_type: m
+                            .content_type
+                            .clone()
+                            .unwrap_or_else(|| DEFAULT_CONTENT_TYPE.to_owned()),
+                        description: m.description.clone(),
+                        owner,
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    /// The publishers, each with its parsed routing key and the priority its queues allow.
+    fn publishers(&self) -> BTreeMap<String, Publisher> {
+        let bug = |text: String| self.bug(text);
+        let max_priority = |exchange: &str, key: &KeyTemplate| self.max_priority(exchange, key);
+        self.file
+            .publishers
+            .iter()
+            .map(|(name, p)| {
+                let text = p.routing_key.clone().unwrap_or_default();
+                let routing_key = KeyTemplate::parse(&text).unwrap_or_else(|_| {
+                    bug(format!(
+                        "publisher `{name}`'s routing key `{text}` does not parse"
+                    ));
+                    KeyTemplate::empty()
+                });
+                let publisher = Publisher {
+                    name: name.clone(),
+                    exchange: p.exchange.clone(),
+                    max_priority: max_priority(&p.exchange, &routing_key),
+                    routing_key,
+                    routing_key_text: text,
+                    message: p.message.clone(),
+                    compression: p.compression,
+                };
+                (name.clone(), publisher)
+            })
+            .collect()
+    }
+
+    /// The rpcs, each with its request route (the default exchange by queue name when the
+    /// contract gives none) and its server's consumer settings.
+    fn rpcs(&self) -> BTreeMap<String, Rpc> {
+        let bug = |text: String| self.bug(text);
+        let max_priority = |exchange: &str, key: &KeyTemplate| self.max_priority(exchange, key);
+        self.file
+            .rpcs
+            .iter()
+            .map(|(name, r)| {
+                let (exchange, text, routing_key) = match (&r.exchange, &r.routing_key) {
+                    (Some(exchange), Some(key)) => {
+                        let template = KeyTemplate::parse(key).unwrap_or_else(|_| {
+                            bug(format!("rpc `{name}`'s routing key `{key}` does not parse"));
+                            KeyTemplate::empty()
+                        });
+                        (exchange.clone(), key.clone(), template)
+                    }
+                    // The checks refuse one without the other: the default exchange, which
+                    // routes by queue name, taken as it is (a queue name may hold braces).
+                    _ => (
+                        String::new(),
+                        r.queue.clone(),
+                        KeyTemplate::literal(&r.queue),
+                    ),
+                };
+                let rpc = Rpc {
+                    name: name.clone(),
+                    description: r.description.clone(),
+                    request: r.request.clone(),
+                    response: r.response.clone(),
+                    errors: r.errors.clone(),
+                    max_priority: max_priority(&exchange, &routing_key),
+                    target: RpcTarget {
+                        exchange,
+                        routing_key,
+                        routing_key_text: text,
+                    },
+                    timeout: r.timeout.unwrap_or(DEFAULT_RPC_TIMEOUT),
+                    server: consumer(name, &r.server()),
+                };
+                (name.clone(), rpc)
+            })
+            .collect()
+    }
+
+    /// Every file the contract was generated from: its own, its schemas, and its imports'.
+    fn inputs(&self, loaded: &LoadedContract) -> Vec<std::path::PathBuf> {
+        let (imports, schemas) = (self.imports, self.schemas);
+        let mut inputs = vec![loaded.paths.contract().to_owned()];
+        inputs.extend(schemas.files.iter().cloned());
+        // A change to an imported contract or its schemas changes what this one generates.
+        for import in imports.contracts.values() {
+            for input in &import.contract.inputs {
+                if !inputs.contains(input) {
+                    inputs.push(input.clone());
+                }
+            }
+        }
+        inputs
+    }
+
+    /// The exchanges the contract uses from each import, as their owners declare them.
+    fn imported_exchanges(&self) -> Vec<Import> {
+        let imports = self.imports;
+        let bug = |text: String| self.bug(text);
+        imports
+            .contracts
+            .values()
+            .filter_map(|import| {
+                let exchanges: Vec<Exchange> = imports
+                    .exchanges
+                    .iter()
+                    .filter(|(_, alias)| **alias == import.alias)
+                    .filter_map(|(name, _)| {
+                        let exchange = import.contract.topology.exchange(name).cloned();
+                        if exchange.is_none() {
+                            bug(format!(
+                                "imported exchange `{name}` is not in its owner's model"
+                            ));
+                        }
+                        exchange
+                    })
+                    .collect();
+                (!exchanges.is_empty()).then(|| Import {
+                    contract: import.owner_as_written(),
+                    exchanges,
+                })
+            })
+            .collect()
+    }
+
+    /// The contract's bindings.
+    fn bindings(&self) -> Vec<Binding> {
+        let bug = |text: String| self.bug(text);
+        self.file
+            .bindings
+            .iter()
+            .filter_map(|b| {
+                binding(b).or_else(|| {
+                    bug(format!("a binding of `{}` has no destination", b.exchange));
+                    None
+                })
+            })
+            .collect()
+    }
 }
 
 /// Consumer `name` with its defaults applied (an rpc's server too, through
