@@ -77,179 +77,227 @@ pub struct Graph {
 /// queue), with the reply as an edge from the server back to the caller.
 pub fn graph(contract: &Contract) -> Graph {
     let scope = Scope::of(contract);
-    let mut graph = Graph::default();
-    let mut exchange_ids = BTreeMap::new();
-    for (i, (name, view)) in scope.exchanges.iter().enumerate() {
-        let id = format!("x{i}");
-        let mut lines = vec![match view.ownership {
-            Ownership::Default => "(default exchange)".to_owned(),
-            _ => name.clone(),
-        }];
-        match (view.ownership, view.kind) {
-            (Ownership::External, _) => lines.push("external".to_owned()),
-            (Ownership::Own, Some(kind)) => lines.push(kind.as_str().to_owned()),
-            _ => {}
+    let mut drawing = Drawing {
+        contract,
+        graph: Graph::default(),
+        exchange_ids: BTreeMap::new(),
+        queue_ids: BTreeMap::new(),
+    };
+    drawing.exchanges(&scope);
+    drawing.queues(&scope);
+    drawing.senders();
+    drawing.bindings();
+    drawing.dead_letters(&scope);
+    drawing.consumers();
+    drawing.rpc_servers();
+    drawing.graph
+}
+
+/// A graph being drawn, and the node IDs of the exchanges and queues drawn so far.
+struct Drawing<'a> {
+    contract: &'a Contract,
+    graph: Graph,
+    exchange_ids: BTreeMap<&'a str, String>,
+    queue_ids: BTreeMap<&'a str, String>,
+}
+
+impl<'a> Drawing<'a> {
+    /// Every exchange the contract names, its own, imported or external.
+    fn exchanges(&mut self, scope: &'a Scope<'_>) {
+        for (i, (name, view)) in scope.exchanges.iter().enumerate() {
+            let id = format!("x{i}");
+            let mut lines = vec![match view.ownership {
+                Ownership::Default => "(default exchange)".to_owned(),
+                _ => name.clone(),
+            }];
+            match (view.ownership, view.kind) {
+                (Ownership::External, _) => lines.push("external".to_owned()),
+                (Ownership::Own, Some(kind)) => lines.push(kind.as_str().to_owned()),
+                _ => {}
+            }
+            self.graph.nodes.push(Node {
+                id: id.clone(),
+                kind: NodeKind::Exchange,
+                lines,
+                external: view.ownership == Ownership::External,
+            });
+            self.exchange_ids.insert(name.as_str(), id);
         }
-        graph.nodes.push(Node {
-            id: id.clone(),
-            kind: NodeKind::Exchange,
-            lines,
-            external: view.ownership == Ownership::External,
-        });
-        exchange_ids.insert(name.as_str(), id);
     }
-    let mut queue_ids = BTreeMap::new();
-    for (i, queue) in scope.queues.iter().enumerate() {
-        let id = format!("q{i}");
-        graph.nodes.push(Node {
-            id: id.clone(),
-            kind: NodeKind::Queue,
-            lines: vec![queue.name.clone(), queue.kind.as_str().to_owned()],
-            external: false,
-        });
-        if let Some(summary) = retry_summary(queue) {
-            let note = format!("r{i}");
-            graph.nodes.push(Node {
-                id: note.clone(),
-                kind: NodeKind::Retry,
-                lines: vec![summary],
+
+    /// Every queue, with its retry schedule as a note.
+    fn queues(&mut self, scope: &'a Scope<'_>) {
+        for (i, queue) in scope.queues.iter().enumerate() {
+            let id = format!("q{i}");
+            self.graph.nodes.push(Node {
+                id: id.clone(),
+                kind: NodeKind::Queue,
+                lines: vec![queue.name.clone(), queue.kind.as_str().to_owned()],
                 external: false,
             });
-            graph.edges.push(Edge {
-                from: id.clone(),
-                to: note,
-                label: None,
-                style: EdgeStyle::Note,
-            });
+            if let Some(summary) = retry_summary(queue) {
+                let note = format!("r{i}");
+                self.graph.nodes.push(Node {
+                    id: note.clone(),
+                    kind: NodeKind::Retry,
+                    lines: vec![summary],
+                    external: false,
+                });
+                self.graph.edges.push(Edge {
+                    from: id.clone(),
+                    to: note,
+                    label: None,
+                    style: EdgeStyle::Note,
+                });
+            }
+            self.queue_ids.insert(queue.name.as_str(), id);
         }
-        queue_ids.insert(queue.name.as_str(), id);
     }
-    // Publishers, and rpc callers drawn as publishers of their requests.
-    let senders = contract
-        .publishers
-        .values()
-        .enumerate()
-        .map(|(i, p)| {
-            let lines = vec![p.name.clone(), p.message.clone()];
-            (format!("p{i}"), lines, &p.exchange, &p.routing_key_text)
-        })
-        // Callers are numbered after the publishers, servers after the consumers: every ID
-        // is one letter and a number.
-        .chain(contract.rpcs.values().enumerate().map(|(i, r)| {
-            let lines = vec![
-                format!("{} (rpc caller)", r.name),
-                format!("{} → {}", r.request, r.response),
-            ];
-            (
-                caller_id(contract, i),
+
+    /// Publishers, and rpc callers drawn as publishers of their requests.
+    fn senders(&mut self) {
+        let senders = self
+            .contract
+            .publishers
+            .values()
+            .enumerate()
+            .map(|(i, p)| {
+                let lines = vec![p.name.clone(), p.message.clone()];
+                (format!("p{i}"), lines, &p.exchange, &p.routing_key_text)
+            })
+            // Callers are numbered after the publishers, servers after the consumers: every ID
+            // is one letter and a number.
+            .chain(self.contract.rpcs.values().enumerate().map(|(i, r)| {
+                let lines = vec![
+                    format!("{} (rpc caller)", r.name),
+                    format!("{} → {}", r.request, r.response),
+                ];
+                (
+                    caller_id(self.contract, i),
+                    lines,
+                    &r.target.exchange,
+                    &r.target.routing_key_text,
+                )
+            }));
+        for (id, lines, exchange_name, key) in senders {
+            self.graph.nodes.push(Node {
+                id: id.clone(),
+                kind: NodeKind::Publisher,
                 lines,
-                &r.target.exchange,
-                &r.target.routing_key_text,
-            )
-        }));
-    for (id, lines, exchange_name, key) in senders {
-        graph.nodes.push(Node {
-            id: id.clone(),
-            kind: NodeKind::Publisher,
-            lines,
-            external: false,
-        });
-        if let Some(exchange) = exchange_ids.get(exchange_name.as_str()) {
-            graph.edges.push(Edge {
-                from: id,
-                to: exchange.clone(),
-                label: Some(key.clone()).filter(|key| !key.is_empty()),
-                style: EdgeStyle::Flow,
+                external: false,
             });
-        }
-        // The default exchange routes a key to the queue of that name.
-        if exchange_name.is_empty()
-            && let (Some(from), Some(to)) = (exchange_ids.get(""), queue_ids.get(key.as_str()))
-        {
-            let edge = Edge {
-                from: from.clone(),
-                to: to.clone(),
-                label: Some(key.clone()),
-                style: EdgeStyle::Flow,
-            };
-            if !graph.edges.contains(&edge) {
-                graph.edges.push(edge);
+            if let Some(exchange) = self.exchange_ids.get(exchange_name.as_str()) {
+                self.graph.edges.push(Edge {
+                    from: id,
+                    to: exchange.clone(),
+                    label: Some(key.clone()).filter(|key| !key.is_empty()),
+                    style: EdgeStyle::Flow,
+                });
+            }
+            // The default exchange routes a key to the queue of that name.
+            if exchange_name.is_empty()
+                && let (Some(from), Some(to)) =
+                    (self.exchange_ids.get(""), self.queue_ids.get(key.as_str()))
+            {
+                let edge = Edge {
+                    from: from.clone(),
+                    to: to.clone(),
+                    label: Some(key.clone()),
+                    style: EdgeStyle::Flow,
+                };
+                if !self.graph.edges.contains(&edge) {
+                    self.graph.edges.push(edge);
+                }
             }
         }
     }
-    for binding in &contract.topology.bindings {
-        let to = match &binding.destination {
-            Destination::Queue(queue) => queue_ids.get(queue.as_str()),
-            Destination::Exchange(exchange) => exchange_ids.get(exchange.as_str()),
-        };
-        if let (Some(from), Some(to)) = (exchange_ids.get(binding.exchange.as_str()), to) {
-            graph.edges.push(Edge {
-                from: from.clone(),
-                to: to.clone(),
-                label: binding_label(binding),
+
+    /// The bindings, exchange to queue or exchange.
+    fn bindings(&mut self) {
+        for binding in &self.contract.topology.bindings {
+            let to = match &binding.destination {
+                Destination::Queue(queue) => self.queue_ids.get(queue.as_str()),
+                Destination::Exchange(exchange) => self.exchange_ids.get(exchange.as_str()),
+            };
+            if let (Some(from), Some(to)) = (self.exchange_ids.get(binding.exchange.as_str()), to) {
+                self.graph.edges.push(Edge {
+                    from: from.clone(),
+                    to: to.clone(),
+                    label: binding_label(binding),
+                    style: EdgeStyle::Flow,
+                });
+            }
+        }
+    }
+
+    /// Each queue's dead-letter flow to its dead-letter exchange.
+    fn dead_letters(&mut self, scope: &'a Scope<'_>) {
+        for queue in &scope.queues {
+            if let (Some(dead_letter), Some(from)) =
+                (&queue.dead_letter, self.queue_ids.get(queue.name.as_str()))
+                && let Some(to) = self.exchange_ids.get(dead_letter.exchange.as_str())
+            {
+                self.graph.edges.push(Edge {
+                    from: from.clone(),
+                    to: to.clone(),
+                    label: Some(match &dead_letter.routing_key {
+                        Some(key) => format!("dead letters, as {key}"),
+                        None => "dead letters".to_owned(),
+                    }),
+                    style: EdgeStyle::DeadLetter,
+                });
+            }
+        }
+    }
+
+    /// The consumers, each reading its queue.
+    fn consumers(&mut self) {
+        for (i, consumer) in self.contract.consumers.values().enumerate() {
+            let id = format!("c{i}");
+            self.graph.nodes.push(Node {
+                id: id.clone(),
+                kind: NodeKind::Consumer,
+                lines: vec![consumer.name.clone(), consumer.message.clone()],
+                external: false,
+            });
+            if let Some(queue) = self.queue_ids.get(consumer.queue.as_str()) {
+                self.graph.edges.push(Edge {
+                    from: queue.clone(),
+                    to: id,
+                    label: None,
+                    style: EdgeStyle::Flow,
+                });
+            }
+        }
+    }
+
+    /// Rpc servers, drawn as consumers of their queues, each replying to its callers
+    /// (through direct reply-to: no exchange or queue of the contract).
+    fn rpc_servers(&mut self) {
+        for (i, rpc) in self.contract.rpcs.values().enumerate() {
+            let id = format!("c{}", self.contract.consumers.len() + i);
+            self.graph.nodes.push(Node {
+                id: id.clone(),
+                kind: NodeKind::Consumer,
+                lines: vec![format!("{} (rpc server)", rpc.name), rpc.request.clone()],
+                external: false,
+            });
+            if let Some(queue) = self.queue_ids.get(rpc.server.queue.as_str()) {
+                self.graph.edges.push(Edge {
+                    from: queue.clone(),
+                    to: id.clone(),
+                    label: None,
+                    style: EdgeStyle::Flow,
+                });
+            }
+            self.graph.edges.push(Edge {
+                from: id,
+                to: caller_id(self.contract, i),
+                label: Some(format!("reply: {}", rpc.response)),
                 style: EdgeStyle::Flow,
             });
         }
     }
-    for queue in &scope.queues {
-        if let (Some(dead_letter), Some(from)) =
-            (&queue.dead_letter, queue_ids.get(queue.name.as_str()))
-            && let Some(to) = exchange_ids.get(dead_letter.exchange.as_str())
-        {
-            graph.edges.push(Edge {
-                from: from.clone(),
-                to: to.clone(),
-                label: Some(match &dead_letter.routing_key {
-                    Some(key) => format!("dead letters, as {key}"),
-                    None => "dead letters".to_owned(),
-                }),
-                style: EdgeStyle::DeadLetter,
-            });
-        }
-    }
-    for (i, consumer) in contract.consumers.values().enumerate() {
-        let id = format!("c{i}");
-        graph.nodes.push(Node {
-            id: id.clone(),
-            kind: NodeKind::Consumer,
-            lines: vec![consumer.name.clone(), consumer.message.clone()],
-            external: false,
-        });
-        if let Some(queue) = queue_ids.get(consumer.queue.as_str()) {
-            graph.edges.push(Edge {
-                from: queue.clone(),
-                to: id,
-                label: None,
-                style: EdgeStyle::Flow,
-            });
-        }
-    }
-    // Rpc servers, drawn as consumers of their queues, each replying to its callers
-    // (through direct reply-to: no exchange or queue of the contract).
-    for (i, rpc) in contract.rpcs.values().enumerate() {
-        let id = format!("c{}", contract.consumers.len() + i);
-        graph.nodes.push(Node {
-            id: id.clone(),
-            kind: NodeKind::Consumer,
-            lines: vec![format!("{} (rpc server)", rpc.name), rpc.request.clone()],
-            external: false,
-        });
-        if let Some(queue) = queue_ids.get(rpc.server.queue.as_str()) {
-            graph.edges.push(Edge {
-                from: queue.clone(),
-                to: id.clone(),
-                label: None,
-                style: EdgeStyle::Flow,
-            });
-        }
-        graph.edges.push(Edge {
-            from: id,
-            to: caller_id(contract, i),
-            label: Some(format!("reply: {}", rpc.response)),
-            style: EdgeStyle::Flow,
-        });
-    }
-    graph
 }
 
 /// The node ID of the caller of the `i`th rpc: numbered after the publishers.
