@@ -265,15 +265,14 @@ impl Config {
         if let Some(folder) = &self.project_root {
             return ProjectRoot::At(folder.clone());
         }
-        let folder = contract.canonicalize().ok();
-        let in_git = folder
-            .as_deref()
-            .and_then(Path::parent)
-            .and_then(ProjectRoot::git_work_tree)
-            .is_some();
-        match std::env::var_os("CARGO_MANIFEST_DIR") {
-            Some(package) if !in_git => ProjectRoot::At(cargo_workspace(Path::new(&package))),
-            _ => ProjectRoot::Discover,
+        let git = contract
+            .canonicalize()
+            .ok()
+            .and_then(|path| path.parent().and_then(ProjectRoot::git_work_tree));
+        match (git, std::env::var_os("CARGO_MANIFEST_DIR")) {
+            (Some(work_tree), _) => ProjectRoot::At(work_tree),
+            (None, Some(package)) => ProjectRoot::At(cargo_workspace(Path::new(&package))),
+            (None, None) => ProjectRoot::Discover,
         }
     }
 

@@ -206,20 +206,6 @@ fn has_contract_extension(path: &str) -> bool {
         .is_some_and(|extension| extension == "yaml" || extension == "yml")
 }
 
-/// The project folder of `contract`, as diagnostics show paths: relative to the contract as
-/// the user named it.
-pub(crate) fn project_shown(contract: &LoadedContract) -> String {
-    let shown = contract
-        .files
-        .project()
-        .map(|project| contract.paths.show(project))
-        .unwrap_or_default();
-    match shown.as_os_str().is_empty() {
-        true => ".".to_owned(),
-        false => shown.display().to_string(),
-    }
-}
-
 /// Loads and checks the contract `relative` names, relative to `contract`'s folder.
 fn import(
     contract: &LoadedContract,
@@ -316,7 +302,7 @@ fn locate(contract: &LoadedContract, alias: &str, relative: &str) -> Result<Path
                 format!(
                     "import `{alias}`: `{}` is outside the project folder `{}`",
                     shown(relative),
-                    project_shown(contract)
+                    contract.project_shown()
                 ),
                 crate::project::outside_help(),
             )

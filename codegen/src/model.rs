@@ -284,15 +284,14 @@ impl Builder<'_> {
         entries: &BTreeMap<String, (NodeKey, Option<NodeKey>)>,
         type_names: &BTreeMap<NodeKey, String>,
     ) -> BTreeMap<String, Message> {
-        let (file, imports, schemas) = (self.file, self.imports, self.schemas);
-        let bug = |text: String| self.bug(text);
+        let (file, imports) = (self.file, self.imports);
         let schema_type = |key: &NodeKey| {
             let type_name = type_names.get(key).cloned().unwrap_or_else(|| {
-                bug(format!("no Rust type was named for the schema at {key:?}"));
+                self.bug(format!("no Rust type was named for the schema at {key:?}"));
                 String::new()
             });
             SchemaType {
-                schema: schemas.standalone(&type_name),
+                schema: self.schemas.standalone(&type_name),
                 type_name,
             }
         };
@@ -301,7 +300,7 @@ impl Builder<'_> {
             .iter()
             .filter_map(|(qualified, (alias, _))| {
                 let message = imports.message(qualified).map(|(_, m)| m).or_else(|| {
-                    bug(format!("imported message `{qualified}` has no owner"));
+                    self.bug(format!("imported message `{qualified}` has no owner"));
                     None
                 })?;
                 Some((qualified, message, Some(alias.clone())))
@@ -312,7 +311,7 @@ impl Builder<'_> {
             .chain(imported)
             .filter_map(|(name, m, owner)| {
                 let Some((payload, headers)) = entries.get(name) else {
-                    bug(format!("message `{name}` has no bundled schema"));
+                    self.bug(format!("message `{name}` has no bundled schema"));
                     return None;
                 };
                 Some((
@@ -335,15 +334,13 @@ impl Builder<'_> {
 
     /// The publishers, each with its parsed routing key and the priority its queues allow.
     fn publishers(&self) -> BTreeMap<String, Publisher> {
-        let bug = |text: String| self.bug(text);
-        let max_priority = |exchange: &str, key: &KeyTemplate| self.max_priority(exchange, key);
         self.file
             .publishers
             .iter()
             .map(|(name, p)| {
                 let text = p.routing_key.clone().unwrap_or_default();
                 let routing_key = KeyTemplate::parse(&text).unwrap_or_else(|_| {
-                    bug(format!(
+                    self.bug(format!(
                         "publisher `{name}`'s routing key `{text}` does not parse"
                     ));
                     KeyTemplate::empty()
@@ -351,7 +348,7 @@ impl Builder<'_> {
                 let publisher = Publisher {
                     name: name.clone(),
                     exchange: p.exchange.clone(),
-                    max_priority: max_priority(&p.exchange, &routing_key),
+                    max_priority: self.max_priority(&p.exchange, &routing_key),
                     routing_key,
                     routing_key_text: text,
                     message: p.message.clone(),
@@ -365,8 +362,6 @@ impl Builder<'_> {
     /// The rpcs, each with its request route (the default exchange by queue name when the
     /// contract gives none) and its server's consumer settings.
     fn rpcs(&self) -> BTreeMap<String, Rpc> {
-        let bug = |text: String| self.bug(text);
-        let max_priority = |exchange: &str, key: &KeyTemplate| self.max_priority(exchange, key);
         self.file
             .rpcs
             .iter()
@@ -374,7 +369,7 @@ impl Builder<'_> {
                 let (exchange, text, routing_key) = match (&r.exchange, &r.routing_key) {
                     (Some(exchange), Some(key)) => {
                         let template = KeyTemplate::parse(key).unwrap_or_else(|_| {
-                            bug(format!("rpc `{name}`'s routing key `{key}` does not parse"));
+                            self.bug(format!("rpc `{name}`'s routing key `{key}` does not parse"));
                             KeyTemplate::empty()
                         });
                         (exchange.clone(), key.clone(), template)
@@ -393,7 +388,7 @@ impl Builder<'_> {
                     request: r.request.clone(),
                     response: r.response.clone(),
                     errors: r.errors.clone(),
-                    max_priority: max_priority(&exchange, &routing_key),
+                    max_priority: self.max_priority(&exchange, &routing_key),
                     target: RpcTarget {
                         exchange,
                         routing_key,
@@ -409,11 +404,10 @@ impl Builder<'_> {
 
     /// Every file the contract was generated from: its own, its schemas, and its imports'.
     fn inputs(&self, loaded: &LoadedContract) -> Vec<std::path::PathBuf> {
-        let (imports, schemas) = (self.imports, self.schemas);
         let mut inputs = vec![loaded.paths.contract().to_owned()];
-        inputs.extend(schemas.files.iter().cloned());
+        inputs.extend(self.schemas.files.iter().cloned());
         // A change to an imported contract or its schemas changes what this one generates.
-        for import in imports.contracts.values() {
+        for import in self.imports.contracts.values() {
             for input in &import.contract.inputs {
                 if !inputs.contains(input) {
                     inputs.push(input.clone());
@@ -426,7 +420,6 @@ impl Builder<'_> {
     /// The exchanges the contract uses from each import, as their owners declare them.
     fn imported_exchanges(&self) -> Vec<Import> {
         let imports = self.imports;
-        let bug = |text: String| self.bug(text);
         imports
             .contracts
             .values()
@@ -438,7 +431,7 @@ impl Builder<'_> {
                     .filter_map(|(name, _)| {
                         let exchange = import.contract.topology.exchange(name).cloned();
                         if exchange.is_none() {
-                            bug(format!(
+                            self.bug(format!(
                                 "imported exchange `{name}` is not in its owner's model"
                             ));
                         }
@@ -455,13 +448,12 @@ impl Builder<'_> {
 
     /// The contract's bindings.
     fn bindings(&self) -> Vec<Binding> {
-        let bug = |text: String| self.bug(text);
         self.file
             .bindings
             .iter()
             .filter_map(|b| {
                 binding(b).or_else(|| {
-                    bug(format!("a binding of `{}` has no destination", b.exchange));
+                    self.bug(format!("a binding of `{}` has no destination", b.exchange));
                     None
                 })
             })

@@ -42,7 +42,7 @@ impl ProjectRoot {
     pub(crate) fn resolve(&self, contract_dir: &Path) -> io::Result<PathBuf> {
         let root = match self {
             Self::Discover => {
-                git_work_tree(contract_dir).unwrap_or_else(|| contract_dir.to_owned())
+                Self::git_work_tree(contract_dir).unwrap_or_else(|| contract_dir.to_owned())
             }
             Self::At(folder) => folder.canonicalize().map_err(|e| {
                 io::Error::new(
@@ -65,15 +65,11 @@ impl ProjectRoot {
     /// The git work tree holding `folder`: the nearest folder at or above it with a `.git`
     /// (a folder, or the file a submodule or worktree has).
     pub fn git_work_tree(folder: &Path) -> Option<PathBuf> {
-        git_work_tree(folder)
+        folder
+            .ancestors()
+            .find(|dir| dir.join(".git").exists())
+            .map(Path::to_path_buf)
     }
-}
-
-fn git_work_tree(folder: &Path) -> Option<PathBuf> {
-    folder
-        .ancestors()
-        .find(|dir| dir.join(".git").exists())
-        .map(Path::to_path_buf)
 }
 
 /// How a diagnostic names the project and how to widen it, for a path found outside it.

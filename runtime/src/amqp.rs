@@ -5,6 +5,10 @@ use serde_json::{Map, Value};
 
 use crate::model::{ArgValue, Arguments, headers};
 
+/// The application headers of a message as warren edits them, for a copy it sends: by name,
+/// in order.
+pub(crate) type Headers = std::collections::BTreeMap<ShortString, AMQPValue>;
+
 /// The deepest nesting of tables and arrays accepted in headers, the headers table itself
 /// being level 1. RabbitMQ's own `x-death` reaches 4; a few hundred levels overflow a thread's
 /// default stack in lapin's recursive parser. The connection's guard (`crate::wire`) cuts

@@ -277,16 +277,11 @@ impl Connection {
         }
     }
 
-    /// The user the broker vouches for as `user_id` on the current link: the URL's user,
-    /// when a probe publish carrying it was confirmed as the link opened.
-    pub(crate) fn vouched_user(&self) -> Option<Arc<str>> {
-        self.shared.vouched_user.get()
-    }
-
-    /// The connection's [`VouchedUser`], kept current as its link is rebuilt: for a consumer
-    /// that trusts this connection's user.
-    pub(crate) fn vouched_user_cell(&self) -> VouchedUser {
-        self.shared.vouched_user.clone()
+    /// The user the broker vouches for as `user_id` on the current link (the URL's user,
+    /// when a probe publish carrying it was confirmed as the link opened), kept current as
+    /// the link is rebuilt.
+    pub(crate) fn vouched_user(&self) -> &VouchedUser {
+        &self.shared.vouched_user
     }
 
     /// Times the link was lost and restored: what was learnt through an older link may
@@ -312,7 +307,7 @@ impl Connection {
         let mut aside = settings.clone();
         aside.name = format!("{} ({purpose})", settings.name);
         let attempt = tokio::time::timeout(ATTEMPT_TIMEOUT, open(url, &aside)).await;
-        Ok(attempt.unwrap_or_else(|_| Err(timed_out()))?.connection)
+        Ok(Arc::new(attempt.unwrap_or_else(|_| Err(timed_out()))?))
     }
 
     /// Whether [`Connection::close`] was called.
@@ -462,7 +457,7 @@ impl ConnectionBuilder {
         }
         let mut last_error = None;
         for (index, url) in self.urls.iter().enumerate() {
-            let attempt = tokio::time::timeout(ATTEMPT_TIMEOUT, open(url, &self)).await;
+            let attempt = tokio::time::timeout(ATTEMPT_TIMEOUT, open_link(url, &self)).await;
             match attempt.unwrap_or_else(|_| Err(timed_out())) {
                 Ok(opened) => {
                     let shared = Arc::new(Shared {
@@ -492,12 +487,20 @@ struct Opened {
     vouched_user: Option<Arc<str>>,
 }
 
-async fn open(url: &str, settings: &ConnectionBuilder) -> Result<Opened, lapin::Error> {
+/// A lapin connection to `url` through the wire guard, with `settings`' properties and name.
+async fn open(url: &str, settings: &ConnectionBuilder) -> Result<lapin::Connection, lapin::Error> {
     let properties = settings
         .properties
         .clone()
         .with_connection_name(LongString::from(settings.name.as_str()));
-    let connection = crate::wire::connect(url, properties, settings.tls.clone()).await?;
+    crate::wire::connect(url, properties, settings.tls.clone()).await
+}
+
+/// A connection to `url` to be the link: its events subscribed at once, and the user its
+/// broker vouches for probed (a connection opened aside publishes no publish time, and is
+/// not probed).
+async fn open_link(url: &str, settings: &ConnectionBuilder) -> Result<Opened, lapin::Error> {
+    let connection = open(url, settings).await?;
     let events = Box::pin(connection.events_listener());
     let vouched_user = probe(&connection, url).await;
     Ok(Opened {
@@ -661,7 +664,7 @@ async fn attempts(
         let index = (failed + 1 + (attempt - first) as usize) % settings.urls.len();
         attempt = attempt.saturating_add(1);
         let opened = tokio::time::timeout(ATTEMPT_TIMEOUT, async {
-            let opened = open(&settings.urls[index], &settings)
+            let opened = open_link(&settings.urls[index], &settings)
                 .await
                 .map_err(AttemptFailed::Open)?;
             match redeclare(&opened.connection, &topologies).await {

@@ -14,19 +14,17 @@
 //! - a consumer believes a publish time only on a message whose `user_id` is a user it trusts
 //!   ([`Trust::believes`]): the users of its own connections, and those the worker names.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
-use lapin::types::{AMQPValue, ShortString};
+use lapin::types::ShortString;
 use lapin::{BasicProperties, Confirmation};
 
+use crate::amqp::Headers;
 use crate::model::headers;
 use crate::sync::lock;
-
-/// A copy's application headers, as they are edited before it is sent.
-type Headers = BTreeMap<ShortString, AMQPValue>;
 
 /// Where the probe is published on the default exchange: a name in the `amq.` space, which
 /// no client can give a queue, so the probe reaches no queue and is dropped.
@@ -88,19 +86,28 @@ impl VouchedUser {
         lock(&self.0).clone()
     }
 
+    /// Whether the broker vouches for `user` on the current link: compared in place, as a
+    /// consumer asks of every delivery.
+    pub(crate) fn is(&self, user: &str) -> bool {
+        lock(&self.0).as_deref() == Some(user)
+    }
+
     /// What the current link's probe found (`None`: no link, or no user vouched for).
     pub(crate) fn set(&self, user: Option<Arc<str>>) {
         *lock(&self.0) = user;
     }
 }
 
-/// `properties` as warren sends them on a link whose broker vouches for `user`: with `user`
-/// as `user_id` when they carry a publish time, so consumers can believe it. Without a
+/// `properties` as warren sends them on a link whose broker vouches for `user`: with that
+/// user as `user_id` when they carry a publish time, so consumers can believe it. Without a
 /// publish time, or without a user, as they are.
-pub(crate) fn vouched(properties: BasicProperties, user: Option<Arc<str>>) -> BasicProperties {
-    match user {
-        Some(user) if stamped(&properties) => properties.with_user_id(ShortString::from(&*user)),
-        _ => properties,
+pub(crate) fn vouched(properties: BasicProperties, user: &VouchedUser) -> BasicProperties {
+    if !stamped(&properties) {
+        return properties;
+    }
+    match user.get() {
+        Some(user) => properties.with_user_id(ShortString::from(&*user)),
+        None => properties,
     }
 }
 
@@ -138,7 +145,7 @@ impl Trust {
             || self
                 .connections
                 .iter()
-                .any(|connection| connection.get().as_deref() == Some(user))
+                .any(|connection| connection.is(user))
     }
 
     /// Leaves the publish time in `copy`, the headers of a copy of a message with
@@ -167,7 +174,7 @@ mod tests {
     use lapin::BasicProperties;
     use lapin::types::{AMQPValue, FieldTable, ShortString};
 
-    use super::{Trust, vouched};
+    use super::{Trust, VouchedUser, vouched};
     use crate::model::headers;
 
     fn stamped() -> BasicProperties {
@@ -196,15 +203,15 @@ mod tests {
         trust.keep_in_copy(&by("intruder"), &mut copy);
         assert!(copy.is_empty(), "not believed: not carried on");
 
-        let user = Some(Arc::from("orders"));
-        let sent = vouched(stamped(), user.clone());
+        let user = VouchedUser::new(Some(Arc::from("orders")));
+        let sent = vouched(stamped(), &user);
         assert_eq!(sent.user_id().as_ref().map(|u| u.as_str()), Some("orders"));
-        let reply = vouched(BasicProperties::default(), user);
+        let reply = vouched(BasicProperties::default(), &user);
         assert_eq!(
             reply.user_id(),
             &None,
             "no publish time: nothing to vouch for"
         );
-        assert_eq!(vouched(stamped(), None).user_id(), &None);
+        assert_eq!(vouched(stamped(), &VouchedUser::default()).user_id(), &None);
     }
 }

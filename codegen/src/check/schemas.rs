@@ -37,7 +37,7 @@ pub(crate) fn schema_roots(contract: &LoadedContract, out: &mut Diagnostics) -> 
                         &YamlPath::root().key("schema_roots").index(i),
                         format!(
                             "schema root `{root}` is outside the project folder `{}`",
-                            crate::imports::project_shown(contract)
+                            contract.project_shown()
                         ),
                     )
                     .with_help(crate::project::outside_help()),

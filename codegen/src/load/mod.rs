@@ -48,6 +48,20 @@ impl LoadedContract {
         Diagnostic::warning(code, self.path(), message).at(self.place(path))
     }
 
+    /// The project folder its files are read from, as diagnostics show paths: relative to
+    /// the contract as the user named it (`.` for its own folder).
+    pub(crate) fn project_shown(&self) -> String {
+        let shown = self
+            .files
+            .project()
+            .map(|project| self.paths.show(project))
+            .unwrap_or_default();
+        match shown.as_os_str().is_empty() {
+            true => ".".to_owned(),
+            false => shown.display().to_string(),
+        }
+    }
+
     /// The place of the node at `path`, with its span when it is written in the file.
     pub(crate) fn place(&self, path: &YamlPath) -> Place {
         Place::Yaml {

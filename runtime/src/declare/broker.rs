@@ -11,7 +11,7 @@ use lapin::types::ShortString;
 use super::error::{DeclareError, ImportProblem, TopologyEntity, channel_error, classify};
 use crate::amqp;
 use crate::error::Chain;
-use crate::model::{Destination, Exchange, ExchangeKind, Topology};
+use crate::model::{Destination, Exchange, ExchangeKind, Queue, Topology};
 
 /// How to declare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,19 +57,7 @@ pub(super) async fn apply(
     }
     let mut down: BTreeSet<&str> = BTreeSet::new();
     for queue in &topology.queues {
-        let options = QueueDeclareOptions {
-            passive,
-            durable: queue.durable,
-            exclusive: queue.exclusive,
-            auto_delete: queue.auto_delete,
-            nowait: false,
-        };
-        let declared = channel
-            .queue_declare(
-                ShortString::from(queue.name.as_str()),
-                options,
-                amqp::arguments(&queue.declare_arguments()),
-            )
+        let declared = declare_queue(&channel, queue, passive)
             .await
             .map_err(|e| classify(TopologyEntity::Queue, &queue.name, e));
         match declared {
@@ -147,6 +135,28 @@ pub(crate) async fn declare_exchange(
             kind,
             options,
             amqp::arguments(&exchange.declare_arguments()),
+        )
+        .await
+}
+
+/// Declares (or, `passive`, checks) one queue, with the arguments the topology gives it.
+pub(crate) async fn declare_queue(
+    channel: &lapin::Channel,
+    queue: &Queue,
+    passive: bool,
+) -> Result<lapin::Queue, lapin::Error> {
+    let options = QueueDeclareOptions {
+        passive,
+        durable: queue.durable,
+        exclusive: queue.exclusive,
+        auto_delete: queue.auto_delete,
+        nowait: false,
+    };
+    channel
+        .queue_declare(
+            ShortString::from(queue.name.as_str()),
+            options,
+            amqp::arguments(&queue.declare_arguments()),
         )
         .await
 }

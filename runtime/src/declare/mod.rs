@@ -9,7 +9,7 @@ use lapin::options::{ExchangeDeleteOptions, QueueDeleteOptions};
 use lapin::types::ShortString;
 
 use broker::{Mode, apply};
-pub(crate) use broker::{declare_exchange, declare_on};
+pub(crate) use broker::{declare_exchange, declare_on, declare_queue};
 use error::channel_error;
 pub(crate) use error::classify;
 pub use error::{DeclareError, ImportProblem, TopologyEntity};

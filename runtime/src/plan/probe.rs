@@ -10,9 +10,9 @@ use lapin::options::QueueDeclareOptions;
 use lapin::types::ShortString;
 
 use super::{Action, Item, PlanError, QueueState};
-use crate::declare::{classify, declare_exchange};
+use crate::declare::{classify, declare_exchange, declare_queue};
 use crate::model::{Exchange, Queue, QueueRole, Topology, holding_queue_name};
-use crate::{Connection, DeclareError, TopologyEntity, amqp};
+use crate::{Connection, DeclareError, TopologyEntity};
 
 /// The longest broker refusal kept in a plan: the broker's own text, but a plan is read by
 /// people and the text names arbitrary argument values.
@@ -86,20 +86,7 @@ pub(super) async fn accepts(
     queue: &Queue,
 ) -> Result<Option<(Option<String>, String)>, PlanError> {
     let channel = channel(connection).await?;
-    let options = QueueDeclareOptions {
-        passive: false,
-        durable: queue.durable,
-        exclusive: queue.exclusive,
-        auto_delete: queue.auto_delete,
-        nowait: false,
-    };
-    let declared = channel
-        .queue_declare(
-            ShortString::from(queue.name.as_str()),
-            options,
-            amqp::arguments(&queue.declare_arguments()),
-        )
-        .await;
+    let declared = declare_queue(&channel, queue, false).await;
     match declared {
         Ok(_) => {
             close(channel).await;

@@ -109,8 +109,8 @@ impl Runner {
             context.health.clone(),
             Trust::new(
                 vec![
-                    context.connection.vouched_user_cell(),
-                    context.copies.vouched_user_cell(),
+                    context.connection.vouched_user().clone(),
+                    context.copies.vouched_user().clone(),
                 ],
                 context.settings.trusted_publishers.clone(),
             ),

@@ -17,6 +17,7 @@ use super::decode::{is_retry_copy, original_route};
 use super::policy::{Failure, Outcome, broker_counts, dead_letter_outcome, decide};
 use crate::PublishError;
 use crate::Publisher;
+use crate::amqp::Headers;
 use crate::clock::unix_millis;
 use crate::connection::backoff;
 use crate::error::Chain;
@@ -393,9 +394,6 @@ impl Settler {
         })
     }
 }
-
-/// The application headers of a message, as [`republished`] hands them to be edited.
-pub(crate) type Headers = std::collections::BTreeMap<ShortString, AMQPValue>;
 
 /// The properties of a copy of a message whose properties are `from`: built afresh, property
 /// by property (see [`restore`]), persistent, with `from`'s headers as `edit` leaves them.
