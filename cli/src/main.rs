@@ -8,10 +8,10 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use warren_codegen::diagnostics::{escape, escape_source};
-use warren_codegen::export::{self, asyncapi};
 use warren_codegen::{
     Checked, Diagnostics, Error, Generated, ProjectRoot, RenderStyle, Settings, Written,
 };
+use warren_tools::export::{self, asyncapi};
 
 mod dlq;
 
@@ -636,7 +636,7 @@ fn diff(
     json: bool,
     style: RenderStyle,
 ) -> Result<(), Failure> {
-    use warren_codegen::diff::{self, Version};
+    use warren_tools::diff::{self, Version};
     let usage = || {
         Failure::usage(
             "error: give two contracts (`warren diff OLD NEW`), or one with a revision \

@@ -83,7 +83,7 @@ pub(crate) fn run(
             let folder = tempfile::tempdir()
                 .map_err(|e| usage(format!("cannot create a temporary folder: {e}")))?;
             let exported =
-                warren_codegen::diff::export(&args.contract, rev, folder.path()).map_err(usage)?;
+                warren_tools::diff::export(&args.contract, rev, folder.path()).map_err(usage)?;
             // The repository as it was at `rev` is the old version's project.
             let then = ProjectRoot::At(exported.tree.clone());
             let old = match &exported.contract {

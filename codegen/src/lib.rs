@@ -72,9 +72,7 @@
 
 mod check;
 pub mod diagnostics;
-pub mod diff;
 mod emit;
-pub mod export;
 mod files;
 mod format;
 mod imports;
@@ -83,6 +81,7 @@ pub mod model;
 mod naming;
 mod output;
 mod project;
+mod routes;
 mod routing;
 mod schema;
 mod settings;
@@ -103,9 +102,15 @@ pub use files::Sources;
 pub use format::json_schema;
 pub use output::{Written, write_if_changed};
 pub use project::ProjectRoot;
+pub use routes::Routes;
 pub use schema::SchemaBundle;
 pub use settings::Settings;
 pub use system::{System, check_system, check_system_in};
+
+/// JSON pointers (RFC 6901) into schemas: how diagnostics and tools name a part of one.
+pub mod json_pointer {
+    pub use crate::schema::reference::{escape_segment, unescape_segment};
+}
 
 /// Why a contract could not be checked or turned into Rust.
 #[derive(Debug, thiserror::Error)]

@@ -43,8 +43,9 @@ pub const DEFAULT_RPC_TIMEOUT: Duration =
 /// Default content type of messages.
 pub const DEFAULT_CONTENT_TYPE: &str = "application/json";
 
-/// A checked contract.
-#[derive(Debug, Clone, PartialEq)]
+/// A checked contract. Its default is the empty contract, which declares nothing: what a
+/// contract that did not exist yet is compared as.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Contract {
     /// The contract file as the user named it.
     pub source: PathBuf,

@@ -2,7 +2,7 @@
 //! report of every pair is pinned, the table of a few, and whether each breaks someone.
 
 use warren_codegen::check_contract;
-use warren_codegen::diff::{Report, Version, diff};
+use warren_tools::diff::{Report, Version, diff};
 
 /// The report of fixture pair `rule`, its versions shown by their fixture paths.
 fn report(rule: &str) -> Report {

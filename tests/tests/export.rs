@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use warren_codegen::check_contract;
-use warren_codegen::export::asyncapi::{Info, document};
-use warren_codegen::export::{dot::dot, mermaid::mermaid};
 use warren_codegen::model::Contract;
+use warren_tools::export::asyncapi::{Info, document};
+use warren_tools::export::{dot::dot, mermaid::mermaid};
 
 fn contract(path: &str) -> Contract {
     match check_contract(path) {
@@ -184,7 +184,7 @@ fn hostile_names_stay_inside_their_labels() {
         "{svg}"
     );
     // One node per entity, one edge per flow: nothing a name injected.
-    let graph = warren_codegen::export::graph::graph(&contract);
+    let graph = warren_tools::export::graph::graph(&contract);
     assert_eq!(svg.matches("class=\"node\"").count(), graph.nodes.len());
     assert_eq!(svg.matches("class=\"edge\"").count(), graph.edges.len());
 

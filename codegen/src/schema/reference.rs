@@ -101,7 +101,7 @@ pub(crate) fn child(pointer: &str, key: &str) -> String {
 }
 
 /// `key` as one segment of a JSON pointer (RFC 6901: `~` as `~0`, `/` as `~1`).
-pub(crate) fn escape_segment(key: &str) -> std::borrow::Cow<'_, str> {
+pub fn escape_segment(key: &str) -> std::borrow::Cow<'_, str> {
     if key.contains(['~', '/']) {
         key.replace('~', "~0").replace('/', "~1").into()
     } else {
@@ -110,7 +110,7 @@ pub(crate) fn escape_segment(key: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// The key one segment of a JSON pointer names (`~1` is `/`, then `~0` is `~`).
-pub(crate) fn unescape_segment(segment: &str) -> String {
+pub fn unescape_segment(segment: &str) -> String {
     segment.replace("~1", "/").replace("~0", "~")
 }
 

@@ -21,8 +21,9 @@ pub use git::{Exported, GitError, export};
 pub use report::{Change, JSON_FORMAT_VERSION, Party, PartyKind, Report, Rule};
 pub use roles::Roles;
 
-use crate::diagnostics::YamlPath;
-use crate::model::{Contract, Rpc, SchemaType};
+use warren_codegen::Routes;
+use warren_codegen::diagnostics::YamlPath;
+use warren_codegen::model::{Contract, Rpc, SchemaType};
 
 /// One version of a contract and how it is shown.
 #[derive(Debug, Clone, Copy)]
@@ -45,17 +46,7 @@ pub fn diff(old: Option<Version<'_>>, new: Version<'_>) -> Report {
 
 /// [`diff`] with the roles given: publishers and consumers from other contracts too.
 pub fn diff_with(old: Option<Version<'_>>, new: Version<'_>, roles: &Roles) -> Report {
-    let empty = Contract {
-        source: Default::default(),
-        topology: Default::default(),
-        messages: Default::default(),
-        publishers: Default::default(),
-        rpcs: Default::default(),
-        consumers: Default::default(),
-        schemas: crate::schema::SchemaBundle::default(),
-        inputs: Vec::new(),
-        imports: Default::default(),
-    };
+    let empty = Contract::default();
     let old_contract = old.map_or(&empty, |v| v.contract);
     let mut changes = Vec::new();
     let mut cx = Context {
@@ -597,10 +588,9 @@ impl Context<'_> {
         if old.target != new.target {
             // Callers still on the old version keep the old route: it breaks them when
             // the new topology no longer takes it to the new server's queue.
-            let reach =
-                topology::graph(self.new).route(&old.target.exchange, &old.target.routing_key);
-            let reached =
-                reach.queues.contains(&new.server.queue) || reach.maybe.contains(&new.server.queue);
+            let reached = Routes::of(self.new)
+                .queues(&old.target.exchange, &old.target.routing_key)
+                .contains(&new.server.queue);
             self.push(
                 Rule::Rpc,
                 format!("{location}.routing_key"),

@@ -58,7 +58,7 @@ pub struct Exported {
     /// The contract's path in the repository, as `REV:path` shows it.
     pub shown: String,
     /// The folder the repository's tree at the revision is written to: the old version's
-    /// project folder ([`crate::ProjectRoot::At`]).
+    /// project folder ([`warren_codegen::ProjectRoot::At`]).
     pub tree: PathBuf,
 }
 

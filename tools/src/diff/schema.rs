@@ -20,8 +20,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use crate::diagnostics::escape;
-use crate::schema::reference::{escape_segment, unescape_segment};
+use warren_codegen::diagnostics::escape;
+use warren_codegen::json_pointer::{escape_segment, unescape_segment};
 
 /// How deep the walk goes (schema nesting plus `$ref` hops) before it gives up on a branch.
 const MAX_DEPTH: usize = 64;
@@ -459,7 +459,7 @@ impl SchemaChangeKind {
                 default,
             } => format!(
                 "{} property {} added to {} object{}",
-                if *required { "required" } else { "optional" },
+                requiredness(*required),
                 quoted(name),
                 model.with_article(),
                 if *default && *required {
@@ -474,7 +474,7 @@ impl SchemaChangeKind {
                 model,
             } => format!(
                 "{} property {} removed, leaving {} object",
-                if *required { "required" } else { "optional" },
+                requiredness(*required),
                 quoted(name),
                 model.with_article()
             ),
@@ -497,40 +497,24 @@ impl SchemaChangeKind {
                 keyword,
                 added,
                 removed,
-            } => match (added, removed) {
-                (None, _) => format!("`{keyword}` removed: any value is allowed"),
-                (_, None) => format!("`{keyword}` added: only listed values are allowed"),
-                (Some(added), Some(removed)) => format!(
-                    "`{keyword}` values added: {}; removed: {}",
-                    listed(added, "none"),
-                    listed(removed, "none")
-                ),
-            },
+            } => values_changed(keyword, added.as_deref(), removed.as_deref()),
             Self::BoundChanged {
                 keyword,
                 old,
                 new,
                 direction,
-            } => format!(
-                "`{keyword}` {} ({} → {})",
-                match direction {
+            } => {
+                let verb = match direction {
                     Direction::Widened => "loosened",
                     Direction::Narrowed => "tightened",
                     other => other.word(),
-                },
-                maybe(old.as_ref()),
-                maybe(new.as_ref())
-            ),
-            Self::PatternChanged { old, new } => format!(
-                "`pattern` changed ({} → {})",
-                maybe(old.as_ref()),
-                maybe(new.as_ref())
-            ),
-            Self::FormatChanged { old, new } => format!(
-                "`format` changed ({} → {})",
-                maybe(old.as_ref()),
-                maybe(new.as_ref())
-            ),
+                };
+                format!("`{keyword}` {verb} {}", from_to(old, new))
+            }
+            Self::PatternChanged { old, new } => format!("`pattern` changed {}", from_to(old, new)),
+            Self::FormatChanged { old, new } => format!("`format` changed {}", from_to(old, new)),
+            Self::TitleChanged { old, new } => format!("`title` changed {}", from_to(old, new)),
+            Self::DefaultChanged { old, new } => format!("`default` changed {}", from_to(old, new)),
             Self::RefTargetChanged { old, new } => format!(
                 "refers to definition {} instead of {}",
                 quoted(new),
@@ -561,25 +545,42 @@ impl SchemaChangeKind {
             Self::KeywordChanged { keyword } => {
                 format!("{} changed (not analysed)", quoted(keyword))
             }
-            Self::TitleChanged { old, new } => format!(
-                "`title` changed ({} → {})",
-                maybe(old.as_ref()),
-                maybe(new.as_ref())
-            ),
-            Self::DefaultChanged { old, new } => format!(
-                "`default` changed ({} → {})",
-                maybe(old.as_ref()),
-                maybe(new.as_ref())
-            ),
-            Self::NotAnalysed { reason } => match reason {
-                Unanalysed::TooDeep => {
-                    format!("nested deeper than {MAX_DEPTH} levels: not compared")
-                }
-                Unanalysed::TooLarge => {
-                    format!("more than {MAX_PAIRS} schema nodes compared: the rest is not")
-                }
-                Unanalysed::NotASchema => "a value that is not a schema changed".to_owned(),
-            },
+            Self::NotAnalysed { reason } => reason.describe(),
+        }
+    }
+}
+
+/// `required` or `optional`.
+fn requiredness(required: bool) -> &'static str {
+    if required { "required" } else { "optional" }
+}
+
+/// `(old → new)`, each side's value or that it had none.
+fn from_to(old: &Option<String>, new: &Option<String>) -> String {
+    format!("({} → {})", maybe(old.as_ref()), maybe(new.as_ref()))
+}
+
+/// An `enum` or `const` that changed: its values (`None`: the keyword is absent).
+fn values_changed(keyword: &str, added: Option<&[String]>, removed: Option<&[String]>) -> String {
+    match (added, removed) {
+        (None, _) => format!("`{keyword}` removed: any value is allowed"),
+        (_, None) => format!("`{keyword}` added: only listed values are allowed"),
+        (Some(added), Some(removed)) => format!(
+            "`{keyword}` values added: {}; removed: {}",
+            listed(added, "none"),
+            listed(removed, "none")
+        ),
+    }
+}
+
+impl Unanalysed {
+    fn describe(self) -> String {
+        match self {
+            Self::TooDeep => format!("nested deeper than {MAX_DEPTH} levels: not compared"),
+            Self::TooLarge => {
+                format!("more than {MAX_PAIRS} schema nodes compared: the rest is not")
+            }
+            Self::NotASchema => "a value that is not a schema changed".to_owned(),
         }
     }
 }
@@ -587,7 +588,7 @@ impl SchemaChangeKind {
 /// Every difference between two bundled schemas (as [`SchemaBundle::standalone`] makes them),
 /// sorted by pointer then kind.
 ///
-/// [`SchemaBundle::standalone`]: crate::SchemaBundle::standalone
+/// [`SchemaBundle::standalone`]: warren_codegen::SchemaBundle::standalone
 pub(crate) fn compare(old: &Value, new: &Value) -> Vec<SchemaChange> {
     let mut walker = Walker {
         old_doc: old,
@@ -951,34 +952,10 @@ impl Walker<'_> {
         let (Some(old_required), Some(new_required)) = (required(old), required(new)) else {
             return self.malformed("required", at);
         };
-        let (old_model, new_model) = (content_model(old), content_model(new));
-        let mut removed: Vec<&str> = old_props
-            .keys()
-            .filter(|name| !new_props.contains_key(*name))
-            .copied()
-            .collect();
-        let mut added: Vec<&str> = new_props
-            .keys()
-            .filter(|name| !old_props.contains_key(*name))
-            .copied()
-            .collect();
-
-        // A rename: one property gone and one come with the very same schema. Old readers
-        // miss the old name (or reject the new one), new readers the reverse, and the Rust
-        // field is renamed, so it breaks everyone; reported as one change, not two.
-        let mut renames = Vec::new();
-        if removed.len().saturating_mul(added.len()) <= MAX_RENAME_CANDIDATES {
-            for from in &removed {
-                let twin = added
-                    .iter()
-                    .position(|to| old_props.get(from) == new_props.get(to));
-                if let Some(index) = twin {
-                    renames.push((*from, added.remove(index)));
-                }
-            }
-        }
-        removed.retain(|name| !renames.iter().any(|(from, _)| from == name));
-        for (from, to) in renames {
+        let old = Side::new(old, old_props, old_required);
+        let new = Side::new(new, new_props, new_required);
+        let members = Members::of(&old, &new);
+        for (from, to) in members.renamed {
             let kind = SchemaChangeKind::PropertyRenamed {
                 from: from.to_owned(),
                 to: to.to_owned(),
@@ -986,107 +963,102 @@ impl Walker<'_> {
             let here = at.down(&["properties", to], at.property(to));
             self.push(&here, false, kind, Effect::ALL);
         }
-
-        for name in added {
-            let schema = new_props.get(name).copied().unwrap_or(&ANYTHING);
-            let is_required = new_required.contains(name);
-            let effect = Effect {
-                // New writers may send it; old readers let it through only if their content
-                // model admits it.
-                old_readers: !admits(old, old_model, schema),
-                // Old messages lack it (fatal when required: warren validates before decoding,
-                // and `required` ignores `default`), and under an open old model old writers
-                // may have sent that name with any value (Confluent's
-                // PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL).
-                new_readers: is_required || may_carry(old, old_model, schema),
-                // A required property is a new non-`Option` field every producer must fill.
-                // An optional one adds an `Option` field: code that reads compiles, struct
-                // literals need `..` or the builder.
-                rust_api: is_required,
-            };
-            let kind = SchemaChangeKind::PropertyAdded {
-                name: name.to_owned(),
-                required: is_required,
-                model: old_model,
-                default: schema.get("default").is_some(),
-            };
-            self.push(
-                &at.down(&["properties", name], at.property(name)),
-                false,
-                kind,
-                effect,
-            );
+        for name in members.added {
+            self.property_added(name, &old, &new, at);
         }
-
-        for name in removed {
-            let schema = old_props.get(name).copied().unwrap_or(&ANYTHING);
-            let was_required = old_required.contains(name);
-            let effect = Effect {
-                // Old readers need it when it was required, and under an open new model new
-                // writers may send that name with a value the old schema rejects.
-                old_readers: was_required || may_carry(new, new_model, schema),
-                // Old messages still carry it: a closed new model rejects them
-                // (PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL).
-                new_readers: !admits(new, new_model, schema),
-                // The Rust field is gone.
-                rust_api: true,
-            };
-            let kind = SchemaChangeKind::PropertyRemoved {
-                name: name.to_owned(),
-                required: was_required,
-                model: new_model,
-            };
-            self.push(
-                &at.down(&["properties", name], at.property(name)),
-                true,
-                kind,
-                effect,
-            );
+        for name in members.removed {
+            self.property_removed(name, &old, &new, at);
         }
-
-        // Required or not, for every name either side requires or both declare.
-        let names: BTreeSet<&str> = old_required
-            .iter()
-            .chain(&new_required)
-            .copied()
-            .filter(|name| old_props.contains_key(name) == new_props.contains_key(name))
-            .collect();
-        for name in names {
-            let here = at.down(&["required"], at.property(name));
-            match (old_required.contains(name), new_required.contains(name)) {
-                // Old messages may lack it; the field loses its `Option`.
-                (false, true) => {
-                    let kind = SchemaChangeKind::BecameRequired {
-                        name: name.to_owned(),
-                    };
-                    self.push(
-                        &here,
-                        false,
-                        kind,
-                        Direction::Narrowed.effect().with_rust(true),
-                    );
-                }
-                // New messages may lack it; the field gains an `Option`.
-                (true, false) => {
-                    let kind = SchemaChangeKind::BecameOptional {
-                        name: name.to_owned(),
-                    };
-                    self.push(
-                        &here,
-                        false,
-                        kind,
-                        Direction::Widened.effect().with_rust(true),
-                    );
-                }
-                _ => {}
-            }
-        }
-
-        for (name, old_schema) in &old_props {
-            if let Some(new_schema) = new_props.get(name) {
+        self.requiredness(&old, &new, at);
+        for (name, old_schema) in &old.properties {
+            if let Some(new_schema) = new.properties.get(name) {
                 let here = at.down(&["properties", name], at.property(name));
                 self.walk(old_schema, new_schema, &here);
             }
+        }
+    }
+
+    /// Property `name`, which only `new` declares.
+    fn property_added(&mut self, name: &str, old: &Side<'_>, new: &Side<'_>, at: &At) {
+        let schema = new.schema(name);
+        let is_required = new.required.contains(name);
+        let effect = Effect {
+            // New writers may send it; old readers let it through only if their content
+            // model admits it.
+            old_readers: !admits(old.map, old.model, schema),
+            // Old messages lack it (fatal when required: warren validates before decoding,
+            // and `required` ignores `default`), and under an open old model old writers
+            // may have sent that name with any value (Confluent's
+            // PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL).
+            new_readers: is_required || may_carry(old.map, old.model, schema),
+            // A required property is a new non-`Option` field every producer must fill.
+            // An optional one adds an `Option` field: code that reads compiles, struct
+            // literals need `..` or the builder.
+            rust_api: is_required,
+        };
+        let kind = SchemaChangeKind::PropertyAdded {
+            name: name.to_owned(),
+            required: is_required,
+            model: old.model,
+            default: schema.get("default").is_some(),
+        };
+        let here = at.down(&["properties", name], at.property(name));
+        self.push(&here, false, kind, effect);
+    }
+
+    /// Property `name`, which only `old` declares.
+    fn property_removed(&mut self, name: &str, old: &Side<'_>, new: &Side<'_>, at: &At) {
+        let schema = old.schema(name);
+        let was_required = old.required.contains(name);
+        let effect = Effect {
+            // Old readers need it when it was required, and under an open new model new
+            // writers may send that name with a value the old schema rejects.
+            old_readers: was_required || may_carry(new.map, new.model, schema),
+            // Old messages still carry it: a closed new model rejects them
+            // (PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL).
+            new_readers: !admits(new.map, new.model, schema),
+            // The Rust field is gone.
+            rust_api: true,
+        };
+        let kind = SchemaChangeKind::PropertyRemoved {
+            name: name.to_owned(),
+            required: was_required,
+            model: new.model,
+        };
+        let here = at.down(&["properties", name], at.property(name));
+        self.push(&here, true, kind, effect);
+    }
+
+    /// Required or not, for every name either side requires and both declare (or neither).
+    fn requiredness(&mut self, old: &Side<'_>, new: &Side<'_>, at: &At) {
+        let names: BTreeSet<&str> = old
+            .required
+            .iter()
+            .chain(&new.required)
+            .copied()
+            .filter(|name| old.properties.contains_key(name) == new.properties.contains_key(name))
+            .collect();
+        for name in names {
+            let (kind, direction) = match (old.required.contains(name), new.required.contains(name))
+            {
+                // Old messages may lack it; the field loses its `Option`.
+                (false, true) => (
+                    SchemaChangeKind::BecameRequired {
+                        name: name.to_owned(),
+                    },
+                    Direction::Narrowed,
+                ),
+                // New messages may lack it; the field gains an `Option`.
+                (true, false) => (
+                    SchemaChangeKind::BecameOptional {
+                        name: name.to_owned(),
+                    },
+                    Direction::Widened,
+                ),
+                _ => continue,
+            };
+            let here = at.down(&["required"], at.property(name));
+            self.push(&here, false, kind, direction.effect().with_rust(true));
         }
     }
 
@@ -1430,6 +1402,76 @@ impl Walker<'_> {
             }
             _ if old_ref != new_ref => self.malformed("$ref", at),
             _ => {}
+        }
+    }
+}
+
+/// One side's object keywords, as the comparison of properties reads them.
+struct Side<'v> {
+    map: &'v Map<String, Value>,
+    properties: BTreeMap<&'v str, &'v Value>,
+    required: BTreeSet<&'v str>,
+    model: ContentModel,
+}
+
+impl<'v> Side<'v> {
+    fn new(
+        map: &'v Map<String, Value>,
+        properties: BTreeMap<&'v str, &'v Value>,
+        required: BTreeSet<&'v str>,
+    ) -> Self {
+        let model = content_model(map);
+        Self {
+            map,
+            properties,
+            required,
+            model,
+        }
+    }
+
+    /// Property `name`'s schema (any value, when it declares none).
+    fn schema(&self, name: &str) -> &'v Value {
+        self.properties.get(name).copied().unwrap_or(&ANYTHING)
+    }
+}
+
+/// The property names only one side declares.
+struct Members<'v> {
+    added: Vec<&'v str>,
+    removed: Vec<&'v str>,
+    /// (old name, new name).
+    renamed: Vec<(&'v str, &'v str)>,
+}
+
+impl<'v> Members<'v> {
+    fn of(old: &Side<'v>, new: &Side<'v>) -> Self {
+        let only = |one: &Side<'v>, other: &Side<'v>| -> Vec<&'v str> {
+            one.properties
+                .keys()
+                .filter(|name| !other.properties.contains_key(*name))
+                .copied()
+                .collect()
+        };
+        let (mut removed, mut added) = (only(old, new), only(new, old));
+        // A rename: one property gone and one come with the very same schema. Old readers
+        // miss the old name (or reject the new one), new readers the reverse, and the Rust
+        // field is renamed, so it breaks everyone; reported as one change, not two.
+        let mut renamed = Vec::new();
+        if removed.len().saturating_mul(added.len()) <= MAX_RENAME_CANDIDATES {
+            for from in &removed {
+                let twin = added
+                    .iter()
+                    .position(|to| old.properties.get(from) == new.properties.get(to));
+                if let Some(index) = twin {
+                    renamed.push((*from, added.remove(index)));
+                }
+            }
+        }
+        removed.retain(|name| !renamed.iter().any(|(from, _)| from == name));
+        Self {
+            added,
+            removed,
+            renamed,
         }
     }
 }

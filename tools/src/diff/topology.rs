@@ -1,15 +1,15 @@
 //! Topology rules: what a live broker refuses to redeclare, queues and wait queues dropped
 //! while they may hold messages, bindings removed, and routing keys that now reach other
-//! queues (followed offline by `crate::routing` over each version's bindings).
+//! queues (followed offline by [`Routes`] over each version's bindings).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use warren_model::{ArgValue, Arguments, Destination, Exchange, Queue, QueueRole, Topology};
 
 use super::{Context, Party, PartyKind, Rule, at, queued};
-use crate::diagnostics::YamlPath;
-use crate::model::Contract;
-use crate::routing::{self, Edge, Graph};
+use warren_codegen::Routes;
+use warren_codegen::diagnostics::YamlPath;
+use warren_codegen::model::Contract;
 
 /// Every topology change from `cx.old` to `cx.new`.
 pub(super) fn compare(cx: &mut Context<'_>) {
@@ -407,43 +407,14 @@ fn bindings(cx: &mut Context<'_>) {
     }
 }
 
-/// The routing graph of a contract's declared exchanges, queues and bindings.
-pub(super) fn graph(contract: &Contract) -> Graph {
-    let topology = &contract.topology;
-    Graph::new(
-        topology
-            .exchanges
-            .iter()
-            .map(|e| (e.name.clone(), e.kind, e.alternate_exchange.clone())),
-        topology
-            .queues
-            .iter()
-            .filter(|q| q.role == QueueRole::Declared)
-            .map(|q| q.name.clone()),
-        topology.bindings.iter().map(|b| {
-            let to = match &b.destination {
-                Destination::Queue(q) => routing::Destination::Queue(q.clone()),
-                Destination::Exchange(e) => routing::Destination::Exchange(e.clone()),
-            };
-            let key = Some(b.routing_key.clone());
-            (b.exchange.clone(), Edge { key, to })
-        }),
-    )
-}
-
 fn routes(cx: &mut Context<'_>) {
-    let (old_graph, new_graph) = (graph(cx.old), graph(cx.new));
+    let (old_routes, new_routes) = (Routes::of(cx.old), Routes::of(cx.new));
     for (name, new) in &cx.new.publishers {
         let Some(old) = cx.old.publishers.get(name) else {
             continue;
         };
-        let reach = |graph: &Graph, p: &crate::model::Publisher| {
-            let reach = graph.route(&p.exchange, &p.routing_key);
-            let mut queues = reach.queues;
-            queues.extend(reach.maybe);
-            queues
-        };
-        let (before, after) = (reach(&old_graph, old), reach(&new_graph, new));
+        let before = old_routes.queues(&old.exchange, &old.routing_key);
+        let after = new_routes.queues(&new.exchange, &new.routing_key);
         if before == after {
             continue;
         }

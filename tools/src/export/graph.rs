@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{Contract, Destination};
+use warren_codegen::model::{Contract, Destination};
 
 use super::{Ownership, Scope, binding_label, retry_summary};
 

@@ -817,7 +817,7 @@ fn anything_where_a_schema_belongs_is_reported_not_panicked_on() {
 /// The orders example as the generator bundles it: the shape `compare` is given.
 #[test]
 fn the_orders_example_as_bundled() {
-    let checked = crate::check_contract("../examples/orders/warren.yaml").unwrap();
+    let checked = warren_codegen::check_contract("../examples/orders/warren.yaml").unwrap();
     let payload = &checked.contract.messages["order_placed"].payload.schema;
     assert!(compare(payload, payload).is_empty());
     let mut new = payload.clone();

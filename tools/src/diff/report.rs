@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::diagnostics::escape;
+use warren_codegen::diagnostics::escape;
 
 /// Who a change breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

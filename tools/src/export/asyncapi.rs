@@ -1,0 +1,579 @@
+//! The contract as an AsyncAPI 3.0.0 document, with the AMQP 0.9.1 bindings (0.3.0).
+//!
+//! - a channel per exchange and publisher routing key (`is: routingKey`, the key as the
+//!   address, its `{placeholders}` as parameters), or one with no address for an exchange
+//!   nobody here publishes to; the bindings from it, which the AMQP binding cannot express,
+//!   as `x-warren-bindings`;
+//! - a channel per declared queue (`is: queue`), with warren's retry and dead-letter policy
+//!   as `x-warren-retry` and `x-warren-dead-letter` (wait queues are part of the retry
+//!   policy, not channels);
+//! - a `send` operation per publisher, a `receive` operation per consumer;
+//! - per rpc (request/reply): a `send` operation on its requests' exchange channel and a
+//!   `receive` operation for its server on its queue's channel, both with a `reply` on a
+//!   channel of its own with no address (RabbitMQ's direct reply-to names the caller's
+//!   channel at run time; the reply's address is the request's `replyTo`) carrying the
+//!   response and the declared errors; the timeout and the errors by code as `x-warren-rpc`;
+//! - `components.messages`, each payload and headers schema a multi-format schema
+//!   (`schemaFormat: application/schema+json;version=draft-2020-12`), since warren's bundled
+//!   schemas are JSON Schema 2020-12 (`$defs`), not AsyncAPI's draft-07 dialect.
+//!
+//! Keys are made from names (ASCII letters, digits, `.`, `-`, `_`; the rest `_`, with a
+//! suffix when two collide); the names themselves are kept as plain-string values
+//! (`address`, `title`, `name`, the bindings), never in a `description`, which AsyncAPI
+//! tools render as Markdown: a name cannot inject markup. A message's own `description` is
+//! the contract author's documentation and is passed through. Maps are written in a fixed
+//! order, so the same contract always gives the same bytes.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+use warren_model::{DurationLabel, Exhausted, Retry};
+
+use warren_codegen::model::{
+    Consumer, Contract, DEFAULT_CONTENT_TYPE, Destination, KeyTemplate, Publisher, Queue, Rpc,
+};
+
+use super::{ExchangeView, Ids, Ownership, Scope, binding_label};
+
+/// The `schemaFormat` of every payload and headers schema.
+pub const SCHEMA_FORMAT: &str = "application/schema+json;version=draft-2020-12";
+/// The AMQP binding version written.
+pub const AMQP_BINDING_VERSION: &str = "0.3.0";
+
+/// The document's `info`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Info {
+    /// `info.title`.
+    pub title: String,
+    /// `info.version`: the API's version, not AsyncAPI's.
+    pub version: String,
+    /// `info.description`, when given.
+    pub description: Option<String>,
+}
+
+/// The AsyncAPI 3.0.0 document of `contract`.
+pub fn document(contract: &Contract, info: &Info) -> Value {
+    let scope = Scope::of(contract);
+    let mut writer = Writer::new(contract);
+    for rpc in contract.rpcs.values() {
+        writer.reply_channel(rpc);
+    }
+    let senders = senders(contract);
+    for (name, view) in &scope.exchanges {
+        writer.exchange_channels(name, view, senders.get(name.as_str()));
+    }
+    for queue in &scope.queues {
+        writer.queue_channel(queue);
+    }
+    writer.finish(info)
+}
+
+/// The document as it is written: ids are given in the order channels and operations are
+/// written, so that order is part of the output's stability.
+struct Writer<'a> {
+    contract: &'a Contract,
+    ids: Ids,
+    /// Each message's id under `components.messages`.
+    message_ids: BTreeMap<&'a str, String>,
+    channels: Map<String, Value>,
+    operations: Map<String, Value>,
+    /// Each rpc's `reply` object, shared by its send and its receive operation.
+    replies: BTreeMap<&'a str, Value>,
+}
+
+/// Who sends to each exchange, by routing key as written: publishers and rpc callers.
+type Senders<'a> = BTreeMap<&'a str, BTreeMap<&'a str, Vec<Sender<'a>>>>;
+
+/// The senders of `contract`, by exchange and routing key.
+fn senders<'a>(contract: &'a Contract) -> Senders<'a> {
+    let mut senders: Senders<'a> = BTreeMap::new();
+    let mut add = |exchange: &'a str, key: &'a str, sender| {
+        senders
+            .entry(exchange)
+            .or_default()
+            .entry(key)
+            .or_default()
+            .push(sender);
+    };
+    for publisher in contract.publishers.values() {
+        add(
+            &publisher.exchange,
+            &publisher.routing_key_text,
+            Sender::Publisher(publisher),
+        );
+    }
+    for rpc in contract.rpcs.values() {
+        add(
+            &rpc.target.exchange,
+            &rpc.target.routing_key_text,
+            Sender::Rpc(rpc),
+        );
+    }
+    senders
+}
+
+impl<'a> Writer<'a> {
+    fn new(contract: &'a Contract) -> Self {
+        let mut ids = Ids::default();
+        let message_ids = contract
+            .messages
+            .keys()
+            .map(|name| (name.as_str(), ids.id("", name)))
+            .collect();
+        Self {
+            contract,
+            ids,
+            message_ids,
+            channels: Map::new(),
+            operations: Map::new(),
+            replies: BTreeMap::new(),
+        }
+    }
+
+    /// `message`'s id and a `$ref` to it in `components.messages`.
+    fn message_ref(&self, message: &str) -> Option<(String, Value)> {
+        let id = self.message_ids.get(message)?;
+        let reference = json!({ "$ref": format!("#/components/messages/{id}") });
+        Some((id.clone(), reference))
+    }
+
+    /// An rpc's reply channel, with no address (direct reply-to names the caller's channel
+    /// at run time), carrying its response and declared errors.
+    fn reply_channel(&mut self, rpc: &'a Rpc) {
+        let channel_id = self.ids.id("reply.", &rpc.name);
+        let mut messages = Map::new();
+        let mut references = Vec::new();
+        let answers = std::iter::once(&rpc.response).chain(rpc.errors.values());
+        for message in answers {
+            if let Some((id, reference)) = self.message_ref(message)
+                && messages.insert(id.clone(), reference).is_none()
+            {
+                references
+                    .push(json!({ "$ref": format!("#/channels/{channel_id}/messages/{id}") }));
+            }
+        }
+        let mut channel = Map::new();
+        channel.insert("address".into(), Value::Null);
+        channel.insert(
+            "title".into(),
+            json!(format!("replies of rpc {}", rpc.name)),
+        );
+        channel.insert("messages".into(), Value::Object(messages));
+        self.channels
+            .insert(channel_id.clone(), Value::Object(channel));
+        self.replies.insert(
+            rpc.name.as_str(),
+            json!({
+                "address": {
+                    "location": "$message.header#/replyTo",
+                    "description": "RabbitMQ's direct reply-to: the request's reply-to property names the caller's channel.",
+                },
+                "channel": { "$ref": format!("#/channels/{channel_id}") },
+                "messages": references,
+            }),
+        );
+    }
+
+    /// An exchange's channels: one per routing key its `senders` use, or one with no
+    /// address when nobody here sends to it.
+    fn exchange_channels(
+        &mut self,
+        name: &str,
+        view: &ExchangeView,
+        senders: Option<&BTreeMap<&str, Vec<Sender<'a>>>>,
+    ) {
+        let extras = self.exchange_extras(name, view);
+        let label = if name.is_empty() { "default" } else { name };
+        let Some(by_key) = senders else {
+            let mut channel = Map::new();
+            channel.insert("address".into(), Value::Null);
+            channel.insert("title".into(), json!(format!("exchange {label}")));
+            channel.extend(extras);
+            let channel_id = self.ids.id("exchange.", name);
+            self.channels.insert(channel_id, Value::Object(channel));
+            return;
+        };
+        for (key, senders) in by_key {
+            let channel_id = self.ids.id("exchange.", &format!("{name}/{key}"));
+            let mut channel = self.key_channel(label, key, senders);
+            channel.extend(extras.clone());
+            for sender in senders {
+                self.send_operation(&channel_id, sender);
+            }
+            self.channels.insert(channel_id, Value::Object(channel));
+        }
+    }
+
+    /// What every channel of an exchange carries: its AMQP binding, its name, whether it is
+    /// external, and the bindings from it (which the AMQP binding cannot express).
+    fn exchange_extras(&self, name: &str, view: &ExchangeView) -> Map<String, Value> {
+        let mut exchange = Map::new();
+        exchange.insert("name".into(), json!(name));
+        let kind = match view.ownership {
+            Ownership::Default => Some("default"),
+            _ => view.kind.map(|k| k.as_str()),
+        };
+        if let Some(kind) = kind {
+            exchange.insert("type".into(), json!(kind));
+        }
+        if let Some(declared) = self.contract.topology.exchange(name) {
+            exchange.insert("durable".into(), json!(declared.durable));
+            exchange.insert("autoDelete".into(), json!(declared.auto_delete));
+        }
+        exchange.insert("vhost".into(), json!("/"));
+        let amqp = json!({
+            "is": "routingKey",
+            "exchange": exchange,
+            "bindingVersion": AMQP_BINDING_VERSION,
+        });
+        let mut extras = Map::new();
+        extras.insert("bindings".into(), json!({ "amqp": amqp }));
+        extras.insert("x-warren-exchange".into(), json!(name));
+        if view.ownership == Ownership::External {
+            extras.insert("x-warren-external".into(), json!(true));
+        }
+        let bindings = self.bindings_from(name);
+        if !bindings.is_empty() {
+            extras.insert("x-warren-bindings".into(), Value::Array(bindings));
+        }
+        extras
+    }
+
+    /// The contract's bindings from `exchange`, as `x-warren-bindings` lists them.
+    fn bindings_from(&self, exchange: &str) -> Vec<Value> {
+        self.contract
+            .topology
+            .bindings
+            .iter()
+            .filter(|b| b.exchange == exchange)
+            .map(|b| {
+                let (kind, to) = match &b.destination {
+                    Destination::Queue(q) => ("queue", q),
+                    Destination::Exchange(e) => ("exchange", e),
+                };
+                let mut binding = Map::new();
+                binding.insert(kind.into(), json!(to));
+                if let Some(label) = binding_label(b) {
+                    binding.insert("match".into(), json!(label));
+                }
+                Value::Object(binding)
+            })
+            .collect()
+    }
+
+    /// The channel of one routing key of exchange `label`: its address, the messages its
+    /// `senders` send, and its `{placeholders}` as parameters.
+    fn key_channel(&self, label: &str, key: &str, senders: &[Sender<'_>]) -> Map<String, Value> {
+        let mut messages = Map::new();
+        for sender in senders {
+            if let Some((id, reference)) = self.message_ref(sender.message()) {
+                messages.insert(id, reference);
+            }
+        }
+        let mut channel = Map::new();
+        channel.insert("address".into(), json!(key));
+        channel.insert(
+            "title".into(),
+            json!(format!("exchange {label}, routing key {key}")),
+        );
+        channel.insert("messages".into(), Value::Object(messages));
+        let placeholders: Vec<&str> = senders
+            .first()
+            .map(|p| p.routing_key().placeholders().collect())
+            .unwrap_or_default();
+        if !placeholders.is_empty() {
+            let parameters: Map<String, Value> = placeholders
+                .iter()
+                .map(|p| {
+                    (
+                        (*p).to_owned(),
+                        json!({ "description": "Routing key word(s) filled in when publishing." }),
+                    )
+                })
+                .collect();
+            channel.insert("parameters".into(), Value::Object(parameters));
+        }
+        channel
+    }
+
+    /// A publisher's or an rpc caller's `send` operation on `channel_id`.
+    fn send_operation(&mut self, channel_id: &str, sender: &Sender<'_>) {
+        let Some(id) = self.message_ids.get(sender.message()) else {
+            return;
+        };
+        let mut operation = Map::new();
+        operation.insert("action".into(), json!("send"));
+        operation.insert(
+            "channel".into(),
+            json!({ "$ref": format!("#/channels/{channel_id}") }),
+        );
+        operation.insert("title".into(), json!(sender.name()));
+        operation.insert(
+            "messages".into(),
+            json!([{ "$ref": format!("#/channels/{channel_id}/messages/{id}") }]),
+        );
+        operation.insert(
+            "bindings".into(),
+            json!({ "amqp": { "deliveryMode": 2, "mandatory": true, "bindingVersion": AMQP_BINDING_VERSION } }),
+        );
+        match sender {
+            Sender::Publisher(publisher) => {
+                if let Some(compression) = publisher.compression {
+                    operation.insert("x-warren-compression".into(), json!(compression));
+                }
+            }
+            Sender::Rpc(rpc) => self.rpc_extras(&mut operation, rpc),
+        }
+        let operation_id = self.ids.id("send.", sender.name());
+        self.operations
+            .insert(operation_id, Value::Object(operation));
+    }
+
+    /// What an rpc's operations carry beyond their messages: the reply, and the timeout and
+    /// declared errors by code as `x-warren-rpc`.
+    fn rpc_extras(&self, operation: &mut Map<String, Value>, rpc: &Rpc) {
+        if let Some(reply) = self.replies.get(rpc.name.as_str()) {
+            operation.insert("reply".into(), reply.clone());
+        }
+        operation.insert(
+            "x-warren-rpc".into(),
+            json!({ "timeout": rpc.timeout.to_string(), "errors": rpc.errors }),
+        );
+    }
+
+    /// A declared queue's channel, with its retry and dead-letter policy, and a `receive`
+    /// operation for each of its consumers and rpc servers.
+    fn queue_channel(&mut self, queue: &Queue) {
+        let channel_id = self.ids.id("queue.", &queue.name);
+        let contract = self.contract;
+        // An rpc's server consumes its queue as a consumer does, answering each request.
+        let servers: Vec<&Rpc> = contract
+            .rpcs
+            .values()
+            .filter(|r| r.server.queue == queue.name)
+            .collect();
+        let consumers: Vec<&Consumer> = contract
+            .consumers
+            .values()
+            .filter(|c| c.queue == queue.name)
+            .chain(servers.iter().map(|r| &r.server))
+            .collect();
+        let mut messages = Map::new();
+        for consumer in &consumers {
+            if let Some((id, reference)) = self.message_ref(&consumer.message) {
+                messages.insert(id, reference);
+            }
+        }
+        let mut channel = Map::new();
+        channel.insert("address".into(), json!(queue.name));
+        channel.insert("title".into(), json!(format!("queue {}", queue.name)));
+        channel.insert("messages".into(), Value::Object(messages));
+        channel.extend(queue_extras(queue));
+        for consumer in consumers {
+            let server = servers.iter().find(|r| r.name == consumer.name).copied();
+            self.receive_operation(&channel_id, consumer, server);
+        }
+        self.channels.insert(channel_id, Value::Object(channel));
+    }
+
+    /// A consumer's (or an rpc `server`'s) `receive` operation on `channel_id`.
+    fn receive_operation(&mut self, channel_id: &str, consumer: &Consumer, server: Option<&Rpc>) {
+        let Some(id) = self.message_ids.get(consumer.message.as_str()) else {
+            return;
+        };
+        let mut operation = Map::new();
+        operation.insert("action".into(), json!("receive"));
+        operation.insert(
+            "channel".into(),
+            json!({ "$ref": format!("#/channels/{channel_id}") }),
+        );
+        operation.insert("title".into(), json!(consumer.name));
+        operation.insert(
+            "messages".into(),
+            json!([{ "$ref": format!("#/channels/{channel_id}/messages/{id}") }]),
+        );
+        operation.insert(
+            "bindings".into(),
+            json!({ "amqp": { "ack": true, "bindingVersion": AMQP_BINDING_VERSION } }),
+        );
+        operation.insert("x-warren-consumer".into(), consumer_settings(consumer));
+        if let Some(rpc) = server {
+            self.rpc_extras(&mut operation, rpc);
+        }
+        let operation_id = self.ids.id("receive.", &consumer.name);
+        self.operations
+            .insert(operation_id, Value::Object(operation));
+    }
+
+    /// The whole document: `info`, the channels and operations written, and every message
+    /// under `components.messages`.
+    fn finish(self, info: &Info) -> Value {
+        let mut info_value = Map::new();
+        info_value.insert("title".into(), json!(info.title));
+        info_value.insert("version".into(), json!(info.version));
+        if let Some(description) = &info.description {
+            info_value.insert("description".into(), json!(description));
+        }
+        json!({
+            "asyncapi": "3.0.0",
+            "info": info_value,
+            "defaultContentType": DEFAULT_CONTENT_TYPE,
+            "channels": self.channels,
+            "operations": self.operations,
+            "components": { "messages": self.component_messages() },
+        })
+    }
+
+    /// Every message with its payload and headers schemas, by id.
+    fn component_messages(&self) -> Map<String, Value> {
+        let mut messages = Map::new();
+        for (name, message) in &self.contract.messages {
+            let Some(id) = self.message_ids.get(name.as_str()) else {
+                continue;
+            };
+            let mut value = Map::new();
+            value.insert("name".into(), json!(name));
+            value.insert("title".into(), json!(message.payload.type_name));
+            if let Some(description) = &message.description {
+                value.insert("description".into(), json!(description));
+            }
+            value.insert("contentType".into(), json!(message.content_type));
+            if let Some(headers) = &message.headers {
+                value.insert(
+                    "headers".into(),
+                    json!({ "schemaFormat": SCHEMA_FORMAT, "schema": headers.schema }),
+                );
+            }
+            value.insert(
+                "payload".into(),
+                json!({ "schemaFormat": SCHEMA_FORMAT, "schema": message.payload.schema }),
+            );
+            messages.insert(id.clone(), Value::Object(value));
+        }
+        messages
+    }
+}
+
+/// What a queue's channel carries besides its messages: its AMQP binding, type, retry,
+/// dead-letter and poison policy.
+fn queue_extras(queue: &Queue) -> Map<String, Value> {
+    let mut extras = Map::new();
+    extras.insert(
+        "bindings".into(),
+        json!({ "amqp": {
+            "is": "queue",
+            "queue": {
+                "name": queue.name,
+                "durable": queue.durable,
+                "exclusive": queue.exclusive,
+                "autoDelete": queue.auto_delete,
+                "vhost": "/",
+            },
+            "bindingVersion": AMQP_BINDING_VERSION,
+        } }),
+    );
+    extras.insert("x-warren-queue-type".into(), json!(queue.kind.as_str()));
+    extras.insert("x-warren-retry".into(), retry(queue));
+    if let Some(dead_letter) = &queue.dead_letter {
+        let mut value = Map::new();
+        value.insert("exchange".into(), json!(dead_letter.exchange));
+        if let Some(key) = &dead_letter.routing_key {
+            value.insert("routingKey".into(), json!(key));
+        }
+        extras.insert("x-warren-dead-letter".into(), Value::Object(value));
+    }
+    extras.insert("x-warren-on-poison".into(), json!(queue.on_poison.as_str()));
+    extras
+}
+
+/// A consumer's settings as `x-warren-consumer`.
+fn consumer_settings(consumer: &Consumer) -> Value {
+    let mut settings = Map::new();
+    settings.insert("prefetch".into(), json!(consumer.prefetch));
+    settings.insert("concurrency".into(), json!(consumer.concurrency));
+    if let Some(batch) = &consumer.batch {
+        settings.insert(
+            "batch".into(),
+            json!({ "size": batch.size, "timeout": batch.timeout.to_string() }),
+        );
+    }
+    if let Some(breaker) = &consumer.circuit_breaker {
+        settings.insert(
+            "circuitBreaker".into(),
+            json!({ "failures": breaker.failures, "coolDown": breaker.cool_down.to_string() }),
+        );
+    }
+    if consumer.dead_letters {
+        settings.insert("deadLetters".into(), json!(true));
+    }
+    Value::Object(settings)
+}
+
+/// What sends to an exchange channel: a publisher, or an rpc's caller.
+enum Sender<'a> {
+    Publisher(&'a Publisher),
+    Rpc(&'a Rpc),
+}
+
+impl Sender<'_> {
+    fn name(&self) -> &str {
+        match self {
+            Self::Publisher(p) => &p.name,
+            Self::Rpc(r) => &r.name,
+        }
+    }
+
+    /// The message sent: an rpc's request.
+    fn message(&self) -> &str {
+        match self {
+            Self::Publisher(p) => &p.message,
+            Self::Rpc(r) => &r.request,
+        }
+    }
+
+    fn routing_key(&self) -> &KeyTemplate {
+        match self {
+            Self::Publisher(p) => &p.routing_key,
+            Self::Rpc(r) => &r.target.routing_key,
+        }
+    }
+}
+
+/// A queue's retry policy as `x-warren-retry`: the mode and its settings, and for
+/// ttl-backoff each wait tier's delay.
+fn retry(queue: &Queue) -> Value {
+    let exhausted = |e: Exhausted| json!(e.as_str());
+    match &queue.retry {
+        Retry::None => json!({ "mode": "none" }),
+        Retry::ImmediateRequeue {
+            max_retries,
+            exhausted: e,
+        } => {
+            json!({ "mode": "immediate-requeue", "maxRetries": max_retries, "exhausted": exhausted(*e) })
+        }
+        Retry::TtlBackoff(backoff) => json!({
+            "mode": "ttl-backoff",
+            "maxRetries": backoff.max_retries,
+            "initialDelay": DurationLabel(backoff.initial_delay).to_string(),
+            "maxDelay": DurationLabel(backoff.max_delay).to_string(),
+            "multiplier": backoff.multiplier,
+            "jitter": backoff.jitter,
+            "exhausted": exhausted(backoff.exhausted),
+            "delays": (0..backoff.max_retries.min(warren_model::MAX_WAIT_TIERS as u32))
+                .map(|attempt| DurationLabel(backoff.delay(attempt)).to_string())
+                .collect::<Vec<_>>(),
+            "waitQueues": backoff.tiers.iter().map(|t| json!({
+                "name": t.queue,
+                "delay": DurationLabel(t.delay).to_string(),
+            })).collect::<Vec<_>>(),
+        }),
+        Retry::QuorumNative => {
+            let mut value = Map::new();
+            value.insert("mode".into(), json!("quorum-native"));
+            if let Some(limit) = queue.quorum_delivery_limit() {
+                value.insert("deliveryLimit".into(), json!(limit));
+            }
+            Value::Object(value)
+        }
+    }
+}
