@@ -13,13 +13,13 @@ use std::sync::Arc;
 
 use warren_model::argument;
 pub use warren_model::{
-    ArgValue, Arguments, Backoff, Binding, DeadLetter, Destination, Exchange, ExchangeKind,
-    Exhausted, Import, MAX_WAIT_TIERS, OnPoison, Queue, QueueKind, QueueRole, Retry, Topology,
-    WaitTier,
+    ArgValue, Arguments, Backoff, BatchSpec, Binding, CircuitBreaker, Compression, ConsumerSpec,
+    DeadLetter, Destination, Exchange, ExchangeKind, Exhausted, Import, MAX_WAIT_TIERS, OnPoison,
+    Publication, Queue, QueueKind, QueueRole, Retry, RpcTarget, Topology, WaitTier,
 };
 
+pub use crate::format::Duration;
 use crate::format::{self, RetryMode};
-pub use crate::format::{Compression, Duration};
 use crate::imports::Imports;
 use crate::load::LoadedContract;
 pub use crate::routing::{KeyTemplate, KeyWord};
@@ -36,10 +36,6 @@ pub const DEFAULT_INITIAL_DELAY: Duration =
 /// Default ttl-backoff delay bound, as the format writes durations.
 pub const DEFAULT_MAX_DELAY: Duration =
     Duration::from_millis(warren_model::DEFAULT_MAX_DELAY.as_millis() as u64);
-/// Default timeout of an rpc (the model's [`warren_model::rpc::DEFAULT_TIMEOUT`]), as the
-/// format writes durations.
-pub const DEFAULT_RPC_TIMEOUT: Duration =
-    Duration::from_millis(warren_model::rpc::DEFAULT_TIMEOUT.as_millis() as u64);
 /// Default content type of messages.
 pub const DEFAULT_CONTENT_TYPE: &str = "application/json";
 
@@ -103,19 +99,14 @@ pub struct SchemaType {
 pub struct Publisher {
     /// Name in the contract.
     pub name: String,
-    /// Target exchange (`""` is the default exchange).
-    pub exchange: String,
-    /// Routing key with its placeholders.
-    pub routing_key: KeyTemplate,
-    /// The routing key as written.
-    pub routing_key_text: String,
     /// Message type published.
     pub message: String,
-    /// Body compression.
-    pub compression: Option<Compression>,
-    /// The highest `max_priority` of the queues its messages can reach (`None`: none
-    /// declares one).
-    pub max_priority: Option<u8>,
+    /// The routing key with its placeholders (as written: `publication.routing_key`).
+    pub routing_key: KeyTemplate,
+    /// Where and how it publishes, as generated code hands it to the runtime: the exchange
+    /// (`""` is the default exchange), the routing key as written, the body compression and
+    /// the highest `max_priority` of the queues its messages can reach.
+    pub publication: Publication<String>,
 }
 
 /// A request/reply operation.
@@ -131,67 +122,31 @@ pub struct Rpc {
     pub response: String,
     /// The declared errors: code → message.
     pub errors: BTreeMap<String, String>,
-    /// Where requests are published.
-    pub target: RpcTarget,
-    /// How long a caller waits for the reply.
-    pub timeout: Duration,
-    /// The highest `max_priority` of the queues its requests can reach (`None`: none
-    /// declares one).
-    pub max_priority: Option<u8>,
+    /// The requests' routing key with its placeholders (the queue's name on the default
+    /// exchange, taken as it is); as written: `target.routing_key`.
+    pub routing_key: KeyTemplate,
+    /// Where requests go and how long a caller waits, as generated code hands it to the
+    /// runtime: the exchange, the routing key as written, the timeout and the highest
+    /// `max_priority` of the queues its requests can reach.
+    pub target: RpcTarget<String>,
     /// The server: a consumer of the request queue, named and registered as the rpc, whose
     /// message is the request.
     pub server: Consumer,
 }
 
-/// Where an rpc's requests are published.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RpcTarget {
-    /// The exchange (`""` is the default exchange).
-    pub exchange: String,
-    /// The routing key with its placeholders (the queue's name on the default exchange).
-    pub routing_key: KeyTemplate,
-    /// The routing key as written (or the queue's name).
-    pub routing_key_text: String,
-}
-
 /// A consumer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Consumer {
-    /// Name in the contract.
-    pub name: String,
-    /// Queue consumed.
-    pub queue: String,
+    /// How it consumes, as generated code hands it to the runtime: its name in the contract,
+    /// its queue, prefetch (`basic.qos`), concurrency and circuit breaker.
+    pub spec: ConsumerSpec<String>,
     /// Message type expected.
     pub message: String,
-    /// Prefetch (`basic.qos`).
-    pub prefetch: u16,
-    /// Handlers running at once.
-    pub concurrency: u16,
     /// Batch settings, for batch consumers.
-    pub batch: Option<Batch>,
-    /// Circuit breaker settings; `None` never stops taking deliveries.
-    pub circuit_breaker: Option<CircuitBreaker>,
+    pub batch: Option<BatchSpec>,
     /// A dead-letter consumer: its handler receives every message of its queue as a
     /// `warren_runtime::DeadLetter`, poison included.
     pub dead_letters: bool,
-}
-
-/// Batch delivery settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Batch {
-    /// Most messages per batch.
-    pub size: u16,
-    /// Longest wait for a batch to fill.
-    pub timeout: Duration,
-}
-
-/// Circuit breaker settings of a consumer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CircuitBreaker {
-    /// Consecutive retryable failures that open the breaker.
-    pub failures: u32,
-    /// How long the breaker stays open before a probe.
-    pub cool_down: Duration,
 }
 
 /// Builds the model from a contract that passed every check. `Err` lists what the model
@@ -346,14 +301,17 @@ impl Builder<'_> {
                     ));
                     KeyTemplate::empty()
                 });
+                let publication = Publication {
+                    exchange: p.exchange.clone(),
+                    routing_key: text,
+                    compression: p.compression,
+                    max_priority: self.max_priority(&p.exchange, &routing_key),
+                };
                 let publisher = Publisher {
                     name: name.clone(),
-                    exchange: p.exchange.clone(),
-                    max_priority: self.max_priority(&p.exchange, &routing_key),
-                    routing_key,
-                    routing_key_text: text,
                     message: p.message.clone(),
-                    compression: p.compression,
+                    routing_key,
+                    publication,
                 };
                 (name.clone(), publisher)
             })
@@ -383,19 +341,22 @@ impl Builder<'_> {
                         KeyTemplate::literal(&r.queue),
                     ),
                 };
+                let target = RpcTarget {
+                    max_priority: self.max_priority(&exchange, &routing_key),
+                    exchange,
+                    routing_key: text,
+                    timeout: r
+                        .timeout
+                        .map_or(warren_model::rpc::DEFAULT_TIMEOUT, Into::into),
+                };
                 let rpc = Rpc {
                     name: name.clone(),
                     description: r.description.clone(),
                     request: r.request.clone(),
                     response: r.response.clone(),
                     errors: r.errors.clone(),
-                    max_priority: self.max_priority(&exchange, &routing_key),
-                    target: RpcTarget {
-                        exchange,
-                        routing_key,
-                        routing_key_text: text,
-                    },
-                    timeout: r.timeout.unwrap_or(DEFAULT_RPC_TIMEOUT),
+                    routing_key,
+                    target,
                     server: consumer(name, &r.server()),
                 };
                 (name.clone(), rpc)
@@ -465,19 +426,22 @@ impl Builder<'_> {
 /// Consumer `name` with its defaults applied (an rpc's server too, through
 /// [`format::Rpc::server`]).
 fn consumer(name: &str, c: &format::Consumer) -> Consumer {
-    Consumer {
+    let spec = ConsumerSpec {
         name: name.to_owned(),
         queue: c.queue.clone(),
-        message: c.message.clone(),
         prefetch: c.prefetch.unwrap_or(DEFAULT_PREFETCH),
         concurrency: c.concurrency.unwrap_or(1),
-        batch: c.batch.as_ref().map(|b| Batch {
-            size: b.size,
-            timeout: b.timeout,
-        }),
         circuit_breaker: c.circuit_breaker.as_ref().map(|b| CircuitBreaker {
             failures: b.failures,
-            cool_down: b.cool_down,
+            cool_down: b.cool_down.into(),
+        }),
+    };
+    Consumer {
+        spec,
+        message: c.message.clone(),
+        batch: c.batch.as_ref().map(|b| BatchSpec {
+            size: b.size,
+            timeout: b.timeout.into(),
         }),
         dead_letters: c.dead_letters.unwrap_or(false),
     }

@@ -5,8 +5,9 @@
 //! the retry arithmetic (backoff delays, jitter buckets, wait tiers and their names), the
 //! `x-` arguments a queue is declared with (derived from its typed fields by
 //! [`Queue::declare_arguments`]), the AMQP limits warren checks against ([`limits`]), the
-//! headers warren writes ([`headers`]) and why a message was dead-lettered
-//! ([`FailureReason`]).
+//! headers warren writes ([`headers`]), why a message was dead-lettered
+//! ([`FailureReason`]), and what generated code hands the runtime for each consumer,
+//! publisher and rpc ([`ConsumerSpec`], [`Publication`], [`RpcTarget`]).
 //!
 //! The generator builds a [`Topology`] from a contract and writes it into generated code
 //! (through `quote::ToTokens`, behind the `tokens` feature); the runtime declares it and
@@ -51,6 +52,7 @@ pub mod limits;
 mod reason;
 mod retry;
 pub mod rpc;
+mod spec;
 mod spelled;
 #[cfg(feature = "tokens")]
 mod tokens;
@@ -63,6 +65,7 @@ pub use retry::{
     DEFAULT_MULTIPLIER, Exhausted, JITTER_BUCKETS, MAX_WAIT_TIERS, MIN_MULTIPLIER,
     QUORUM_UNLIMITED, Retry, WaitTier, backoff_delay, delay_tiers, jitter_bucket, wait_queue_name,
 };
+pub use spec::{BatchSpec, CircuitBreaker, Compression, ConsumerSpec, Publication, RpcTarget};
 pub use spelled::UnknownName;
 pub use topology::argument;
 pub use topology::{

@@ -89,7 +89,9 @@ pub(crate) use spelled;
 
 #[cfg(test)]
 mod tests {
-    use crate::{ExchangeKind, Exhausted, FailureReason, LeaderLocator, OnPoison, QueueKind};
+    use crate::{
+        Compression, ExchangeKind, Exhausted, FailureReason, LeaderLocator, OnPoison, QueueKind,
+    };
 
     /// Every spelling parses back to its value: the list cannot hold a typo that only one
     /// direction would catch.
@@ -112,6 +114,7 @@ mod tests {
         check(Exhausted::ALL, Exhausted::NAMES);
         check(OnPoison::ALL, OnPoison::NAMES);
         check(FailureReason::ALL, FailureReason::NAMES);
+        check(Compression::ALL, Compression::NAMES);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! `quote::ToTokens` for the topology: the generator writes a contract's `topology()` from
-//! the model itself.
+//! `quote::ToTokens` for the topology and the specs: the generator writes a contract's
+//! `topology()`, and what each consumer, publisher and rpc hands the runtime, from the
+//! model itself.
 //!
 //! Each impl destructures its type without `..`, so a field added to the model that is not
 //! written into generated code fails to compile here. The tokens name the model's items
@@ -11,8 +12,9 @@ use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
 
 use crate::{
-    ArgValue, Arguments, Backoff, Binding, DeadLetter, Destination, Exchange, ExchangeKind,
-    Exhausted, Import, OnPoison, Queue, QueueKind, QueueRole, Retry, Topology, WaitTier,
+    ArgValue, Arguments, Backoff, BatchSpec, Binding, CircuitBreaker, Compression, ConsumerSpec,
+    DeadLetter, Destination, Exchange, ExchangeKind, Exhausted, Import, OnPoison, Publication,
+    Queue, QueueKind, QueueRole, Retry, RpcTarget, Topology, WaitTier,
 };
 
 impl ToTokens for Topology {
@@ -282,6 +284,100 @@ impl ToTokens for ArgValue {
                 quote! { ArgValue::Float(#f) }
             }
             Self::String(s) => quote! { ArgValue::String(#s.into()) },
+        });
+    }
+}
+
+impl<S: ToTokens> ToTokens for ConsumerSpec<S> {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        let Self {
+            name,
+            queue,
+            prefetch,
+            concurrency,
+            circuit_breaker,
+        } = self;
+        let circuit_breaker = optional(circuit_breaker.as_ref());
+        tokens.extend(quote! {
+            ConsumerSpec {
+                name: #name,
+                queue: #queue,
+                prefetch: #prefetch,
+                concurrency: #concurrency,
+                circuit_breaker: #circuit_breaker,
+            }
+        });
+    }
+}
+
+impl ToTokens for CircuitBreaker {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        let Self {
+            failures,
+            cool_down,
+        } = self;
+        let cool_down = duration(*cool_down);
+        tokens.extend(quote! {
+            CircuitBreaker { failures: #failures, cool_down: #cool_down }
+        });
+    }
+}
+
+impl ToTokens for BatchSpec {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        let Self { size, timeout } = self;
+        let timeout = duration(*timeout);
+        tokens.extend(quote! { BatchSpec { size: #size, timeout: #timeout } });
+    }
+}
+
+impl ToTokens for Compression {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        tokens.extend(match self {
+            Self::Gzip => quote! { Compression::Gzip },
+            Self::Deflate => quote! { Compression::Deflate },
+        });
+    }
+}
+
+impl<S: ToTokens> ToTokens for Publication<S> {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        let Self {
+            exchange,
+            routing_key,
+            compression,
+            max_priority,
+        } = self;
+        let compression = optional(compression.as_ref());
+        let max_priority = optional(max_priority.as_ref());
+        tokens.extend(quote! {
+            Publication {
+                exchange: #exchange,
+                routing_key: #routing_key,
+                compression: #compression,
+                max_priority: #max_priority,
+            }
+        });
+    }
+}
+
+impl<S: ToTokens> ToTokens for RpcTarget<S> {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        let Self {
+            exchange,
+            routing_key,
+            timeout,
+            max_priority,
+        } = self;
+        let timeout = duration(*timeout);
+        let max_priority = optional(max_priority.as_ref());
+        tokens.extend(quote! {
+            RpcTarget {
+                exchange: #exchange,
+                routing_key: #routing_key,
+                timeout: #timeout,
+                max_priority: #max_priority,
+            }
         });
     }
 }

@@ -153,16 +153,13 @@ pub use lapin;
 /// may use it; it changes without notice between versions. (As tonic's `codegen` module.)
 #[doc(hidden)]
 pub mod codegen {
-    pub use crate::codec::Compression;
-    pub use crate::publisher::{Publication, publish};
+    pub use crate::publisher::publish;
     pub use crate::routing_key::{KeyPart, RoutingKey};
     pub use crate::rpc::{
-        DeclaredErrors, NoErrors, Operation, RpcHandler, Target, call, decode_payload,
-        encode_payload,
+        DeclaredErrors, NoErrors, Operation, RpcHandler, call, decode_payload, encode_payload,
     };
     pub use crate::worker::{
-        BatchHandler, BatchSpec, CircuitBreaker, ConsumerSpec, DeadLetterHandler, Handler, add,
-        add_batch, add_dead_letters, add_server,
+        BatchHandler, DeadLetterHandler, Handler, add, add_batch, add_dead_letters, add_server,
     };
 
     pub use chrono;

@@ -9,32 +9,17 @@ use lapin::{BasicProperties, Channel, Confirmation};
 use tracing::Instrument as _;
 
 use crate::clock::unix_seconds;
-use crate::codec::{Compression, validated_payload};
+use crate::codec::{compress, validated_payload};
 use crate::error::{MessagePart, ShortField};
-use crate::model::Namespace;
 use crate::model::limits::{MAX_EXPIRATION_MILLIS, MAX_SHORT_STRING};
 use crate::model::rpc::DIRECT_REPLY_TO;
+use crate::model::{Compression, Namespace, Publication};
 use crate::schema::Validators;
 use crate::sync::lock;
 use crate::{Connection, Message, PublishError, Topology, amqp};
 
 /// How long a publish waits for the broker's confirm by default.
 pub const DEFAULT_PUBLISH_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Where and how one message is published: what a generated publish method fills in from
-/// the contract.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Publication<'a> {
-    /// The exchange (`""` is the default exchange).
-    pub exchange: &'a str,
-    /// The routing key.
-    pub routing_key: &'a str,
-    /// Body compression.
-    pub compression: Option<Compression>,
-    /// The highest `max_priority` of the queues the publication can reach (`None`: none
-    /// declares one), which a [`PublishOptions::priority`] is checked against.
-    pub max_priority: Option<u8>,
-}
 
 /// Per-message properties a caller may set instead of the defaults, passed to the generated
 /// `Publishers::with(options)`. Checked before anything is sent: a value the broker would
@@ -174,7 +159,7 @@ impl PublishOptions {
 /// `max_priority` of the queues a message reaches (`None`: none declares one): a priority above
 /// it, or any priority where no queue declares one, is [`PublishError::Priority`]. The one rule
 /// for publishes ([`PublishOptions::priority`]) and calls (`rpc::CallOptions::priority`
-/// against `rpc::Target::max_priority`).
+/// against `RpcTarget::max_priority`).
 pub(crate) fn check_priority(
     priority: Option<u8>,
     max_priority: Option<u8>,
@@ -285,7 +270,7 @@ impl Publisher {
     /// Generated publish methods reach it through [`publish`].
     pub(crate) async fn publish_with<M: Message>(
         &self,
-        publication: Publication<'_>,
+        publication: Publication<&str>,
         payload: &M::Payload,
         headers: &M::Headers,
         options: &PublishOptions,
@@ -549,10 +534,8 @@ pub(crate) fn outgoing<M: Message>(
     headers_also(&mut table);
     let mut properties = properties.with_headers(table);
     if let Some(compression) = compression {
-        body = compression
-            .compress(&body)
-            .map_err(PublishError::Compress)?;
-        properties = properties.with_content_encoding(ShortString::from(compression.encoding()));
+        body = compress(compression, &body).map_err(PublishError::Compress)?;
+        properties = properties.with_content_encoding(ShortString::from(compression.as_str()));
     }
     Ok(Outgoing { body, properties })
 }
@@ -574,7 +557,7 @@ pub(crate) fn short(field: ShortField, text: &str) -> Result<(), PublishError> {
 /// confirmed the message and did not return it as unroutable.
 pub async fn publish<M: Message>(
     publisher: &Publisher,
-    publication: Publication<'_>,
+    publication: Publication<&str>,
     payload: &M::Payload,
     headers: &M::Headers,
     options: &PublishOptions,

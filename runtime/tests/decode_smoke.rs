@@ -4,11 +4,11 @@
 
 use proptest::collection::vec;
 use proptest::prelude::*;
-use warren_runtime::codegen::Compression;
 use warren_runtime::lapin::BasicProperties;
 use warren_runtime::lapin::types::{
     AMQPValue, DecimalValue, FieldArray, FieldTable, LongString, ShortString,
 };
+use warren_runtime::model::Compression;
 use warren_runtime::{__fuzz, DEFAULT_MAX_BODY_BYTES};
 
 /// A body: random bytes, random JSON, or a valid payload with random fields.
@@ -72,7 +72,7 @@ fn encoded(body: Vec<u8>) -> impl Strategy<Value = (Vec<u8>, Option<String>)> {
         (codec.clone(), any::<bool>()).prop_map({
             let body = body.clone();
             move |(codec, upper)| {
-                let name = codec.encoding();
+                let name = codec.as_str();
                 let name = if upper {
                     name.to_ascii_uppercase()
                 } else {
@@ -86,7 +86,7 @@ fn encoded(body: Vec<u8>) -> impl Strategy<Value = (Vec<u8>, Option<String>)> {
             move |(codec, cut)| {
                 let mut bytes = __fuzz::compress(codec, &body);
                 bytes.truncate(cut.index(bytes.len() + 1));
-                (bytes, Some(codec.encoding().to_owned()))
+                (bytes, Some(codec.as_str().to_owned()))
             }
         }),
         (codec, any::<prop::sample::Index>(), any::<u8>()).prop_map({
@@ -95,7 +95,7 @@ fn encoded(body: Vec<u8>) -> impl Strategy<Value = (Vec<u8>, Option<String>)> {
                 let mut bytes = __fuzz::compress(codec, &body);
                 let at = at.index(bytes.len());
                 bytes[at] ^= byte | 1;
-                (bytes, Some(codec.encoding().to_owned()))
+                (bytes, Some(codec.as_str().to_owned()))
             }
         }),
         "[a-zA-Z0-9 ,-]{0,12}".prop_map(move |name| (body.clone(), Some(name))),
@@ -232,7 +232,7 @@ fn valid_deliveries_decode() {
         Ok(())
     );
     for codec in [Compression::Gzip, Compression::Deflate] {
-        let properties = json().with_content_encoding(ShortString::from(codec.encoding()));
+        let properties = json().with_content_encoding(ShortString::from(codec.as_str()));
         let compressed = __fuzz::compress(codec, &body);
         // The cap applies to the bytes on the wire too, which may outgrow a short body.
         let cap = body.len().max(compressed.len());

@@ -60,8 +60,8 @@ fn a_name_with_no_identifier_is_an_internal_error_not_a_placeholder() {
         .expect("the minimal contract is valid");
     let consumers = &mut checked.contract.consumers;
     let (_, mut consumer) = consumers.pop_first().expect("a consumer");
-    consumer.name = "9lives".to_owned();
-    consumers.insert(consumer.name.clone(), consumer);
+    consumer.spec.name = "9lives".to_owned();
+    consumers.insert(consumer.spec.name.clone(), consumer);
     let error = checked
         .generate(&warren_codegen::Settings::new())
         .expect_err("no identifier for `9lives`");

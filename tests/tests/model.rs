@@ -150,21 +150,21 @@ fn summary(contract: &Contract) -> String {
             out,
             "publisher {} -> {} key={:?} placeholders={placeholders:?} compression={:?} max_priority={:?}",
             publisher.name,
-            publisher.exchange,
-            publisher.routing_key_text,
-            publisher.compression,
-            publisher.max_priority
+            publisher.publication.exchange,
+            publisher.publication.routing_key,
+            publisher.publication.compression,
+            publisher.publication.max_priority
         );
     }
     for consumer in contract.consumers.values() {
         let _ = writeln!(
             out,
             "consumer {} <- {} message={} prefetch={} concurrency={} batch={:?}",
-            consumer.name,
-            consumer.queue,
+            consumer.spec.name,
+            consumer.spec.queue,
             consumer.message,
-            consumer.prefetch,
-            consumer.concurrency,
+            consumer.spec.prefetch,
+            consumer.spec.concurrency,
             consumer.batch
         );
     }
@@ -174,12 +174,12 @@ fn summary(contract: &Contract) -> String {
             "rpc {} -> {:?} key={:?} request={} response={} errors={:?} timeout={} max_priority={:?} server={:?}",
             rpc.name,
             rpc.target.exchange,
-            rpc.target.routing_key_text,
+            rpc.target.routing_key,
             rpc.request,
             rpc.response,
             rpc.errors,
-            rpc.timeout,
-            rpc.max_priority,
+            warren_runtime::model::DurationLabel(rpc.target.timeout),
+            rpc.target.max_priority,
             rpc.server
         );
     }
@@ -194,19 +194,25 @@ fn max_priority_is_the_highest_of_the_queues_reached() {
     let checked = warren_codegen::check_contract("fixtures/contracts/rpc/warren.yaml")
         .expect("the rpc fixture is valid");
     let contract = checked.contract;
-    assert_eq!(contract.publishers["audit"].max_priority, Some(5));
-    assert_eq!(contract.publishers["plain"].max_priority, None);
-    assert_eq!(contract.rpcs["find_user"].max_priority, Some(9));
+    assert_eq!(
+        contract.publishers["audit"].publication.max_priority,
+        Some(5)
+    );
+    assert_eq!(contract.publishers["plain"].publication.max_priority, None);
+    assert_eq!(contract.rpcs["find_user"].target.max_priority, Some(9));
     let echo = &contract.rpcs["echo"];
-    assert_eq!(echo.max_priority, Some(3));
+    assert_eq!(echo.target.max_priority, Some(3));
     assert_eq!(
         (
             echo.target.exchange.as_str(),
-            echo.target.routing_key_text.as_str()
+            echo.target.routing_key.as_str()
         ),
         ("", "echo")
     );
-    assert_eq!(echo.timeout, warren_codegen::model::DEFAULT_RPC_TIMEOUT);
-    assert_eq!(echo.server.name, "echo");
+    assert_eq!(
+        echo.target.timeout,
+        warren_runtime::model::rpc::DEFAULT_TIMEOUT
+    );
+    assert_eq!(echo.server.spec.name, "echo");
     assert_eq!(echo.server.message, "ping");
 }

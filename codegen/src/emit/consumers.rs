@@ -3,6 +3,7 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
+use warren_model::DurationLabel;
 
 use super::docs::{allow_contract_markdown, compose, retry_line};
 use super::rpcs::{self, Resolved};
@@ -23,12 +24,12 @@ pub(super) fn emit(
     let consumers = contract
         .consumers
         .values()
-        .filter(|c| selection.consumer(&c.name))
+        .filter(|c| selection.consumer(&c.spec.name))
         .map(|c| match contract.messages.get(&c.message) {
             Some(m) => Ok(Served::Consumer(c, m)),
             None => Err(GenerateError::Internal(format!(
                 "consumer {} handles message {}, which the model does not hold",
-                code(&c.name),
+                code(&c.spec.name),
                 code(&c.message)
             ))),
         });
@@ -41,7 +42,7 @@ pub(super) fn emit(
     let mut served: Vec<Served<'_>> = consumers.chain(servers).collect::<Result<_, _>>()?;
     // Consumers and rpcs share one namespace (the checks hold their names apart): in name
     // order, whatever their kind.
-    served.sort_by(|a, b| a.consumer().name.cmp(&b.consumer().name));
+    served.sort_by(|a, b| a.consumer().spec.name.cmp(&b.consumer().spec.name));
     if served.is_empty() {
         return Ok(TokenStream::new());
     }
@@ -139,9 +140,9 @@ impl Served<'_> {
         };
         format!(
             "{what} {} (message {} from queue {})",
-            code(&consumer.name),
+            code(&consumer.spec.name),
             code(&self.message().name),
-            code(&consumer.queue)
+            code(&consumer.spec.queue)
         )
     }
 }
@@ -178,7 +179,7 @@ fn handler_trait(
     consumer: &Consumer,
     message: &Message,
 ) -> Result<TokenStream, GenerateError> {
-    let name = ident(&consumer.name, Role::ConsumerTrait);
+    let name = ident(&consumer.spec.name, Role::ConsumerTrait);
     let delivery = delivery(message, &quote! { super::types });
     let received = received(consumer, message, &quote! { super::types });
     let docs = trait_doc(contract, consumer, message)?;
@@ -222,16 +223,16 @@ fn trait_doc(
         format!(
             "Dead-letter consumer {}: handles the dead letters of queue {}, typed as message {} \
              when they decode.",
-            code(&consumer.name),
-            code(&consumer.queue),
+            code(&consumer.spec.name),
+            code(&consumer.spec.queue),
             code(&message.name)
         )
     } else {
         format!(
             "Consumer {}: handles message {} from queue {}.",
-            code(&consumer.name),
+            code(&consumer.spec.name),
             code(&message.name),
-            code(&consumer.queue)
+            code(&consumer.spec.queue)
         )
     };
     let mut text = format!("- message: [`messages::{marker}`](super::messages::{marker})");
@@ -271,7 +272,7 @@ fn server_trait(
         "Server of rpc {}: answers message {} from queue {} with message {}.",
         code(&rpc.name),
         code(&resolved.request.name),
-        code(&rpc.server.queue),
+        code(&rpc.server.spec.queue),
         code(&resolved.response.name)
     );
     let request = ident(&resolved.request.name, Role::Message);
@@ -293,7 +294,7 @@ fn server_trait(
     }
     text.push_str(&format!(
         "\n- a caller waits {}; a request past its deadline is dead-lettered unhandled",
-        rpc.timeout
+        DurationLabel(rpc.target.timeout)
     ));
     text.push_str(&format!("\n- {}", retry_line(contract, &rpc.server)?));
     text.push_str(&settings_lines(&rpc.server));
@@ -321,19 +322,24 @@ fn server_trait(
 
 /// The consumer's prefetch, concurrency or batches, and circuit breaker, as doc lines.
 fn settings_lines(consumer: &Consumer) -> String {
-    let handling = match (&consumer.batch, consumer.concurrency) {
+    let handling = match (&consumer.batch, consumer.spec.concurrency) {
         (Some(batch), _) => format!(
             "in batches of up to {}, waiting at most {} for one to fill",
-            batch.size, batch.timeout
+            batch.size,
+            DurationLabel(batch.timeout)
         ),
         (None, 1) => "one delivery at a time".to_owned(),
         (None, n) => format!("up to {n} deliveries at once"),
     };
-    let mut text = format!("\n- prefetch {}, handling {handling}", consumer.prefetch);
-    if let Some(breaker) = &consumer.circuit_breaker {
+    let mut text = format!(
+        "\n- prefetch {}, handling {handling}",
+        consumer.spec.prefetch
+    );
+    if let Some(breaker) = &consumer.spec.circuit_breaker {
         text.push_str(&format!(
             "\n- circuit breaker: pauses for {} after {} retryable failures in a row",
-            breaker.cool_down, breaker.failures
+            DurationLabel(breaker.cool_down),
+            breaker.failures
         ));
     }
     text
@@ -344,7 +350,7 @@ fn adapter(served: &Served<'_>) -> TokenStream {
         Served::Consumer(consumer, message) => (*consumer, *message),
         Served::Server(resolved) => return server_adapter(resolved),
     };
-    let name = ident(&consumer.name, Role::ConsumerTrait);
+    let name = ident(&consumer.spec.name, Role::ConsumerTrait);
     let marker = ident(&message.name, Role::Message);
     let delivery = delivery(message, &quote! { super::types });
     let received = received(consumer, message, &quote! { super::types });
@@ -420,19 +426,19 @@ fn server_adapter(resolved: &Resolved<'_>) -> TokenStream {
 fn handlers(which: &str, served: &[Served<'_>]) -> TokenStream {
     let traits: Vec<_> = served
         .iter()
-        .map(|s| ident(&s.consumer().name, Role::ConsumerTrait))
+        .map(|s| ident(&s.consumer().spec.name, Role::ConsumerTrait))
         .collect();
     let params: Vec<_> = served
         .iter()
         .map(|s| {
-            let name = &s.consumer().name;
+            let name = &s.consumer().spec.name;
             let handler_trait = naming::role_ident(name, Role::ConsumerTrait);
             super::to_ident(name, handler_trait.map(|t| naming::handler_param(&t)))
         })
         .collect();
     let fields: Vec<_> = served
         .iter()
-        .map(|s| ident(&s.consumer().name, Role::ConsumerField))
+        .map(|s| ident(&s.consumer().spec.name, Role::ConsumerField))
         .collect();
     let field_docs = served.iter().zip(&traits).map(|(s, t)| {
         compose(
@@ -494,39 +500,14 @@ fn handlers(which: &str, served: &[Served<'_>]) -> TokenStream {
 /// `Handlers::register` calls these, so both ways register a consumer the same way.
 fn register(served: &Served<'_>) -> TokenStream {
     let consumer = served.consumer();
-    let function = ident(&consumer.name, Role::ConsumerField);
-    let handler_trait = ident(&consumer.name, Role::ConsumerTrait);
+    let function = ident(&consumer.spec.name, Role::ConsumerField);
+    let handler_trait = ident(&consumer.spec.name, Role::ConsumerTrait);
     let marker = ident(&served.message().name, Role::Message);
-    let name = &consumer.name;
-    let queue = &consumer.queue;
-    let prefetch = consumer.prefetch;
-    let concurrency = consumer.concurrency;
-    let circuit_breaker = match &consumer.circuit_breaker {
-        Some(breaker) => {
-            let failures = breaker.failures;
-            let millis = breaker.cool_down.as_millis();
-            quote! {
-                ::core::option::Option::Some(::warren_runtime::codegen::CircuitBreaker {
-                    failures: #failures,
-                    cool_down: ::core::time::Duration::from_millis(#millis),
-                })
-            }
-        }
-        None => quote! { ::core::option::Option::None },
-    };
-    let spec = quote! {
-        ::warren_runtime::codegen::ConsumerSpec {
-            name: #name,
-            queue: #queue,
-            prefetch: #prefetch,
-            concurrency: #concurrency,
-            circuit_breaker: #circuit_breaker,
-        }
-    };
+    let spec = &consumer.spec;
     let adapter = quote! { super::super::__adapters::#handler_trait(handler) };
     let add = match &consumer.batch {
         _ if matches!(served, Served::Server(_)) => {
-            let rpc = ident(&consumer.name, Role::Rpc);
+            let rpc = ident(&consumer.spec.name, Role::Rpc);
             quote! {
                 ::warren_runtime::codegen::add_server::<super::super::rpcs::#rpc, _>(worker, #spec, #adapter);
             }
@@ -534,21 +515,9 @@ fn register(served: &Served<'_>) -> TokenStream {
         _ if consumer.dead_letters => quote! {
             ::warren_runtime::codegen::add_dead_letters::<super::super::messages::#marker, _>(worker, #spec, #adapter);
         },
-        Some(batch) => {
-            let size = batch.size;
-            let millis = batch.timeout.as_millis();
-            quote! {
-                ::warren_runtime::codegen::add_batch::<super::super::messages::#marker, _>(
-                    worker,
-                    #spec,
-                    ::warren_runtime::codegen::BatchSpec {
-                        size: #size,
-                        timeout: ::core::time::Duration::from_millis(#millis),
-                    },
-                    #adapter,
-                );
-            }
-        }
+        Some(batch) => quote! {
+            ::warren_runtime::codegen::add_batch::<super::super::messages::#marker, _>(worker, #spec, #batch, #adapter);
+        },
         None => quote! {
             ::warren_runtime::codegen::add::<super::super::messages::#marker, _>(worker, #spec, #adapter);
         },
@@ -572,6 +541,8 @@ fn register(served: &Served<'_>) -> TokenStream {
             worker: &mut ::warren_runtime::Worker,
             handler: impl super::#handler_trait,
         ) {
+            // The model's tokens name its items unqualified.
+            use ::warren_runtime::model::*;
             #add
         }
     }

@@ -183,11 +183,11 @@ pub(super) fn retry_line(
     contract: &Contract,
     consumer: &Consumer,
 ) -> Result<String, GenerateError> {
-    let Some(queue) = contract.topology.queue(&consumer.queue) else {
+    let Some(queue) = contract.topology.queue(&consumer.spec.queue) else {
         return Err(GenerateError::Internal(format!(
             "consumer {} reads queue {}, which the model does not hold",
-            code(&consumer.name),
-            code(&consumer.queue)
+            code(&consumer.spec.name),
+            code(&consumer.spec.queue)
         )));
     };
     // As the runtime decides (`runtime/src/worker/policy.rs`): a queue without a

@@ -23,8 +23,8 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
         let entry = users.entry(consumer.message.as_str()).or_default();
         entry.consumers.push(format!(
             "{} (queue {})",
-            code(&consumer.name),
-            code(&consumer.queue)
+            code(&consumer.spec.name),
+            code(&consumer.spec.queue)
         ));
     }
     for rpc in contract.rpcs.values() {

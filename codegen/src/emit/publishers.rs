@@ -5,7 +5,7 @@ use quote::quote;
 
 use super::docs::compose;
 use super::{GenerateError, code, ident};
-use crate::model::{Compression, Contract, KeyTemplate, KeyWord, Publisher};
+use crate::model::{Contract, KeyTemplate, KeyWord, Publisher};
 use crate::naming::Role;
 use crate::settings::Selection;
 
@@ -85,22 +85,22 @@ fn method_doc(
     payload: &Ident,
     headers: bool,
 ) -> TokenStream {
-    let exchange = if publisher.exchange.is_empty() {
+    let exchange = if publisher.publication.exchange.is_empty() {
         "the default exchange".to_owned()
     } else {
-        format!("exchange {}", code(&publisher.exchange))
+        format!("exchange {}", code(&publisher.publication.exchange))
     };
-    let key = if publisher.routing_key_text.is_empty() {
+    let key = if publisher.publication.routing_key.is_empty() {
         "an empty routing key".to_owned()
     } else {
-        format!("routing key {}", code(&publisher.routing_key_text))
+        format!("routing key {}", code(&publisher.publication.routing_key))
     };
     let mut head = format!(
         "Publisher {}: publishes message {} to {exchange} with {key}",
         code(&publisher.name),
         code(&publisher.message),
     );
-    if let Some(compression) = publisher.compression {
+    if let Some(compression) = publisher.publication.compression {
         head.push_str(&format!(", compressed with {}", compression.as_str()));
     }
     head.push('.');
@@ -148,32 +148,13 @@ fn method(contract: &Contract, publisher: &Publisher) -> Result<TokenStream, Gen
         }
         None => (quote! {}, quote! { &::warren_runtime::NoHeaders {} }),
     };
-    let exchange = &publisher.exchange;
-    let (build_key, key) = if placeholders.is_empty() {
-        let text = &publisher.routing_key_text;
-        (quote! {}, quote! { #text })
-    } else {
-        let parts = key_parts(&publisher.routing_key, Role::Placeholder);
-        (
-            quote! {
-                let routing_key = ::warren_runtime::codegen::RoutingKey::build(&[ #( #parts ),* ])?;
-            },
-            quote! { routing_key.as_str() },
-        )
-    };
-    let compression = match publisher.compression {
-        None => quote! { ::core::option::Option::None },
-        Some(Compression::Gzip) => {
-            quote! { ::core::option::Option::Some(::warren_runtime::codegen::Compression::Gzip) }
-        }
-        Some(Compression::Deflate) => {
-            quote! { ::core::option::Option::Some(::warren_runtime::codegen::Compression::Deflate) }
-        }
-    };
-    let max_priority = match publisher.max_priority {
-        Some(priority) => quote! { ::core::option::Option::Some(#priority) },
-        None => quote! { ::core::option::Option::None },
-    };
+    let publication = &publisher.publication;
+    let (build_key, publication) = filled_in(
+        &publisher.routing_key,
+        Role::Placeholder,
+        quote! { Publication },
+        quote! { #publication },
+    );
     let docs = method_doc(publisher, &marker, &payload, message.headers.is_some());
     Ok(quote! {
         #docs
@@ -183,15 +164,12 @@ fn method(contract: &Contract, publisher: &Publisher) -> Result<TokenStream, Gen
             payload: &types::#payload,
             #headers_param
         ) -> ::core::result::Result<(), ::warren_runtime::PublishError> {
+            // The model's tokens name its items unqualified.
+            use ::warren_runtime::model::*;
             #build_key
             ::warren_runtime::codegen::publish::<messages::#marker>(
                     &self.publisher,
-                    ::warren_runtime::codegen::Publication {
-                        exchange: #exchange,
-                        routing_key: #key,
-                        compression: #compression,
-                        max_priority: #max_priority,
-                    },
+                    #publication,
                     payload,
                     #headers_arg,
                     &self.options,
@@ -201,9 +179,30 @@ fn method(contract: &Contract, publisher: &Publisher) -> Result<TokenStream, Gen
     })
 }
 
+/// A spec (`spec_type`, a `Publication` or an `RpcTarget`: the model's tokens) whose routing
+/// key is `key`: as the contract writes it when it has no placeholders, else built from the
+/// method's parameters (named in `role`) by the statement returned first.
+pub(super) fn filled_in(
+    key: &KeyTemplate,
+    role: Role,
+    spec_type: TokenStream,
+    spec: TokenStream,
+) -> (TokenStream, TokenStream) {
+    if key.placeholders().next().is_none() {
+        return (quote! {}, spec);
+    }
+    let parts = key_parts(key, role);
+    (
+        quote! {
+            let routing_key = ::warren_runtime::codegen::RoutingKey::build(&[ #( #parts ),* ])?;
+        },
+        quote! { #spec_type { routing_key: routing_key.as_str(), ..#spec } },
+    )
+}
+
 /// The routing key as literal text and placeholder values (parameters named in `role`),
 /// separators folded into the text.
-pub(super) fn key_parts(key: &KeyTemplate, role: Role) -> Vec<TokenStream> {
+fn key_parts(key: &KeyTemplate, role: Role) -> Vec<TokenStream> {
     let mut parts = Vec::new();
     let mut literal = String::new();
     for (i, word) in key.words().iter().enumerate() {

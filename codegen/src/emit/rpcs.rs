@@ -5,9 +5,10 @@
 
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
+use warren_model::DurationLabel;
 
 use super::docs::{allow_contract_markdown, compose};
-use super::publishers::key_parts;
+use super::publishers::filled_in;
 use super::{GenerateError, code, ident, type_ident};
 use crate::model::{Contract, Message, Rpc};
 use crate::naming::Role;
@@ -109,14 +110,14 @@ fn destination(rpc: &Rpc) -> String {
     if rpc.target.exchange.is_empty() {
         format!(
             "through the default exchange to queue {}",
-            code(&rpc.server.queue)
+            code(&rpc.server.spec.queue)
         )
     } else {
         format!(
             "to exchange {} with routing key {} (queue {})",
             code(&rpc.target.exchange),
-            code(&rpc.target.routing_key_text),
-            code(&rpc.server.queue)
+            code(&rpc.target.routing_key),
+            code(&rpc.server.spec.queue)
         )
     }
 }
@@ -152,7 +153,7 @@ fn marker(resolved: &Resolved<'_>) -> TokenStream {
     text.push_str(&format!(
         "\n- requests go {}; a caller waits {} for the reply",
         destination(rpc),
-        rpc.timeout
+        DurationLabel(rpc.target.timeout)
     ));
     let docs = compose(
         &format!("Rpc {}.", code(&rpc.name)),
@@ -422,7 +423,6 @@ fn method(resolved: &Resolved<'_>) -> TokenStream {
     let response_type = type_ident(&response.payload.type_name);
     let error_type = errors_type(rpc, &quote! { rpcs });
     let placeholders: Vec<Ident> = rpc
-        .target
         .routing_key
         .placeholders()
         .map(|p| ident(p, Role::RpcPlaceholder))
@@ -434,24 +434,13 @@ fn method(resolved: &Resolved<'_>) -> TokenStream {
         }
         None => (quote! {}, quote! { &::warren_runtime::NoHeaders {} }),
     };
-    let exchange = &rpc.target.exchange;
-    let (build_key, key) = if placeholders.is_empty() {
-        let text = &rpc.target.routing_key_text;
-        (quote! {}, quote! { #text })
-    } else {
-        let parts = key_parts(&rpc.target.routing_key, Role::RpcPlaceholder);
-        (
-            quote! {
-                let routing_key = ::warren_runtime::codegen::RoutingKey::build(&[ #( #parts ),* ])?;
-            },
-            quote! { routing_key.as_str() },
-        )
-    };
-    let millis = rpc.timeout.as_millis();
-    let max_priority = match rpc.max_priority {
-        Some(priority) => quote! { ::core::option::Option::Some(#priority) },
-        None => quote! { ::core::option::Option::None },
-    };
+    let target = &rpc.target;
+    let (build_key, target) = filled_in(
+        &rpc.routing_key,
+        Role::RpcPlaceholder,
+        quote! { RpcTarget },
+        quote! { #target },
+    );
     let docs = method_doc(resolved, &marker, &request_type, &placeholders);
     quote! {
         #docs
@@ -461,15 +450,12 @@ fn method(resolved: &Resolved<'_>) -> TokenStream {
             request: &types::#request_type,
             #headers_param
         ) -> ::core::result::Result<types::#response_type, ::warren_runtime::RpcError<#error_type>> {
+            // The model's tokens name its items unqualified.
+            use ::warren_runtime::model::*;
             #build_key
             ::warren_runtime::codegen::call::<rpcs::#marker>(
                     &self.client,
-                    ::warren_runtime::codegen::Target {
-                        exchange: #exchange,
-                        routing_key: #key,
-                        timeout: ::core::time::Duration::from_millis(#millis),
-                        max_priority: #max_priority,
-                    },
+                    #target,
                     request,
                     #headers_arg,
                     &self.options,
@@ -497,11 +483,11 @@ fn method_doc(
         code(&rpc.name),
         code(&request.name),
         destination(rpc),
-        rpc.timeout,
+        DurationLabel(rpc.target.timeout),
         code(&response.name),
     );
     let mut text = format!("- rpc: [`rpcs::{marker}`]");
-    for (placeholder, parameter) in rpc.target.routing_key.placeholders().zip(placeholders) {
+    for (placeholder, parameter) in rpc.routing_key.placeholders().zip(placeholders) {
         text.push_str(&format!(
             "\n- `{parameter}`: the value of {} in the routing key; not empty",
             code(&format!("{{{placeholder}}}"))

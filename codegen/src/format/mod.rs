@@ -19,7 +19,9 @@ use spelled::SpelledSchema;
 /// An argument value: the model's, read from a contract as a bare scalar (`arguments.rs`).
 pub(crate) use warren_model::ArgValue as ArgumentValue;
 /// The model's enums, read from a contract through their `FromStr` (`spelled.rs`).
-pub(crate) use warren_model::{ExchangeKind, Exhausted, LeaderLocator, OnPoison, QueueKind};
+pub(crate) use warren_model::{
+    Compression, ExchangeKind, Exhausted, LeaderLocator, OnPoison, QueueKind,
+};
 
 /// A whole `warren.yaml` file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
@@ -349,16 +351,6 @@ pub(crate) struct Message {
     pub description: Option<String>,
 }
 
-/// Body compression applied by a publisher.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Compression {
-    /// gzip (`content-encoding: gzip`).
-    Gzip,
-    /// zlib deflate (`content-encoding: deflate`).
-    Deflate,
-}
-
 /// A publisher: one message type sent to one exchange with one routing key.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -371,7 +363,8 @@ pub(crate) struct Publisher {
     /// The message type published.
     pub message: String,
     /// Compress bodies before publishing.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, with = "spelled", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<SpelledSchema<Compression>>")]
     pub compression: Option<Compression>,
     /// The queues that receive these messages are declared by someone else: skip the check
     /// that the routing key reaches a queue of this contract.
@@ -516,7 +509,6 @@ spelled! {
         QuorumNative => "quorum-native",
     }
     HeadersMatch { All => "all", Any => "any" }
-    Compression { Gzip => "gzip", Deflate => "deflate" }
 }
 
 /// The JSON Schema of the contract format, as checked in at `schemas/warren.schema.json`.

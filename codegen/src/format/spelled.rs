@@ -10,7 +10,9 @@ use schemars::JsonSchema;
 use schemars::r#gen::SchemaGenerator;
 use schemars::schema::{InstanceType, Metadata, Schema, SchemaObject, SubschemaValidation};
 use serde::{Deserializer, Serializer};
-use warren_model::{ExchangeKind, Exhausted, LeaderLocator, OnPoison, QueueKind, UnknownName};
+use warren_model::{
+    Compression, ExchangeKind, Exhausted, LeaderLocator, OnPoison, QueueKind, UnknownName,
+};
 
 /// A model enum written as a word in a contract.
 pub(crate) trait Spelled: Copy + FromStr<Err = UnknownName> + 'static {
@@ -72,6 +74,10 @@ described! {
     OnPoison: "What the worker does with a message it cannot decode or validate." {
         DeadLetter => "Send it to the queue's dead-letter exchange (the default; requires one).",
         Drop => "Acknowledge and discard it, with a log line.",
+    }
+    Compression: "Body compression applied by a publisher." {
+        Gzip => "gzip (`content-encoding: gzip`).",
+        Deflate => "zlib deflate (`content-encoding: deflate`).",
     }
     Exhausted: "What happens once the retries are spent." {
         DeadLetter => "Dead-letter the message (the default).",

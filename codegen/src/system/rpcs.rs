@@ -97,8 +97,8 @@ impl Call<'_> {
         let server_file = union.file(self.server_id).display().to_string();
         let (caller, server) = (&self.caller.name, &self.server.name);
         let shown: Vec<&str> = differ.iter().map(|d| d.what.as_str()).collect();
-        let queue = &self.server.server.queue;
-        let own_queue = &self.caller.server.queue;
+        let queue = &self.server.server.spec.queue;
+        let own_queue = &self.caller.server.spec.queue;
         // Typically two copies of one rpc (the caller's team's and the server's) serving one
         // queue, each calling the other's server: neither is the caller alone. Else two rpcs
         // whose bindings cross, one way or both.

@@ -63,22 +63,22 @@ fn unroutable(union: &Union<'_>, note: &str, out: &mut Diagnostics) {
             .publishers
             .get(&publisher.name)
             .is_some_and(|p| p.external_consumers == Some(true));
-        let target = if publisher.exchange.is_empty() {
+        let target = if publisher.publication.exchange.is_empty() {
             "the default exchange".to_owned()
         } else {
-            format!("exchange `{}`", publisher.exchange)
+            format!("exchange `{}`", publisher.publication.exchange)
         };
         let name = &publisher.name;
-        let what = if publisher.routing_key_text.is_empty() {
+        let what = if publisher.publication.routing_key.is_empty() {
             format!("publisher `{name}` publishes to {target}")
         } else {
             format!(
                 "publisher `{name}` sends `{}` to {target}",
-                publisher.routing_key_text
+                publisher.publication.routing_key
             )
         };
         let path = entry("publishers", name).key("routing_key");
-        let seen = if publisher.exchange.is_empty() {
+        let seen = if publisher.publication.exchange.is_empty() {
             format!(
                 "on the default exchange the routing key must be a queue name; the system's queues: {}{}",
                 list(union.queues.keys().copied().take(MAX_RELATED)),
@@ -368,7 +368,7 @@ fn schema_mismatch(union: &Union<'_>, out: &mut Diagnostics) {
                     let key = (
                         *reader_id,
                         reader.section(),
-                        reader.consumer().name.as_str(),
+                        reader.consumer().spec.name.as_str(),
                         *sender_id,
                         sent.name.as_str(),
                     );
@@ -404,7 +404,7 @@ fn schema_mismatch(union: &Union<'_>, out: &mut Diagnostics) {
                     .join(", "),
                 more(names.len()),
                 if names.len() == 1 { "s" } else { "" },
-                consumer.queue,
+                consumer.spec.queue,
                 differ.join(" and "),
             ),
         )

@@ -76,7 +76,7 @@ impl<'a> Union<'a> {
             }
             for reader in Reader::all(contract) {
                 readers
-                    .entry(&reader.consumer().queue)
+                    .entry(&reader.consumer().spec.queue)
                     .or_default()
                     .push((id, reader));
             }
@@ -149,7 +149,7 @@ impl<'a> Sender<'a> {
     /// The exchange it publishes to (`""` is the default exchange).
     pub(crate) fn exchange(self) -> &'a str {
         match self {
-            Self::Publisher(p) => &p.exchange,
+            Self::Publisher(p) => &p.publication.exchange,
             Self::Rpc(r) => &r.target.exchange,
         }
     }
@@ -158,15 +158,15 @@ impl<'a> Sender<'a> {
     fn key(self) -> &'a crate::model::KeyTemplate {
         match self {
             Self::Publisher(p) => &p.routing_key,
-            Self::Rpc(r) => &r.target.routing_key,
+            Self::Rpc(r) => &r.routing_key,
         }
     }
 
     /// Its routing key as written (an rpc on the default exchange: its queue's name).
     pub(crate) fn key_text(self) -> &'a str {
         match self {
-            Self::Publisher(p) => &p.routing_key_text,
-            Self::Rpc(r) => &r.target.routing_key_text,
+            Self::Publisher(p) => &p.publication.routing_key,
+            Self::Rpc(r) => &r.target.routing_key,
         }
     }
 
@@ -235,7 +235,7 @@ impl<'a> Reader<'a> {
     /// How a diagnostic names it: ``consumer `bill_order` ``, ``the server of rpc `quote` ``.
     pub(crate) fn describe(self) -> String {
         match self {
-            Self::Consumer(c) => format!("consumer `{}`", c.name),
+            Self::Consumer(c) => format!("consumer `{}`", c.spec.name),
             Self::Server(r) => format!("the server of rpc `{}`", r.name),
         }
     }
@@ -251,7 +251,7 @@ impl<'a> Reader<'a> {
     /// Its entry in the contract: `consumers.<name>` or `rpcs.<name>` (a server is named as
     /// its rpc).
     pub(crate) fn path(self) -> YamlPath {
-        entry(self.section(), &self.consumer().name)
+        entry(self.section(), &self.consumer().spec.name)
     }
 
     /// Where the message it expects is named: `consumers.<name>.message`,

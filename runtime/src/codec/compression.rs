@@ -5,48 +5,22 @@ use std::borrow::Cow;
 use std::io::{Read, Write as _};
 
 use super::json::{Poison, poison};
-use crate::model::FailureReason;
+use crate::model::{Compression, FailureReason};
 
-/// Body compression, as a publisher in the contract declares it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compression {
-    /// gzip, sent with `content-encoding: gzip`.
-    Gzip,
-    /// zlib deflate, sent with `content-encoding: deflate`.
-    Deflate,
-}
-
-impl Compression {
-    /// Every compression, in the order of the enum.
-    const ALL: [Self; 2] = [Self::Gzip, Self::Deflate];
-
-    /// The compression whose [`Self::encoding`] is `encoding` (lower case).
-    fn of_encoding(encoding: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|c| c.encoding() == encoding)
-    }
-
-    /// The `content-encoding` value.
-    pub fn encoding(self) -> &'static str {
-        match self {
-            Self::Gzip => "gzip",
-            Self::Deflate => "deflate",
+/// `body` compressed with `compression`, at the default level. The `content-encoding` it is
+/// sent with is the compression's spelling, [`Compression::as_str`].
+pub(crate) fn compress(compression: Compression, body: &[u8]) -> std::io::Result<Vec<u8>> {
+    let level = flate2::Compression::default();
+    match compression {
+        Compression::Gzip => {
+            let mut encoder = flate2::write::GzEncoder::new(Vec::new(), level);
+            encoder.write_all(body)?;
+            encoder.finish()
         }
-    }
-
-    /// `body` compressed, at the default level.
-    pub(crate) fn compress(self, body: &[u8]) -> std::io::Result<Vec<u8>> {
-        let level = flate2::Compression::default();
-        match self {
-            Self::Gzip => {
-                let mut encoder = flate2::write::GzEncoder::new(Vec::new(), level);
-                encoder.write_all(body)?;
-                encoder.finish()
-            }
-            Self::Deflate => {
-                let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), level);
-                encoder.write_all(body)?;
-                encoder.finish()
-            }
+        Compression::Deflate => {
+            let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), level);
+            encoder.write_all(body)?;
+            encoder.finish()
         }
     }
 }
@@ -60,7 +34,7 @@ pub(crate) fn decompress<'a>(
 ) -> Result<Cow<'a, [u8]>, Poison> {
     let compression = match encoding.map(str::to_ascii_lowercase).as_deref() {
         None | Some("" | "identity") => return Ok(Cow::Borrowed(body)),
-        Some(other) => Compression::of_encoding(other).ok_or_else(|| {
+        Some(other) => other.parse::<Compression>().map_err(|_| {
             poison(
                 FailureReason::Decode,
                 format!("unknown content encoding `{other}`"),
@@ -94,10 +68,10 @@ pub(crate) fn decompress<'a>(
 
 #[cfg(test)]
 mod tests {
-    use super::{Compression, FailureReason, decompress};
+    use super::{Compression, FailureReason, compress, decompress};
 
     fn gzip(data: &[u8]) -> Vec<u8> {
-        Compression::Gzip.compress(data).expect("compressed")
+        compress(Compression::Gzip, data).expect("compressed")
     }
 
     #[test]
@@ -122,7 +96,7 @@ mod tests {
             FailureReason::Decode
         );
         assert_eq!(decompress(b"x", None, 100).unwrap().as_ref(), b"x");
-        let deflated = Compression::Deflate.compress(b"abc").expect("compressed");
+        let deflated = compress(Compression::Deflate, b"abc").expect("compressed");
         assert_eq!(
             decompress(&deflated, Some("DEFLATE"), 100)
                 .unwrap()

@@ -6,6 +6,5 @@
 mod compression;
 mod json;
 
-pub use compression::Compression;
-pub(crate) use compression::decompress;
+pub(crate) use compression::{compress, decompress};
 pub(crate) use json::{Poison, bounded, payload, poison, typed, validated, validated_payload};

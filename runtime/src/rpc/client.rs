@@ -16,10 +16,11 @@ use tokio::sync::oneshot;
 use tracing::Instrument as _;
 
 use super::reply::{self, Received};
-use super::{DeclaredErrors, Operation, RpcError, Target, decode_within};
+use super::{DeclaredErrors, Operation, RpcError, decode_within};
 use crate::connection::backoff;
 use crate::error::{Chain, ShortField};
 use crate::metrics::CallMetrics;
+use crate::model::RpcTarget;
 use crate::model::rpc::DIRECT_REPLY_TO;
 use crate::model::{Namespace, headers};
 use crate::publisher::{self, Outgoing, Routing, short};
@@ -309,7 +310,7 @@ fn outcome<T, E>(result: &Result<T, RpcError<E>>) -> &'static str {
 pub(super) async fn call<O: Operation>(
     shared: &Shared,
     max_body_bytes: usize,
-    target: Target<'_>,
+    target: RpcTarget<&str>,
     request: &<O::Request as Message>::Payload,
     headers: &<O::Request as Message>::Headers,
     options: &CallOptions,
@@ -340,7 +341,7 @@ pub(super) async fn call<O: Operation>(
 async fn exchange<O: Operation>(
     shared: &Shared,
     max_body_bytes: usize,
-    target: Target<'_>,
+    target: RpcTarget<&str>,
     request: &<O::Request as Message>::Payload,
     headers: &<O::Request as Message>::Headers,
     options: &CallOptions,

@@ -102,8 +102,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::model::FailureReason;
 pub use crate::model::rpc::{DEFAULT_TIMEOUT, DIRECT_REPLY_TO, ReplyStatus};
+use crate::model::{FailureReason, RpcTarget};
 use crate::schema::Validators;
 use crate::{
     Connection, DEFAULT_MAX_BODY_BYTES, Delivery, HandlerError, Message, PublishError, Topology,
@@ -339,20 +339,6 @@ impl RpcClient {
     }
 }
 
-/// Where an operation's requests go and how long a call waits: what a generated client
-/// method fills in from the contract.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Target<'a> {
-    /// The exchange (`""` is the default exchange, with the request queue's name as key).
-    pub exchange: &'a str,
-    /// The routing key.
-    pub routing_key: &'a str,
-    /// The contract's timeout.
-    pub timeout: Duration,
-    /// The highest `max_priority` of the queues the requests reach (`None`: no priorities).
-    pub max_priority: Option<u8>,
-}
-
 /// Handles the requests of operation `O`. Generated server traits are adapted to this.
 pub trait RpcHandler<O: Operation>: Send + Sync + 'static {
     /// Handles one request, returning the response or why there is none.
@@ -370,7 +356,7 @@ pub trait RpcHandler<O: Operation>: Send + Sync + 'static {
 /// covers the publish, its confirm and the reply.
 pub async fn call<O: Operation>(
     client: &RpcClient,
-    target: Target<'_>,
+    target: RpcTarget<&str>,
     request: &<O::Request as Message>::Payload,
     headers: &<O::Request as Message>::Headers,
     options: &CallOptions,

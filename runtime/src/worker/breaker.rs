@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::CircuitBreaker;
 use super::observe::Observer;
 use super::policy::Failure;
 use crate::health::BreakerState;
+use crate::model::CircuitBreaker;
 use crate::sync::lock;
 
 /// The breaker's state, shared by the consume loop and the delivery tasks that report to it.

@@ -33,54 +33,13 @@ pub use dead_letters::DeadLetterHandler;
 pub(crate) use dead_letters::dead_letter;
 
 use crate::health::{ConsumerState, HealthHandle, WorkerHealth, WorkerState};
-use crate::model::{Queue, Topology};
+use crate::model::{BatchSpec, ConsumerSpec, Queue, Topology};
 use crate::{Connection, Delivery, HandlerError, Message, WorkerError};
 
 /// How long shutdown waits for in-flight handlers by default.
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// The largest body a worker accepts by default, before and after decompression.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
-
-/// How one consumer of a contract consumes: what a generated `consumers::register` function
-/// fills in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConsumerSpec {
-    /// The consumer's name in the contract.
-    pub name: &'static str,
-    /// The queue it reads (before any namespace).
-    pub queue: &'static str,
-    /// Unacknowledged deliveries the broker may send ahead.
-    pub prefetch: u16,
-    /// Deliveries (or batches) handled at once: on a multi-thread runtime, handlers running
-    /// in parallel, whether they await or not (see `docs/runtime.md`).
-    pub concurrency: u16,
-    /// Pauses consuming during a downstream outage; `None` never pauses.
-    pub circuit_breaker: Option<CircuitBreaker>,
-}
-
-/// A consumer's outage guard. During a downstream outage every message fails, and "retry,
-/// then dead-letter" would empty the queue into the dead-letter queue. After `failures`
-/// consecutive retryable failures (handler errors marked retryable, and panics) the breaker
-/// opens: the consumer takes no new deliveries for `cool_down`, then lets one through as a
-/// probe. A handled probe closes the breaker; a failed one opens it for another cool-down.
-/// Messages that failed are still settled by the queue's retry policy; messages not yet
-/// taken wait in the queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CircuitBreaker {
-    /// Consecutive retryable failures that open the breaker (at least 1).
-    pub failures: u32,
-    /// How long the breaker stays open before the probe.
-    pub cool_down: Duration,
-}
-
-/// Batch settings of a batch consumer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BatchSpec {
-    /// Most messages per batch.
-    pub size: u16,
-    /// Longest wait for a batch to fill before it is handled as it is.
-    pub timeout: Duration,
-}
 
 /// Handles messages `M` one at a time. Generated consumer traits are adapted to this.
 pub trait Handler<M: Message>: Send + Sync + 'static {

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use warren_broker_tests::types::{self, JobBehaviour};
 use warren_broker_tests::{Publishers, consumers, headers, job, messages, topology};
-use warren_runtime::codegen::{Publication, publish};
+use warren_runtime::codegen::publish;
+use warren_runtime::model::Publication;
 use warren_runtime::model::limits::MAX_EXPIRATION_MILLIS;
 use warren_runtime::{Delivery, HandlerError, PublishError, PublishOptions, ShortField};
 use warren_testkit::{Seen, TestBroker};

@@ -19,8 +19,9 @@ use warren_broker_tests::rpcs::{QuotePrice, QuotePriceError};
 use warren_broker_tests::{
     Harness, PrivateBroker, RpcClients, consumers, headers, messages, types,
 };
-use warren_runtime::codegen::{Target, call};
+use warren_runtime::codegen::call;
 use warren_runtime::model::FailureReason;
+use warren_runtime::model::RpcTarget;
 use warren_runtime::{CallOptions, PublishError, RpcClient, RpcError, Worker};
 use warren_testkit::{RunningWorker, try_wait_until};
 
@@ -570,7 +571,7 @@ async fn an_unroutable_request_fails_at_once() {
     let (h, _quoter, client, rpcs) = serving("rpc-unroutable").await;
     // Through the runtime's `call`, with the generated operation: a generated method sends
     // where the contract says, which a queue always takes.
-    let target = Target {
+    let target = RpcTarget {
         exchange: "",
         routing_key: "no-such-queue",
         timeout: Duration::from_secs(5),
@@ -622,7 +623,7 @@ async fn a_lost_channel_fails_the_waiting_calls_and_the_next_call_reopens() {
     quoter.seen.wait_for(1, WAIT).await;
     // Through the runtime's `call`, with the generated operation: a generated method sends
     // to an exchange the contract declares, which the broker never refuses.
-    let nowhere = Target {
+    let nowhere = RpcTarget {
         exchange: "no-such-exchange",
         routing_key: "quotes",
         timeout: Duration::from_secs(5),
@@ -1160,7 +1161,7 @@ async fn calls_racing_channel_losses_end_in_time_with_their_own_replies() {
     let breaker = tokio::spawn({
         let client = client.clone();
         async move {
-            let nowhere = Target {
+            let nowhere = RpcTarget {
                 exchange: "no-such-exchange",
                 routing_key: "quotes",
                 timeout: Duration::from_secs(5),

@@ -24,6 +24,7 @@ pub use roles::Roles;
 use warren_codegen::Routes;
 use warren_codegen::diagnostics::YamlPath;
 use warren_codegen::model::{Contract, Rpc, SchemaType};
+use warren_model::DurationLabel;
 
 /// One version of a contract and how it is shown.
 #[derive(Debug, Clone, Copy)]
@@ -318,26 +319,26 @@ impl Context<'_> {
                 (None, Some(c)) => self.push(
                     Rule::Consumer,
                     location,
-                    format!("consumer `{name}` of queue `{}` added", c.queue),
+                    format!("consumer `{name}` of queue `{}` added", c.spec.queue),
                     Vec::new(),
                     "a new reader",
                 ),
                 (Some(c), None) => {
-                    let queue_stays = self.new.topology.queue(&c.queue).is_some()
+                    let queue_stays = self.new.topology.queue(&c.spec.queue).is_some()
                         && self
                             .roles
-                            .queue_consumers(&c.queue)
+                            .queue_consumers(&c.spec.queue)
                             .iter()
                             .all(|p| p.name == name);
                     let breaks = if queue_stays {
-                        vec![queued(&c.queue)]
+                        vec![queued(&c.spec.queue)]
                     } else {
                         Vec::new()
                     };
                     self.push(
                         Rule::Consumer,
                         location,
-                        format!("consumer `{name}` of queue `{}` removed", c.queue),
+                        format!("consumer `{name}` of queue `{}` removed", c.spec.queue),
                         breaks,
                         if queue_stays {
                             "its queue stays and keeps receiving: messages pile up unread; \
@@ -364,7 +365,7 @@ impl Context<'_> {
                             contract: String::new(),
                         });
                     let mut breaks = vec![reader];
-                    breaks.push(queued(&new.queue));
+                    breaks.push(queued(&new.spec.queue));
                     self.push(
                         Rule::ConsumerMessage,
                         format!("{location}.message"),
@@ -377,14 +378,14 @@ impl Context<'_> {
                          message: consume the new one from a new queue",
                     );
                 }
-                (Some(old), Some(new)) if old.queue != new.queue => self.push(
+                (Some(old), Some(new)) if old.spec.queue != new.spec.queue => self.push(
                     Rule::Consumer,
                     format!("{location}.queue"),
                     format!(
                         "consumer `{name}` reads queue `{}` instead of `{}`",
-                        new.queue, old.queue
+                        new.spec.queue, old.spec.queue
                     ),
-                    vec![queued(&old.queue)],
+                    vec![queued(&old.spec.queue)],
                     "messages left in the old queue are no longer read: drain it first",
                 ),
                 _ => {}
@@ -449,7 +450,7 @@ impl Context<'_> {
             vec![
                 caller,
                 Self::rust_code(&rpc.request),
-                queued(&rpc.server.queue),
+                queued(&rpc.server.spec.queue),
             ],
             "callers still deployed get no answer (their requests time out or \
              are unroutable), and requests in its queue are never answered: \
@@ -466,26 +467,27 @@ impl Context<'_> {
         self.rpc_messages(name, &location, (old, new), (&caller, &server));
         self.rpc_errors(name, &location, (old, new), (&caller, &server));
         self.rpc_route(name, &location, (old, new), &caller);
-        if old.server.queue != new.server.queue {
+        if old.server.spec.queue != new.server.spec.queue {
             self.push(
                 Rule::Rpc,
                 format!("{location}.queue"),
                 format!(
                     "rpc `{name}` is served from queue `{}` instead of `{}`",
-                    new.server.queue, old.server.queue
+                    new.server.spec.queue, old.server.spec.queue
                 ),
-                vec![queued(&old.server.queue)],
+                vec![queued(&old.server.spec.queue)],
                 "requests left in the old queue are no longer answered (their callers \
                  time out): drain it first",
             );
         }
-        if old.timeout != new.timeout {
+        if old.target.timeout != new.target.timeout {
             self.push(
                 Rule::Rpc,
                 format!("{location}.timeout"),
                 format!(
                     "rpc `{name}`'s timeout is {} instead of {}",
-                    new.timeout, old.timeout
+                    DurationLabel(new.target.timeout),
+                    DurationLabel(old.target.timeout)
                 ),
                 Vec::new(),
                 "each caller waits as its own version says",
@@ -589,17 +591,17 @@ impl Context<'_> {
             // Callers still on the old version keep the old route: it breaks them when
             // the new topology no longer takes it to the new server's queue.
             let reached = Routes::of(self.new)
-                .queues(&old.target.exchange, &old.target.routing_key)
-                .contains(&new.server.queue);
+                .queues(&old.target.exchange, &old.routing_key)
+                .contains(&new.server.spec.queue);
             self.push(
                 Rule::Rpc,
                 format!("{location}.routing_key"),
                 format!(
                     "rpc `{name}` sends requests to `{}` with `{}` instead of `{}` with `{}`",
                     new.target.exchange,
-                    new.target.routing_key_text,
+                    new.target.routing_key,
                     old.target.exchange,
-                    old.target.routing_key_text
+                    old.target.routing_key
                 ),
                 if reached {
                     Vec::new()

@@ -50,9 +50,9 @@ impl Roles {
             insert(&mut self.publishers, &publisher.message, writer);
         }
         for consumer in contract.consumers.values() {
-            let reader = party(PartyKind::Consumer, &consumer.name);
+            let reader = party(PartyKind::Consumer, &consumer.spec.name);
             insert(&mut self.consumers, &consumer.message, reader.clone());
-            insert(&mut self.queue_consumers, &consumer.queue, reader);
+            insert(&mut self.queue_consumers, &consumer.spec.queue, reader);
         }
         // An rpc is both ways round: its callers publish the request and read the answers
         // (response and declared errors), its server reads the request from its queue and
@@ -62,7 +62,11 @@ impl Roles {
             let reader = party(PartyKind::Consumer, &rpc.name);
             insert(&mut self.publishers, &rpc.request, writer.clone());
             insert(&mut self.consumers, &rpc.request, reader.clone());
-            insert(&mut self.queue_consumers, &rpc.server.queue, reader.clone());
+            insert(
+                &mut self.queue_consumers,
+                &rpc.server.spec.queue,
+                reader.clone(),
+            );
             for answer in std::iter::once(&rpc.response).chain(rpc.errors.values()) {
                 insert(&mut self.publishers, answer, writer.clone());
                 insert(&mut self.consumers, answer, reader.clone());

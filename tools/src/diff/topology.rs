@@ -182,14 +182,14 @@ fn renamed(cx: &Context<'_>, name: &str) -> String {
     cx.old
         .consumers
         .values()
-        .filter(|c| c.queue == name)
+        .filter(|c| c.spec.queue == name)
         .find_map(|c| {
-            let moved = cx.new.consumers.get(&c.name)?;
-            let is_new = cx.old.topology.queue(&moved.queue).is_none();
+            let moved = cx.new.consumers.get(&c.spec.name)?;
+            let is_new = cx.old.topology.queue(&moved.spec.queue).is_none();
             is_new.then(|| {
                 format!(
                     " (renamed to `{}`? consumer `{}` reads it now)",
-                    moved.queue, c.name
+                    moved.spec.queue, c.spec.name
                 )
             })
         })
@@ -280,7 +280,7 @@ fn publishers_to(cx: &Context<'_>, contract: &Contract, exchange: &str) -> Vec<P
     contract
         .publishers
         .values()
-        .filter(|p| p.exchange == exchange)
+        .filter(|p| p.publication.exchange == exchange)
         .flat_map(|p| {
             cx.roles
                 .publishers(&p.message)
@@ -413,8 +413,8 @@ fn routes(cx: &mut Context<'_>) {
         let Some(old) = cx.old.publishers.get(name) else {
             continue;
         };
-        let before = old_routes.queues(&old.exchange, &old.routing_key);
-        let after = new_routes.queues(&new.exchange, &new.routing_key);
+        let before = old_routes.queues(&old.publication.exchange, &old.routing_key);
+        let after = new_routes.queues(&new.publication.exchange, &new.routing_key);
         if before == after {
             continue;
         }
@@ -440,7 +440,7 @@ fn routes(cx: &mut Context<'_>) {
             cx.new
                 .consumers
                 .get(&party.name)
-                .is_some_and(|c| after.contains(&c.queue))
+                .is_some_and(|c| after.contains(&c.spec.queue))
         };
         let breaks: Vec<Party> = lost
             .iter()

@@ -97,15 +97,15 @@ fn senders<'a>(contract: &'a Contract) -> Senders<'a> {
     };
     for publisher in contract.publishers.values() {
         add(
-            &publisher.exchange,
-            &publisher.routing_key_text,
+            &publisher.publication.exchange,
+            &publisher.publication.routing_key,
             Sender::Publisher(publisher),
         );
     }
     for rpc in contract.rpcs.values() {
         add(
             &rpc.target.exchange,
-            &rpc.target.routing_key_text,
+            &rpc.target.routing_key,
             Sender::Rpc(rpc),
         );
     }
@@ -318,8 +318,8 @@ impl<'a> Writer<'a> {
         );
         match sender {
             Sender::Publisher(publisher) => {
-                if let Some(compression) = publisher.compression {
-                    operation.insert("x-warren-compression".into(), json!(compression));
+                if let Some(compression) = publisher.publication.compression {
+                    operation.insert("x-warren-compression".into(), json!(compression.as_str()));
                 }
             }
             Sender::Rpc(rpc) => self.rpc_extras(&mut operation, rpc),
@@ -337,7 +337,7 @@ impl<'a> Writer<'a> {
         }
         operation.insert(
             "x-warren-rpc".into(),
-            json!({ "timeout": rpc.timeout.to_string(), "errors": rpc.errors }),
+            json!({ "timeout": DurationLabel(rpc.target.timeout).to_string(), "errors": rpc.errors }),
         );
     }
 
@@ -350,12 +350,12 @@ impl<'a> Writer<'a> {
         let servers: Vec<&Rpc> = contract
             .rpcs
             .values()
-            .filter(|r| r.server.queue == queue.name)
+            .filter(|r| r.server.spec.queue == queue.name)
             .collect();
         let consumers: Vec<&Consumer> = contract
             .consumers
             .values()
-            .filter(|c| c.queue == queue.name)
+            .filter(|c| c.spec.queue == queue.name)
             .chain(servers.iter().map(|r| &r.server))
             .collect();
         let mut messages = Map::new();
@@ -370,7 +370,10 @@ impl<'a> Writer<'a> {
         channel.insert("messages".into(), Value::Object(messages));
         channel.extend(queue_extras(queue));
         for consumer in consumers {
-            let server = servers.iter().find(|r| r.name == consumer.name).copied();
+            let server = servers
+                .iter()
+                .find(|r| r.name == consumer.spec.name)
+                .copied();
             self.receive_operation(&channel_id, consumer, server);
         }
         self.channels.insert(channel_id, Value::Object(channel));
@@ -387,7 +390,7 @@ impl<'a> Writer<'a> {
             "channel".into(),
             json!({ "$ref": format!("#/channels/{channel_id}") }),
         );
-        operation.insert("title".into(), json!(consumer.name));
+        operation.insert("title".into(), json!(consumer.spec.name));
         operation.insert(
             "messages".into(),
             json!([{ "$ref": format!("#/channels/{channel_id}/messages/{id}") }]),
@@ -400,7 +403,7 @@ impl<'a> Writer<'a> {
         if let Some(rpc) = server {
             self.rpc_extras(&mut operation, rpc);
         }
-        let operation_id = self.ids.id("receive.", &consumer.name);
+        let operation_id = self.ids.id("receive.", &consumer.spec.name);
         self.operations
             .insert(operation_id, Value::Object(operation));
     }
@@ -489,18 +492,18 @@ fn queue_extras(queue: &Queue) -> Map<String, Value> {
 /// A consumer's settings as `x-warren-consumer`.
 fn consumer_settings(consumer: &Consumer) -> Value {
     let mut settings = Map::new();
-    settings.insert("prefetch".into(), json!(consumer.prefetch));
-    settings.insert("concurrency".into(), json!(consumer.concurrency));
+    settings.insert("prefetch".into(), json!(consumer.spec.prefetch));
+    settings.insert("concurrency".into(), json!(consumer.spec.concurrency));
     if let Some(batch) = &consumer.batch {
         settings.insert(
             "batch".into(),
-            json!({ "size": batch.size, "timeout": batch.timeout.to_string() }),
+            json!({ "size": batch.size, "timeout": DurationLabel(batch.timeout).to_string() }),
         );
     }
-    if let Some(breaker) = &consumer.circuit_breaker {
+    if let Some(breaker) = &consumer.spec.circuit_breaker {
         settings.insert(
             "circuitBreaker".into(),
-            json!({ "failures": breaker.failures, "coolDown": breaker.cool_down.to_string() }),
+            json!({ "failures": breaker.failures, "coolDown": DurationLabel(breaker.cool_down).to_string() }),
         );
     }
     if consumer.dead_letters {
@@ -534,7 +537,7 @@ impl Sender<'_> {
     fn routing_key(&self) -> &KeyTemplate {
         match self {
             Self::Publisher(p) => &p.routing_key,
-            Self::Rpc(r) => &r.target.routing_key,
+            Self::Rpc(r) => &r.routing_key,
         }
     }
 }

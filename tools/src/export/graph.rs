@@ -163,7 +163,12 @@ impl<'a> Drawing<'a> {
             .enumerate()
             .map(|(i, p)| {
                 let lines = vec![p.name.clone(), p.message.clone()];
-                (format!("p{i}"), lines, &p.exchange, &p.routing_key_text)
+                (
+                    format!("p{i}"),
+                    lines,
+                    &p.publication.exchange,
+                    &p.publication.routing_key,
+                )
             })
             // Callers are numbered after the publishers, servers after the consumers: every ID
             // is one letter and a number.
@@ -176,7 +181,7 @@ impl<'a> Drawing<'a> {
                     caller_id(self.contract, i),
                     lines,
                     &r.target.exchange,
-                    &r.target.routing_key_text,
+                    &r.target.routing_key,
                 )
             }));
         for (id, lines, exchange_name, key) in senders {
@@ -257,10 +262,10 @@ impl<'a> Drawing<'a> {
             self.graph.nodes.push(Node {
                 id: id.clone(),
                 kind: NodeKind::Consumer,
-                lines: vec![consumer.name.clone(), consumer.message.clone()],
+                lines: vec![consumer.spec.name.clone(), consumer.message.clone()],
                 external: false,
             });
-            if let Some(queue) = self.queue_ids.get(consumer.queue.as_str()) {
+            if let Some(queue) = self.queue_ids.get(consumer.spec.queue.as_str()) {
                 self.graph.edges.push(Edge {
                     from: queue.clone(),
                     to: id,
@@ -282,7 +287,7 @@ impl<'a> Drawing<'a> {
                 lines: vec![format!("{} (rpc server)", rpc.name), rpc.request.clone()],
                 external: false,
             });
-            if let Some(queue) = self.queue_ids.get(rpc.server.queue.as_str()) {
+            if let Some(queue) = self.queue_ids.get(rpc.server.spec.queue.as_str()) {
                 self.graph.edges.push(Edge {
                     from: queue.clone(),
                     to: id.clone(),

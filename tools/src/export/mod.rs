@@ -81,7 +81,12 @@ impl<'a> Scope<'a> {
                 named.insert(to);
             }
         }
-        named.extend(contract.publishers.values().map(|p| p.exchange.as_str()));
+        named.extend(
+            contract
+                .publishers
+                .values()
+                .map(|p| p.publication.exchange.as_str()),
+        );
         named.extend(contract.rpcs.values().map(|r| r.target.exchange.as_str()));
         named.extend(
             queues

@@ -1,0 +1,93 @@
+//! What generated code hands the runtime for each consumer, publisher and rpc of a contract:
+//! how a consumer consumes ([`ConsumerSpec`], with its [`BatchSpec`] and [`CircuitBreaker`])
+//! and where a message goes ([`Publication`], [`RpcTarget`], with its [`Compression`]).
+//!
+//! The generator fills these in from a contract and writes them into generated code through
+//! `quote::ToTokens` (the `tokens` feature), the runtime reads them: one definition, so a
+//! field added here fails to compile in the one place that does not write or read it.
+//!
+//! Names are a type parameter: the generator holds `String`s, generated code `&'static
+//! str` (the default), and a publish fills in the routing key it built at run time.
+
+use std::time::Duration;
+
+use crate::spelled::spelled;
+
+/// How one consumer of a contract consumes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConsumerSpec<S = &'static str> {
+    /// The consumer's name in the contract.
+    pub name: S,
+    /// The queue it reads (before any namespace).
+    pub queue: S,
+    /// Unacknowledged deliveries the broker may send ahead.
+    pub prefetch: u16,
+    /// Deliveries (or batches) handled at once: on a multi-thread runtime, handlers running
+    /// in parallel, whether they await or not (see `docs/runtime.md`).
+    pub concurrency: u16,
+    /// Pauses consuming during a downstream outage; `None` never pauses.
+    pub circuit_breaker: Option<CircuitBreaker>,
+}
+
+/// A consumer's outage guard. During a downstream outage every message fails, and "retry,
+/// then dead-letter" would empty the queue into the dead-letter queue. After `failures`
+/// consecutive retryable failures (handler errors marked retryable, and panics) the breaker
+/// opens: the consumer takes no new deliveries for `cool_down`, then lets one through as a
+/// probe. A handled probe closes the breaker; a failed one opens it for another cool-down.
+/// Messages that failed are still settled by the queue's retry policy; messages not yet
+/// taken wait in the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CircuitBreaker {
+    /// Consecutive retryable failures that open the breaker (at least 1).
+    pub failures: u32,
+    /// How long the breaker stays open before the probe.
+    pub cool_down: Duration,
+}
+
+/// How a batch consumer gathers its batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchSpec {
+    /// Most messages per batch.
+    pub size: u16,
+    /// Longest wait for a batch to fill before it is handled as it is.
+    pub timeout: Duration,
+}
+
+spelled! {
+    /// Body compression, as a publisher in the contract declares it; its spelling is the
+    /// `content-encoding` it is sent with.
+    pub enum Compression {
+        /// gzip (`content-encoding: gzip`).
+        Gzip => "gzip",
+        /// zlib deflate (`content-encoding: deflate`).
+        Deflate => "deflate",
+    }
+}
+
+/// Where and how one message is published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Publication<S = &'static str> {
+    /// The exchange (`""` is the default exchange).
+    pub exchange: S,
+    /// The routing key: as the contract writes it, or, for a key with `{placeholders}`, as
+    /// a publish filled them in.
+    pub routing_key: S,
+    /// Body compression.
+    pub compression: Option<Compression>,
+    /// The highest `max_priority` of the queues the publication can reach (`None`: none
+    /// declares one), which a publish's priority is checked against.
+    pub max_priority: Option<u8>,
+}
+
+/// Where an rpc's requests go and how long a call waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RpcTarget<S = &'static str> {
+    /// The exchange (`""` is the default exchange, with the request queue's name as key).
+    pub exchange: S,
+    /// The routing key, as [`Publication::routing_key`].
+    pub routing_key: S,
+    /// The contract's timeout.
+    pub timeout: Duration,
+    /// The highest `max_priority` of the queues the requests reach (`None`: no priorities).
+    pub max_priority: Option<u8>,
+}
