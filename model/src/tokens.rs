@@ -28,17 +28,87 @@ impl ToTokens for Topology {
             // would prefix them twice. What the generator writes has none.
             namespace: _,
         } = self;
-        tokens.extend(quote! {
-            Topology::new(
-                ::std::vec::Vec::from([ #( #exchanges ),* ]),
-                ::std::vec::Vec::from([ #( #queues ),* ]),
-                ::std::vec::Vec::from([ #( #bindings ),* ]),
-            )
+        // The wait queues are what each declared queue's retry policy lays out: written as
+        // the policy, and laid out again when the topology is built. A topology whose wait
+        // queues are anything else (not what the generator builds) is written out whole.
+        let declared: Vec<Queue> = queues
+            .iter()
+            .filter(|q| q.role == QueueRole::Declared)
+            .cloned()
+            .collect();
+        let laid_out = Topology::with_wait_queues(Vec::new(), declared.clone(), Vec::new()).queues;
+        tokens.extend(if laid_out == *queues {
+            let declared = declared.iter().map(PolicyQueue);
+            quote! {
+                Topology::with_wait_queues(
+                    ::std::vec::Vec::from([ #( #exchanges ),* ]),
+                    ::std::vec::Vec::from([ #( #declared ),* ]),
+                    ::std::vec::Vec::from([ #( #bindings ),* ]),
+                )
+            }
+        } else {
+            quote! {
+                Topology::new(
+                    ::std::vec::Vec::from([ #( #exchanges ),* ]),
+                    ::std::vec::Vec::from([ #( #queues ),* ]),
+                    ::std::vec::Vec::from([ #( #bindings ),* ]),
+                )
+            }
         });
         // Only a contract that imports says so: the others' `topology()` reads as before.
         if !imports.is_empty() {
             tokens.extend(quote! { .importing(::std::vec::Vec::from([ #( #imports ),* ])) });
         }
+    }
+}
+
+/// A declared queue written with its retry policy as a [`Backoff::new`] call, when that is
+/// what lays out its wait tiers: the tiers follow from the policy, and writing both would
+/// say one thing twice.
+struct PolicyQueue<'a>(&'a Queue);
+
+impl ToTokens for PolicyQueue<'_> {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        let queue = self.0;
+        let Retry::TtlBackoff(backoff) = &queue.retry else {
+            return queue.to_tokens(tokens);
+        };
+        let Backoff {
+            max_retries,
+            initial_delay,
+            max_delay,
+            multiplier,
+            jitter,
+            exhausted,
+            tiers: _,
+        } = backoff;
+        let laid_out = Backoff::new(
+            &queue.name,
+            *max_retries,
+            *initial_delay,
+            *max_delay,
+            *multiplier,
+            *jitter,
+            *exhausted,
+        );
+        if laid_out != *backoff {
+            return queue.to_tokens(tokens);
+        }
+        let name = &queue.name;
+        let (initial_delay, max_delay) = (duration(*initial_delay), duration(*max_delay));
+        let multiplier = float(*multiplier);
+        let retry = quote! {
+            Retry::TtlBackoff(Backoff::new(
+                #name,
+                #max_retries,
+                #initial_delay,
+                #max_delay,
+                #multiplier,
+                #jitter,
+                #exhausted,
+            ))
+        };
+        queue_tokens(queue, retry, tokens);
     }
 }
 
@@ -126,38 +196,44 @@ impl ToTokens for Exhausted {
 
 impl ToTokens for Queue {
     fn to_tokens(&self, tokens: &mut TokenStream) {
-        let Self {
-            name,
-            kind,
-            durable,
-            exclusive,
-            auto_delete,
-            dead_letter,
-            delivery_limit,
-            retry,
-            on_poison,
-            role,
-            arguments,
-        } = self;
-        let dead_letter = optional(dead_letter.as_ref());
-        let delivery_limit = optional(delivery_limit.as_ref());
-        let arguments = ArgumentsTokens(arguments);
-        tokens.extend(quote! {
-            Queue {
-                name: #name.into(),
-                kind: #kind,
-                durable: #durable,
-                exclusive: #exclusive,
-                auto_delete: #auto_delete,
-                dead_letter: #dead_letter,
-                delivery_limit: #delivery_limit,
-                retry: #retry,
-                on_poison: #on_poison,
-                role: #role,
-                arguments: #arguments,
-            }
-        });
+        queue_tokens(self, self.retry.to_token_stream(), tokens);
     }
+}
+
+/// `queue` as a struct literal, its retry policy written as `retry`.
+fn queue_tokens(queue: &Queue, retry: TokenStream, tokens: &mut TokenStream) {
+    let Queue {
+        name,
+        kind,
+        durable,
+        exclusive,
+        auto_delete,
+        dead_letter,
+        delivery_limit,
+        // Written as the caller says: the policy itself, or the call that builds it.
+        retry: _,
+        on_poison,
+        role,
+        arguments,
+    } = queue;
+    let dead_letter = optional(dead_letter.as_ref());
+    let delivery_limit = optional(delivery_limit.as_ref());
+    let arguments = ArgumentsTokens(arguments);
+    tokens.extend(quote! {
+        Queue {
+            name: #name.into(),
+            kind: #kind,
+            durable: #durable,
+            exclusive: #exclusive,
+            auto_delete: #auto_delete,
+            dead_letter: #dead_letter,
+            delivery_limit: #delivery_limit,
+            retry: #retry,
+            on_poison: #on_poison,
+            role: #role,
+            arguments: #arguments,
+        }
+    });
 }
 
 impl ToTokens for DeadLetter {

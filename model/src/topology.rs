@@ -172,6 +172,25 @@ impl Topology {
         }
     }
 
+    /// A topology of these exchanges, the `declared` queues each followed by the wait queues
+    /// its retry policy lays out ([`Queue::wait_queues`], shortest delay first), and these
+    /// bindings: what generated code builds, stating each queue's policy rather than its
+    /// expansions.
+    pub fn with_wait_queues(
+        exchanges: Vec<Exchange>,
+        declared: Vec<Queue>,
+        bindings: Vec<Binding>,
+    ) -> Self {
+        let queues = declared
+            .into_iter()
+            .flat_map(|queue| {
+                let waits = queue.wait_queues();
+                std::iter::once(queue).chain(waits)
+            })
+            .collect();
+        Self::new(exchanges, queues, bindings)
+    }
+
     /// The same topology, using `imports` from the contracts that own them.
     pub fn importing(mut self, imports: Vec<Import>) -> Self {
         self.imports = imports;
