@@ -3,8 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::{Contract, Destination, KeyTemplate, QueueRole};
-use crate::routing::{self, Edge, Graph};
+use crate::model::{Contract, KeyTemplate, QueueRole};
+use crate::routing::{Edge, Graph};
 
 /// The routing graph of a checked contract: its declared exchanges, queues and bindings,
 /// followed the way the broker routes (topic and direct keys, fanout, headers bindings as
@@ -29,11 +29,8 @@ impl Routes {
                 .filter(|q| q.role == QueueRole::Declared)
                 .map(|q| q.name.clone()),
             topology.bindings.iter().map(|b| {
-                let to = match &b.destination {
-                    Destination::Queue(q) => routing::Destination::Queue(q.clone()),
-                    Destination::Exchange(e) => routing::Destination::Exchange(e.clone()),
-                };
                 let key = Some(b.routing_key.clone());
+                let to = b.destination.clone();
                 (b.exchange.clone(), Edge { key, to })
             }),
         );

@@ -170,14 +170,9 @@ fn step(
     result
 }
 
-/// Where a binding delivers.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Destination {
-    /// A queue.
-    Queue(String),
-    /// Another exchange, which routes the message on with the same key.
-    Exchange(String),
-}
+/// Where a binding delivers: the model's, a queue or another exchange (which routes the
+/// message on with the same key).
+pub(crate) use warren_model::Destination;
 
 /// A binding, as far as routing cares.
 #[derive(Debug, Clone, PartialEq, Eq)]

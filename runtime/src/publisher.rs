@@ -369,14 +369,14 @@ impl Publisher {
         let channel = tokio::time::timeout_at(deadline, self.channel(deadline))
             .await
             .map_err(|_| PublishError::NotConnected(self.timeout))??;
-        let destination = Destination {
+        let address = Address {
             exchange,
             routing_key,
             routing,
         };
         let properties = crate::publish_time::vouched(properties, self.connection.vouched_user());
-        let confirmed = confirmed(&channel, destination, body, properties, deadline, sent).await;
-        confirmation(confirmed, destination, &self.connection, self.timeout)
+        let confirmed = confirmed(&channel, address, body, properties, deadline, sent).await;
+        confirmation(confirmed, address, &self.connection, self.timeout)
     }
 }
 
@@ -393,7 +393,7 @@ pub(crate) enum Routing {
 
 /// Where one message is published, as sent (namespaced).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Destination<'a> {
+pub(crate) struct Address<'a> {
     pub exchange: &'a str,
     pub routing_key: &'a str,
     pub routing: Routing,
@@ -404,7 +404,7 @@ pub(crate) struct Destination<'a> {
 /// the confirm is awaited. Names must be checked as short strings first.
 pub(crate) async fn confirmed(
     channel: &Channel,
-    destination: Destination<'_>,
+    address: Address<'_>,
     body: &[u8],
     properties: BasicProperties,
     deadline: tokio::time::Instant,
@@ -413,10 +413,10 @@ pub(crate) async fn confirmed(
     let confirmed = async {
         let confirm = channel
             .basic_publish(
-                ShortString::from(destination.exchange),
-                ShortString::from(destination.routing_key),
+                ShortString::from(address.exchange),
+                ShortString::from(address.routing_key),
                 BasicPublishOptions {
-                    mandatory: destination.routing == Routing::Mandatory,
+                    mandatory: address.routing == Routing::Mandatory,
                     ..BasicPublishOptions::default()
                 },
                 body,
@@ -433,7 +433,7 @@ pub(crate) async fn confirmed(
 /// one reading of confirms that publishers, worker copies and RPC requests share.
 pub(crate) fn confirmation(
     confirmed: Option<Result<Confirmation, lapin::Error>>,
-    destination: Destination<'_>,
+    address: Address<'_>,
     connection: &Connection,
     timeout: Duration,
 ) -> Result<(), PublishError> {
@@ -447,16 +447,11 @@ pub(crate) fn confirmation(
             });
         }
     };
-    let route = || {
-        (
-            destination.exchange.to_owned(),
-            destination.routing_key.to_owned(),
-        )
-    };
+    let route = || (address.exchange.to_owned(), address.routing_key.to_owned());
     match confirmation {
         Confirmation::Ack(None) | Confirmation::NotRequested => Ok(()),
         // Returned: only a `mandatory` message is; an optional one is dropped unseen.
-        Confirmation::Ack(Some(_)) if destination.routing == Routing::Optional => Ok(()),
+        Confirmation::Ack(Some(_)) if address.routing == Routing::Optional => Ok(()),
         Confirmation::Ack(Some(_)) => {
             let (exchange, routing_key) = route();
             Err(PublishError::Unroutable {

@@ -14,12 +14,12 @@ use warren_runtime::{DEFAULT_MAX_BODY_BYTES, FailureContext, Message};
 use crate::Deployed;
 use crate::deployed::open_channel;
 
-/// A message read from a dead-letter queue: why it died ([`DeadMessage::context`]), its
+/// A message read from a dead-letter queue: why it died ([`QueuedDeadLetter::context`]), its
 /// headers and body as the queue holds them. (What a dead-letter *consumer* of the contract
 /// receives is the runtime's typed delivery; this is what a test reads from the queue.)
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct DeadMessage {
+pub struct QueuedDeadLetter {
     /// Its failure history, read by [`FailureContext::from_headers`] from warren's headers or
     /// the broker's `x-death`; `None` when its headers say nothing about a failure (it was
     /// published straight to the dead-letter queue).
@@ -36,7 +36,7 @@ pub struct DeadMessage {
     pub properties: BasicProperties,
 }
 
-impl DeadMessage {
+impl QueuedDeadLetter {
     fn new(message: BasicGetMessage) -> Self {
         let delivery = message.delivery;
         let headers = delivery.properties.headers().clone().unwrap_or_default();
@@ -114,7 +114,7 @@ impl Deployed {
         queue: &str,
         n: usize,
         timeout: Duration,
-    ) -> Vec<DeadMessage> {
+    ) -> Vec<QueuedDeadLetter> {
         let name = ShortString::from(self.name(queue));
         let deadline = Instant::now() + timeout;
         let mut found = Vec::new();
@@ -124,7 +124,7 @@ impl Deployed {
                 Some(message) => {
                     // Acknowledged once read: what a test was handed is taken, nothing more.
                     let _ = message.delivery.acker.ack(BasicAckOptions::default()).await;
-                    found.push(DeadMessage::new(message));
+                    found.push(QueuedDeadLetter::new(message));
                 }
                 None if Instant::now() >= deadline => break,
                 None => tokio::time::sleep(crate::wait::POLL).await,
@@ -139,7 +139,7 @@ impl Deployed {
     /// Each return is a delivery: on a quorum queue with a delivery limit that dead-letters or
     /// drops, peeking spends it. Warren gives a dead-letter queue (no dead-letter exchange of
     /// its own) no such limit; peek those, not work queues.
-    pub async fn peek_dead_letters(&self, queue: &str, max: usize) -> Vec<DeadMessage> {
+    pub async fn peek_dead_letters(&self, queue: &str, max: usize) -> Vec<QueuedDeadLetter> {
         let before = self.ready(queue).await;
         let found = self.peek(queue, max).await;
         // A quorum queue applies a requeue through its log, after the channel says it is done:
@@ -152,7 +152,7 @@ impl Deployed {
         found
     }
 
-    async fn peek(&self, queue: &str, max: usize) -> Vec<DeadMessage> {
+    async fn peek(&self, queue: &str, max: usize) -> Vec<QueuedDeadLetter> {
         let name = ShortString::from(self.name(queue));
         // A channel of its own: returning "everything up to this tag" must not touch what
         // another reader holds.
@@ -164,7 +164,7 @@ impl Deployed {
                 break;
             };
             last_tag = Some(message.delivery.delivery_tag);
-            found.push(DeadMessage::new(message));
+            found.push(QueuedDeadLetter::new(message));
         }
         if let Some(tag) = last_tag {
             let requeue = BasicNackOptions {
@@ -216,7 +216,7 @@ mod tests {
     use warren_runtime::model::{FailureReason, headers};
     use warren_runtime::{DEFAULT_MAX_BODY_BYTES, Message, NoHeaders};
 
-    use super::DeadMessage;
+    use super::QueuedDeadLetter;
 
     /// A message whose payload is any JSON.
     struct AnyJson;
@@ -230,12 +230,12 @@ mod tests {
         const HEADERS_SCHEMA: Option<&'static str> = None;
     }
 
-    fn dead(body: Vec<u8>, encoding: Option<&str>, headers: FieldTable) -> DeadMessage {
+    fn dead(body: Vec<u8>, encoding: Option<&str>, headers: FieldTable) -> QueuedDeadLetter {
         let mut properties = BasicProperties::default().with_headers(headers.clone());
         if let Some(encoding) = encoding {
             properties = properties.with_content_encoding(ShortString::from(encoding));
         }
-        DeadMessage {
+        QueuedDeadLetter {
             context: warren_runtime::FailureContext::from_headers(Some(&headers)),
             headers,
             body,

@@ -7,9 +7,10 @@
 //! [`Deployed::start`], or [`Deployed::run_worker`]), publishes with the generated publishers ([`Deployed::publisher`]),
 //! waits for what should happen ([`Seen::wait_for`], [`wait_until`],
 //! [`Deployed::wait_until_ready`]), reads what was dead-lettered and why
-//! ([`Deployed::take_dead_letters`], [`DeadMessage::context`], [`DeadMessage::payload`]), and
-//! removes its queues and exchanges ([`Deployed::cleanup`]; a test that panics first removes
-//! them when its [`Deployed`] is dropped).
+//! ([`Deployed::take_dead_letters`], [`QueuedDeadLetter::context`],
+//! [`QueuedDeadLetter::payload`]), and removes its queues and exchanges
+//! ([`Deployed::cleanup`]; a test that panics first removes them when its [`Deployed`] is
+//! dropped).
 //!
 //! ```no_run
 //! use std::time::{Duration, SystemTime};
@@ -106,7 +107,7 @@ pub use broker::{
     queue_exists, test_connection,
 };
 pub use cluster::PrivateCluster;
-pub use dead_letters::DeadMessage;
+pub use dead_letters::QueuedDeadLetter;
 pub use deployed::Deployed;
 pub use private::PrivateBroker;
 pub use wait::{Changes, Seen, try_wait_until, wait_until, wait_until_async};

@@ -13,7 +13,7 @@ use crate::diagnostics::{Place, YamlPath};
 use crate::model::{
     Binding, Consumer, Destination, Exchange, ExchangeKind, Publisher, Queue, QueueRole, Rpc,
 };
-use crate::routing::{self, Edge, Graph, Reach};
+use crate::routing::{Edge, Graph, Reach};
 
 /// Which contract of the system: an index into the members.
 pub(crate) type Id = usize;
@@ -313,12 +313,7 @@ fn graph(
                     Some(ExchangeKind::Topic | ExchangeKind::Direct)
                 )
                 .then(|| binding.routing_key.clone());
-                let to = match &binding.destination {
-                    Destination::Queue(queue) => routing::Destination::Queue(queue.clone()),
-                    Destination::Exchange(exchange) => {
-                        routing::Destination::Exchange(exchange.clone())
-                    }
-                };
+                let to = binding.destination.clone();
                 (binding.exchange.clone(), Edge { key, to })
             })
     });

@@ -402,14 +402,14 @@ async fn exchange<O: Operation>(
     let (session, _waiting, receiver) = tokio::time::timeout_at(deadline, registered)
         .await
         .map_err(|_| PublishError::NotConnected(timeout))??;
-    let destination = publisher::Destination {
+    let address = publisher::Address {
         exchange: &exchange,
         routing_key: &routing_key,
         routing: Routing::Mandatory,
     };
     let confirmed = publisher::confirmed(
         &session.channel,
-        destination,
+        address,
         &body,
         properties,
         deadline,
@@ -417,12 +417,12 @@ async fn exchange<O: Operation>(
     )
     .await;
     drop(body);
-    publisher::confirmation(confirmed, destination, &shared.connection, timeout).map_err(
-        |error| match error {
+    publisher::confirmation(confirmed, address, &shared.connection, timeout).map_err(|error| {
+        match error {
             PublishError::Timeout(_) => RpcError::Timeout(timeout),
             other => RpcError::Publish(other),
-        },
-    )?;
+        }
+    })?;
     let reply = match tokio::time::timeout_at(deadline, receiver).await {
         Err(_) => return Err(RpcError::Timeout(timeout)),
         Ok(Err(_)) => return Err(RpcError::ConnectionLost),

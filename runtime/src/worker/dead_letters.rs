@@ -16,7 +16,7 @@ use futures_lite::FutureExt;
 use super::acks::Taken;
 use super::consume::{one_at_a_time, panic_text, run_handler};
 use super::decode::{decode, original_route, retries_so_far};
-use super::policy::{Failure, Outcome, decide};
+use super::policy::{Decision, Failure, decide};
 use super::runner::Runner;
 use super::settle::Settler;
 use super::{ConsumerSpec, Context, Registered, Task};
@@ -128,7 +128,7 @@ async fn settle_by_broker(settler: &Settler, raw: &Taken, failure: Failure, erro
     let consumer = settler.consumer;
     let queue = settler.queue.name.as_str();
     match decide(&settler.queue, retries, failure, 0.0) {
-        Outcome::DeadLetter { reason } => {
+        Decision::DeadLetter { reason } => {
             tracing::warn!(
                 consumer,
                 queue,
@@ -139,7 +139,7 @@ async fn settle_by_broker(settler: &Settler, raw: &Taken, failure: Failure, erro
             settler.observer.handled(Settled::DeadLetter);
             settler.reject(raw, false).await;
         }
-        Outcome::Drop { reason } => {
+        Decision::Drop { reason } => {
             tracing::warn!(
                 consumer,
                 queue,
@@ -150,7 +150,7 @@ async fn settle_by_broker(settler: &Settler, raw: &Taken, failure: Failure, erro
             settler.observer.handled(Settled::Drop);
             settler.ack(raw);
         }
-        Outcome::Requeue { .. } | Outcome::Retry { .. } | Outcome::Discard { .. } => {
+        Decision::Requeue { .. } | Decision::Retry { .. } | Decision::Discard { .. } => {
             tracing::warn!(
                 consumer,
                 queue,

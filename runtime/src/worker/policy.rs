@@ -5,11 +5,11 @@ use crate::model::{Exhausted, FailureReason, OnPoison, QUORUM_UNLIMITED, Queue, 
 
 /// Dead-lettering `queue`'s delivery for `reason`: to the dead-letter exchange, or, with
 /// none, discarded.
-pub(crate) fn dead_letter_outcome(queue: &Queue, reason: FailureReason) -> Outcome {
+pub(crate) fn dead_letter_decision(queue: &Queue, reason: FailureReason) -> Decision {
     if queue.dead_letter.is_some() {
-        Outcome::DeadLetter { reason }
+        Decision::DeadLetter { reason }
     } else {
-        Outcome::Discard { reason }
+        Decision::Discard { reason }
     }
 }
 
@@ -52,7 +52,7 @@ impl Failure {
 
 /// What to do with it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Outcome {
+pub(crate) enum Decision {
     /// `basic.reject(requeue=true)`: back to the queue (counts a delivery on quorum queues);
     /// `exhausted` when the retries are spent and the contract says to requeue anyway.
     Requeue { exhausted: bool },
@@ -70,7 +70,7 @@ pub(crate) enum Outcome {
     Discard { reason: FailureReason },
 }
 
-impl Outcome {
+impl Decision {
     /// What is done, as a trace's `warren.outcome`.
     pub(crate) fn as_str(&self) -> &'static str {
         match self {
@@ -95,18 +95,18 @@ impl Outcome {
 
 /// Applies `queue`'s policy to a `failure` after `retries` earlier retries. `jitter` is a
 /// number in `[0, 1)` (random in production).
-pub(crate) fn decide(queue: &Queue, retries: u32, failure: Failure, jitter: f64) -> Outcome {
-    let dead_letter = |reason| dead_letter_outcome(queue, reason);
+pub(crate) fn decide(queue: &Queue, retries: u32, failure: Failure, jitter: f64) -> Decision {
+    let dead_letter = |reason| dead_letter_decision(queue, reason);
     let exhausted = |policy: Exhausted| match policy {
         Exhausted::DeadLetter => dead_letter(FailureReason::Exhausted),
-        Exhausted::Drop => Outcome::Drop {
+        Exhausted::Drop => Decision::Drop {
             reason: FailureReason::Exhausted,
         },
-        Exhausted::Requeue => Outcome::Requeue { exhausted: true },
+        Exhausted::Requeue => Decision::Requeue { exhausted: true },
     };
     match failure {
         Failure::Poison(reason) => match queue.on_poison {
-            OnPoison::Drop => Outcome::Drop { reason },
+            OnPoison::Drop => Decision::Drop { reason },
             OnPoison::DeadLetter => dead_letter(reason),
         },
         Failure::NonRetryable => dead_letter(FailureReason::NonRetryable),
@@ -121,9 +121,9 @@ pub(crate) fn decide(queue: &Queue, retries: u32, failure: Failure, jitter: f64)
                 if retries >= *max_retries {
                     exhausted(*when_spent)
                 } else if queue.kind == QueueKind::Quorum {
-                    Outcome::Requeue { exhausted: false }
+                    Decision::Requeue { exhausted: false }
                 } else {
-                    Outcome::Retry {
+                    Decision::Retry {
                         routing_key: queue.name.clone(),
                         retry_count: retries.saturating_add(1),
                     }
@@ -136,7 +136,7 @@ pub(crate) fn decide(queue: &Queue, retries: u32, failure: Failure, jitter: f64)
                     if let (Exhausted::Requeue, Some(longest)) =
                         (backoff.exhausted, backoff.tiers.last())
                     {
-                        return Outcome::Retry {
+                        return Decision::Retry {
                             routing_key: longest.queue.clone(),
                             retry_count: retries.saturating_add(1),
                         };
@@ -156,11 +156,11 @@ pub(crate) fn decide(queue: &Queue, retries: u32, failure: Failure, jitter: f64)
                         "no wait tier for this retry's delay: the topology's tiers do not match its backoff"
                     );
                     return match dead_letter(FailureReason::InternalError) {
-                        Outcome::Discard { .. } => Outcome::Requeue { exhausted: false },
+                        Decision::Discard { .. } => Decision::Requeue { exhausted: false },
                         keep => keep,
                     };
                 };
-                Outcome::Retry {
+                Decision::Retry {
                     routing_key: tier.queue.clone(),
                     retry_count: retries.saturating_add(1),
                 }
@@ -175,7 +175,7 @@ pub(crate) fn decide(queue: &Queue, retries: u32, failure: Failure, jitter: f64)
                 Some(limit) if limit != QUORUM_UNLIMITED && retries >= limit => {
                     dead_letter(FailureReason::Exhausted)
                 }
-                _ => Outcome::Requeue { exhausted: false },
+                _ => Decision::Requeue { exhausted: false },
             },
         },
     }
@@ -185,7 +185,7 @@ pub(crate) fn decide(queue: &Queue, retries: u32, failure: Failure, jitter: f64)
 mod tests {
     use std::time::Duration;
 
-    use super::{Failure, Outcome, decide};
+    use super::{Decision, Failure, decide};
     use crate::model::{
         Backoff, DeadLetter, Exhausted, FailureReason, OnPoison, Queue, QueueKind, Retry,
     };
@@ -220,13 +220,13 @@ mod tests {
         let q = queue(QueueKind::Quorum, backoff(Exhausted::DeadLetter));
         assert_eq!(
             decide(&q, 0, Failure::Poison(FailureReason::Validation), 0.0),
-            Outcome::DeadLetter {
+            Decision::DeadLetter {
                 reason: FailureReason::Validation
             }
         );
         assert_eq!(
             decide(&q, 0, Failure::NonRetryable, 0.0),
-            Outcome::DeadLetter {
+            Decision::DeadLetter {
                 reason: FailureReason::NonRetryable
             }
         );
@@ -234,7 +234,7 @@ mod tests {
         dropping.on_poison = OnPoison::Drop;
         assert_eq!(
             decide(&dropping, 0, Failure::Poison(FailureReason::Decode), 0.0),
-            Outcome::Drop {
+            Decision::Drop {
                 reason: FailureReason::Decode
             }
         );
@@ -242,7 +242,7 @@ mod tests {
         no_dlx.dead_letter = None;
         assert_eq!(
             decide(&no_dlx, 0, Failure::NonRetryable, 0.0),
-            Outcome::Discard {
+            Decision::Discard {
                 reason: FailureReason::NonRetryable
             }
         );
@@ -253,7 +253,7 @@ mod tests {
         let q = queue(QueueKind::Quorum, backoff(Exhausted::Drop));
         let tiers: Vec<_> = (0..3)
             .map(|n| match decide(&q, n, Failure::Retryable, 0.0) {
-                Outcome::Retry {
+                Decision::Retry {
                     routing_key,
                     retry_count,
                     ..
@@ -271,7 +271,7 @@ mod tests {
         );
         assert_eq!(
             decide(&q, 3, Failure::Retryable, 0.0),
-            Outcome::Drop {
+            Decision::Drop {
                 reason: FailureReason::Exhausted
             }
         );
@@ -286,18 +286,18 @@ mod tests {
         let quorum = queue(QueueKind::Quorum, retry.clone());
         assert_eq!(
             decide(&quorum, 1, Failure::Retryable, 0.0),
-            Outcome::Requeue { exhausted: false }
+            Decision::Requeue { exhausted: false }
         );
         assert_eq!(
             decide(&quorum, 2, Failure::Retryable, 0.0),
-            Outcome::DeadLetter {
+            Decision::DeadLetter {
                 reason: FailureReason::Exhausted
             }
         );
         let classic = queue(QueueKind::Classic, retry);
         assert_eq!(
             decide(&classic, 0, Failure::Retryable, 0.0),
-            Outcome::Retry {
+            Decision::Retry {
                 routing_key: "work".into(),
                 retry_count: 1
             }
@@ -311,14 +311,14 @@ mod tests {
         let q = queue(QueueKind::Classic, backoff(Exhausted::Requeue));
         assert_eq!(
             decide(&q, u32::MAX, Failure::Retryable, 0.0),
-            Outcome::Retry {
+            Decision::Retry {
                 routing_key: "work.wait.300ms".into(),
                 retry_count: u32::MAX
             }
         );
         assert_eq!(
             decide(&q, u32::MAX, Failure::Internal, 0.0),
-            Outcome::DeadLetter {
+            Decision::DeadLetter {
                 reason: FailureReason::InternalError
             }
         );
@@ -329,7 +329,7 @@ mod tests {
         let q = queue(QueueKind::Quorum, Retry::None);
         assert_eq!(
             decide(&q, 0, Failure::Retryable, 0.0),
-            Outcome::DeadLetter {
+            Decision::DeadLetter {
                 reason: FailureReason::Exhausted
             }
         );
@@ -345,8 +345,8 @@ mod tests {
         let outcomes: Vec<_> = (0..4)
             .map(|n| decide(&q, n, Failure::Retryable, 0.0))
             .collect();
-        let requeue = Outcome::Requeue { exhausted: false };
-        let dead = Outcome::DeadLetter {
+        let requeue = Decision::Requeue { exhausted: false };
+        let dead = Decision::DeadLetter {
             reason: FailureReason::Exhausted,
         };
         assert_eq!(
@@ -358,7 +358,7 @@ mod tests {
         assert_eq!(decide(&q, 0, Failure::Retryable, 0.0), requeue);
         assert_eq!(
             decide(&q, 1, Failure::Retryable, 0.0),
-            Outcome::DeadLetter {
+            Decision::DeadLetter {
                 reason: FailureReason::Exhausted
             }
         );
@@ -386,7 +386,7 @@ mod tests {
         }
         assert_eq!(
             decide(&q, 1, Failure::Retryable, 0.0),
-            Outcome::DeadLetter {
+            Decision::DeadLetter {
                 reason: FailureReason::InternalError
             }
         );
@@ -394,7 +394,7 @@ mod tests {
         q.dead_letter = None;
         assert_eq!(
             decide(&q, 1, Failure::Retryable, 0.0),
-            Outcome::Requeue { exhausted: false }
+            Decision::Requeue { exhausted: false }
         );
     }
 }

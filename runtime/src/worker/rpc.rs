@@ -20,7 +20,7 @@ use super::acks::Taken;
 use super::breaker::Breaker;
 use super::consume::{Panicked, one_at_a_time, run_handler, settled_even_on_panic};
 use super::decode::{decode, retries_so_far};
-use super::policy::{Failure, Outcome, dead_letter_outcome};
+use super::policy::{Decision, Failure, dead_letter_decision};
 use super::reply_nodes::{NodeCheck, ReplyNodes};
 use super::runner::Runner;
 use super::settle::Settler;
@@ -119,12 +119,12 @@ enum NotSent {
 
 /// The reason of a dead-lettering (or dropping, or discarding) `outcome`: the request will
 /// not be handled again, and its caller is told. `None` when it is retried.
-fn terminal(outcome: &Outcome) -> Option<FailureReason> {
+fn terminal(outcome: &Decision) -> Option<FailureReason> {
     match outcome {
-        Outcome::DeadLetter { reason } | Outcome::Drop { reason } | Outcome::Discard { reason } => {
-            Some(*reason)
-        }
-        Outcome::Requeue { .. } | Outcome::Retry { .. } => None,
+        Decision::DeadLetter { reason }
+        | Decision::Drop { reason }
+        | Decision::Discard { reason } => Some(*reason),
+        Decision::Requeue { .. } | Decision::Retry { .. } => None,
     }
 }
 
@@ -133,13 +133,13 @@ fn terminal(outcome: &Outcome) -> Option<FailureReason> {
 /// bytes), or only the reason otherwise. A handler's error, or what broke a response's
 /// schema, is the server's own business, which any producer allowed to send a request must
 /// not read: it goes to the dead letter and the log, where the call's correlation id finds it.
-fn told<'a>(failure: Failure, outcome: &Outcome, error: &'a str) -> Cow<'a, str> {
+fn told<'a>(failure: Failure, outcome: &Decision, error: &'a str) -> Cow<'a, str> {
     if let Failure::Poison(_) = failure {
         return error.into();
     }
     let reason = terminal(outcome).unwrap_or(FailureReason::NonRetryable);
     let kept = match outcome {
-        Outcome::DeadLetter { .. } => "it was dead-lettered with the server's error",
+        Decision::DeadLetter { .. } => "it was dead-lettered with the server's error",
         _ => "the server logged its error",
     };
     format!("the server could not handle the request ({reason}); {kept}, under this call's correlation id").into()
@@ -215,7 +215,7 @@ impl<H> Serving<H> {
                     "the caller's deadline passed {} ms before the request was taken",
                     now.saturating_sub(deadline)
                 );
-                let outcome = dead_letter_outcome(&settler.queue, FailureReason::Expired);
+                let outcome = dead_letter_decision(&settler.queue, FailureReason::Expired);
                 let failure = Failure::Poison(FailureReason::Expired);
                 settler
                     .fail_as(raw, failure, outcome, retries, &error)
@@ -401,7 +401,7 @@ impl<H> Serving<H> {
         raw: &Taken,
         reply_to: &ReplyTo,
         failure: Failure,
-        outcome: Outcome,
+        outcome: Decision,
         retries: u32,
         error: &str,
     ) {

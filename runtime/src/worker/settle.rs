@@ -14,7 +14,7 @@ use tracing::Instrument as _;
 
 use super::acks::Taken;
 use super::decode::{is_retry_copy, original_route};
-use super::policy::{Failure, Outcome, broker_counts, dead_letter_outcome, decide};
+use super::policy::{Decision, Failure, broker_counts, dead_letter_decision, decide};
 use crate::PublishError;
 use crate::Publisher;
 use crate::amqp::Headers;
@@ -96,7 +96,7 @@ impl Settler {
     }
 
     /// What the queue's policy does with a `failure` after `retries` earlier retries.
-    pub(super) fn decide(&self, failure: Failure, retries: u32) -> Outcome {
+    pub(super) fn decide(&self, failure: Failure, retries: u32) -> Decision {
         decide(&self.queue, retries, failure, fastrand::f64())
     }
 
@@ -106,7 +106,7 @@ impl Settler {
         &self,
         raw: &Taken,
         failure: Failure,
-        outcome: Outcome,
+        outcome: Decision,
         retries: u32,
         error: &str,
     ) {
@@ -128,11 +128,11 @@ impl Settler {
     }
 
     /// Carries out `outcome` for `raw`.
-    pub(super) async fn apply(&self, raw: &Taken, outcome: Outcome, retries: u32, error: &str) {
+    pub(super) async fn apply(&self, raw: &Taken, outcome: Decision, retries: u32, error: &str) {
         trace::settled(outcome.as_str(), outcome.reason());
         match outcome {
-            Outcome::Requeue { exhausted } => self.requeue(raw, exhausted, retries, error).await,
-            Outcome::Retry {
+            Decision::Requeue { exhausted } => self.requeue(raw, exhausted, retries, error).await,
+            Decision::Retry {
                 routing_key,
                 retry_count,
             } => {
@@ -140,15 +140,15 @@ impl Settler {
                 if !retried {
                     // A copy over the frame size would close the connection it is published
                     // on, and retrying cannot make the message smaller.
-                    let too_large = dead_letter_outcome(&self.queue, FailureReason::TooLarge);
+                    let too_large = dead_letter_decision(&self.queue, FailureReason::TooLarge);
                     Box::pin(self.apply(raw, too_large, retries, error)).await;
                 }
             }
-            Outcome::DeadLetter { reason } => {
+            Decision::DeadLetter { reason } => {
                 self.dead_letter(raw, reason, retries, error).await;
             }
-            Outcome::Drop { reason } => self.drop_as_told(raw, reason, error),
-            Outcome::Discard { reason } => self.discard(raw, reason, error).await,
+            Decision::Drop { reason } => self.drop_as_told(raw, reason, error),
+            Decision::Discard { reason } => self.discard(raw, reason, error).await,
         }
     }
 

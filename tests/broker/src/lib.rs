@@ -25,7 +25,7 @@ use warren_runtime::{
     WorkerError,
 };
 use warren_testkit::{Changes, Deployed, RunningWorker, TestBroker};
-pub use warren_testkit::{DeadMessage, PrivateBroker, PrivateCluster, amqp_url};
+pub use warren_testkit::{PrivateBroker, PrivateCluster, QueuedDeadLetter, amqp_url};
 
 /// One attempt a handler saw.
 #[derive(Debug, Clone)]
@@ -619,7 +619,7 @@ impl Harness {
     }
 
     /// Takes the dead letters, waiting until there are `n` or `timeout` passes.
-    pub async fn dead_letters(&self, n: usize, timeout: Duration) -> Vec<DeadMessage> {
+    pub async fn dead_letters(&self, n: usize, timeout: Duration) -> Vec<QueuedDeadLetter> {
         self.deployed.take_dead_letters("dead", n, timeout).await
     }
 
@@ -673,12 +673,12 @@ pub fn job(id: &str, behaviour: types::JobBehaviour) -> types::Job {
 }
 
 /// A header of a dead letter, as text.
-pub fn header(message: &DeadMessage, key: &str) -> Option<String> {
+pub fn header(message: &QueuedDeadLetter, key: &str) -> Option<String> {
     message.header(key)
 }
 
 /// What the connection's guard says it cut from `message`'s headers.
-pub fn cut_detail(message: &DeadMessage) -> String {
+pub fn cut_detail(message: &QueuedDeadLetter) -> String {
     match message.headers.inner().get("x-headers-cut") {
         Some(AMQPValue::FieldTable(cut)) => match cut.inner().get("detail") {
             Some(AMQPValue::LongString(detail)) => detail.to_string(),

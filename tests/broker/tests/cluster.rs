@@ -442,7 +442,7 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
     // Gathered until every expected id is found or the dead-letter queue stays empty: a
     // loaded machine drains a quorum queue on three nodes slowly, and a fixed 30 s counted
     // the last dead letters, still in the queue, as lost.
-    let ids = |messages: Vec<warren_testkit::DeadMessage>| -> Vec<String> {
+    let ids = |messages: Vec<warren_testkit::QueuedDeadLetter>| -> Vec<String> {
         messages
             .iter()
             .filter_map(|message| {
