@@ -104,6 +104,7 @@ pub use output::{Written, write_if_changed};
 pub use project::ProjectRoot;
 pub use routes::Routes;
 pub use schema::SchemaBundle;
+pub use schema::keywords as schema_keywords;
 pub use settings::Settings;
 pub use system::{System, check_system, check_system_in};
 

@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::keywords;
 use super::reference::{self, NodeKey};
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, Place, YamlPath};
 use crate::files::Files;
@@ -32,38 +33,6 @@ use crate::naming::{Case, ident};
 /// The deepest bracket nesting read from a YAML schema file: serde_json's own recursion
 /// limit for JSON ones.
 const MAX_SCHEMA_DEPTH: usize = 128;
-/// Keywords whose value is one subschema (`items` may also be a draft-07 tuple of them).
-const SUBSCHEMA_KEYWORDS: &[&str] = &[
-    "items",
-    "additionalItems",
-    "contains",
-    "additionalProperties",
-    "propertyNames",
-    "not",
-    "if",
-    "then",
-    "else",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "contentSchema",
-];
-/// Keywords whose value is an array of subschemas.
-const SUBSCHEMA_LIST_KEYWORDS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
-/// Keywords whose value maps names to subschemas (draft-07 `dependencies` may also map to
-/// arrays of property names, which hold no schema).
-const SUBSCHEMA_MAP_KEYWORDS: &[&str] = &[
-    "properties",
-    "patternProperties",
-    "dependentSchemas",
-    "dependencies",
-    "$defs",
-    "definitions",
-];
-/// Keywords that hold definitions rather than the schema itself.
-const DEFINITION_KEYWORDS: &[&str] = &["$defs", "definitions"];
-/// Keywords that only make sense in a standalone document.
-const DOCUMENT_KEYWORDS: &[&str] = &["$id", "$schema", "$anchor", "$dynamicAnchor"];
-
 /// The JSON Schema dialect of bundled schemas.
 pub(super) const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
 
@@ -546,7 +515,7 @@ impl<'a> Bundler<'a> {
         let document = self.files.get(&key.file)?.as_ref()?;
         let mut body = reference::lookup(document, &key.pointer)?.clone();
         if let Value::Object(map) = &mut body {
-            for keyword in DEFINITION_KEYWORDS.iter().chain(DOCUMENT_KEYWORDS) {
+            for keyword in keywords::DEFINITIONS.iter().chain(keywords::DOCUMENT) {
                 map.shift_remove(*keyword);
             }
         }
@@ -621,7 +590,7 @@ fn walk_refs(node: &Value, pointer: &str, top: bool, visit: &mut dyn FnMut(&str,
             if let Value::String(target) = value {
                 visit(&at(), target);
             }
-        } else if SUBSCHEMA_KEYWORDS.contains(&key) || SUBSCHEMA_LIST_KEYWORDS.contains(&key) {
+        } else if keywords::SUBSCHEMA.contains(&key) || keywords::SUBSCHEMA_LISTS.contains(&key) {
             let at = at();
             match value {
                 Value::Array(items) => {
@@ -631,8 +600,8 @@ fn walk_refs(node: &Value, pointer: &str, top: bool, visit: &mut dyn FnMut(&str,
                 }
                 other => walk_refs(other, &at, false, visit),
             }
-        } else if SUBSCHEMA_MAP_KEYWORDS.contains(&key)
-            && !(top && DEFINITION_KEYWORDS.contains(&key))
+        } else if keywords::SUBSCHEMA_MAPS.contains(&key)
+            && !(top && keywords::DEFINITIONS.contains(&key))
             && let Value::Object(members) = value
         {
             let at = at();
@@ -845,7 +814,7 @@ fn yaml_path(document: &Value, pointer: &str) -> YamlPath {
 }
 
 fn definition_names(document: &Value) -> Vec<String> {
-    DEFINITION_KEYWORDS
+    keywords::DEFINITIONS
         .iter()
         .filter_map(|k| document.get(k).and_then(Value::as_object))
         .flat_map(|defs| defs.keys().cloned())

@@ -3,6 +3,7 @@
 
 mod bundle;
 pub(crate) mod expansion;
+pub mod keywords;
 pub(crate) mod reference;
 
 pub use bundle::SchemaBundle;

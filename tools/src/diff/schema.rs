@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 
 use warren_codegen::diagnostics::escape;
 use warren_codegen::json_pointer::{escape_segment, unescape_segment};
+use warren_codegen::schema_keywords::{DEFINITIONS, DOCUMENT, SUBSCHEMA_LISTS};
 
 /// How deep the walk goes (schema nesting plus `$ref` hops) before it gives up on a branch.
 const MAX_DEPTH: usize = 64;
@@ -41,16 +42,6 @@ const ANNOTATIONS: &[&str] = &[
     "readOnly",
     "writeOnly",
 ];
-/// Keywords of the bundled document itself, not of the schema at that node. Definitions are
-/// compared only where a `$ref` reaches them.
-const DOCUMENT: &[&str] = &[
-    "$schema",
-    "$id",
-    "$defs",
-    "definitions",
-    "$anchor",
-    "$dynamicAnchor",
-];
 /// Bounds that tighten as they grow.
 const LOWER_BOUNDS: &[&str] = &[
     "minimum",
@@ -69,8 +60,6 @@ const UPPER_BOUNDS: &[&str] = &[
     "maxProperties",
     "maxContains",
 ];
-/// Keywords whose value is a list of subschemas, compared by position.
-const LISTS: &[&str] = &["prefixItems", "anyOf", "oneOf", "allOf"];
 /// Keywords this module compares itself; any other keyword that differs is reported as
 /// [`SchemaChangeKind::KeywordChanged`].
 const HANDLED: &[&str] = &[
@@ -811,7 +800,7 @@ impl Walker<'_> {
         self.properties(old, new, at);
         self.additional_properties(old, new, at);
         self.items(old, new, at);
-        for keyword in LISTS {
+        for keyword in SUBSCHEMA_LISTS {
             self.list(keyword, old.get(*keyword), new.get(*keyword), at);
         }
         self.bounds(old, new, at);
@@ -821,13 +810,16 @@ impl Walker<'_> {
         // Everything else: compared as values, and a difference counts against everyone.
         let keywords: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
         for keyword in keywords {
+            // Definitions and the document's own keywords are compared only where a `$ref`
+            // reaches them.
             let known = [
                 HANDLED,
                 ANNOTATIONS,
+                DEFINITIONS,
                 DOCUMENT,
                 LOWER_BOUNDS,
                 UPPER_BOUNDS,
-                LISTS,
+                SUBSCHEMA_LISTS,
             ]
             .iter()
             .any(|list| list.contains(&keyword.as_str()));
@@ -1493,7 +1485,11 @@ fn deref<'a>(
             break;
         };
         let only_reference = map.keys().all(|k| {
-            k == "$ref" || ANNOTATIONS.contains(&k.as_str()) || DOCUMENT.contains(&k.as_str())
+            let k = k.as_str();
+            k == "$ref"
+                || [ANNOTATIONS, DEFINITIONS, DOCUMENT]
+                    .iter()
+                    .any(|l| l.contains(&k))
         });
         if !only_reference {
             break;
