@@ -53,6 +53,10 @@ pub fn diff_with(old: Option<Version<'_>>, new: Version<'_>, roles: &Roles) -> R
     let mut cx = Context {
         old: old_contract,
         new: new.contract,
+        routes: Versions {
+            old: Routes::of(old_contract),
+            new: Routes::of(new.contract),
+        },
         roles,
         changes: &mut changes,
     };
@@ -74,8 +78,17 @@ pub fn diff_with(old: Option<Version<'_>>, new: Version<'_>, roles: &Roles) -> R
 pub(crate) struct Context<'a> {
     pub(crate) old: &'a Contract,
     pub(crate) new: &'a Contract,
+    /// Where each version's messages go: built once, for the publishers' routes and the
+    /// rpcs' alike.
+    pub(crate) routes: Versions<Routes>,
     pub(crate) roles: &'a Roles,
     pub(crate) changes: &'a mut Vec<Change>,
+}
+
+/// One thing of each version of the contract.
+pub(crate) struct Versions<T> {
+    pub(crate) old: T,
+    pub(crate) new: T,
 }
 
 /// The path of `name` in contract section `section`, as diagnostics write it.
@@ -590,7 +603,9 @@ impl Context<'_> {
         if old.target != new.target {
             // Callers still on the old version keep the old route: it breaks them when
             // the new topology no longer takes it to the new server's queue.
-            let reached = Routes::of(self.new)
+            let reached = self
+                .routes
+                .new
                 .queues(&old.target.exchange, &old.routing_key)
                 .contains(&new.server.spec.queue);
             self.push(

@@ -1,13 +1,12 @@
 //! Topology rules: what a live broker refuses to redeclare, queues and wait queues dropped
 //! while they may hold messages, bindings removed, and routing keys that now reach other
-//! queues (followed offline by [`Routes`] over each version's bindings).
+//! queues (followed offline by [`warren_codegen::Routes`] over each version's bindings).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use warren_model::{ArgValue, Arguments, Destination, Exchange, Queue, QueueRole, Topology};
 
 use super::{Context, Party, PartyKind, Rule, at, queued};
-use warren_codegen::Routes;
 use warren_codegen::diagnostics::YamlPath;
 use warren_codegen::model::Contract;
 
@@ -408,13 +407,18 @@ fn bindings(cx: &mut Context<'_>) {
 }
 
 fn routes(cx: &mut Context<'_>) {
-    let (old_routes, new_routes) = (Routes::of(cx.old), Routes::of(cx.new));
     for (name, new) in &cx.new.publishers {
         let Some(old) = cx.old.publishers.get(name) else {
             continue;
         };
-        let before = old_routes.queues(&old.publication.exchange, &old.routing_key);
-        let after = new_routes.queues(&new.publication.exchange, &new.routing_key);
+        let before = cx
+            .routes
+            .old
+            .queues(&old.publication.exchange, &old.routing_key);
+        let after = cx
+            .routes
+            .new
+            .queues(&new.publication.exchange, &new.routing_key);
         if before == after {
             continue;
         }
