@@ -2,10 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use proc_macro2::{Literal, TokenStream};
+use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::docs::{allow_contract_markdown, compose};
+use super::schemas::SharedDefinitions;
 use super::{code, ident, type_ident};
 use crate::model::{Contract, Message, SchemaType};
 use crate::naming::Role;
@@ -44,16 +45,19 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
         }
     }
     let none = Users::default();
+    let shared = SharedDefinitions::of(contract);
     let markers = contract.messages.values().map(|message| {
         let users = users.get(message.name.as_str()).unwrap_or(&none);
-        marker(contract, message, users)
+        marker(contract, message, users, &shared)
     });
+    let shared_definitions = shared.macros();
     let allow = allow_contract_markdown();
     quote! {
         /// One marker type per message of the contract, naming its payload and headers types,
         /// content type and JSON Schemas.
         #allow
         pub mod messages {
+            #shared_definitions
             #( #markers )*
         }
     }
@@ -68,7 +72,12 @@ struct Users {
     rpcs: Vec<String>,
 }
 
-fn marker(contract: &Contract, message: &Message, users: &Users) -> TokenStream {
+fn marker(
+    contract: &Contract,
+    message: &Message,
+    users: &Users,
+    shared: &SharedDefinitions<'_>,
+) -> TokenStream {
     let name = ident(&message.name, Role::Message);
     let docs = marker_doc(contract, message, users);
     let payload = type_ident(&message.payload.type_name);
@@ -81,10 +90,10 @@ fn marker(contract: &Contract, message: &Message, users: &Users) -> TokenStream 
     };
     let message_name = &message.name;
     let content_type = &message.content_type;
-    let payload_schema = schema_literal(&message.payload.schema);
+    let payload_schema = shared.expression(&message.payload.schema);
     let headers_schema = match &message.headers {
         Some(headers) => {
-            let text = schema_literal(&headers.schema);
+            let text = shared.expression(&headers.schema);
             quote! { ::core::option::Option::Some(#text) }
         }
         None => quote! { ::core::option::Option::None },
@@ -144,91 +153,4 @@ fn marker_doc(contract: &Contract, message: &Message, users: &Users) -> TokenStr
         text.push_str(&format!("\n- {}", users.rpcs.join(", ")));
     }
     compose(&head, message.description.as_deref(), &text)
-}
-
-/// A bundled schema as a raw string literal, pretty-printed so it reads in an editor.
-///
-/// The runtime parses the text as JSON, so only its value matters: key order is the
-/// bundle's (deterministic), and every [hidden](crate::diagnostics::is_hidden) character,
-/// which JSON text can only hold inside a string, is written as its `\uXXXX` escape, since
-/// rustc refuses a bidirectional override in a literal. The literal gets one `#` more than
-/// the longest run of `#` after a `"` in the text, so no content can end it early; past the
-/// 255 `#` a raw string can take, it is an escaped string instead.
-pub(super) fn schema_literal(schema: &serde_json::Value) -> Literal {
-    let pretty = serde_json::to_string_pretty(schema).unwrap_or_else(|_| schema.to_string());
-    let mut text = String::with_capacity(pretty.len());
-    for c in pretty.chars() {
-        if crate::diagnostics::is_hidden(c) && c != '\n' {
-            let mut units = [0u16; 2];
-            for unit in c.encode_utf16(&mut units) {
-                text.push_str(&format!("\\u{unit:04x}"));
-            }
-        } else {
-            text.push(c);
-        }
-    }
-    let hashes = "#".repeat(longest_hash_run(&text) + 1);
-    let source = format!("r{hashes}\"{text}\"{hashes}");
-    // A raw string literal takes at most 255 `#`: a schema holding a `"` followed by 255
-    // or more of them cannot be one, and gets the escaped literal, which has the same value
-    // on one line.
-    source
-        .parse::<Literal>()
-        .unwrap_or_else(|_| Literal::string(&text))
-}
-
-/// The longest run of `#` right after a `"` in `text`.
-fn longest_hash_run(text: &str) -> usize {
-    text.split('"')
-        .skip(1)
-        .map(|after| after.len() - after.trim_start_matches('#').len())
-        .max()
-        .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::schema_literal;
-
-    /// Whatever a schema holds, its literal is one token whose value parses back to the same
-    /// JSON, with no bare hidden character in the file.
-    #[test]
-    fn schema_literals_survive_hostile_content() {
-        // Each with whether its literal is a raw string.
-        let cases = [
-            (json!({"$ref": "#/$defs/A"}), true),
-            (
-                json!({"description": "ends \"### early? \"#\"## r#\"x\"#"}),
-                true,
-            ),
-            (json!({"title": "\"##########"}), true),
-            (
-                json!({"description": "\u{202e} bidi, \r CR, \u{0} NUL, \u{2028} LS, */ /* `"}),
-                true,
-            ),
-            (json!({"enum": ["\"#", "#\"", "\\\"#"]}), true),
-            // The most `#` a raw string can take after the `"`, then one too many: past 255
-            // `#` only an escaped string holds the text.
-            (json!({"title": format!("\"{}", "#".repeat(254))}), true),
-            (json!({"title": format!("\"{}", "#".repeat(255))}), false),
-        ];
-        for (schema, raw) in cases {
-            let literal = schema_literal(&schema);
-            let written = literal.to_string();
-            let prefix = if raw { "r#" } else { "\"" };
-            assert!(written.starts_with(prefix), "{written}");
-            assert!(
-                !written
-                    .chars()
-                    .any(|c| crate::diagnostics::is_hidden(c) && c != '\n'),
-                "{written}"
-            );
-            let parsed: syn::LitStr = syn::parse_str(&written).expect("one string literal");
-            let value: serde_json::Value =
-                serde_json::from_str(&parsed.value()).expect("the value is JSON");
-            assert_eq!(value, schema, "{written}");
-        }
-    }
 }

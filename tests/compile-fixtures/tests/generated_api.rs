@@ -221,6 +221,31 @@ fn message_markers_carry_name_content_type_and_bundled_schemas() {
     assert_eq!(payload_shapes::messages::Shapes::HEADERS_SCHEMA, None);
 }
 
+/// A schema that shares definitions with others is assembled by `concat!` from its own text
+/// and the definitions written once: its text is the bundle's schema of the message, pretty
+/// printed as when every schema was written out whole.
+#[test]
+fn schemas_assembled_from_shared_definitions_are_the_bundles() {
+    use warren_compile_fixtures::orders_example::messages::{
+        OrderCancelled, OrderPlaced, PriceQuote, QuoteError,
+    };
+    let checked = warren_codegen::check_contract("../../examples/orders/warren.yaml")
+        .expect("the orders example is valid");
+    let bundled = |message: &str| {
+        let schema = &checked.contract.messages[message].payload.schema;
+        serde_json::to_string_pretty(schema).unwrap()
+    };
+    // `Money` and `Currency` are shared by the first three; `QuoteError` shares nothing.
+    assert_eq!(OrderPlaced::PAYLOAD_SCHEMA, bundled("order_placed"));
+    assert_eq!(OrderCancelled::PAYLOAD_SCHEMA, bundled("order_cancelled"));
+    assert_eq!(PriceQuote::PAYLOAD_SCHEMA, bundled("price_quote"));
+    assert_eq!(QuoteError::PAYLOAD_SCHEMA, bundled("quote_error"));
+    assert_eq!(
+        PriceQuote::PAYLOAD_SCHEMA.matches("\"Money\": {").count(),
+        1
+    );
+}
+
 #[test]
 fn topology_carries_arguments_wait_queues_and_bindings() {
     use warren_runtime::model::{ArgValue, Destination, QueueRole, Retry};

@@ -1,0 +1,333 @@
+//! The messages' JSON Schemas as text in the generated file, each shared definition once.
+//!
+//! Every message's schema is self-contained (its `$ref` plus every definition it reaches),
+//! so a definition many messages reach (`Money`, `Currency`) was copied into each of their
+//! schemas. Now a definition that two or more schemas hold is written once, as a
+//! `macro_rules!` macro expanding to its text, and each schema that holds it is the
+//! `concat!` of its own text and those macros. `concat!` runs in the compiler, so
+//! `Message::PAYLOAD_SCHEMA` is the same `&'static str` as before, byte for byte, with no
+//! work at run time; the definition's text is written at the depth it has in every schema
+//! (inside the top-level `$defs`), which is what makes one copy fit them all.
+
+use std::collections::BTreeMap;
+
+use proc_macro2::{Ident, Literal, TokenStream};
+use quote::{format_ident, quote};
+use serde_json::Value;
+
+use super::docs::{code, compose};
+use crate::model::Contract;
+use crate::naming::{self, Case};
+
+/// The keyword of a bundled schema that holds its definitions.
+const DEFS: &str = "$defs";
+
+/// The definitions two or more of a contract's schemas hold, each with its macro.
+pub(super) struct SharedDefinitions<'a> {
+    shared: BTreeMap<&'a str, Shared<'a>>,
+}
+
+/// One shared definition.
+struct Shared<'a> {
+    /// The macro expanding to its text.
+    name: Ident,
+    /// Its body, as every schema that holds it has it.
+    body: &'a Value,
+    /// How many schemas hold it, for its doc.
+    holders: usize,
+}
+
+impl<'a> SharedDefinitions<'a> {
+    /// The definitions the payload and headers schemas of `contract`'s messages share.
+    pub(super) fn of(contract: &'a Contract) -> Self {
+        let mut holders: BTreeMap<&str, (&Value, usize)> = BTreeMap::new();
+        let schemas = contract
+            .messages
+            .values()
+            .flat_map(|message| std::iter::once(&message.payload).chain(message.headers.as_ref()));
+        for schema in schemas {
+            for (name, body) in definitions(&schema.schema) {
+                holders.entry(name.as_str()).or_insert((body, 0)).1 += 1;
+            }
+        }
+        let shared = holders
+            .into_iter()
+            .filter(|(_, (_, count))| *count > 1)
+            .map(|(name, (body, holders))| {
+                let name_ident = macro_name(name);
+                let shared = Shared {
+                    name: name_ident,
+                    body,
+                    holders,
+                };
+                (name, shared)
+            })
+            .collect();
+        Self { shared }
+    }
+
+    /// One `macro_rules!` per shared definition, to come before the schemas that use them
+    /// (a macro is in scope from where it is written to the end of its module).
+    pub(super) fn macros(&self) -> TokenStream {
+        let macros = self.shared.iter().map(|(definition, shared)| {
+            let Shared {
+                name,
+                body,
+                holders,
+            } = shared;
+            let docs = compose(
+                &format!(
+                    "Definition {} of the bundled JSON Schemas, which {holders} of the \
+                     messages' schemas hold: written once, for `concat!` to put into each.",
+                    code(definition)
+                ),
+                None,
+                "",
+            );
+            let text = text_literal(&nested(body, 2));
+            quote! {
+                #docs
+                macro_rules! #name {
+                    () => { #text };
+                }
+            }
+        });
+        quote! { #( #macros )* }
+    }
+
+    /// `schema` as a `&'static str` expression: one literal, or the `concat!` of its own
+    /// text and the macros of the definitions it shares.
+    pub(super) fn expression(&self, schema: &Value) -> TokenStream {
+        let pieces = self.pieces(schema);
+        let parts = pieces.iter().map(|piece| match piece {
+            Piece::Text(text) => {
+                let literal = text_literal(text);
+                quote! { #literal }
+            }
+            Piece::Shared(name) => quote! { #name!() },
+        });
+        if let [Piece::Text(_)] = pieces.as_slice() {
+            quote! { #( #parts )* }
+        } else {
+            quote! { ::core::concat!( #( #parts ),* ) }
+        }
+    }
+
+    /// `schema`'s pretty-printed text, cut around the shared definitions it holds: the
+    /// pieces' texts, each macro's in its place, are `serde_json::to_string_pretty(schema)`.
+    fn pieces(&self, schema: &Value) -> Vec<Piece<'_>> {
+        let mut pieces = Vec::new();
+        let mut text = String::new();
+        let Value::Object(members) = schema else {
+            return vec![Piece::Text(pretty(schema))];
+        };
+        if members.is_empty() {
+            return vec![Piece::Text(pretty(schema))];
+        }
+        text.push('{');
+        for (i, (key, value)) in members.iter().enumerate() {
+            text.push_str(if i == 0 { "\n  " } else { ",\n  " });
+            text.push_str(&pretty(&Value::String(key.clone())));
+            text.push_str(": ");
+            match value {
+                Value::Object(definitions) if key == DEFS && !definitions.is_empty() => {
+                    text.push('{');
+                    for (j, (name, body)) in definitions.iter().enumerate() {
+                        text.push_str(if j == 0 { "\n    " } else { ",\n    " });
+                        text.push_str(&pretty(&Value::String(name.clone())));
+                        text.push_str(": ");
+                        match self.shared.get(name.as_str()) {
+                            Some(shared) if shared.body == body => {
+                                pieces.push(Piece::Text(std::mem::take(&mut text)));
+                                pieces.push(Piece::Shared(&shared.name));
+                            }
+                            _ => text.push_str(&nested(body, 2)),
+                        }
+                    }
+                    text.push_str("\n  }");
+                }
+                _ => text.push_str(&nested(value, 1)),
+            }
+        }
+        text.push_str("\n}");
+        pieces.push(Piece::Text(text));
+        pieces
+    }
+}
+
+/// A run of a schema's text: written out, or a shared definition's macro.
+enum Piece<'a> {
+    Text(String),
+    Shared(&'a Ident),
+}
+
+/// The definitions a bundled schema holds.
+fn definitions(schema: &Value) -> impl Iterator<Item = (&String, &Value)> {
+    schema
+        .get(DEFS)
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+}
+
+/// The macro of definition `name`, a Rust type name (which is an identifier already, and
+/// unique among the definitions): `__schema_Money`. The generator's own names start with
+/// `_`, which no name derived from a contract does.
+fn macro_name(name: &str) -> Ident {
+    let text = naming::ident(name, Case::Type).map_or_else(|_| name.to_owned(), |id| id.text);
+    format_ident!("__schema_{}", text)
+}
+
+/// `value` pretty-printed as `serde_json` does.
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+/// `value` pretty-printed as it reads `depth` levels into a pretty-printed document: every
+/// line after the first indented by two spaces a level. A newline in pretty JSON is always
+/// layout (one inside a string is written `\n`), so this moves nothing inside a string.
+fn nested(value: &Value, depth: usize) -> String {
+    pretty(value).replace('\n', &format!("\n{}", "  ".repeat(depth)))
+}
+
+/// Text as a raw string literal, so it reads in an editor.
+///
+/// The runtime parses the text as JSON, so only its value matters: every
+/// [hidden](crate::diagnostics::is_hidden) character, which JSON text can only hold inside a
+/// string, is written as its `\uXXXX` escape, since rustc refuses a bidirectional override
+/// in a literal. The literal gets one `#` more than the longest run of `#` after a `"` in
+/// the text, so no content can end it early; past the 255 `#` a raw string can take, it is
+/// an escaped string instead.
+fn text_literal(json: &str) -> Literal {
+    let mut text = String::with_capacity(json.len());
+    for c in json.chars() {
+        if crate::diagnostics::is_hidden(c) && c != '\n' {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                text.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            text.push(c);
+        }
+    }
+    let hashes = "#".repeat(longest_hash_run(&text) + 1);
+    let source = format!("r{hashes}\"{text}\"{hashes}");
+    // A raw string literal takes at most 255 `#`: a schema holding a `"` followed by 255
+    // or more of them cannot be one, and gets the escaped literal, which has the same value
+    // on one line.
+    source
+        .parse::<Literal>()
+        .unwrap_or_else(|_| Literal::string(&text))
+}
+
+/// The longest run of `#` right after a `"` in `text`.
+fn longest_hash_run(text: &str) -> usize {
+    text.split('"')
+        .skip(1)
+        .map(|after| after.len() - after.trim_start_matches('#').len())
+        .max()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::{Piece, SharedDefinitions, pretty, text_literal};
+
+    /// Whatever a schema holds, its literal is one token whose value parses back to the same
+    /// JSON, with no bare hidden character in the file.
+    #[test]
+    fn schema_literals_survive_hostile_content() {
+        // Each with whether its literal is a raw string.
+        let cases = [
+            (json!({"$ref": "#/$defs/A"}), true),
+            (
+                json!({"description": "ends \"### early? \"#\"## r#\"x\"#"}),
+                true,
+            ),
+            (json!({"title": "\"##########"}), true),
+            (
+                json!({"description": "\u{202e} bidi, \r CR, \u{0} NUL, \u{2028} LS, */ /* `"}),
+                true,
+            ),
+            (json!({"enum": ["\"#", "#\"", "\\\"#"]}), true),
+            // The most `#` a raw string can take after the `"`, then one too many: past 255
+            // `#` only an escaped string holds the text.
+            (json!({"title": format!("\"{}", "#".repeat(254))}), true),
+            (json!({"title": format!("\"{}", "#".repeat(255))}), false),
+        ];
+        for (schema, raw) in cases {
+            let literal = text_literal(&pretty(&schema));
+            let written = literal.to_string();
+            let prefix = if raw { "r#" } else { "\"" };
+            assert!(written.starts_with(prefix), "{written}");
+            assert!(
+                !written
+                    .chars()
+                    .any(|c| crate::diagnostics::is_hidden(c) && c != '\n'),
+                "{written}"
+            );
+            let parsed: syn::LitStr = syn::parse_str(&written).expect("one string literal");
+            let value: Value = serde_json::from_str(&parsed.value()).expect("the value is JSON");
+            assert_eq!(value, schema, "{written}");
+        }
+    }
+
+    /// A schema cut around its shared definitions, each macro's text put back in its place,
+    /// is the schema's pretty text exactly, whatever its definitions hold: the text the
+    /// runtime reads is what it was when every schema was written out whole.
+    #[test]
+    fn a_schema_cut_around_shared_definitions_is_its_pretty_text() {
+        let money = json!({
+            "type": "object",
+            "properties": {"currency": {"$ref": "#/$defs/Currency"}, "tags": [], "x": {}},
+            "description": "nested \"quotes\",\n newlines \\n and ##\"# hashes"
+        });
+        let currency = json!({"type": "string", "pattern": "^[A-Z]{3}$"});
+        let schemas = [
+            json!({"$schema": "s", "$ref": "#/$defs/A", "$defs": {
+                "A": {"$ref": "#/$defs/Money"}, "Currency": currency, "Money": money}}),
+            json!({"$schema": "s", "$ref": "#/$defs/Money", "$defs": {
+                "Currency": currency, "Money": money}}),
+            // The shared definitions first, last and alone; and a schema without any.
+            json!({"$ref": "#/$defs/Currency", "$defs": {"Currency": currency}}),
+            json!({"$defs": {}, "type": "null"}),
+            json!({}),
+            json!(true),
+        ];
+        let mut shared = SharedDefinitions {
+            shared: Default::default(),
+        };
+        for (name, body) in [("Currency", &currency), ("Money", &money)] {
+            shared.shared.insert(
+                name,
+                super::Shared {
+                    name: super::macro_name(name),
+                    body,
+                    holders: 2,
+                },
+            );
+        }
+        for schema in &schemas {
+            let text: String = shared
+                .pieces(schema)
+                .iter()
+                .map(|piece| match piece {
+                    Piece::Text(text) => text.clone(),
+                    Piece::Shared(name) => {
+                        let body = if *name == "__schema_Money" {
+                            &money
+                        } else {
+                            &currency
+                        };
+                        super::nested(body, 2)
+                    }
+                })
+                .collect();
+            assert_eq!(text, pretty(schema), "{schema}");
+        }
+        assert_eq!(shared.pieces(&schemas[0]).len(), 5);
+        assert_eq!(shared.pieces(&schemas[3]).len(), 1);
+    }
+}
