@@ -1,18 +1,15 @@
-//! What was dead-lettered, and why: a dead-letter queue read over plain AMQP.
-//!
-//! Kept small on purpose (`basic.get`, acknowledged to take, requeued to peek): the runtime's
-//! own dead-letter reading, behind `warren dlq`, can replace it without changing this API.
+//! What was dead-lettered, and why: a dead-letter queue read through the runtime's own
+//! reading (`warren_runtime::dead_letters`, behind `warren dlq`), whole.
 
 use std::time::{Duration, Instant};
 
-use warren_runtime::lapin::message::BasicGetMessage;
-use warren_runtime::lapin::options::{BasicAckOptions, BasicGetOptions, BasicNackOptions};
-use warren_runtime::lapin::types::{AMQPValue, FieldTable, ShortString};
-use warren_runtime::lapin::{BasicProperties, Channel};
+use warren_runtime::dead_letters::DeadLetterQueue;
+use warren_runtime::lapin::BasicProperties;
+use warren_runtime::lapin::message::Delivery;
+use warren_runtime::lapin::types::{AMQPValue, FieldTable};
 use warren_runtime::{DEFAULT_MAX_BODY_BYTES, FailureContext, Message};
 
 use crate::Deployed;
-use crate::deployed::open_channel;
 
 /// A message read from a dead-letter queue: why it died ([`QueuedDeadLetter::context`]), its
 /// headers and body as the queue holds them. (What a dead-letter *consumer* of the contract
@@ -37,8 +34,7 @@ pub struct QueuedDeadLetter {
 }
 
 impl QueuedDeadLetter {
-    fn new(message: BasicGetMessage) -> Self {
-        let delivery = message.delivery;
+    fn new(delivery: Delivery) -> Self {
         let headers = delivery.properties.headers().clone().unwrap_or_default();
         Self {
             context: FailureContext::from_headers(Some(&headers)),
@@ -115,20 +111,19 @@ impl Deployed {
         n: usize,
         timeout: Duration,
     ) -> Vec<QueuedDeadLetter> {
-        let name = ShortString::from(self.name(queue));
+        let queue = self.dead_letter_queue(queue);
         let deadline = Instant::now() + timeout;
         let mut found = Vec::new();
         while found.len() < n {
-            let channel = self.channel().await;
-            match get(&channel, &name).await {
-                Some(message) => {
-                    // Acknowledged once read: what a test was handed is taken, nothing more.
-                    let _ = message.delivery.acker.ack(BasicAckOptions::default()).await;
-                    found.push(QueuedDeadLetter::new(message));
+            let taken = queue.take(n - found.len()).await;
+            let taken = taken.unwrap_or_else(|error| panic!("taking dead letters: {error}"));
+            if taken.is_empty() {
+                if Instant::now() >= deadline {
+                    break;
                 }
-                None if Instant::now() >= deadline => break,
-                None => tokio::time::sleep(crate::wait::POLL).await,
+                tokio::time::sleep(crate::wait::POLL).await;
             }
+            found.extend(taken.into_iter().map(QueuedDeadLetter::new));
         }
         found
     }
@@ -141,7 +136,8 @@ impl Deployed {
     /// its own) no such limit; peek those, not work queues.
     pub async fn peek_dead_letters(&self, queue: &str, max: usize) -> Vec<QueuedDeadLetter> {
         let before = self.ready(queue).await;
-        let found = self.peek(queue, max).await;
+        let read = self.dead_letter_queue(queue).read(max).await;
+        let read = read.unwrap_or_else(|error| panic!("peeking at dead letters: {error}"));
         // A quorum queue applies a requeue through its log, after the channel says it is done:
         // wait (a little) until the queue counts them again, so a test that counts next sees
         // them there.
@@ -149,63 +145,22 @@ impl Deployed {
         while self.ready(queue).await < before && Instant::now() < deadline {
             tokio::time::sleep(crate::wait::POLL).await;
         }
-        found
-    }
-
-    async fn peek(&self, queue: &str, max: usize) -> Vec<QueuedDeadLetter> {
-        let name = ShortString::from(self.name(queue));
-        // A channel of its own: returning "everything up to this tag" must not touch what
-        // another reader holds.
-        let channel = open_channel(self.connection()).await;
-        let mut found = Vec::new();
-        let mut last_tag = None;
-        while found.len() < max {
-            let Some(message) = get(&channel, &name).await else {
-                break;
-            };
-            last_tag = Some(message.delivery.delivery_tag);
-            found.push(QueuedDeadLetter::new(message));
-        }
-        if let Some(tag) = last_tag {
-            let requeue = BasicNackOptions {
-                multiple: true,
-                requeue: true,
-            };
-            if let Err(error) = channel.basic_nack(tag, requeue).await {
-                // Closing the channel returns them too; say so only if that fails as well.
-                if let Err(closing) = channel.close(200, ShortString::from("peeked")).await {
-                    panic!("peeked dead letters could not be returned: {error}, {closing}");
-                }
-                return found;
-            }
-        }
-        let _ = channel.close(200, ShortString::from("peeked")).await;
-        found
+        read.into_iter().map(QueuedDeadLetter::new).collect()
     }
 
     /// Counts the messages in dead-letter queue `queue` (a contract name) without reading them.
     pub async fn count_dead_letters(&self, queue: &str) -> u32 {
         self.ready(queue).await
     }
+
+    /// Queue `queue` (a contract name) as the runtime reads a dead-letter queue.
+    fn dead_letter_queue(&self, queue: &str) -> DeadLetterQueue {
+        DeadLetterQueue::new(self.connection(), self.name(queue))
+    }
 }
 
 /// How long a peek waits for the messages it returned to count as ready again.
 const RETURNED: Duration = Duration::from_secs(5);
-
-/// One `basic.get` (unacknowledged) from `queue`.
-///
-/// # Panics
-///
-/// When the broker refuses it (the queue does not exist).
-async fn get(channel: &Channel, queue: &ShortString) -> Option<BasicGetMessage> {
-    match channel
-        .basic_get(queue.clone(), BasicGetOptions { no_ack: false })
-        .await
-    {
-        Ok(message) => message,
-        Err(error) => panic!("basic.get on `{queue}` failed: {error}"),
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -10,6 +10,7 @@
 
 mod count;
 mod peek;
+mod read;
 mod redrive;
 mod scan;
 

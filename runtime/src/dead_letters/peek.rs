@@ -1,12 +1,12 @@
 //! `peek`: the first dead letters, with their headers, failure context and body, left in the
 //! queue.
 
+use lapin::message::Delivery;
 use serde_json::{Map, Value};
 
 use crate::amqp::amqp_to_json;
 use crate::failure::FailureContext;
 
-use super::scan::Scan;
 use super::{DeadLetterError, DeadLetterQueue};
 
 /// Messages one peek reads at most: each is held whole in memory until the peek ends.
@@ -41,49 +41,37 @@ pub struct Peeked {
 }
 
 impl DeadLetterQueue {
-    /// The first `n` dead letters (at most [`MAX_PEEK`]), left in the queue.
-    ///
-    /// They are read unacknowledged and returned when the peek ends (the channel is closed;
-    /// should the process die first, the broker returns them all the same): nothing is lost
-    /// or dropped. Returned messages carry `redelivered`, and on a classic queue may come back
-    /// in another order.
+    /// The first `n` dead letters (at most [`MAX_PEEK`]), left in the queue as
+    /// [`read`](Self::read) leaves them, each body cut to [`MAX_PEEK_BODY`] bytes.
     pub async fn peek(&self, n: usize) -> Result<Vec<Peeked>, DeadLetterError> {
-        let scan = Scan::open(self).await?;
-        let wanted = n
-            .min(MAX_PEEK)
-            .min(usize::try_from(scan.depth()).unwrap_or(MAX_PEEK));
-        let mut peeked = Vec::with_capacity(wanted);
-        let read = async {
-            while peeked.len() < wanted {
-                let Some(delivery) = scan.next().await? else {
-                    break;
-                };
-                let properties = &delivery.properties;
-                let headers = properties.headers().as_ref();
-                peeked.push(Peeked {
-                    routing_key: delivery.routing_key.to_string(),
-                    exchange: delivery.exchange.to_string(),
-                    redelivered: delivery.redelivered,
-                    message_id: properties.message_id().as_ref().map(|s| s.to_string()),
-                    content_type: properties.content_type().as_ref().map(|s| s.to_string()),
-                    headers: headers
-                        .map(|table| {
-                            table
-                                .inner()
-                                .iter()
-                                .map(|(k, v)| (k.to_string(), amqp_to_json(v, 1)))
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                    failure: FailureContext::from_headers(headers),
-                    body: delivery.data[..delivery.data.len().min(MAX_PEEK_BODY)].to_vec(),
-                    body_bytes: delivery.data.len(),
-                });
-            }
-            Ok(())
+        let read = self.read(n.min(MAX_PEEK)).await?;
+        Ok(read.iter().map(Peeked::of).collect())
+    }
+}
+
+impl Peeked {
+    /// What a peek shows of `delivery`.
+    fn of(delivery: &Delivery) -> Self {
+        let properties = &delivery.properties;
+        let headers = properties.headers().as_ref();
+        Self {
+            routing_key: delivery.routing_key.to_string(),
+            exchange: delivery.exchange.to_string(),
+            redelivered: delivery.redelivered,
+            message_id: properties.message_id().as_ref().map(|s| s.to_string()),
+            content_type: properties.content_type().as_ref().map(|s| s.to_string()),
+            headers: headers
+                .map(|table| {
+                    table
+                        .inner()
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), amqp_to_json(v, 1)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            failure: FailureContext::from_headers(headers),
+            body: delivery.data[..delivery.data.len().min(MAX_PEEK_BODY)].to_vec(),
+            body_bytes: delivery.data.len(),
         }
-        .await;
-        let released = scan.release().await;
-        read.and(released).map(|()| peeked)
     }
 }

@@ -86,3 +86,33 @@ async fn redriven_dead_letters_reach_the_worker_again() {
     );
     harness.stop().await.expect("the worker stops cleanly");
 }
+
+/// `read` hands back dead letters whole and leaves them; `take` hands back as many as asked
+/// and removes those alone; neither reads past the depth it began with.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_are_read_whole_or_taken() {
+    let harness = Harness::start("dlq_read_take").await;
+    // Bodies past a peek's cut, straight into the dead-letter queue (the default exchange).
+    let dead = harness.name("dead");
+    for i in 0..3u8 {
+        let body = vec![b'a' + i; dead_letters::MAX_PEEK_BODY * 3];
+        let properties = warren_runtime::lapin::BasicProperties::default();
+        harness.publish_raw_to("", &dead, &body, properties).await;
+    }
+    assert_eq!(settle(&harness, "dead", 3).await, 3);
+    let dlq = DeadLetterQueue::new(&harness.connection, dead);
+
+    let read = dlq.read(10).await.expect("read");
+    let bodies: Vec<(u8, usize)> = read.iter().map(|d| (d.data[0], d.data.len())).collect();
+    let whole = dead_letters::MAX_PEEK_BODY * 3;
+    assert_eq!(bodies, [(b'a', whole), (b'b', whole), (b'c', whole)]);
+    assert_eq!(settle(&harness, "dead", 3).await, 3, "a read leaves them");
+
+    let taken = dlq.take(2).await.expect("taken");
+    assert_eq!(taken.len(), 2);
+    assert_eq!(settle(&harness, "dead", 1).await, 1, "two taken, one left");
+    let rest = dlq.take(10).await.expect("the rest taken");
+    assert_eq!(rest.len(), 1);
+    assert_eq!(settle(&harness, "dead", 0).await, 0);
+    harness.stop().await.expect("the worker stops cleanly");
+}
