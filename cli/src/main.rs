@@ -511,7 +511,7 @@ fn validate(contract: &Path, project: &ProjectRoot, style: RenderStyle) -> Resul
 
 /// `PATH: valid (2 exchanges, …)`, what `validate` prints for a valid contract (its rpcs
 /// counted when it has some).
-fn valid_line(c: &warren_codegen::model::Contract) -> String {
+fn valid_line(c: &warren_codegen::contract::Contract) -> String {
     let rpcs = match c.rpcs.len() {
         0 => String::new(),
         n => format!(", {n} rpcs"),

@@ -25,10 +25,10 @@ use std::sync::Arc;
 
 use crate::Error;
 use crate::check::{list, shown, suggest};
+use crate::contract::Contract;
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, YamlPath};
-use crate::format::{self, ArgumentValue, ContractFile};
 use crate::load::{self, LoadError, LoadedContract};
-use crate::model::Contract;
+use crate::syntax::{self, ArgumentValue, ContractFile};
 
 /// Between a contract's name for an imported contract and a name in it: `orders::orders`.
 pub(crate) const SEPARATOR: &str = "::";
@@ -82,13 +82,13 @@ pub(crate) struct Imports {
 
 impl Imports {
     /// The owner's declaration of imported exchange `name` (a broker name).
-    pub(crate) fn exchange(&self, name: &str) -> Option<&format::Exchange> {
+    pub(crate) fn exchange(&self, name: &str) -> Option<&syntax::Exchange> {
         let alias = self.exchanges.get(name)?;
         self.contracts.get(alias)?.loaded.file.exchanges.get(name)
     }
 
     /// The owner's declaration of imported message `qualified`, and its owner.
-    pub(crate) fn message(&self, qualified: &str) -> Option<(&Import, &format::Message)> {
+    pub(crate) fn message(&self, qualified: &str) -> Option<(&Import, &syntax::Message)> {
         let (alias, name) = self.messages.get(qualified)?;
         let import = self.contracts.get(alias)?;
         Some((import, import.loaded.file.messages.get(name)?))

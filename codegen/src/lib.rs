@@ -23,8 +23,8 @@
 //! The pipeline runs one stage at a time, each reporting all its problems into
 //! [`Diagnostics`]: load (YAML → the typed contract format, whose JSON Schema is
 //! [`json_schema`], with positions) → schemas (load payload schemas and bundle every
-//! cross-file `$ref` into one [`SchemaBundle`]) → checks (every contract rule) → [`model`] (a
-//! plain IR) → emit (one Rust file per contract). `docs/architecture.md` maps each stage to
+//! cross-file `$ref` into one [`SchemaBundle`]) → checks (every contract rule) → the checked
+//! [`contract`] (a plain IR) → emit (one Rust file per contract). `docs/architecture.md` maps each stage to
 //! its files. [`check_contract`] stops before generation:
 //!
 //! ```no_run
@@ -71,13 +71,12 @@
 #![warn(unreachable_pub)]
 
 mod check;
+pub mod contract;
 pub mod diagnostics;
 mod emit;
 mod files;
-mod format;
 mod imports;
 mod load;
-pub mod model;
 mod naming;
 mod output;
 mod project;
@@ -85,6 +84,7 @@ mod routes;
 mod routing;
 mod schema;
 mod settings;
+mod syntax;
 mod system;
 
 // Only in builds for fuzzing (the `fuzz/` workspace) and the property tests standing in for
@@ -99,13 +99,13 @@ use std::path::Path;
 pub use diagnostics::{Code, Diagnostic, Diagnostics, RenderStyle, Severity};
 pub use emit::GenerateError;
 pub use files::Sources;
-pub use format::json_schema;
 pub use output::{Written, write_if_changed};
 pub use project::ProjectRoot;
 pub use routes::Routes;
 pub use schema::SchemaBundle;
 pub use schema::keywords as schema_keywords;
 pub use settings::Settings;
+pub use syntax::json_schema;
 pub use system::{System, check_system, check_system_in};
 
 /// JSON pointers (RFC 6901) into schemas: how diagnostics and tools name a part of one.
@@ -150,15 +150,15 @@ impl Error {
 pub struct Generated {
     /// The generated file's text.
     pub code: String,
-    /// The checked contract it was generated from (its model, inputs and warnings).
+    /// The checked contract it was generated from (its IR, inputs and warnings).
     pub checked: Checked,
 }
 
 /// A contract that passed every check.
 #[derive(Debug, Clone)]
 pub struct Checked {
-    /// The model, ready for code generation.
-    pub contract: model::Contract,
+    /// The checked contract, ready for code generation.
+    pub contract: contract::Contract,
     /// Problems that do not stop generation but deserve a look.
     pub warnings: Diagnostics,
 }
@@ -225,7 +225,7 @@ fn check_loaded_in(
     if problems.has_errors() {
         return Err(Error::Invalid(problems));
     }
-    let contract = model::build(
+    let contract = contract::build(
         &loaded,
         &imports,
         schemas.bundle,

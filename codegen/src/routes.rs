@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::{Contract, KeyTemplate, QueueRole};
+use crate::contract::{Contract, KeyTemplate, QueueRole};
 use crate::routing::{Edge, Graph};
 
 /// The routing graph of a checked contract: its declared exchanges, queues and bindings,

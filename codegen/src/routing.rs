@@ -12,8 +12,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use crate::format::{ArgumentValue, ContractFile, ExchangeKind};
 use crate::imports::Imports;
+use crate::syntax::{ArgumentValue, ContractFile, ExchangeKind};
 
 /// One element of a word pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use quote::ToTokens;
 use syn::parse::Parser;
 
+use crate::contract::Contract;
 use crate::diagnostics::{Code, Diagnostic, Diagnostics};
-use crate::model::Contract;
 
 mod select;
 

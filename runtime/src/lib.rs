@@ -99,7 +99,6 @@ mod base64;
 mod clock;
 mod codec;
 mod connection;
-mod dead_letter;
 pub mod dead_letters;
 mod declare;
 mod delivery;
@@ -122,9 +121,9 @@ mod wire;
 mod worker;
 
 pub use connection::{Connection, ConnectionBuilder};
-pub use dead_letter::{DeadLetter, DeadMessage, RawMessage};
 pub use dead_letters::{DeadLetterError, DeadLetterQueue};
 pub use declare::{DeclareError, ImportProblem, TopologyEntity, declare, delete, verify};
+pub use delivery::{DeadLetter, DeadMessage, RawMessage};
 pub use delivery::{Delivery, DeliveryBuilder};
 pub use error::{
     Chain as ErrorChain, HandlerError, MessagePart, PublishError, ShortField, WorkerError,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use warren_codegen::check_contract;
-use warren_codegen::model::Contract;
+use warren_codegen::contract::Contract;
 use warren_tools::export::asyncapi::{Info, document};
 use warren_tools::export::{dot::dot, mermaid::mermaid};
 

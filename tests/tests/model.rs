@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use warren_codegen::model::{Contract, Destination, QueueRole, Retry};
+use warren_codegen::contract::{Contract, Destination, QueueRole, Retry};
 use warren_codegen::{Checked, check_contract};
 use warren_runtime::model::DurationLabel;
 

@@ -8,7 +8,7 @@ use warren_model::DurationLabel;
 use super::docs::{allow_contract_markdown, compose, retry_line};
 use super::rpcs::{self, Resolved};
 use super::{GenerateError, code, ident, type_ident};
-use crate::model::{Consumer, Contract, Message};
+use crate::contract::{Consumer, Contract, Message};
 use crate::naming::{self, Role};
 use crate::settings::Selection;
 

@@ -14,7 +14,7 @@ use crate::diagnostics::escape_source;
 use warren_model::DurationLabel;
 
 use super::GenerateError;
-use crate::model::{Consumer, Contract, Exhausted, Retry};
+use crate::contract::{Consumer, Contract, Exhausted, Retry};
 
 /// `#[doc = "…"]` lines for `text`, one attribute per line so rustdoc keeps the layout.
 ///
@@ -247,8 +247,8 @@ pub(super) fn retry_line(
 #[cfg(test)]
 mod tests {
     use super::{code, compose, doc, retry_line, wrap};
+    use crate::contract::{Contract, QueueKind, Retry};
     use crate::emit::GenerateError;
-    use crate::model::{Contract, QueueKind, Retry};
 
     /// A checked contract with consumer `c` of queue `inbox` and publisher `p`, both of
     /// message `ping`.

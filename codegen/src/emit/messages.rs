@@ -8,7 +8,7 @@ use quote::quote;
 use super::docs::{allow_contract_markdown, compose};
 use super::schemas::SharedDefinitions;
 use super::{code, ident, type_ident};
-use crate::model::{Contract, Message, SchemaType};
+use crate::contract::{Contract, Message, SchemaType};
 use crate::naming::Role;
 
 /// `pub mod messages { … }`.

@@ -39,7 +39,7 @@ pub(crate) use types::{type_names, typify_alone};
 
 use proc_macro2::{Ident, Span, TokenStream};
 
-use crate::model::Contract;
+use crate::contract::Contract;
 use crate::naming::{self, Case, Role};
 use crate::settings::Resolved;
 use docs::code;

@@ -5,7 +5,7 @@ use quote::quote;
 
 use super::docs::compose;
 use super::{GenerateError, code, ident};
-use crate::model::{Contract, KeyTemplate, KeyWord, Publisher};
+use crate::contract::{Contract, KeyTemplate, KeyWord, Publisher};
 use crate::naming::Role;
 use crate::settings::Selection;
 

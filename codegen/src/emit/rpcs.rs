@@ -10,7 +10,7 @@ use warren_model::DurationLabel;
 use super::docs::{allow_contract_markdown, compose};
 use super::publishers::filled_in;
 use super::{GenerateError, code, ident, type_ident};
-use crate::model::{Contract, Message, Rpc};
+use crate::contract::{Contract, Message, Rpc};
 use crate::naming::Role;
 use crate::settings::Selection;
 

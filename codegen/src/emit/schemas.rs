@@ -16,7 +16,7 @@ use quote::{format_ident, quote};
 use serde_json::Value;
 
 use super::docs::{code, compose};
-use crate::model::Contract;
+use crate::contract::Contract;
 use crate::naming::{self, Case};
 
 /// The keyword of a bundled schema that holds its definitions.

@@ -4,7 +4,7 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use crate::model::Contract;
+use crate::contract::Contract;
 
 /// `pub fn topology()`.
 pub(super) fn emit(contract: &Contract) -> TokenStream {

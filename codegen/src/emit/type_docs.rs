@@ -21,7 +21,7 @@ use syn::{Attribute, Expr, ExprLit, Fields, Item, Lit, Meta};
 
 use super::GenerateError;
 use super::docs::{code, compose, doc};
-use crate::model::Contract;
+use crate::contract::Contract;
 
 /// The items of typify's `stream` with their doc comments rewritten. Parsed once, here, and
 /// handed to the printer as syntax ([`fill`]): the types are most of a large contract's code,

@@ -7,7 +7,7 @@ use quote::{ToTokens, quote};
 use typify::{TypeSpace, TypeSpaceSettings};
 
 use super::{GenerateError, type_ident};
-use crate::model::Contract;
+use crate::contract::Contract;
 use crate::settings::TypeOptions;
 
 /// Crates typify's output names that the runtime re-exports under `codegen`.

@@ -15,7 +15,7 @@ pub(crate) use spans::YamlSpans;
 use crate::ProjectRoot;
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, Place, YamlPath};
 use crate::files::Files;
-use crate::format::ContractFile;
+use crate::syntax::ContractFile;
 
 /// A contract file as read.
 #[derive(Debug, Clone)]

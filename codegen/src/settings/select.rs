@@ -9,8 +9,8 @@
 use std::collections::BTreeSet;
 
 use crate::check::{list, shown, suggest};
+use crate::contract::Contract;
 use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::model::Contract;
 
 /// The most names a diagnostic about an unknown consumer or publisher lists.
 const MAX_LISTED: usize = 12;

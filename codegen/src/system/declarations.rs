@@ -7,8 +7,8 @@
 
 use super::rules::MAX_RELATED;
 use super::union::{Id, Union, entry};
+use crate::contract::{ArgValue, Arguments, Exchange, Queue, Retry};
 use crate::diagnostics::{Code, Diagnostic, Diagnostics};
-use crate::model::{ArgValue, Arguments, Exchange, Queue, Retry};
 
 /// Every exchange and queue declared by more than one contract, each later declaration
 /// compared with the first.

@@ -9,8 +9,8 @@ use super::rules::{MAX_RELATED, more};
 use super::schemas;
 use super::union::{Id, Reader, Sender, Union, entry};
 use crate::check::list;
+use crate::contract::{Message, Rpc};
 use crate::diagnostics::{Code, Diagnostic, Diagnostics};
-use crate::model::{Message, Rpc};
 
 /// An rpc of one contract whose requests reach a queue an rpc of another contract serves,
 /// where the two disagree on the request, the response or the errors. One diagnostic per

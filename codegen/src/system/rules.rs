@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use super::union::{Id, Reader, Sender, Union, entry};
 use super::{rpcs, schemas};
 use crate::check::list;
+use crate::contract::KeyTemplate;
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, YamlPath};
-use crate::model::KeyTemplate;
 
 /// The most related places one diagnostic lists; the rest are counted.
 pub(super) const MAX_RELATED: usize = 4;

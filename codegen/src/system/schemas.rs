@@ -5,7 +5,7 @@
 //! one schema that drifted only in a title differ. One function, so a compatibility engine
 //! that says which way a difference breaks (`diff::schema`) can take its place.
 
-use crate::model::Message;
+use crate::contract::Message;
 
 /// The parts of the message a publisher sends (`sent`) that differ from the message its
 /// consumer expects (`expected`), as words for a diagnostic: `payload schema`, `headers

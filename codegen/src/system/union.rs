@@ -9,10 +9,10 @@
 use std::collections::BTreeMap;
 
 use super::Member;
-use crate::diagnostics::{Place, YamlPath};
-use crate::model::{
+use crate::contract::{
     Binding, Consumer, Destination, Exchange, ExchangeKind, Publisher, Queue, QueueRole, Rpc,
 };
+use crate::diagnostics::{Place, YamlPath};
 use crate::routing::{Edge, Graph, Reach};
 
 /// Which contract of the system: an index into the members.
@@ -125,7 +125,7 @@ pub(crate) enum Sender<'a> {
 
 impl<'a> Sender<'a> {
     /// Every publisher of `contract`, then every rpc, each in name order.
-    fn all(contract: &'a crate::model::Contract) -> impl Iterator<Item = Self> {
+    fn all(contract: &'a crate::contract::Contract) -> impl Iterator<Item = Self> {
         let publishers = contract.publishers.values().map(Self::Publisher);
         publishers.chain(contract.rpcs.values().map(Self::Rpc))
     }
@@ -155,7 +155,7 @@ impl<'a> Sender<'a> {
     }
 
     /// Its routing key.
-    fn key(self) -> &'a crate::model::KeyTemplate {
+    fn key(self) -> &'a crate::contract::KeyTemplate {
         match self {
             Self::Publisher(p) => &p.routing_key,
             Self::Rpc(r) => &r.routing_key,
@@ -219,7 +219,7 @@ pub(crate) enum Reader<'a> {
 
 impl<'a> Reader<'a> {
     /// Every consumer of `contract`, then every rpc's server, each in name order.
-    fn all(contract: &'a crate::model::Contract) -> impl Iterator<Item = Self> {
+    fn all(contract: &'a crate::contract::Contract) -> impl Iterator<Item = Self> {
         let consumers = contract.consumers.values().map(Self::Consumer);
         consumers.chain(contract.rpcs.values().map(Self::Server))
     }

@@ -9,7 +9,7 @@
 mod acks;
 mod breaker;
 mod consume;
-mod dead_letters;
+mod dead_letter_consumer;
 pub(crate) mod decode;
 mod observe;
 mod policy;
@@ -28,9 +28,9 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-pub use dead_letters::DeadLetterHandler;
+pub use dead_letter_consumer::DeadLetterHandler;
 #[cfg(any(test, feature = "fuzzing"))]
-pub(crate) use dead_letters::dead_letter;
+pub(crate) use dead_letter_consumer::dead_letter;
 
 use crate::health::{ConsumerState, HealthHandle, WorkerHealth, WorkerState};
 use crate::model::{BatchSpec, ConsumerSpec, Queue, Topology};
@@ -332,7 +332,7 @@ impl Worker {
         spec: ConsumerSpec,
         handler: H,
     ) {
-        self.register(Box::new(dead_letters::DeadLetters::<M, H>::new(
+        self.register(Box::new(dead_letter_consumer::DeadLetters::<M, H>::new(
             spec, handler,
         )));
     }

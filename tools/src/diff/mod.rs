@@ -22,8 +22,8 @@ pub use report::{Change, JSON_FORMAT_VERSION, Party, PartyKind, Report, Rule};
 pub use roles::Roles;
 
 use warren_codegen::Routes;
+use warren_codegen::contract::{Contract, Rpc, SchemaType};
 use warren_codegen::diagnostics::YamlPath;
-use warren_codegen::model::{Contract, Rpc, SchemaType};
 use warren_model::DurationLabel;
 
 /// One version of a contract and how it is shown.

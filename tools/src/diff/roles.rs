@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::report::{Party, PartyKind};
-use warren_codegen::model::Contract;
+use warren_codegen::contract::Contract;
 
 /// Publishers and consumers of each message (an rpc's callers and server among them), and
 /// consumers of each queue.

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use warren_model::{ArgValue, Arguments, Destination, Exchange, Queue, QueueRole, Topology};
 
 use super::{Context, Party, PartyKind, Rule, at, queued};
+use warren_codegen::contract::Contract;
 use warren_codegen::diagnostics::YamlPath;
-use warren_codegen::model::Contract;
 
 /// Every topology change from `cx.old` to `cx.new`.
 pub(super) fn compare(cx: &mut Context<'_>) {

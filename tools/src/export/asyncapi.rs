@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 use warren_model::{DurationLabel, Exhausted, Retry};
 
-use warren_codegen::model::{
+use warren_codegen::contract::{
     Consumer, Contract, DEFAULT_CONTENT_TYPE, Destination, KeyTemplate, Publisher, Queue, Rpc,
 };
 

@@ -7,8 +7,8 @@
 
 use std::fmt::Write as _;
 
+use warren_codegen::contract::Contract;
 use warren_codegen::diagnostics::escape;
-use warren_codegen::model::Contract;
 
 use super::graph::{EdgeStyle, NodeKind, graph};
 

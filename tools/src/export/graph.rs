@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use warren_codegen::model::{Contract, Destination};
+use warren_codegen::contract::{Contract, Destination};
 
 use super::{Ownership, Scope, binding_label, retry_summary};
 

@@ -2,7 +2,7 @@
 //! ([`asyncapi`]) and a drawing of the topology ([`mermaid`], [`dot`], both over one
 //! [`graph`]).
 //!
-//! Everything here reads the model ([`warren_codegen::model::Contract`]), never the contract file, so
+//! Everything here reads the model ([`warren_codegen::contract::Contract`]), never the contract file, so
 //! an export says what the generated code does. Which exchanges belong to the contract and
 //! which are only named by it is decided once, in [`Scope`].
 
@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 
 use warren_model::{DurationLabel, Exhausted};
 
-use warren_codegen::model::{Contract, Destination, ExchangeKind, Queue, QueueRole, Retry};
+use warren_codegen::contract::{Contract, Destination, ExchangeKind, Queue, QueueRole, Retry};
 
 /// Whether the contract declares an exchange or only names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

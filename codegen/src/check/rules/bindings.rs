@@ -2,7 +2,7 @@
 
 use super::Checker;
 use crate::diagnostics::{Code, YamlPath};
-use crate::format::{Binding, ExchangeKind};
+use crate::syntax::{Binding, ExchangeKind};
 
 impl Checker<'_> {
     /// Binding shape by exchange type.

@@ -3,7 +3,7 @@
 use super::{Checker, entry, has_dead_letter_exchange};
 use crate::check::shown;
 use crate::diagnostics::{Code, YamlPath};
-use crate::format::{ArgumentValue, Overflow, Queue, QueueKind};
+use crate::syntax::{ArgumentValue, Overflow, Queue, QueueKind};
 
 impl Checker<'_> {
     /// Settings under which RabbitMQ itself discards messages: limits and expirations on a

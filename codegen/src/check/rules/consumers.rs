@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{Checker, dead_letter_of, entry, has_dead_letter_exchange};
 use crate::check::list;
 use crate::diagnostics::{Code, YamlPath};
-use crate::format::{Consumer, OnPoison, Queue, QueueKind};
 use crate::routing::KeyTemplate;
+use crate::syntax::{Consumer, OnPoison, Queue, QueueKind};
 
 impl Checker<'_> {
     /// Consumer settings, what their queues receive, and what happens to poison messages.
@@ -35,7 +35,9 @@ impl Checker<'_> {
 
     /// Prefetch, concurrency, batch and circuit breaker: values that could never work.
     pub(super) fn consumer_settings(&mut self, consumer: &Consumer, path: &YamlPath) {
-        let prefetch = consumer.prefetch.unwrap_or(crate::model::DEFAULT_PREFETCH);
+        let prefetch = consumer
+            .prefetch
+            .unwrap_or(crate::contract::DEFAULT_PREFETCH);
         if consumer.prefetch == Some(0) {
             self.error(
                 Code::BadConsumer,

@@ -3,8 +3,8 @@
 use super::{Checker, QueueDeadLetter, dead_letter_of, entry};
 use crate::check::list;
 use crate::diagnostics::{Code, YamlPath};
-use crate::format::{Exchange, ExchangeKind};
 use crate::routing::KeyTemplate;
+use crate::syntax::{Exchange, ExchangeKind};
 
 impl Checker<'_> {
     /// A dead-letter exchange must route the dead letters of its queue somewhere.
@@ -159,7 +159,7 @@ enum Loss {
 /// Whether `exchange` (named `name`) routes a message with any key: a fanout exchange, one
 /// with an alternate exchange, a headers exchange (whose bindings ignore keys), or a topic
 /// exchange with a `#` binding.
-fn catches_every_key(file: &crate::format::ContractFile, name: &str, exchange: &Exchange) -> bool {
+fn catches_every_key(file: &crate::syntax::ContractFile, name: &str, exchange: &Exchange) -> bool {
     match exchange.kind.unwrap_or_default() {
         ExchangeKind::Fanout | ExchangeKind::Headers => return true,
         ExchangeKind::Topic => {}

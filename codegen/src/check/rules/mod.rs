@@ -16,10 +16,10 @@ use std::collections::BTreeMap;
 
 use super::Scope;
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, YamlPath};
-use crate::format::{self, ContractFile, Queue};
 use crate::imports::Imports;
 use crate::load::LoadedContract;
 use crate::routing::{Graph, KeyTemplate, Reach};
+use crate::syntax::{self, ContractFile, Queue};
 
 /// AMQP short strings, which carry every name, hold at most this many bytes.
 const MAX_NAME_BYTES: usize = warren_model::limits::MAX_SHORT_STRING;
@@ -77,7 +77,7 @@ impl<'a> Checker<'a> {
     }
 
     /// The exchange named `name`: declared here, or imported from its owner.
-    fn exchange(&self, name: &str) -> Option<&'a format::Exchange> {
+    fn exchange(&self, name: &str) -> Option<&'a syntax::Exchange> {
         let imports: &'a Imports = self.imports;
         self.file
             .exchanges

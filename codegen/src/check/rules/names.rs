@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use super::{Checker, Kind, MAX_NAME_BYTES, entry};
 use crate::check::shown;
+use crate::contract::{Backoff, Retry, retry_policy};
 use crate::diagnostics::Code;
 use crate::diagnostics::{Diagnostic, YamlPath};
-use crate::model::{Backoff, Retry, retry_policy};
 use crate::naming::{Role, role_ident};
 use warren_model::HOLDING_SUFFIX;
 
@@ -119,13 +119,13 @@ impl Checker<'_> {
                 continue;
             };
             let path = entry("queues", name);
-            if tiers.len() > crate::model::MAX_WAIT_TIERS {
+            if tiers.len() > crate::contract::MAX_WAIT_TIERS {
                 self.error(
                     Code::BadRetry,
                     &path.key("retry"),
                     format!(
                         "this backoff needs more than {} wait queues, one per distinct delay",
-                        crate::model::MAX_WAIT_TIERS
+                        crate::contract::MAX_WAIT_TIERS
                     ),
                     "raise `multiplier`, lower `max_delay`, or lower `max_retries`",
                 );

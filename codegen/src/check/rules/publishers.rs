@@ -6,9 +6,9 @@ use super::{Checker, entry};
 use crate::check::Scope;
 use crate::check::list;
 use crate::diagnostics::{Code, YamlPath};
-use crate::format::{ExchangeKind, Publisher};
 use crate::naming::{Role, role_ident};
 use crate::routing::KeyTemplate;
+use crate::syntax::{ExchangeKind, Publisher};
 
 impl Checker<'_> {
     /// Routing keys, their placeholders, and whether they reach a queue.

@@ -2,7 +2,7 @@
 
 use super::{Checker, entry};
 use crate::diagnostics::{Code, YamlPath};
-use crate::format::{Overflow, Queue, QueueKind};
+use crate::syntax::{Overflow, Queue, QueueKind};
 
 /// Queue arguments that a typed field sets; writing them in `arguments` too is ambiguous.
 const TYPED_QUEUE_ARGUMENTS: &[(&str, &str)] = &[

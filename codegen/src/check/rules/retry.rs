@@ -2,7 +2,7 @@
 
 use super::{Checker, entry, has_dead_letter_exchange};
 use crate::diagnostics::{Code, YamlPath};
-use crate::format::{Exhausted, Queue, QueueKind, Retry, RetryMode};
+use crate::syntax::{Exhausted, Queue, QueueKind, Retry, RetryMode};
 use warren_model::MIN_MULTIPLIER;
 
 impl Checker<'_> {
@@ -111,7 +111,7 @@ impl Checker<'_> {
         if queue.kind.unwrap_or_default() == QueueKind::Quorum {
             let retries = retry
                 .max_retries
-                .unwrap_or(crate::model::DEFAULT_MAX_RETRIES);
+                .unwrap_or(crate::contract::DEFAULT_MAX_RETRIES);
             if let Some(limit) = queue.delivery_limit.filter(|limit| *limit <= retries) {
                 self.error(
                     Code::BadRetry,
@@ -127,8 +127,10 @@ impl Checker<'_> {
     fn backoff_delays(&mut self, retry: &Retry, path: &YamlPath) {
         let initial = retry
             .initial_delay
-            .unwrap_or(crate::model::DEFAULT_INITIAL_DELAY);
-        let max = retry.max_delay.unwrap_or(crate::model::DEFAULT_MAX_DELAY);
+            .unwrap_or(crate::contract::DEFAULT_INITIAL_DELAY);
+        let max = retry
+            .max_delay
+            .unwrap_or(crate::contract::DEFAULT_MAX_DELAY);
         for (field, value) in [("initial_delay", initial), ("max_delay", max)] {
             if value.as_millis() == 0 {
                 self.error(

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use super::{Checker, MAX_NAME_BYTES, entry};
 use crate::check::shown;
 use crate::diagnostics::{Code, YamlPath};
-use crate::format::{ExchangeKind, Rpc};
 use crate::naming::{self, Role};
+use crate::syntax::{ExchangeKind, Rpc};
 
 impl Checker<'_> {
     /// Every rpc: its route, its replies, its errors, its timeout and its server.

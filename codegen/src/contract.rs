@@ -18,12 +18,12 @@ pub use warren_model::{
     Publication, Queue, QueueKind, QueueRole, Retry, RpcTarget, Topology, WaitTier,
 };
 
-pub use crate::format::Duration;
-use crate::format::{self, RetryMode};
 use crate::imports::Imports;
 use crate::load::LoadedContract;
 pub use crate::routing::{KeyTemplate, KeyWord};
 use crate::schema::{NodeKey, SchemaBundle};
+pub use crate::syntax::Duration;
+use crate::syntax::{self, RetryMode};
 
 /// Default prefetch of a consumer.
 pub const DEFAULT_PREFETCH: u16 = 10;
@@ -215,7 +215,7 @@ pub(crate) fn build(
 
 /// What building one contract's model reads, and the bugs it finds on the way.
 struct Builder<'a> {
-    file: &'a format::ContractFile,
+    file: &'a syntax::ContractFile,
     imports: &'a Imports,
     schemas: &'a SchemaBundle,
     graph: crate::routing::Graph,
@@ -424,8 +424,8 @@ impl Builder<'_> {
 }
 
 /// Consumer `name` with its defaults applied (an rpc's server too, through
-/// [`format::Rpc::server`]).
-fn consumer(name: &str, c: &format::Consumer) -> Consumer {
+/// [`syntax::Rpc::server`]).
+fn consumer(name: &str, c: &syntax::Consumer) -> Consumer {
     let spec = ConsumerSpec {
         name: name.to_owned(),
         queue: c.queue.clone(),
@@ -447,7 +447,7 @@ fn consumer(name: &str, c: &format::Consumer) -> Consumer {
     }
 }
 
-fn exchange(name: &str, e: &format::Exchange) -> Exchange {
+fn exchange(name: &str, e: &syntax::Exchange) -> Exchange {
     // A raw `alternate-exchange` is folded into the typed field by the model's own rule.
     Exchange {
         name: name.to_owned(),
@@ -462,7 +462,7 @@ fn exchange(name: &str, e: &format::Exchange) -> Exchange {
 }
 
 /// The retry policy of queue `name` with defaults applied, its wait tiers laid out.
-pub(crate) fn retry_policy(name: &str, q: &format::Queue) -> Retry {
+pub(crate) fn retry_policy(name: &str, q: &syntax::Queue) -> Retry {
     let Some(retry) = &q.retry else {
         return Retry::None;
     };
@@ -487,7 +487,7 @@ pub(crate) fn retry_policy(name: &str, q: &format::Queue) -> Retry {
     }
 }
 
-fn queue(name: &str, q: &format::Queue) -> Queue {
+fn queue(name: &str, q: &syntax::Queue) -> Queue {
     let mut arguments = q.arguments.clone();
     // The arguments no typed field of the model holds: set from the format's typed fields.
     let mut set = |key: &str, value: ArgValue| {
@@ -542,7 +542,7 @@ fn queue(name: &str, q: &format::Queue) -> Queue {
 }
 
 /// The binding `b`, or `None` when it names no destination (the checks refuse that).
-fn binding(b: &format::Binding) -> Option<Binding> {
+fn binding(b: &syntax::Binding) -> Option<Binding> {
     let mut arguments = b.arguments.clone();
     if !b.headers.is_empty() || b.headers_match.is_some() {
         let mode = b.headers_match.unwrap_or_default().as_str();
@@ -567,7 +567,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::{ArgValue, DeadLetter, exchange, queue};
-    use crate::format::{self, ArgumentValue};
+    use crate::syntax::{self, ArgumentValue};
 
     fn text(s: &str) -> ArgumentValue {
         ArgumentValue::String(s.to_owned())
@@ -577,14 +577,14 @@ mod tests {
     /// typed field, its one place; the broker is told the same arguments as before.
     #[test]
     fn raw_dead_letter_arguments_become_the_typed_field() {
-        let raw = format::Queue {
+        let raw = syntax::Queue {
             arguments: BTreeMap::from([
                 ("x-dead-letter-exchange".to_owned(), text("dlx")),
                 ("x-dead-letter-routing-key".to_owned(), text("dead")),
                 ("x-queue-type".to_owned(), text("classic")),
                 ("x-custom".to_owned(), ArgumentValue::Int(7)),
             ]),
-            ..format::Queue::default()
+            ..syntax::Queue::default()
         };
         let model = queue("work", &raw);
         assert_eq!(
@@ -613,9 +613,9 @@ mod tests {
     /// A raw `alternate-exchange` becomes the typed field; the typed one wins over it.
     #[test]
     fn raw_alternate_exchange_becomes_the_typed_field() {
-        let mut raw = format::Exchange {
+        let mut raw = syntax::Exchange {
             arguments: BTreeMap::from([("alternate-exchange".to_owned(), text("unrouted"))]),
-            ..format::Exchange::default()
+            ..syntax::Exchange::default()
         };
         let model = exchange("events", &raw);
         assert_eq!(model.alternate_exchange.as_deref(), Some("unrouted"));

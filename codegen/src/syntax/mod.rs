@@ -2,7 +2,7 @@
 //!
 //! These types are the *syntax* of a contract. They keep every optional field optional so the
 //! checks can tell "not written" from "written with the default value"; defaults are applied
-//! when the checked contract becomes the [`crate::model`]. The JSON Schema of this format
+//! when a checked contract is built into its IR, [`crate::contract`]. The JSON Schema of this format
 //! (`schemas/warren.schema.json`) is generated from these types with `schemars`.
 
 mod arguments;

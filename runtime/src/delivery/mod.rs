@@ -1,4 +1,9 @@
-//! What a handler receives.
+//! What a handler receives: a [`Delivery`], or, for a dead-letter consumer, a [`DeadLetter`]
+//! (`dead_letter.rs`).
+
+mod dead_letter;
+
+pub use dead_letter::{DeadLetter, DeadMessage, RawMessage};
 
 use std::time::Duration;
 
