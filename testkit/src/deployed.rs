@@ -235,9 +235,12 @@ impl Deployed {
     }
 }
 
-/// A confirm-mode channel on `connection`, waiting (up to a minute) while it reconnects.
+/// How long the kit waits for a lost connection to recover before a test fails.
+pub(crate) const RECOVERY: Duration = Duration::from_secs(60);
+
+/// A confirm-mode channel on `connection`, waiting (up to [`RECOVERY`]) while it reconnects.
 pub(crate) async fn open_channel(connection: &Connection) -> Channel {
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + RECOVERY;
     loop {
         let opened = match connection.create_channel().await {
             Ok(channel) => channel
