@@ -10,6 +10,11 @@
 # The diagram tests render `warren diagram --format dot` with Graphviz; when `dot` is missing
 # this installs Debian's `graphviz` package (as rabbitmq-local.sh installs rabbitmq-server:
 # apt-get as root, or through passwordless sudo).
+#
+# The AsyncAPI tests read every export with the AsyncAPI tools themselves (the official
+# parser and modelina, `tests/js/`): Node.js from Debian's `nodejs` and `npm` when `node` is
+# missing, then the packages `tests/js/package-lock.json` pins, installed by `npm ci` when
+# they are missing or the lockfile changed since.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -19,12 +24,26 @@ as_root() {
     else echo "test.sh: need root to run: $*" >&2; return 1; fi
 }
 
+apt_install() {
+    if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@"; then
+        as_root apt-get update
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@"
+    fi
+}
+
 if ! command -v dot >/dev/null; then
     echo "test.sh: installing graphviz (Graphviz dot, for the diagram tests)" >&2
-    if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends graphviz; then
-        as_root apt-get update
-        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends graphviz
-    fi
+    apt_install graphviz
+fi
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "test.sh: installing Node.js (for the AsyncAPI tools in tests/js)" >&2
+    apt_install nodejs npm
+fi
+installed=tests/js/node_modules/.package-lock.json
+if [ ! -f "$installed" ] || [ tests/js/package-lock.json -nt "$installed" ]; then
+    echo "test.sh: installing tests/js's packages (npm ci, from its lockfile)" >&2
+    npm ci --prefix tests/js --no-audit --no-fund >&2
 fi
 
 # Whether something answers HTTP on 127.0.0.1:$1 (bash's /dev/tcp: no curl needed).

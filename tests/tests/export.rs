@@ -1,6 +1,7 @@
 //! `warren asyncapi` and `warren diagram`: the AsyncAPI export of every contract fixture is
 //! valid against the official AsyncAPI 3.0.0 schema (vendored in `tests/asyncapi/`, no
-//! network), the diagrams of the example are pinned, every fixture's DOT renders with
+//! network) and is read by the AsyncAPI tools themselves (the official parser and modelina,
+//! `tests/js/`), the diagrams of the example are pinned, every fixture's DOT renders with
 //! Graphviz, and hostile names stay inside their labels.
 
 use std::io::Write as _;
@@ -68,6 +69,101 @@ fn every_asyncapi_export_is_valid_asyncapi_3() {
             errors.join("\n")
         );
         assert_eq!(document["asyncapi"], "3.0.0");
+    }
+}
+
+/// What `tests/js/asyncapi-check.mjs` (the official parser, then modelina) made of each
+/// document, in one run of Node.js; fails (never skips) when Node.js or the packages are
+/// missing, and when any document is one the tools cannot use.
+fn read_by_the_asyncapi_tools(documents: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let files: Vec<PathBuf> = documents
+        .iter()
+        .enumerate()
+        .map(|(i, document)| {
+            let file = dir.path().join(format!("asyncapi-{i}.json"));
+            std::fs::write(&file, document.to_string()).expect("the document is written");
+            file
+        })
+        .collect();
+    let output = match Command::new("node")
+        .arg("js/asyncapi-check.mjs")
+        .args(&files)
+        .output()
+    {
+        Ok(output) => output,
+        Err(e) => panic!(
+            "cannot run Node.js `node` ({e}): install Debian's `nodejs` and `npm`, then \
+             `npm ci --prefix tests/js` (build-support/scripts/test.sh does both)"
+        ),
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("ERR_MODULE_NOT_FOUND"),
+        "the AsyncAPI tools are not installed: run `npm ci --prefix tests/js` \
+         (build-support/scripts/test.sh does)\n{stderr}"
+    );
+    let reports: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("no report from the AsyncAPI tools ({e}):\n{stderr}"));
+    let unusable: Vec<&serde_json::Value> =
+        reports.iter().filter(|r| r["usable"] != true).collect();
+    assert!(
+        output.status.success() && unusable.is_empty(),
+        "the AsyncAPI tools cannot use these documents:\n{unusable:#?}\n{stderr}"
+    );
+    reports
+}
+
+/// The official parser reads every export without an error, and sees each message's payload
+/// as the contract's schema has it (its properties and which are required: every `$ref`
+/// resolved in the document); modelina generates TypeScript models from it.
+#[test]
+fn every_asyncapi_export_is_read_by_the_asyncapi_tools() {
+    let paths = every_contract();
+    let contracts: Vec<Contract> = paths
+        .iter()
+        .map(|p| contract(&p.to_string_lossy()))
+        .collect();
+    let documents: Vec<serde_json::Value> =
+        contracts.iter().map(|c| document(c, &info())).collect();
+    let reports = read_by_the_asyncapi_tools(&documents);
+    for ((path, contract), (document, report)) in paths
+        .iter()
+        .zip(&contracts)
+        .zip(documents.iter().zip(&reports))
+    {
+        let seen = report["messages"].as_array().expect("messages are listed");
+        assert_eq!(seen.len(), contract.messages.len(), "{}", path.display());
+        let ids = document["components"]["messages"]
+            .as_object()
+            .expect("messages");
+        for (id, message) in ids {
+            let name = message["name"].as_str().expect("a message's name");
+            let schema = &contract.messages[name].payload;
+            let seen = seen
+                .iter()
+                .find(|m| m["id"] == id.as_str())
+                .unwrap_or_else(|| panic!("{}: message {name} not seen", path.display()));
+            let definition = &contract.schemas.definitions[&schema.type_name];
+            let sorted = |names: Vec<&str>| {
+                let mut names = names;
+                names.sort_unstable();
+                serde_json::json!(names)
+            };
+            let properties = definition["properties"]
+                .as_object()
+                .map(|p| p.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            let required = definition["required"]
+                .as_array()
+                .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
+                .unwrap_or_default();
+            let at = format!("{}: {name}", path.display());
+            assert_eq!(seen["properties"], sorted(properties), "{at}");
+            assert_eq!(seen["required"], sorted(required), "{at}");
+        }
+        let models = report["models"].as_object().expect("models are listed");
+        assert!(!models.is_empty(), "{}: no models", path.display());
     }
 }
 

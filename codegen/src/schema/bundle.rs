@@ -35,6 +35,8 @@ use crate::naming::{Case, ident};
 const MAX_SCHEMA_DEPTH: usize = 128;
 /// The JSON Schema dialect of bundled schemas.
 pub(super) const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
+/// What every `$ref` of a bundle starts with: `#/$defs/<Name>`.
+pub(super) const DEFINITION_REF: &str = "#/$defs/";
 
 /// Every schema definition of a contract, in one root.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -65,6 +67,27 @@ impl SchemaBundle {
         serde_json::json!({ "$schema": DIALECT, "$defs": defs })
     }
 
+    /// Every definition, its `$ref`s pointing under `base` (`#/components/schemas/`) instead
+    /// of `#/$defs/`: for a document that keeps the definitions elsewhere, as AsyncAPI's
+    /// `components.schemas` does. Only `$ref`s where a schema stands change; one inside
+    /// data (`const`, `enum`, `default`, `examples`) is the data's own.
+    pub fn definitions_under(&self, base: &str) -> BTreeMap<String, Value> {
+        self.definitions
+            .iter()
+            .map(|(name, body)| {
+                let mut rebased = body.clone();
+                for (pointer, target) in collect_refs(body, "") {
+                    if let Some(definition) = target.strip_prefix(DEFINITION_REF)
+                        && let Some(reference) = rebased.pointer_mut(&pointer)
+                    {
+                        *reference = Value::String(format!("{base}{definition}"));
+                    }
+                }
+                (name.clone(), rebased)
+            })
+            .collect()
+    }
+
     /// A self-contained schema for the definition `name`: a `$ref` to it plus every
     /// definition it reaches.
     pub fn standalone(&self, name: &str) -> Value {
@@ -76,7 +99,7 @@ impl SchemaBundle {
             }
             if let Some(body) = self.definitions.get(&next) {
                 for (_, target) in collect_refs(body, "") {
-                    if let Some(target) = target.strip_prefix("#/$defs/") {
+                    if let Some(target) = target.strip_prefix(DEFINITION_REF) {
                         stack.push(target.to_owned());
                     }
                 }
@@ -88,7 +111,7 @@ impl SchemaBundle {
             .collect();
         serde_json::json!({
             "$schema": DIALECT,
-            "$ref": format!("#/$defs/{name}"),
+            "$ref": format!("{DEFINITION_REF}{name}"),
             "$defs": defs,
         })
     }
@@ -523,7 +546,7 @@ impl<'a> Bundler<'a> {
         let mut rewrites = Vec::new();
         walk_refs(&body, "", false, &mut |at, written| {
             if let Some(name) = refs.get(written).and_then(|t| names.get(t)) {
-                rewrites.push((at.to_owned(), format!("#/$defs/{name}")));
+                rewrites.push((at.to_owned(), format!("{DEFINITION_REF}{name}")));
             }
         });
         for (at, target) in rewrites {
@@ -629,7 +652,7 @@ fn combinator_refs(node: &Value, targets: &mut Vec<String>) {
     if let Some(target) = node
         .get("$ref")
         .and_then(Value::as_str)
-        .and_then(|r| r.strip_prefix("#/$defs/"))
+        .and_then(|r| r.strip_prefix(DEFINITION_REF))
     {
         targets.push(target.to_owned());
     }
@@ -840,7 +863,41 @@ mod tests {
 
     use serde_json::{Value, json};
 
-    use super::{YamlSpans, combinator_refs, unnested_cycles, yaml_path};
+    use super::{SchemaBundle, YamlSpans, combinator_refs, unnested_cycles, yaml_path};
+
+    /// Definitions rebased for another document keep their data: only a `$ref` where a
+    /// schema stands moves, one inside data (a `const`, an example) does not.
+    #[test]
+    fn rebased_definitions_move_schema_refs_alone() {
+        let bundle = SchemaBundle {
+            definitions: BTreeMap::from([(
+                "Order".to_owned(),
+                json!({
+                    "properties": {
+                        "total": {"$ref": "#/$defs/Money"},
+                        "items": {"type": "array", "items": {"$ref": "#/$defs/Line"}},
+                        "default": {"anyOf": [{"$ref": "#/$defs/Money"}, {"type": "null"}]},
+                        "kind": {"const": {"$ref": "#/$defs/Money"}}
+                    },
+                    "examples": [{"$ref": "#/$defs/Money"}]
+                }),
+            )]),
+            ..SchemaBundle::default()
+        };
+        let rebased = bundle.definitions_under("#/components/schemas/");
+        assert_eq!(
+            rebased["Order"],
+            json!({
+                "properties": {
+                    "total": {"$ref": "#/components/schemas/Money"},
+                    "items": {"type": "array", "items": {"$ref": "#/components/schemas/Line"}},
+                    "default": {"anyOf": [{"$ref": "#/components/schemas/Money"}, {"type": "null"}]},
+                    "kind": {"const": {"$ref": "#/$defs/Money"}}
+                },
+                "examples": [{"$ref": "#/$defs/Money"}]
+            })
+        );
+    }
 
     #[test]
     fn pointers_find_their_node_when_keys_hold_dots() {

@@ -54,7 +54,7 @@ fn node<'a>(
     let children: Box<dyn Iterator<Item = &'a Value>> = match value {
         Value::Object(map) => {
             if let Some(Value::String(reference)) = map.get("$ref")
-                && let Some(target) = reference.strip_prefix("#/$defs/")
+                && let Some(target) = reference.strip_prefix(super::bundle::DEFINITION_REF)
             {
                 let target = definition(definitions, target, sizes, following);
                 let rest = map.iter().filter(|(key, _)| *key != "$ref").map(|(_, v)| v);

@@ -13,9 +13,17 @@
 //!   channel of its own with no address (RabbitMQ's direct reply-to names the caller's
 //!   channel at run time; the reply's address is the request's `replyTo`) carrying the
 //!   response and the declared errors; the timeout and the errors by code as `x-warren-rpc`;
-//! - `components.messages`, each payload and headers schema a multi-format schema
-//!   (`schemaFormat: application/schema+json;version=draft-2020-12`), since warren's bundled
-//!   schemas are JSON Schema 2020-12 (`$defs`), not AsyncAPI's draft-07 dialect.
+//! - `components.messages`, each payload and headers schema a `$ref` into
+//!   `components.schemas`, which holds every definition of the contract's schemas once, each
+//!   `$ref` between them pointing there too: a `$ref` resolves against the whole document,
+//!   so it must name a place in it (the bundle's own `#/$defs/…` do not exist in the
+//!   document, and the official parser refuses the document over them). The schemas are
+//!   plain schema objects, AsyncAPI's default format, which every AsyncAPI tool reads
+//!   (modelina drops `required` from a payload wrapped as a JSON Schema 2020-12
+//!   multi-format schema): warren's bundles are JSON Schema 2020-12, whose common keywords
+//!   mean what they mean in AsyncAPI's draft-07 dialect, and the few that draft-07 lacks
+//!   (`prefixItems`, `dependentRequired`, `unevaluatedProperties`…) are kept for the tools
+//!   that know them.
 //!
 //! Keys are made from names (ASCII letters, digits, `.`, `-`, `_`; the rest `_`, with a
 //! suffix when two collide); the names themselves are kept as plain-string values
@@ -35,8 +43,8 @@ use warren_codegen::contract::{
 
 use super::{ExchangeView, Ids, Ownership, Scope, binding_label};
 
-/// The `schemaFormat` of every payload and headers schema.
-pub const SCHEMA_FORMAT: &str = "application/schema+json;version=draft-2020-12";
+/// Where the document keeps the contract's schema definitions.
+const SCHEMAS: &str = "#/components/schemas/";
 /// The AMQP binding version written.
 pub const AMQP_BINDING_VERSION: &str = "0.3.0";
 
@@ -423,7 +431,10 @@ impl<'a> Writer<'a> {
             "defaultContentType": DEFAULT_CONTENT_TYPE,
             "channels": self.channels,
             "operations": self.operations,
-            "components": { "messages": self.component_messages() },
+            "components": {
+                "messages": self.component_messages(),
+                "schemas": self.contract.schemas.definitions_under(SCHEMAS),
+            },
         })
     }
 
@@ -441,16 +452,11 @@ impl<'a> Writer<'a> {
                 value.insert("description".into(), json!(description));
             }
             value.insert("contentType".into(), json!(message.content_type));
+            let schema = |type_name: &str| json!({ "$ref": format!("{SCHEMAS}{type_name}") });
             if let Some(headers) = &message.headers {
-                value.insert(
-                    "headers".into(),
-                    json!({ "schemaFormat": SCHEMA_FORMAT, "schema": headers.schema }),
-                );
+                value.insert("headers".into(), schema(&headers.type_name));
             }
-            value.insert(
-                "payload".into(),
-                json!({ "schemaFormat": SCHEMA_FORMAT, "schema": message.payload.schema }),
-            );
+            value.insert("payload".into(), schema(&message.payload.type_name));
             messages.insert(id.clone(), Value::Object(value));
         }
         messages
