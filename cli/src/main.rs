@@ -174,13 +174,14 @@ Examples:
         /// json or yaml.
         #[arg(long, default_value = "json", value_parser = ["json", "yaml"])]
         format: String,
-        /// `info.title`; by default the name of the contract's folder.
+        /// `info.title`; by default the contract's `info.title`, else the name of its folder.
         #[arg(long)]
         title: Option<String>,
-        /// `info.version`, the version of your API.
-        #[arg(long, default_value = "1.0.0")]
-        api_version: String,
-        /// `info.description`.
+        /// `info.version`, the version of your API; by default the contract's
+        /// `info.version`, else 1.0.0.
+        #[arg(long)]
+        api_version: Option<String>,
+        /// `info.description`; by default the contract's `info.description`.
         #[arg(long)]
         description: Option<String>,
     },
@@ -729,18 +730,17 @@ fn asyncapi(
     output: &Path,
     format: &str,
     title: Option<String>,
-    version: String,
+    version: Option<String>,
     description: Option<String>,
     style: RenderStyle,
 ) -> Result<(), Failure> {
     let checked = checked(contract, project, style)?;
     show_warnings(&checked.warnings, style);
-    let title = title.unwrap_or_else(|| default_title(contract));
-    let info = asyncapi::Info {
-        title,
-        version,
-        description,
-    };
+    // The flags win over the contract's own `info:`, for a one-off document.
+    let mut info = asyncapi::Info::of(&checked.contract, &default_title(contract));
+    info.title = title.unwrap_or(info.title);
+    info.version = version.unwrap_or(info.version);
+    info.description = description.or(info.description);
     let document = asyncapi::document(&checked.contract, &info);
     let text = if format == "yaml" {
         yaml_serde::to_string(&document)

@@ -836,16 +836,27 @@ fn generate_and_check_take_the_chosen_consumers_and_publishers() {
 }
 
 #[test]
-fn asyncapi_writes_json_or_yaml_with_info_from_flags() {
+fn asyncapi_writes_json_or_yaml_with_info_from_the_contract_or_flags() {
     let output = warren(&["asyncapi", "examples/orders/warren.yaml"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let json: serde_json::Value =
         serde_json::from_slice(&output.stdout).expect("the document is JSON");
     assert_eq!(json["asyncapi"], "3.0.0");
-    // The default title is the contract's folder.
-    assert_eq!(json["info"]["title"], "orders");
-    assert_eq!(json["info"]["version"], "1.0.0");
+    // The contract's own `info:`.
+    assert_eq!(json["info"]["title"], "Orders");
+    assert_eq!(json["info"]["version"], "1.4.0");
+    assert_eq!(
+        json["info"]["contact"],
+        serde_json::json!({ "name": "Orders team", "email": "orders@example.com" })
+    );
     assert_eq!(json["operations"]["send.place_order"]["action"], "send");
+    // Without one: the contract's folder, version 1.0.0.
+    let output = warren(&["asyncapi", "tests/fixtures/contracts/minimal/warren.yaml"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("the document is JSON");
+    assert_eq!(json["info"]["title"], "minimal");
+    assert_eq!(json["info"]["version"], "1.0.0");
 
     let output = warren(&[
         "asyncapi",
@@ -853,14 +864,14 @@ fn asyncapi_writes_json_or_yaml_with_info_from_flags() {
         "--format",
         "yaml",
         "--title",
-        "Orders",
+        "Orders, one-off",
         "--api-version",
         "2.1.0",
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let yaml = String::from_utf8_lossy(&output.stdout);
     assert!(
-        yaml.starts_with("asyncapi: 3.0.0\ninfo:\n  title: Orders\n  version: 2.1.0\n"),
+        yaml.starts_with("asyncapi: 3.0.0\ninfo:\n  title: Orders, one-off\n  version: 2.1.0\n"),
         "{yaml}"
     );
 }

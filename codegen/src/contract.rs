@@ -24,6 +24,7 @@ pub use crate::routing::{KeyTemplate, KeyWord};
 use crate::schema::{NodeKey, SchemaBundle};
 pub use crate::syntax::Duration;
 use crate::syntax::{self, RetryMode};
+pub use crate::syntax::{Contact, Info};
 
 /// Default prefetch of a consumer.
 pub const DEFAULT_PREFETCH: u16 = 10;
@@ -45,6 +46,8 @@ pub const DEFAULT_CONTENT_TYPE: &str = "application/json";
 pub struct Contract {
     /// The contract file as the user named it.
     pub source: PathBuf,
+    /// What the contract says about itself (`info:`); empty when it says nothing.
+    pub info: Info,
     /// Every exchange (by name), queue (declared queues by name, each followed by its wait
     /// queues, shortest delay first) and binding (in contract order): what the generated
     /// `topology()` returns.
@@ -198,6 +201,7 @@ pub(crate) fn build(
     }
     Ok(Contract {
         source: loaded.path().to_owned(),
+        info: file.info.clone().unwrap_or_default(),
         topology: Topology::new(exchanges, queues, bindings).importing(imported_exchanges),
         messages,
         publishers,

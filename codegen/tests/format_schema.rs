@@ -32,6 +32,7 @@ fn format_schema_describes_every_section_and_refuses_unknown_ones() {
             "consumers",
             "exchanges",
             "imports",
+            "info",
             "messages",
             "publishers",
             "queues",

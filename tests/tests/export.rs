@@ -35,12 +35,9 @@ fn every_contract() -> Vec<PathBuf> {
     paths
 }
 
-fn info() -> Info {
-    Info {
-        title: "test".to_owned(),
-        version: "1.0.0".to_owned(),
-        description: None,
-    }
+/// The document of `contract`, its `info` the contract's own (`test` when it has no title).
+fn asyncapi(contract: &Contract) -> serde_json::Value {
+    document(contract, &Info::of(contract, "test"))
 }
 
 fn asyncapi_validator() -> jsonschema::Validator {
@@ -56,7 +53,7 @@ fn asyncapi_validator() -> jsonschema::Validator {
 fn every_asyncapi_export_is_valid_asyncapi_3() {
     let validator = asyncapi_validator();
     for path in every_contract() {
-        let document = document(&contract(&path.to_string_lossy()), &info());
+        let document = asyncapi(&contract(&path.to_string_lossy()));
         let errors: Vec<String> = validator
             .iter_errors(&document)
             .map(|e| format!("{} at {}", e, e.instance_path()))
@@ -124,8 +121,7 @@ fn every_asyncapi_export_is_read_by_the_asyncapi_tools() {
         .iter()
         .map(|p| contract(&p.to_string_lossy()))
         .collect();
-    let documents: Vec<serde_json::Value> =
-        contracts.iter().map(|c| document(c, &info())).collect();
+    let documents: Vec<serde_json::Value> = contracts.iter().map(asyncapi).collect();
     let reports = read_by_the_asyncapi_tools(&documents);
     for ((path, contract), (document, report)) in paths
         .iter()
@@ -172,7 +168,7 @@ fn every_asyncapi_export_is_read_by_the_asyncapi_tools() {
 #[test]
 fn the_vendored_schema_rejects_a_broken_document() {
     let validator = asyncapi_validator();
-    let mut document = document(&contract("../examples/orders/warren.yaml"), &info());
+    let mut document = asyncapi(&contract("../examples/orders/warren.yaml"));
     document["channels"]["queue.orders.billing"]["bindings"]["amqp"]["is"] =
         serde_json::json!("stream");
     assert!(!validator.is_valid(&document));
@@ -194,8 +190,8 @@ fn asyncapi_snapshots() {
             "fixtures/contracts/hostile-names/warren.yaml",
         ),
     ] {
-        let document = document(&contract(path), &info());
-        let again = self::document(&contract(path), &info());
+        let document = asyncapi(&contract(path));
+        let again = asyncapi(&contract(path));
         assert_eq!(
             serde_json::to_string(&document).ok(),
             serde_json::to_string(&again).ok(),
@@ -330,7 +326,7 @@ fn an_exchange_declared_elsewhere_is_marked_external() {
         .exchanges
         .retain(|e| e.name != "orders.dlx");
 
-    let document = document(&contract, &info());
+    let document = asyncapi(&contract);
     let channel = &document["channels"]["exchange.orders.dlx"];
     assert_eq!(channel["x-warren-external"], true, "{channel}");
     assert!(

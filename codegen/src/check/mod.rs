@@ -33,6 +33,7 @@ pub(crate) fn run(
 ) {
     let mut checker = rules::Checker::new(contract, imports, scope, out);
     checker.duplicates();
+    checker.info();
     checker.names();
     checker.references();
     checker.exchanges();

@@ -36,6 +36,11 @@ codes! {
     /// A document nested deeper than warren reads, refused before it is parsed.
     TooDeep = "too-deep",
 
+    // What the contract says about itself.
+    /// An `info` entry another tool cannot use: an empty title or version, a contact email
+    /// that is no address, a contact URL that is not `http` or `https`.
+    BadInfo = "bad-info",
+
     // Names.
     /// A key written twice under one mapping: YAML would keep the last one silently.
     DuplicateName = "duplicate-name",

@@ -28,6 +28,11 @@ pub(crate) use warren_model::{
 #[serde(deny_unknown_fields)]
 #[schemars(title = "warren contract")]
 pub(crate) struct ContractFile {
+    /// What the contract says about itself, for the documents written from it (AsyncAPI's
+    /// `info`): its title, version, description and who owns it. Nothing here changes the
+    /// generated code or the broker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub info: Option<Info>,
     /// Contracts this one uses, by the name it calls them (`orders: ../orders/warren.yaml`),
     /// each path relative to this file. Their exchanges and messages are then written
     /// `orders::orders` and `orders::order_placed`: bind this contract's queues to them,
@@ -63,6 +68,41 @@ pub(crate) struct ContractFile {
     /// server trait registered like a consumer's.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub rpcs: BTreeMap<String, Rpc>,
+}
+
+/// What a contract says about itself (`info:`), for the documents written from it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Info {
+    /// The contract's title (`Orders`); the AsyncAPI export uses its folder's name without
+    /// one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The version of the API the contract describes (`2.1.0`), not of warren.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// What the contract is for, in Markdown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Who owns the contract: whom another team asks about it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contact: Option<Contact>,
+}
+
+/// Who owns a contract.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Contact {
+    /// The owning team or person (`Orders team`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// An address to write to (`orders@example.com`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// A page about the contract or its team (`https://wiki.example.com/orders`): an
+    /// `http` or `https` URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// An exchange.

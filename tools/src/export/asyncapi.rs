@@ -37,6 +37,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 use warren_model::{DurationLabel, Exhausted, Retry};
 
+pub use warren_codegen::contract::Contact;
 use warren_codegen::contract::{
     Consumer, Contract, DEFAULT_CONTENT_TYPE, Destination, KeyTemplate, Publisher, Queue, Rpc,
 };
@@ -57,6 +58,29 @@ pub struct Info {
     pub version: String,
     /// `info.description`, when given.
     pub description: Option<String>,
+    /// `info.contact`: who owns the contract, when it says.
+    pub contact: Option<Contact>,
+}
+
+/// The version of a contract that does not say which it is.
+pub const DEFAULT_VERSION: &str = "1.0.0";
+
+impl Info {
+    /// What `contract`'s own `info:` says, each field it leaves out defaulted: the title to
+    /// `untitled` (the CLI gives the contract's folder name), the version to
+    /// [`DEFAULT_VERSION`].
+    pub fn of(contract: &Contract, untitled: &str) -> Self {
+        let info = &contract.info;
+        Self {
+            title: info.title.clone().unwrap_or_else(|| untitled.to_owned()),
+            version: info
+                .version
+                .clone()
+                .unwrap_or_else(|| DEFAULT_VERSION.to_owned()),
+            description: info.description.clone(),
+            contact: info.contact.clone(),
+        }
+    }
 }
 
 /// The AsyncAPI 3.0.0 document of `contract`.
@@ -424,6 +448,18 @@ impl<'a> Writer<'a> {
         info_value.insert("version".into(), json!(info.version));
         if let Some(description) = &info.description {
             info_value.insert("description".into(), json!(description));
+        }
+        if let Some(contact) = &info.contact {
+            let fields = [
+                ("name", &contact.name),
+                ("email", &contact.email),
+                ("url", &contact.url),
+            ];
+            let contact: Map<String, Value> = fields
+                .into_iter()
+                .filter_map(|(key, value)| Some((key.to_owned(), json!(value.as_deref()?))))
+                .collect();
+            info_value.insert("contact".into(), Value::Object(contact));
         }
         json!({
             "asyncapi": "3.0.0",

@@ -5,6 +5,7 @@ mod broker_drops;
 mod consumers;
 mod dead_letters;
 mod exchanges;
+mod info;
 mod names;
 mod publishers;
 mod queues;
