@@ -45,4 +45,12 @@ impl Routes {
         queues.extend(reach.maybe);
         queues
     }
+
+    /// Which of the bindings from `exchange` a message published with `key` may take: their
+    /// positions among that exchange's bindings in the contract's order (topic and direct
+    /// keys matched, every binding of a fanout or headers exchange); `None` when the
+    /// exchange is not the contract's own.
+    pub fn bindings_taken(&self, exchange: &str, key: &KeyTemplate) -> Option<Vec<usize>> {
+        self.graph.taken(exchange, key)
+    }
 }

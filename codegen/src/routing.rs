@@ -310,6 +310,18 @@ struct Node {
     keys: Vec<String>,
 }
 
+impl Node {
+    /// The positions of the bindings a message whose key has `tokens` may take, in contract
+    /// order: those whose key matches (topic, direct), or every one (fanout, and headers,
+    /// which match on headers a key does not say).
+    fn matched(&self, tokens: &[Token<'_>]) -> Vec<usize> {
+        match self.kind {
+            ExchangeKind::Fanout | ExchangeKind::Headers => (0..self.edges.len()).collect(),
+            ExchangeKind::Topic | ExchangeKind::Direct => self.index.matches(tokens),
+        }
+    }
+}
+
 /// The exchange graph of a contract.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Graph {
@@ -450,6 +462,15 @@ impl Graph {
         parts.join("; ")
     }
 
+    /// The positions, among the bindings from the declared `exchange` in contract order, of
+    /// those a message with `key` may take; `None` for an exchange the graph does not hold.
+    pub(crate) fn taken(&self, exchange: &str, key: &KeyTemplate) -> Option<Vec<usize>> {
+        let mut taken = self.exchanges.get(exchange)?.matched(&key.tokens());
+        taken.sort_unstable();
+        taken.dedup();
+        Some(taken)
+    }
+
     /// Follows `key` from `exchange` (`""` is the default exchange).
     pub(crate) fn route(&self, exchange: &str, key: &KeyTemplate) -> Reach {
         let mut reach = Reach::default();
@@ -486,10 +507,7 @@ impl Graph {
         };
         reach.visited.push(exchange.to_owned());
         let kind = node.kind;
-        let matched = match kind {
-            ExchangeKind::Fanout | ExchangeKind::Headers => (0..node.edges.len()).collect(),
-            ExchangeKind::Topic | ExchangeKind::Direct => node.index.matches(tokens),
-        };
+        let matched = node.matched(tokens);
         let routed = !matched.is_empty();
         // In contract order: which path reaches an exchange first decides whether it is
         // certain (a later, headers path finds it seen).

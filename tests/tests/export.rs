@@ -350,3 +350,41 @@ fn an_exchange_declared_elsewhere_is_marked_external() {
     );
     render_svg(&dot, Path::new("orders without orders.dlx"));
 }
+
+/// A channel lists what can reach it: a routing key's channel the bindings that key takes
+/// (not every binding of its exchange), a queue's channel every message routed or
+/// dead-lettered into it (not only its consumers' message).
+#[test]
+fn channels_list_what_can_reach_them() {
+    let document = asyncapi(&contract("../examples/orders/warren.yaml"));
+    let channels = document["channels"].as_object().expect("channels");
+    let messages = |channel: &str| -> Vec<&str> {
+        let listed = channels[channel]["messages"].as_object().expect("messages");
+        let mut listed: Vec<&str> = listed.keys().map(String::as_str).collect();
+        listed.sort_unstable();
+        listed
+    };
+    let bound = |channel: &str| -> Vec<&str> {
+        let bindings = channels[channel]["x-warren-bindings"].as_array();
+        let bindings = bindings.expect("bindings");
+        bindings
+            .iter()
+            .filter_map(|b| b["queue"].as_str())
+            .collect()
+    };
+    assert_eq!(
+        bound("exchange.orders_order._region_.placed"),
+        ["orders.fulfilment", "orders.billing"]
+    );
+    assert_eq!(
+        bound("exchange.orders_order._region_.cancelled"),
+        ["orders.notifications"]
+    );
+    assert_eq!(bound("exchange.orders_quote._region_"), ["orders.quotes"]);
+    // Every queue dead-letters through `orders.dlx` into `orders.dead-letters`.
+    assert_eq!(
+        messages("queue.orders.dead-letters"),
+        ["order_cancelled", "order_placed", "quote_request"]
+    );
+    assert_eq!(messages("queue.orders.billing"), ["order_placed"]);
+}

@@ -1,12 +1,13 @@
 //! The contract as an AsyncAPI 3.0.0 document, with the AMQP 0.9.1 bindings (0.3.0).
 //!
 //! - a channel per exchange and publisher routing key (`is: routingKey`, the key as the
-//!   address, its `{placeholders}` as parameters), or one with no address for an exchange
-//!   nobody here publishes to; the bindings from it, which the AMQP binding cannot express,
-//!   as `x-warren-bindings`;
-//! - a channel per declared queue (`is: queue`), with warren's retry and dead-letter policy
-//!   as `x-warren-retry` and `x-warren-dead-letter` (wait queues are part of the retry
-//!   policy, not channels);
+//!   address, its `{placeholders}` as parameters), with the bindings from the exchange that
+//!   key may take, which the AMQP binding cannot express, as `x-warren-bindings`; or one
+//!   with no address, listing every binding, for an exchange nobody here publishes to;
+//! - a channel per declared queue (`is: queue`) with every message that may arrive in it
+//!   (its consumers', those the contract's publishers and rpc callers route there, those
+//!   dead-lettered into it), and warren's retry and dead-letter policy as `x-warren-retry`
+//!   and `x-warren-dead-letter` (wait queues are part of the retry policy, not channels);
 //! - a `send` operation per publisher, a `receive` operation per consumer;
 //! - per rpc (request/reply): a `send` operation on its requests' exchange channel and a
 //!   `receive` operation for its server on its queue's channel, both with a `reply` on a
@@ -32,11 +33,12 @@
 //! the contract author's documentation and is passed through. Maps are written in a fixed
 //! order, so the same contract always gives the same bytes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 use warren_model::{DurationLabel, Exhausted, Retry};
 
+use warren_codegen::Routes;
 pub use warren_codegen::contract::Contact;
 use warren_codegen::contract::{
     Consumer, Contract, DEFAULT_CONTENT_TYPE, Destination, KeyTemplate, Publisher, Queue, Rpc,
@@ -111,6 +113,11 @@ struct Writer<'a> {
     operations: Map<String, Value>,
     /// Each rpc's `reply` object, shared by its send and its receive operation.
     replies: BTreeMap<&'a str, Value>,
+    /// Where the contract's messages go, offline.
+    routes: Routes,
+    /// The messages that may arrive in each declared queue: routed there by a publisher or
+    /// an rpc caller of the contract, or dead-lettered there from a queue they arrive in.
+    arriving: BTreeMap<String, BTreeSet<&'a str>>,
 }
 
 /// Who sends to each exchange, by routing key as written: publishers and rpc callers.
@@ -144,6 +151,59 @@ fn senders<'a>(contract: &'a Contract) -> Senders<'a> {
     senders
 }
 
+/// The messages that may arrive in each declared queue of `contract`: where its publishers'
+/// and rpc callers' routes end, then where each such queue dead-letters them (with its
+/// dead-letter key, or the key they were sent with), and where the consumers' own messages
+/// are dead-lettered from the queues they consume.
+fn arriving<'a>(contract: &'a Contract, routes: &Routes) -> BTreeMap<String, BTreeSet<&'a str>> {
+    let mut arriving: BTreeMap<String, BTreeSet<&'a str>> = BTreeMap::new();
+    // Each message with the key it travels with; a consumer's own message may come from
+    // outside the contract, with a key nobody here knows.
+    let mut sent: Vec<(&'a str, Option<&'a KeyTemplate>, BTreeSet<String>)> = Vec::new();
+    for publisher in contract.publishers.values() {
+        let exchange = &publisher.publication.exchange;
+        let queues = routes.queues(exchange, &publisher.routing_key);
+        sent.push((&publisher.message, Some(&publisher.routing_key), queues));
+    }
+    for rpc in contract.rpcs.values() {
+        let queues = routes.queues(&rpc.target.exchange, &rpc.routing_key);
+        sent.push((&rpc.request, Some(&rpc.routing_key), queues));
+    }
+    let consumed = contract
+        .consumers
+        .values()
+        .map(|c| (c.message.as_str(), &c.spec.queue))
+        .chain(
+            contract
+                .rpcs
+                .values()
+                .map(|r| (r.request.as_str(), &r.server.spec.queue)),
+        );
+    for (message, queue) in consumed {
+        sent.push((message, None, BTreeSet::from([queue.clone()])));
+    }
+    for (message, key, queues) in &sent {
+        for queue in queues {
+            arriving.entry(queue.clone()).or_default().insert(message);
+            let Some(dead_letter) = contract
+                .topology
+                .queue(queue)
+                .and_then(|q| q.dead_letter.as_ref())
+            else {
+                continue;
+            };
+            let dead_key = dead_letter.routing_key.as_deref().map(KeyTemplate::literal);
+            let Some(dead_key) = dead_key.as_ref().or(*key) else {
+                continue;
+            };
+            for target in routes.queues(&dead_letter.exchange, dead_key) {
+                arriving.entry(target).or_default().insert(message);
+            }
+        }
+    }
+    arriving
+}
+
 impl<'a> Writer<'a> {
     fn new(contract: &'a Contract) -> Self {
         let mut ids = Ids::default();
@@ -152,6 +212,8 @@ impl<'a> Writer<'a> {
             .keys()
             .map(|name| (name.as_str(), ids.id("", name)))
             .collect();
+        let routes = Routes::of(contract);
+        let arriving = arriving(contract, &routes);
         Self {
             contract,
             ids,
@@ -159,6 +221,8 @@ impl<'a> Writer<'a> {
             channels: Map::new(),
             operations: Map::new(),
             replies: BTreeMap::new(),
+            routes,
+            arriving,
         }
     }
 
@@ -221,6 +285,9 @@ impl<'a> Writer<'a> {
             channel.insert("address".into(), Value::Null);
             channel.insert("title".into(), json!(format!("exchange {label}")));
             channel.extend(extras);
+            if let Some(bindings) = self.bindings_from(name, None) {
+                channel.insert("x-warren-bindings".into(), bindings);
+            }
             let channel_id = self.ids.id("exchange.", name);
             self.channels.insert(channel_id, Value::Object(channel));
             return;
@@ -229,6 +296,10 @@ impl<'a> Writer<'a> {
             let channel_id = self.ids.id("exchange.", &format!("{name}/{key}"));
             let mut channel = self.key_channel(label, key, senders);
             channel.extend(extras.clone());
+            let template = senders.first().map(Sender::routing_key);
+            if let Some(bindings) = template.and_then(|key| self.bindings_from(name, Some(key))) {
+                channel.insert("x-warren-bindings".into(), bindings);
+            }
             for sender in senders {
                 self.send_operation(&channel_id, sender);
             }
@@ -264,21 +335,22 @@ impl<'a> Writer<'a> {
         if view.ownership == Ownership::External {
             extras.insert("x-warren-external".into(), json!(true));
         }
-        let bindings = self.bindings_from(name);
-        if !bindings.is_empty() {
-            extras.insert("x-warren-bindings".into(), Value::Array(bindings));
-        }
         extras
     }
 
-    /// The contract's bindings from `exchange`, as `x-warren-bindings` lists them.
-    fn bindings_from(&self, exchange: &str) -> Vec<Value> {
-        self.contract
+    /// The contract's bindings from `exchange` as `x-warren-bindings` lists them: those a
+    /// message sent with `key` may take, or every one without a key.
+    fn bindings_from(&self, exchange: &str, key: Option<&KeyTemplate>) -> Option<Value> {
+        let taken = key.and_then(|key| self.routes.bindings_taken(exchange, key));
+        let bindings: Vec<Value> = self
+            .contract
             .topology
             .bindings
             .iter()
             .filter(|b| b.exchange == exchange)
-            .map(|b| {
+            .enumerate()
+            .filter(|(i, _)| taken.as_ref().is_none_or(|taken| taken.contains(i)))
+            .map(|(_, b)| {
                 let (kind, to) = match &b.destination {
                     Destination::Queue(q) => ("queue", q),
                     Destination::Exchange(e) => ("exchange", e),
@@ -290,7 +362,8 @@ impl<'a> Writer<'a> {
                 }
                 Value::Object(binding)
             })
-            .collect()
+            .collect();
+        (!bindings.is_empty()).then_some(Value::Array(bindings))
     }
 
     /// The channel of one routing key of exchange `label`: its address, the messages its
@@ -390,9 +463,16 @@ impl<'a> Writer<'a> {
             .filter(|c| c.spec.queue == queue.name)
             .chain(servers.iter().map(|r| &r.server))
             .collect();
+        let consumed = consumers.iter().map(|c| c.message.as_str());
+        let arriving = self
+            .arriving
+            .get(&queue.name)
+            .into_iter()
+            .flatten()
+            .copied();
         let mut messages = Map::new();
-        for consumer in &consumers {
-            if let Some((id, reference)) = self.message_ref(&consumer.message) {
+        for message in consumed.chain(arriving) {
+            if let Some((id, reference)) = self.message_ref(message) {
                 messages.insert(id, reference);
             }
         }
