@@ -86,6 +86,8 @@ pub struct Message {
     /// For a message another contract owns, that contract's name in this one (`orders` for
     /// `orders::order_placed`); `None` for the contract's own.
     pub owner: Option<String>,
+    /// Producers outside warren's contracts publish it too (`external_producers: true`).
+    pub external_producers: bool,
 }
 
 /// A type defined by a bundled schema.
@@ -286,6 +288,7 @@ impl Builder<'_> {
                             .unwrap_or_else(|| DEFAULT_CONTENT_TYPE.to_owned()),
                         description: m.description.clone(),
                         owner,
+                        external_producers: m.external_producers == Some(true),
                     },
                 ))
             })

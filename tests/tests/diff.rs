@@ -36,11 +36,11 @@ const PAIRS: &[(&str, bool)] = &[
     ("queue-renamed", true),
     ("routing", true),
     ("rpc", true),
-    // The schema pairs show `diff/schema.rs`'s verdicts (today a stub that calls every
-    // difference breaking both ways).
+    // The schema pairs show `diff/schema.rs`'s verdicts, and who they break.
     ("schema-description", false),
     ("schema-enum-narrowed", true),
     ("schema-headers-added", true),
+    ("schema-open-property", true),
     ("schema-property", true),
     ("unchanged", false),
     ("wait-queue-removed", true),

@@ -389,6 +389,11 @@ pub(crate) struct Message {
     /// What the message means; becomes documentation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Producers outside warren's contracts publish it too (another stack, a hand-written
+    /// producer): `warren diff` then assumes they may send properties the schema does not
+    /// declare, as it does for a message none of the contracts it was given publishes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_producers: Option<bool>,
 }
 
 /// A publisher: one message type sent to one exchange with one routing key.

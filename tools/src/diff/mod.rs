@@ -211,17 +211,43 @@ impl Context<'_> {
         let anything = serde_json::Value::Bool(true);
         let old_schema = old.map_or(&anything, |s| &s.schema);
         let new_schema = new.map_or(&anything, |s| &s.schema);
+        // Only a writer outside the generated types sends a property an open payload schema
+        // does not declare: when every producer is a publisher of the contracts, none can.
+        // Headers are never so sure: warren and the broker add headers of their own.
+        let typed_producers_only = part == "payload" && self.roles.typed_producers_only(name);
         for change in schema::compare(old_schema, new_schema) {
             let mut breaks = Vec::new();
             let mut why = Vec::new();
-            if change.effect.old_readers {
+            let mut effect = change.effect;
+            if effect.untyped_writers_only && (effect.old_readers || effect.new_readers) {
+                if typed_producers_only {
+                    effect.old_readers = false;
+                    effect.new_readers = false;
+                    why.push(
+                        "safe on the wire: every producer of the message is a publisher of \
+                         these contracts, and the generated types of an open schema send its \
+                         declared properties alone",
+                    );
+                } else {
+                    why.push(if part == "payload" {
+                        "a producer outside these contracts (none of them publishes the \
+                         message, or it is marked `external_producers`) may send an \
+                         undeclared property of that name with another type"
+                    } else {
+                        "warren and the broker add headers of their own, and a producer \
+                         outside the generated types may send any: one of that name may \
+                         have another type"
+                    });
+                }
+            }
+            if effect.old_readers {
                 breaks.extend(self.roles.consumers(name));
                 why.push(
                     "consumers still on the old schema reject what new publishers send: \
                      deploy every consumer before any publisher",
                 );
             }
-            if change.effect.new_readers {
+            if effect.new_readers {
                 breaks.extend(self.roles.consumers(name));
                 why.push(
                     "consumers on the new schema reject messages written under the old one, \
@@ -229,7 +255,7 @@ impl Context<'_> {
                      redrive sends back): drain them first, or accept both shapes",
                 );
             }
-            if change.effect.rust_api {
+            if effect.rust_api {
                 breaks.push(Self::rust_code(name));
                 breaks.extend(self.roles.publishers(name));
                 why.push("the generated Rust types change: code using them must be updated");

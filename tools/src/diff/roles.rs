@@ -15,6 +15,8 @@ pub struct Roles {
     publishers: BTreeMap<String, BTreeSet<Party>>,
     consumers: BTreeMap<String, BTreeSet<Party>>,
     queue_consumers: BTreeMap<String, BTreeSet<Party>>,
+    /// Messages some contract says producers outside the contracts publish.
+    external_producers: BTreeSet<String>,
 }
 
 impl Roles {
@@ -45,6 +47,11 @@ impl Roles {
                 set.insert(party);
             }
         };
+        for message in contract.messages.values() {
+            if message.external_producers {
+                self.external_producers.insert(message.name.clone());
+            }
+        }
         for publisher in contract.publishers.values() {
             let writer = party(PartyKind::Publisher, &publisher.name);
             insert(&mut self.publishers, &publisher.message, writer);
@@ -80,6 +87,14 @@ impl Roles {
             .get(message)
             .map(|p| p.iter().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// Whether every producer of `message` is a publisher (or rpc caller or server) of the
+    /// contracts, writing with the generated types: one is, and no contract says producers
+    /// outside them publish it too.
+    pub fn typed_producers_only(&self, message: &str) -> bool {
+        self.publishers.get(message).is_some_and(|p| !p.is_empty())
+            && !self.external_producers.contains(message)
     }
 
     /// The consumers of `message`; when none of the contracts consumes it, the consumers

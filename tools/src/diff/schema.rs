@@ -110,6 +110,11 @@ pub(crate) struct Effect {
     /// The generated Rust changes incompatibly for code written against it (a type or field
     /// renamed or retyped, a variant removed), even when the wire is fine.
     pub(crate) rust_api: bool,
+    /// The readers it breaks break only on what a writer that does not use the generated
+    /// types may send: under an open schema, a property it does not declare, under a name
+    /// the other version gives a type. The generated types of an open schema hold its
+    /// declared properties alone, so warren's own publishers never send one.
+    pub(crate) untyped_writers_only: bool,
 }
 
 impl Effect {
@@ -123,18 +128,21 @@ impl Effect {
         old_readers: false,
         new_readers: false,
         rust_api: false,
+        untyped_writers_only: false,
     };
     /// Breaks everyone: what is not analysed, or is a change in no direction.
     const ALL: Self = Self {
         old_readers: true,
         new_readers: true,
         rust_api: true,
+        untyped_writers_only: false,
     };
     /// Only the generated Rust.
     const RUST: Self = Self {
         old_readers: false,
         new_readers: false,
         rust_api: true,
+        untyped_writers_only: false,
     };
 
     /// The same wire effect, and the Rust API broken when `rust_api`.
@@ -174,7 +182,7 @@ impl Direction {
             Self::Changed => Effect {
                 old_readers: true,
                 new_readers: true,
-                rust_api: false,
+                ..Effect::NONE
             },
             Self::Equivalent => Effect::NONE,
         }
@@ -921,6 +929,7 @@ impl Walker<'_> {
             old_readers: added.as_ref().is_none_or(|a| !a.is_empty()),
             new_readers: removed.as_ref().is_none_or(|r| !r.is_empty()),
             rust_api: true,
+            untyped_writers_only: false,
         };
         let kind = SchemaChangeKind::ValuesChanged {
             keyword: keyword.to_owned(),
@@ -974,6 +983,7 @@ impl Walker<'_> {
     fn property_added(&mut self, name: &str, old: &Side<'_>, new: &Side<'_>, at: &At) {
         let schema = new.schema(name);
         let is_required = new.required.contains(name);
+        let carried = may_carry(old.map, old.model, schema);
         let effect = Effect {
             // New writers may send it; old readers let it through only if their content
             // model admits it.
@@ -982,7 +992,12 @@ impl Walker<'_> {
             // and `required` ignores `default`), and under an open old model old writers
             // may have sent that name with any value (Confluent's
             // PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL).
-            new_readers: is_required || may_carry(old.map, old.model, schema),
+            new_readers: is_required || carried,
+            // Under an open model only writers outside the generated types could have.
+            untyped_writers_only: !is_required
+                && carried
+                && old.model == ContentModel::Open
+                && admits(old.map, old.model, schema),
             // A required property is a new non-`Option` field every producer must fill.
             // An optional one adds an `Option` field: code that reads compiles, struct
             // literals need `..` or the builder.
@@ -1002,15 +1017,22 @@ impl Walker<'_> {
     fn property_removed(&mut self, name: &str, old: &Side<'_>, new: &Side<'_>, at: &At) {
         let schema = old.schema(name);
         let was_required = old.required.contains(name);
+        let carried = may_carry(new.map, new.model, schema);
+        let rejected = !admits(new.map, new.model, schema);
         let effect = Effect {
             // Old readers need it when it was required, and under an open new model new
             // writers may send that name with a value the old schema rejects.
-            old_readers: was_required || may_carry(new.map, new.model, schema),
+            old_readers: was_required || carried,
             // Old messages still carry it: a closed new model rejects them
             // (PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL).
-            new_readers: !admits(new.map, new.model, schema),
+            new_readers: rejected,
             // The Rust field is gone.
             rust_api: true,
+            // Under an open new model only writers outside the generated types could send it.
+            untyped_writers_only: !was_required
+                && carried
+                && !rejected
+                && new.model == ContentModel::Open,
         };
         let kind = SchemaChangeKind::PropertyRemoved {
             name: name.to_owned(),
