@@ -166,8 +166,10 @@ fn queues(cx: &mut Context<'_>) {
                     queue_location(queue),
                     format!("wait queue `{name}` of `{owner}` removed"),
                     vec![queued(name)],
-                    "retries may be waiting in it: keep it on the broker until it is empty \
-                     (each message returns to its queue after the delay), then delete it",
+                    "retries may be waiting in it: `warren plan --url URL warren.yaml \
+                     --against REV --apply` moves them back to their queue at once and \
+                     deletes it; by hand, keep it on the broker until it is empty (each \
+                     message returns to its queue after the delay), then delete it",
                 ),
             },
             (Some(a), Some(b)) => queue_pair(cx, a, b),
@@ -215,16 +217,21 @@ fn queue_pair(cx: &mut Context<'_>, old: &Queue, new: &Queue) {
         &what,
         changes.ignored,
     );
+    // `warren plan --apply` moves the queue (a declared queue with its wait queues'
+    // retries) through a holding queue and declares it again.
+    let advice = "the broker refuses to redeclare a queue with other properties or arguments \
+         (PRECONDITION_FAILED, and the channel closes): `warren plan --url URL warren.yaml \
+         --against REV --apply`, with the old version's workers stopped, migrates it without \
+         losing a message (they wait in a holding queue while it is declared again, its \
+         bindings kept, those made by hand included); by hand, declare a queue under a new \
+         name beside it and move consumers over, then delete the old one once drained";
     for change in changes.refused {
         cx.push(
             Rule::QueueRedeclare,
             queue_location(new),
             format!("queue `{name}` {change}"),
             vec![deploy(name)],
-            "the broker refuses to redeclare a queue with other properties or arguments \
-             (PRECONDITION_FAILED, and the channel closes): declare a queue under a new name, \
-             bind it beside the old one and move consumers to it, then delete the old queue \
-             once drained; or delete and redeclare it while it is empty",
+            advice,
         );
     }
     if old.role == QueueRole::Declared && (old.retry != new.retry || old.on_poison != new.on_poison)
