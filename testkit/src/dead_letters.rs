@@ -3,14 +3,14 @@
 
 use std::time::{Duration, Instant};
 
-use warren_runtime::dead_letters::{DeadLetterError, DeadLetterQueue};
+use warren_runtime::dead_letters::DeadLetterQueue;
 use warren_runtime::lapin::BasicProperties;
 use warren_runtime::lapin::message::Delivery;
 use warren_runtime::lapin::types::{AMQPValue, FieldTable};
 use warren_runtime::{DEFAULT_MAX_BODY_BYTES, FailureContext, Message};
 
 use crate::Deployed;
-use crate::deployed::RECOVERY;
+use crate::deployed::recovering;
 
 /// A message read from a dead-letter queue: why it died ([`QueuedDeadLetter::context`]), its
 /// headers and body as the queue holds them. (What a dead-letter *consumer* of the contract
@@ -117,7 +117,7 @@ impl Deployed {
         let mut found = Vec::new();
         while found.len() < n {
             let wanted = n - found.len();
-            let taken = patiently("taking dead letters", || queue.take(wanted)).await;
+            let taken = recovering("taking dead letters", || queue.take(wanted)).await;
             if taken.is_empty() {
                 if Instant::now() >= deadline {
                     break;
@@ -138,7 +138,7 @@ impl Deployed {
     pub async fn peek_dead_letters(&self, queue: &str, max: usize) -> Vec<QueuedDeadLetter> {
         let before = self.ready(queue).await;
         let dead_letters = self.dead_letter_queue(queue);
-        let read = patiently("peeking at dead letters", || dead_letters.read(max)).await;
+        let read = recovering("peeking at dead letters", || dead_letters.read(max)).await;
         // A quorum queue applies a requeue through its log, after the channel says it is done:
         // wait (a little) until the queue counts them again, so a test that counts next sees
         // them there.
@@ -162,24 +162,6 @@ impl Deployed {
 
 /// How long a peek waits for the messages it returned to count as ready again.
 const RETURNED: Duration = Duration::from_secs(5);
-
-/// `read` until it succeeds, retried while the connection recovers (a node killed under a
-/// cluster test) for as long as the kit waits for a channel, [`RECOVERY`]; then a panic saying
-/// `what` failed.
-async fn patiently<T, F, R>(what: &str, mut read: F) -> T
-where
-    F: FnMut() -> R,
-    R: std::future::Future<Output = Result<T, DeadLetterError>>,
-{
-    let deadline = Instant::now() + RECOVERY;
-    loop {
-        match read().await {
-            Ok(read) => return read,
-            Err(error) if Instant::now() >= deadline => panic!("{what}: {error}"),
-            Err(_) => tokio::time::sleep(crate::wait::POLL).await,
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

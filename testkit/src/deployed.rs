@@ -240,20 +240,29 @@ pub(crate) const RECOVERY: Duration = Duration::from_secs(60);
 
 /// A confirm-mode channel on `connection`, waiting (up to [`RECOVERY`]) while it reconnects.
 pub(crate) async fn open_channel(connection: &Connection) -> Channel {
+    recovering("no channel on the test broker within a minute", || async {
+        let channel = connection.create_channel().await?;
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await
+            .map(|()| channel)
+    })
+    .await
+}
+
+/// `attempt` until it succeeds, retried while the connection recovers (a node killed under a
+/// cluster test) for [`RECOVERY`]; then a panic saying `what` failed, and why.
+pub(crate) async fn recovering<T, E, F, R>(what: &str, mut attempt: F) -> T
+where
+    E: std::fmt::Display,
+    F: FnMut() -> R,
+    R: std::future::Future<Output = Result<T, E>>,
+{
     let deadline = Instant::now() + RECOVERY;
     loop {
-        let opened = match connection.create_channel().await {
-            Ok(channel) => channel
-                .confirm_select(ConfirmSelectOptions::default())
-                .await
-                .map(|()| channel),
-            Err(error) => Err(error),
-        };
-        match opened {
-            Ok(channel) => return channel,
-            Err(error) if Instant::now() > deadline => {
-                panic!("no channel on the test broker within a minute: {error}")
-            }
+        match attempt().await {
+            Ok(done) => return done,
+            Err(error) if Instant::now() > deadline => panic!("{what}: {error}"),
             Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
         }
     }

@@ -17,7 +17,6 @@ use serde_json::Value;
 
 use super::docs::{code, compose};
 use crate::contract::Contract;
-use crate::naming::{self, Case};
 
 /// The keyword of a bundled schema that holds its definitions.
 const DEFS: &str = "$defs";
@@ -116,25 +115,22 @@ impl<'a> SharedDefinitions<'a> {
     /// `schema`'s pretty-printed text, cut around the shared definitions it holds: the
     /// pieces' texts, each macro's in its place, are `serde_json::to_string_pretty(schema)`.
     fn pieces(&self, schema: &Value) -> Vec<Piece<'_>> {
-        let mut pieces = Vec::new();
-        let mut text = String::new();
-        let Value::Object(members) = schema else {
-            return vec![Piece::Text(pretty(schema))];
+        let members = match schema {
+            Value::Object(members) if !members.is_empty() => members,
+            _ => return vec![Piece::Text(pretty(schema))],
         };
-        if members.is_empty() {
-            return vec![Piece::Text(pretty(schema))];
-        }
-        text.push('{');
+        let mut pieces = Vec::new();
+        let mut text = String::from("{");
         for (i, (key, value)) in members.iter().enumerate() {
             text.push_str(if i == 0 { "\n  " } else { ",\n  " });
-            text.push_str(&pretty(&Value::String(key.clone())));
+            text.push_str(&json_string(key));
             text.push_str(": ");
             match value {
                 Value::Object(definitions) if key == DEFS && !definitions.is_empty() => {
                     text.push('{');
                     for (j, (name, body)) in definitions.iter().enumerate() {
                         text.push_str(if j == 0 { "\n    " } else { ",\n    " });
-                        text.push_str(&pretty(&Value::String(name.clone())));
+                        text.push_str(&json_string(name));
                         text.push_str(": ");
                         match self.shared.get(name.as_str()) {
                             Some(shared) if shared.body == body => {
@@ -174,8 +170,12 @@ fn definitions(schema: &Value) -> impl Iterator<Item = (&String, &Value)> {
 /// unique among the definitions): `__schema_Money`. The generator's own names start with
 /// `_`, which no name derived from a contract does.
 fn macro_name(name: &str) -> Ident {
-    let text = naming::ident(name, Case::Type).map_or_else(|_| name.to_owned(), |id| id.text);
-    format_ident!("__schema_{}", text)
+    format_ident!("__schema_{}", super::type_ident(name))
+}
+
+/// `text` as a JSON string, quoted and escaped.
+fn json_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| format!("{text:?}"))
 }
 
 /// `value` pretty-printed as `serde_json` does.
