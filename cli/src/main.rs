@@ -1,5 +1,6 @@
 //! The `warren` command line.
 
+mod import;
 mod plan;
 
 use std::io::IsTerminal;
@@ -233,6 +234,12 @@ Examples:
                                                             do it (old workers stopped)
   warren plan --url amqp://localhost warren.yaml --against v1.4.0 --namespace staging. --format json")]
     Plan(plan::PlanArgs),
+    /// Write a contract from a document another tool wrote
+    ///
+    /// `warren import asyncapi DOC -o DIR`: an AsyncAPI 3.0 document (FastStream's, another
+    /// library's, or `warren asyncapi`'s) as DIR/warren.yaml and its schema files.
+    #[command(subcommand)]
+    Import(import::Import),
 }
 
 /// How the payload and headers types are generated, and which consumers and publishers
@@ -465,6 +472,7 @@ fn main() -> ExitCode {
         } => diagram(&contract, project, &format, &output, style),
         Command::Dlq(command) => dlq::run(command, project, style),
         Command::Plan(args) => plan::run(&args, project, style),
+        Command::Import(command) => import::run(command, project, style),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -84,7 +84,7 @@ mod routes;
 mod routing;
 mod schema;
 mod settings;
-mod syntax;
+pub mod syntax;
 mod system;
 
 // Only in builds for fuzzing (the `fuzz/` workspace) and the property tests standing in for
@@ -102,8 +102,8 @@ pub use files::Sources;
 pub use output::{Written, write_if_changed};
 pub use project::ProjectRoot;
 pub use routes::Routes;
-pub use schema::SchemaBundle;
 pub use schema::keywords as schema_keywords;
+pub use schema::{SchemaBundle, schema_refs};
 pub use settings::Settings;
 pub use syntax::json_schema;
 pub use system::{System, check_system, check_system_in};

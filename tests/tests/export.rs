@@ -4,10 +4,13 @@
 //! `tests/js/`), the diagrams of the example are pinned, every fixture's DOT renders with
 //! Graphviz, and hostile names stay inside their labels.
 
+mod common;
+
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use common::every_contract;
 use warren_codegen::check_contract;
 use warren_codegen::contract::Contract;
 use warren_tools::export::asyncapi::{Info, document};
@@ -18,21 +21,6 @@ fn contract(path: &str) -> Contract {
         Ok(checked) => checked.contract,
         Err(error) => panic!("{path} should be valid:\n{error}"),
     }
-}
-
-/// The example and every valid contract fixture.
-fn every_contract() -> Vec<PathBuf> {
-    let mut paths = vec![PathBuf::from("../examples/orders/warren.yaml")];
-    let mut fixtures: Vec<PathBuf> = std::fs::read_dir("fixtures/contracts")
-        .expect("fixtures/contracts is readable")
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .flat_map(|dir| [dir.join("warren.yaml"), dir.join("service/warren.yaml")])
-        .filter(|path| path.is_file())
-        .collect();
-    fixtures.sort();
-    paths.extend(fixtures);
-    assert!(paths.len() >= 7, "fixtures not found: {paths:?}");
-    paths
 }
 
 /// The document of `contract`, its `info` the contract's own (`test` when it has no title).

@@ -3,7 +3,8 @@
 //! - [`diff`]: every change between two versions of a contract and who it breaks, with the
 //!   version of a git revision read through `git` (`warren diff`);
 //! - [`export`]: an AsyncAPI 3.0 document and drawings of the topology in Mermaid and
-//!   Graphviz DOT (`warren asyncapi`, `warren diagram`).
+//!   Graphviz DOT (`warren asyncapi`, `warren diagram`);
+//! - [`import`]: a contract from an AsyncAPI 3.0 document (`warren import asyncapi`).
 //!
 //! They live apart from the generator so that a build script, which needs only to check and
 //! generate a contract, compiles none of them:
@@ -25,3 +26,4 @@
 
 pub mod diff;
 pub mod export;
+pub mod import;

@@ -646,6 +646,13 @@ fn collect_refs(node: &Value, pointer: &str) -> Vec<(String, String)> {
     found
 }
 
+/// The `(JSON pointer, target)` of every `$ref` where a schema stands in `schema`: never
+/// one inside data (`const`, `enum`, `default`, `examples`), nor in the schema's own
+/// `$defs`. For tools that move a schema into another document and rewrite its `$ref`s.
+pub fn schema_refs(schema: &Value) -> Vec<(String, String)> {
+    collect_refs(schema, "")
+}
+
 /// The `$ref` targets `node` reaches through combinators alone (`allOf`, `anyOf`, `oneOf`,
 /// `not`, `if`/`then`/`else`), without entering a property, an item or any other value.
 fn combinator_refs(node: &Value, targets: &mut Vec<String>) {

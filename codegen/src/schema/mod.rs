@@ -6,6 +6,6 @@ pub(crate) mod expansion;
 pub mod keywords;
 pub(crate) mod reference;
 
-pub use bundle::SchemaBundle;
 pub(crate) use bundle::{Bundler, EntryError};
+pub use bundle::{SchemaBundle, schema_refs};
 pub(crate) use reference::NodeKey;

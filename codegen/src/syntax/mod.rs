@@ -1,4 +1,5 @@
-//! The `warren.yaml` format: serde types exactly as a contract is written.
+//! The `warren.yaml` format: serde types exactly as a contract is written, public so that
+//! a tool writing a contract (`warren import asyncapi`) writes this format and no copy of it.
 //!
 //! These types are the *syntax* of a contract. They keep every optional field optional so the
 //! checks can tell "not written" from "written with the default value"; defaults are applied
@@ -17,17 +18,15 @@ use serde::{Deserialize, Serialize};
 pub use duration::Duration;
 use spelled::SpelledSchema;
 /// An argument value: the model's, read from a contract as a bare scalar (`arguments.rs`).
-pub(crate) use warren_model::ArgValue as ArgumentValue;
+pub use warren_model::ArgValue as ArgumentValue;
 /// The model's enums, read from a contract through their `FromStr` (`spelled.rs`).
-pub(crate) use warren_model::{
-    Compression, ExchangeKind, Exhausted, LeaderLocator, OnPoison, QueueKind,
-};
+pub use warren_model::{Compression, ExchangeKind, Exhausted, LeaderLocator, OnPoison, QueueKind};
 
 /// A whole `warren.yaml` file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(title = "warren contract")]
-pub(crate) struct ContractFile {
+pub struct ContractFile {
     /// What the contract says about itself, for the documents written from it (AsyncAPI's
     /// `info`): its title, version, description and who owns it. Nothing here changes the
     /// generated code or the broker.
@@ -108,7 +107,7 @@ pub struct Contact {
 /// An exchange.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Exchange {
+pub struct Exchange {
     /// Exchange type (default `topic`).
     #[serde(
         default,
@@ -143,7 +142,7 @@ pub(crate) struct Exchange {
 /// What happens when a queue's length limit is reached (`x-overflow`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum Overflow {
+pub enum Overflow {
     /// Drop (or dead-letter) the oldest message.
     DropHead,
     /// Refuse new publishes (nack under confirms).
@@ -155,7 +154,7 @@ pub(crate) enum Overflow {
 /// A queue.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Queue {
+pub struct Queue {
     /// Queue type (default `quorum`).
     #[serde(
         default,
@@ -273,7 +272,7 @@ impl Queue {
 /// A queue's dead-letter target.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct DeadLetter {
+pub struct DeadLetter {
     /// The dead-letter exchange (`x-dead-letter-exchange`); `""` is the default exchange.
     pub exchange: String,
     /// Routing key for dead letters (`x-dead-letter-routing-key`); when absent, each message
@@ -285,7 +284,7 @@ pub(crate) struct DeadLetter {
 /// How retries happen.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum RetryMode {
+pub enum RetryMode {
     /// No retries: a retryable failure is dead-lettered like a non-retryable one.
     #[default]
     None,
@@ -300,7 +299,7 @@ pub(crate) enum RetryMode {
 /// A queue's retry policy.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Retry {
+pub struct Retry {
     /// The retry mechanism (default `none`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<RetryMode>,
@@ -329,7 +328,7 @@ pub(crate) struct Retry {
 /// How a headers-exchange binding combines its header values (`x-match`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum HeadersMatch {
+pub enum HeadersMatch {
     /// Every listed header must match.
     #[default]
     All,
@@ -340,7 +339,7 @@ pub(crate) enum HeadersMatch {
 /// A binding from an exchange to a queue, or to another exchange.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Binding {
+pub struct Binding {
     /// The source exchange.
     pub exchange: String,
     /// The destination queue (exactly one of `queue` and `to_exchange`).
@@ -377,7 +376,7 @@ pub(crate) struct Binding {
 /// A message type.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Message {
+pub struct Message {
     /// JSON Schema file of the payload (JSON or YAML), relative to the contract.
     pub payload: String,
     /// JSON Schema file of the application headers, relative to the contract.
@@ -399,7 +398,7 @@ pub(crate) struct Message {
 /// A publisher: one message type sent to one exchange with one routing key.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Publisher {
+pub struct Publisher {
     /// The exchange to publish to; `""` is the default exchange.
     pub exchange: String,
     /// The routing key; `{name}` placeholders become typed parameters of the publish method.
@@ -420,7 +419,7 @@ pub(crate) struct Publisher {
 /// A consumer: one handler for the messages of one queue.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Consumer {
+pub struct Consumer {
     /// The queue consumed.
     pub queue: String,
     /// The message type the queue carries.
@@ -451,7 +450,7 @@ pub(crate) struct Consumer {
 /// server consuming `queue` sends back through RabbitMQ's direct reply-to.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Rpc {
+pub struct Rpc {
     /// What the operation does; becomes documentation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -508,7 +507,7 @@ impl Rpc {
 /// Batch delivery settings of a consumer.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Batch {
+pub struct Batch {
     /// Most messages in one batch.
     pub size: u16,
     /// Longest wait for a batch to fill before it is handled as it is.
@@ -519,7 +518,7 @@ pub(crate) struct Batch {
 /// consumer takes no new deliveries for `cool_down`, then lets one through as a probe.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct CircuitBreaker {
+pub struct CircuitBreaker {
     /// Consecutive retryable failures (handler errors and panics) that open the breaker
     /// (at least 1).
     pub failures: u32,
@@ -532,7 +531,7 @@ macro_rules! spelled {
     ($($ty:ident { $($variant:ident => $text:literal),* $(,)? })*) => {
         $(impl $ty {
             /// The value as written in a contract.
-            pub(crate) const fn as_str(self) -> &'static str {
+            pub const fn as_str(self) -> &'static str {
                 match self {
                     $(Self::$variant => $text),*
                 }
@@ -554,6 +553,14 @@ spelled! {
         QuorumNative => "quorum-native",
     }
     HeadersMatch { All => "all", Any => "any" }
+}
+
+impl ContractFile {
+    /// The contract as `warren.yaml` text, its sections in the format's order.
+    pub fn to_yaml(&self) -> String {
+        // Serializing plain data with string keys cannot fail.
+        yaml_serde::to_string(self).unwrap_or_default()
+    }
 }
 
 /// The JSON Schema of the contract format, as checked in at `schemas/warren.schema.json`.

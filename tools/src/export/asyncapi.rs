@@ -2,8 +2,9 @@
 //!
 //! - a channel per exchange and publisher routing key (`is: routingKey`, the key as the
 //!   address, its `{placeholders}` as parameters), with the bindings from the exchange that
-//!   key may take, which the AMQP binding cannot express, as `x-warren-bindings`; or one
-//!   with no address, listing every binding, for an exchange nobody here publishes to;
+//!   key may take, which the AMQP binding cannot express, as `x-warren-bindings` (each
+//!   destination with its routing key and arguments); and one with no address listing the
+//!   bindings no such key takes, or every binding of an exchange nobody here publishes to;
 //! - a channel per declared queue (`is: queue`) with every message that may arrive in it
 //!   (its consumers', those the contract's publishers and rpc callers route there, those
 //!   dead-lettered into it), and warren's retry and dead-letter policy as `x-warren-retry`
@@ -36,7 +37,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
-use warren_model::{DurationLabel, Exhausted, Retry};
+use warren_model::{ArgValue, DurationLabel, Exhausted, Retry};
 
 use warren_codegen::Routes;
 pub use warren_codegen::contract::Contact;
@@ -44,7 +45,7 @@ use warren_codegen::contract::{
     Consumer, Contract, DEFAULT_CONTENT_TYPE, Destination, KeyTemplate, Publisher, Queue, Rpc,
 };
 
-use super::{ExchangeView, Ids, Ownership, Scope, binding_label};
+use super::{ExchangeView, Ids, Ownership, Scope};
 
 /// Where the document keeps the contract's schema definitions.
 const SCHEMAS: &str = "#/components/schemas/";
@@ -270,8 +271,9 @@ impl<'a> Writer<'a> {
         );
     }
 
-    /// An exchange's channels: one per routing key its `senders` use, or one with no
-    /// address when nobody here sends to it.
+    /// An exchange's channels: one per routing key its `senders` use, and one with no
+    /// address for the bindings none of those keys takes (all of them when nobody here
+    /// sends to the exchange), so that every binding is in the document.
     fn exchange_channels(
         &mut self,
         name: &str,
@@ -280,24 +282,21 @@ impl<'a> Writer<'a> {
     ) {
         let extras = self.exchange_extras(name, view);
         let label = if name.is_empty() { "default" } else { name };
-        let Some(by_key) = senders else {
-            let mut channel = Map::new();
-            channel.insert("address".into(), Value::Null);
-            channel.insert("title".into(), json!(format!("exchange {label}")));
-            channel.extend(extras);
-            if let Some(bindings) = self.bindings_from(name, None) {
-                channel.insert("x-warren-bindings".into(), bindings);
-            }
-            let channel_id = self.ids.id("exchange.", name);
-            self.channels.insert(channel_id, Value::Object(channel));
-            return;
-        };
-        for (key, senders) in by_key {
+        let bound = self.contract.topology.bindings.iter();
+        let mut untaken: BTreeSet<usize> =
+            (0..bound.filter(|b| b.exchange == name).count()).collect();
+        for (key, senders) in senders.into_iter().flatten() {
             let channel_id = self.ids.id("exchange.", &format!("{name}/{key}"));
             let mut channel = self.key_channel(label, key, senders);
             channel.extend(extras.clone());
-            let template = senders.first().map(Sender::routing_key);
-            if let Some(bindings) = template.and_then(|key| self.bindings_from(name, Some(key))) {
+            let taken: BTreeSet<usize> = senders
+                .first()
+                .and_then(|sender| self.routes.bindings_taken(name, sender.routing_key()))
+                .into_iter()
+                .flatten()
+                .collect();
+            untaken.retain(|i| !taken.contains(i));
+            if let Some(bindings) = self.bindings_listed(name, &taken) {
                 channel.insert("x-warren-bindings".into(), bindings);
             }
             for sender in senders {
@@ -305,6 +304,23 @@ impl<'a> Writer<'a> {
             }
             self.channels.insert(channel_id, Value::Object(channel));
         }
+        if senders.is_some() && untaken.is_empty() {
+            return;
+        }
+        let mut channel = Map::new();
+        channel.insert("address".into(), Value::Null);
+        let title = if senders.is_some() {
+            format!("exchange {label}, other routing keys")
+        } else {
+            format!("exchange {label}")
+        };
+        channel.insert("title".into(), json!(title));
+        channel.extend(extras);
+        if let Some(bindings) = self.bindings_listed(name, &untaken) {
+            channel.insert("x-warren-bindings".into(), bindings);
+        }
+        let channel_id = self.ids.id("exchange.", name);
+        self.channels.insert(channel_id, Value::Object(channel));
     }
 
     /// What every channel of an exchange carries: its AMQP binding, its name, whether it is
@@ -338,10 +354,11 @@ impl<'a> Writer<'a> {
         extras
     }
 
-    /// The contract's bindings from `exchange` as `x-warren-bindings` lists them: those a
-    /// message sent with `key` may take, or every one without a key.
-    fn bindings_from(&self, exchange: &str, key: Option<&KeyTemplate>) -> Option<Value> {
-        let taken = key.and_then(|key| self.routes.bindings_taken(exchange, key));
+    /// The bindings from `exchange` at `positions` among its bindings, as
+    /// `x-warren-bindings` lists them (the AMQP binding cannot express them): each
+    /// destination with its routing key and arguments as declared, so that `warren import
+    /// asyncapi` reads them back exactly. `None` for no bindings.
+    fn bindings_listed(&self, exchange: &str, positions: &BTreeSet<usize>) -> Option<Value> {
         let bindings: Vec<Value> = self
             .contract
             .topology
@@ -349,7 +366,7 @@ impl<'a> Writer<'a> {
             .iter()
             .filter(|b| b.exchange == exchange)
             .enumerate()
-            .filter(|(i, _)| taken.as_ref().is_none_or(|taken| taken.contains(i)))
+            .filter(|(i, _)| positions.contains(i))
             .map(|(_, b)| {
                 let (kind, to) = match &b.destination {
                     Destination::Queue(q) => ("queue", q),
@@ -357,8 +374,16 @@ impl<'a> Writer<'a> {
                 };
                 let mut binding = Map::new();
                 binding.insert(kind.into(), json!(to));
-                if let Some(label) = binding_label(b) {
-                    binding.insert("match".into(), json!(label));
+                if !b.routing_key.is_empty() {
+                    binding.insert("routingKey".into(), json!(b.routing_key));
+                }
+                if !b.arguments.is_empty() {
+                    let arguments: Map<String, Value> = b
+                        .arguments
+                        .iter()
+                        .map(|(name, value)| (name.clone(), argument(value)))
+                        .collect();
+                    binding.insert("arguments".into(), Value::Object(arguments));
                 }
                 Value::Object(binding)
             })
@@ -429,7 +454,12 @@ impl<'a> Writer<'a> {
             }
             Sender::Rpc(rpc) => self.rpc_extras(&mut operation, rpc),
         }
-        let operation_id = self.ids.id("send.", sender.name());
+        // A publisher and an rpc may share a name; their operations may not.
+        let prefix = match sender {
+            Sender::Publisher(_) => "send.",
+            Sender::Rpc(_) => "call.",
+        };
+        let operation_id = self.ids.id(prefix, sender.name());
         self.operations
             .insert(operation_id, Value::Object(operation));
     }
@@ -515,7 +545,13 @@ impl<'a> Writer<'a> {
         if let Some(rpc) = server {
             self.rpc_extras(&mut operation, rpc);
         }
-        let operation_id = self.ids.id("receive.", &consumer.spec.name);
+        // A consumer and an rpc may share a name; their operations may not.
+        let prefix = if server.is_some() {
+            "serve."
+        } else {
+            "receive."
+        };
+        let operation_id = self.ids.id(prefix, &consumer.spec.name);
         self.operations
             .insert(operation_id, Value::Object(operation));
     }
@@ -573,6 +609,9 @@ impl<'a> Writer<'a> {
                 value.insert("headers".into(), schema(&headers.type_name));
             }
             value.insert("payload".into(), schema(&message.payload.type_name));
+            if message.external_producers {
+                value.insert("x-warren-external-producers".into(), json!(true));
+            }
             messages.insert(id.clone(), Value::Object(value));
         }
         messages
@@ -609,6 +648,16 @@ fn queue_extras(queue: &Queue) -> Map<String, Value> {
     }
     extras.insert("x-warren-on-poison".into(), json!(queue.on_poison.as_str()));
     extras
+}
+
+/// A binding argument as its JSON value.
+fn argument(value: &ArgValue) -> Value {
+    match value {
+        ArgValue::Bool(b) => json!(b),
+        ArgValue::Int(i) => json!(i),
+        ArgValue::Float(f) => json!(f),
+        ArgValue::String(s) => json!(s),
+    }
 }
 
 /// A consumer's settings as `x-warren-consumer`.

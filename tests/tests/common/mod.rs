@@ -1,0 +1,18 @@
+//! The contracts the test binaries share.
+
+use std::path::PathBuf;
+
+/// The example and every valid contract fixture.
+pub fn every_contract() -> Vec<PathBuf> {
+    let mut paths = vec![PathBuf::from("../examples/orders/warren.yaml")];
+    let mut fixtures: Vec<PathBuf> = std::fs::read_dir("fixtures/contracts")
+        .expect("fixtures/contracts is readable")
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .flat_map(|dir| [dir.join("warren.yaml"), dir.join("service/warren.yaml")])
+        .filter(|path| path.is_file())
+        .collect();
+    fixtures.sort();
+    paths.extend(fixtures);
+    assert!(paths.len() >= 7, "fixtures not found: {paths:?}");
+    paths
+}

@@ -1,0 +1,1098 @@
+//! An AsyncAPI 3.0 document with AMQP 0.9.1 bindings as a contract.
+//!
+//! What each part becomes:
+//! - a channel bound `is: queue` declares its queue (`bindings.amqp.queue`), with warren's
+//!   retry, dead-letter and poison policy from `x-warren-*` when the document has them; a
+//!   queue whose type the document does not say is `classic`, what RabbitMQ gives a queue
+//!   declared without one (other libraries' default);
+//! - a channel bound `is: routingKey` declares its exchange (`bindings.amqp.exchange`,
+//!   unless `x-warren-external` or the default exchange), and its `x-warren-bindings` are
+//!   the exchange's bindings;
+//! - `components.messages` are the messages (named by `name`, else after their payload
+//!   schema, identical nameless ones merged: FastStream writes one per operation), and
+//!   `components.schemas` their schema files;
+//! - a `send` operation is a publisher (the channel's exchange, its address the routing
+//!   key); a `receive` operation on a queue's channel a consumer, its `x-warren-consumer`
+//!   the consumer's settings; FastStream's binding keys (`bindings.amqp.cc` of a receive
+//!   operation) bind the queue to the exchange its channel id names (`queue:exchange:name`);
+//! - a `send` and a `receive` operation with a `reply`, of one name, are an rpc: the caller's
+//!   exchange and key, the server's queue, the reply's messages its response and errors
+//!   (by code, from `x-warren-rpc`).
+//!
+//! Whatever has no place in a contract (servers, security, AMQP properties warren sets
+//! itself) is a note, as is every guess. A publisher whose messages reach no queue of the
+//! document is marked `external_consumers: true`, since its consumers are elsewhere.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::str::FromStr;
+
+use serde_json::{Map, Value};
+use warren_codegen::diagnostics::{Place, Segment};
+use warren_codegen::syntax::{
+    ArgumentValue, Batch, Binding, CircuitBreaker, Compression, Consumer, Contact, ContractFile,
+    DeadLetter, Duration, Exchange, ExchangeKind, Exhausted, HeadersMatch, Info, Message, OnPoison,
+    Publisher, Queue, QueueKind, Retry, RetryMode, Rpc,
+};
+use warren_codegen::{Code, Error, Severity, check_sources};
+
+use super::fields::{Fields, Notes, child};
+use super::schemas::{COMPONENT_SCHEMAS, SchemaFiles};
+use super::{ImportError, Imported};
+
+/// Why most of a document's documentation has no place in a contract.
+const DOCUMENTATION: &str = "documentation the contract has no place for";
+/// Why AsyncAPI's servers have none.
+const SERVERS: &str =
+    "a contract names no broker: the URL is given when a service starts (`AMQP_URL`)";
+
+/// The contract `document` describes.
+pub fn import(document: &Value) -> Result<Imported, ImportError> {
+    let Value::Object(_) = document else {
+        return Err(ImportError::NotAnObject);
+    };
+    let mut top = Fields::of(Some(document), "");
+    let version = top.str("asyncapi").unwrap_or("none");
+    if !version.starts_with("3.") {
+        return Err(ImportError::Version {
+            found: version.to_owned(),
+        });
+    }
+    let mut reader = Reader::default();
+    reader.contract.info = reader.info(top.object("info"));
+    if let Some(content_type) = top.str("defaultContentType") {
+        reader.default_content_type = content_type.to_owned();
+    }
+    if top.get("servers").is_some() {
+        reader.notes.not_mapped("/servers", SERVERS);
+    }
+    let mut components = top.object("components");
+    reader.schemas(&mut components);
+    reader.messages(components.object("messages"));
+    components.finish(&mut reader.notes, DOCUMENTATION);
+    reader.channels(top.object("channels"));
+    reader.operations(top.object("operations"));
+    top.finish(&mut reader.notes, DOCUMENTATION);
+    reader.rpcs();
+    reader.settle_what_the_document_leaves_unsaid();
+    Ok(Imported {
+        contract: reader.contract,
+        schemas: reader.files.files,
+        notes: reader.notes.0,
+    })
+}
+
+/// The import as it is read.
+#[derive(Default)]
+struct Reader {
+    contract: ContractFile,
+    notes: Notes,
+    files: SchemaFiles,
+    default_content_type: String,
+    /// Each component message's contract name, by key.
+    messages: BTreeMap<String, String>,
+    /// Each channel, by id.
+    channels: BTreeMap<String, Channel>,
+    /// The two halves of each rpc, by name.
+    rpc_parts: BTreeMap<String, RpcParts>,
+    /// Publishers whose document says where their consumers are (`x-warren-external-consumers`).
+    said_external: BTreeSet<String>,
+    /// The pointer of each publisher's operation and each queue's channel, for notes.
+    publisher_at: BTreeMap<String, String>,
+    queue_at: BTreeMap<String, String>,
+}
+
+/// A channel as operations use it.
+#[derive(Debug, Clone, Default)]
+struct Channel {
+    /// The queue of a queue channel.
+    queue: Option<String>,
+    /// The exchange of a routing-key channel (`""` the default exchange), and its address.
+    exchange: Option<String>,
+    address: Option<String>,
+    /// The contract message of each of the channel's messages, by id.
+    messages: BTreeMap<String, String>,
+}
+
+/// What the operations of an rpc say.
+#[derive(Debug, Default)]
+struct RpcParts {
+    pointer: String,
+    caller: Option<Target>,
+    server_queue: Option<String>,
+    server_settings: Option<Value>,
+    request: Option<String>,
+    replies: Vec<String>,
+    extras: Option<Value>,
+}
+
+/// Where a send operation publishes.
+#[derive(Debug, Clone)]
+struct Target {
+    exchange: String,
+    routing_key: Option<String>,
+}
+
+impl Reader {
+    fn info(&mut self, mut info: Fields<'_>) -> Option<Info> {
+        let text = |fields: &mut Fields<'_>, key| fields.str(key).map(str::to_owned);
+        let mut contact = info.object("contact");
+        let contact = Contact {
+            name: text(&mut contact, "name"),
+            email: text(&mut contact, "email"),
+            url: text(&mut contact, "url"),
+        };
+        let contact = (contact != Contact::default()).then_some(contact);
+        let read = Info {
+            title: text(&mut info, "title"),
+            version: text(&mut info, "version"),
+            description: text(&mut info, "description"),
+            contact,
+        };
+        info.finish(&mut self.notes, DOCUMENTATION);
+        (read != Info::default()).then_some(read)
+    }
+
+    /// The schema files: a file for each schema a message names directly.
+    fn schemas(&mut self, components: &mut Fields<'_>) {
+        let mut roots = BTreeSet::new();
+        let messages = components.get("messages").and_then(Value::as_object);
+        for message in messages.into_iter().flat_map(Map::values) {
+            for part in ["payload", "headers"] {
+                let schema = message.get(part).map(unwrapped);
+                if let Some(key) = schema.and_then(component_schema) {
+                    roots.insert(key);
+                }
+            }
+        }
+        let pointer = components.at("schemas");
+        let schemas = components.get("schemas").and_then(Value::as_object);
+        self.files = SchemaFiles::place(schemas, &roots, &pointer, &mut self.notes);
+    }
+
+    /// The contract's messages, from `components.messages`.
+    fn messages(&mut self, messages: Fields<'_>) {
+        let pointer = messages.pointer.clone();
+        let map = messages.entries();
+        // Identical nameless messages are one contract message: FastStream writes one per
+        // operation.
+        let mut by_shape: BTreeMap<(String, Option<String>, Option<String>), String> =
+            BTreeMap::new();
+        for (key, value) in map {
+            let at = child(&pointer, key);
+            let Some((name, message)) = self.message(key, value, &at) else {
+                continue;
+            };
+            let shape = (
+                message.payload.clone(),
+                message.headers.clone(),
+                message.content_type.clone(),
+            );
+            let name = match name {
+                Some(name) => name,
+                None => {
+                    if let Some(existing) = by_shape.get(&shape) {
+                        self.messages.insert(key.clone(), existing.clone());
+                        continue;
+                    }
+                    let stem = message.payload.rsplit('/').next().unwrap_or(key);
+                    let stem = stem.trim_end_matches(".json");
+                    self.unused_name(&snake_case(stem))
+                }
+            };
+            by_shape.insert(shape, name.clone());
+            self.messages.insert(key.clone(), name.clone());
+            self.contract.messages.insert(name, message);
+        }
+    }
+
+    /// A message name like `wanted` that no message has yet.
+    fn unused_name(&self, wanted: &str) -> String {
+        let mut name = wanted.to_owned();
+        let mut n = 1;
+        while self.contract.messages.contains_key(&name) {
+            n += 1;
+            name = format!("{wanted}_{n}");
+        }
+        name
+    }
+
+    /// One component message: its `name` when it has one, and the message.
+    fn message(
+        &mut self,
+        key: &str,
+        value: &Value,
+        pointer: &str,
+    ) -> Option<(Option<String>, Message)> {
+        let mut fields = Fields::of(Some(value), pointer);
+        let name = fields.str("name").map(str::to_owned);
+        let payload = self.message_schema(&mut fields, "payload", key);
+        let Some(payload) = payload else {
+            self.notes.not_mapped(
+                pointer,
+                "a message without a `payload` schema: warren types every message's body; add a schema",
+            );
+            return None;
+        };
+        let headers = self.message_schema(&mut fields, "headers", &format!("{key}-headers"));
+        let content_type = fields
+            .str("contentType")
+            .unwrap_or(&self.default_content_type);
+        let content_type = (!content_type.is_empty() && content_type != "application/json")
+            .then(|| content_type.to_owned());
+        let description = fields.str("description").map(str::to_owned);
+        let external = fields.bool("x-warren-external-producers");
+        // The title is the payload's type in warren's own documents, a label elsewhere.
+        fields.skip(&["title", "summary"]);
+        if fields.get("correlationId").is_some() {
+            self.notes.not_mapped(
+                &fields.at("correlationId"),
+                "warren sets the correlation id itself: an rpc's reply carries its request's",
+            );
+        }
+        fields.finish(&mut self.notes, DOCUMENTATION);
+        let message = Message {
+            payload,
+            headers,
+            content_type,
+            description,
+            external_producers: external.filter(|e| *e),
+        };
+        Some((name, message))
+    }
+
+    /// The file of a message's `part` schema: a component schema's, or a new one for a
+    /// schema written in the message.
+    fn message_schema(
+        &mut self,
+        fields: &mut Fields<'_>,
+        part: &str,
+        name: &str,
+    ) -> Option<String> {
+        let at = fields.at(part);
+        let value = fields.get(part)?;
+        if let Value::Object(wrapper) = value
+            && let Some(format) = wrapper.get("schemaFormat").and_then(Value::as_str)
+            && !is_json_schema(format)
+        {
+            self.notes.not_mapped(
+                &at,
+                format!("a {format} schema: warren reads JSON Schema; convert it"),
+            );
+            return None;
+        }
+        let schema = unwrapped(value);
+        if let Some(key) = component_schema(schema) {
+            return self.files.root(&key).or_else(|| {
+                self.notes
+                    .not_mapped(&at, "its `$ref` names no schema under components.schemas");
+                None
+            });
+        }
+        Some(self.files.inline(name, schema, &at, &mut self.notes))
+    }
+
+    /// Queues and exchanges from the channels' AMQP bindings.
+    fn channels(&mut self, channels: Fields<'_>) {
+        let pointer = channels.pointer.clone();
+        let map = channels.entries();
+        for (id, value) in map {
+            let channel = self.channel(value, &child(&pointer, id));
+            self.channels.insert(id.clone(), channel);
+        }
+    }
+
+    fn channel(&mut self, value: &Value, pointer: &str) -> Channel {
+        let mut fields = Fields::of(Some(value), pointer);
+        let mut channel = Channel {
+            address: fields.str("address").map(str::to_owned),
+            ..Channel::default()
+        };
+        let messages_at = fields.at("messages");
+        for (id, message) in fields
+            .get("messages")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let reference = message.get("$ref").and_then(Value::as_str);
+            let key = reference.and_then(|r| r.strip_prefix("#/components/messages/"));
+            match key.and_then(|k| {
+                self.messages
+                    .get(&warren_codegen::json_pointer::unescape_segment(k))
+            }) {
+                Some(name) => {
+                    channel.messages.insert(id.clone(), name.clone());
+                }
+                None => self.notes.not_mapped(
+                    &child(&messages_at, id),
+                    "a channel message that is not a `$ref` to components.messages: move it there",
+                ),
+            }
+        }
+        fields.skip(&[
+            "title",
+            "summary",
+            "description",
+            "parameters",
+            "servers",
+            "tags",
+            "externalDocs",
+        ]);
+        let mut bindings = fields.object("bindings");
+        let mut amqp = bindings.object("amqp");
+        match amqp.str("is") {
+            Some("queue") => {
+                let queue = self.queue(&mut fields, amqp.object("queue"), channel.address.as_deref());
+                channel.queue = queue;
+            }
+            Some("routingKey") => {
+                let exchange = self.exchange(&mut fields, amqp.object("exchange"));
+                channel.exchange = Some(exchange);
+            }
+            // An address given at run time, as a reply-to names the caller's: the
+            // operations whose reply it is say what it carries.
+            None if channel.address.is_none() => {}
+            _ => self.notes.not_mapped(
+                pointer,
+                "a channel with no AMQP binding (`bindings.amqp.is`: `queue` or `routingKey`): warren cannot tell a queue from an exchange",
+            ),
+        }
+        amqp.skip(&["bindingVersion", "is"]);
+        amqp.finish(
+            &mut self.notes,
+            "not an AMQP 0.9.1 channel binding warren knows",
+        );
+        bindings.finish(&mut self.notes, "a binding of another protocol");
+        fields.finish(&mut self.notes, "not a part of a channel warren maps");
+        channel
+    }
+
+    /// The queue of a queue channel, declared; its name.
+    fn queue(
+        &mut self,
+        channel: &mut Fields<'_>,
+        mut amqp: Fields<'_>,
+        address: Option<&str>,
+    ) -> Option<String> {
+        let Some(name) = amqp.str("name").or(address).map(str::to_owned) else {
+            self.notes
+                .not_mapped(&amqp.pointer, "a queue channel that names no queue");
+            return None;
+        };
+        let mut queue = Queue {
+            durable: amqp.bool("durable").filter(|d| !d),
+            exclusive: amqp.bool("exclusive").filter(|e| *e),
+            auto_delete: amqp.bool("autoDelete").filter(|a| *a),
+            ..Queue::default()
+        };
+        self.vhost(&mut amqp);
+        amqp.finish(
+            &mut self.notes,
+            "not an AMQP 0.9.1 queue setting warren maps",
+        );
+        queue.kind = match channel.str("x-warren-queue-type").map(QueueKind::from_str) {
+            Some(Ok(kind)) => Some(kind),
+            Some(Err(_)) | None => {
+                self.notes.assumed(
+                    &channel.pointer,
+                    format!("queue `{name}` is classic: the document does not say its type, and a queue declared without one is classic (write `type: quorum` if it is one)"),
+                );
+                Some(QueueKind::Classic)
+            }
+        };
+        let mut dead_letter = channel.object("x-warren-dead-letter");
+        if let Some(exchange) = dead_letter.str("exchange") {
+            queue.dead_letter = Some(DeadLetter {
+                exchange: exchange.to_owned(),
+                routing_key: dead_letter.str("routingKey").map(str::to_owned),
+            });
+        }
+        dead_letter.finish(&mut self.notes, "not a dead-letter setting");
+        queue.on_poison = channel
+            .str("x-warren-on-poison")
+            .and_then(|p| OnPoison::from_str(p).ok());
+        let retry = channel.object("x-warren-retry");
+        self.retry(retry, &mut queue);
+        self.contract.queues.insert(name.clone(), queue);
+        self.queue_at.insert(name.clone(), channel.pointer.clone());
+        Some(name)
+    }
+
+    /// A queue's retry policy from `x-warren-retry`.
+    fn retry(&mut self, mut retry: Fields<'_>, queue: &mut Queue) {
+        let mode = match retry.str("mode") {
+            None => return,
+            Some("none") => RetryMode::None,
+            Some("immediate-requeue") => RetryMode::ImmediateRequeue,
+            Some("ttl-backoff") => RetryMode::TtlBackoff,
+            Some("quorum-native") => RetryMode::QuorumNative,
+            Some(other) => {
+                self.notes.not_mapped(
+                    &retry.at("mode"),
+                    format!("`{other}` is not a retry mode of warren's"),
+                );
+                return;
+            }
+        };
+        let duration =
+            |fields: &mut Fields<'_>, key| fields.str(key).and_then(|d| Duration::parse(d).ok());
+        let number = |fields: &mut Fields<'_>, key| {
+            fields
+                .get(key)
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+        };
+        let policy = Retry {
+            mode: Some(mode),
+            max_retries: number(&mut retry, "maxRetries"),
+            initial_delay: duration(&mut retry, "initialDelay"),
+            max_delay: duration(&mut retry, "maxDelay"),
+            multiplier: retry.get("multiplier").and_then(Value::as_f64),
+            jitter: retry.bool("jitter"),
+            exhausted: retry
+                .str("exhausted")
+                .and_then(|e| Exhausted::from_str(e).ok()),
+        };
+        queue.delivery_limit = number(&mut retry, "deliveryLimit");
+        // Computed from the settings above: the contract writes the settings.
+        retry.skip(&["delays", "waitQueues"]);
+        retry.finish(&mut self.notes, "not a retry setting");
+        queue.retry = (mode != RetryMode::None).then_some(policy);
+    }
+
+    /// The exchange of a routing-key channel, declared unless it is the default exchange or
+    /// `x-warren-external`; its name.
+    fn exchange(&mut self, channel: &mut Fields<'_>, mut amqp: Fields<'_>) -> String {
+        let kind = amqp.str("type");
+        let name = channel
+            .str("x-warren-exchange")
+            .or(amqp.str("name"))
+            .unwrap_or_default()
+            .to_owned();
+        let durable = amqp.bool("durable");
+        let auto_delete = amqp.bool("autoDelete");
+        self.vhost(&mut amqp);
+        amqp.finish(
+            &mut self.notes,
+            "not an AMQP 0.9.1 exchange setting warren maps",
+        );
+        let external = channel.bool("x-warren-external") == Some(true);
+        let bindings_at = channel.at("x-warren-bindings");
+        let bindings = channel.get("x-warren-bindings").and_then(Value::as_array);
+        let kind = kind.and_then(|k| ExchangeKind::from_str(k).ok());
+        for (i, binding) in bindings.into_iter().flatten().enumerate() {
+            let binding = self.binding(&name, kind, binding, &format!("{bindings_at}/{i}"));
+            if !self.contract.bindings.contains(&binding) {
+                self.contract.bindings.push(binding);
+            }
+        }
+        if name.is_empty() || external {
+            return name;
+        }
+        let kind = kind.unwrap_or_else(|| {
+            self.notes.assumed(
+                &channel.pointer,
+                format!(
+                    "exchange `{name}` is a topic exchange: the document does not say its type"
+                ),
+            );
+            ExchangeKind::Topic
+        });
+        let exchange = Exchange {
+            kind: Some(kind),
+            durable: durable.filter(|d| !d),
+            auto_delete: auto_delete.filter(|a| *a),
+            ..Exchange::default()
+        };
+        self.contract
+            .exchanges
+            .entry(name.clone())
+            .or_insert(exchange);
+        name
+    }
+
+    /// One of `x-warren-bindings`: a binding from `exchange`.
+    fn binding(
+        &mut self,
+        exchange: &str,
+        kind: Option<ExchangeKind>,
+        value: &Value,
+        pointer: &str,
+    ) -> Binding {
+        let mut fields = Fields::of(Some(value), pointer);
+        let mut binding = Binding {
+            exchange: exchange.to_owned(),
+            queue: fields.str("queue").map(str::to_owned),
+            to_exchange: fields.str("exchange").map(str::to_owned),
+            routing_key: fields.str("routingKey").map(str::to_owned),
+            ..Binding::default()
+        };
+        let arguments = fields.get("arguments").and_then(Value::as_object);
+        for (name, value) in arguments.into_iter().flatten() {
+            let Some(argument) = argument(value) else {
+                self.notes.not_mapped(
+                    &child(&child(pointer, "arguments"), name),
+                    "a binding argument is a string, a number or a boolean",
+                );
+                continue;
+            };
+            match (kind, name.as_str(), &argument) {
+                (Some(ExchangeKind::Headers), "x-match", ArgumentValue::String(m))
+                    if m == "any" =>
+                {
+                    binding.headers_match = Some(HeadersMatch::Any);
+                }
+                (Some(ExchangeKind::Headers), "x-match", _) => {
+                    binding.headers_match = Some(HeadersMatch::All);
+                }
+                (Some(ExchangeKind::Headers), _, _) => {
+                    binding.headers.insert(name.clone(), argument);
+                }
+                _ => {
+                    binding.arguments.insert(name.clone(), argument);
+                }
+            }
+        }
+        fields.finish(&mut self.notes, "not a binding setting");
+        binding
+    }
+
+    /// A vhost other than `/` is a note: a contract is declared in the vhost a service
+    /// connects to.
+    fn vhost(&mut self, amqp: &mut Fields<'_>) {
+        if let Some(vhost) = amqp.str("vhost").filter(|v| *v != "/") {
+            self.notes.not_mapped(
+                &amqp.at("vhost"),
+                format!(
+                    "vhost `{vhost}`: a contract is declared in the vhost the service's URL names"
+                ),
+            );
+        }
+    }
+}
+
+impl Reader {
+    /// Publishers, consumers and the halves of rpcs, from the operations.
+    fn operations(&mut self, operations: Fields<'_>) {
+        let pointer = operations.pointer.clone();
+        for (id, value) in operations.entries() {
+            let at = child(&pointer, id);
+            let mut fields = Fields::of(Some(value), at.clone());
+            let name = fields
+                .str("title")
+                .map_or_else(|| snake_case(id), str::to_owned);
+            let channel_ref = fields.object("channel").str("$ref").map(str::to_owned);
+            let channel_id = channel_ref
+                .as_deref()
+                .and_then(|r| r.strip_prefix("#/channels/"))
+                .map(warren_codegen::json_pointer::unescape_segment);
+            let Some((channel_id, channel)) =
+                channel_id.and_then(|id| Some((id.clone(), self.channels.get(&id)?.clone())))
+            else {
+                self.notes.not_mapped(&at, "an operation whose `channel` is not a `$ref` to one of the document's channels");
+                continue;
+            };
+            let messages = self.operation_messages(&mut fields, &channel);
+            let action = fields.str("action");
+            match action {
+                Some("send") => self.send(&name, &mut fields, &channel, messages),
+                Some("receive") => {
+                    self.receive(&name, &channel_id, &mut fields, &channel, messages)
+                }
+                _ => self.notes.not_mapped(
+                    &at,
+                    "an operation whose `action` is neither `send` nor `receive`",
+                ),
+            }
+            fields.skip(&[
+                "summary",
+                "description",
+                "tags",
+                "externalDocs",
+                "traits",
+                "security",
+            ]);
+            fields.finish(&mut self.notes, "not a part of an operation warren maps");
+        }
+    }
+
+    /// The contract messages an operation sends or receives: those it lists, else every
+    /// message of its channel.
+    fn operation_messages(&mut self, fields: &mut Fields<'_>, channel: &Channel) -> Vec<String> {
+        let at = fields.at("messages");
+        let Some(listed) = fields.get("messages").and_then(Value::as_array) else {
+            return channel.messages.values().cloned().collect();
+        };
+        let mut messages = Vec::new();
+        for (i, reference) in listed.iter().enumerate() {
+            let id = reference
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.rsplit_once("/messages/"))
+                .map(|(_, id)| warren_codegen::json_pointer::unescape_segment(id));
+            match id.and_then(|id| channel.messages.get(&id)) {
+                Some(name) => messages.push(name.clone()),
+                None => self.notes.not_mapped(
+                    &format!("{at}/{i}"),
+                    "not a `$ref` to a message of the operation's channel",
+                ),
+            }
+        }
+        messages
+    }
+
+    /// A send operation: a publisher per message, or an rpc's caller.
+    fn send(
+        &mut self,
+        name: &str,
+        fields: &mut Fields<'_>,
+        channel: &Channel,
+        messages: Vec<String>,
+    ) {
+        let target = match (&channel.exchange, &channel.queue) {
+            (Some(exchange), _) => Target {
+                exchange: exchange.clone(),
+                routing_key: channel.address.clone(),
+            },
+            // A send to a queue's channel goes through the default exchange.
+            (None, Some(queue)) => Target {
+                exchange: String::new(),
+                routing_key: Some(queue.clone()),
+            },
+            (None, None) => {
+                self.notes.not_mapped(
+                    &fields.pointer,
+                    "a send to a channel that is neither an exchange nor a queue",
+                );
+                return;
+            }
+        };
+        let mut amqp = fields.object("bindings").object("amqp");
+        if amqp.get("deliveryMode").and_then(Value::as_u64) == Some(1) {
+            self.notes.assumed(
+                &amqp.at("deliveryMode"),
+                "warren publishes every message persistent (delivery mode 2), with confirms",
+            );
+        }
+        if let Some(keys) = amqp.get("cc").and_then(Value::as_array)
+            && keys
+                .iter()
+                .any(|k| k.as_str() != target.routing_key.as_deref())
+        {
+            self.notes.not_mapped(
+                &amqp.at("cc"),
+                "carbon-copy routing keys: a warren publisher sends with its one routing key",
+            );
+        }
+        amqp.skip(&["mandatory", "ack", "bindingVersion"]);
+        amqp.finish(&mut self.notes, "an AMQP property warren sets itself");
+        if fields.get("reply").is_some() {
+            let parts = self.rpc_part(name, &fields.pointer);
+            parts.caller = Some(target);
+            parts.request = messages.first().cloned();
+            let extras = fields.get("x-warren-rpc").cloned();
+            self.rpc_reply(name, fields);
+            self.rpc_parts
+                .entry(name.to_owned())
+                .or_default()
+                .extras
+                .get_or_insert_with(|| extras.unwrap_or(Value::Null));
+            return;
+        }
+        let compression = fields
+            .str("x-warren-compression")
+            .and_then(|c| Compression::from_str(c).ok());
+        let external = fields.bool("x-warren-external-consumers") == Some(true);
+        let several = messages.len() > 1;
+        for message in messages {
+            // A warren publisher sends one message; one per message keeps every one.
+            let publisher_name = if several {
+                format!("{name}_{message}")
+            } else {
+                name.to_owned()
+            };
+            if external {
+                self.said_external.insert(publisher_name.clone());
+            }
+            self.publisher_at
+                .insert(publisher_name.clone(), fields.pointer.clone());
+            self.contract.publishers.insert(
+                publisher_name,
+                Publisher {
+                    exchange: target.exchange.clone(),
+                    routing_key: target.routing_key.clone(),
+                    message,
+                    compression,
+                    external_consumers: external.then_some(true),
+                },
+            );
+        }
+    }
+
+    /// A receive operation: a consumer of the channel's queue, or an rpc's server.
+    fn receive(
+        &mut self,
+        name: &str,
+        channel_id: &str,
+        fields: &mut Fields<'_>,
+        channel: &Channel,
+        messages: Vec<String>,
+    ) {
+        let Some(queue) = channel.queue.clone() else {
+            self.notes.not_mapped(&fields.pointer, "a receive from a channel that is not a queue's: add the queue and its binding to the contract");
+            return;
+        };
+        let mut amqp = fields.object("bindings").object("amqp");
+        let keys = amqp
+            .get("cc")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let cc_at = amqp.at("cc");
+        amqp.skip(&["ack", "bindingVersion"]);
+        amqp.finish(&mut self.notes, "an AMQP setting warren sets itself");
+        self.faststream_bindings(&queue, channel_id, &keys, &cc_at);
+        let settings = fields.get("x-warren-consumer").cloned();
+        if fields.get("reply").is_some() {
+            let parts = self.rpc_part(name, &fields.pointer);
+            parts.server_queue = Some(queue);
+            parts.server_settings = settings;
+            if parts.request.is_none() {
+                parts.request = messages.first().cloned();
+            }
+            let extras = fields.get("x-warren-rpc").cloned();
+            self.rpc_reply(name, fields);
+            let parts = self.rpc_parts.entry(name.to_owned()).or_default();
+            if parts.extras.as_ref().is_none_or(Value::is_null) {
+                parts.extras = extras;
+            }
+            return;
+        }
+        if messages.len() > 1 {
+            self.notes.not_mapped(&fields.at("messages"), format!("a warren consumer handles one message; consumer `{name}` takes `{}`, the first", messages[0]));
+        }
+        let Some(message) = messages.into_iter().next() else {
+            self.notes
+                .not_mapped(&fields.pointer, "a receive operation without a message");
+            return;
+        };
+        let mut consumer = Consumer {
+            queue,
+            message,
+            ..Consumer::default()
+        };
+        self.consumer_settings(
+            settings.as_ref(),
+            &fields.at("x-warren-consumer"),
+            &mut consumer,
+        );
+        self.contract.consumers.insert(name.to_owned(), consumer);
+    }
+
+    /// FastStream's binding keys of a queue (`cc` of its receive operation), bound from the
+    /// exchange its channel id names (`queue:exchange:handler`; `_` the default exchange,
+    /// which needs no binding).
+    fn faststream_bindings(
+        &mut self,
+        queue: &str,
+        channel_id: &str,
+        keys: &[Value],
+        pointer: &str,
+    ) {
+        let exchange = channel_id
+            .split(':')
+            .nth(1)
+            .filter(|_| channel_id.starts_with(&format!("{queue}:")));
+        for key in keys.iter().filter_map(Value::as_str) {
+            let known = self.contract.bindings.iter().any(|b| {
+                b.queue.as_deref() == Some(queue) && b.routing_key.as_deref() == Some(key)
+            });
+            match exchange {
+                _ if known => {}
+                Some("_") if key == queue => {}
+                Some(exchange) if exchange != "_" => {
+                    self.notes.assumed(pointer, format!("queue `{queue}` is bound with `{key}` from exchange `{exchange}`, which the channel's id names as FastStream names channels: the AMQP binding does not say"));
+                    self.contract.bindings.push(Binding {
+                        exchange: exchange.to_owned(),
+                        queue: Some(queue.to_owned()),
+                        routing_key: Some(key.to_owned()),
+                        ..Binding::default()
+                    });
+                }
+                _ => self.notes.not_mapped(pointer, format!("binding key `{key}` of queue `{queue}`: the document does not say from which exchange; add the binding")),
+            }
+        }
+    }
+
+    fn rpc_part(&mut self, name: &str, pointer: &str) -> &mut RpcParts {
+        let parts = self.rpc_parts.entry(name.to_owned()).or_default();
+        if parts.pointer.is_empty() {
+            parts.pointer = pointer.to_owned();
+        }
+        parts
+    }
+
+    /// The messages of an operation's reply: the rpc's response and errors.
+    fn rpc_reply(&mut self, name: &str, fields: &mut Fields<'_>) {
+        let mut reply = fields.object("reply");
+        let channel_id = reply
+            .object("channel")
+            .str("$ref")
+            .and_then(|r| r.strip_prefix("#/channels/"))
+            .map(warren_codegen::json_pointer::unescape_segment);
+        let channel = channel_id
+            .and_then(|id| self.channels.get(&id))
+            .cloned()
+            .unwrap_or_default();
+        let replies = self.operation_messages(&mut reply, &channel);
+        // Direct reply-to: the address is the request's reply-to, warren's own way.
+        reply.skip(&["address"]);
+        reply.finish(&mut self.notes, "not a part of a reply warren maps");
+        let parts = self.rpc_parts.entry(name.to_owned()).or_default();
+        for message in replies {
+            if !parts.replies.contains(&message) {
+                parts.replies.push(message);
+            }
+        }
+    }
+
+    /// A consumer's settings from `x-warren-consumer`.
+    fn consumer_settings(
+        &mut self,
+        settings: Option<&Value>,
+        pointer: &str,
+        consumer: &mut Consumer,
+    ) {
+        let mut fields = Fields::of(settings, pointer);
+        let number = |fields: &mut Fields<'_>, key| {
+            fields
+                .get(key)
+                .and_then(Value::as_u64)
+                .and_then(|n| u16::try_from(n).ok())
+        };
+        consumer.prefetch = number(&mut fields, "prefetch");
+        consumer.concurrency = number(&mut fields, "concurrency");
+        let mut batch = fields.object("batch");
+        let size = number(&mut batch, "size");
+        let timeout = batch.str("timeout").and_then(|t| Duration::parse(t).ok());
+        if let (Some(size), Some(timeout)) = (size, timeout) {
+            consumer.batch = Some(Batch { size, timeout });
+        }
+        batch.finish(&mut self.notes, "not a batch setting");
+        consumer.circuit_breaker = circuit_breaker(&mut fields, &mut self.notes);
+        consumer.dead_letters = fields.bool("deadLetters").filter(|d| *d);
+        fields.finish(&mut self.notes, "not a consumer setting");
+    }
+
+    /// The rpcs, from their operations' halves.
+    fn rpcs(&mut self) {
+        for (name, parts) in std::mem::take(&mut self.rpc_parts) {
+            let mut extras = Fields::of(
+                parts.extras.as_ref(),
+                format!("{}/x-warren-rpc", parts.pointer),
+            );
+            let errors: BTreeMap<String, String> = extras
+                .get("errors")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .filter_map(|(code, message)| Some((code.clone(), message.as_str()?.to_owned())))
+                .collect();
+            let timeout = extras.str("timeout").and_then(|t| Duration::parse(t).ok());
+            extras.finish(&mut self.notes, "not an rpc setting");
+            // The response comes first, then the errors' messages (warren's own order).
+            let response = parts.replies.first().cloned();
+            let queue = parts.server_queue.clone().or_else(|| {
+                let caller = parts.caller.as_ref()?;
+                caller
+                    .exchange
+                    .is_empty()
+                    .then(|| caller.routing_key.clone())?
+            });
+            let (Some(queue), Some(request), Some(response)) =
+                (queue, parts.request.clone(), response)
+            else {
+                self.notes.not_mapped(&parts.pointer, format!("rpc `{name}`: the document does not say its server's queue, its request or its response; write the rpc in the contract"));
+                continue;
+            };
+            let mut rpc = Rpc {
+                queue: queue.clone(),
+                request,
+                response,
+                errors,
+                timeout,
+                ..Rpc::default()
+            };
+            if let Some(caller) = parts.caller.filter(|c| {
+                !(c.exchange.is_empty() && c.routing_key.as_deref() == Some(queue.as_str()))
+            }) {
+                rpc.exchange = Some(caller.exchange);
+                rpc.routing_key = caller.routing_key;
+            }
+            let mut server = Consumer::default();
+            self.consumer_settings(
+                parts.server_settings.as_ref(),
+                &format!("{}/x-warren-consumer", parts.pointer),
+                &mut server,
+            );
+            rpc.prefetch = server.prefetch;
+            rpc.concurrency = server.concurrency;
+            rpc.circuit_breaker = server.circuit_breaker;
+            self.contract.rpcs.insert(name, rpc);
+        }
+    }
+
+    /// What another stack's document leaves unsaid and a contract must say, settled as
+    /// that stack behaves, each with a note: a publisher whose messages reach no queue of
+    /// the import is `external_consumers: true` (its consumers are another service's), and
+    /// a consumed queue with no dead-letter exchange is `on_poison: drop` (a message such a
+    /// queue's consumer rejects is gone: the contract now says so, and `dead_letter` keeps
+    /// it instead).
+    fn settle_what_the_document_leaves_unsaid(&mut self) {
+        let imported = Imported {
+            contract: self.contract.clone(),
+            schemas: self.files.files.clone(),
+            notes: Vec::new(),
+        };
+        let Err(Error::Invalid(diagnostics)) = check_sources(&imported.sources()) else {
+            return;
+        };
+        for diagnostic in diagnostics.iter() {
+            if diagnostic.severity != Severity::Error {
+                continue;
+            }
+            let Place::Yaml { path, .. } = &diagnostic.place else {
+                continue;
+            };
+            let [Segment::Key(section), Segment::Key(name), ..] = path.segments() else {
+                continue;
+            };
+            match (diagnostic.code, section.as_str()) {
+                (Code::UnroutablePublisher, "publishers") => self.external_consumers(name),
+                (Code::PoisonLoss, "consumers") => self.poison_dropped(name),
+                _ => {}
+            }
+        }
+    }
+
+    fn external_consumers(&mut self, publisher: &str) {
+        if self.said_external.contains(publisher) {
+            return;
+        }
+        if let Some(found) = self.contract.publishers.get_mut(publisher) {
+            found.external_consumers = Some(true);
+            let at = self
+                .publisher_at
+                .get(publisher)
+                .cloned()
+                .unwrap_or_default();
+            self.notes.assumed(
+                &at,
+                format!("publisher `{publisher}` sends to queues the document does not have: `external_consumers: true`, another service declares them"),
+            );
+        }
+    }
+
+    fn poison_dropped(&mut self, consumer: &str) {
+        let Some(name) = self
+            .contract
+            .consumers
+            .get(consumer)
+            .map(|c| c.queue.clone())
+        else {
+            return;
+        };
+        if let Some(queue) = self.contract.queues.get_mut(&name)
+            && queue.on_poison.is_none()
+        {
+            queue.on_poison = Some(OnPoison::Drop);
+            let at = self.queue_at.get(&name).cloned().unwrap_or_default();
+            self.notes.assumed(
+                &at,
+                format!("queue `{name}` has no dead-letter exchange, so a message its consumer rejects is dropped: `on_poison: drop` says so; set `dead_letter` on it to keep such messages"),
+            );
+        }
+    }
+}
+
+/// A consumer's circuit breaker from `circuitBreaker`.
+fn circuit_breaker(fields: &mut Fields<'_>, notes: &mut Notes) -> Option<CircuitBreaker> {
+    let mut breaker = fields.object("circuitBreaker");
+    let failures = breaker
+        .get("failures")
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok());
+    let cool_down = breaker
+        .str("coolDown")
+        .and_then(|d| Duration::parse(d).ok());
+    breaker.finish(notes, "not a circuit-breaker setting");
+    Some(CircuitBreaker {
+        failures: failures?,
+        cool_down: cool_down?,
+    })
+}
+
+/// The schema of a multi-format schema object, or the schema itself.
+fn unwrapped(value: &Value) -> &Value {
+    match value {
+        Value::Object(map) if map.contains_key("schemaFormat") => {
+            map.get("schema").unwrap_or(value)
+        }
+        other => other,
+    }
+}
+
+/// The component schema `schema` is a bare `$ref` to.
+fn component_schema(schema: &Value) -> Option<String> {
+    let target = schema.get("$ref")?.as_str()?;
+    let key = target.strip_prefix(COMPONENT_SCHEMAS)?;
+    (!key.contains('/')).then(|| warren_codegen::json_pointer::unescape_segment(key))
+}
+
+/// Whether a multi-format schema's `schemaFormat` is JSON Schema (or AsyncAPI's own
+/// schema object, a superset of draft-07).
+fn is_json_schema(format: &str) -> bool {
+    format.starts_with("application/schema+json")
+        || format.starts_with("application/schema+yaml")
+        || format.starts_with("application/vnd.aai.asyncapi")
+}
+
+/// A binding argument from its JSON value; `None` for a list, an object or null.
+fn argument(value: &Value) -> Option<ArgumentValue> {
+    Some(match value {
+        Value::Bool(b) => ArgumentValue::Bool(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => ArgumentValue::Int(i),
+            None => ArgumentValue::Float(n.as_f64()?),
+        },
+        Value::String(s) => ArgumentValue::String(s.clone()),
+        _ => return None,
+    })
+}
+
+/// A contract name from another tool's key: words in `snake_case`, every character but
+/// ASCII letters and digits a word break (`shop.billing:Bill` → `shop_billing_bill`).
+fn snake_case(key: &str) -> String {
+    let mut name = String::new();
+    let mut previous_lower = false;
+    for c in key.chars() {
+        if c.is_ascii_alphanumeric() {
+            if c.is_ascii_uppercase() && previous_lower {
+                name.push('_');
+            }
+            previous_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+            name.push(c.to_ascii_lowercase());
+        } else {
+            if !name.ends_with('_') {
+                name.push('_');
+            }
+            previous_lower = false;
+        }
+    }
+    let name = name.trim_matches('_').to_owned();
+    if name.is_empty() {
+        "unnamed".to_owned()
+    } else {
+        name
+    }
+}
