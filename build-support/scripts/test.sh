@@ -15,6 +15,10 @@
 # parser and modelina, `tests/js/`): Node.js from Debian's `nodejs` and `npm` when `node` is
 # missing, then the packages `tests/js/package-lock.json` pins, installed by `npm ci` when
 # they are missing or the lockfile changed since.
+#
+# The cross-language tests run a FastStream service (`tests/py/shop.py`): Debian's
+# `python3-venv` when `venv` is missing, then a virtualenv at tests/py/.venv with the
+# packages `tests/py/requirements.lock` pins by hash, made again when the lockfile changed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -47,6 +51,20 @@ if [ ! -f "$installed" ] || [ tests/js/package-lock.json -nt "$installed" ]; the
 fi
 
 # Whether something answers HTTP on 127.0.0.1:$1 (bash's /dev/tcp: no curl needed).
+if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+    echo "test.sh: installing python3-venv (for the FastStream service in tests/py)" >&2
+    apt_install python3-venv
+fi
+venv=tests/py/.venv
+if [ ! -x "$venv/bin/python" ] || [ tests/py/requirements.lock -nt "$venv/installed" ]; then
+    echo "test.sh: installing tests/py's packages (pip, from its lockfile)" >&2
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --require-hashes \
+        -r tests/py/requirements.lock >&2
+    touch "$venv/installed"
+fi
+
 answers_http() {
     timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1 && printf 'GET /api/overview HTTP/1.0\r\n\r\n' >&3 && head -c 12 <&3" 2>/dev/null | grep -q '^HTTP/1'
 }

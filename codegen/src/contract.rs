@@ -112,6 +112,8 @@ pub struct Publisher {
     /// (`""` is the default exchange), the routing key as written, the body compression and
     /// the highest `max_priority` of the queues its messages can reach.
     pub publication: Publication<String>,
+    /// The queues its messages reach are declared by another service (`external_consumers`).
+    pub external_consumers: bool,
 }
 
 /// A request/reply operation.
@@ -319,6 +321,7 @@ impl Builder<'_> {
                     message: p.message.clone(),
                     routing_key,
                     publication,
+                    external_consumers: p.external_consumers == Some(true),
                 };
                 (name.clone(), publisher)
             })

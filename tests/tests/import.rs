@@ -1,8 +1,12 @@
 //! `warren import asyncapi`: the export of the example and of every contract fixture,
 //! imported and exported again, is the same document (a fixed point), and the import of
-//! warren's own export notes nothing it could not map.
+//! warren's own export notes nothing it could not map; a real FastStream service's document
+//! imports into a contract that validates.
 
 mod common;
+
+use std::path::Path;
+use std::process::Command;
 
 use common::every_contract;
 use warren_codegen::{check_contract, check_sources};
@@ -39,4 +43,41 @@ fn export_import_export_is_a_fixed_point() {
             panic!("{shown}: export → import → export differs:\n{diff}");
         }
     }
+}
+
+/// The AsyncAPI document a real FastStream service writes (`tests/py/shop.py`, FastStream as
+/// `tests/py/requirements.lock` pins it), imported: the contract is the one checked in at
+/// `broker/contracts/shop/`, whose generated consumer tests/broker/tests/faststream.rs runs
+/// on what that service publishes, and every note is pinned.
+#[test]
+fn a_faststream_service_imports_as_the_contract_checked_in() {
+    let python = Path::new("py/.venv/bin/python");
+    let output = Command::new(python)
+        .args(["py/shop.py", "spec"])
+        .output()
+        .unwrap_or_else(|e| panic!("{} should run (test.sh installs it): {e}", python.display()));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let written: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("FastStream writes JSON");
+    let imported = import(&written).expect("an AsyncAPI 3.0 document");
+    check_sources(&imported.sources()).unwrap_or_else(|e| panic!("the import validates:\n{e}"));
+    let checked_in = Path::new("broker/contracts/shop");
+    for (path, text) in imported.files("asyncapi.json") {
+        let file = checked_in.join(&path);
+        let kept = std::fs::read_to_string(&file).unwrap_or_default();
+        assert_eq!(
+            kept,
+            text,
+            "{} is not what the import writes now; rewrite it with \
+             `warren import asyncapi asyncapi.json -o tests/broker/contracts/shop --force` \
+             from `tests/py/.venv/bin/python tests/py/shop.py spec > asyncapi.json`",
+            file.display()
+        );
+    }
+    let notes: Vec<String> = imported.notes.iter().map(ToString::to_string).collect();
+    insta::assert_snapshot!("faststream_notes", notes.join("\n"));
 }

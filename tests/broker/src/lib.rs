@@ -12,6 +12,12 @@ include!(concat!(env!("OUT_DIR"), "/jobs.rs"));
 pub mod raw;
 pub mod rpc;
 
+/// The contract `warren import asyncapi` wrote from the FastStream service of
+/// `tests/py/shop.py` (`contracts/shop/`), generated as any contract is.
+pub mod shop {
+    include!(concat!(env!("OUT_DIR"), "/shop.rs"));
+}
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -2,9 +2,13 @@
 
 use std::path::PathBuf;
 
-/// The example and every valid contract fixture.
+/// The example, every valid contract fixture, and the contract imported from a FastStream
+/// service (`broker/contracts/shop/`).
 pub fn every_contract() -> Vec<PathBuf> {
-    let mut paths = vec![PathBuf::from("../examples/orders/warren.yaml")];
+    let mut paths = vec![
+        PathBuf::from("../examples/orders/warren.yaml"),
+        PathBuf::from("broker/contracts/shop/warren.yaml"),
+    ];
     let mut fixtures: Vec<PathBuf> = std::fs::read_dir("fixtures/contracts")
         .expect("fixtures/contracts is readable")
         .filter_map(|entry| entry.ok().map(|e| e.path()))

@@ -451,6 +451,9 @@ impl<'a> Writer<'a> {
                 if let Some(compression) = publisher.publication.compression {
                     operation.insert("x-warren-compression".into(), json!(compression.as_str()));
                 }
+                if publisher.external_consumers {
+                    operation.insert("x-warren-external-consumers".into(), json!(true));
+                }
             }
             Sender::Rpc(rpc) => self.rpc_extras(&mut operation, rpc),
         }

@@ -580,7 +580,7 @@ impl Reader {
             let mut fields = Fields::of(Some(value), at.clone());
             let name = fields
                 .str("title")
-                .map_or_else(|| snake_case(id), str::to_owned);
+                .map_or_else(|| operation_name(id), str::to_owned);
             let channel_ref = fields.object("channel").str("$ref").map(str::to_owned);
             let channel_id = channel_ref
                 .as_deref()
@@ -1068,6 +1068,16 @@ fn argument(value: &Value) -> Option<ArgumentValue> {
         Value::String(s) => ArgumentValue::String(s.clone()),
         _ => return None,
     })
+}
+
+/// The name of an operation without a title: FastStream's subscriber `queue:exchange:BillSubscribe`
+/// is its handler's (`bill`), any other id in `snake_case`.
+fn operation_name(id: &str) -> String {
+    let handler = match id.split(':').collect::<Vec<_>>().as_slice() {
+        [_, _, handler] => handler.strip_suffix("Subscribe").filter(|h| !h.is_empty()),
+        _ => None,
+    };
+    snake_case(handler.unwrap_or(id))
 }
 
 /// A contract name from another tool's key: words in `snake_case`, every character but
