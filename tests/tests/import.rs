@@ -81,3 +81,70 @@ fn a_faststream_service_imports_as_the_contract_checked_in() {
     let notes: Vec<String> = imported.notes.iter().map(ToString::to_string).collect();
     insta::assert_snapshot!("faststream_notes", notes.join("\n"));
 }
+
+/// A hostile or foreign document is imported or refused, never trusted: a schema key cannot
+/// name a file outside `schemas/`, a name cannot inject YAML, what has no place in a contract
+/// is noted rather than dropped, and a document of another AsyncAPI version is refused
+/// saying how to convert it.
+#[test]
+fn a_hostile_document_is_noted_or_refused_never_trusted() {
+    let document = serde_json::json!({
+        "asyncapi": "3.0.0",
+        "info": { "title": "t\n# injected: true", "version": "1" },
+        "channels": {
+            "q": {
+                "address": "q",
+                "messages": { "m": { "$ref": "#/components/messages/m" } },
+                "bindings": { "amqp": { "is": "queue", "queue": { "name": "q\": {}\nx", "vhost": "other" }, "bindingVersion": "0.3.0" } },
+                "x-unknown": 1
+            }
+        },
+        "operations": {
+            "r": {
+                "action": "receive",
+                "channel": { "$ref": "#/channels/q" },
+                "messages": [{ "$ref": "#/channels/q/messages/m" }],
+                "security": [{}]
+            }
+        },
+        "components": {
+            "messages": { "m": { "payload": { "$ref": "#/components/schemas/..~1..~1etc~1passwd" } } },
+            "schemas": {
+                "../../etc/passwd": {
+                    "type": "object",
+                    "properties": { "a": { "$ref": "https://example.com/remote.json" } }
+                }
+            },
+            "securitySchemes": { "basic": { "type": "userPassword" } }
+        }
+    });
+    let imported = import(&document).expect("an AsyncAPI 3.0 document");
+    for path in imported.files("doc").keys() {
+        assert!(
+            path == "warren.yaml"
+                || path.starts_with("schemas/")
+                    && !path[8..].contains(['/', '\\'])
+                    && !path.contains(".."),
+            "{path} is outside the import's folder"
+        );
+    }
+    let yaml = &imported.files("doc")["warren.yaml"];
+    assert!(!yaml.lines().any(|l| l.starts_with("injected")), "{yaml}");
+    let pointers: Vec<&str> = imported.notes.iter().map(|n| n.pointer.as_str()).collect();
+    for noted in [
+        "/channels/q/x-unknown",
+        "/channels/q/bindings/amqp/queue/vhost",
+        "/operations/r/security",
+        "/components/securitySchemes",
+        "/components/schemas/..~1..~1etc~1passwd/properties/a/$ref",
+    ] {
+        assert!(pointers.contains(&noted), "{noted} not noted: {pointers:?}");
+    }
+    let old = serde_json::json!({ "asyncapi": "2.6.0", "info": { "title": "t", "version": "1" } });
+    let refused = import(&old).expect_err("AsyncAPI 2 is refused");
+    assert!(
+        refused.to_string().contains("asyncapi convert"),
+        "{refused}"
+    );
+    assert!(import(&serde_json::json!([1])).is_err());
+}

@@ -604,14 +604,7 @@ impl Reader {
                     "an operation whose `action` is neither `send` nor `receive`",
                 ),
             }
-            fields.skip(&[
-                "summary",
-                "description",
-                "tags",
-                "externalDocs",
-                "traits",
-                "security",
-            ]);
+            fields.skip(&["summary", "description", "tags", "externalDocs"]);
             fields.finish(&mut self.notes, "not a part of an operation warren maps");
         }
     }
