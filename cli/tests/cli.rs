@@ -925,3 +925,50 @@ fn diagram_of_an_invalid_contract_exits_1_with_its_problems() {
     let output = warren(&["diagram", "examples/orders/warren.yaml"]);
     assert!(String::from_utf8_lossy(&output.stdout).starts_with("flowchart LR\n"));
 }
+
+/// `warren import asyncapi` writes a contract that validates from the example's document,
+/// refuses to overwrite a contract without `--force`, and refuses a document that is not
+/// AsyncAPI 3.0, each with exit status 2.
+#[test]
+fn import_asyncapi_writes_a_valid_contract_and_keeps_an_existing_one() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let document = dir.path().join("asyncapi.json");
+    let exported = warren(&[
+        "asyncapi",
+        "examples/orders/warren.yaml",
+        "-o",
+        &document.to_string_lossy(),
+    ]);
+    assert!(exported.status.success(), "{}", stderr(&exported));
+    let out = dir.path().join("orders");
+    let import = |extra: &[&str]| {
+        let mut args = vec!["import", "asyncapi", document.to_str().unwrap_or_default()];
+        args.extend(["-o", out.to_str().unwrap_or_default()]);
+        args.extend(extra);
+        warren(&args)
+    };
+    let imported = import(&[]);
+    assert!(imported.status.success(), "{}", stderr(&imported));
+    assert!(
+        stderr(&imported).contains("valid ("),
+        "{}",
+        stderr(&imported)
+    );
+    let contract = out.join("warren.yaml");
+    let validated = warren(&["validate", &contract.to_string_lossy()]);
+    assert!(validated.status.success(), "{}", stderr(&validated));
+
+    let again = import(&[]);
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+    assert!(stderr(&again).contains("--force"), "{}", stderr(&again));
+    assert!(import(&["--force"]).status.success());
+
+    std::fs::write(&document, r#"{ "asyncapi": "2.6.0" }"#).expect("writable");
+    let refused = import(&["--force"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("asyncapi convert"),
+        "{}",
+        stderr(&refused)
+    );
+}
