@@ -51,15 +51,20 @@ if [ ! -f "$installed" ] || [ tests/js/package-lock.json -nt "$installed" ]; the
 fi
 
 # Whether something answers HTTP on 127.0.0.1:$1 (bash's /dev/tcp: no curl needed).
-if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
-    echo "test.sh: installing python3-venv (for the FastStream service in tests/py)" >&2
-    apt_install python3-venv
+if ! command -v python3 >/dev/null; then
+    echo "test.sh: installing Python (for the FastStream service in tests/py)" >&2
+    apt_install python3 python3-venv
 fi
 venv=tests/py/.venv
 if [ ! -x "$venv/bin/python" ] || [ tests/py/requirements.lock -nt "$venv/installed" ]; then
     echo "test.sh: installing tests/py's packages (pip, from its lockfile)" >&2
     rm -rf "$venv"
-    python3 -m venv "$venv"
+    if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+        # Debian keeps venv's pip bootstrap in its own package.
+        rm -rf "$venv"
+        apt_install python3-venv
+        python3 -m venv "$venv"
+    fi
     "$venv/bin/pip" install --quiet --disable-pip-version-check --require-hashes \
         -r tests/py/requirements.lock >&2
     touch "$venv/installed"
