@@ -95,6 +95,8 @@ struct Reader {
     rpc_parts: BTreeMap<String, RpcParts>,
     /// Publishers whose document says where their consumers are (`x-warren-external-consumers`).
     said_external: BTreeSet<String>,
+    /// Each binding written, serialized: one listed twice is written once.
+    bindings_written: BTreeSet<String>,
     /// The pointer of each publisher's operation and each queue's channel, for notes.
     publisher_at: BTreeMap<String, String>,
     queue_at: BTreeMap<String, String>,
@@ -481,7 +483,10 @@ impl Reader {
         let kind = kind.and_then(|k| ExchangeKind::from_str(k).ok());
         for (i, binding) in bindings.into_iter().flatten().enumerate() {
             let binding = self.binding(&name, kind, binding, &format!("{bindings_at}/{i}"));
-            if !self.contract.bindings.contains(&binding) {
+            // A binding is listed on each channel of its exchange whose key takes it; a set
+            // of those written keeps a document of many bindings linear.
+            let written = serde_json::to_string(&binding).unwrap_or_default();
+            if self.bindings_written.insert(written) {
                 self.contract.bindings.push(binding);
             }
         }
