@@ -110,7 +110,7 @@ pub use system::{System, check_system, check_system_in};
 
 /// JSON pointers (RFC 6901) into schemas: how diagnostics and tools name a part of one.
 pub mod json_pointer {
-    pub use crate::schema::reference::{escape_segment, unescape_segment};
+    pub use crate::schema::reference::{child, escape_segment, unescape_segment};
 }
 
 /// Why a contract could not be checked or turned into Rust.

@@ -96,7 +96,7 @@ pub(crate) fn last_segment(pointer: &str) -> String {
 }
 
 /// Joins `pointer` and a child key, escaping the key.
-pub(crate) fn child(pointer: &str, key: &str) -> String {
+pub fn child(pointer: &str, key: &str) -> String {
     format!("{pointer}/{}", escape_segment(key))
 }
 

@@ -28,15 +28,15 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value};
 use warren_codegen::syntax::{
-    ArgumentValue, Binding, Contact, ContractFile, DeadLetter, Duration, Exchange, ExchangeKind,
-    Exhausted, HeadersMatch, Info, Message, OnPoison, Queue, QueueKind, Retry, RetryMode,
+    ArgumentValue, Binding, Contact, ContractFile, DeadLetter, Exchange, ExchangeKind, Exhausted,
+    HeadersMatch, Info, Message, OnPoison, Queue, QueueKind, Retry, RetryMode,
 };
 
-use super::fields::{Fields, Notes, child};
-
-mod operations;
+use super::fields::{Fields, Notes, child, local_ref};
 use super::schemas::{COMPONENT_SCHEMAS, SchemaFiles};
 use super::{ImportError, Imported};
+
+mod operations;
 
 /// Why most of a document's documentation has no place in a contract.
 const DOCUMENTATION: &str = "documentation the contract has no place for";
@@ -173,12 +173,11 @@ impl Reader {
     /// The contract's messages, from `components.messages`.
     fn messages(&mut self, messages: Fields<'_>) {
         let pointer = messages.pointer.clone();
-        let map = messages.entries();
         // Identical nameless messages are one contract message: FastStream writes one per
         // operation.
         let mut by_shape: BTreeMap<(String, Option<String>, Option<String>), String> =
             BTreeMap::new();
-        for (key, value) in map {
+        for (key, value) in messages.entries() {
             let at = child(&pointer, key);
             let Some((name, message)) = self.message(key, value, &at) else {
                 continue;
@@ -295,8 +294,7 @@ impl Reader {
     /// Queues and exchanges from the channels' AMQP bindings.
     fn channels(&mut self, channels: Fields<'_>) {
         let pointer = channels.pointer.clone();
-        let map = channels.entries();
-        for (id, value) in map {
+        for (id, value) in channels.entries() {
             let channel = self.channel(value, &child(&pointer, id));
             self.channels.insert(id.clone(), channel);
         }
@@ -315,12 +313,8 @@ impl Reader {
             .into_iter()
             .flatten()
         {
-            let reference = message.get("$ref").and_then(Value::as_str);
-            let key = reference.and_then(|r| r.strip_prefix("#/components/messages/"));
-            match key.and_then(|k| {
-                self.messages
-                    .get(&warren_codegen::json_pointer::unescape_segment(k))
-            }) {
+            let key = local_ref(message, "#/components/messages/");
+            match key.and_then(|k| self.messages.get(&k)) {
                 Some(name) => {
                     channel.messages.insert(id.clone(), name.clone());
                 }
@@ -435,26 +429,18 @@ impl Reader {
                 return;
             }
         };
-        let duration =
-            |fields: &mut Fields<'_>, key| fields.str(key).and_then(|d| Duration::parse(d).ok());
-        let number = |fields: &mut Fields<'_>, key| {
-            fields
-                .get(key)
-                .and_then(Value::as_u64)
-                .and_then(|n| u32::try_from(n).ok())
-        };
         let policy = Retry {
             mode: Some(mode),
-            max_retries: number(&mut retry, "maxRetries"),
-            initial_delay: duration(&mut retry, "initialDelay"),
-            max_delay: duration(&mut retry, "maxDelay"),
+            max_retries: retry.number("maxRetries"),
+            initial_delay: retry.duration("initialDelay"),
+            max_delay: retry.duration("maxDelay"),
             multiplier: retry.get("multiplier").and_then(Value::as_f64),
             jitter: retry.bool("jitter"),
             exhausted: retry
                 .str("exhausted")
                 .and_then(|e| Exhausted::from_str(e).ok()),
         };
-        queue.delivery_limit = number(&mut retry, "deliveryLimit");
+        queue.delivery_limit = retry.number("deliveryLimit");
         // Computed from the settings above: the contract writes the settings.
         retry.skip(&["delays", "waitQueues"]);
         retry.finish(&mut self.notes, "not a retry setting");
@@ -587,9 +573,7 @@ fn unwrapped(value: &Value) -> &Value {
 
 /// The component schema `schema` is a bare `$ref` to.
 fn component_schema(schema: &Value) -> Option<String> {
-    let target = schema.get("$ref")?.as_str()?;
-    let key = target.strip_prefix(COMPONENT_SCHEMAS)?;
-    (!key.contains('/')).then(|| warren_codegen::json_pointer::unescape_segment(key))
+    local_ref(schema, COMPONENT_SCHEMAS)
 }
 
 /// Whether a multi-format schema's `schemaFormat` is JSON Schema (or AsyncAPI's own

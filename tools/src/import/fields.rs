@@ -5,7 +5,9 @@
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
-use warren_codegen::json_pointer::escape_segment;
+pub(super) use warren_codegen::json_pointer::child;
+use warren_codegen::json_pointer::unescape_segment;
+use warren_codegen::syntax::Duration;
 
 use super::{Note, NoteKind};
 
@@ -31,11 +33,6 @@ impl Notes {
             message,
         });
     }
-}
-
-/// `pointer` with the key `key` appended.
-pub(super) fn child(pointer: &str, key: &str) -> String {
-    format!("{pointer}/{}", escape_segment(key))
 }
 
 /// An object of the document at a JSON pointer, and the keys of it read so far.
@@ -78,6 +75,18 @@ impl<'a> Fields<'a> {
         self.get(key).and_then(Value::as_bool)
     }
 
+    /// The whole number under `key`, when it fits a `T`.
+    pub(super) fn number<T: TryFrom<u64>>(&mut self, key: &str) -> Option<T> {
+        self.get(key)
+            .and_then(Value::as_u64)
+            .and_then(|n| T::try_from(n).ok())
+    }
+
+    /// The duration under `key`, written as a contract writes one (`500ms`, `30s`).
+    pub(super) fn duration(&mut self, key: &str) -> Option<Duration> {
+        self.str(key).and_then(|d| Duration::parse(d).ok())
+    }
+
     /// The object under `key`, to read on.
     pub(super) fn object(&mut self, key: &str) -> Fields<'a> {
         let pointer = self.at(key);
@@ -106,4 +115,11 @@ impl<'a> Fields<'a> {
             }
         }
     }
+}
+
+/// The key `value`'s `$ref` names directly under `prefix` (`#/channels/`): one pointer
+/// segment, unescaped. `None` for anything else.
+pub(super) fn local_ref(value: &Value, prefix: &str) -> Option<String> {
+    let key = value.get("$ref")?.as_str()?.strip_prefix(prefix)?;
+    (!key.contains('/')).then(|| unescape_segment(key))
 }

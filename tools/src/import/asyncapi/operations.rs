@@ -7,12 +7,12 @@ use std::str::FromStr;
 use serde_json::Value;
 use warren_codegen::diagnostics::{Place, Segment};
 use warren_codegen::syntax::{
-    Batch, Binding, CircuitBreaker, Compression, Consumer, Duration, OnPoison, Publisher, Rpc,
+    Batch, Binding, CircuitBreaker, Compression, Consumer, OnPoison, Publisher, Rpc,
 };
 use warren_codegen::{Code, Error, Severity, check_sources};
 
 use super::super::Imported;
-use super::super::fields::{Fields, Notes, child};
+use super::super::fields::{Fields, Notes, child, local_ref};
 use super::{Channel, Reader, RpcParts, Target, snake_case};
 
 impl Reader {
@@ -25,14 +25,7 @@ impl Reader {
             let name = fields
                 .str("title")
                 .map_or_else(|| operation_name(id), str::to_owned);
-            let channel_ref = fields.object("channel").str("$ref").map(str::to_owned);
-            let channel_id = channel_ref
-                .as_deref()
-                .and_then(|r| r.strip_prefix("#/channels/"))
-                .map(warren_codegen::json_pointer::unescape_segment);
-            let Some((channel_id, channel)) =
-                channel_id.and_then(|id| Some((id.clone(), self.channels.get(&id)?.clone())))
-            else {
+            let Some((channel_id, channel)) = self.channel_of(&mut fields) else {
                 self.notes.not_mapped(&at, "an operation whose `channel` is not a `$ref` to one of the document's channels");
                 continue;
             };
@@ -51,6 +44,13 @@ impl Reader {
             fields.skip(&["summary", "description", "tags", "externalDocs"]);
             fields.finish(&mut self.notes, "not a part of an operation warren maps");
         }
+    }
+
+    /// The channel an operation's (or a reply's) `channel` refers to, with its id.
+    fn channel_of(&self, fields: &mut Fields<'_>) -> Option<(String, Channel)> {
+        let id = local_ref(fields.get("channel")?, "#/channels/")?;
+        let channel = self.channels.get(&id)?.clone();
+        Some((id, channel))
     }
 
     /// The contract messages an operation sends or receives: those it lists, else every
@@ -290,14 +290,9 @@ impl Reader {
     /// The messages of an operation's reply: the rpc's response and errors.
     fn rpc_reply(&mut self, name: &str, fields: &mut Fields<'_>) {
         let mut reply = fields.object("reply");
-        let channel_id = reply
-            .object("channel")
-            .str("$ref")
-            .and_then(|r| r.strip_prefix("#/channels/"))
-            .map(warren_codegen::json_pointer::unescape_segment);
-        let channel = channel_id
-            .and_then(|id| self.channels.get(&id))
-            .cloned()
+        let channel = self
+            .channel_of(&mut reply)
+            .map(|(_, channel)| channel)
             .unwrap_or_default();
         let replies = self.operation_messages(&mut reply, &channel);
         // Direct reply-to: the address is the request's reply-to, warren's own way.
@@ -319,17 +314,11 @@ impl Reader {
         consumer: &mut Consumer,
     ) {
         let mut fields = Fields::of(settings, pointer);
-        let number = |fields: &mut Fields<'_>, key| {
-            fields
-                .get(key)
-                .and_then(Value::as_u64)
-                .and_then(|n| u16::try_from(n).ok())
-        };
-        consumer.prefetch = number(&mut fields, "prefetch");
-        consumer.concurrency = number(&mut fields, "concurrency");
+        consumer.prefetch = fields.number("prefetch");
+        consumer.concurrency = fields.number("concurrency");
         let mut batch = fields.object("batch");
-        let size = number(&mut batch, "size");
-        let timeout = batch.str("timeout").and_then(|t| Duration::parse(t).ok());
+        let size = batch.number("size");
+        let timeout = batch.duration("timeout");
         if let (Some(size), Some(timeout)) = (size, timeout) {
             consumer.batch = Some(Batch { size, timeout });
         }
@@ -353,7 +342,7 @@ impl Reader {
                 .flatten()
                 .filter_map(|(code, message)| Some((code.clone(), message.as_str()?.to_owned())))
                 .collect();
-            let timeout = extras.str("timeout").and_then(|t| Duration::parse(t).ok());
+            let timeout = extras.duration("timeout");
             extras.finish(&mut self.notes, "not an rpc setting");
             // The response comes first, then the errors' messages (warren's own order).
             let response = parts.replies.first().cloned();
@@ -473,13 +462,8 @@ impl Reader {
 /// A consumer's circuit breaker from `circuitBreaker`.
 fn circuit_breaker(fields: &mut Fields<'_>, notes: &mut Notes) -> Option<CircuitBreaker> {
     let mut breaker = fields.object("circuitBreaker");
-    let failures = breaker
-        .get("failures")
-        .and_then(Value::as_u64)
-        .and_then(|n| u32::try_from(n).ok());
-    let cool_down = breaker
-        .str("coolDown")
-        .and_then(|d| Duration::parse(d).ok());
+    let failures = breaker.number("failures");
+    let cool_down = breaker.duration("coolDown");
     breaker.finish(notes, "not a circuit-breaker setting");
     Some(CircuitBreaker {
         failures: failures?,
