@@ -50,7 +50,6 @@ if [ ! -f "$installed" ] || [ tests/js/package-lock.json -nt "$installed" ]; the
     npm ci --prefix tests/js --no-audit --no-fund >&2
 fi
 
-# Whether something answers HTTP on 127.0.0.1:$1 (bash's /dev/tcp: no curl needed).
 if ! command -v python3 >/dev/null; then
     echo "test.sh: installing Python (for the FastStream service in tests/py)" >&2
     apt_install python3 python3-venv
@@ -70,6 +69,7 @@ if [ ! -x "$venv/bin/python" ] || [ tests/py/requirements.lock -nt "$venv/instal
     touch "$venv/installed"
 fi
 
+# Whether something answers HTTP on 127.0.0.1:$1 (bash's /dev/tcp: no curl needed).
 answers_http() {
     timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1 && printf 'GET /api/overview HTTP/1.0\r\n\r\n' >&3 && head -c 12 <&3" 2>/dev/null | grep -q '^HTTP/1'
 }

@@ -1,5 +1,6 @@
 //! Turns `warren.yaml` into `$OUT_DIR/orders.rs` (named after this folder), with builders
-//! for the payload types, so the demo builds its orders field by field.
+//! for the payload types besides each type's `new`, so the demo and the test kit's docs show
+//! both ways of building a payload.
 
 fn main() -> Result<(), warren_build::Error> {
     warren_build::Config::new()

@@ -1,6 +1,8 @@
 //! `warren diff`, one fixture pair per rule under `fixtures/diff/<rule>/{old,new}/`: the JSON
 //! report of every pair is pinned, the table of a few, and whether each breaks someone.
 
+mod common;
+
 use warren_codegen::check_contract;
 use warren_tools::diff::{Report, Version, diff};
 
@@ -37,28 +39,31 @@ const PAIRS: &[(&str, bool)] = &[
     ("routing", true),
     ("rpc", true),
     // The schema pairs show `diff/schema.rs`'s verdicts, and who they break.
+    ("schema-bound-tightened", true),
+    ("schema-default-added", false),
     ("schema-description", false),
     ("schema-enum-narrowed", true),
+    ("schema-enum-widened", true),
     ("schema-headers-added", true),
+    ("schema-nested-optional", false),
     ("schema-open-property", true),
+    ("schema-optional-added-closed", true),
+    ("schema-optional-now", true),
+    ("schema-optional-removed", true),
+    ("schema-pattern-added", true),
     ("schema-property", true),
+    ("schema-property-renamed", true),
+    ("schema-reordered", false),
+    ("schema-required-now", true),
+    ("schema-retyped", true),
+    ("schema-widened", true),
     ("unchanged", false),
     ("wait-queue-removed", true),
 ];
 
 #[test]
 fn every_pair_is_listed() {
-    let mut on_disk: Vec<String> = std::fs::read_dir("fixtures/diff")
-        .expect("the fixtures folder")
-        .map(|entry| {
-            entry
-                .expect("an entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    on_disk.sort();
+    let on_disk = common::diff_pairs();
     let listed: Vec<&str> = PAIRS.iter().map(|(rule, _)| *rule).collect();
     assert_eq!(on_disk, listed);
 }

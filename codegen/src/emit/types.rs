@@ -131,6 +131,7 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
         quote! { #docs pub type #alias = #rust_type; }
     });
     let items = super::type_docs::rewrite(reroute(quote! { #stream #( #aliases )* }), contract)?;
+    let items = super::constructors::add(items);
     // typify's output is not written for every lint a user's crate may enable (it unwraps
     // its pattern regexes, for one), hence the allows on this module only.
     let allow_markdown = super::docs::allow_contract_markdown();

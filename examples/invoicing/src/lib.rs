@@ -31,12 +31,12 @@ pub mod handlers {
             delivery: Delivery<OrderPlaced, OrderHeaders>,
         ) -> Result<(), HandlerError> {
             let order = delivery.payload();
-            let invoice = InvoiceIssued {
-                invoice_id: format!("INV-{}", order.order_id),
-                order_id: order.order_id,
-                total: order.total.clone(),
-                issued_at: std::time::SystemTime::now().into(),
-            };
+            let invoice = InvoiceIssued::new(
+                format!("INV-{}", order.order_id),
+                std::time::SystemTime::now().into(),
+                order.order_id,
+                order.total.clone(),
+            );
             self.publishers
                 .issue_invoice("eu", &invoice)
                 .await

@@ -68,10 +68,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let orders_publishers =
         warren_example_orders::Publishers::new(Publisher::new(&connection, &orders).await?);
     let order: OrderPlaced = serde_json_order()?;
-    let headers = OrderHeaders {
-        tenant: "acme".into(),
-        trace_id: None,
-    };
+    let headers = OrderHeaders::new("acme".to_owned());
     orders_publishers
         .place_order("eu", &order, &headers)
         .await?;

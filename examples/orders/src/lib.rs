@@ -104,18 +104,13 @@ pub mod handlers {
             for sku in &request.payload().skus {
                 let Some(price) = Self::price(sku) else {
                     // A declared error: the caller gets it typed, and the request is not retried.
-                    return Err(QuotePriceError::UnknownSku(QuoteError { sku: sku.clone() }).into());
+                    return Err(QuotePriceError::UnknownSku(QuoteError::new(sku.clone())).into());
                 };
                 total = total.saturating_add(price);
             }
             let currency = Currency::try_from("EUR")
                 .map_err(|e| HandlerError::non_retryable(e.to_string()))?;
-            Ok(PriceQuote {
-                total: Money {
-                    amount_minor: total,
-                    currency,
-                },
-            })
+            Ok(PriceQuote::new(Money::new(total, currency)))
         }
     }
 

@@ -23,14 +23,15 @@
 mod serve;
 
 use std::collections::BTreeMap;
+use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use warren_example_orders::handlers::Quotes;
 use warren_example_orders::types::error::ConversionError;
 use warren_example_orders::types::{
-    Address, LineItem, Money, OrderCancelled, OrderCancelledReason, OrderHeaders, OrderPlaced,
-    QuoteRequest,
+    Address, AddressLine1, CountryCode, Currency, LineItem, Money, OrderCancelled,
+    OrderCancelledReason, OrderHeaders, OrderPlaced, QuoteRequest,
 };
 use warren_example_orders::{Handlers, Publishers, RpcClients, consumers, topology};
 use warren_runtime::{
@@ -172,26 +173,29 @@ fn short(id: &str) -> &str {
 /// An order, built with the generated builders (`build.rs` turns them on): each field is
 /// converted into its type as it is set (`"EUR"` must match the currency pattern, `2` must be
 /// above zero), and `try_into` fails when a required field is missing.
-fn order(n: u32, customer: &str) -> Result<OrderPlaced, ConversionError> {
-    let eur = |amount_minor: u64| Money::builder().amount_minor(amount_minor).currency("EUR");
-    let item = LineItem::builder()
-        .sku("TEA-0001")
-        .quantity(2_u64)
-        .unit_price(eur(450))
-        .try_into()?;
-    OrderPlaced::builder()
-        .order_id(format!("0190a0b0-0000-7000-8000-{n:012}").as_str())
-        .customer_id(customer)
-        .items(vec![item])
-        .total(eur(900))
-        .shipping_address(
-            Address::builder()
-                .line1("1 Main St")
-                .city("Lyon")
-                .country("FR"),
-        )
-        .placed_at(SystemTime::now())
-        .try_into()
+fn order(n: u32, customer: &str) -> Result<OrderPlaced, Box<dyn std::error::Error>> {
+    // Each type's `new` takes its required properties, in field order; optional ones are
+    // set on the value. Code built this way keeps compiling when a schema gains an optional
+    // property, where a struct literal (which names every field) does not.
+    let eur = |amount_minor: u64| -> Result<Money, ConversionError> {
+        Ok(Money::new(amount_minor, Currency::try_from("EUR")?))
+    };
+    let quantity = NonZeroU64::new(2).ok_or("a quantity is not zero")?;
+    let item = LineItem::new(quantity, "TEA-0001".to_owned(), eur(450)?);
+    let address = Address::new(
+        "Lyon".to_owned(),
+        CountryCode::try_from("FR")?,
+        AddressLine1::try_from("1 Main St")?,
+    );
+    let order_id = format!("0190a0b0-0000-7000-8000-{n:012}").parse()?;
+    Ok(OrderPlaced::new(
+        customer.to_owned(),
+        vec![item],
+        order_id,
+        SystemTime::now().into(),
+        address,
+        eur(900)?,
+    ))
 }
 
 #[tokio::main]
@@ -238,10 +242,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let running = tokio::spawn(handlers.run(worker));
 
     let publishers = Publishers::new(Publisher::new(&connection, &topology).await?);
-    let headers = OrderHeaders {
-        tenant: "acme".into(),
-        trace_id: None,
-    };
+    let headers = OrderHeaders::new("acme".to_owned());
     let customers = [
         "alice",
         "bob",
@@ -255,6 +256,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .place_order("eu", &order(n, customer)?, &headers)
             .await?;
     }
+    // The builders (`Config::builders`) convert as they go, and report a required property
+    // left unset when `try_into` runs, not when the code compiles.
     let cancelled: OrderCancelled = OrderCancelled::builder()
         .order_id("0190a0b0-0000-7000-8000-000000000002")
         .reason(OrderCancelledReason::CustomerRequest)
@@ -266,10 +269,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // basket with an unknown SKU comes back as the declared error `unknown_sku`.
     let rpcs = RpcClients::new(RpcClient::new(&connection, &topology).await?);
     for skus in [vec!["TEA-0001", "MUG-0002"], vec!["TEA-0001", "GHOST-9"]] {
-        let request = QuoteRequest {
-            skus: skus.iter().map(|s| (*s).to_owned()).collect(),
-            region: "eu".to_owned(),
-        };
+        let request = QuoteRequest::new(
+            "eu".to_owned(),
+            skus.iter().map(|s| (*s).to_owned()).collect(),
+        );
         match rpcs.quote_price("eu", &request).await {
             Ok(quote) => println!(
                 "quoted {skus:?}: {} {} cents",

@@ -1,5 +1,8 @@
 //! The contracts the test binaries share.
 
+// Each binary uses part of it.
+#![allow(dead_code)]
+
 use std::path::PathBuf;
 
 /// The example, every valid contract fixture, and the contract imported from a FastStream
@@ -19,4 +22,18 @@ pub fn every_contract() -> Vec<PathBuf> {
     paths.extend(fixtures);
     assert!(paths.len() >= 7, "fixtures not found: {paths:?}");
     paths
+}
+
+/// The `warren diff` fixture pairs, each a folder of `fixtures/diff/` with an `old/` and a
+/// `new/` version, in order.
+pub fn diff_pairs() -> Vec<String> {
+    let mut pairs: Vec<String> = std::fs::read_dir("fixtures/diff")
+        .expect("the diff fixtures")
+        .map(|entry| {
+            let entry = entry.expect("an entry");
+            entry.file_name().to_string_lossy().into_owned()
+        })
+        .collect();
+    pairs.sort();
+    pairs
 }

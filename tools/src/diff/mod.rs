@@ -310,8 +310,9 @@ impl Context<'_> {
                     Rule::Publisher,
                     location,
                     format!("publisher `{name}` of `{}` removed", p.message),
-                    Vec::new(),
-                    "its consumers stop receiving its messages; nothing already sent is lost",
+                    vec![Self::rust_code(name)],
+                    "its consumers stop receiving its messages; nothing already sent is lost; \
+                     its method of `Publishers` goes, so code calling it must go first",
                 ),
                 (Some(old), Some(new))
                     if old.message != new.message && self.same_wire(&old.message, &new.message) =>
@@ -369,11 +370,11 @@ impl Context<'_> {
                             .queue_consumers(&c.spec.queue)
                             .iter()
                             .all(|p| p.name == name);
-                    let breaks = if queue_stays {
-                        vec![queued(&c.spec.queue)]
-                    } else {
-                        Vec::new()
-                    };
+                    // Its handler trait and `Handlers` field go with it.
+                    let mut breaks = vec![Self::rust_code(name)];
+                    if queue_stays {
+                        breaks.push(queued(&c.spec.queue));
+                    }
                     self.push(
                         Rule::Consumer,
                         location,
@@ -381,9 +382,11 @@ impl Context<'_> {
                         breaks,
                         if queue_stays {
                             "its queue stays and keeps receiving: messages pile up unread; \
-                             remove the queue's bindings too, and delete it once drained"
+                             remove the queue's bindings too, and delete it once drained; its \
+                             handler trait goes, so its implementation must go first"
                         } else {
-                            "its queue goes with it, or another consumer reads it"
+                            "its queue goes with it, or another consumer reads it; its handler \
+                             trait goes, so its implementation must go first"
                         },
                     );
                 }
@@ -403,8 +406,8 @@ impl Context<'_> {
                             name: name.to_owned(),
                             contract: String::new(),
                         });
-                    let mut breaks = vec![reader];
-                    breaks.push(queued(&new.spec.queue));
+                    // Its handler's deliveries change type.
+                    let breaks = vec![reader, queued(&new.spec.queue), Self::rust_code(name)];
                     self.push(
                         Rule::ConsumerMessage,
                         format!("{location}.message"),

@@ -16,7 +16,8 @@ pub enum PartyKind {
     /// Consumers of a message in contracts not compared (none of the given contracts
     /// consumes it, so whoever does is elsewhere).
     UnknownConsumers,
-    /// Code that uses the generated Rust types of a message.
+    /// Code that uses the generated Rust of a message (its types), a publisher (its method),
+    /// a consumer (its handler trait) or an rpc: it no longer compiles.
     RustCode,
     /// The next deploy: the broker refuses to redeclare (PRECONDITION_FAILED).
     Deploy,
@@ -59,7 +60,7 @@ impl Party {
             PartyKind::UnknownConsumers => {
                 format!("consumers of `{name}` outside the compared contracts")
             }
-            PartyKind::RustCode => format!("code using the Rust types of `{name}`"),
+            PartyKind::RustCode => format!("code using the generated Rust of `{name}`"),
             PartyKind::Deploy => format!("the deploy declaring `{name}`"),
             PartyKind::QueuedMessages => format!("messages in `{name}`"),
         }

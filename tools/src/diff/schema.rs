@@ -998,9 +998,9 @@ impl Walker<'_> {
                 && carried
                 && old.model == ContentModel::Open
                 && admits(old.map, old.model, schema),
-            // A required property is a new non-`Option` field every producer must fill.
-            // An optional one adds an `Option` field: code that reads compiles, struct
-            // literals need `..` or the builder.
+            // A required property is a new argument of the type's `new`; an optional one
+            // a field `new` fills, so only struct literals (which name every field) break
+            // (tests/tests/rust_code.rs compiles code written against the old version).
             rust_api: is_required,
         };
         let kind = SchemaChangeKind::PropertyAdded {
