@@ -4,7 +4,7 @@
 mod common;
 
 use warren_codegen::check_contract;
-use warren_tools::diff::{Report, Version, diff};
+use warren_tools::diff::{PartyKind, Report, Version, diff};
 
 /// The report of fixture pair `rule`, its versions shown by their fixture paths.
 fn report(rule: &str) -> Report {
@@ -39,11 +39,13 @@ const PAIRS: &[(&str, bool)] = &[
     ("routing", true),
     ("rpc", true),
     // The schema pairs show `diff/schema.rs`'s verdicts, and who they break.
+    ("schema-bound-loosened", true),
     ("schema-bound-tightened", true),
     ("schema-default-added", false),
     ("schema-description", false),
     ("schema-enum-narrowed", true),
     ("schema-enum-widened", true),
+    ("schema-format-added", true),
     ("schema-headers-added", true),
     ("schema-nested-optional", false),
     ("schema-open-property", true),
@@ -53,6 +55,7 @@ const PAIRS: &[(&str, bool)] = &[
     ("schema-pattern-added", true),
     ("schema-property", true),
     ("schema-property-renamed", true),
+    ("schema-ref-renamed", true),
     ("schema-reordered", false),
     ("schema-required-now", true),
     ("schema-retyped", true),
@@ -134,4 +137,102 @@ fn the_table_escapes_names() {
     let table = report.table();
     assert!(!table.contains('\u{1b}'), "{table}");
     assert!(table.contains("evil\\u{1b}[2J.yaml"), "{table}");
+}
+
+/// Markdown: `yes` in bold, `no` plain.
+fn yes_no(value: bool) -> &'static str {
+    if value { "**yes**" } else { "no" }
+}
+
+/// What `kind` is called in the docs' tables.
+fn role(kind: PartyKind) -> &'static str {
+    match kind {
+        PartyKind::Publisher => "publishers",
+        PartyKind::Consumer => "consumers",
+        PartyKind::UnknownConsumers => "consumers elsewhere",
+        PartyKind::RustCode => "Rust code",
+        PartyKind::Deploy => "the deploy",
+        PartyKind::QueuedMessages => "queued messages",
+    }
+}
+
+/// The verdicts of the fixture pairs, as Markdown tables whose fixture links start with
+/// `fixtures` (the path from the document to `tests/fixtures/diff`): `schema` the schema
+/// changes, with the readers each breaks, and `other` every other change, with whom.
+fn verdict_table(which: &str, fixtures: &str) -> String {
+    let mut out = if which == "schema" {
+        "| change | breaks old readers | breaks new readers | breaks Rust code | fixture |\n\
+         |---|---|---|---|---|\n"
+            .to_owned()
+    } else {
+        "| change | breaks | fixture |\n|---|---|---|\n".to_owned()
+    };
+    for (pair, _) in PAIRS {
+        if (which == "schema") != pair.starts_with("schema-") {
+            continue;
+        }
+        let link = format!("[`{pair}`]({fixtures}/{pair}/)");
+        for change in report(pair).changes {
+            let summary = change.summary.replace('|', "\\|");
+            let mut roles: Vec<&str> = change.breaks.iter().map(|p| role(p.kind)).collect();
+            roles.dedup();
+            let row = match change.readers {
+                Some(readers) => format!(
+                    "| {summary} | {} | {} | {} | {link} |\n",
+                    yes_no(readers.old),
+                    yes_no(readers.new),
+                    yes_no(roles.contains(&"Rust code"))
+                ),
+                None if roles.is_empty() => format!("| {summary} | nobody | {link} |\n"),
+                None => format!("| {summary} | **{}** | {link} |\n", roles.join(", ")),
+            };
+            out.push_str(&row);
+        }
+    }
+    out
+}
+
+/// The README and `docs/teams.md` show the verdicts as `warren diff` computes them: each
+/// table between `<!-- verdicts: NAME -->` and `<!-- /verdicts -->` is [`verdict_table`]
+/// (`UPDATE_DOCS=1` writes them).
+#[test]
+fn the_docs_show_the_verdicts_the_tool_computes() {
+    let update = std::env::var_os("UPDATE_DOCS").is_some();
+    let mut stale = Vec::new();
+    for (doc, fixtures) in [
+        ("../README.md", "tests/fixtures/diff"),
+        ("../docs/teams.md", "../tests/fixtures/diff"),
+    ] {
+        let text = std::fs::read_to_string(doc).expect("the document");
+        let mut rewritten = String::new();
+        let mut rest = text.as_str();
+        while let Some(start) = rest.find("<!-- verdicts: ") {
+            let (before, marked) = rest.split_at(start);
+            let open_end = marked.find("-->").expect("a closed marker") + 3;
+            let which = marked["<!-- verdicts: ".len()..open_end - 3].trim();
+            let close = marked.find("<!-- /verdicts -->").expect("an end marker");
+            rewritten.push_str(before);
+            rewritten.push_str(&marked[..open_end]);
+            rewritten.push('\n');
+            rewritten.push_str(&verdict_table(which, fixtures));
+            rest = &marked[close..];
+        }
+        rewritten.push_str(rest);
+        assert!(
+            rewritten.contains("<!-- verdicts: schema -->"),
+            "{doc}: no schema table"
+        );
+        if rewritten != text {
+            if update {
+                std::fs::write(doc, &rewritten).expect("written");
+            } else {
+                stale.push(doc);
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "{stale:?} show other verdicts than warren diff computes: \
+         UPDATE_DOCS=1 cargo test -p warren-tests --test diff rewrites their tables"
+    );
 }

@@ -18,7 +18,7 @@ mod topology;
 use std::collections::BTreeSet;
 
 pub use git::{Exported, GitError, export};
-pub use report::{Change, JSON_FORMAT_VERSION, Party, PartyKind, Report, Rule};
+pub use report::{Change, JSON_FORMAT_VERSION, Party, PartyKind, Readers, Report, Rule};
 pub use roles::Roles;
 
 use warren_codegen::Routes;
@@ -123,6 +123,7 @@ impl Context<'_> {
             summary,
             breaks,
             advice: advice.to_owned(),
+            readers: None,
         });
     }
 
@@ -278,6 +279,12 @@ impl Context<'_> {
                 breaks,
                 &advice,
             );
+            if let Some(recorded) = self.changes.last_mut() {
+                recorded.readers = Some(Readers {
+                    old: effect.old_readers,
+                    new: effect.new_readers,
+                });
+            }
         }
     }
 

@@ -164,6 +164,20 @@ pub struct Change {
     pub breaks: Vec<Party>,
     /// Why it breaks them, and what to do; for a safe change, why it is safe.
     pub advice: String,
+    /// For a schema change, which readers of the message it breaks: what decides the order
+    /// of a deploy. `None` for the other rules.
+    pub readers: Option<Readers>,
+}
+
+/// Which readers of a message a schema change breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Readers {
+    /// Consumers still on the old schema reject what publishers on the new one send: deploy
+    /// every consumer before any publisher.
+    pub old: bool,
+    /// Consumers on the new schema reject messages written under the old one, which queues,
+    /// wait queues and dead-letter queues still hold: drain them first.
+    pub new: bool,
 }
 
 impl Change {
@@ -196,7 +210,7 @@ impl Report {
 
     /// The report as JSON: `{format_version, old, new, breaking, summary: {changes,
     /// breaking}, changes: [{rule, breaking, location, summary, breaks: [{role, name,
-    /// contract}], advice}]}`.
+    /// contract}], advice, readers?: {old, new}}]}`, `readers` on schema changes alone.
     pub fn json(&self) -> Value {
         let changes: Vec<Value> = self
             .changes
@@ -207,14 +221,18 @@ impl Report {
                     .iter()
                     .map(|p| json!({ "role": p.kind.as_str(), "name": p.name, "contract": p.contract }))
                     .collect();
-                json!({
+                let mut change = json!({
                     "rule": c.rule.as_str(),
                     "breaking": c.is_breaking(),
                     "location": c.location,
                     "summary": c.summary,
                     "breaks": breaks,
                     "advice": c.advice,
-                })
+                });
+                if let Some(readers) = c.readers {
+                    change["readers"] = json!({ "old": readers.old, "new": readers.new });
+                }
+                change
             })
             .collect();
         json!({
