@@ -539,7 +539,7 @@ fn queue(name: &str, q: &syntax::Queue) -> Queue {
             exchange: dl.exchange.clone(),
             routing_key: dl.routing_key.clone(),
         }),
-        delivery_limit: q.delivery_limit,
+        delivery_limit: q.delivery_limit.unwrap_or_default(),
         retry: retry_policy(name, q),
         on_poison: q.on_poison.unwrap_or_default(),
         arguments,

@@ -69,7 +69,7 @@ pub use spec::{BatchSpec, CircuitBreaker, Compression, ConsumerSpec, Publication
 pub use spelled::UnknownName;
 pub use topology::argument;
 pub use topology::{
-    ArgValue, Arguments, Binding, DeadLetter, Destination, Exchange, ExchangeKind, HOLDING_FOR,
-    HOLDING_SUFFIX, Import, LeaderLocator, Namespace, OnPoison, Queue, QueueKind, QueueRole,
-    Topology, TopologyError, arguments, holding_queue_name,
+    ArgValue, Arguments, Binding, DeadLetter, DeliveryLimit, Destination, Exchange, ExchangeKind,
+    HOLDING_FOR, HOLDING_SUFFIX, Import, LeaderLocator, Namespace, OnPoison, Queue, QueueKind,
+    QueueRole, Topology, TopologyError, arguments, holding_queue_name,
 };

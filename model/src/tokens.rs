@@ -13,8 +13,8 @@ use quote::{ToTokens, quote};
 
 use crate::{
     ArgValue, Arguments, Backoff, BatchSpec, Binding, CircuitBreaker, Compression, ConsumerSpec,
-    DeadLetter, Destination, Exchange, ExchangeKind, Exhausted, Import, OnPoison, Publication,
-    Queue, QueueKind, QueueRole, Retry, RpcTarget, Topology, WaitTier,
+    DeadLetter, DeliveryLimit, Destination, Exchange, ExchangeKind, Exhausted, Import, OnPoison,
+    Publication, Queue, QueueKind, QueueRole, Retry, RpcTarget, Topology, WaitTier,
 };
 
 impl ToTokens for Topology {
@@ -194,6 +194,16 @@ impl ToTokens for Exhausted {
     }
 }
 
+impl ToTokens for DeliveryLimit {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        tokens.extend(match self {
+            Self::Derived => quote! { DeliveryLimit::Derived },
+            Self::Count(limit) => quote! { DeliveryLimit::Count(#limit) },
+            Self::BrokerDefault => quote! { DeliveryLimit::BrokerDefault },
+        });
+    }
+}
+
 impl ToTokens for Queue {
     fn to_tokens(&self, tokens: &mut TokenStream) {
         queue_tokens(self, self.retry.to_token_stream(), tokens);
@@ -217,7 +227,6 @@ fn queue_tokens(queue: &Queue, retry: TokenStream, tokens: &mut TokenStream) {
         arguments,
     } = queue;
     let dead_letter = optional(dead_letter.as_ref());
-    let delivery_limit = optional(delivery_limit.as_ref());
     let arguments = ArgumentsTokens(arguments);
     tokens.extend(quote! {
         Queue {

@@ -528,6 +528,27 @@ spelled! {
     }
 }
 
+/// A quorum queue's delivery limit (`x-delivery-limit`), as the contract says it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DeliveryLimit {
+    /// One above the retry budget, or none that drops ([`Queue::quorum_delivery_limit`]):
+    /// what a queue warren owns gets.
+    #[default]
+    Derived,
+    /// This many deliveries (N allows N+1).
+    Count(u32),
+    /// No `x-delivery-limit` declared, so the broker's own default applies: none on RabbitMQ
+    /// 3.x, 20 on 4.x. How other stacks (amqp-contract, FastStream) declare a quorum queue,
+    /// so a contract describing one they declared must say it, or the broker refuses the
+    /// redeclare (`PRECONDITION_FAILED … inequivalent arg 'x-delivery-limit'`).
+    BrokerDefault,
+}
+
+impl DeliveryLimit {
+    /// How a contract (and the AsyncAPI export) writes [`DeliveryLimit::BrokerDefault`].
+    pub const BROKER_DEFAULT: &'static str = "broker-default";
+}
+
 /// A queue.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Queue {
@@ -543,9 +564,9 @@ pub struct Queue {
     pub auto_delete: bool,
     /// Where dead letters go (`x-dead-letter-exchange`, `x-dead-letter-routing-key`).
     pub dead_letter: Option<DeadLetter>,
-    /// A quorum queue's `x-delivery-limit` as the contract set it; `None` derives it from
-    /// the retry policy ([`Queue::quorum_delivery_limit`], which the broker is told).
-    pub delivery_limit: Option<u32>,
+    /// A quorum queue's `x-delivery-limit` as the contract set it ([`DeliveryLimit`]); the
+    /// broker is told [`Queue::quorum_delivery_limit`].
+    pub delivery_limit: DeliveryLimit,
     /// How failed deliveries are retried.
     pub retry: Retry,
     /// What happens to messages that cannot be decoded or validated.
@@ -584,7 +605,7 @@ impl Queue {
             exclusive: false,
             auto_delete: false,
             dead_letter: None,
-            delivery_limit: None,
+            delivery_limit: DeliveryLimit::Derived,
             retry: Retry::None,
             on_poison: OnPoison::default(),
             role: QueueRole::Declared,
@@ -599,7 +620,7 @@ impl Queue {
     /// - with no [`Queue::dead_letter`], a raw string `x-dead-letter-exchange` becomes it,
     ///   with a raw string `x-dead-letter-routing-key` as its key; with one, the typed field
     ///   is the whole target and raw ones are dropped;
-    /// - with no [`Queue::delivery_limit`], a raw integer `x-delivery-limit` that fits
+    /// - with a derived [`Queue::delivery_limit`], a raw integer `x-delivery-limit` that fits
     ///   becomes it; a raw one is dropped either way (only a declared quorum queue is given a
     ///   limit, by [`Queue::quorum_delivery_limit`]);
     /// - on a wait queue, `x-message-ttl` is dropped: its delay is its TTL.
@@ -625,9 +646,10 @@ impl Queue {
             self.arguments.remove(argument::DEAD_LETTER_ROUTING_KEY);
         }
         if let Some(ArgValue::Int(limit)) = self.arguments.remove(argument::DELIVERY_LIMIT)
-            && self.delivery_limit.is_none()
+            && self.delivery_limit == DeliveryLimit::Derived
+            && let Ok(limit) = u32::try_from(limit)
         {
-            self.delivery_limit = u32::try_from(limit).ok();
+            self.delivery_limit = DeliveryLimit::Count(limit);
         }
         if matches!(self.role, QueueRole::Wait { .. }) {
             self.arguments.remove(argument::MESSAGE_TTL);
@@ -635,12 +657,14 @@ impl Queue {
         self
     }
 
-    /// The `x-delivery-limit` of a declared quorum queue (`None` for other queues):
+    /// The `x-delivery-limit` of a declared quorum queue (`None` for other queues, and for
+    /// one whose limit is [`DeliveryLimit::BrokerDefault`]):
     /// [`Queue::delivery_limit`](field@Queue::delivery_limit) as set, else one above the
     /// retry budget, so the worker, not the broker, decides when a message is exhausted (and
     /// adds the reason).
     ///
-    /// Always explicit: RabbitMQ 4 defaults the limit to 20 and 3.10 has none. Past the limit
+    /// Explicit unless the contract says otherwise: RabbitMQ 4 defaults the limit to 20 and
+    /// 3.10 has none. Past the limit
     /// RabbitMQ dead-letters the message, or drops it when the queue has nowhere to
     /// dead-letter: such a queue (a dead-letter queue itself, typically, where a crashing DLQ
     /// consumer or a peek with requeue returns messages) gets no limit that drops, the
@@ -663,7 +687,11 @@ impl Queue {
             Retry::TtlBackoff(backoff) => backoff.max_retries.saturating_add(1),
             Retry::None | Retry::QuorumNative => 1,
         };
-        Some(self.delivery_limit.unwrap_or(derived))
+        match self.delivery_limit {
+            DeliveryLimit::Derived => Some(derived),
+            DeliveryLimit::Count(limit) => Some(limit),
+            DeliveryLimit::BrokerDefault => None,
+        }
     }
 
     /// Every argument the broker is told, derived from the typed fields over
@@ -783,8 +811,8 @@ mod tests {
     use std::time::Duration;
 
     use super::{
-        ArgValue, Arguments, DeadLetter, Exchange, ExchangeKind, Queue, QueueKind, QueueRole,
-        Topology, TopologyError, argument,
+        ArgValue, Arguments, DeadLetter, DeliveryLimit, Exchange, ExchangeKind, Queue, QueueKind,
+        QueueRole, Topology, TopologyError, argument,
     };
     use crate::retry::{Backoff, Exhausted, QUORUM_UNLIMITED, Retry};
 
@@ -823,8 +851,13 @@ mod tests {
         no_dlx.dead_letter = None;
         assert_eq!(no_dlx.quorum_delivery_limit(), Some(QUORUM_UNLIMITED));
         let mut set = queue.clone();
-        set.delivery_limit = Some(9);
+        set.delivery_limit = DeliveryLimit::Count(9);
         assert_eq!(set.quorum_delivery_limit(), Some(9));
+        // As another stack declares it: no limit at all, the broker's own applies.
+        let mut shared = queue.clone();
+        shared.delivery_limit = DeliveryLimit::BrokerDefault;
+        assert_eq!(shared.quorum_delivery_limit(), None);
+        assert!(!shared.declare_arguments().contains_key("x-delivery-limit"));
         let classic = backoff_queue(QueueKind::Classic, Exhausted::DeadLetter);
         assert!(!classic.declare_arguments().contains_key("x-delivery-limit"));
     }
@@ -913,7 +946,7 @@ mod tests {
                 routing_key: Some("failed".into())
             })
         );
-        assert_eq!(queue.delivery_limit, Some(7));
+        assert_eq!(queue.delivery_limit, DeliveryLimit::Count(7));
         assert_eq!(queue.kind, QueueKind::Quorum);
         assert_eq!(queue.arguments.keys().collect::<Vec<_>>(), ["x-max-length"]);
         // Namespacing now reaches the dead-letter exchange, which a raw argument hid from it.

@@ -1,5 +1,6 @@
-//! Generates the test contracts' Rust: the jobs contract, and the contract `warren import
-//! asyncapi` wrote from the FastStream service in `tests/py/shop.py` (tests/faststream.rs).
+//! Generates the test contracts' Rust: the jobs contract, the contract `warren import
+//! asyncapi` wrote from the FastStream service in `tests/py/shop.py` (tests/faststream.rs),
+//! and the contract of queues amqp-contract declared (tests/shared_queues.rs).
 
 fn main() -> Result<(), warren_build::Error> {
     warren_build::Config::new()
@@ -8,5 +9,8 @@ fn main() -> Result<(), warren_build::Error> {
     warren_build::Config::new()
         .file_name("shop.rs")
         .compile("contracts/shop/warren.yaml")?;
+    warren_build::Config::new()
+        .file_name("shared.rs")
+        .compile("contracts/shared/warren.yaml")?;
     Ok(())
 }

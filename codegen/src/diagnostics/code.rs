@@ -90,6 +90,9 @@ codes! {
     OverflowWithoutLimit = "overflow-without-limit",
     /// (Warning) settings under which RabbitMQ itself discards messages.
     BrokerDropsMessages = "broker-drops-messages",
+    /// (Warning) `delivery_limit: broker-default`: the broker's own limit, which differs
+    /// between RabbitMQ 3.x (none) and 4.x (20).
+    BrokerDeliveryLimit = "broker-delivery-limit",
     /// (Warning) a quorum queue whose `initial_group_size` survives no node down (1), or no
     /// more than one replica fewer would (an even number).
     UnreplicatedQueue = "unreplicated-queue",

@@ -7,6 +7,7 @@
 //! (`schemas/warren.schema.json`) is generated from these types with `schemars`.
 
 mod arguments;
+mod delivery_limit;
 mod duration;
 mod spelled;
 
@@ -180,9 +181,15 @@ pub struct Queue {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<Retry>,
     /// Quorum queues: deliveries after which the broker dead-letters a message
-    /// (`x-delivery-limit`; N allows N+1 deliveries).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delivery_limit: Option<u32>,
+    /// (`x-delivery-limit`; N allows N+1 deliveries), or `broker-default` to declare none, as
+    /// other stacks do (default: one above the retry budget).
+    #[serde(
+        default,
+        with = "delivery_limit",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<delivery_limit::DeliveryLimitSchema>")]
+    pub delivery_limit: Option<warren_model::DeliveryLimit>,
     /// How long a message may wait in the queue (`x-message-ttl`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_ttl: Option<Duration>,

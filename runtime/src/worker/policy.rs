@@ -187,7 +187,8 @@ mod tests {
 
     use super::{Decision, Failure, decide};
     use crate::model::{
-        Backoff, DeadLetter, Exhausted, FailureReason, OnPoison, Queue, QueueKind, Retry,
+        Backoff, DeadLetter, DeliveryLimit, Exhausted, FailureReason, OnPoison, Queue, QueueKind,
+        Retry,
     };
 
     fn queue(kind: QueueKind, retry: Retry) -> Queue {
@@ -341,7 +342,7 @@ mod tests {
     #[test]
     fn quorum_native_dead_letters_the_last_allowed_delivery() {
         let mut q = queue(QueueKind::Quorum, Retry::QuorumNative);
-        q.delivery_limit = Some(2);
+        q.delivery_limit = DeliveryLimit::Count(2);
         let outcomes: Vec<_> = (0..4)
             .map(|n| decide(&q, n, Failure::Retryable, 0.0))
             .collect();
@@ -354,7 +355,7 @@ mod tests {
             [requeue.clone(), requeue.clone(), dead.clone(), dead]
         );
         // The derived limit (none set): 1, so the first redelivery is the last.
-        q.delivery_limit = None;
+        q.delivery_limit = DeliveryLimit::Derived;
         assert_eq!(decide(&q, 0, Failure::Retryable, 0.0), requeue);
         assert_eq!(
             decide(&q, 1, Failure::Retryable, 0.0),
@@ -367,7 +368,7 @@ mod tests {
         assert_eq!(decide(&q, u32::MAX, Failure::Retryable, 0.0), requeue);
         // An explicit limit of "unlimited" is no limit either.
         let mut unlimited = queue(QueueKind::Quorum, Retry::QuorumNative);
-        unlimited.delivery_limit = Some(crate::model::QUORUM_UNLIMITED);
+        unlimited.delivery_limit = DeliveryLimit::Count(crate::model::QUORUM_UNLIMITED);
         assert_eq!(
             decide(&unlimited, u32::MAX, Failure::Retryable, 0.0),
             requeue

@@ -18,6 +18,12 @@ pub mod shop {
     include!(concat!(env!("OUT_DIR"), "/shop.rs"));
 }
 
+/// The queues of a service amqp-contract declared (`contracts/shared/`), described as they
+/// are on the broker, so warren and amqp-contract can both declare them.
+pub mod shared {
+    include!(concat!(env!("OUT_DIR"), "/shared.rs"));
+}
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

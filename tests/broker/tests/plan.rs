@@ -15,7 +15,7 @@ use lapin::options::{
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use warren_broker_tests::types::JobBehaviour;
 use warren_broker_tests::{Recorder, amqp_url, consumers, job, raw_headers, topology};
-use warren_runtime::model::{Backoff, Destination, Exhausted, Retry, Topology};
+use warren_runtime::model::{Backoff, DeliveryLimit, Destination, Exhausted, Retry, Topology};
 use warren_runtime::plan::{Action, Plan};
 use warren_runtime::{Connection, Worker};
 use warren_testkit::management;
@@ -45,7 +45,9 @@ fn version(policy: impl Fn(&str) -> (Retry, Option<u32>)) -> Topology {
     for name in QUEUES {
         let mut queue = base.queue(name).expect("a queue of the contract").clone();
         if name != "dead" {
-            (queue.retry, queue.delivery_limit) = policy(name);
+            let (retry, limit) = policy(name);
+            queue.retry = retry;
+            queue.delivery_limit = limit.map_or(DeliveryLimit::Derived, DeliveryLimit::Count);
         }
         let waits = queue.wait_queues();
         queues.push(queue);

@@ -158,7 +158,7 @@ async fn declaration_is_idempotent_checks_passively_and_names_mismatches() {
         .iter_mut()
         .find(|q| q.name == h.name("requeue"))
         .expect("declared");
-    queue.delivery_limit = Some(99);
+    queue.delivery_limit = warren_runtime::model::DeliveryLimit::Count(99);
     let error = warren_runtime::declare(&h.connection, &changed)
         .await
         .unwrap_err();

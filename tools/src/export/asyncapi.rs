@@ -37,7 +37,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
-use warren_model::{ArgValue, DurationLabel, Exhausted, Retry};
+use warren_model::{ArgValue, DeliveryLimit, DurationLabel, Exhausted, Retry};
 
 use warren_codegen::Routes;
 pub use warren_codegen::contract::Contact;
@@ -716,9 +716,20 @@ impl Sender<'_> {
     }
 }
 
-/// A queue's retry policy as `x-warren-retry`: the mode and its settings, and for
-/// ttl-backoff each wait tier's delay.
+/// A queue's retry policy as `x-warren-retry`: the mode and its settings, for ttl-backoff
+/// each wait tier's delay, and `deliveryLimit: broker-default` on a queue that declares none.
 fn retry(queue: &Queue) -> Value {
+    let mut value = retry_policy(queue);
+    if queue.delivery_limit == DeliveryLimit::BrokerDefault
+        && let Value::Object(settings) = &mut value
+    {
+        settings.insert("deliveryLimit".into(), json!(DeliveryLimit::BROKER_DEFAULT));
+    }
+    value
+}
+
+/// [`retry`] but for the delivery limit a contract leaves to the broker.
+fn retry_policy(queue: &Queue) -> Value {
     let exhausted = |e: Exhausted| json!(e.as_str());
     match &queue.retry {
         Retry::None => json!({ "mode": "none" }),

@@ -31,6 +31,7 @@ use warren_codegen::syntax::{
     ArgumentValue, Binding, Contact, ContractFile, DeadLetter, Exchange, ExchangeKind, Exhausted,
     HeadersMatch, Info, Message, OnPoison, Queue, QueueKind, Retry, RetryMode,
 };
+use warren_model::DeliveryLimit;
 
 use super::fields::{Fields, Notes, child, local_ref};
 use super::schemas::{COMPONENT_SCHEMAS, SchemaFiles};
@@ -440,7 +441,12 @@ impl Reader {
                 .str("exhausted")
                 .and_then(|e| Exhausted::from_str(e).ok()),
         };
-        queue.delivery_limit = retry.number("deliveryLimit");
+        queue.delivery_limit = match retry.get("deliveryLimit") {
+            Some(Value::String(word)) if word == DeliveryLimit::BROKER_DEFAULT => {
+                Some(DeliveryLimit::BrokerDefault)
+            }
+            _ => retry.number("deliveryLimit").map(DeliveryLimit::Count),
+        };
         // Computed from the settings above: the contract writes the settings.
         retry.skip(&["delays", "waitQueues"]);
         retry.finish(&mut self.notes, "not a retry setting");

@@ -4,6 +4,7 @@ use super::{Checker, entry, has_dead_letter_exchange};
 use crate::check::shown;
 use crate::diagnostics::{Code, YamlPath};
 use crate::syntax::{ArgumentValue, Overflow, Queue, QueueKind};
+use warren_model::DeliveryLimit;
 
 impl Checker<'_> {
     /// Settings under which RabbitMQ itself discards messages: limits and expirations on a
@@ -44,7 +45,10 @@ impl Checker<'_> {
         if !has_dead_letter_exchange(queue) {
             // (A raw `x-delivery-limit` on a quorum queue, or a limit on another type,
             // is already an error.)
-            if kind == QueueKind::Quorum && queue.delivery_limit.is_some() {
+            // (`broker-default` has a warning of its own, which says this too.)
+            if kind == QueueKind::Quorum
+                && matches!(queue.delivery_limit, Some(DeliveryLimit::Count(_)))
+            {
                 self.warn(
                     Code::BrokerDropsMessages,
                     &path.key("delivery_limit"),

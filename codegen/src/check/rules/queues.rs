@@ -3,6 +3,7 @@
 use super::{Checker, entry};
 use crate::diagnostics::{Code, YamlPath};
 use crate::syntax::{Overflow, Queue, QueueKind};
+use warren_model::DeliveryLimit;
 
 /// Queue arguments that a typed field sets; writing them in `arguments` too is ambiguous.
 const TYPED_QUEUE_ARGUMENTS: &[(&str, &str)] = &[
@@ -102,6 +103,19 @@ impl Checker<'_> {
                     "`delivery_limit` applies to quorum queues, and `{name}` is a {kind_name} queue"
                 ),
                 "remove `delivery_limit`, or make the queue `type: quorum`",
+            );
+        } else if queue.delivery_limit == Some(DeliveryLimit::BrokerDefault) {
+            self.warn(
+                Code::BrokerDeliveryLimit,
+                &path.key("delivery_limit"),
+                format!(
+                    "queue `{name}` declares no delivery limit, so the broker's applies: none on \
+                     RabbitMQ 3.x, 20 on 4.x, past which RabbitMQ dead-letters a message \
+                     (or drops it, without a dead-letter exchange) with no failure context"
+                ),
+                "keep it to match a queue another stack declares without one; on a queue \
+                 warren owns, remove `delivery_limit` (warren then derives one from the retry \
+                 budget)",
             );
         }
         self.replication_rules(name, queue, path);

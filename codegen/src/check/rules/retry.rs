@@ -3,7 +3,7 @@
 use super::{Checker, entry, has_dead_letter_exchange};
 use crate::diagnostics::{Code, YamlPath};
 use crate::syntax::{Exhausted, Queue, QueueKind, Retry, RetryMode};
-use warren_model::MIN_MULTIPLIER;
+use warren_model::{DeliveryLimit, MIN_MULTIPLIER};
 
 impl Checker<'_> {
     /// The queue's `retry`, checked in steps; `path` is the queue's.
@@ -75,12 +75,12 @@ impl Checker<'_> {
                         format!("`quorum-native` retries need a quorum queue, and `{name}` is a {kind_name} queue"),
                         "use `immediate-requeue` or `ttl-backoff`, or make the queue `type: quorum`",
                     );
-                } else if queue.delivery_limit.is_none() {
+                } else if !matches!(queue.delivery_limit, Some(DeliveryLimit::Count(_))) {
                     self.error(
                         Code::BadRetry,
                         &path.key("mode"),
-                        format!("`quorum-native` retries count against the queue's `delivery_limit`, and `{name}` has none"),
-                        "set `delivery_limit` on the queue (N allows N+1 deliveries)",
+                        format!("`quorum-native` retries count against the queue's `delivery_limit`, and `{name}` gives no number"),
+                        "set `delivery_limit` on the queue to a number (N allows N+1 deliveries)",
                     );
                 }
                 if retry.max_retries.is_some() {
@@ -112,7 +112,9 @@ impl Checker<'_> {
             let retries = retry
                 .max_retries
                 .unwrap_or(crate::contract::DEFAULT_MAX_RETRIES);
-            if let Some(limit) = queue.delivery_limit.filter(|limit| *limit <= retries) {
+            if let Some(DeliveryLimit::Count(limit)) = queue.delivery_limit
+                && limit <= retries
+            {
                 self.error(
                     Code::BadRetry,
                     &entry("queues", name).key("delivery_limit"),
