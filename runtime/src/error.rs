@@ -392,6 +392,22 @@ pub enum WorkerError {
         /// Its queue.
         queue: String,
     },
+    /// The broker lacks what consumers' queues retry and dead-letter through (a wait queue,
+    /// a dead-letter exchange): every failed message would be held, its retry copy or dead
+    /// letter routed nowhere. A queue another stack declared, without warren's `declare`, is
+    /// the usual cause. Refused before anything is consumed.
+    #[error(
+        "the broker lacks what queue(s) {} retry or dead-letter through: {}; declare the \
+         topology first (`warren_runtime::declare`, or `warren plan --apply`)",
+        queues.join(", "),
+        missing.join(", ")
+    )]
+    MissingRetryTopology {
+        /// The queues whose consumers cannot retry or dead-letter.
+        queues: Vec<String>,
+        /// What is missing, each named with the queue it serves.
+        missing: Vec<String>,
+    },
     /// A consumer task panicked (or was cancelled, as its runtime shut down).
     #[error("a consumer task failed")]
     Panicked(#[source] tokio::task::JoinError),

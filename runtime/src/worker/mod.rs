@@ -13,6 +13,7 @@ mod dead_letter_consumer;
 pub(crate) mod decode;
 mod observe;
 mod policy;
+mod presence;
 mod reply_nodes;
 mod rpc;
 mod runner;
@@ -397,6 +398,11 @@ impl Worker {
                 })?;
             ready.push((consumer, queue, health));
         }
+        // The queues apart: a registered consumer is not `Sync`, so none is held across the
+        // checks' awaits.
+        let queues: Vec<Arc<Queue>> = ready.iter().map(|(_, queue, _)| queue.clone()).collect();
+        let queues = queues.iter().map(|queue| &**queue);
+        presence::refuse_missing_retry_topology(&self.connection, &self.topology, queues).await?;
         let mut tasks = tokio::task::JoinSet::new();
         for (consumer, queue, health) in ready {
             let dead_letter_queue = self.topology.reached_by_dead_letters(&queue).pop_first();

@@ -6,9 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_lite::StreamExt;
-use lapin::options::{
-    BasicCancelOptions, BasicConsumeOptions, BasicQosOptions, QueueDeclareOptions,
-};
+use lapin::options::{BasicCancelOptions, BasicConsumeOptions, BasicQosOptions};
 use lapin::types::{FieldTable, ShortString};
 use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinSet;
@@ -16,6 +14,7 @@ use tokio::task::JoinSet;
 use super::acks::{Acks, Taken};
 use super::breaker::Breaker;
 use super::observe::Observer;
+use super::presence::{Presence, queue_presence};
 use super::settle::Settler;
 use super::work::Work;
 use super::{ConsumerSpec, Context};
@@ -24,7 +23,7 @@ use crate::error::Chain;
 use crate::model::Namespace;
 use crate::publish_time::Trust;
 use crate::schema::Validators;
-use crate::{Connection, Message, Publisher, WorkerError, amqp};
+use crate::{Message, Publisher, WorkerError, amqp};
 
 /// The first pause before subscribing again after a failed attempt, and the longest.
 const RESUBSCRIBE_MIN: Duration = Duration::from_millis(100);
@@ -262,11 +261,11 @@ impl Runner {
         let queue = self.context.queue.name.clone();
         let state = tokio::time::timeout(
             SUBSCRIBE_TIMEOUT,
-            queue_state(&self.context.connection, &queue),
+            queue_presence(&self.context.connection, &queue),
         )
         .await;
-        match state.unwrap_or(QueueState::Unknown) {
-            QueueState::Exists => {
+        match state.unwrap_or(Presence::Unknown) {
+            Presence::Exists => {
                 tracing::warn!(consumer = self.spec.name, queue = %queue, "the broker cancelled the consumer; subscribing again");
                 // The old channel may still carry unsettled deliveries: keep it open for
                 // their settles by consuming on it again rather than replacing it. Should
@@ -285,7 +284,7 @@ impl Runner {
                 }
                 Ok(())
             }
-            QueueState::Gone => {
+            Presence::Gone => {
                 tracing::error!(consumer = self.spec.name, queue = %queue, "the broker cancelled the consumer: its queue is gone");
                 let why = "the broker cancelled the consumer: its queue is gone";
                 self.settler.observer.unsubscribed(Some(why));
@@ -296,11 +295,11 @@ impl Runner {
             }
             // Its node down (a classic queue on a cluster), the queue is back with its node:
             // subscribed again then, as after any loss.
-            QueueState::NodeDown => {
+            Presence::NodeDown => {
                 self.lost("the queue's cluster node is down");
                 Ok(())
             }
-            QueueState::Unknown => {
+            Presence::Unknown => {
                 self.lost("the channel closed while checking the queue");
                 Ok(())
             }
@@ -503,44 +502,4 @@ fn unanswered() -> lapin::Error {
         std::io::ErrorKind::TimedOut,
         format!("the broker did not answer the subscription within {SUBSCRIBE_TIMEOUT:?}"),
     ))
-}
-
-/// What a passive declare says of a queue.
-enum QueueState {
-    Exists,
-    /// Deleted.
-    Gone,
-    /// On a cluster node that is down.
-    NodeDown,
-    /// The question could not be asked.
-    Unknown,
-}
-
-/// Whether `queue` exists, by a passive declare on a channel of its own (a `NOT_FOUND`
-/// closes the channel it happens on).
-async fn queue_state(connection: &Connection, queue: &str) -> QueueState {
-    let Ok(probe) = connection.create_channel().await else {
-        return QueueState::Unknown;
-    };
-    let result = probe
-        .queue_declare(
-            ShortString::from(queue),
-            QueueDeclareOptions {
-                passive: true,
-                ..QueueDeclareOptions::default()
-            },
-            FieldTable::default(),
-        )
-        .await;
-    match result {
-        Ok(_) => {
-            let _ = probe.close(200, ShortString::from("checked")).await;
-            QueueState::Exists
-        }
-        Err(error) => match amqp::not_found(&error) {
-            Some(amqp::NotFound::Gone) => QueueState::Gone,
-            Some(amqp::NotFound::NodeDown) => QueueState::NodeDown,
-            None => QueueState::Unknown,
-        },
-    }
 }
