@@ -11,12 +11,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use warren_model::argument;
 pub use warren_model::{
     ArgValue, Arguments, Backoff, BatchSpec, Binding, CircuitBreaker, Compression, ConsumerSpec,
     DeadLetter, Destination, Exchange, ExchangeKind, Exhausted, Import, MAX_WAIT_TIERS, OnPoison,
-    Publication, Queue, QueueKind, QueueRole, Retry, RpcTarget, Topology, WaitTier,
+    Publication, Queue, QueueKind, QueueRole, Retry, RetryCountSource, RpcTarget, Topology,
+    WaitTier,
 };
+use warren_model::{argument, headers};
 
 use crate::imports::Imports;
 use crate::load::LoadedContract;
@@ -541,6 +542,18 @@ fn queue(name: &str, q: &syntax::Queue) -> Queue {
         }),
         delivery_limit: q.delivery_limit.unwrap_or_default(),
         retry: retry_policy(name, q),
+        retry_counts_from: q
+            .retry
+            .iter()
+            .flat_map(|r| &r.counts_from)
+            .map(|source| RetryCountSource {
+                exchange: source.exchange.clone(),
+                header: source
+                    .header
+                    .clone()
+                    .unwrap_or_else(|| headers::RETRY_COUNT.to_owned()),
+            })
+            .collect(),
         on_poison: q.on_poison.unwrap_or_default(),
         arguments,
         ..Queue::new(name, q.kind.unwrap_or_default())

@@ -71,5 +71,5 @@ pub use topology::argument;
 pub use topology::{
     ArgValue, Arguments, Binding, DeadLetter, DeliveryLimit, Destination, Exchange, ExchangeKind,
     HOLDING_FOR, HOLDING_SUFFIX, Import, LeaderLocator, Namespace, OnPoison, Queue, QueueKind,
-    QueueRole, Topology, TopologyError, arguments, holding_queue_name,
+    QueueRole, RetryCountSource, Topology, TopologyError, arguments, holding_queue_name,
 };

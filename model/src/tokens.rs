@@ -14,7 +14,8 @@ use quote::{ToTokens, quote};
 use crate::{
     ArgValue, Arguments, Backoff, BatchSpec, Binding, CircuitBreaker, Compression, ConsumerSpec,
     DeadLetter, DeliveryLimit, Destination, Exchange, ExchangeKind, Exhausted, Import, OnPoison,
-    Publication, Queue, QueueKind, QueueRole, Retry, RpcTarget, Topology, WaitTier,
+    Publication, Queue, QueueKind, QueueRole, Retry, RetryCountSource, RpcTarget, Topology,
+    WaitTier,
 };
 
 impl ToTokens for Topology {
@@ -222,11 +223,21 @@ fn queue_tokens(queue: &Queue, retry: TokenStream, tokens: &mut TokenStream) {
         delivery_limit,
         // Written as the caller says: the policy itself, or the call that builds it.
         retry: _,
+        retry_counts_from,
         on_poison,
         role,
         arguments,
     } = queue;
     let dead_letter = optional(dead_letter.as_ref());
+    let retry_counts_from = if retry_counts_from.is_empty() {
+        quote! { ::std::vec::Vec::new() }
+    } else {
+        let sources = retry_counts_from.iter().map(|source| {
+            let RetryCountSource { exchange, header } = source;
+            quote! { RetryCountSource { exchange: #exchange.into(), header: #header.into() } }
+        });
+        quote! { ::std::vec::Vec::from([ #( #sources ),* ]) }
+    };
     let arguments = ArgumentsTokens(arguments);
     tokens.extend(quote! {
         Queue {
@@ -238,6 +249,7 @@ fn queue_tokens(queue: &Queue, retry: TokenStream, tokens: &mut TokenStream) {
             dead_letter: #dead_letter,
             delivery_limit: #delivery_limit,
             retry: #retry,
+            retry_counts_from: #retry_counts_from,
             on_poison: #on_poison,
             role: #role,
             arguments: #arguments,

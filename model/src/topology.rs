@@ -236,6 +236,9 @@ impl Topology {
                     tier.queue = name(&tier.queue);
                 }
             }
+            for source in &mut queue.retry_counts_from {
+                source.exchange = space.exchange(&source.exchange);
+            }
             if let QueueRole::Wait { queue: of, .. } = &mut queue.role {
                 *of = name(of);
             }
@@ -549,6 +552,20 @@ impl DeliveryLimit {
     pub const BROKER_DEFAULT: &'static str = "broker-default";
 }
 
+/// Where another stack's retry copies of a queue's messages come from, and the header
+/// holding their retry count: deliveries to the queue through `exchange` are retry copies as
+/// warren's own are, so their count (and their `x-first-failure-timestamp` and
+/// `x-original-routing-key`) is believed, and warren and that stack's worker on one queue
+/// share one retry budget. amqp-contract 2.4 sends its copies back through its
+/// `retry-exchange`, with `x-retry-count`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryCountSource {
+    /// The exchange the other stack's retry copies reach the queue through.
+    pub exchange: String,
+    /// The header holding their retry count (`x-retry-count` by default, as warren's own).
+    pub header: String,
+}
+
 /// A queue.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Queue {
@@ -569,6 +586,9 @@ pub struct Queue {
     pub delivery_limit: DeliveryLimit,
     /// How failed deliveries are retried.
     pub retry: Retry,
+    /// Other stacks' retry copies whose counts warren believes besides its own (none by
+    /// default: a count a producer wrote is never believed).
+    pub retry_counts_from: Vec<RetryCountSource>,
     /// What happens to messages that cannot be decoded or validated.
     pub on_poison: OnPoison,
     /// Why the queue exists: declared in the contract, or a wait queue of one.
@@ -607,6 +627,7 @@ impl Queue {
             dead_letter: None,
             delivery_limit: DeliveryLimit::Derived,
             retry: Retry::None,
+            retry_counts_from: Vec::new(),
             on_poison: OnPoison::default(),
             role: QueueRole::Declared,
             arguments: Arguments::new(),

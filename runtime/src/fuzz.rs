@@ -141,8 +141,11 @@ pub fn decode(
     // [`crate::model::limits::MAX_SHORT_STRING`] bytes, so a route that the
     // worker could not publish to fails here, as it would in the worker.
     let _ = retries_so_far(&raw, &queue);
-    let (exchange, routing_key) = original_route(&raw);
-    let _ = (ShortString::from(exchange), ShortString::from(routing_key));
+    let (exchange, routing_key) = original_route(&raw, &queue);
+    let _ = (
+        ShortString::from(exchange.unwrap_or_default()),
+        ShortString::from(routing_key.unwrap_or_default()),
+    );
     // A dead-letter consumer reads the same bytes, never refusing them: it must not panic
     // either, and a raw body stays within the cap.
     let letter = dead_letter::<JobMessage>(&raw, &queue, Some(&validators), max_body_bytes);

@@ -330,6 +330,23 @@ pub struct Retry {
     #[serde(default, with = "spelled", skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<SpelledSchema<Exhausted>>")]
     pub exhausted: Option<Exhausted>,
+    /// Other stacks' retry copies whose retry count warren believes besides its own, so that
+    /// their worker and warren's on one queue share one budget (`classic` `immediate-requeue`
+    /// and `ttl-backoff`, which count in a header).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counts_from: Vec<RetryCountSource>,
+}
+
+/// Where another stack's retry copies come from: amqp-contract 2.4 sends them back through
+/// its `retry-exchange`, with `x-retry-count`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryCountSource {
+    /// The exchange the copies reach the queue through.
+    pub exchange: String,
+    /// The header holding their retry count (default `x-retry-count`, warren's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
 }
 
 /// How a headers-exchange binding combines its header values (`x-match`).

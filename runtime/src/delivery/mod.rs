@@ -75,12 +75,14 @@ impl<P, H> Delivery<P, H> {
         self.payload
     }
 
-    /// The exchange the message was published to.
+    /// The exchange the message was published to; empty on another stack's retry copy that
+    /// did not record it (the queue's `retry_counts_from`), where it is unknown.
     pub fn exchange(&self) -> &str {
         &self.exchange
     }
 
-    /// The routing key the message was published with.
+    /// The routing key the message was published with; empty where unknown, as
+    /// [`Delivery::exchange`].
     pub fn routing_key(&self) -> &str {
         &self.routing_key
     }

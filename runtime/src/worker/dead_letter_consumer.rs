@@ -76,7 +76,7 @@ pub(crate) fn dead_letter<M: Message>(
     };
     let message = match typed {
         Ok(delivery) => DeadMessage::Typed(delivery.with_failure(failure.clone())),
-        Err(poison) => DeadMessage::Raw(raw_message(raw, poison, max_body_bytes)),
+        Err(poison) => DeadMessage::Raw(raw_message(raw, queue, poison, max_body_bytes)),
     };
     DeadLetter::new(failure, message)
 }
@@ -94,12 +94,13 @@ fn unqualified(name: &str) -> &str {
 /// The raw message of a poison dead letter, its body cut to `max_body_bytes`.
 fn raw_message(
     raw: &lapin::message::Delivery,
+    queue: &Queue,
     poison: Poison,
     max_body_bytes: usize,
 ) -> RawMessage {
     let properties = &raw.properties;
     let text = |value: &Option<lapin::types::ShortString>| value.as_ref().map(|v| v.to_string());
-    let (exchange, routing_key) = original_route(raw);
+    let (exchange, routing_key) = original_route(raw, queue);
     let mut message = RawMessage::new(
         raw.data[..raw.data.len().min(max_body_bytes)].to_vec(),
         poison.reason,
@@ -110,8 +111,8 @@ fn raw_message(
     message.content_encoding = text(properties.content_encoding());
     message.message_id = text(properties.message_id());
     message.kind = text(properties.kind());
-    message.exchange = exchange;
-    message.routing_key = routing_key;
+    message.exchange = exchange.unwrap_or_default();
+    message.routing_key = routing_key.unwrap_or_default();
     message
 }
 

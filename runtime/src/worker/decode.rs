@@ -20,18 +20,23 @@ use crate::{Delivery, FailureContext, Message};
 ///
 /// - `x-delivery-count` (quorum queues, counted by the broker) only on a redelivery: RabbitMQ
 ///   overwrites it on every redelivery but leaves a producer's value on the first delivery.
-/// - `x-retry-count` only on warren's own retry copies: those reach the queue through the default
-///   exchange with the queue's name as routing key (republished by warren, or dead-lettered back
-///   by a wait queue), whereas a producer's message arrives through the exchange it was published
-///   to. A producer allowed to publish to the default exchange can still pose as warren: deny it
-///   write access to `amq.default` where that matters (docs/runtime.md).
+/// - `x-retry-count` only on retry copies ([`retry_count_header`]): warren's own, which reach
+///   the queue through the default exchange with the queue's name as routing key (republished
+///   by warren, or dead-lettered back by a wait queue), whereas a producer's message arrives
+///   through the exchange it was published to; and another stack's, through an exchange the
+///   queue's `retry_counts_from` names, in the header it names. A producer allowed to publish
+///   to the default exchange (or to such an exchange) can still pose as a retry: deny it write
+///   access to `amq.default` where that matters (docs/runtime.md).
 ///
 /// A believed count saturates at `u32::MAX`; the arithmetic on it saturates too (`policy`).
 pub(crate) fn retries_so_far(raw: &lapin::message::Delivery, queue: &Queue) -> u32 {
     let (key, believed) = if broker_counts(queue) {
         (headers::DELIVERY_COUNT, raw.redelivered)
     } else {
-        (headers::RETRY_COUNT, is_retry_copy(raw, &queue.name))
+        match retry_count_header(raw, queue) {
+            Some(header) => (header, true),
+            None => (headers::RETRY_COUNT, false),
+        }
     };
     if !believed {
         return 0;
@@ -50,24 +55,59 @@ pub(crate) fn is_retry_copy(raw: &lapin::message::Delivery, queue: &str) -> bool
         && header_str(raw.properties.headers().as_ref(), headers::FAILURE_REASON).is_none()
 }
 
-/// The exchange and routing key the message was first published with: after a retry hop
-/// through a wait queue the delivery's own are the default exchange and the queue's name.
-/// The headers saying so are believed only on a delivery through the default exchange, the
-/// way warren's copies and redrives come: on one through an exchange, the delivery's own
-/// route is the original, and a header naming another is a producer's forgery.
+/// The header holding the retry count of `raw` when it is a retry copy of a message of
+/// `queue`: warren's own ([`is_retry_copy`], `x-retry-count`), or another stack's, delivered
+/// through an exchange the queue's `retry_counts_from` names (in the header it names). `None`
+/// for any other delivery, whose count a producer wrote, and for a dead letter.
+pub(crate) fn retry_count_header<'q>(
+    raw: &lapin::message::Delivery,
+    queue: &'q Queue,
+) -> Option<&'q str> {
+    if is_retry_copy(raw, &queue.name) {
+        return Some(headers::RETRY_COUNT);
+    }
+    if header_str(raw.properties.headers().as_ref(), headers::FAILURE_REASON).is_some() {
+        return None;
+    }
+    (queue.retry_counts_from.iter())
+        .find(|source| source.exchange == raw.exchange.as_str())
+        .map(|source| source.header.as_str())
+}
+
+/// The exchange and routing key the message was first published with, `None` where unknown.
+/// After a retry hop through a wait queue the delivery's own are the default exchange and the
+/// queue's name, and the headers saying the original are believed on such a delivery (the
+/// way warren's copies and redrives come). On another stack's retry copy
+/// ([`retry_count_header`]) the delivery's own are that stack's retry exchange: the headers
+/// are believed when it wrote them (amqp-contract writes `x-original-routing-key`), and what
+/// it did not write is unknown rather than its retry exchange. On any other delivery the
+/// delivery's own route is the original, and a header naming another is a producer's forgery.
 ///
 /// A header value longer than AMQP's 255-byte names is not a route any broker delivered, and
 /// publishing a dead-letter copy to it would panic in lapin (`ShortString::from`), so the
 /// delivery's own route stands in for it (found while fuzzing the decode path).
-pub(crate) fn original_route(raw: &lapin::message::Delivery) -> (String, String) {
+pub(crate) fn original_route(
+    raw: &lapin::message::Delivery,
+    queue: &Queue,
+) -> (Option<String>, Option<String>) {
     let table = raw.properties.headers().as_ref();
-    let copied = raw.exchange.as_str().is_empty();
+    let foreign = !raw.exchange.as_str().is_empty() && retry_count_header(raw, queue).is_some();
+    let copied = raw.exchange.as_str().is_empty() || foreign;
     let header =
         |key| header_str(table, key).filter(|value| copied && value.len() <= MAX_SHORT_STRING);
-    (
-        header(headers::ORIGINAL_EXCHANGE).unwrap_or_else(|| raw.exchange.to_string()),
-        header(headers::ORIGINAL_ROUTING_KEY).unwrap_or_else(|| raw.routing_key.to_string()),
-    )
+    let (exchange, routing_key) = (
+        header(headers::ORIGINAL_EXCHANGE),
+        header(headers::ORIGINAL_ROUTING_KEY),
+    );
+    // Neither recorded: the delivery's own route, unless it is another stack's copy. One
+    // recorded alone (a copy of one, which warren carries on): the other is unknown.
+    if exchange.is_none() && routing_key.is_none() && !foreign {
+        return (
+            Some(raw.exchange.to_string()),
+            Some(raw.routing_key.to_string()),
+        );
+    }
+    (exchange, routing_key)
 }
 
 /// Decodes `raw` as message `M`, validating it against its JSON Schemas unless `validators`
@@ -141,10 +181,13 @@ pub(crate) fn decode<M: Message>(
             format!("headers do not fit their type: {e}"),
         )
     })?;
-    let (exchange, routing_key) = original_route(raw);
+    let (exchange, routing_key) = original_route(raw, queue);
     let retries = retries_so_far(raw, queue);
     let mut delivery = Delivery::builder(payload, typed_headers)
-        .route(exchange, routing_key)
+        .route(
+            exchange.unwrap_or_default(),
+            routing_key.unwrap_or_default(),
+        )
         .attempt(retries, raw.redelivered);
     if let Some(id) = properties.message_id() {
         delivery = delivery.message_id(id.as_str());
@@ -199,9 +242,7 @@ pub(crate) fn failure_so_far(
             ..FailureContext::default()
         });
     }
-    if !is_retry_copy(raw, &queue.name) {
-        return None;
-    }
+    retry_count_header(raw, queue)?;
     let mut failure = FailureContext::from_headers(raw.properties.headers().as_ref())?;
     // The count is the one the worker believed, whatever else the headers say; and a retry
     // copy is no dead letter (the `x-death` of its hop through a wait queue says `expired`).
@@ -217,7 +258,8 @@ mod tests {
 
     use std::time::Duration;
 
-    use super::{expiration, headers, original_route};
+    use super::{expiration, headers, original_route, retries_so_far};
+    use crate::model::{Queue, QueueKind, RetryCountSource};
 
     #[test]
     fn an_expiration_is_read_strictly_and_within_what_rabbitmq_takes() {
@@ -268,22 +310,76 @@ mod tests {
                 Vec::new(),
             );
             raw.properties = BasicProperties::default().with_headers(table);
-            original_route(&raw)
+            original_route(&raw, &Queue::new("work", QueueKind::Classic))
         };
+        let some = |exchange: &str, key: &str| (Some(exchange.to_owned()), Some(key.to_owned()));
         let long = "k".repeat(256);
-        assert_eq!(
-            route("", &long, &long),
-            (String::new(), "job.created".to_owned())
-        );
+        assert_eq!(route("", &long, &long), some("", "job.created"));
         let longest = "k".repeat(255);
-        assert_eq!(
-            route("", "orders", &longest),
-            ("orders".to_owned(), longest)
-        );
+        assert_eq!(route("", "orders", &longest), some("orders", &longest));
         assert_eq!(
             route("jobs", "orders", "nope"),
-            ("jobs".to_owned(), "job.created".to_owned()),
+            some("jobs", "job.created"),
             "forged on a delivery through an exchange"
+        );
+    }
+
+    /// A delivery to `work` through `exchange` with `headers`.
+    fn delivered(exchange: &str, headers: &[(&str, AMQPValue)]) -> lapin::message::Delivery {
+        let mut table = FieldTable::default();
+        for (name, value) in headers {
+            table.insert(ShortString::from(*name), value.clone());
+        }
+        let mut raw = lapin::message::Delivery::mock(
+            1,
+            ShortString::from(exchange),
+            ShortString::from("work"),
+            false,
+            Vec::new(),
+        );
+        raw.properties = BasicProperties::default().with_headers(table);
+        raw
+    }
+
+    /// Another stack's retry copies (amqp-contract 2.4's, back through its `retry-exchange`)
+    /// count when the queue names their exchange: their count is believed, their original
+    /// routing key when they recorded it, and the exchange they did not record is unknown
+    /// rather than their retry exchange. The same headers through any other exchange are a
+    /// producer's, and a dead letter's count is not a retry's.
+    #[test]
+    fn another_stack_s_retry_copies_count_when_the_queue_names_their_exchange() {
+        let mut queue = Queue::new("work", QueueKind::Classic);
+        queue.retry_counts_from = vec![RetryCountSource {
+            exchange: "retry-exchange".into(),
+            header: headers::RETRY_COUNT.into(),
+        }];
+        let count = (headers::RETRY_COUNT, AMQPValue::LongLongInt(2));
+        let key = (
+            headers::ORIGINAL_ROUTING_KEY,
+            AMQPValue::LongString(LongString::from("order.created")),
+        );
+        let copy = delivered("retry-exchange", &[count.clone(), key.clone()]);
+        assert_eq!(retries_so_far(&copy, &queue), 2);
+        assert_eq!(
+            original_route(&copy, &queue),
+            (None, Some("order.created".to_owned()))
+        );
+        let unrecorded = delivered("retry-exchange", std::slice::from_ref(&count));
+        assert_eq!(original_route(&unrecorded, &queue), (None, None));
+
+        let forged = delivered("orders", &[count.clone(), key]);
+        assert_eq!(retries_so_far(&forged, &queue), 0, "a producer's count");
+        let reason = (
+            headers::FAILURE_REASON,
+            AMQPValue::LongString(LongString::from("exhausted")),
+        );
+        let dead = delivered("retry-exchange", &[count.clone(), reason]);
+        assert_eq!(retries_so_far(&dead, &queue), 0, "a dead letter");
+        let unnamed = Queue::new("work", QueueKind::Classic);
+        assert_eq!(
+            retries_so_far(&copy, &unnamed),
+            0,
+            "not named: not believed"
         );
     }
 }

@@ -13,7 +13,7 @@ use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use tracing::Instrument as _;
 
 use super::acks::Taken;
-use super::decode::{is_retry_copy, original_route};
+use super::decode::{original_route, retry_count_header};
 use super::policy::{Decision, Failure, broker_counts, dead_letter_decision, decide};
 use crate::PublishError;
 use crate::Publisher;
@@ -203,8 +203,10 @@ impl Settler {
             return self.reject(raw, false).await;
         };
         self.observer.dead_lettered(reason);
-        let routing_key =
-            (dead_letter.routing_key.clone()).unwrap_or_else(|| original_route(raw).1);
+        // A route another stack did not record is unknown: `""`, which a `#` binding matches.
+        let routing_key = (dead_letter.routing_key.clone())
+            .or_else(|| original_route(raw, &self.queue).1)
+            .unwrap_or_default();
         let reason = reason.as_str();
         let span = trace::copy(
             trace::CopyKind::DeadLetter,
@@ -355,13 +357,26 @@ impl Settler {
         reason: Option<&str>,
         span: &tracing::Span,
     ) -> BasicProperties {
-        let (exchange, routing_key) = original_route(raw);
+        let (exchange, routing_key) = original_route(raw, &self.queue);
         let now = unix_millis();
-        // The first failure is kept only where warren wrote it: on its own retry copies. A
-        // producer's value on a first delivery is not history.
+        // The first failure is kept only where warren (or a stack the queue believes) wrote
+        // it: on retry copies. A producer's value on a first delivery is not history.
         let first_failure_believed =
-            !broker_counts(&self.queue) && is_retry_copy(raw, &self.queue.name);
+            !broker_counts(&self.queue) && retry_count_header(raw, &self.queue).is_some();
         republished(&raw.properties, |table| {
+            // What is unknown is left out, never guessed.
+            for (key, value) in [
+                (headers::ORIGINAL_EXCHANGE, &exchange),
+                (headers::ORIGINAL_ROUTING_KEY, &routing_key),
+            ] {
+                match value {
+                    Some(value) => table.insert(
+                        ShortString::from(key),
+                        AMQPValue::LongString(LongString::from(value.as_str())),
+                    ),
+                    None => table.remove(key),
+                };
+            }
             let mut set = |key: &str, value: AMQPValue| {
                 table.insert(ShortString::from(key), value);
             };
@@ -371,8 +386,6 @@ impl Settler {
                 AMQPValue::LongLongInt(i64::from(retry_count)),
             );
             set(headers::LAST_ERROR, text(&truncate(error, MAX_ERROR_BYTES)));
-            set(headers::ORIGINAL_EXCHANGE, text(&exchange));
-            set(headers::ORIGINAL_ROUTING_KEY, text(&routing_key));
             set(headers::CONSUMER, text(self.consumer));
             set(headers::FAILED_QUEUE, text(&self.queue.name));
             set(headers::LAST_FAILURE, AMQPValue::LongLongInt(now));

@@ -20,7 +20,9 @@ use warren_testkit::TestBroker;
 async fn a_missing_dead_letter_exchange_holds_the_message_without_rerunning_its_handler() {
     let harness = Harness::start("missing-dlx").await;
     // Running first: a worker that starts without its dead-letter exchange refuses to.
-    harness.submit("none", job("warm-up", JobBehaviour::Ok)).await;
+    harness
+        .submit("none", job("warm-up", JobBehaviour::Ok))
+        .await;
     harness
         .recorder
         .wait_attempts("warm-up", 1, Duration::from_secs(10))

@@ -3,15 +3,20 @@
 //! was refused the redeclare (`PRECONDITION_FAILED - inequivalent arg 'x-delivery-limit'`)
 //! whichever side declared first. A contract saying `delivery_limit: broker-default`
 //! (`contracts/shared/`) declares them as they are; amqp-contract's declaration is made with
-//! amqplib by `tests/js/amqp-contract.mjs`.
+//! amqplib by `tests/js/amqp-contract.mjs`, and so is a retry amqp-contract began, which
+//! warren's worker carries on with the count amqp-contract left (`retry.counts_from`).
 
 use std::path::Path;
 use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use lapin::options::{ExchangeDeleteOptions, QueueDeleteOptions};
 use lapin::types::ShortString;
+use warren_broker_tests::shared::types::OrderCreated;
 use warren_broker_tests::{amqp_url, shared};
 use warren_runtime::model::{DeliveryLimit, Topology};
+use warren_runtime::{Delivery, HandlerError};
 use warren_testkit::TestBroker;
 
 /// Runs `tests/js/amqp-contract.mjs` with `args`; panics with its output when it fails.
@@ -100,4 +105,60 @@ async fn a_contract_declares_quorum_queues_amqp_contract_declared_and_the_other_
         .expect("warren declares");
     amqp_contract(&["declare", &url, &namespace]);
     remove(&broker, &topology).await;
+}
+
+/// Fails every order, retryably, and counts its attempts.
+#[derive(Clone, Default)]
+struct Failing(Arc<Mutex<Vec<u32>>>);
+
+impl shared::consumers::ProcessOrder for Failing {
+    async fn handle(&self, delivery: Delivery<OrderCreated>) -> Result<(), HandlerError> {
+        let mut attempts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        attempts.push(delivery.retry_count());
+        Err(HandlerError::retryable("the payment service is down"))
+    }
+}
+
+/// A message amqp-contract had retried twice comes back through its retry exchange while
+/// warren's worker runs the queue (the cut-over of docs/migrating.md): the queue's
+/// `counts_from` names that exchange, so warren believes the count and spends only what is
+/// left of the budget of 3 (it used to start again from 0, 5 attempts in all instead of 4),
+/// and its dead letter keeps amqp-contract's original routing key and its first failure,
+/// with no original exchange, which amqp-contract did not record.
+#[tokio::test]
+async fn a_retry_amqp_contract_began_keeps_its_count_under_warren() {
+    let broker = TestBroker::from_env().await;
+    let deployed = broker.deploy("handover", &shared::topology()).await;
+    let failing = Failing::default();
+    // The dead letters are the test's to take: only the work queue's consumer runs.
+    let mut worker = deployed.worker();
+    shared::consumers::register::process_order(&mut worker, failing.clone());
+    let mut running = deployed.start(worker);
+
+    amqp_contract(&["retry-copy", &amqp_url(), deployed.namespace(), "o-1", "2"]);
+    let dead = deployed
+        .take_dead_letters("orders.dead", 1, Duration::from_secs(60))
+        .await;
+    running.stop().await.expect("the worker stops cleanly");
+    assert_eq!(dead.len(), 1, "dead-lettered once its budget was spent");
+    let attempts = failing.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert_eq!(
+        attempts,
+        [2, 3],
+        "the two retries amqp-contract left, counted on"
+    );
+    let dead = &dead[0];
+    assert_eq!(dead.reason(), Some("exhausted"));
+    assert_eq!(dead.header("x-retry-count").as_deref(), Some("3"));
+    assert_eq!(
+        dead.header("x-original-routing-key").as_deref(),
+        Some("order.created")
+    );
+    assert_eq!(
+        dead.header("x-original-exchange"),
+        None,
+        "unknown, not its retry exchange"
+    );
+    assert!(dead.header("x-first-failure-timestamp").is_some());
+    deployed.cleanup().await;
 }

@@ -717,13 +717,23 @@ impl Sender<'_> {
 }
 
 /// A queue's retry policy as `x-warren-retry`: the mode and its settings, for ttl-backoff
-/// each wait tier's delay, and `deliveryLimit: broker-default` on a queue that declares none.
+/// each wait tier's delay, `deliveryLimit: broker-default` on a queue that declares none,
+/// and `countsFrom`, the other stacks' retry copies whose counts are believed.
 fn retry(queue: &Queue) -> Value {
     let mut value = retry_policy(queue);
-    if queue.delivery_limit == DeliveryLimit::BrokerDefault
-        && let Value::Object(settings) = &mut value
-    {
+    let Value::Object(settings) = &mut value else {
+        return value;
+    };
+    if queue.delivery_limit == DeliveryLimit::BrokerDefault {
         settings.insert("deliveryLimit".into(), json!(DeliveryLimit::BROKER_DEFAULT));
+    }
+    if !queue.retry_counts_from.is_empty() {
+        let sources: Vec<Value> = queue
+            .retry_counts_from
+            .iter()
+            .map(|s| json!({ "exchange": s.exchange, "header": s.header }))
+            .collect();
+        settings.insert("countsFrom".into(), Value::Array(sources));
     }
     value
 }

@@ -29,9 +29,9 @@ use std::str::FromStr;
 use serde_json::{Map, Value};
 use warren_codegen::syntax::{
     ArgumentValue, Binding, Contact, ContractFile, DeadLetter, Exchange, ExchangeKind, Exhausted,
-    HeadersMatch, Info, Message, OnPoison, Queue, QueueKind, Retry, RetryMode,
+    HeadersMatch, Info, Message, OnPoison, Queue, QueueKind, Retry, RetryCountSource, RetryMode,
 };
-use warren_model::DeliveryLimit;
+use warren_model::{DeliveryLimit, headers};
 
 use super::fields::{Fields, Notes, child, local_ref};
 use super::schemas::{COMPONENT_SCHEMAS, SchemaFiles};
@@ -440,6 +440,7 @@ impl Reader {
             exhausted: retry
                 .str("exhausted")
                 .and_then(|e| Exhausted::from_str(e).ok()),
+            counts_from: counts_from(retry.get("countsFrom")),
         };
         queue.delivery_limit = match retry.get("deliveryLimit") {
             Some(Value::String(word)) if word == DeliveryLimit::BROKER_DEFAULT => {
@@ -628,4 +629,26 @@ fn snake_case(key: &str) -> String {
     } else {
         name
     }
+}
+
+/// `x-warren-retry.countsFrom`: the other stacks' retry copies a queue believes the counts
+/// of, each `{exchange, header}`; an entry without an exchange is left out.
+fn counts_from(value: Option<&Value>) -> Vec<RetryCountSource> {
+    let entries = value
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    entries
+        .iter()
+        .filter_map(|entry| {
+            Some(RetryCountSource {
+                exchange: entry.get("exchange")?.as_str()?.to_owned(),
+                // Warren's own header is the default, written by leaving it out.
+                header: entry
+                    .get("header")
+                    .and_then(Value::as_str)
+                    .filter(|header| *header != headers::RETRY_COUNT)
+                    .map(str::to_owned),
+            })
+        })
+        .collect()
 }

@@ -20,6 +20,76 @@ impl Checker<'_> {
             self.backoff_delays(retry, &path);
         }
         self.exhausted(name, queue, retry, mode, &path);
+        self.counts_from(name, queue, retry, mode, &path);
+    }
+
+    /// `counts_from`: only where warren counts retries in a header, each naming an exchange
+    /// and a header, and none an exchange the contract's own publishers send to (a
+    /// producer's count would be believed).
+    fn counts_from(
+        &mut self,
+        name: &str,
+        queue: &Queue,
+        retry: &Retry,
+        mode: RetryMode,
+        path: &YamlPath,
+    ) {
+        if retry.counts_from.is_empty() {
+            return;
+        }
+        let in_header = match mode {
+            RetryMode::TtlBackoff => true,
+            RetryMode::ImmediateRequeue => queue.kind.unwrap_or_default() != QueueKind::Quorum,
+            RetryMode::None | RetryMode::QuorumNative => false,
+        };
+        if !in_header {
+            let help = if mode == RetryMode::None {
+                "remove `counts_from`: nothing is retried"
+            } else {
+                "remove `counts_from`: the broker's `x-delivery-count` is one count for every worker on the queue already"
+            };
+            self.error(
+                Code::BadRetry,
+                &path.key("counts_from"),
+                format!("queue `{name}` counts no retries in a header (`{}` on a {} queue), so `counts_from` has nothing to believe", mode.as_str(), queue.kind.unwrap_or_default().as_str()),
+                help,
+            );
+            return;
+        }
+        for (i, source) in retry.counts_from.iter().enumerate() {
+            let at = path.key("counts_from").index(i);
+            if source.exchange.is_empty() {
+                self.error(
+                    Code::BadRetry,
+                    &at.key("exchange"),
+                    "the default exchange is how warren's own retry copies come, and its counts are believed already".to_owned(),
+                    "name the exchange the other stack's retry copies come through (amqp-contract 2.4: its `retry-exchange`)",
+                );
+            }
+            if source.header.as_deref().is_some_and(str::is_empty) {
+                self.error(
+                    Code::BadRetry,
+                    &at.key("header"),
+                    "an empty header name holds no count".to_owned(),
+                    "name the header, or leave it out for `x-retry-count`",
+                );
+            }
+            let publishers: Vec<&str> = self
+                .file
+                .publishers
+                .iter()
+                .filter(|(_, p)| p.exchange == source.exchange)
+                .map(|(publisher, _)| publisher.as_str())
+                .collect();
+            if let Some(publisher) = publishers.first() {
+                self.error(
+                    Code::BadRetry,
+                    &at.key("exchange"),
+                    format!("publisher `{publisher}` sends to `{}`, so a count a producer writes on its messages would be believed", source.exchange),
+                    "name only the exchange the other stack's retry copies alone come through",
+                );
+            }
+        }
     }
 
     /// Delays, multiplier and jitter belong to `ttl-backoff` alone.
