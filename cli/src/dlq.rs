@@ -228,7 +228,8 @@ async fn command(command: DlqCommand, front: Front<'_>) -> Result<(), Failure> {
                 options = options.rate(rate);
             }
             for queue in &queues {
-                redrive(&connection, queue, &filter, &options).await?;
+                let dlq = DeadLetterQueue::new(&connection, queue).judging_by(&topology);
+                redrive(&dlq, &filter, &options).await?;
             }
             Ok(())
         }
@@ -253,12 +254,11 @@ async fn each<T>(
     front: Front<'_>,
     read: impl AsyncFn(&DeadLetterQueue) -> Result<T, dead_letters::DeadLetterError>,
 ) -> Result<Vec<(String, T)>, Failure> {
-    let (connection, _, queues) = open(target, front, false).await?;
+    let (connection, topology, queues) = open(target, front, false).await?;
     let mut all = Vec::new();
     for queue in queues {
-        let found = read(&DeadLetterQueue::new(&connection, &queue))
-            .await
-            .map_err(broker)?;
+        let dlq = DeadLetterQueue::new(&connection, &queue).judging_by(&topology);
+        let found = read(&dlq).await.map_err(broker)?;
         all.push((queue, found));
     }
     Ok(all)
@@ -345,11 +345,11 @@ fn broker(error: dead_letters::DeadLetterError) -> Failure {
 }
 
 async fn redrive(
-    connection: &Connection,
-    queue: &str,
+    dlq: &DeadLetterQueue,
     filter: &Filter,
     options: &RedriveOptions,
 ) -> Result<(), Failure> {
+    let queue = dlq.name();
     let terminal = std::io::stderr().is_terminal();
     let mut shown_at = Instant::now();
     // What was done before a failure is still printed.
@@ -361,9 +361,7 @@ async fn redrive(
             eprint!("\r\x1b[K{}", progress_line(queue, summary));
         }
     };
-    let summary = DeadLetterQueue::new(connection, queue)
-        .redrive(filter, options, progress)
-        .await;
+    let summary = dlq.redrive(filter, options, progress).await;
     if terminal {
         eprint!("\r\x1b[K");
     }

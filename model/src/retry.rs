@@ -170,6 +170,19 @@ pub enum Retry {
     QuorumNative,
 }
 
+impl Retry {
+    /// The retries a message gets, when the policy counts them itself (`None` under
+    /// `quorum-native`, whose budget is the queue's delivery limit).
+    pub fn budget(&self) -> Option<u32> {
+        match self {
+            Self::None => Some(0),
+            Self::ImmediateRequeue { max_retries, .. } => Some(*max_retries),
+            Self::TtlBackoff(backoff) => Some(backoff.max_retries),
+            Self::QuorumNative => None,
+        }
+    }
+}
+
 /// A ttl-backoff schedule: the delay before retry `n` (from 0) is
 /// `min(initial_delay × multiplier^n, max_delay)`, then, with jitter, one of the
 /// [`JITTER_BUCKETS`] of it; each distinct delay is a wait queue of its own (a [`WaitTier`]).

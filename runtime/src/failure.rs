@@ -100,6 +100,27 @@ impl FailureContext {
     }
 }
 
+impl FailureContext {
+    /// The context of a dead letter another stack wrote, judged by `budget`, the retries of
+    /// the queue it died in: the broker says only `rejected` (amqp-contract's `nack` adds no
+    /// reason), and the retry count that stack stamped on its copies tells the rest. Retried
+    /// as often as the budget allows: `exhausted`. Retried before, and rejected before the
+    /// budget was spent: `non-retryable` (poison never is retried, its failure is
+    /// deterministic). Never retried, or the budget unknown: still `rejected`, which may be
+    /// either poison or a handler that refused it. Any other context is returned as it is.
+    pub fn judged(mut self, budget: Option<u32>) -> Self {
+        if self.reason != Some(FailureReason::Rejected) || self.retry_count == 0 {
+            return self;
+        }
+        self.reason = match budget {
+            Some(budget) if self.retry_count >= budget => Some(FailureReason::Exhausted),
+            Some(_) => Some(FailureReason::NonRetryable),
+            None => self.reason,
+        };
+        self
+    }
+}
+
 /// A header string cut to what an AMQP name may hold (255 bytes), on a character boundary:
 /// a forged megabyte-long `x-consumer` costs no more than a real one. (The last error is cut
 /// to what `x-last-error` keeps, 1 KiB.)
@@ -148,6 +169,39 @@ mod tests {
 
     use super::FailureContext;
     use crate::model::{FailureReason, headers};
+
+    /// Another stack's `rejected` dead letter, judged by the budget of 3 of the queue it
+    /// died in: only its retry count tells exhausted from refused, and only a count does.
+    #[test]
+    fn a_rejected_dead_letter_is_judged_by_its_retries_and_its_queue_s_budget() {
+        let rejected = |retry_count| FailureContext {
+            reason: Some(FailureReason::Rejected),
+            retry_count,
+            ..FailureContext::default()
+        };
+        let judged = |retries, budget| rejected(retries).judged(budget).reason;
+        assert_eq!(judged(3, Some(3)), Some(FailureReason::Exhausted));
+        assert_eq!(judged(1, Some(3)), Some(FailureReason::NonRetryable));
+        assert_eq!(
+            judged(0, Some(3)),
+            Some(FailureReason::Rejected),
+            "poison, or refused"
+        );
+        assert_eq!(
+            judged(3, None),
+            Some(FailureReason::Rejected),
+            "no budget known"
+        );
+        let warren = FailureContext {
+            reason: Some(FailureReason::Validation),
+            ..rejected(3)
+        };
+        assert_eq!(
+            warren.clone().judged(Some(3)),
+            warren,
+            "warren's own say why"
+        );
+    }
 
     fn text(value: &str) -> AMQPValue {
         AMQPValue::LongString(LongString::from(value))

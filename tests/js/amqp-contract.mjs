@@ -4,6 +4,7 @@
 //
 //   node amqp-contract.mjs declare URL NAMESPACE
 //   node amqp-contract.mjs retry-copy URL NAMESPACE ORDER_ID RETRIES
+//   node amqp-contract.mjs dead-letter URL NAMESPACE ORDER_ID:RETRIES...
 //
 // `declare` asserts the topology of tests/broker/contracts/shared/ as amqp-contract's setup
 // (core/src/setup.ts) asserts a contract's: durable topic exchanges, then quorum queues with
@@ -14,6 +15,12 @@
 // last error, the first failure's time, the original routing key; the body byte for byte),
 // arriving through its `retry-exchange`, routed by `x-retry-queue`, as its wait queue
 // dead-letters it there when its TTL falls due.
+//
+// `dead-letter` makes amqp-contract's dead letters: each order is published to `orders` (with
+// the headers its worker stamped on the last retry copy, when RETRIES is above 0), then taken
+// from `orders.process` and rejected without requeue, as amqp-contract's worker does when it
+// gives up (`nack(requeue=false)`, no reason of its own): the broker dead-letters it into
+// `orders.dead`, with only its `x-death` to say why.
 import amqp from "amqplib";
 
 const [command, url, namespace, ...rest] = process.argv.slice(2);
@@ -66,6 +73,31 @@ try {
     });
     await channel.waitForConfirms();
     console.log("sent");
+  } else if (command === "dead-letter") {
+    const orders = rest.map((order) => order.split(":"));
+    for (const [orderId, retries] of orders) {
+      const body = Buffer.from(JSON.stringify({ orderId, amount: 100 }));
+      const stamped = Number(retries) > 0
+        ? {
+            "x-retry-count": Number(retries),
+            "x-last-error": `attempt ${retries} failed`,
+            "x-first-failure-timestamp": Date.now() - 60_000,
+            "x-original-routing-key": "order.created",
+          }
+        : {};
+      channel.publish(name("orders"), "order.created", body, { persistent: true, headers: stamped });
+    }
+    await channel.waitForConfirms();
+    for (let rejected = 0; rejected < orders.length; ) {
+      const message = await channel.get(name("orders.process"), { noAck: false });
+      if (message === false) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        continue;
+      }
+      channel.nack(message, false, false);
+      rejected += 1;
+    }
+    console.log("rejected");
   } else {
     throw new Error(`unknown command ${command}`);
   }

@@ -94,7 +94,7 @@ impl DeadLetterQueue {
                 let Some(delivery) = scan.next().await? else {
                     break;
                 };
-                let context = FailureContext::from_headers(delivery.properties.headers().as_ref());
+                let context = self.context(delivery.properties.headers().as_ref());
                 counts.add(context.as_ref());
             }
             Ok(())

@@ -15,8 +15,12 @@ mod redrive;
 mod scan;
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
+use lapin::types::FieldTable;
+
+use crate::FailureContext;
 use crate::connection::Connection;
 use crate::error::PublishError;
 use crate::model::{QueueRole, Topology};
@@ -96,6 +100,8 @@ pub enum DeadLetterError {
 pub struct DeadLetterQueue {
     connection: Connection,
     name: String,
+    /// The retry budget of each queue of the topology it judges by, by name.
+    budgets: Arc<BTreeMap<String, u32>>,
 }
 
 impl DeadLetterQueue {
@@ -104,7 +110,31 @@ impl DeadLetterQueue {
         Self {
             connection: connection.clone(),
             name: name.into(),
+            budgets: Arc::default(),
         }
+    }
+
+    /// Reads the dead letters another stack wrote by the retry budgets of `topology`'s
+    /// queues ([`FailureContext::judged`]): one the broker says was `rejected` after that
+    /// stack retried it as often as its queue allows counts (and is redriven) as
+    /// `exhausted`, one rejected after fewer retries as `non-retryable`. Without it they stay
+    /// `rejected`.
+    pub fn judging_by(mut self, topology: &Topology) -> Self {
+        let budgets = topology
+            .queues
+            .iter()
+            .filter_map(|q| Some((q.name.clone(), q.retry.budget()?)))
+            .collect();
+        self.budgets = Arc::new(budgets);
+        self
+    }
+
+    /// The failure context of a dead letter whose headers are `headers`, judged by the
+    /// budget of the queue it died in.
+    pub(crate) fn context(&self, headers: Option<&FieldTable>) -> Option<FailureContext> {
+        let context = FailureContext::from_headers(headers)?;
+        let budget = (context.queue.as_ref()).and_then(|queue| self.budgets.get(queue).copied());
+        Some(context.judged(budget))
     }
 
     /// Its name on the broker.

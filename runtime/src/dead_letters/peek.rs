@@ -45,13 +45,16 @@ impl DeadLetterQueue {
     /// [`read`](Self::read) leaves them, each body cut to [`MAX_PEEK_BODY`] bytes.
     pub async fn peek(&self, n: usize) -> Result<Vec<Peeked>, DeadLetterError> {
         let read = self.read(n.min(MAX_PEEK)).await?;
-        Ok(read.iter().map(Peeked::of).collect())
+        Ok(read
+            .iter()
+            .map(|delivery| Peeked::of(delivery, self))
+            .collect())
     }
 }
 
 impl Peeked {
-    /// What a peek shows of `delivery`.
-    fn of(delivery: &Delivery) -> Self {
+    /// What a peek of `queue` shows of `delivery`.
+    fn of(delivery: &Delivery, queue: &DeadLetterQueue) -> Self {
         let properties = &delivery.properties;
         let headers = properties.headers().as_ref();
         Self {
@@ -69,7 +72,7 @@ impl Peeked {
                         .collect()
                 })
                 .unwrap_or_default(),
-            failure: FailureContext::from_headers(headers),
+            failure: queue.context(headers),
             body: delivery.data[..delivery.data.len().min(MAX_PEEK_BODY)].to_vec(),
             body_bytes: delivery.data.len(),
         }

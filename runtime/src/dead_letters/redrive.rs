@@ -285,7 +285,7 @@ impl DeadLetterQueue {
             };
             summary.scanned += 1;
             let headers = delivery.properties.headers().as_ref();
-            let context = FailureContext::from_headers(headers);
+            let context = self.context(headers);
             let verdict = self.verdict(context.as_ref(), filter, options);
             if let Verdict::Move(queue) = &verdict {
                 if options.dry_run {

@@ -15,7 +15,8 @@ use lapin::options::{ExchangeDeleteOptions, QueueDeleteOptions};
 use lapin::types::ShortString;
 use warren_broker_tests::shared::types::OrderCreated;
 use warren_broker_tests::{amqp_url, shared};
-use warren_runtime::model::{DeliveryLimit, Topology};
+use warren_runtime::dead_letters::{DeadLetterQueue, Filter, RedriveOptions};
+use warren_runtime::model::{DeliveryLimit, FailureReason, Topology};
 use warren_runtime::{Delivery, HandlerError};
 use warren_testkit::TestBroker;
 
@@ -160,5 +161,64 @@ async fn a_retry_amqp_contract_began_keeps_its_count_under_warren() {
         "unknown, not its retry exchange"
     );
     assert!(dead.header("x-first-failure-timestamp").is_some());
+    deployed.cleanup().await;
+}
+
+/// amqp-contract's dead letters say only `rejected` (the broker's `x-death`: its `nack` adds
+/// no reason), and `warren dlq` read every one so, so `redrive --reason exhausted` selected
+/// none. Judged by the queue's retry budget, the count amqp-contract stamped tells them
+/// apart: retried 3 times of 3, exhausted; retried once and rejected, non-retryable; never
+/// retried, still rejected (poison, or a handler that refused it: the record cannot say).
+#[tokio::test]
+async fn amqp_contract_s_dead_letters_are_told_apart_by_the_queue_s_budget() {
+    let broker = TestBroker::from_env().await;
+    let deployed = broker.deploy("foreign-dlq", &shared::topology()).await;
+    amqp_contract(&[
+        "dead-letter",
+        &amqp_url(),
+        deployed.namespace(),
+        "spent:3",
+        "refused:1",
+        "first:0",
+    ]);
+    deployed
+        .wait_until_ready("orders.dead", 3, Duration::from_secs(30))
+        .await;
+    let name = deployed.name("orders.dead");
+    let plain = DeadLetterQueue::new(broker.connection(), &name);
+    let judged = plain.clone().judging_by(deployed.topology());
+
+    // What a read held is returned when its channel closes: each read waits for all three.
+    let all_back = || deployed.wait_until_ready("orders.dead", 3, Duration::from_secs(30));
+    let counted = plain.count(100).await.expect("counted");
+    assert_eq!(counted.by_reason.entries(), [("rejected", 3)]);
+    all_back().await;
+    let counted = judged.count(100).await.expect("counted");
+    assert_eq!(
+        counted.by_reason.entries(),
+        [("exhausted", 1), ("non-retryable", 1), ("rejected", 1)]
+    );
+    assert_eq!(
+        counted.by_queue.entries(),
+        [(deployed.name("orders.process").as_str(), 3)]
+    );
+
+    all_back().await;
+    let exhausted = Filter::default().reason(FailureReason::Exhausted);
+    let summary = judged
+        .redrive(&exhausted, &RedriveOptions::default(), |_| {})
+        .await
+        .expect("redriven");
+    assert_eq!(summary.moved, 1, "the exhausted one alone");
+    // The others were read and left: back in the queue once the read's channel is closed.
+    let left = deployed
+        .wait_until_ready("orders.dead", 2, Duration::from_secs(30))
+        .await;
+    assert_eq!(left, 2);
+    assert_eq!(
+        deployed.ready("orders.process").await,
+        1,
+        "back in its queue"
+    );
     deployed.cleanup().await;
 }
