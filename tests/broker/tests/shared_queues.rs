@@ -6,8 +6,10 @@
 //! amqplib by `tests/js/amqp-contract.mjs`, and so is a retry amqp-contract began, which
 //! warren's worker carries on with the count amqp-contract left (`retry.counts_from`).
 
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,7 +20,7 @@ use warren_broker_tests::{amqp_url, shared};
 use warren_runtime::dead_letters::{DeadLetterQueue, Filter, RedriveOptions};
 use warren_runtime::model::{DeliveryLimit, FailureReason, Topology};
 use warren_runtime::{Delivery, HandlerError};
-use warren_testkit::TestBroker;
+use warren_testkit::{TestBroker, wait_until};
 
 /// Runs `tests/js/amqp-contract.mjs` with `args`; panics with its output when it fails.
 fn amqp_contract(args: &[&str]) {
@@ -219,6 +221,164 @@ async fn amqp_contract_s_dead_letters_are_told_apart_by_the_queue_s_budget() {
         deployed.ready("orders.process").await,
         1,
         "back in its queue"
+    );
+    deployed.cleanup().await;
+}
+
+/// Orders published to the queue both workers read.
+const SHARED_ORDERS: usize = 12;
+
+/// Failing, each attempt recorded with its order.
+#[derive(Clone, Default)]
+struct FailingOrders(Arc<Mutex<Vec<(String, u32)>>>);
+
+impl shared::consumers::ProcessOrder for FailingOrders {
+    async fn handle(&self, delivery: Delivery<OrderCreated>) -> Result<(), HandlerError> {
+        let attempt = (delivery.payload().order_id.clone(), delivery.retry_count());
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(attempt);
+        Err(HandlerError::retryable("the payment service is down"))
+    }
+}
+
+/// amqp-contract's worker (`tests/js/amqp-contract.mjs worker`), running beside the test, and
+/// the attempts it printed.
+struct TheirWorker {
+    child: std::process::Child,
+    attempts: Arc<Mutex<Vec<(String, u32)>>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl TheirWorker {
+    /// Starts it on the queues under `namespace`, and waits until it consumes.
+    async fn start(namespace: &str) -> Self {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../js/amqp-contract.mjs");
+        let mut child = Command::new("node")
+            .arg(&script)
+            .args(["worker", &amqp_url(), namespace])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("amqp-contract's worker starts");
+        let attempts = Arc::new(Mutex::new(Vec::new()));
+        let consuming = Arc::new(Mutex::new(false));
+        let stdout = child.stdout.take().expect("its output");
+        let reader = {
+            let (attempts, consuming) = (attempts.clone(), consuming.clone());
+            std::thread::spawn(move || read_attempts(stdout, &attempts, &consuming))
+        };
+        wait_until(
+            "amqp-contract's worker consumes",
+            Duration::from_secs(30),
+            || *consuming.lock().unwrap_or_else(|e| e.into_inner()),
+        )
+        .await;
+        Self {
+            child,
+            attempts,
+            reader,
+        }
+    }
+
+    /// The attempts it made so far: each order with its retry count.
+    fn attempts(&self) -> Vec<(String, u32)> {
+        self.attempts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Stops it (its stdin closed) and returns every attempt it made.
+    fn stop(self) -> Vec<(String, u32)> {
+        let Self {
+            mut child,
+            attempts,
+            reader,
+        } = self;
+        drop(child.stdin.take());
+        child.wait().expect("amqp-contract's worker stops");
+        reader.join().expect("its output read");
+        let attempts = attempts.lock().unwrap_or_else(|e| e.into_inner());
+        attempts.clone()
+    }
+}
+
+/// Reads the worker's lines: `consuming` once, then `attempt ORDER COUNT` per delivery.
+fn read_attempts(
+    stdout: std::process::ChildStdout,
+    attempts: &Mutex<Vec<(String, u32)>>,
+    consuming: &Mutex<bool>,
+) {
+    for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["consuming"] => *consuming.lock().unwrap_or_else(|e| e.into_inner()) = true,
+            ["attempt", order, count] => {
+                let count = count.parse::<u32>().expect("a count");
+                let mut attempts = attempts.lock().unwrap_or_else(|e| e.into_inner());
+                attempts.push(((*order).to_owned(), count));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The cut-over itself: amqp-contract's worker and warren's on one queue at once, each
+/// retrying what the other began (amqp-contract through its wait queue and retry exchange,
+/// warren through its own wait queue), for orders that always fail. Every order gets the
+/// queue's budget exactly: one attempt at each count from 0 to 3, whichever worker made it,
+/// then one dead letter. Before `counts_from`, warren counted amqp-contract's copies as first
+/// deliveries: 4 to 9 attempts where 4 are allowed, one order 62 times.
+#[tokio::test]
+async fn amqp_contract_and_warren_on_one_queue_keep_one_retry_budget() {
+    let broker = TestBroker::from_env().await;
+    let deployed = broker.deploy("one-budget", &shared::topology()).await;
+    amqp_contract(&["declare", &amqp_url(), deployed.namespace()]);
+    let theirs = TheirWorker::start(deployed.namespace()).await;
+    let ours = FailingOrders::default();
+    let mut worker = deployed.worker();
+    shared::consumers::register::process_order(&mut worker, ours.clone());
+    let mut running = deployed.start(worker);
+
+    let publishers = shared::Publishers::new(deployed.publisher().await);
+    for n in 0..SHARED_ORDERS {
+        let order = OrderCreated::new(100, format!("o-{n}"));
+        publishers.create_order(&order).await.expect("published");
+    }
+    let mine = || ours.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    wait_until(
+        "every order's budget spent",
+        Duration::from_secs(120),
+        || mine().len() + theirs.attempts().len() >= 4 * SHARED_ORDERS,
+    )
+    .await;
+    let dead = deployed
+        .wait_until_ready("orders.dead", SHARED_ORDERS as u32, Duration::from_secs(60))
+        .await;
+    running.stop().await.expect("the worker stops cleanly");
+    let (mine, others) = (mine(), theirs.stop());
+
+    assert_eq!(dead, SHARED_ORDERS as u32, "one dead letter per order");
+    let mut by_order: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    for (order, count) in mine.iter().chain(&others) {
+        by_order.entry(order).or_default().push(*count);
+    }
+    assert_eq!(by_order.len(), SHARED_ORDERS);
+    for (order, counts) in &mut by_order {
+        counts.sort_unstable();
+        assert_eq!(
+            counts,
+            &[0, 1, 2, 3],
+            "order {order}: one attempt per count"
+        );
+    }
+    assert!(
+        !mine.is_empty() && !others.is_empty(),
+        "both workers took part: {} and {} attempts",
+        mine.len(),
+        others.len()
     );
     deployed.cleanup().await;
 }
