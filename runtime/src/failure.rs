@@ -1,13 +1,14 @@
 //! Why and where a message failed, read back from the headers of a retry copy or a dead
 //! letter: what a handler, a dead-letter consumer, `warren dlq` and the test kit all read.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use lapin::types::{AMQPValue, FieldTable};
 
 use crate::amqp::{header_int, header_str};
 use crate::model::limits::MAX_SHORT_STRING;
-use crate::model::{FailureReason, headers};
+use crate::model::{FailureReason, Topology, headers};
 use crate::text::{MAX_ERROR_BYTES, truncate};
 
 /// The failure history of a message: why it was dead-lettered, its last error, how often it
@@ -118,6 +119,28 @@ impl FailureContext {
             None => self.reason,
         };
         self
+    }
+}
+
+/// The retry budget of each queue of a topology, by name: what [`FailureContext::judged`]
+/// judges another stack's dead letters by, in `warren dlq` and in a dead-letter consumer.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RetryBudgets(BTreeMap<String, u32>);
+
+impl RetryBudgets {
+    /// The budgets of `topology`'s queues (namespaced as it is).
+    pub(crate) fn of(topology: &Topology) -> Self {
+        Self(
+            (topology.queues.iter())
+                .filter_map(|q| Some((q.name.clone(), q.retry.budget()?)))
+                .collect(),
+        )
+    }
+
+    /// `context` judged by the budget of the queue it died in.
+    pub(crate) fn judge(&self, context: FailureContext) -> FailureContext {
+        let budget = (context.queue.as_ref()).and_then(|queue| self.0.get(queue).copied());
+        context.judged(budget)
     }
 }
 

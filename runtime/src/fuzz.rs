@@ -148,7 +148,13 @@ pub fn decode(
     );
     // A dead-letter consumer reads the same bytes, never refusing them: it must not panic
     // either, and a raw body stays within the cap.
-    let letter = dead_letter::<JobMessage>(&raw, &queue, Some(&validators), max_body_bytes);
+    let letter = dead_letter::<JobMessage>(
+        &raw,
+        &queue,
+        Some(&validators),
+        max_body_bytes,
+        &Default::default(),
+    );
     if letter
         .raw()
         .is_some_and(|raw| raw.body.len() > max_body_bytes)

@@ -15,7 +15,7 @@ mod redrive;
 mod scan;
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use lapin::types::FieldTable;
@@ -23,6 +23,7 @@ use lapin::types::FieldTable;
 use crate::FailureContext;
 use crate::connection::Connection;
 use crate::error::PublishError;
+use crate::failure::RetryBudgets;
 use crate::model::{QueueRole, Topology};
 
 pub use count::{Counts, Group, MAX_GROUPS};
@@ -100,8 +101,8 @@ pub enum DeadLetterError {
 pub struct DeadLetterQueue {
     connection: Connection,
     name: String,
-    /// The retry budget of each queue of the topology it judges by, by name.
-    budgets: Arc<BTreeMap<String, u32>>,
+    /// The retry budgets of the topology it judges by.
+    budgets: Arc<RetryBudgets>,
 }
 
 impl DeadLetterQueue {
@@ -120,21 +121,14 @@ impl DeadLetterQueue {
     /// `exhausted`, one rejected after fewer retries as `non-retryable`. Without it they stay
     /// `rejected`.
     pub fn judging_by(mut self, topology: &Topology) -> Self {
-        let budgets = topology
-            .queues
-            .iter()
-            .filter_map(|q| Some((q.name.clone(), q.retry.budget()?)))
-            .collect();
-        self.budgets = Arc::new(budgets);
+        self.budgets = Arc::new(RetryBudgets::of(topology));
         self
     }
 
     /// The failure context of a dead letter whose headers are `headers`, judged by the
     /// budget of the queue it died in.
     pub(crate) fn context(&self, headers: Option<&FieldTable>) -> Option<FailureContext> {
-        let context = FailureContext::from_headers(headers)?;
-        let budget = (context.queue.as_ref()).and_then(|queue| self.budgets.get(queue).copied());
-        Some(context.judged(budget))
+        FailureContext::from_headers(headers).map(|context| self.budgets.judge(context))
     }
 
     /// Its name on the broker.

@@ -21,6 +21,7 @@ use super::runner::Runner;
 use super::settle::Settler;
 use super::{ConsumerSpec, Context, Registered, Task};
 use crate::codec::Poison;
+use crate::failure::RetryBudgets;
 use crate::metrics::Outcome as Settled;
 use crate::model::{FailureReason, Queue};
 use crate::schema::Validators;
@@ -55,15 +56,18 @@ impl<M, H> DeadLetters<M, H> {
 
 /// `raw` as a dead letter of message `M`: its failure history from its headers, and the
 /// message typed when it decodes and validates as `M` and its `type` property (if any) names
-/// `M`, raw otherwise.
+/// `M`, raw otherwise. A dead letter another stack wrote is judged by `budgets`
+/// ([`FailureContext::judged`]).
 pub(crate) fn dead_letter<M: Message>(
     raw: &lapin::message::Delivery,
     queue: &Queue,
     validators: Option<&Validators>,
     max_body_bytes: usize,
+    budgets: &RetryBudgets,
 ) -> DeadLetter<M::Payload, M::Headers> {
-    let failure =
-        FailureContext::from_headers(raw.properties.headers().as_ref()).unwrap_or_default();
+    let failure = FailureContext::from_headers(raw.properties.headers().as_ref())
+        .map(|failure| budgets.judge(failure))
+        .unwrap_or_default();
     let typed = match raw.properties.kind() {
         Some(kind) if !names(kind.as_str(), M::NAME) => Err(Poison {
             reason: FailureReason::Decode,
@@ -181,6 +185,7 @@ impl<M: Message, H: DeadLetterHandler<M>> Registered for DeadLetters<M, H> {
                 let breaker = runner.breaker.clone();
                 let handler = self.handler.clone();
                 let max_body_bytes = runner.context.settings.max_body_bytes;
+                let budgets = runner.context.settings.budgets.clone();
                 async move {
                     let handled = async {
                         let letter = dead_letter::<M>(
@@ -188,6 +193,7 @@ impl<M: Message, H: DeadLetterHandler<M>> Registered for DeadLetters<M, H> {
                             &settler.queue,
                             validators.as_deref(),
                             max_body_bytes,
+                            &budgets,
                         );
                         let handle = || handler.handle(letter);
                         let properties = [&raw.properties];
@@ -309,7 +315,7 @@ mod tests {
         let properties = BasicProperties::default().with_headers(history(Some("exhausted")));
         let letter = |body: &[u8], properties: BasicProperties, cap| {
             let raw = delivery("dlx", "orders", body, properties);
-            dead_letter::<Order>(&raw, &queue, Some(&validators), cap)
+            dead_letter::<Order>(&raw, &queue, Some(&validators), cap, &Default::default())
         };
         let typed = letter(br#"{"id": 1}"#, properties.clone(), 1024);
         assert_eq!(typed.failure().reason, Some(FailureReason::Exhausted));

@@ -33,6 +33,7 @@ pub use dead_letter_consumer::DeadLetterHandler;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use dead_letter_consumer::dead_letter;
 
+use crate::failure::RetryBudgets;
 use crate::health::{ConsumerState, HealthHandle, WorkerHealth, WorkerState};
 use crate::model::{BatchSpec, ConsumerSpec, Queue, Topology};
 use crate::{Connection, Delivery, HandlerError, Message, WorkerError};
@@ -103,6 +104,8 @@ pub(crate) struct Settings {
     pub wait_check: Option<Duration>,
     /// Broker users besides the worker's own whose publish times are believed.
     pub trusted_publishers: Arc<BTreeSet<String>>,
+    /// The topology's retry budgets, which another stack's dead letters are judged by.
+    pub budgets: Arc<RetryBudgets>,
 }
 
 /// What a consumer task needs to run.
@@ -177,7 +180,6 @@ impl Worker {
             health: Arc::new(WorkerState::new(connection.clone())),
             connection,
             copies: None,
-            topology,
             consumers: Vec::new(),
             settings: Settings {
                 drain_timeout: DEFAULT_DRAIN_TIMEOUT,
@@ -186,7 +188,9 @@ impl Worker {
                 validate: true,
                 wait_check: Some(DEFAULT_WAIT_CHECK),
                 trusted_publishers: Arc::default(),
+                budgets: Arc::new(RetryBudgets::of(&topology)),
             },
+            topology,
             shutdown: Arc::new(watch::channel(false).0),
         }
     }

@@ -382,3 +382,57 @@ async fn amqp_contract_and_warren_on_one_queue_keep_one_retry_budget() {
     );
     deployed.cleanup().await;
 }
+
+/// Records why each dead letter died, by order.
+#[derive(Clone, Default)]
+struct DeadOrders(Arc<Mutex<BTreeMap<String, Option<FailureReason>>>>);
+
+impl shared::consumers::ReadDeadOrders for DeadOrders {
+    async fn handle(
+        &self,
+        dead_letter: warren_runtime::DeadLetter<OrderCreated>,
+    ) -> Result<(), HandlerError> {
+        let order = dead_letter.typed().map(|d| d.payload().order_id.clone());
+        let reason = dead_letter.failure().reason;
+        let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        seen.insert(order.unwrap_or_default(), reason);
+        Ok(())
+    }
+}
+
+/// A contract's dead-letter consumer judges amqp-contract's dead letters as `warren dlq`
+/// does, by the budget of the queue they died in.
+#[tokio::test]
+async fn a_dead_letter_consumer_judges_amqp_contract_s_dead_letters_too() {
+    let broker = TestBroker::from_env().await;
+    let deployed = broker
+        .deploy("foreign-dlq-consumer", &shared::topology())
+        .await;
+    let dead = DeadOrders::default();
+    let mut worker = deployed.worker();
+    shared::consumers::register::read_dead_orders(&mut worker, dead.clone());
+    let mut running = deployed.start(worker);
+    amqp_contract(&[
+        "dead-letter",
+        &amqp_url(),
+        deployed.namespace(),
+        "spent:3",
+        "refused:1",
+        "first:0",
+    ]);
+    wait_until(
+        "the three dead letters read",
+        Duration::from_secs(30),
+        || dead.0.lock().unwrap_or_else(|e| e.into_inner()).len() == 3,
+    )
+    .await;
+    running.stop().await.expect("the worker stops cleanly");
+    let seen = dead.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let expected = BTreeMap::from([
+        ("first".to_owned(), Some(FailureReason::Rejected)),
+        ("refused".to_owned(), Some(FailureReason::NonRetryable)),
+        ("spent".to_owned(), Some(FailureReason::Exhausted)),
+    ]);
+    assert_eq!(seen, expected);
+    deployed.cleanup().await;
+}
