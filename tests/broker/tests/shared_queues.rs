@@ -43,6 +43,13 @@ fn amqp_contract(args: &[&str]) {
     );
 }
 
+/// amqp-contract's dead letters of three orders under `namespace`: `spent` after 3 retries
+/// (the queue's budget), `refused` after 1, `first` never retried.
+fn three_dead_letters(namespace: &str) {
+    let orders = ["spent:3", "refused:1", "first:0"];
+    amqp_contract(&[&["dead-letter", &amqp_url(), namespace][..], &orders].concat());
+}
+
 /// The contract's topology under a namespace of this test's own.
 fn namespaced(test: &str) -> (String, Topology) {
     let namespace = format!("test.{test}.{}.", uuid::Uuid::now_v7().simple());
@@ -175,14 +182,7 @@ async fn a_retry_amqp_contract_began_keeps_its_count_under_warren() {
 async fn amqp_contract_s_dead_letters_are_told_apart_by_the_queue_s_budget() {
     let broker = TestBroker::from_env().await;
     let deployed = broker.deploy("foreign-dlq", &shared::topology()).await;
-    amqp_contract(&[
-        "dead-letter",
-        &amqp_url(),
-        deployed.namespace(),
-        "spent:3",
-        "refused:1",
-        "first:0",
-    ]);
+    three_dead_letters(deployed.namespace());
     deployed
         .wait_until_ready("orders.dead", 3, Duration::from_secs(30))
         .await;
@@ -412,14 +412,7 @@ async fn a_dead_letter_consumer_judges_amqp_contract_s_dead_letters_too() {
     let mut worker = deployed.worker();
     shared::consumers::register::read_dead_orders(&mut worker, dead.clone());
     let mut running = deployed.start(worker);
-    amqp_contract(&[
-        "dead-letter",
-        &amqp_url(),
-        deployed.namespace(),
-        "spent:3",
-        "refused:1",
-        "first:0",
-    ]);
+    three_dead_letters(deployed.namespace());
     wait_until(
         "the three dead letters read",
         Duration::from_secs(30),
