@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::QueueKind;
 use crate::duration::DurationLabel;
 use crate::spelled::spelled;
 
@@ -180,6 +181,16 @@ impl Retry {
             Self::TtlBackoff(backoff) => Some(backoff.max_retries),
             Self::QuorumNative => None,
         }
+    }
+
+    /// Whether the broker counts the retries of a queue of `kind` under this policy
+    /// (`x-delivery-count`: quorum-native, and immediate requeues on a quorum queue), rather
+    /// than warren (`x-retry-count` on the copies it republishes).
+    pub fn counted_by_broker(&self, kind: QueueKind) -> bool {
+        matches!(
+            (self, kind),
+            (Self::QuorumNative, _) | (Self::ImmediateRequeue { .. }, QueueKind::Quorum)
+        )
     }
 }
 

@@ -232,11 +232,7 @@ fn queue_tokens(queue: &Queue, retry: TokenStream, tokens: &mut TokenStream) {
     let retry_counts_from = if retry_counts_from.is_empty() {
         quote! { ::std::vec::Vec::new() }
     } else {
-        let sources = retry_counts_from.iter().map(|source| {
-            let RetryCountSource { exchange, header } = source;
-            quote! { RetryCountSource { exchange: #exchange.into(), header: #header.into() } }
-        });
-        quote! { ::std::vec::Vec::from([ #( #sources ),* ]) }
+        quote! { ::std::vec::Vec::from([ #( #retry_counts_from ),* ]) }
     };
     let arguments = ArgumentsTokens(arguments);
     tokens.extend(quote! {
@@ -255,6 +251,15 @@ fn queue_tokens(queue: &Queue, retry: TokenStream, tokens: &mut TokenStream) {
             arguments: #arguments,
         }
     });
+}
+
+impl ToTokens for RetryCountSource {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        let Self { exchange, header } = self;
+        tokens.extend(quote! {
+            RetryCountSource { exchange: #exchange.into(), header: #header.into() }
+        });
+    }
 }
 
 impl ToTokens for DeadLetter {

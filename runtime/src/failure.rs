@@ -99,9 +99,7 @@ impl FailureContext {
         }
         (context != Self::default()).then_some(context)
     }
-}
 
-impl FailureContext {
     /// The context of a dead letter another stack wrote, judged by `budget`, the retries of
     /// the queue it died in: the broker says only `rejected` (amqp-contract's `nack` adds no
     /// reason), and the retry count that stack stamped on its copies tells the rest. Retried

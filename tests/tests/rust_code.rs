@@ -50,11 +50,8 @@ impl Side {
 
 /// Writes `text` to `path` unless it already holds it, so cargo checks only what changed.
 fn write(path: &Path, text: &str) {
-    if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
-        return;
-    }
     std::fs::create_dir_all(path.parent().expect("a parent")).expect("a folder");
-    std::fs::write(path, text).expect("written");
+    warren_codegen::write_if_changed(path, text.as_bytes()).expect("written");
 }
 
 /// A crate `name` of `generated` code and `usage` beside it, in `root`.

@@ -66,12 +66,11 @@ pub(crate) fn retry_count_header<'q>(
     if is_retry_copy(raw, &queue.name) {
         return Some(headers::RETRY_COUNT);
     }
-    if header_str(raw.properties.headers().as_ref(), headers::FAILURE_REASON).is_some() {
-        return None;
-    }
-    (queue.retry_counts_from.iter())
-        .find(|source| source.exchange == raw.exchange.as_str())
-        .map(|source| source.header.as_str())
+    // The sources first: most queues name none, and a delivery then costs no header lookup.
+    let source =
+        (queue.retry_counts_from.iter()).find(|source| source.exchange == raw.exchange.as_str())?;
+    let dead_letter = header_str(raw.properties.headers().as_ref(), headers::FAILURE_REASON);
+    dead_letter.is_none().then_some(source.header.as_str())
 }
 
 /// The exchange and routing key the message was first published with, `None` where unknown.
@@ -292,24 +291,12 @@ mod tests {
     #[test]
     fn only_a_copy_s_original_route_within_amqp_names_is_believed() {
         let route = |delivered_by: &str, exchange: &str, key: &str| {
-            let mut table = FieldTable::default();
-            for (name, value) in [
-                (headers::ORIGINAL_EXCHANGE, exchange),
-                (headers::ORIGINAL_ROUTING_KEY, key),
-            ] {
-                table.insert(
-                    ShortString::from(name),
-                    AMQPValue::LongString(LongString::from(value)),
-                );
-            }
-            let mut raw = lapin::message::Delivery::mock(
-                1,
-                ShortString::from(delivered_by),
-                ShortString::from("job.created"),
-                false,
-                Vec::new(),
-            );
-            raw.properties = BasicProperties::default().with_headers(table);
+            let text = |value: &str| AMQPValue::LongString(LongString::from(value));
+            let original = [
+                (headers::ORIGINAL_EXCHANGE, text(exchange)),
+                (headers::ORIGINAL_ROUTING_KEY, text(key)),
+            ];
+            let raw = delivered(delivered_by, "job.created", &original);
             original_route(&raw, &Queue::new("work", QueueKind::Classic))
         };
         let some = |exchange: &str, key: &str| (Some(exchange.to_owned()), Some(key.to_owned()));
@@ -324,8 +311,12 @@ mod tests {
         );
     }
 
-    /// A delivery to `work` through `exchange` with `headers`.
-    fn delivered(exchange: &str, headers: &[(&str, AMQPValue)]) -> lapin::message::Delivery {
+    /// A delivery through `exchange` with `routing_key` and `headers`.
+    fn delivered(
+        exchange: &str,
+        routing_key: &str,
+        headers: &[(&str, AMQPValue)],
+    ) -> lapin::message::Delivery {
         let mut table = FieldTable::default();
         for (name, value) in headers {
             table.insert(ShortString::from(*name), value.clone());
@@ -333,7 +324,7 @@ mod tests {
         let mut raw = lapin::message::Delivery::mock(
             1,
             ShortString::from(exchange),
-            ShortString::from("work"),
+            ShortString::from(routing_key),
             false,
             Vec::new(),
         );
@@ -358,22 +349,22 @@ mod tests {
             headers::ORIGINAL_ROUTING_KEY,
             AMQPValue::LongString(LongString::from("order.created")),
         );
-        let copy = delivered("retry-exchange", &[count.clone(), key.clone()]);
+        let copy = delivered("retry-exchange", "work", &[count.clone(), key.clone()]);
         assert_eq!(retries_so_far(&copy, &queue), 2);
         assert_eq!(
             original_route(&copy, &queue),
             (None, Some("order.created".to_owned()))
         );
-        let unrecorded = delivered("retry-exchange", std::slice::from_ref(&count));
+        let unrecorded = delivered("retry-exchange", "work", std::slice::from_ref(&count));
         assert_eq!(original_route(&unrecorded, &queue), (None, None));
 
-        let forged = delivered("orders", &[count.clone(), key]);
+        let forged = delivered("orders", "work", &[count.clone(), key]);
         assert_eq!(retries_so_far(&forged, &queue), 0, "a producer's count");
         let reason = (
             headers::FAILURE_REASON,
             AMQPValue::LongString(LongString::from("exhausted")),
         );
-        let dead = delivered("retry-exchange", &[count.clone(), reason]);
+        let dead = delivered("retry-exchange", "work", &[count.clone(), reason]);
         assert_eq!(retries_so_far(&dead, &queue), 0, "a dead letter");
         let unnamed = Queue::new("work", QueueKind::Classic);
         assert_eq!(

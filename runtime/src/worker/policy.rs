@@ -16,10 +16,7 @@ pub(crate) fn dead_letter_decision(queue: &Queue, reason: FailureReason) -> Deci
 /// Whether the broker counts deliveries for `queue`'s retries (`x-delivery-count`), rather
 /// than warren (`x-retry-count` on republished copies).
 pub(crate) fn broker_counts(queue: &Queue) -> bool {
-    matches!(
-        (&queue.retry, queue.kind),
-        (Retry::QuorumNative, _) | (Retry::ImmediateRequeue { .. }, QueueKind::Quorum)
-    )
+    queue.retry.counted_by_broker(queue.kind)
 }
 
 /// Why a delivery failed.

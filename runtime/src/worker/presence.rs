@@ -13,7 +13,8 @@ use std::collections::BTreeSet;
 use lapin::options::{ExchangeDeclareOptions, QueueDeclareOptions};
 use lapin::types::{FieldTable, ShortString};
 
-use crate::model::{Queue, QueueRole, Topology};
+use super::wait_watch::wait_queues_of;
+use crate::model::{Queue, Topology};
 use crate::{Connection, WorkerError, amqp};
 
 /// What a passive declare says of a queue or an exchange.
@@ -125,13 +126,9 @@ async fn missing_retry_topology(
     queue: &Queue,
 ) -> Vec<String> {
     let mut missing = Vec::new();
-    let waits = topology
-        .queues
-        .iter()
-        .filter(|w| matches!(&w.role, QueueRole::Wait { queue: of, .. } if *of == queue.name));
-    for wait in waits {
-        if let Presence::Gone = queue_presence(connection, &wait.name).await {
-            missing.push(format!("wait queue `{}` of `{}`", wait.name, queue.name));
+    for (wait, _) in wait_queues_of(topology, &queue.name) {
+        if let Presence::Gone = queue_presence(connection, &wait).await {
+            missing.push(format!("wait queue `{wait}` of `{}`", queue.name));
         }
     }
     let exchange = queue.dead_letter.as_ref().map(|d| d.exchange.as_str());

@@ -364,23 +364,20 @@ impl Settler {
         let first_failure_believed =
             !broker_counts(&self.queue) && retry_count_header(raw, &self.queue).is_some();
         republished(&raw.properties, |table| {
+            let text = |s: &str| AMQPValue::LongString(LongString::from(s));
             // What is unknown is left out, never guessed.
             for (key, value) in [
                 (headers::ORIGINAL_EXCHANGE, &exchange),
                 (headers::ORIGINAL_ROUTING_KEY, &routing_key),
             ] {
                 match value {
-                    Some(value) => table.insert(
-                        ShortString::from(key),
-                        AMQPValue::LongString(LongString::from(value.as_str())),
-                    ),
+                    Some(value) => table.insert(ShortString::from(key), text(value)),
                     None => table.remove(key),
                 };
             }
             let mut set = |key: &str, value: AMQPValue| {
                 table.insert(ShortString::from(key), value);
             };
-            let text = |s: &str| AMQPValue::LongString(LongString::from(s));
             set(
                 headers::RETRY_COUNT,
                 AMQPValue::LongLongInt(i64::from(retry_count)),

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -22,11 +22,15 @@ use warren_runtime::model::{DeliveryLimit, FailureReason, Topology};
 use warren_runtime::{Delivery, HandlerError};
 use warren_testkit::{TestBroker, wait_until};
 
+/// `tests/js/amqp-contract.mjs`.
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../js/amqp-contract.mjs")
+}
+
 /// Runs `tests/js/amqp-contract.mjs` with `args`; panics with its output when it fails.
 fn amqp_contract(args: &[&str]) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../js/amqp-contract.mjs");
     let output = Command::new("node")
-        .arg(&script)
+        .arg(script())
         .args(args)
         .output()
         .unwrap_or_else(|e| {
@@ -57,29 +61,31 @@ fn namespaced(test: &str) -> (String, Topology) {
     (namespace, topology)
 }
 
-/// Deletes what either side declared under the namespace.
-async fn remove(broker: &TestBroker, topology: &Topology) {
-    let channel = broker
-        .connection()
-        .create_channel()
+/// Deletes what amqp-contract declares under `namespace` beside the contract's topology:
+/// its wait queue and its wait exchange (`amqp-contract.mjs declare`).
+async fn remove_theirs(broker: &TestBroker, namespace: &str) {
+    let channel = (broker.connection().create_channel().await).expect("a channel");
+    let wait_queue = format!("{namespace}orders.process-wait");
+    let deleted = channel
+        .queue_delete(ShortString::from(wait_queue), QueueDeleteOptions::default())
+        .await;
+    deleted.expect("its wait queue deleted");
+    let wait_exchange = format!("{namespace}wait-exchange");
+    let deleted = channel
+        .exchange_delete(
+            ShortString::from(wait_exchange),
+            ExchangeDeleteOptions::default(),
+        )
+        .await;
+    deleted.expect("its wait exchange deleted");
+}
+
+/// Deletes what either side declared under `namespace`, whose contract topology is `topology`.
+async fn remove(broker: &TestBroker, namespace: &str, topology: &Topology) {
+    warren_runtime::delete(broker.connection(), topology)
         .await
-        .expect("a channel");
-    for queue in &topology.queues {
-        let _ = channel
-            .queue_delete(
-                ShortString::from(queue.name.as_str()),
-                QueueDeleteOptions::default(),
-            )
-            .await;
-    }
-    for exchange in &topology.exchanges {
-        let _ = channel
-            .exchange_delete(
-                ShortString::from(exchange.name.as_str()),
-                ExchangeDeleteOptions::default(),
-            )
-            .await;
-    }
+        .expect("the contract's topology deleted");
+    remove_theirs(broker, namespace).await;
 }
 
 #[tokio::test]
@@ -106,7 +112,7 @@ async fn a_contract_declares_quorum_queues_amqp_contract_declared_and_the_other_
         shown.contains("PRECONDITION_FAILED") && shown.contains("x-delivery-limit"),
         "{shown}"
     );
-    remove(&broker, &topology).await;
+    remove(&broker, &namespace, &topology).await;
 
     // Warren first, then amqp-contract.
     let (namespace, topology) = namespaced("shared-before");
@@ -114,7 +120,7 @@ async fn a_contract_declares_quorum_queues_amqp_contract_declared_and_the_other_
         .await
         .expect("warren declares");
     amqp_contract(&["declare", &url, &namespace]);
-    remove(&broker, &topology).await;
+    remove(&broker, &namespace, &topology).await;
 }
 
 /// Fails every order, retryably, and counts its attempts.
@@ -254,9 +260,8 @@ struct TheirWorker {
 impl TheirWorker {
     /// Starts it on the queues under `namespace`, and waits until it consumes.
     async fn start(namespace: &str) -> Self {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../js/amqp-contract.mjs");
         let mut child = Command::new("node")
-            .arg(&script)
+            .arg(script())
             .args(["worker", &amqp_url(), namespace])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -380,6 +385,7 @@ async fn amqp_contract_and_warren_on_one_queue_keep_one_retry_budget() {
         mine.len(),
         others.len()
     );
+    remove_theirs(&broker, deployed.namespace()).await;
     deployed.cleanup().await;
 }
 

@@ -738,7 +738,7 @@ fn retry(queue: &Queue) -> Value {
     value
 }
 
-/// [`retry`] but for the delivery limit a contract leaves to the broker.
+/// The policy part of [`retry`]: the mode and its settings.
 fn retry_policy(queue: &Queue) -> Value {
     let exhausted = |e: Exhausted| json!(e.as_str());
     match &queue.retry {

@@ -440,7 +440,7 @@ impl Reader {
             exhausted: retry
                 .str("exhausted")
                 .and_then(|e| Exhausted::from_str(e).ok()),
-            counts_from: counts_from(retry.get("countsFrom")),
+            counts_from: self.counts_from(&mut retry),
         };
         queue.delivery_limit = match retry.get("deliveryLimit") {
             Some(Value::String(word)) if word == DeliveryLimit::BROKER_DEFAULT => {
@@ -452,6 +452,35 @@ impl Reader {
         retry.skip(&["delays", "waitQueues"]);
         retry.finish(&mut self.notes, "not a retry setting");
         queue.retry = (mode != RetryMode::None).then_some(policy);
+    }
+
+    /// `countsFrom` of `retry`: the other stacks' retry copies a queue believes the counts of,
+    /// each `{exchange, header}`, read through [`Fields`] so that an entry without an
+    /// exchange, or a key of none, is a note.
+    fn counts_from(&mut self, retry: &mut Fields<'_>) -> Vec<RetryCountSource> {
+        let at = retry.at("countsFrom");
+        let entries = retry.get("countsFrom").and_then(Value::as_array);
+        let mut sources = Vec::new();
+        for (i, entry) in entries.into_iter().flatten().enumerate() {
+            let mut fields = Fields::of(Some(entry), child(&at, &i.to_string()));
+            let exchange = fields.str("exchange");
+            // Warren's own header is the default, written by leaving it out.
+            let header = (fields.str("header"))
+                .filter(|header| *header != headers::RETRY_COUNT)
+                .map(str::to_owned);
+            match exchange {
+                Some(exchange) => sources.push(RetryCountSource {
+                    exchange: exchange.to_owned(),
+                    header,
+                }),
+                None => self.notes.not_mapped(
+                    &fields.pointer,
+                    "a retry count source names the exchange its copies come through",
+                ),
+            }
+            fields.finish(&mut self.notes, "not a retry count source setting");
+        }
+        sources
     }
 
     /// The exchange of a routing-key channel, declared unless it is the default exchange or
@@ -629,26 +658,4 @@ fn snake_case(key: &str) -> String {
     } else {
         name
     }
-}
-
-/// `x-warren-retry.countsFrom`: the other stacks' retry copies a queue believes the counts
-/// of, each `{exchange, header}`; an entry without an exchange is left out.
-fn counts_from(value: Option<&Value>) -> Vec<RetryCountSource> {
-    let entries = value
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice);
-    entries
-        .iter()
-        .filter_map(|entry| {
-            Some(RetryCountSource {
-                exchange: entry.get("exchange")?.as_str()?.to_owned(),
-                // Warren's own header is the default, written by leaving it out.
-                header: entry
-                    .get("header")
-                    .and_then(Value::as_str)
-                    .filter(|header| *header != headers::RETRY_COUNT)
-                    .map(str::to_owned),
-            })
-        })
-        .collect()
 }

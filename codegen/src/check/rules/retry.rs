@@ -37,12 +37,9 @@ impl Checker<'_> {
         if retry.counts_from.is_empty() {
             return;
         }
-        let in_header = match mode {
-            RetryMode::TtlBackoff => true,
-            RetryMode::ImmediateRequeue => queue.kind.unwrap_or_default() != QueueKind::Quorum,
-            RetryMode::None | RetryMode::QuorumNative => false,
-        };
-        if !in_header {
+        let kind = queue.kind.unwrap_or_default();
+        let counted_by_broker = crate::contract::retry_policy(name, queue).counted_by_broker(kind);
+        if mode == RetryMode::None || counted_by_broker {
             let help = if mode == RetryMode::None {
                 "remove `counts_from`: nothing is retried"
             } else {
@@ -51,7 +48,7 @@ impl Checker<'_> {
             self.error(
                 Code::BadRetry,
                 &path.key("counts_from"),
-                format!("queue `{name}` counts no retries in a header (`{}` on a {} queue), so `counts_from` has nothing to believe", mode.as_str(), queue.kind.unwrap_or_default().as_str()),
+                format!("queue `{name}` counts no retries in a header (`{}` on a {} queue), so `counts_from` has nothing to believe", mode.as_str(), kind.as_str()),
                 help,
             );
             return;
@@ -74,14 +71,10 @@ impl Checker<'_> {
                     "name the header, or leave it out for `x-retry-count`",
                 );
             }
-            let publishers: Vec<&str> = self
-                .file
-                .publishers
-                .iter()
-                .filter(|(_, p)| p.exchange == source.exchange)
-                .map(|(publisher, _)| publisher.as_str())
-                .collect();
-            if let Some(publisher) = publishers.first() {
+            let publisher = (self.file.publishers.iter())
+                .find(|(_, p)| p.exchange == source.exchange)
+                .map(|(publisher, _)| publisher.as_str());
+            if let Some(publisher) = publisher {
                 self.error(
                     Code::BadRetry,
                     &at.key("exchange"),
