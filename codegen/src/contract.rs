@@ -537,8 +537,8 @@ fn queue(name: &str, q: &syntax::Queue) -> Queue {
         exclusive: q.exclusive.unwrap_or(false),
         auto_delete: q.auto_delete.unwrap_or(false),
         dead_letter: q.dead_letter.as_ref().map(|dl| DeadLetter {
-            exchange: dl.exchange.clone(),
-            routing_key: dl.routing_key.clone(),
+            queue_argument: dl.queue_argument.unwrap_or(true),
+            ..DeadLetter::new(dl.exchange.clone(), dl.routing_key.clone())
         }),
         delivery_limit: q.delivery_limit.unwrap_or_default(),
         retry: retry_policy(name, q),
@@ -612,10 +612,7 @@ mod tests {
         let model = queue("work", &raw);
         assert_eq!(
             model.dead_letter,
-            Some(DeadLetter {
-                exchange: "dlx".into(),
-                routing_key: Some("dead".into())
-            })
+            Some(DeadLetter::new("dlx", Some("dead".into())))
         );
         assert_eq!(
             model.arguments.keys().collect::<Vec<_>>(),

@@ -267,13 +267,14 @@ impl ToTokens for DeadLetter {
         let Self {
             exchange,
             routing_key,
+            queue_argument,
         } = self;
         let routing_key = optional_string(routing_key.as_deref());
-        tokens.extend(quote! {
-            DeadLetter {
-                exchange: #exchange.into(),
-                routing_key: #routing_key,
-            }
+        let new = quote! { DeadLetter::new(#exchange, #routing_key) };
+        tokens.extend(if *queue_argument {
+            new
+        } else {
+            quote! { DeadLetter { queue_argument: false, ..#new } }
         });
     }
 }

@@ -657,10 +657,10 @@ impl Queue {
         if self.dead_letter.is_none()
             && let Some(exchange) = text(&self.arguments, argument::DEAD_LETTER_EXCHANGE)
         {
-            self.dead_letter = Some(DeadLetter {
+            self.dead_letter = Some(DeadLetter::new(
                 exchange,
-                routing_key: text(&self.arguments, argument::DEAD_LETTER_ROUTING_KEY),
-            });
+                text(&self.arguments, argument::DEAD_LETTER_ROUTING_KEY),
+            ));
         }
         if self.dead_letter.is_some() {
             self.arguments.remove(argument::DEAD_LETTER_EXCHANGE);
@@ -696,7 +696,7 @@ impl Queue {
             return None;
         }
         let derived = match &self.retry {
-            _ if self.dead_letter.is_none() => QUORUM_UNLIMITED,
+            _ if self.broker_dead_letter().is_none() => QUORUM_UNLIMITED,
             Retry::ImmediateRequeue {
                 exhausted: Exhausted::Requeue,
                 ..
@@ -715,6 +715,12 @@ impl Queue {
         }
     }
 
+    /// The dead-letter target the broker knows of ([`DeadLetter::queue_argument`]): where it
+    /// sends what it dead-letters itself. `None` when it drops those messages.
+    pub fn broker_dead_letter(&self) -> Option<&DeadLetter> {
+        self.dead_letter.as_ref().filter(|d| d.queue_argument)
+    }
+
     /// Every argument the broker is told, derived from the typed fields over
     /// [`Queue::arguments`]: `x-queue-type`, dead-lettering, the quorum delivery limit, and
     /// for a wait queue its TTL (and, on quorum queues, at-least-once dead-lettering back and
@@ -725,7 +731,7 @@ impl Queue {
             arguments.insert(key.to_owned(), value);
         };
         set(argument::QUEUE_TYPE, self.kind.as_str().into());
-        if let Some(dead_letter) = &self.dead_letter {
+        if let Some(dead_letter) = self.broker_dead_letter() {
             set(
                 argument::DEAD_LETTER_EXCHANGE,
                 dead_letter.exchange.as_str().into(),
@@ -766,10 +772,7 @@ impl Queue {
             .iter()
             .map(|tier| Queue {
                 durable: self.durable,
-                dead_letter: Some(DeadLetter {
-                    exchange: String::new(),
-                    routing_key: Some(self.name.clone()),
-                }),
+                dead_letter: Some(DeadLetter::new("", Some(self.name.clone()))),
                 role: QueueRole::Wait {
                     queue: self.name.clone(),
                     delay: tier.delay,
@@ -803,6 +806,24 @@ pub struct DeadLetter {
     pub exchange: String,
     /// The routing key dead letters get; `None` keeps their own.
     pub routing_key: Option<String>,
+    /// Whether the queue is declared with it (`x-dead-letter-exchange`), so that the broker
+    /// dead-letters there too: messages expired, over a length limit, past the delivery
+    /// limit, or rejected by another stack's worker. `false` for a queue another stack
+    /// declares without one: only warren's worker sends its dead letters there (it publishes
+    /// them itself, with their failure context), and what the broker dead-letters is
+    /// dropped, as it was before warren.
+    pub queue_argument: bool,
+}
+
+impl DeadLetter {
+    /// Dead letters to `exchange`, with `routing_key` (or their own), declared on the queue.
+    pub fn new(exchange: impl Into<String>, routing_key: Option<String>) -> Self {
+        Self {
+            exchange: exchange.into(),
+            routing_key,
+            queue_argument: true,
+        }
+    }
 }
 
 /// A binding.
@@ -839,10 +860,7 @@ mod tests {
 
     fn backoff_queue(kind: QueueKind, exhausted: Exhausted) -> Queue {
         let mut queue = Queue::new("work", kind);
-        queue.dead_letter = Some(DeadLetter {
-            exchange: "dlx".into(),
-            routing_key: None,
-        });
+        queue.dead_letter = Some(DeadLetter::new("dlx", None));
         queue.retry = Retry::TtlBackoff(Backoff::new(
             "work",
             3,
@@ -881,6 +899,26 @@ mod tests {
         assert!(!shared.declare_arguments().contains_key("x-delivery-limit"));
         let classic = backoff_queue(QueueKind::Classic, Exhausted::DeadLetter);
         assert!(!classic.declare_arguments().contains_key("x-delivery-limit"));
+    }
+
+    #[test]
+    fn a_dead_letter_target_only_the_worker_uses_is_not_declared() {
+        let mut queue = backoff_queue(QueueKind::Quorum, Exhausted::DeadLetter);
+        if let Some(dead_letter) = &mut queue.dead_letter {
+            dead_letter.routing_key = Some("failed".into());
+            dead_letter.queue_argument = false;
+        }
+        let arguments = queue.declare_arguments();
+        assert!(!arguments.contains_key("x-dead-letter-exchange"));
+        assert!(!arguments.contains_key("x-dead-letter-routing-key"));
+        assert_eq!(queue.broker_dead_letter(), None);
+        // The broker would drop a message past a limit it cannot dead-letter.
+        assert_eq!(queue.quorum_delivery_limit(), Some(QUORUM_UNLIMITED));
+        // Its wait queues still dead-letter back to it through the broker.
+        assert!(queue.wait_queues().iter().all(|wait| {
+            wait.declare_arguments()
+                .contains_key("x-dead-letter-exchange")
+        }));
     }
 
     #[test]
@@ -962,10 +1000,7 @@ mod tests {
         let queue = raw.normalized();
         assert_eq!(
             queue.dead_letter,
-            Some(DeadLetter {
-                exchange: "dlx".into(),
-                routing_key: Some("failed".into())
-            })
+            Some(DeadLetter::new("dlx", Some("failed".into())))
         );
         assert_eq!(queue.delivery_limit, DeliveryLimit::Count(7));
         assert_eq!(queue.kind, QueueKind::Quorum);

@@ -128,10 +128,7 @@ pub fn decode(
         retry: Retry::None,
         on_poison: OnPoison::DeadLetter,
         // No routing key: a dead letter goes out under the message's original one.
-        dead_letter: Some(DeadLetter {
-            exchange: "jobs.dlx".to_owned(),
-            routing_key: None,
-        }),
+        dead_letter: Some(DeadLetter::new("jobs.dlx", None)),
         ..Queue::new("jobs", QueueKind::Classic)
     };
     let decoded = decode_delivery::<JobMessage>(&raw, &queue, Some(&validators), max_body_bytes);

@@ -1,11 +1,16 @@
 """A small FastStream service, as a team running Python beside warren writes one.
 
     python shop.py spec               its AsyncAPI 3.0 document, as FastStream writes it
-    python shop.py publish URL N NS   publishes N orders through its publisher, to the
-                                      exchange named with the prefix NS (a test's namespace)
+    python shop.py publish URL N NS   publishes N orders through its publisher, then one
+                                      its schema refuses (a negative total), to the exchange
+                                      named with the prefix NS (a test's namespace)
+    python shop.py serve URL NS       runs its billing subscriber, which answers each order
+                                      with an invoice to the queue NS + "invoices"; prints
+                                      "ready" once it consumes, and stops when stdin closes
 
-The warren tests import the document (`warren import asyncapi`) and run the generated Rust
-consumer on what this service publishes.
+The warren tests import the document (`warren import asyncapi`), run the generated Rust
+consumer on what this service publishes, and publish with the generated Rust publisher to
+this service's subscriber.
 """
 
 import asyncio
@@ -38,7 +43,7 @@ def service(url: str, namespace: str):
     )
 
     @broker.subscriber(billing, orders)
-    @broker.publisher("invoices")
+    @broker.publisher(f"{namespace}invoices")
     async def bill(order: OrderPlaced) -> Invoice:
         return Invoice(order_id=order.order_id, amount=order.total_cents)
 
@@ -53,6 +58,16 @@ async def publish(url: str, count: int, namespace: str) -> None:
             await place_order.publish(
                 OrderPlaced(order_id=f"o-{i}", total_cents=100 * i, note=note)
             )
+        # FastStream validates what it consumes, not what it publishes: a dict goes out as it is.
+        await place_order.publish({"order_id": "o-invalid", "total_cents": -1})
+
+
+async def serve(url: str, namespace: str) -> None:
+    broker, _ = service(url, namespace)
+    async with broker:
+        await broker.start()
+        print("ready", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
 
 
 def main() -> None:
@@ -63,6 +78,9 @@ def main() -> None:
     elif sys.argv[1:2] == ["publish"]:
         _, url, count, namespace = sys.argv[1:]
         asyncio.run(publish(url, int(count), namespace))
+    elif sys.argv[1:2] == ["serve"]:
+        _, url, namespace = sys.argv[1:]
+        asyncio.run(serve(url, namespace))
     else:
         sys.exit(__doc__)
 

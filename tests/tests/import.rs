@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::every_contract;
+use warren_codegen::syntax::OnPoison;
 use warren_codegen::{check_contract, check_sources};
 use warren_tools::export::asyncapi::{Info, document};
 use warren_tools::import::asyncapi::import;
@@ -150,4 +151,73 @@ fn a_hostile_document_is_noted_or_refused_never_trusted() {
         "{refused}"
     );
     assert!(import(&serde_json::json!([1])).is_err());
+}
+
+/// A queue another stack's document consumes without a dead-letter exchange keeps what
+/// warren's consumer rejects: a dead-letter queue of its own (named so as not to collide),
+/// reached through the default exchange, while the queue is declared as the other stack
+/// declares it. Only a stream, which cannot dead-letter, drops its poison, as it says.
+#[test]
+fn a_consumed_queue_without_a_dead_letter_exchange_gets_one_only_warren_uses() {
+    let queue_channel = |name: &str, extra: serde_json::Value| {
+        let mut channel = serde_json::json!({
+            "address": name,
+            "messages": { "m": { "$ref": "#/components/messages/m" } },
+            "bindings": { "amqp": { "is": "queue", "queue": { "name": name }, "bindingVersion": "0.3.0" } }
+        });
+        if let (Some(channel), serde_json::Value::Object(extra)) = (channel.as_object_mut(), extra)
+        {
+            channel.extend(extra);
+        }
+        channel
+    };
+    let receive = |channel: &str| {
+        serde_json::json!({
+            "action": "receive",
+            "channel": { "$ref": format!("#/channels/{channel}") },
+            "messages": [{ "$ref": format!("#/channels/{channel}/messages/m") }]
+        })
+    };
+    let document = serde_json::json!({
+        "asyncapi": "3.0.0",
+        "info": { "title": "t", "version": "1" },
+        "channels": {
+            "work": queue_channel("work", serde_json::json!({})),
+            "taken": queue_channel("work.dead-letters", serde_json::json!({})),
+            "log": queue_channel("log", serde_json::json!({ "x-warren-queue-type": "stream" }))
+        },
+        "operations": { "handle": receive("work"), "tail": receive("log") },
+        "components": {
+            "messages": { "m": { "payload": { "$ref": "#/components/schemas/M" } } },
+            "schemas": { "M": { "type": "object" } }
+        }
+    });
+    let imported = import(&document).expect("an AsyncAPI 3.0 document");
+    let queues = &imported.contract.queues;
+    let dead_letter = queues["work"]
+        .dead_letter
+        .as_ref()
+        .expect("work dead-letters");
+    assert_eq!(
+        (
+            dead_letter.exchange.as_str(),
+            dead_letter.routing_key.as_deref(),
+            dead_letter.queue_argument
+        ),
+        ("", Some("work.dead-letters-2"), Some(false))
+    );
+    assert!(queues.contains_key("work.dead-letters-2"), "{queues:?}");
+    assert_eq!(queues["work"].on_poison, None);
+    assert_eq!(queues["log"].on_poison, Some(OnPoison::Drop));
+    assert_eq!(queues["log"].dead_letter, None);
+    let checked = check_sources(&imported.sources()).expect("the import validates");
+    let work = (checked.contract.topology.queues.iter())
+        .find(|q| q.name == "work")
+        .expect("queue work");
+    assert!(
+        !work
+            .declare_arguments()
+            .contains_key("x-dead-letter-exchange"),
+        "declared as the other stack declares it"
+    );
 }

@@ -286,6 +286,14 @@ pub struct DeadLetter {
     /// keeps its own routing key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routing_key: Option<String>,
+    /// Whether the queue is declared with this target (default `true`). `false` for a queue
+    /// another stack declares without a dead-letter exchange: warren's worker still sends
+    /// its dead letters here, with their failure context, and the queue is declared as the
+    /// other stack declares it, so neither side's declaration is refused; what RabbitMQ
+    /// dead-letters itself (expired, over a length limit, rejected by the other stack) is
+    /// dropped, as it was before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_argument: Option<bool>,
 }
 
 /// How retries happen.

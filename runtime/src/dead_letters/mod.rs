@@ -208,15 +208,9 @@ mod tests {
     #[test]
     fn dead_letter_queues_are_what_dead_lettering_reaches() {
         let mut work = Queue::new("work", QueueKind::Classic);
-        work.dead_letter = Some(DeadLetter {
-            exchange: "dlx".into(),
-            routing_key: None,
-        });
+        work.dead_letter = Some(DeadLetter::new("dlx", None));
         let mut direct = Queue::new("direct", QueueKind::Classic);
-        direct.dead_letter = Some(DeadLetter {
-            exchange: String::new(),
-            routing_key: Some("parked".into()),
-        });
+        direct.dead_letter = Some(DeadLetter::new("", Some("parked".into())));
         let topology = Topology::new(
             Vec::new(),
             vec![

@@ -192,10 +192,7 @@ mod tests {
         Queue {
             retry,
             on_poison: OnPoison::DeadLetter,
-            dead_letter: Some(DeadLetter {
-                exchange: "dlx".into(),
-                routing_key: None,
-            }),
+            dead_letter: Some(DeadLetter::new("dlx", None)),
             ..Queue::new("work", kind)
         }
     }

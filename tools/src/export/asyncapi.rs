@@ -647,6 +647,9 @@ fn queue_extras(queue: &Queue) -> Map<String, Value> {
         if let Some(key) = &dead_letter.routing_key {
             value.insert("routingKey".into(), json!(key));
         }
+        if !dead_letter.queue_argument {
+            value.insert("queueArgument".into(), json!(false));
+        }
         extras.insert("x-warren-dead-letter".into(), Value::Object(value));
     }
     extras.insert("x-warren-on-poison".into(), json!(queue.on_poison.as_str()));

@@ -208,13 +208,7 @@ impl Reader {
 
     /// A message name like `wanted` that no message has yet.
     fn unused_name(&self, wanted: &str) -> String {
-        let mut name = wanted.to_owned();
-        let mut n = 1;
-        while self.contract.messages.contains_key(&name) {
-            n += 1;
-            name = format!("{wanted}_{n}");
-        }
-        name
+        unused_key(&self.contract.messages, wanted, '_')
     }
 
     /// One component message: its `name` when it has one, and the message.
@@ -401,6 +395,9 @@ impl Reader {
             queue.dead_letter = Some(DeadLetter {
                 exchange: exchange.to_owned(),
                 routing_key: dead_letter.str("routingKey").map(str::to_owned),
+                queue_argument: dead_letter
+                    .bool("queueArgument")
+                    .filter(|declared| !declared),
             });
         }
         dead_letter.finish(&mut self.notes, "not a dead-letter setting");
@@ -631,6 +628,17 @@ fn argument(value: &Value) -> Option<ArgumentValue> {
         Value::String(s) => ArgumentValue::String(s.clone()),
         _ => return None,
     })
+}
+
+/// `wanted`, or `wanted` with a number after `separator`, whichever `taken` does not hold.
+fn unused_key<V>(taken: &BTreeMap<String, V>, wanted: &str, separator: char) -> String {
+    let mut name = wanted.to_owned();
+    let mut n = 1;
+    while taken.contains_key(&name) {
+        n += 1;
+        name = format!("{wanted}{separator}{n}");
+    }
+    name
 }
 
 /// A contract name from another tool's key: words in `snake_case`, every character but

@@ -1,6 +1,6 @@
 //! Broker drops: settings under which RabbitMQ itself discards messages.
 
-use super::{Checker, entry, has_dead_letter_exchange};
+use super::{Checker, broker_dead_letters, entry};
 use crate::check::shown;
 use crate::diagnostics::{Code, YamlPath};
 use crate::syntax::{ArgumentValue, Overflow, Queue, QueueKind};
@@ -41,8 +41,19 @@ impl Checker<'_> {
                 raw(key)
             }
         };
-        let fix = "set `dead_letter` on the queue so RabbitMQ dead-letters instead of dropping";
-        if !has_dead_letter_exchange(queue) {
+        // A target only the worker uses (`queue_argument: false`) leaves the broker none.
+        let (without, fix) = if queue.dead_letter.is_some() {
+            (
+                "no dead-letter exchange the broker knows of (`queue_argument: false`)",
+                "declare the dead-letter exchange on the queue (remove `queue_argument: false`) so RabbitMQ dead-letters instead of dropping",
+            )
+        } else {
+            (
+                "no dead-letter exchange",
+                "set `dead_letter` on the queue so RabbitMQ dead-letters instead of dropping",
+            )
+        };
+        if !broker_dead_letters(queue) {
             // (A raw `x-delivery-limit` on a quorum queue, or a limit on another type,
             // is already an error.)
             // (`broker-default` has a warning of its own, which says this too.)
@@ -52,7 +63,7 @@ impl Checker<'_> {
                 self.warn(
                     Code::BrokerDropsMessages,
                     &path.key("delivery_limit"),
-                    format!("queue `{name}` has a delivery limit and no dead-letter exchange: RabbitMQ drops a message returned to it more often than the limit allows (a consumer that crashes on it, a requeue)"),
+                    format!("queue `{name}` has a delivery limit and {without}: RabbitMQ drops a message returned to it more often than the limit allows (a consumer that crashes on it, a requeue)"),
                     format!("{fix}, or remove the limit (warren then sets none that drops)"),
                 );
             }
@@ -60,7 +71,7 @@ impl Checker<'_> {
                 self.warn(
                     Code::BrokerDropsMessages,
                     &at,
-                    format!("queue `{name}` has a message TTL and no dead-letter exchange: RabbitMQ drops every message that waits longer"),
+                    format!("queue `{name}` has a message TTL and {without}: RabbitMQ drops every message that waits longer"),
                     format!("{fix}, or remove the TTL"),
                 );
             }
@@ -84,7 +95,7 @@ impl Checker<'_> {
                 self.warn(
                     Code::BrokerDropsMessages,
                     &at,
-                    format!("queue `{name}` has a length limit, drops the oldest message when full (`overflow: drop-head`, the default) and has no dead-letter exchange: RabbitMQ discards them"),
+                    format!("queue `{name}` has a length limit, drops the oldest message when full (`overflow: drop-head`, the default) and has {without}: RabbitMQ discards them"),
                     format!("{fix}, or set `overflow: reject-publish` so publishers are refused instead"),
                 );
             }

@@ -172,3 +172,10 @@ fn dead_letter_of(queue: &Queue) -> Option<QueueDeadLetter> {
 fn has_dead_letter_exchange(queue: &Queue) -> bool {
     dead_letter_of(queue).is_some()
 }
+
+/// Whether RabbitMQ itself can dead-letter from `queue`: a dead-letter exchange the queue is
+/// declared with, which `queue_argument: false` withholds (then only the worker uses it).
+fn broker_dead_letters(queue: &Queue) -> bool {
+    has_dead_letter_exchange(queue)
+        && (queue.dead_letter.as_ref()).is_none_or(|dl| dl.queue_argument != Some(false))
+}

@@ -7,13 +7,14 @@ use std::str::FromStr;
 use serde_json::Value;
 use warren_codegen::diagnostics::{Place, Segment};
 use warren_codegen::syntax::{
-    Batch, Binding, CircuitBreaker, Compression, Consumer, OnPoison, Publisher, Rpc,
+    Batch, Binding, CircuitBreaker, Compression, Consumer, DeadLetter, OnPoison, Publisher, Queue,
+    QueueKind, Rpc,
 };
 use warren_codegen::{Code, Error, Severity, check_sources};
 
 use super::super::Imported;
 use super::super::fields::{Fields, Notes, child, local_ref};
-use super::{Channel, Reader, RpcParts, Target, snake_case};
+use super::{Channel, Reader, RpcParts, Target, snake_case, unused_key};
 
 impl Reader {
     /// Publishers, consumers and the halves of rpcs, from the operations.
@@ -389,9 +390,8 @@ impl Reader {
     /// What another stack's document leaves unsaid and a contract must say, settled as
     /// that stack behaves, each with a note: a publisher whose messages reach no queue of
     /// the import is `external_consumers: true` (its consumers are another service's), and
-    /// a consumed queue with no dead-letter exchange is `on_poison: drop` (a message such a
-    /// queue's consumer rejects is gone: the contract now says so, and `dead_letter` keeps
-    /// it instead).
+    /// a consumed queue with no dead-letter exchange gets a dead-letter queue that only
+    /// warren's worker uses ([`Reader::poison_kept`]), so nothing it rejects is lost.
     pub(super) fn settle_what_the_document_leaves_unsaid(&mut self) {
         let imported = Imported {
             contract: self.contract.clone(),
@@ -413,7 +413,7 @@ impl Reader {
             };
             match (diagnostic.code, section.as_str()) {
                 (Code::UnroutablePublisher, "publishers") => self.external_consumers(name),
-                (Code::PoisonLoss, "consumers") => self.poison_dropped(name),
+                (Code::PoisonLoss, "consumers") => self.poison_kept(name),
                 _ => {}
             }
         }
@@ -437,7 +437,13 @@ impl Reader {
         }
     }
 
-    fn poison_dropped(&mut self, consumer: &str) {
+    /// The consumed queue of `consumer`, which has no dead-letter exchange, given one only
+    /// warren's worker uses: messages it cannot decode or validate (and, by its retry
+    /// policy, those that fail) go to a dead-letter queue of their own, through the default
+    /// exchange, while the queue stays declared as the other stack declares it
+    /// (`queue_argument: false`), so neither side's declaration is refused. A stream cannot
+    /// be given one: its poison is dropped, as `on_poison: drop` says.
+    fn poison_kept(&mut self, consumer: &str) {
         let Some(name) = self
             .contract
             .consumers
@@ -446,16 +452,44 @@ impl Reader {
         else {
             return;
         };
-        if let Some(queue) = self.contract.queues.get_mut(&name)
-            && queue.on_poison.is_none()
-        {
-            queue.on_poison = Some(OnPoison::Drop);
-            let at = self.queue_at.get(&name).cloned().unwrap_or_default();
-            self.notes.assumed(
+        let Some(queue) = self.contract.queues.get(&name) else {
+            return;
+        };
+        if queue.on_poison.is_some() {
+            return;
+        }
+        let at = self.queue_at.get(&name).cloned().unwrap_or_default();
+        let kind = queue.kind;
+        if kind == Some(QueueKind::Stream) {
+            if let Some(queue) = self.contract.queues.get_mut(&name) {
+                queue.on_poison = Some(OnPoison::Drop);
+            }
+            return self.notes.assumed(
                 &at,
-                format!("queue `{name}` has no dead-letter exchange, so a message its consumer rejects is dropped: `on_poison: drop` says so; set `dead_letter` on it to keep such messages"),
+                format!("stream `{name}` cannot dead-letter, so a message its consumer cannot decode or validate is dropped: `on_poison: drop` says so"),
             );
         }
+        let dead_letters = unused_key(&self.contract.queues, &format!("{name}.dead-letters"), '-');
+        let durable = queue.durable;
+        if let Some(queue) = self.contract.queues.get_mut(&name) {
+            queue.dead_letter = Some(DeadLetter {
+                exchange: String::new(),
+                routing_key: Some(dead_letters.clone()),
+                queue_argument: Some(false),
+            });
+        }
+        let dead_letter_queue = Queue {
+            kind,
+            durable,
+            ..Queue::default()
+        };
+        self.contract
+            .queues
+            .insert(dead_letters.clone(), dead_letter_queue);
+        self.notes.assumed(
+            &at,
+            format!("queue `{name}` has no dead-letter exchange in the document: warren's consumer sends what it cannot decode, validate or handle to queue `{dead_letters}`, with the reason in its headers, and declares `{name}` without one (`queue_argument: false`), as the other service does; a message RabbitMQ dead-letters itself, or the other service rejects, is still dropped"),
+        );
     }
 }
 
