@@ -16,6 +16,10 @@
 # missing, then the packages `tests/js/package-lock.json` pins, installed by `npm ci` when
 # they are missing or the lockfile changed since.
 #
+# The inbox tests write to a real PostgreSQL. Unless DATABASE_URL names one, this starts one
+# on 127.0.0.1:5432 with postgres-local.sh (reusing one that already answers there, else
+# installing Debian's `postgresql` and creating a throw-away cluster with database `test`).
+#
 # The cross-language tests run a FastStream service (`tests/py/shop.py`): Debian's
 # `python3-venv` when `venv` is missing, then a virtualenv at tests/py/.venv with the
 # packages `tests/py/requirements.lock` pins by hash, made again when the lockfile changed.
@@ -87,6 +91,12 @@ if [ -z "${AMQP_URL:-}" ]; then
         for _ in $(seq 1 60); do answers_http 15672 && break; sleep 1; done
         answers_http 15672 || { echo "test.sh: the management API does not answer on 15672" >&2; exit 1; }
     fi
+fi
+
+if [ -z "${DATABASE_URL:-}" ]; then
+    bash build-support/scripts/postgres-local.sh start
+    DATABASE_URL=$(bash build-support/scripts/postgres-local.sh url)
+    export DATABASE_URL
 fi
 
 cargo test --workspace --locked --no-fail-fast "$@"

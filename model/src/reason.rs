@@ -48,6 +48,10 @@ spelled! {
         /// The broker dead-lettered it: a quorum queue's delivery limit was reached without
         /// warren settling it (a worker that crashed on it each time, say).
         DeliveryLimit => "delivery-limit",
+        /// An inbox consumer's message carried no key to record it by (no message id, and
+        /// nothing at the payload pointer its inbox reads instead), so its effects could not
+        /// be made to happen once; never retried.
+        Unidentified => "unidentified",
     }
 }
 

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::model::FailureReason;
+
 type Source = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Why a handler failed, and whether trying again could ever help.
@@ -40,6 +42,9 @@ type Source = Box<dyn std::error::Error + Send + Sync + 'static>;
 pub struct HandlerError {
     retryable: bool,
     cause: Source,
+    /// Set when warren itself refuses the message before the handler's work (an inbox
+    /// consumer's message without a key): settled as poison is, with this reason.
+    poison: Option<FailureReason>,
 }
 
 impl HandlerError {
@@ -48,6 +53,7 @@ impl HandlerError {
         Self {
             retryable: true,
             cause: cause.into(),
+            poison: None,
         }
     }
 
@@ -57,7 +63,24 @@ impl HandlerError {
         Self {
             retryable: false,
             cause: cause.into(),
+            poison: None,
         }
+    }
+
+    /// A message refused for `reason` before any handler's work, settled as poison is
+    /// (dead-lettered, or dropped under `on_poison: drop`), never retried.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn poison(reason: FailureReason, cause: impl Into<Source>) -> Self {
+        Self {
+            retryable: false,
+            cause: cause.into(),
+            poison: Some(reason),
+        }
+    }
+
+    /// The reason warren refused the message for ([`HandlerError::poison`]), if it did.
+    pub(crate) fn poison_reason(&self) -> Option<FailureReason> {
+        self.poison
     }
 
     /// Whether the queue's retry policy may try again.
@@ -92,6 +115,7 @@ impl fmt::Debug for HandlerError {
         f.debug_struct("HandlerError")
             .field("retryable", &self.retryable)
             .field("cause", &self.cause)
+            .field("poison", &self.poison)
             .finish()
     }
 }

@@ -105,6 +105,8 @@ mod delivery;
 mod error;
 mod failure;
 pub mod health;
+#[cfg(feature = "postgres")]
+pub mod inbox;
 pub mod management;
 mod message;
 pub mod metrics;

@@ -86,6 +86,10 @@ pub const RPC_LATE_REPLIES: &str = "warren_rpc_late_replies_total";
 /// Replies an RPC server sent and the broker confirmed, by status (counter; labels
 /// `consumer`, `queue`, `status`: `ok`, `error` or `failed`).
 pub const RPC_REPLIES: &str = "warren_rpc_replies_total";
+/// Messages an inbox consumer acknowledged without running their effects, because its inbox
+/// had recorded their key already: redeliveries and duplicates (counter; label `consumer`;
+/// the `postgres` feature's `inbox`).
+pub const INBOX_DUPLICATES: &str = "warren_inbox_duplicates_total";
 
 /// The label keys.
 pub mod labels {
@@ -267,6 +271,11 @@ pub fn describe() {
         RPC_LATE_REPLIES,
         Unit::Count,
         "RPC replies dropped because no call waited for them (late, or stray)"
+    );
+    describe_counter!(
+        INBOX_DUPLICATES,
+        Unit::Count,
+        "Messages an inbox consumer acknowledged without running their effects again"
     );
     describe_counter!(
         RPC_REPLIES,

@@ -77,10 +77,10 @@ fn outcome(caught: std::thread::Result<Result<(), HandlerError>>) -> Result<(), 
     match caught {
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => {
-            let failure = if error.is_retryable() {
-                Failure::Retryable
-            } else {
-                Failure::NonRetryable
+            let failure = match error.poison_reason() {
+                Some(reason) => Failure::Poison(reason),
+                None if error.is_retryable() => Failure::Retryable,
+                None => Failure::NonRetryable,
             };
             Err((failure, error.cause().to_string()))
         }
