@@ -56,6 +56,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 use crate::model::FailureReason;
 use crate::model::limits::MAX_SHORT_STRING;
 use crate::{Delivery, HandlerError};
+use postgres::Statements;
 
 /// The inbox's table when none is named ([`Inbox::table`]).
 pub const DEFAULT_TABLE: &str = "warren_inbox";
@@ -69,15 +70,12 @@ pub type InboxTransaction = Transaction<'static, Postgres>;
 /// future borrows the transaction (`|tx| Box::pin(async move { … })`).
 pub type Effect<'t> = Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send + 't>>;
 
-/// A table of the messages each consumer has handled, in a PostgreSQL database.
+/// A table of the messages each consumer has handled, in a PostgreSQL database. Cheap to
+/// clone: the pool and the statements are shared.
 #[derive(Clone)]
 pub struct Inbox {
-    shared: Arc<Shared>,
-}
-
-struct Shared {
     pool: PgPool,
-    table: String,
+    statements: Arc<Statements>,
     retention: Duration,
 }
 
@@ -102,56 +100,39 @@ impl Inbox {
     /// handlers use.
     pub fn new(pool: PgPool) -> Self {
         Self {
-            shared: Arc::new(Shared {
-                pool,
-                table: DEFAULT_TABLE.to_owned(),
-                retention: DEFAULT_RETENTION,
-            }),
+            pool,
+            statements: Arc::new(Statements::on(DEFAULT_TABLE)),
+            retention: DEFAULT_RETENTION,
         }
     }
 
     /// The table that holds the keys (created by [`Inbox::migrate`]); a plain identifier,
     /// since it is written into the statements.
-    pub fn table(self, table: &str) -> Result<Self, InboxError> {
+    pub fn table(mut self, table: &str) -> Result<Self, InboxError> {
         if !postgres::is_identifier(table) {
             return Err(InboxError::Table(table.to_owned()));
         }
-        Ok(self.with(|shared| shared.table = table.to_owned()))
+        self.statements = Arc::new(Statements::on(table));
+        Ok(self)
     }
 
     /// How long a key is kept after its message was handled ([`Inbox::prune`] removes older
     /// ones). A message delivered again after that is handled again, so keep it longer than
     /// any redelivery can come: above the queue's whole retry schedule, and above how long a
     /// message may wait in a queue.
-    pub fn retention(self, retention: Duration) -> Self {
-        self.with(|shared| shared.retention = retention)
-    }
-
-    fn with(self, change: impl FnOnce(&mut Shared)) -> Self {
-        let mut shared = Shared {
-            pool: self.shared.pool.clone(),
-            table: self.shared.table.clone(),
-            retention: self.shared.retention,
-        };
-        change(&mut shared);
-        Self {
-            shared: Arc::new(shared),
-        }
+    pub fn retention(mut self, retention: Duration) -> Self {
+        self.retention = retention;
+        self
     }
 
     /// Creates the table and its index when they do not exist (idempotent).
     pub async fn migrate(&self) -> Result<(), InboxError> {
-        postgres::migrate(&self.shared.pool, &self.shared.table).await
+        self.statements.migrate(&self.pool).await
     }
 
     /// Deletes the keys older than the retention; how many.
     pub async fn prune(&self) -> Result<u64, InboxError> {
-        let Shared {
-            pool,
-            table,
-            retention,
-        } = &*self.shared;
-        postgres::prune(pool, table, *retention).await
+        self.statements.prune(&self.pool, self.retention).await
     }
 
     /// Prunes every `period` until the returned handle is dropped, logging a failure and
@@ -229,9 +210,11 @@ impl InboxConsumer {
         F: for<'t> FnOnce(&'t mut InboxTransaction) -> Effect<'t> + Send,
     {
         let key = self.key(delivery)?;
-        let Shared { pool, table, .. } = &*self.inbox.shared;
+        let Inbox {
+            pool, statements, ..
+        } = &self.inbox;
         let mut tx = pool.begin().await?;
-        if !postgres::record(&mut tx, table, &self.consumer, &key).await? {
+        if !statements.record(&mut tx, &self.consumer, &key).await? {
             // Committed before: its effects are in the database. Nothing to undo either.
             drop(tx);
             self.duplicates.increment(1);

@@ -22,56 +22,77 @@ pub(super) fn is_identifier(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
-/// Creates `table` and its index on `recorded_at` (which pruning reads) unless they exist.
-pub(super) async fn migrate(pool: &PgPool, table: &str) -> Result<(), InboxError> {
-    let create = format!(
-        "CREATE TABLE IF NOT EXISTS {table} (
-            consumer TEXT NOT NULL,
-            message_key TEXT NOT NULL,
-            recorded_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-            PRIMARY KEY (consumer, message_key)
-        )"
-    );
-    sqlx::query(&create).execute(pool).await?;
-    let index = format!("CREATE INDEX IF NOT EXISTS {table}_recorded_at ON {table} (recorded_at)");
-    sqlx::query(&index).execute(pool).await?;
-    Ok(())
+/// The inbox's statements for one table, written once when the table is chosen rather than
+/// on every message.
+#[derive(Debug)]
+pub(super) struct Statements {
+    create_table: String,
+    create_index: String,
+    insert: String,
+    prune: String,
 }
 
-/// Records (`consumer`, `key`) in the transaction `tx`; `false` when it was recorded
-/// already. A concurrent transaction recording the same key makes this wait for its
-/// outcome: `false` once it commits, `true` if it rolls back.
-pub(super) async fn record(
-    tx: &mut PgConnection,
-    table: &str,
-    consumer: &str,
-    key: &str,
-) -> Result<bool, sqlx::Error> {
-    let insert = format!(
-        "INSERT INTO {table} (consumer, message_key) VALUES ($1, $2) ON CONFLICT DO NOTHING"
-    );
-    let inserted = sqlx::query(&insert)
-        .bind(consumer)
-        .bind(key)
-        .execute(tx)
-        .await?;
-    Ok(inserted.rows_affected() == 1)
-}
+impl Statements {
+    /// The statements on `table`, which must be a plain identifier ([`is_identifier`]).
+    pub(super) fn on(table: &str) -> Self {
+        Self {
+            create_table: format!(
+                "CREATE TABLE IF NOT EXISTS {table} (
+                    consumer TEXT NOT NULL,
+                    message_key TEXT NOT NULL,
+                    recorded_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+                    PRIMARY KEY (consumer, message_key)
+                )"
+            ),
+            // Pruning reads `recorded_at`.
+            create_index: format!(
+                "CREATE INDEX IF NOT EXISTS {table}_recorded_at ON {table} (recorded_at)"
+            ),
+            insert: format!(
+                "INSERT INTO {table} (consumer, message_key) VALUES ($1, $2) ON CONFLICT DO NOTHING"
+            ),
+            prune: format!(
+                "DELETE FROM {table} WHERE recorded_at < now() - $1::double precision * interval '1 second'"
+            ),
+        }
+    }
 
-/// Deletes the keys of `table` recorded more than `retention` ago.
-pub(super) async fn prune(
-    pool: &PgPool,
-    table: &str,
-    retention: Duration,
-) -> Result<u64, InboxError> {
-    let delete = format!(
-        "DELETE FROM {table} WHERE recorded_at < now() - $1::double precision * interval '1 second'"
-    );
-    let removed = sqlx::query(&delete)
-        .bind(retention.as_secs_f64())
-        .execute(pool)
-        .await?;
-    Ok(removed.rows_affected())
+    /// Creates the table and its index unless they exist.
+    pub(super) async fn migrate(&self, pool: &PgPool) -> Result<(), InboxError> {
+        sqlx::query(&self.create_table).execute(pool).await?;
+        sqlx::query(&self.create_index).execute(pool).await?;
+        Ok(())
+    }
+
+    /// Records (`consumer`, `key`) in the transaction `tx`; `false` when it was recorded
+    /// already. A concurrent transaction recording the same key makes this wait for its
+    /// outcome: `false` once it commits, `true` if it rolls back.
+    pub(super) async fn record(
+        &self,
+        tx: &mut PgConnection,
+        consumer: &str,
+        key: &str,
+    ) -> Result<bool, sqlx::Error> {
+        let inserted = sqlx::query(&self.insert)
+            .bind(consumer)
+            .bind(key)
+            .execute(tx)
+            .await?;
+        Ok(inserted.rows_affected() == 1)
+    }
+
+    /// Deletes the keys recorded more than `retention` ago; how many.
+    pub(super) async fn prune(
+        &self,
+        pool: &PgPool,
+        retention: Duration,
+    ) -> Result<u64, InboxError> {
+        let removed = sqlx::query(&self.prune)
+            .bind(retention.as_secs_f64())
+            .execute(pool)
+            .await?;
+        Ok(removed.rows_affected())
+    }
 }
 
 #[cfg(test)]

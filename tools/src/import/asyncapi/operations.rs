@@ -452,35 +452,27 @@ impl Reader {
         else {
             return;
         };
-        let Some(queue) = self.contract.queues.get(&name) else {
+        let dead_letters = unused_key(&self.contract.queues, &format!("{name}.dead-letters"), '-');
+        let at = self.queue_at.get(&name).cloned().unwrap_or_default();
+        let Some(queue) = (self.contract.queues.get_mut(&name)).filter(|q| q.on_poison.is_none())
+        else {
             return;
         };
-        if queue.on_poison.is_some() {
-            return;
-        }
-        let at = self.queue_at.get(&name).cloned().unwrap_or_default();
-        let kind = queue.kind;
-        if kind == Some(QueueKind::Stream) {
-            if let Some(queue) = self.contract.queues.get_mut(&name) {
-                queue.on_poison = Some(OnPoison::Drop);
-            }
+        if queue.kind == Some(QueueKind::Stream) {
+            queue.on_poison = Some(OnPoison::Drop);
             return self.notes.assumed(
                 &at,
                 format!("stream `{name}` cannot dead-letter, so a message its consumer cannot decode or validate is dropped: `on_poison: drop` says so"),
             );
         }
-        let dead_letters = unused_key(&self.contract.queues, &format!("{name}.dead-letters"), '-');
-        let durable = queue.durable;
-        if let Some(queue) = self.contract.queues.get_mut(&name) {
-            queue.dead_letter = Some(DeadLetter {
-                exchange: String::new(),
-                routing_key: Some(dead_letters.clone()),
-                queue_argument: Some(false),
-            });
-        }
+        queue.dead_letter = Some(DeadLetter {
+            exchange: String::new(),
+            routing_key: Some(dead_letters.clone()),
+            queue_argument: Some(false),
+        });
         let dead_letter_queue = Queue {
-            kind,
-            durable,
+            kind: queue.kind,
+            durable: queue.durable,
             ..Queue::default()
         };
         self.contract
