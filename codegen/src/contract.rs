@@ -316,6 +316,7 @@ impl Builder<'_> {
                     routing_key: text,
                     compression: p.compression,
                     max_priority: self.max_priority(&p.exchange, &routing_key),
+                    ordering_key: p.ordering_key.clone(),
                 };
                 let publisher = Publisher {
                     name: name.clone(),

@@ -251,6 +251,7 @@ pub const HOSTILE_NAMES: &[&str] = &[
     // What the generated code names: `Publishers` and its methods, fields and parameters…
     "new",
     "with",
+    "through",
     "client",
     "clone",
     "clone_from",

@@ -114,7 +114,7 @@ impl Role {
         match self {
             // `Publishers`' own methods, and those of the traits it derives (a `clone`
             // publisher would hide `Clone::clone` from method calls).
-            Self::Publisher => &["new", "with", "clone", "clone_from", "fmt"],
+            Self::Publisher => &["new", "with", "through", "clone", "clone_from", "fmt"],
             // So are `RpcClients`', which has one more.
             Self::RpcMethod => &["new", "with", "client", "clone", "clone_from", "fmt"],
             // The publish method's other parameters.
@@ -235,6 +235,7 @@ mod tests {
             ("new", Role::Publisher, "new_"),
             ("New", Role::Publisher, "new_"),
             ("with", Role::Publisher, "with_"),
+            ("through", Role::Publisher, "through_"),
             ("client", Role::RpcMethod, "client_"),
             ("client", Role::Publisher, "client"),
             ("new", Role::Message, "New"),

@@ -77,6 +77,10 @@ pub struct Publication<S = &'static str> {
     /// The highest `max_priority` of the queues the publication can reach (`None`: none
     /// declares one), which a publish's priority is checked against.
     pub max_priority: Option<u8>,
+    /// Where in the payload the ordering key is (a JSON pointer): messages written to an
+    /// outbox with the same key are relayed in the order they were written. `None`: in no
+    /// particular order.
+    pub ordering_key: Option<S>,
 }
 
 /// Where an rpc's requests go and how long a call waits.

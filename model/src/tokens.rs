@@ -450,15 +450,18 @@ impl<S: ToTokens> ToTokens for Publication<S> {
             routing_key,
             compression,
             max_priority,
+            ordering_key,
         } = self;
         let compression = optional(compression.as_ref());
         let max_priority = optional(max_priority.as_ref());
+        let ordering_key = optional(ordering_key.as_ref());
         tokens.extend(quote! {
             Publication {
                 exchange: #exchange,
                 routing_key: #routing_key,
                 compression: #compression,
                 max_priority: #max_priority,
+                ordering_key: #ordering_key,
             }
         });
     }

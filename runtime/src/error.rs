@@ -348,6 +348,22 @@ pub enum PublishError {
     /// Opening the publishing channel failed; the message was not sent.
     #[error("cannot open a publishing channel")]
     Broker(#[from] lapin::Error),
+    /// A message written to an outbox has no ordering key where its publisher says.
+    #[error(
+        "message `{message}` cannot be written to the outbox: its ordering key at `{pointer}` is missing: {why}"
+    )]
+    OrderingKey {
+        /// The message name.
+        message: &'static str,
+        /// The publisher's `ordering_key` pointer.
+        pointer: String,
+        /// What is wrong with the value there.
+        why: String,
+    },
+    /// The outbox's database refused the row, or could not be reached: nothing was stored,
+    /// and the caller's transaction should not commit as if it had been.
+    #[error("the outbox's database refused the message")]
+    Outbox(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// The text of [`PublishError::Priority`]: what was asked, what the queues allow, and how to

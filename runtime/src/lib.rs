@@ -99,23 +99,28 @@ mod base64;
 mod clock;
 mod codec;
 mod connection;
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+pub mod database;
 pub mod dead_letters;
 mod declare;
 mod delivery;
 mod error;
 mod failure;
 pub mod health;
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
 pub mod inbox;
 pub mod management;
 mod message;
 pub mod metrics;
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+pub mod outbox;
 pub mod plan;
 mod publish_time;
 mod publisher;
 mod routing_key;
 pub mod rpc;
 mod schema;
+mod sink;
 mod sync;
 mod text;
 mod trace;
@@ -137,6 +142,7 @@ pub use model::Topology;
 pub use publisher::{DEFAULT_PUBLISH_TIMEOUT, PublishOptions, Publisher};
 pub use rpc::{CallOptions, NoErrors, RpcClient, RpcError, RpcHandlerError};
 pub use schema::SchemaError;
+pub use sink::Sink;
 pub use worker::{DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_BODY_BYTES, ShutdownHandle, Worker};
 
 /// The topology model shared with the generator: exchanges, queues, bindings, retry
@@ -154,11 +160,11 @@ pub use lapin;
 /// may use it; it changes without notice between versions. (As tonic's `codegen` module.)
 #[doc(hidden)]
 pub mod codegen {
-    pub use crate::publisher::publish;
     pub use crate::routing_key::{KeyPart, RoutingKey};
     pub use crate::rpc::{
         DeclaredErrors, NoErrors, Operation, RpcHandler, call, decode_payload, encode_payload,
     };
+    pub use crate::sink::publish;
     pub use crate::worker::{
         BatchHandler, DeadLetterHandler, Handler, add, add_batch, add_dead_letters, add_server,
     };

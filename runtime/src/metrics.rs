@@ -90,6 +90,17 @@ pub const RPC_REPLIES: &str = "warren_rpc_replies_total";
 /// had recorded their key already: redeliveries and duplicates (counter; label `consumer`;
 /// the `postgres` feature's `inbox`).
 pub const INBOX_DUPLICATES: &str = "warren_inbox_duplicates_total";
+/// Outbox rows a relay published, the broker confirmed, and the relay marked sent (counter;
+/// label `table`).
+pub const OUTBOX_RELAYED: &str = "warren_outbox_relayed_total";
+/// Outbox rows a relay claimed and could not publish, due again after a backoff (counter;
+/// label `table`).
+pub const OUTBOX_RETRIED: &str = "warren_outbox_retried_total";
+/// Outbox rows not yet published, as a running relay last read them (gauge; label `table`).
+pub const OUTBOX_PENDING: &str = "warren_outbox_pending";
+/// How long the oldest unpublished outbox row has waited, in seconds; 0 when none waits
+/// (gauge; label `table`).
+pub const OUTBOX_LAG: &str = "warren_outbox_lag_seconds";
 
 /// The label keys.
 pub mod labels {
@@ -114,6 +125,8 @@ pub mod labels {
     pub const STATUS: &str = "status";
     /// A wait queue of a ttl-backoff queue (with the topology's namespace).
     pub const WAIT_QUEUE: &str = "wait_queue";
+    /// An outbox's table.
+    pub const TABLE: &str = "table";
 }
 
 /// The values of the `outcome` label of [`RPC_CALLS`], one per way a call ends: the
@@ -294,6 +307,26 @@ pub fn describe() {
     describe_gauge!(
         CIRCUIT_BREAKER_STATE,
         format!("Circuit breaker: 0 closed, 1 open, 2 half-open ({per_consumer})")
+    );
+    describe_counter!(
+        OUTBOX_RELAYED,
+        Unit::Count,
+        "Outbox rows published, confirmed and marked sent (table)"
+    );
+    describe_counter!(
+        OUTBOX_RETRIED,
+        Unit::Count,
+        "Outbox rows not published, due again after a backoff (table)"
+    );
+    describe_gauge!(
+        OUTBOX_PENDING,
+        Unit::Count,
+        "Outbox rows not yet published (table)"
+    );
+    describe_gauge!(
+        OUTBOX_LAG,
+        Unit::Seconds,
+        "How long the oldest unpublished outbox row has waited (table)"
     );
 }
 
@@ -625,7 +658,8 @@ impl PublishMetrics {
             | PublishError::EmptyPlaceholder { .. }
             | PublishError::TooLong { .. }
             | PublishError::TooLarge { .. }
-            | PublishError::Compress(_) => ("invalid", false),
+            | PublishError::Compress(_)
+            | PublishError::OrderingKey { .. } => ("invalid", false),
             PublishError::Unroutable { .. } => ("unroutable", true),
             PublishError::Nacked { .. } => ("nacked", true),
             PublishError::Timeout(_) => ("timeout", true),

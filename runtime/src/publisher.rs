@@ -262,12 +262,9 @@ impl Publisher {
         self
     }
 
-    /// Publishes `payload` and `headers` as message `M`: validated against the message's JSON
-    /// Schemas (nothing is sent when they are invalid), persistent, `mandatory`, with its
-    /// content type and optional compression, and waits for the broker's confirm. Succeeds
-    /// only when the broker confirmed the message and did not return it as unroutable.
-    ///
-    /// Generated publish methods reach it through [`publish`].
+    /// Publishes `payload` and `headers` as message `M` ([`prepared`]), and waits for the
+    /// broker's confirm. Succeeds only when the broker confirmed the message and did not
+    /// return it as unroutable.
     pub(crate) async fn publish_with<M: Message>(
         &self,
         publication: Publication<&str>,
@@ -275,23 +272,33 @@ impl Publisher {
         headers: &M::Headers,
         options: &PublishOptions,
     ) -> Result<(), PublishError> {
-        // Before anything is built: a priority the contract does not provide for is the
-        // caller's mistake whatever the message holds.
-        check_priority(options.priority, publication.max_priority)?;
-        let Outgoing { body, properties } =
-            outgoing::<M>(payload, headers, options, publication.compression, |_| {})?;
-        let properties = options.apply(properties)?;
-        let (exchange, routing_key) = self
-            .namespace
-            .publish_target(publication.exchange, publication.routing_key);
-        let span = crate::trace::publish(&exchange, &routing_key, &properties, body.len());
-        let properties = crate::trace::inject(&span, properties);
+        let (
+            Prepared {
+                exchange,
+                routing_key,
+                body,
+                properties,
+            },
+            span,
+        ) = prepared::<M>(&self.namespace, publication, payload, headers, options)?.traced();
         let sent = self
             .send(&exchange, &routing_key, &body, properties)
             .instrument(span.clone())
             .await;
         crate::trace::published(&span, &sent);
         sent
+    }
+
+    /// How long a publish may take in all ([`Publisher::timeout`]).
+    #[cfg(any(feature = "postgres", feature = "sqlite"))]
+    pub(crate) fn publish_timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Records the result of a publish to `exchange` (as the contract names it) in the
+    /// publish metrics.
+    pub(crate) fn record(&self, exchange: &str, result: &Result<(), PublishError>) {
+        self.metrics.record(exchange, result);
     }
 
     /// An open channel in confirm mode: the current one, or a new one on the current link.
@@ -535,6 +542,59 @@ pub(crate) fn outgoing<M: Message>(
     Ok(Outgoing { body, properties })
 }
 
+/// A message ready to be sent: where to (namespaced), its body and its properties.
+pub(crate) struct Prepared {
+    pub exchange: String,
+    pub routing_key: String,
+    pub body: Vec<u8>,
+    pub properties: BasicProperties,
+}
+
+impl Prepared {
+    /// The message with the context of its publish span (a child of the current span)
+    /// written into its properties, and the span.
+    pub(crate) fn traced(mut self) -> (Self, tracing::Span) {
+        let span = crate::trace::publish(
+            &self.exchange,
+            &self.routing_key,
+            &self.properties,
+            self.body.len(),
+        );
+        self.properties = crate::trace::inject(&span, self.properties);
+        (self, span)
+    }
+}
+
+/// `payload` and `headers` as message `M`, published with `publication` in `namespace`:
+/// validated against the message's JSON Schemas, its priority checked, nothing built when
+/// either is wrong ([`outgoing`]); with every option of `options` applied, and the exchange and
+/// routing key namespaced and checked as short strings. What a publish sends to the broker
+/// and the outbox stores.
+pub(crate) fn prepared<M: Message>(
+    namespace: &Namespace,
+    publication: Publication<&str>,
+    payload: &M::Payload,
+    headers: &M::Headers,
+    options: &PublishOptions,
+) -> Result<Prepared, PublishError> {
+    // Before anything is built: a priority the contract does not provide for is the
+    // caller's mistake whatever the message holds.
+    check_priority(options.priority, publication.max_priority)?;
+    let Outgoing { body, properties } =
+        outgoing::<M>(payload, headers, options, publication.compression, |_| {})?;
+    let properties = options.apply(properties)?;
+    let (exchange, routing_key) =
+        namespace.publish_target(publication.exchange, publication.routing_key);
+    short(ShortField::ExchangeName, &exchange)?;
+    short(ShortField::RoutingKey, &routing_key)?;
+    Ok(Prepared {
+        exchange,
+        routing_key,
+        body,
+        properties,
+    })
+}
+
 pub(crate) fn short(field: ShortField, text: &str) -> Result<(), PublishError> {
     if text.len() > MAX_SHORT_STRING {
         return Err(PublishError::TooLong {
@@ -543,25 +603,6 @@ pub(crate) fn short(field: ShortField, text: &str) -> Result<(), PublishError> {
         });
     }
     Ok(())
-}
-
-/// Publishes `payload` and `headers` as message `M` on `publisher`: what generated publish
-/// methods call (`warren_runtime::codegen::publish`); not a stable API. Validated against
-/// the message's JSON Schemas (nothing is sent when they are invalid), persistent,
-/// `mandatory`, with its content type and optional compression; succeeds only when the broker
-/// confirmed the message and did not return it as unroutable.
-pub async fn publish<M: Message>(
-    publisher: &Publisher,
-    publication: Publication<&str>,
-    payload: &M::Payload,
-    headers: &M::Headers,
-    options: &PublishOptions,
-) -> Result<(), PublishError> {
-    let result = publisher
-        .publish_with::<M>(publication, payload, headers, options)
-        .await;
-    publisher.metrics.record(publication.exchange, &result);
-    result
 }
 
 #[cfg(test)]

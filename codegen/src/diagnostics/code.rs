@@ -125,6 +125,8 @@ codes! {
     BadRoutingKey = "bad-routing-key",
     /// A publisher whose messages reach no queue.
     UnroutablePublisher = "unroutable-publisher",
+    /// An `ordering_key` that is not a JSON pointer into the payload.
+    BadOrderingKey = "bad-ordering-key",
 
     // Consumers and dead letters.
     /// Consumer settings that could never work (prefetch, concurrency, batch, breaker).

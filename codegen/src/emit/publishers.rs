@@ -46,30 +46,47 @@ pub(super) fn emit(
     };
     Ok(quote! {
         #docs
+        ///
+        /// Through a `Publisher` (`Publishers::new`) each message is published at once;
+        /// through an outbox writer (`publishers.through(outbox.writer(&mut tx))`) it is
+        /// written into the caller's transaction, for a relay to publish once it commits.
         #[derive(Debug, Clone)]
-        pub struct Publishers {
-            publisher: ::warren_runtime::Publisher,
+        pub struct Publishers<S = ::warren_runtime::Publisher> {
+            sink: S,
             options: ::warren_runtime::PublishOptions,
         }
 
-        // Placeholders name parameters, and a contract may well call one `foo`.
-        #[allow(clippy::disallowed_names)]
         impl Publishers {
             /// Publishes through `publisher`, with a fresh message id and the current time on
             /// every message.
             pub fn new(publisher: ::warren_runtime::Publisher) -> Self {
                 Self {
-                    publisher,
+                    sink: publisher,
                     options: ::warren_runtime::PublishOptions::default(),
                 }
             }
+        }
 
+        impl<S: ::warren_runtime::Sink + Clone> Publishers<S> {
             /// The same publishers, setting `options` (a message id to deduplicate on, a
             /// timestamp, a priority…) on what they publish, added to those they had.
             pub fn with(&self, options: ::warren_runtime::PublishOptions) -> Self {
                 Self {
-                    publisher: self.publisher.clone(),
+                    sink: self.sink.clone(),
                     options: self.options.clone().overridden_by(options),
+                }
+            }
+        }
+
+        // Placeholders name parameters, and a contract may well call one `foo`.
+        #[allow(clippy::disallowed_names)]
+        impl<S: ::warren_runtime::Sink> Publishers<S> {
+            /// The same publishers, with their options, sending through `sink` instead: an
+            /// outbox writer on the caller's transaction.
+            pub fn through<T: ::warren_runtime::Sink>(&self, sink: T) -> Publishers<T> {
+                Publishers {
+                    sink,
+                    options: self.options.clone(),
                 }
             }
 
@@ -117,8 +134,9 @@ fn method_doc(
         text.push_str("\n- `headers`: the message's application headers");
     }
     text.push_str(
-        "\n\nNothing is sent when the payload or headers break their schema. Waits for the \
-         broker's confirm, and fails when the message reaches no queue.",
+        "\n\nNothing is sent when the payload or headers break their schema. Through a \
+         `Publisher`, waits for the broker's confirm, and fails when the message reaches no \
+         queue; through an outbox writer, succeeds once the message is written.",
     );
     compose(&head, None, &text)
 }
@@ -167,8 +185,8 @@ fn method(contract: &Contract, publisher: &Publisher) -> Result<TokenStream, Gen
             // The model's tokens name its items unqualified.
             use ::warren_runtime::model::*;
             #build_key
-            ::warren_runtime::codegen::publish::<messages::#marker>(
-                    &self.publisher,
+            ::warren_runtime::codegen::publish::<messages::#marker, _>(
+                    &self.sink,
                     #publication,
                     payload,
                     #headers_arg,

@@ -446,6 +446,11 @@ pub struct Publisher {
     /// that the routing key reaches a queue of this contract.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_consumers: Option<bool>,
+    /// Where in the payload the ordering key is, as a JSON pointer (`/customer_id`):
+    /// messages written to an outbox with the same key are relayed in the order they were
+    /// written, each after the one before it was confirmed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordering_key: Option<String>,
 }
 
 /// A consumer: one handler for the messages of one queue.

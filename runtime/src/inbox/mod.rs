@@ -1,4 +1,5 @@
-//! Effects exactly once: an inbox that makes redeliveries harmless (the `postgres` feature).
+//! Effects exactly once: an inbox that makes redeliveries harmless (the `postgres` and
+//! `sqlite` features).
 //!
 //! Delivery is at-least-once: a handler that commits its database transaction and dies
 //! before the ack sees the message again. An [`InboxConsumer`] runs the handler's writes in a
@@ -41,8 +42,6 @@
 //! [`Unidentified`](crate::model::FailureReason::Unidentified): dead-lettered (or dropped under
 //! `on_poison: drop`), never handled.
 
-mod postgres;
-
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -51,12 +50,12 @@ use std::time::Duration;
 use metrics::Counter;
 use serde::Serialize;
 use serde_json::Value;
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::{Pool, Transaction};
 
+use crate::database::{Backend, BadTableName, Bind, InboxSql, TableName, millis};
 use crate::model::FailureReason;
 use crate::model::limits::MAX_SHORT_STRING;
 use crate::{Delivery, HandlerError};
-use postgres::Statements;
 
 /// The inbox's table when none is named ([`Inbox::table`]).
 pub const DEFAULT_TABLE: &str = "warren_inbox";
@@ -64,19 +63,29 @@ pub const DEFAULT_TABLE: &str = "warren_inbox";
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// The transaction a handler's effects are written through.
-pub type InboxTransaction = Transaction<'static, Postgres>;
+pub type InboxTransaction<DB> = Transaction<'static, DB>;
 
 /// The handler's work on the transaction: a closure returning its boxed future, since the
 /// future borrows the transaction (`|tx| Box::pin(async move { … })`).
 pub type Effect<'t> = Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send + 't>>;
 
-/// A table of the messages each consumer has handled, in a PostgreSQL database. Cheap to
-/// clone: the pool and the statements are shared.
-#[derive(Clone)]
-pub struct Inbox {
-    pool: PgPool,
-    statements: Arc<Statements>,
+/// A table of the messages each consumer has handled, in a PostgreSQL or SQLite database
+/// (`DB`: `sqlx::Postgres` or `sqlx::Sqlite`). Cheap to clone: the pool and the statements
+/// are shared.
+pub struct Inbox<DB: Backend> {
+    pool: Pool<DB>,
+    statements: Arc<InboxSql>,
     retention: Duration,
+}
+
+impl<DB: Backend> Clone for Inbox<DB> {
+    fn clone(&self) -> Self {
+        Self {
+            pool: self.pool.clone(),
+            statements: self.statements.clone(),
+            retention: self.retention,
+        }
+    }
 }
 
 /// Why the inbox's own statements failed (its table, its pruning); a handler's failures
@@ -85,23 +94,31 @@ pub struct Inbox {
 #[non_exhaustive]
 pub enum InboxError {
     /// The table name is not a plain SQL identifier.
-    #[error(
-        "inbox table `{0}` is not a plain SQL identifier: use lowercase letters, digits and `_`, at most 63, starting with a letter or `_`"
-    )]
-    Table(String),
+    #[error("inbox {0}")]
+    Table(#[from] BadTableName),
     /// The database refused or could not be reached.
     #[error("the inbox's database: {0}")]
     Database(#[from] sqlx::Error),
 }
 
-impl Inbox {
+/// Whether a message's key was recorded by [`InboxConsumer::record`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    /// Recorded now: its effects are to be written in the same transaction.
+    New,
+    /// Recorded by an earlier transaction that committed: its effects are in the database.
+    Before,
+}
+
+impl<DB: Backend> Inbox<DB> {
     /// An inbox in `pool`'s database, in table [`DEFAULT_TABLE`], keeping keys for
     /// [`DEFAULT_RETENTION`]. Warren never needs a pool of its own: pass the one the
     /// handlers use.
-    pub fn new(pool: PgPool) -> Self {
+    pub fn new(pool: Pool<DB>) -> Self {
+        let table = TableName::new(DEFAULT_TABLE).expect("the default table name is plain");
         Self {
             pool,
-            statements: Arc::new(Statements::on(DEFAULT_TABLE)),
+            statements: Arc::new(DB::inbox_sql(&table)),
             retention: DEFAULT_RETENTION,
         }
     }
@@ -109,10 +126,7 @@ impl Inbox {
     /// The table that holds the keys (created by [`Inbox::migrate`]); a plain identifier,
     /// since it is written into the statements.
     pub fn table(mut self, table: &str) -> Result<Self, InboxError> {
-        if !postgres::is_identifier(table) {
-            return Err(InboxError::Table(table.to_owned()));
-        }
-        self.statements = Arc::new(Statements::on(table));
+        self.statements = Arc::new(DB::inbox_sql(&TableName::new(table)?));
         Ok(self)
     }
 
@@ -127,12 +141,15 @@ impl Inbox {
 
     /// Creates the table and its index when they do not exist (idempotent).
     pub async fn migrate(&self) -> Result<(), InboxError> {
-        self.statements.migrate(&self.pool).await
+        crate::database::migrate(&self.pool, &self.statements.migrate).await?;
+        Ok(())
     }
 
     /// Deletes the keys older than the retention; how many.
     pub async fn prune(&self) -> Result<u64, InboxError> {
-        self.statements.prune(&self.pool, self.retention).await
+        let mut connection = self.pool.acquire().await?;
+        let retention = [Bind::Int(millis(self.retention))];
+        Ok(DB::execute(&mut *connection, &self.statements.prune, &retention).await?)
     }
 
     /// Prunes every `period` until the returned handle is dropped, logging a failure and
@@ -154,7 +171,7 @@ impl Inbox {
 
     /// The inbox of consumer `consumer` (its name in the contract): keys are recorded per
     /// consumer, so two consumers of one message each apply it once.
-    pub fn consumer(&self, consumer: &str) -> InboxConsumer {
+    pub fn consumer(&self, consumer: &str) -> InboxConsumer<DB> {
         InboxConsumer {
             inbox: self.clone(),
             consumer: consumer.into(),
@@ -177,15 +194,25 @@ impl Drop for Pruning {
 }
 
 /// One consumer's inbox: runs its effects once per message ([`InboxConsumer::once`]).
-#[derive(Clone)]
-pub struct InboxConsumer {
-    inbox: Inbox,
+pub struct InboxConsumer<DB: Backend> {
+    inbox: Inbox<DB>,
     consumer: Arc<str>,
     key_pointer: Option<String>,
     duplicates: Counter,
 }
 
-impl InboxConsumer {
+impl<DB: Backend> Clone for InboxConsumer<DB> {
+    fn clone(&self) -> Self {
+        Self {
+            inbox: self.inbox.clone(),
+            consumer: self.consumer.clone(),
+            key_pointer: self.key_pointer.clone(),
+            duplicates: self.duplicates.clone(),
+        }
+    }
+}
+
+impl<DB: Backend> InboxConsumer<DB> {
     /// Where in the payload the key is when a message has no id (a JSON pointer such as
     /// `/order_id`): for producers that send none.
     pub fn key_pointer(mut self, pointer: &str) -> Self {
@@ -207,27 +234,43 @@ impl InboxConsumer {
     ) -> Result<(), HandlerError>
     where
         P: Serialize,
-        F: for<'t> FnOnce(&'t mut InboxTransaction) -> Effect<'t> + Send,
+        F: for<'t> FnOnce(&'t mut InboxTransaction<DB>) -> Effect<'t> + Send,
     {
-        let key = self.key(delivery)?;
-        let Inbox {
-            pool, statements, ..
-        } = &self.inbox;
-        let mut tx = pool.begin().await?;
-        if !statements.record(&mut tx, &self.consumer, &key).await? {
+        let mut tx = self.inbox.pool.begin().await?;
+        if self.record(&mut tx, delivery).await? == Recorded::Before {
             // Committed before: its effects are in the database. Nothing to undo either.
-            drop(tx);
-            self.duplicates.increment(1);
-            tracing::debug!(
-                consumer = &*self.consumer,
-                key,
-                "already handled: acknowledged"
-            );
             return Ok(());
         }
         effect(&mut tx).await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    /// Records this consumer's key for `delivery` in `transaction`, one the caller holds and
+    /// commits: [`Recorded::New`] when its effects are to be written there too,
+    /// [`Recorded::Before`] (counted as a duplicate) when an earlier transaction committed
+    /// them. For handlers that run their own transactions; [`InboxConsumer::once`] opens one.
+    ///
+    /// On PostgreSQL a concurrent transaction recording the same key makes this wait for its
+    /// outcome: `Before` once it commits, `New` if it rolls back.
+    pub async fn record<P: Serialize, H>(
+        &self,
+        transaction: &mut DB::Connection,
+        delivery: &Delivery<P, H>,
+    ) -> Result<Recorded, HandlerError> {
+        let key = self.key(delivery)?;
+        let binds = [Bind::Text(&self.consumer), Bind::Text(&key)];
+        let inserted = DB::execute(transaction, &self.inbox.statements.record, &binds).await?;
+        if inserted == 1 {
+            return Ok(Recorded::New);
+        }
+        self.duplicates.increment(1);
+        tracing::debug!(
+            consumer = &*self.consumer,
+            key,
+            "already handled: acknowledged"
+        );
+        Ok(Recorded::Before)
     }
 
     /// The key `delivery` is recorded under: its message id, else the value at the key

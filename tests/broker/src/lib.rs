@@ -9,6 +9,7 @@
 
 include!(concat!(env!("OUT_DIR"), "/jobs.rs"));
 
+pub mod database;
 pub mod raw;
 pub mod rpc;
 

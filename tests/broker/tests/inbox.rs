@@ -9,50 +9,45 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use lapin::BasicProperties;
-use sqlx::PgPool;
-use sqlx::postgres::PgPoolOptions;
+use sqlx::Pool;
+use warren_broker_tests::database::{self, TestDatabase};
 use warren_broker_tests::types::{Job, JobBehaviour, JobHeaders};
 use warren_broker_tests::{Publishers, consumers, headers, job, raw_headers, topology};
 use warren_runtime::inbox::{Inbox, InboxConsumer};
 use warren_runtime::{Delivery, HandlerError};
 use warren_testkit::{Deployed, TestBroker, wait_until_async};
 
-/// The database the tests write to: `DATABASE_URL`, else the one build-support/scripts/test.sh
-/// starts.
-fn database_url() -> String {
-    std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
-}
-
 /// The handler of `run_requeue_classic`: writes one row per job through the inbox's
 /// transaction, and fails as the job's behaviour says on its first attempt.
-#[derive(Clone)]
-struct Fulfil {
-    inbox: InboxConsumer,
+struct Fulfil<DB: TestDatabase> {
+    inbox: InboxConsumer<DB>,
     effects: String,
     /// How often the effect ran (and was committed or rolled back).
     ran: Arc<AtomicUsize>,
 }
 
-impl consumers::RunRequeueClassic for Fulfil {
+impl<DB: TestDatabase> Clone for Fulfil<DB> {
+    fn clone(&self) -> Self {
+        Self {
+            inbox: self.inbox.clone(),
+            effects: self.effects.clone(),
+            ran: self.ran.clone(),
+        }
+    }
+}
+
+impl<DB: TestDatabase> consumers::RunRequeueClassic for Fulfil<DB> {
     async fn handle(&self, delivery: Delivery<Job, JobHeaders>) -> Result<(), HandlerError> {
         let attempt = delivery.retry_count();
         let behaviour = delivery.payload().behaviour;
         let id = delivery.payload().id.to_string();
-        let insert = format!(
-            "INSERT INTO {} (job_id, attempt) VALUES ($1, $2)",
-            self.effects
-        );
+        let effects = self.effects.clone();
         let ran = self.ran.clone();
         self.inbox
             .once(&delivery, move |tx| {
                 Box::pin(async move {
                     ran.fetch_add(1, Ordering::SeqCst);
-                    sqlx::query(&insert)
-                        .bind(&id)
-                        .bind(i64::from(attempt))
-                        .execute(&mut **tx)
-                        .await?;
+                    DB::insert_effect(&mut **tx, &effects, &id, i64::from(attempt)).await?;
                     if behaviour == JobBehaviour::Retryable && attempt == 0 {
                         return Err(HandlerError::retryable("failed after its write"));
                     }
@@ -65,17 +60,6 @@ impl consumers::RunRequeueClassic for Fulfil {
         }
         Ok(())
     }
-}
-
-/// Each job id's rows in `effects`.
-async fn rows(pool: &PgPool, effects: &str) -> BTreeMap<String, i64> {
-    let query = format!("SELECT job_id, count(*) FROM {effects} GROUP BY job_id");
-    sqlx::query_as::<_, (String, i64)>(&query)
-        .fetch_all(pool)
-        .await
-        .expect("the effects are read")
-        .into_iter()
-        .collect()
 }
 
 /// Publishes `job` to the queue as another producer would: with `message_id`, or none.
@@ -93,20 +77,32 @@ async fn publish_raw(deployed: &Deployed, job: &Job, message_id: Option<&str>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_effect_is_written_once_however_often_its_message_comes() {
-    let pool = PgPoolOptions::new()
-        .max_connections(4)
-        .connect(&database_url())
-        .await
-        .unwrap_or_else(|e| panic!("PostgreSQL at {} answers: {e}", database_url()));
+async fn on_postgres_every_effect_is_written_once_however_often_its_message_comes() {
     let broker = TestBroker::from_env().await;
-    let deployed = broker.deploy("inbox", &topology()).await;
-    // The test's own tables, named after its namespace: tests running at once share the database.
-    let suffix: String = (deployed.namespace().chars())
-        .filter(char::is_ascii_alphanumeric)
-        .collect::<String>()
-        .to_ascii_lowercase();
-    let (inbox_table, effects) = (format!("inbox_{suffix}"), format!("effects_{suffix}"));
+    let deployed = broker.deploy("inbox-pg", &topology()).await;
+    let pool = database::postgres().await;
+    every_effect_once(&deployed, &pool).await;
+    deployed.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_sqlite_every_effect_is_written_once_however_often_its_message_comes() {
+    let broker = TestBroker::from_env().await;
+    let deployed = broker.deploy("inbox-sqlite", &topology()).await;
+    let pool = database::sqlite(&deployed).await;
+    every_effect_once(&deployed, &pool).await;
+    database::drop_sqlite(pool, &deployed).await;
+    deployed.cleanup().await;
+}
+
+/// Five messages through an inbox consumer on `pool`'s database: one plain, one that fails
+/// after its write, one whose worker dies between the commit and the ack, one published twice
+/// under one id, one without an id.
+async fn every_effect_once<DB: TestDatabase>(deployed: &Deployed, pool: &Pool<DB>) {
+    let (inbox_table, effects) = (
+        database::table("inbox", deployed),
+        database::table("effects", deployed),
+    );
     let inbox = Inbox::new(pool.clone())
         .table(&inbox_table)
         .expect("a plain identifier");
@@ -115,11 +111,7 @@ async fn every_effect_is_written_once_however_often_its_message_comes() {
         .migrate()
         .await
         .expect("migrating again changes nothing");
-    let create = format!("CREATE TABLE {effects} (job_id TEXT NOT NULL, attempt BIGINT NOT NULL)");
-    sqlx::query(&create)
-        .execute(&pool)
-        .await
-        .expect("the effects table");
+    DB::create_effects(pool, &effects).await;
 
     let handler = Fulfil {
         inbox: inbox.consumer("run_requeue_classic"),
@@ -144,9 +136,9 @@ async fn every_effect_is_written_once_however_often_its_message_comes() {
     // One message published twice under one id (a producer that retried a publish whose
     // confirm it never saw), and one with no id at all.
     let twice = job("sent-twice", JobBehaviour::Ok);
-    publish_raw(&deployed, &twice, Some("0190d6f0-twice")).await;
-    publish_raw(&deployed, &twice, Some("0190d6f0-twice")).await;
-    publish_raw(&deployed, &job("anonymous", JobBehaviour::Ok), None).await;
+    publish_raw(deployed, &twice, Some("0190d6f0-twice")).await;
+    publish_raw(deployed, &twice, Some("0190d6f0-twice")).await;
+    publish_raw(deployed, &job("anonymous", JobBehaviour::Ok), None).await;
 
     let dead = deployed
         .take_dead_letters("dead", 1, Duration::from_secs(30))
@@ -163,7 +155,7 @@ async fn every_effect_is_written_once_however_often_its_message_comes() {
     wait_until_async(
         "every job's effect written",
         Duration::from_secs(30),
-        || async { rows(&pool, &effects).await.len() >= expected.len() },
+        || async { DB::effects(pool, &effects).await.len() >= expected.len() },
     )
     .await;
     // Settled: nothing left in the queue, nothing held by the worker.
@@ -172,7 +164,11 @@ async fn every_effect_is_written_once_however_often_its_message_comes() {
         .await;
     running.stop().await.expect("the worker stops");
 
-    assert_eq!(rows(&pool, &effects).await, expected, "each effect once");
+    assert_eq!(
+        DB::effects(pool, &effects).await,
+        expected,
+        "each effect once"
+    );
     // The retryable failure's write was rolled back and ran again; the duplicate and the
     // redelivery after the commit ran nothing.
     assert_eq!(handler.ran.load(Ordering::SeqCst), 5);
@@ -198,10 +194,6 @@ async fn every_effect_is_written_once_however_often_its_message_comes() {
     assert_eq!(pruned, 4, "every key is older than no retention at all");
 
     for table in [&inbox_table, &effects] {
-        sqlx::query(&format!("DROP TABLE {table}"))
-            .execute(&pool)
-            .await
-            .expect("the test's table is dropped");
+        DB::run(pool, &format!("DROP TABLE {table}")).await;
     }
-    deployed.cleanup().await;
 }

@@ -135,6 +135,7 @@ async fn priorities_are_checked_against_the_queue_then_delivered_highest_first()
         routing_key: "job.priority",
         compression: None,
         max_priority: Some(9),
+        ordering_key: None,
     };
     for priority in [1, 9, 5] {
         let id = format!("prio-{priority}");
@@ -144,7 +145,7 @@ async fn priorities_are_checked_against_the_queue_then_delivered_highest_first()
             .reply_to("replies")
             .expiration(Duration::from_secs(600))
             .priority(priority);
-        publish::<messages::Job>(
+        publish::<messages::Job, _>(
             &publisher,
             publication,
             &job(&id, JobBehaviour::Ok),
@@ -157,7 +158,7 @@ async fn priorities_are_checked_against_the_queue_then_delivered_highest_first()
     assert_eq!(deployed.wait_until_ready("priority", 3, WAIT).await, 3);
 
     // Above the queue's maximum, and where no queue reached declares one: refused, unsent.
-    let refused = publish::<messages::Job>(
+    let refused = publish::<messages::Job, _>(
         &publisher,
         publication,
         &job("prio-10", JobBehaviour::Ok),
@@ -177,7 +178,7 @@ async fn priorities_are_checked_against_the_queue_then_delivered_highest_first()
     );
     let message = refused.map_or_else(|e| e.to_string(), |()| String::new());
     assert!(message.contains("priority 10 is above 9"), "{message}");
-    let refused = publish::<messages::Job>(
+    let refused = publish::<messages::Job, _>(
         &publisher,
         Publication {
             max_priority: None,

@@ -175,10 +175,10 @@ fn publishers_named_like_the_generated_methods_do_not_replace_them() {
         hostile_names::Publishers::new;
     let _options: fn(&hostile_names::Publishers, warren_runtime::PublishOptions) -> _ =
         hostile_names::Publishers::with;
-    let _publishers = (
-        hostile_names::Publishers::new_,
-        hostile_names::Publishers::with_,
-    );
+    let _through: fn(&hostile_names::Publishers, warren_runtime::Publisher) -> _ =
+        hostile_names::Publishers::through;
+    type Direct = hostile_names::Publishers<warren_runtime::Publisher>;
+    let _publishers = (Direct::new_, Direct::with_, Direct::through_);
 }
 
 #[test]

@@ -454,6 +454,9 @@ impl<'a> Writer<'a> {
                 if publisher.external_consumers {
                     operation.insert("x-warren-external-consumers".into(), json!(true));
                 }
+                if let Some(pointer) = &publisher.publication.ordering_key {
+                    operation.insert("x-warren-ordering-key".into(), json!(pointer));
+                }
             }
             Sender::Rpc(rpc) => self.rpc_extras(&mut operation, rpc),
         }

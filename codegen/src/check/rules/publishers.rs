@@ -26,6 +26,16 @@ impl Checker<'_> {
                     "publish to an exchange bound to it, or make it `internal: false`",
                 );
             }
+            if let Some(pointer) = &publisher.ordering_key
+                && let Err(why) = pointer_problem(pointer)
+            {
+                self.error(
+                    Code::BadOrderingKey,
+                    &path.key("ordering_key"),
+                    format!("publisher `{name}`'s ordering key `{pointer}` {why}"),
+                    "write a JSON pointer into the payload, such as `/customer_id` (`~1` for a `/` in a property name, `~0` for a `~`)",
+                );
+            }
             let needs_key = publisher.exchange.is_empty()
                 || matches!(kind, Some(ExchangeKind::Topic | ExchangeKind::Direct));
             if publisher.routing_key.is_none() && needs_key {
@@ -158,4 +168,18 @@ impl Checker<'_> {
             }
         }
     }
+}
+
+/// What is wrong with `pointer` as a JSON pointer (RFC 6901) to a value inside a payload.
+fn pointer_problem(pointer: &str) -> Result<(), &'static str> {
+    if !pointer.starts_with('/') {
+        return Err("does not start with `/`: a JSON pointer names a value inside the payload");
+    }
+    let mut chars = pointer.chars();
+    while let Some(c) = chars.next() {
+        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
+            return Err("has a `~` that is not `~0` or `~1`");
+        }
+    }
+    Ok(())
 }

@@ -148,6 +148,7 @@ impl Reader {
             .str("x-warren-compression")
             .and_then(|c| Compression::from_str(c).ok());
         let external = fields.bool("x-warren-external-consumers") == Some(true);
+        let ordering_key = fields.str("x-warren-ordering-key").map(str::to_owned);
         let several = messages.len() > 1;
         for message in messages {
             let publisher_name = if several {
@@ -168,6 +169,7 @@ impl Reader {
                     message,
                     compression,
                     external_consumers: external.then_some(true),
+                    ordering_key: ordering_key.clone(),
                 },
             );
         }
