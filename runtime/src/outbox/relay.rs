@@ -42,7 +42,7 @@ pub struct Relay<DB: Backend> {
 }
 
 /// What one round of a relay did ([`Relay::relay_once`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Relayed {
     /// Rows claimed.
@@ -52,6 +52,8 @@ pub struct Relayed {
     /// Of those, not published (the broker unreachable, the message refused or returned):
     /// due again after a backoff.
     pub retried: usize,
+    /// Why the last of those was not published.
+    pub last_error: Option<String>,
 }
 
 /// A running relay's state ([`RelayHandle::health`]).
@@ -152,6 +154,7 @@ impl<DB: Backend> Relay<DB> {
                 "outbox row not published; due again later"
             );
             relayed.retried += 1;
+            relayed.last_error = Some(error);
             self.metrics.retried.increment(1);
         }
         Ok(relayed)
@@ -202,7 +205,9 @@ impl<DB: Backend> Relay<DB> {
                     database_failures = 0;
                     let mut health = lock(&health);
                     health.published += round.published as u64;
-                    if round.retried == 0 {
+                    if round.retried > 0 {
+                        health.last_error = round.last_error;
+                    } else if round.claimed > 0 {
                         health.last_error = None;
                     }
                     if round.claimed as u64 >= u64::from(self.batch) {
