@@ -155,6 +155,16 @@ pub struct Consumer {
     /// A dead-letter consumer: its handler receives every message of its queue as a
     /// `warren_runtime::DeadLetter`, poison included.
     pub dead_letters: bool,
+    /// Handled inside the inbox's transaction (`inbox: true`), keyed by message id or else
+    /// the payload value at `inbox_key`.
+    pub inbox: Option<InboxKey>,
+}
+
+/// How an inbox consumer records its messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxKey {
+    /// The JSON pointer into the payload of the key of a message without an id.
+    pub pointer: Option<String>,
 }
 
 /// Builds the model from a contract that passed every check. `Err` lists what the model
@@ -456,6 +466,9 @@ fn consumer(name: &str, c: &syntax::Consumer) -> Consumer {
             timeout: b.timeout.into(),
         }),
         dead_letters: c.dead_letters.unwrap_or(false),
+        inbox: (c.inbox == Some(true)).then(|| InboxKey {
+            pointer: c.inbox_key.clone(),
+        }),
     }
 }
 

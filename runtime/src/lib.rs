@@ -160,6 +160,8 @@ pub use lapin;
 /// may use it; it changes without notice between versions. (As tonic's `codegen` module.)
 #[doc(hidden)]
 pub mod codegen {
+    #[cfg(any(feature = "postgres", feature = "sqlite"))]
+    pub use crate::inbox::{InboxBatchHandler, InboxHandler, add_inbox, add_inbox_batch};
     pub use crate::routing_key::{KeyPart, RoutingKey};
     pub use crate::rpc::{
         DeclaredErrors, NoErrors, Operation, RpcHandler, call, decode_payload, encode_payload,

@@ -129,6 +129,9 @@ codes! {
     BadOrderingKey = "bad-ordering-key",
 
     // Consumers and dead letters.
+    /// An `inbox` or `inbox_key` that cannot work: a key without the inbox, a key that is
+    /// not a JSON pointer, an inbox on a dead-letter consumer.
+    BadInbox = "bad-inbox",
     /// Consumer settings that could never work (prefetch, concurrency, batch, breaker).
     BadConsumer = "bad-consumer",
     /// (Warning) more concurrent handlers than prefetched messages.

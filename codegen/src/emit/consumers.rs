@@ -188,10 +188,43 @@ fn handler_trait(
             Output = ::core::result::Result<(), ::warren_runtime::HandlerError>,
         > + ::core::marker::Send
     };
+    let transaction = quote! {
+        ::warren_runtime::inbox::InboxTransaction<Self::Database>
+    };
     let method = if consumer.dead_letters {
         quote! {
             /// Handles one dead letter: typed when it decodes as the message, raw otherwise.
             fn handle(&self, dead_letter: #received) -> #returns;
+        }
+    } else if consumer.inbox.is_some() {
+        let handle = if consumer.batch.is_some() {
+            quote! {
+                /// Handles the messages of one batch not handled before, writing their
+                /// effects through `transaction`, in which the inbox recorded each: they
+                /// commit together. An error applies to every message of the batch.
+                fn handle_batch(
+                    &self,
+                    batch: ::std::vec::Vec<#delivery>,
+                    transaction: &mut #transaction,
+                ) -> #returns;
+            }
+        } else {
+            quote! {
+                /// Handles one delivery, writing its effects through `transaction`, in which
+                /// the inbox recorded it: they commit together, and a redelivery is
+                /// acknowledged without calling this again.
+                fn handle(&self, delivery: #delivery, transaction: &mut #transaction) -> #returns;
+            }
+        };
+        quote! {
+            /// The database the inbox is in: `sqlx::Postgres` or `sqlx::Sqlite`.
+            type Database: ::warren_runtime::database::Backend;
+
+            /// The inbox this consumer's messages are recorded in
+            /// (`warren_runtime::inbox::Inbox::new(pool)`); asked once, at registration.
+            fn inbox(&self) -> ::warren_runtime::inbox::Inbox<Self::Database>;
+
+            #handle
         }
     } else if consumer.batch.is_some() {
         quote! {
@@ -247,6 +280,20 @@ fn trait_doc(
         text.push_str(&format!("\n- {}", retry_line(contract, consumer)?));
     }
     text.push_str(&settings_lines(consumer));
+    if let Some(inbox) = &consumer.inbox {
+        let key = match &inbox.pointer {
+            Some(pointer) => format!(
+                "its message id, or else the payload value at {}",
+                code(pointer)
+            ),
+            None => "its message id (one without is dead-lettered as `unidentified`)".to_owned(),
+        };
+        text.push_str(&format!(
+            "\n- inbox: each message is recorded by {key} in the transaction its effects are \
+             written through, so they commit once however often it is delivered (needs \
+             warren-runtime's `postgres` or `sqlite` feature)"
+        ));
+    }
     text.push_str(if consumer.dead_letters {
         "\n\nReturn `Ok(())` to acknowledge; an error leaves the dead letter to the queue's \
          policy, as above."
@@ -367,6 +414,8 @@ fn adapter(served: &Served<'_>) -> TokenStream {
                 }
             }
         }
+    } else if consumer.inbox.is_some() {
+        inbox_adapter(consumer, message)
     } else if consumer.batch.is_some() {
         quote! {
             impl<__H: super::consumers::#name> ::warren_runtime::codegen::BatchHandler<super::messages::#marker> for #name<__H> {
@@ -389,6 +438,60 @@ fn adapter(served: &Served<'_>) -> TokenStream {
     quote! {
         pub(super) struct #name<__H>(pub(super) __H);
         #body
+    }
+}
+
+/// The adapter of an inbox consumer's trait to the runtime's `InboxHandler` (or
+/// `InboxBatchHandler`).
+fn inbox_adapter(consumer: &Consumer, message: &Message) -> TokenStream {
+    let name = ident(&consumer.spec.name, Role::ConsumerTrait);
+    let marker = ident(&message.name, Role::Message);
+    let delivery = delivery(message, &quote! { super::types });
+    let transaction = quote! {
+        ::warren_runtime::inbox::InboxTransaction<Self::Database>
+    };
+    let returns = quote! {
+        impl ::core::future::Future<
+            Output = ::core::result::Result<(), ::warren_runtime::HandlerError>,
+        > + ::core::marker::Send + 'a
+    };
+    let (runtime_trait, method) = if consumer.batch.is_some() {
+        (
+            quote! { InboxBatchHandler },
+            quote! {
+                fn handle_batch<'a>(
+                    &'a self,
+                    batch: ::std::vec::Vec<#delivery>,
+                    transaction: &'a mut #transaction,
+                ) -> #returns {
+                    super::consumers::#name::handle_batch(&self.0, batch, transaction)
+                }
+            },
+        )
+    } else {
+        (
+            quote! { InboxHandler },
+            quote! {
+                fn handle<'a>(
+                    &'a self,
+                    delivery: #delivery,
+                    transaction: &'a mut #transaction,
+                ) -> #returns {
+                    super::consumers::#name::handle(&self.0, delivery, transaction)
+                }
+            },
+        )
+    };
+    quote! {
+        impl<__H: super::consumers::#name> ::warren_runtime::codegen::#runtime_trait<super::messages::#marker> for #name<__H> {
+            type Database = <__H as super::consumers::#name>::Database;
+
+            fn inbox(&self) -> ::warren_runtime::inbox::Inbox<Self::Database> {
+                super::consumers::#name::inbox(&self.0)
+            }
+
+            #method
+        }
     }
 }
 
@@ -515,6 +618,20 @@ fn register(served: &Served<'_>) -> TokenStream {
         _ if consumer.dead_letters => quote! {
             ::warren_runtime::codegen::add_dead_letters::<super::super::messages::#marker, _>(worker, #spec, #adapter);
         },
+        batch if consumer.inbox.is_some() => {
+            let key = match consumer.inbox.as_ref().and_then(|i| i.pointer.as_deref()) {
+                Some(pointer) => quote! { ::core::option::Option::Some(#pointer) },
+                None => quote! { ::core::option::Option::None },
+            };
+            match batch {
+                Some(batch) => quote! {
+                    ::warren_runtime::codegen::add_inbox_batch::<super::super::messages::#marker, _>(worker, #spec, #batch, #key, #adapter);
+                },
+                None => quote! {
+                    ::warren_runtime::codegen::add_inbox::<super::super::messages::#marker, _>(worker, #spec, #key, #adapter);
+                },
+            }
+        }
         Some(batch) => quote! {
             ::warren_runtime::codegen::add_batch::<super::super::messages::#marker, _>(worker, #spec, #batch, #adapter);
         },

@@ -481,6 +481,16 @@ pub struct Consumer {
     /// it through the queue's own dead-letter exchange (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dead_letters: Option<bool>,
+    /// Effects exactly once: the handler runs inside a database transaction in which the
+    /// message was recorded first (the runtime's inbox, `postgres` or `sqlite` feature); a
+    /// message recorded before is acknowledged without running it again (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inbox: Option<bool>,
+    /// What the inbox records a message by when it has no message id: a JSON pointer into
+    /// the payload (`/order_id`). Without one, a message without an id is dead-lettered
+    /// (reason `unidentified`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inbox_key: Option<String>,
 }
 
 /// A request/reply operation: a caller publishes a request and waits for its reply, which a
@@ -537,6 +547,8 @@ impl Rpc {
             batch: None,
             circuit_breaker: self.circuit_breaker.clone(),
             dead_letters: None,
+            inbox: None,
+            inbox_key: None,
         }
     }
 }

@@ -42,6 +42,8 @@
 //! [`Unidentified`](crate::model::FailureReason::Unidentified): dead-lettered (or dropped under
 //! `on_poison: drop`), never handled.
 
+mod handler;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -56,6 +58,8 @@ use crate::database::{Backend, BadTableName, Bind, InboxSql, TableName, millis};
 use crate::model::FailureReason;
 use crate::model::limits::MAX_SHORT_STRING;
 use crate::{Delivery, HandlerError};
+
+pub use handler::{InboxBatchHandler, InboxHandler, add_inbox, add_inbox_batch};
 
 /// The inbox's table when none is named ([`Inbox::table`]).
 pub const DEFAULT_TABLE: &str = "warren_inbox";
@@ -236,7 +240,7 @@ impl<DB: Backend> InboxConsumer<DB> {
         P: Serialize,
         F: for<'t> FnOnce(&'t mut InboxTransaction<DB>) -> Effect<'t> + Send,
     {
-        let mut tx = self.inbox.pool.begin().await?;
+        let mut tx = self.begin().await?;
         if self.record(&mut tx, delivery).await? == Recorded::Before {
             // Committed before: its effects are in the database. Nothing to undo either.
             return Ok(());
@@ -271,6 +275,11 @@ impl<DB: Backend> InboxConsumer<DB> {
             "already handled: acknowledged"
         );
         Ok(Recorded::Before)
+    }
+
+    /// A transaction on the inbox's pool.
+    async fn begin(&self) -> Result<InboxTransaction<DB>, sqlx::Error> {
+        self.inbox.pool.begin().await
     }
 
     /// The key `delivery` is recorded under: its message id, else the value at the key

@@ -315,7 +315,8 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                 let Some(work) = runner.work().await else {
                     break;
                 };
-                let (raws, deliveries, ended) = gather::<M>(&mut runner, &self.batch).await;
+                let (raws, deliveries, ended) =
+                    gather::<M, H>(&mut runner, &self.batch, &*self.handler).await;
                 match ended {
                     Gathered::Full => {}
                     Gathered::Stopped => stopping = true,
@@ -365,11 +366,13 @@ enum Gathered {
 }
 
 /// Takes deliveries for one batch until it holds `batch.size`, its timeout (from its first
-/// message) passes, or the consumer stops: each decoded as it comes, poison settled at once
-/// and left out. The taken deliveries and their decoded payloads, in order.
-async fn gather<M: Message>(
+/// message) passes, or the consumer stops: each decoded as it comes, and what is poison or
+/// `handler` does not admit ([`BatchHandler::admit`]) settled at once and left out. The taken
+/// deliveries and their decoded payloads, in order.
+async fn gather<M: Message, H: BatchHandler<M>>(
     runner: &mut Runner,
     batch: &BatchSpec,
+    handler: &H,
 ) -> (Vec<Taken>, Vec<Delivery<M::Payload, M::Headers>>, Gathered) {
     let size = usize::from(batch.size.max(1));
     let mut raws = Vec::with_capacity(size);
@@ -400,7 +403,20 @@ async fn gather<M: Message>(
                 runner.context.settings.max_body_bytes,
             )
         };
-        if let Ok(Some(delivery)) = settled_even_on_panic(&raw, &runner.settler, decoding).await {
+        let Ok(Some(delivery)) = settled_even_on_panic(&raw, &runner.settler, decoding).await
+        else {
+            continue;
+        };
+        let settler = &runner.settler;
+        let admitting = || async {
+            let Err((failure, detail)) = outcome(Ok(handler.admit(&delivery))) else {
+                return true;
+            };
+            let retries = delivery.retry_count();
+            settler.fail(&raw, failure, retries, &detail).await;
+            false
+        };
+        if let Ok(true) = settled_even_on_panic(&raw, settler, admitting).await {
             deliveries.push(delivery);
             raws.push(raw);
         }

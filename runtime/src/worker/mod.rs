@@ -60,6 +60,15 @@ pub trait BatchHandler<M: Message>: Send + Sync + 'static {
         &self,
         batch: Vec<Delivery<M::Payload, M::Headers>>,
     ) -> impl Future<Output = Result<(), HandlerError>> + Send;
+
+    /// Whether `delivery` may join a batch, checked as it arrives: an error settles it
+    /// alone, as any handler error of its own would be (a poison error dead-letters it), and
+    /// the batch goes on without it, so one message cannot fail its neighbours. Every
+    /// delivery joins by default.
+    fn admit(&self, delivery: &Delivery<M::Payload, M::Headers>) -> Result<(), HandlerError> {
+        let _ = delivery;
+        Ok(())
+    }
 }
 
 /// Stops a running worker: it stops consuming, waits for in-flight handlers up to its drain

@@ -10,6 +10,7 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 use sqlx::{PgPool, Pool, SqlitePool};
 use warren_runtime::database::Backend;
+use warren_runtime::inbox::Inbox;
 use warren_testkit::Deployed;
 
 /// The PostgreSQL the tests write to: `DATABASE_URL`, else the one
@@ -73,6 +74,45 @@ fn table_suffix(deployed: &Deployed) -> String {
         .filter(char::is_ascii_alphanumeric)
         .collect::<String>()
         .to_ascii_lowercase()
+}
+
+/// A test's inbox and effects tables, created on one database.
+pub struct Tables<DB: TestDatabase> {
+    /// An inbox on table `inbox_<namespace>`, migrated.
+    pub inbox: Inbox<DB>,
+    /// The inbox's table.
+    pub inbox_table: String,
+    /// The effects table, `effects_<namespace>`.
+    pub effects: String,
+}
+
+impl<DB: TestDatabase> Tables<DB> {
+    /// Creates the tables of `deployed`'s test on `pool`; migrating the inbox twice, as a
+    /// second start of a service would.
+    pub async fn create(deployed: &Deployed, pool: &Pool<DB>) -> Self {
+        let (inbox_table, effects) = (table("inbox", deployed), table("effects", deployed));
+        let inbox = Inbox::new(pool.clone())
+            .table(&inbox_table)
+            .expect("a plain identifier");
+        inbox.migrate().await.expect("the inbox's table is created");
+        inbox
+            .migrate()
+            .await
+            .expect("migrating again changes nothing");
+        DB::create_effects(pool, &effects).await;
+        Self {
+            inbox,
+            inbox_table,
+            effects,
+        }
+    }
+
+    /// Drops both tables.
+    pub async fn drop(self, pool: &Pool<DB>) {
+        for table in [&self.inbox_table, &self.effects] {
+            DB::run(pool, &format!("DROP TABLE {table}")).await;
+        }
+    }
 }
 
 /// A future the tests' statements return.

@@ -9,6 +9,7 @@
 
 include!(concat!(env!("OUT_DIR"), "/jobs.rs"));
 
+pub mod bookkeeper;
 pub mod database;
 pub mod raw;
 pub mod rpc;
@@ -17,6 +18,12 @@ pub mod rpc;
 /// `tests/py/shop.py` (`contracts/shop/`), generated as any contract is.
 pub mod shop {
     include!(concat!(env!("OUT_DIR"), "/shop.rs"));
+}
+
+/// Ledger entries whose consumers write through the inbox (`contracts/ledger/`): the
+/// effects-exactly-once tests and the worker they kill.
+pub mod ledger {
+    include!(concat!(env!("OUT_DIR"), "/ledger.rs"));
 }
 
 /// The queues of a service amqp-contract declared (`contracts/shared/`), described as they

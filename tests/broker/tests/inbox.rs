@@ -10,10 +10,12 @@ use std::time::Duration;
 
 use lapin::BasicProperties;
 use sqlx::Pool;
-use warren_broker_tests::database::{self, TestDatabase};
+use warren_broker_tests::bookkeeper::Bookkeeper;
+use warren_broker_tests::database::{self, Tables, TestDatabase};
+use warren_broker_tests::ledger::{self, types::Entry};
 use warren_broker_tests::types::{Job, JobBehaviour, JobHeaders};
 use warren_broker_tests::{Publishers, consumers, headers, job, raw_headers, topology};
-use warren_runtime::inbox::{Inbox, InboxConsumer};
+use warren_runtime::inbox::InboxConsumer;
 use warren_runtime::{Delivery, HandlerError};
 use warren_testkit::{Deployed, TestBroker, wait_until_async};
 
@@ -99,19 +101,8 @@ async fn on_sqlite_every_effect_is_written_once_however_often_its_message_comes(
 /// after its write, one whose worker dies between the commit and the ack, one published twice
 /// under one id, one without an id.
 async fn every_effect_once<DB: TestDatabase>(deployed: &Deployed, pool: &Pool<DB>) {
-    let (inbox_table, effects) = (
-        database::table("inbox", deployed),
-        database::table("effects", deployed),
-    );
-    let inbox = Inbox::new(pool.clone())
-        .table(&inbox_table)
-        .expect("a plain identifier");
-    inbox.migrate().await.expect("the inbox's table is created");
-    inbox
-        .migrate()
-        .await
-        .expect("migrating again changes nothing");
-    DB::create_effects(pool, &effects).await;
+    let tables = Tables::create(deployed, pool).await;
+    let (inbox, effects) = (&tables.inbox, &tables.effects);
 
     let handler = Fulfil {
         inbox: inbox.consumer("run_requeue_classic"),
@@ -155,7 +146,7 @@ async fn every_effect_once<DB: TestDatabase>(deployed: &Deployed, pool: &Pool<DB
     wait_until_async(
         "every job's effect written",
         Duration::from_secs(30),
-        || async { DB::effects(pool, &effects).await.len() >= expected.len() },
+        || async { DB::effects(pool, effects).await.len() >= expected.len() },
     )
     .await;
     // Settled: nothing left in the queue, nothing held by the worker.
@@ -165,7 +156,7 @@ async fn every_effect_once<DB: TestDatabase>(deployed: &Deployed, pool: &Pool<DB
     running.stop().await.expect("the worker stops");
 
     assert_eq!(
-        DB::effects(pool, &effects).await,
+        DB::effects(pool, effects).await,
         expected,
         "each effect once"
     );
@@ -193,7 +184,113 @@ async fn every_effect_once<DB: TestDatabase>(deployed: &Deployed, pool: &Pool<DB
         .expect("pruned");
     assert_eq!(pruned, 4, "every key is older than no retention at all");
 
-    for table in [&inbox_table, &effects] {
-        DB::run(pool, &format!("DROP TABLE {table}")).await;
+    tables.drop(pool).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_generated_inbox_consumers_write_each_effect_once() {
+    let broker = TestBroker::from_env().await;
+    let deployed = broker.deploy("ledger-pg", &ledger::topology()).await;
+    let pool = database::postgres().await;
+    generated_consumers_once(&deployed, &pool).await;
+    deployed.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_sqlite_generated_inbox_consumers_write_each_effect_once() {
+    let broker = TestBroker::from_env().await;
+    let deployed = broker.deploy("ledger-sqlite", &ledger::topology()).await;
+    let pool = database::sqlite(&deployed).await;
+    generated_consumers_once(&deployed, &pool).await;
+    database::drop_sqlite(pool, &deployed).await;
+    deployed.cleanup().await;
+}
+
+/// An entry with `id`.
+fn entry(id: &str, fail_first: bool) -> Entry {
+    Entry {
+        id: id.try_into().expect("a non-empty id"),
+        fail_first: fail_first.then_some(true),
     }
+}
+
+/// The ledger's consumers, as the contract generates them (`inbox: true`): one at a time
+/// keyed by id or else `/id`, and in batches keyed by id alone, where an entry without one is
+/// dead-lettered by itself and its batch is applied.
+async fn generated_consumers_once<DB: TestDatabase>(deployed: &Deployed, pool: &Pool<DB>) {
+    let tables = Tables::create(deployed, pool).await;
+    let effects = &tables.effects;
+    let bookkeeper = Bookkeeper {
+        inbox: tables.inbox.clone(),
+        effects: effects.clone(),
+        written: Arc::default(),
+    };
+    let handlers = ledger::Handlers {
+        apply: bookkeeper.clone(),
+        apply_batch: bookkeeper.clone(),
+    };
+    let mut running = deployed.run_worker(move |worker| handlers.register(worker));
+    let publishers = ledger::Publishers::new(deployed.publisher().await);
+    let mut expected = BTreeMap::new();
+    for i in 0..10 {
+        let id = format!("e{i}");
+        publishers
+            .record(&entry(&id, i == 3))
+            .await
+            .expect("published");
+        expected.insert(id, 1);
+    }
+    for i in 0..20 {
+        let id = format!("b{i}");
+        publishers
+            .record_batched(&entry(&id, i == 7))
+            .await
+            .expect("published");
+        expected.insert(id, 1);
+    }
+    // From a producer that sends no message id: one entry is keyed by its `/id`, the batch
+    // consumer has no key for the other.
+    let raw = |id: &str| serde_json::to_vec(&entry(id, false)).expect("json");
+    let json = || BasicProperties::default().with_content_type("application/json".into());
+    for _ in 0..2 {
+        deployed
+            .publish_raw("ledger", "entry", &raw("keyed-by-id"), json())
+            .await;
+    }
+    expected.insert("keyed-by-id".to_owned(), 1);
+    deployed
+        .publish_raw("ledger", "batch", &raw("no-key"), json())
+        .await;
+
+    let dead = deployed
+        .take_dead_letters("dead", 1, Duration::from_secs(30))
+        .await;
+    wait_until_async(
+        "every entry's effect written",
+        Duration::from_secs(30),
+        || async { DB::effects(pool, effects).await.len() >= expected.len() },
+    )
+    .await;
+    for queue in ["entries", "batches"] {
+        deployed
+            .wait_until_ready(queue, 0, Duration::from_secs(30))
+            .await;
+    }
+    running.stop().await.expect("the worker stops");
+    assert_eq!(
+        DB::effects(pool, effects).await,
+        expected,
+        "each effect once"
+    );
+    // The failures' rolled-back writes: one entry's, and one batch of up to ten.
+    let written = bookkeeper.written.load(Ordering::SeqCst);
+    assert!(written > expected.len() + 1, "{written}");
+    let [unkeyed] = dead.as_slice() else {
+        panic!(
+            "one dead letter, the batch entry without an id: {}",
+            dead.len()
+        );
+    };
+    assert_eq!(unkeyed.reason(), Some("unidentified"));
+    tables.drop(pool).await;
 }

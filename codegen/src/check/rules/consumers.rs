@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Checker, dead_letter_of, entry, has_dead_letter_exchange};
+use super::{Checker, dead_letter_of, entry, has_dead_letter_exchange, pointer_problem};
 use crate::check::list;
 use crate::diagnostics::{Code, YamlPath};
 use crate::routing::KeyTemplate;
@@ -17,6 +17,7 @@ impl Checker<'_> {
             let path = entry("consumers", name);
             by_queue.entry(&consumer.queue).or_default().push(name);
             self.consumer_settings(consumer, &path);
+            self.inbox(name, consumer, &path);
             let Some(queue) = file.queues.get(&consumer.queue) else {
                 continue;
             };
@@ -31,6 +32,38 @@ impl Checker<'_> {
             self.message_mismatch(&who, &at, &consumer.queue, &consumer.message);
         }
         self.conflicting_consumers(by_queue);
+    }
+
+    /// The inbox: a key only with it, a key that is a JSON pointer, not on a dead-letter
+    /// consumer.
+    fn inbox(&mut self, name: &str, consumer: &Consumer, path: &YamlPath) {
+        let inbox = consumer.inbox == Some(true);
+        if let Some(pointer) = &consumer.inbox_key {
+            if !inbox {
+                self.error(
+                    Code::BadInbox,
+                    &path.key("inbox_key"),
+                    format!("consumer `{name}` names an `inbox_key` but has no inbox"),
+                    "add `inbox: true`, or remove `inbox_key`",
+                );
+            }
+            if let Err(why) = pointer_problem(pointer) {
+                self.error(
+                    Code::BadInbox,
+                    &path.key("inbox_key"),
+                    format!("consumer `{name}`'s inbox key `{pointer}` {why}"),
+                    "write a JSON pointer into the payload, such as `/order_id` (`~1` for a `/` in a property name, `~0` for a `~`)",
+                );
+            }
+        }
+        if inbox && consumer.dead_letters == Some(true) {
+            self.error(
+                Code::BadInbox,
+                &path.key("inbox"),
+                format!("dead-letter consumer `{name}` has an inbox: a dead letter is a copy under the id of the message that failed, which its own consumer's inbox may hold already"),
+                "remove `inbox: true`; record what the dead letters cause in the handler's own transaction",
+            );
+        }
     }
 
     /// Prefetch, concurrency, batch and circuit breaker: values that could never work.

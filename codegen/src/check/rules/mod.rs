@@ -179,3 +179,17 @@ fn broker_dead_letters(queue: &Queue) -> bool {
     has_dead_letter_exchange(queue)
         && (queue.dead_letter.as_ref()).is_none_or(|dl| dl.queue_argument != Some(false))
 }
+
+/// What is wrong with `pointer` as a JSON pointer (RFC 6901) to a value inside a payload.
+pub(super) fn pointer_problem(pointer: &str) -> Result<(), &'static str> {
+    if !pointer.starts_with('/') {
+        return Err("does not start with `/`: a JSON pointer names a value inside the payload");
+    }
+    let mut chars = pointer.chars();
+    while let Some(c) = chars.next() {
+        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
+            return Err("has a `~` that is not `~0` or `~1`");
+        }
+    }
+    Ok(())
+}

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Checker, entry};
+use super::{Checker, entry, pointer_problem};
 use crate::check::Scope;
 use crate::check::list;
 use crate::diagnostics::{Code, YamlPath};
@@ -168,18 +168,4 @@ impl Checker<'_> {
             }
         }
     }
-}
-
-/// What is wrong with `pointer` as a JSON pointer (RFC 6901) to a value inside a payload.
-fn pointer_problem(pointer: &str) -> Result<(), &'static str> {
-    if !pointer.starts_with('/') {
-        return Err("does not start with `/`: a JSON pointer names a value inside the payload");
-    }
-    let mut chars = pointer.chars();
-    while let Some(c) = chars.next() {
-        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
-            return Err("has a `~` that is not `~0` or `~1`");
-        }
-    }
-    Ok(())
 }
