@@ -16,9 +16,6 @@ use warren_runtime::{Connection, FailureContext, Topology};
 
 use crate::{Failure, ProjectRoot, RenderStyle, checked, shown};
 
-/// Where `--url` and `AMQP_URL` are both missing.
-const DEFAULT_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
-
 /// The `warren dlq` subcommands.
 #[derive(Debug, Args)]
 pub(crate) struct Dlq {
@@ -313,11 +310,7 @@ async fn open(
             escape(&queues.join(", "))
         )));
     }
-    let url = target
-        .url
-        .clone()
-        .or_else(|| std::env::var("AMQP_URL").ok())
-        .unwrap_or_else(|| DEFAULT_URL.to_owned());
+    let url = crate::broker_url(target.url.as_deref());
     let connection = Connection::connect(&url, "warren dlq")
         .await
         .map_err(|e| Failure::usage(format!("error: cannot connect to the broker: {e}\n")))?;

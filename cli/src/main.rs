@@ -1,6 +1,7 @@
 //! The `warren` command line.
 
 mod import;
+mod outbox;
 mod plan;
 
 use std::io::IsTerminal;
@@ -234,6 +235,11 @@ Examples:
                                                             do it (old workers stopped)
   warren plan --url amqp://localhost warren.yaml --against v1.4.0 --namespace staging. --format json")]
     Plan(plan::PlanArgs),
+    /// Relay an outbox: publish what services' transactions wrote into it
+    ///
+    /// `warren outbox relay --database-url URL`: the relay of `warren_runtime::outbox` as a
+    /// process of its own, beside the services that write the rows.
+    Outbox(outbox::OutboxArgs),
     /// Write a contract from a document another tool wrote
     ///
     /// `warren import asyncapi DOC -o DIR`: an AsyncAPI 3.0 document (FastStream's, another
@@ -387,6 +393,16 @@ fn pair(text: &str) -> Option<(String, String)> {
     (!name.is_empty() && !value.is_empty()).then(|| (name.to_owned(), value.to_owned()))
 }
 
+/// Where `--url` and `AMQP_URL` are both missing.
+const DEFAULT_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
+
+/// The broker a command talks to: `url`, else `AMQP_URL`, else [`DEFAULT_URL`].
+fn broker_url(url: Option<&str>) -> String {
+    url.map(str::to_owned)
+        .or_else(|| std::env::var("AMQP_URL").ok())
+        .unwrap_or_else(|| DEFAULT_URL.to_owned())
+}
+
 /// A command's failure: its exit status and what to print.
 struct Failure {
     status: u8,
@@ -472,6 +488,7 @@ fn main() -> ExitCode {
         } => diagram(&contract, project, &format, &output, style),
         Command::Dlq(command) => dlq::run(command, project, style),
         Command::Plan(args) => plan::run(&args, project, style),
+        Command::Outbox(args) => outbox::run(args),
         Command::Import(command) => import::run(command, project, style),
     };
     match outcome {

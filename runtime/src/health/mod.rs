@@ -18,6 +18,7 @@
 //! ```
 
 mod connection;
+mod relay;
 mod worker;
 
 use std::time::SystemTime;
@@ -27,6 +28,7 @@ use serde::Serialize;
 
 pub use connection::ConnectionHealth;
 pub(crate) use connection::LinkRecord;
+pub use relay::RelayHealth;
 pub use worker::{
     BreakerState, ConsumerHealth, HealthHandle, OverdueRetries, WorkerHealth, WorkerPhase,
 };

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-use super::{ConnectionHealth, LastError};
+use super::{ConnectionHealth, LastError, RelayHealth};
 use crate::Connection;
 use crate::sync::lock;
 
@@ -125,6 +125,9 @@ pub struct WorkerHealth {
     pub copies_connection: Option<ConnectionHealth>,
     /// Every registered consumer.
     pub consumers: Vec<ConsumerHealth>,
+    /// The outbox relays the worker runs (`Worker::relay`); a relay's backlog does not make
+    /// the worker unready: alert on its lag.
+    pub relays: Vec<RelayHealth>,
     /// Why the worker failed, when it did.
     pub last_error: Option<LastError>,
 }
@@ -219,6 +222,7 @@ pub(crate) struct WorkerState {
     copies: Mutex<Option<Connection>>,
     phase: AtomicU8,
     consumers: Mutex<Vec<Arc<ConsumerState>>>,
+    relays: Mutex<Vec<Arc<Mutex<RelayHealth>>>>,
     last_error: Mutex<Option<LastError>>,
 }
 
@@ -229,8 +233,15 @@ impl WorkerState {
             copies: Mutex::new(None),
             phase: AtomicU8::new(0),
             consumers: Mutex::new(Vec::new()),
+            relays: Mutex::new(Vec::new()),
             last_error: Mutex::new(None),
         }
+    }
+
+    /// Adds a relay's health, read at each snapshot.
+    #[cfg(any(feature = "postgres", feature = "sqlite"))]
+    pub(crate) fn add_relay(&self, relay: Arc<Mutex<RelayHealth>>) {
+        lock(&self.relays).push(relay);
     }
 
     pub(crate) fn copies(&self, connection: Connection) {
@@ -294,6 +305,10 @@ impl HealthHandle {
             connection,
             copies_connection,
             consumers,
+            relays: lock(&state.relays)
+                .iter()
+                .map(|relay| lock(relay).clone())
+                .collect(),
             last_error: lock(&state.last_error).clone(),
         }
     }

@@ -46,9 +46,8 @@ use crate::publisher::{Prepared, prepared};
 use crate::sink::{Sink, sealed};
 use crate::{Message, PublishError, PublishOptions, Publisher, Topology};
 
-pub use relay::{
-    DEFAULT_BATCH, DEFAULT_LEASE, DEFAULT_POLL_INTERVAL, Relay, RelayHandle, RelayHealth, Relayed,
-};
+pub use crate::health::RelayHealth;
+pub use relay::{DEFAULT_BATCH, DEFAULT_LEASE, DEFAULT_POLL_INTERVAL, Relay, RelayHandle, Relayed};
 
 /// The outbox's table when none is named ([`Outbox::table`]).
 pub const DEFAULT_TABLE: &str = "warren_outbox";

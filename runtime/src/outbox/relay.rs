@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use super::{Backlog, Outbox, OutboxError, decode_properties};
 use crate::database::{Backend, Bind, ClaimedRow, millis};
+use crate::health::RelayHealth;
 use crate::sync::lock;
 use crate::{PublishError, Publisher};
 
@@ -53,19 +54,6 @@ pub struct Relayed {
     /// due again after a backoff.
     pub retried: usize,
     /// Why the last of those was not published.
-    pub last_error: Option<String>,
-}
-
-/// A running relay's state ([`RelayHandle::health`]).
-#[derive(Debug, Clone, Default, PartialEq)]
-#[non_exhaustive]
-pub struct RelayHealth {
-    /// What waits in the outbox, as last read (every second).
-    pub backlog: Backlog,
-    /// Rows published since the relay started.
-    pub published: u64,
-    /// The last round's failure (the database's, or the last row's publish), cleared by a
-    /// round in which everything claimed was published.
     pub last_error: Option<String>,
 }
 
@@ -186,7 +174,10 @@ impl<DB: Backend> Relay<DB> {
     /// reads the backlog every second and prunes the sent rows every minute.
     pub fn spawn(self) -> RelayHandle {
         let (stop, stopped) = watch::channel(false);
-        let health = Arc::new(std::sync::Mutex::new(RelayHealth::default()));
+        let health = Arc::new(std::sync::Mutex::new(RelayHealth {
+            table: self.outbox.table.to_string(),
+            ..RelayHealth::default()
+        }));
         let task = tokio::spawn(self.run(stopped, health.clone()));
         RelayHandle {
             stop,
@@ -231,7 +222,9 @@ impl<DB: Backend> Relay<DB> {
                 backlog_read = Some(Instant::now());
                 if let Ok(backlog) = self.outbox.backlog().await {
                     self.metrics.show(backlog);
-                    lock(&health).backlog = backlog;
+                    let mut health = lock(&health);
+                    health.pending = backlog.pending;
+                    health.lag_ms = backlog.lag.map(|lag| millis(lag).unsigned_abs());
                 }
             }
             if pruned.elapsed() >= PRUNE_PERIOD {
@@ -265,6 +258,11 @@ impl RelayHandle {
     /// The relay's backlog, progress and last error.
     pub fn health(&self) -> RelayHealth {
         lock(&self.health).clone()
+    }
+
+    /// What a worker running the relay reads its health from.
+    pub(crate) fn shared_health(&self) -> SharedHealth {
+        self.health.clone()
     }
 
     /// Stops the relay once its current round is done (its publishes confirmed and marked).

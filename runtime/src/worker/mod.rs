@@ -169,6 +169,9 @@ pub struct Worker {
     settings: Settings,
     shutdown: Arc<watch::Sender<bool>>,
     health: Arc<WorkerState>,
+    /// The outbox relays it runs beside its consumers, stopped when it ends.
+    #[cfg(any(feature = "postgres", feature = "sqlite"))]
+    relays: Vec<crate::outbox::RelayHandle>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -190,6 +193,8 @@ impl Worker {
             connection,
             copies: None,
             consumers: Vec::new(),
+            #[cfg(any(feature = "postgres", feature = "sqlite"))]
+            relays: Vec::new(),
             settings: Settings {
                 drain_timeout: DEFAULT_DRAIN_TIMEOUT,
                 max_body_bytes: DEFAULT_MAX_BODY_BYTES,
@@ -372,6 +377,16 @@ impl Worker {
         )));
     }
 
+    /// Runs an outbox relay beside the consumers (`outbox.relay(publisher).spawn()`): its
+    /// health is part of the worker's ([`crate::health::WorkerHealth::relays`]), and it is
+    /// stopped, its round finished, when the worker's run ends.
+    #[cfg(any(feature = "postgres", feature = "sqlite"))]
+    pub fn relay(&mut self, relay: crate::outbox::RelayHandle) -> &mut Self {
+        self.health.add_relay(relay.shared_health());
+        self.relays.push(relay);
+        self
+    }
+
     /// Runs every consumer until [`ShutdownHandle::shutdown`] is called or a consumer fails.
     /// On shutdown each consumer stops consuming, drains its in-flight handlers (up to the
     /// drain timeout) and closes its channels.
@@ -454,6 +469,11 @@ impl Worker {
                     outcome = Err(error);
                 }
             }
+        }
+        // The consumers are done; what they wrote to an outbox is still relayed until now.
+        #[cfg(any(feature = "postgres", feature = "sqlite"))]
+        for relay in self.relays {
+            relay.stop().await;
         }
         outcome
     }
