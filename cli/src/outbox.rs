@@ -167,8 +167,11 @@ async fn drain<DB: Backend>(
     Err(Failure {
         status: 1,
         message: format!(
-            "error: {} rows are still waiting{}\n",
-            backlog.pending,
+            "error: {} still waiting{}\n",
+            match backlog.pending {
+                1 => "1 row is".to_owned(),
+                n => format!("{n} rows are"),
+            },
             last_error.map_or(String::new(), |e| format!(
                 "; the last error: {}",
                 escape(&e)

@@ -32,7 +32,7 @@ pub mod shared {
     include!(concat!(env!("OUT_DIR"), "/shared.rs"));
 }
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -40,6 +40,7 @@ use std::time::{Duration, Instant};
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use tokio::sync::Semaphore;
+use warren_runtime::model::QueueRole;
 use warren_runtime::{
     Connection, DeadLetter, Delivery, FailureContext, HandlerError, RpcHandlerError, Worker,
     WorkerError,
@@ -648,6 +649,59 @@ impl Harness {
         self.deployed.ready(name).await
     }
 
+    /// The wait queues of `queue`, as the contract names them.
+    fn wait_queues_of(&self, queue: &str) -> Vec<String> {
+        let of = self.name(queue);
+        let namespace = self.deployed.namespace();
+        self.topology
+            .queues
+            .iter()
+            .filter(|wait| matches!(&wait.role, QueueRole::Wait { queue, .. } if *queue == of))
+            .map(|wait| {
+                wait.name
+                    .strip_prefix(namespace)
+                    .unwrap_or(&wait.name)
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    /// The messages ready in the wait queues of `queue` (a contract name).
+    pub async fn held_retries(&self, queue: &str) -> u32 {
+        let mut held = 0;
+        for wait in self.wait_queues_of(queue) {
+            held += self.ready(&wait).await;
+        }
+        held
+    }
+
+    /// The retries waiting in the wait queues of `queue` (a contract name), taken from them
+    /// (the test is over): the job ids each wait queue that holds any held. A retry the
+    /// broker keeps past its delay is not lost, but held (RabbitMQ 3.10 may stop a quorum wait
+    /// queue's dead-lettering); a test tells the two apart with this.
+    pub async fn take_held_retries(&self, queue: &str) -> BTreeMap<String, Vec<String>> {
+        let mut held = BTreeMap::new();
+        for wait in self.wait_queues_of(queue) {
+            let depth = self.ready(&wait).await;
+            if depth == 0 {
+                continue;
+            }
+            let taken = self
+                .deployed
+                .take_dead_letters(&wait, depth as usize, Duration::from_secs(1))
+                .await;
+            let ids = taken
+                .iter()
+                .filter_map(|message| {
+                    let body: serde_json::Value = serde_json::from_slice(&message.body).ok()?;
+                    Some(body["id"].as_str()?.to_owned())
+                })
+                .collect();
+            held.insert(wait, ids);
+        }
+        held
+    }
+
     /// Stops the worker only, keeping the queues and their messages.
     pub async fn shutdown_worker(&mut self) -> Result<(), WorkerError> {
         self.worker.stop().await
@@ -670,6 +724,25 @@ pub fn raw_headers() -> FieldTable {
         AMQPValue::LongString("acme".into()),
     );
     table
+}
+
+/// Waits until `missing` is empty, or has not shrunk for 30 seconds (two minutes at most),
+/// and returns what is still missing.
+pub async fn until_settled(missing: &impl Fn() -> Vec<String>) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut last = (usize::MAX, Instant::now());
+    loop {
+        let now = missing();
+        if now.is_empty() || Instant::now() >= deadline {
+            return now;
+        }
+        if now.len() < last.0 {
+            last = (now.len(), Instant::now());
+        } else if last.1.elapsed() > Duration::from_secs(30) {
+            return now;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// The headers every test job carries.

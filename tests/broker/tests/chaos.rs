@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex;
-use warren_broker_tests::{Harness, PrivateBroker, header, headers, job, types};
+use warren_broker_tests::{Harness, PrivateBroker, headers, job, types, until_settled};
 use warren_runtime::PublishError;
 
 /// Messages published through the kills (the issue asks for at least 20,000).
@@ -134,26 +134,38 @@ async fn confirmed_messages_survive_three_broker_kills() {
         .into_inner();
     let publish_time = started.elapsed();
 
-    // Every confirmed id must be handled (its handler succeeded) or dead-lettered.
+    // Every confirmed id must be handled (its handler succeeded), dead-lettered, or (a broker
+    // fault, below) held in a wait queue.
     let handled = |recorder: &warren_broker_tests::Recorder, id: &str| {
         let attempts = recorder.attempts(id).len();
         let n: usize = id[1..].parse().expect("a chaos id");
         attempts >= if is_transient(n) { 2 } else { 1 }
     };
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut missing: Vec<String> = Vec::new();
-    while Instant::now() < deadline {
-        missing = published
+    let missing_now = || -> Vec<String> {
+        published
             .confirmed
             .iter()
             .filter(|id| !handled(&harness.recorder, id))
             .cloned()
-            .collect();
-        if missing.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+            .collect()
+    };
+    let mut missing = until_settled(&missing_now).await;
+    // Retries the broker holds: a quorum wait queue restarted by a kill may keep expired
+    // messages without dead-lettering them back (RabbitMQ 3.10: its at-least-once
+    // dead-letter worker does not resume; the worker's wait-queue check reports it). They are
+    // not lost, they count in the wait queue's depth; restarting the broker's application
+    // restarts the queue and releases them.
+    let mut released = None;
+    if !missing.is_empty() && harness.held_retries("chaos").await > 0 {
+        tokio::task::block_in_place(|| {
+            broker.ctl(&["stop_app"]);
+            broker.ctl(&["start_app"]);
+        });
+        let restarted = Instant::now();
+        missing = until_settled(&missing_now).await;
+        released = Some(restarted.elapsed());
     }
+    let held = harness.take_held_retries("chaos").await;
     // Anything not handled may have been dead-lettered (a retry budget spent across kills).
     let dead: BTreeSet<String> = harness
         .dead_letters(missing.len(), Duration::from_secs(5))
@@ -161,11 +173,13 @@ async fn confirmed_messages_survive_three_broker_kills() {
         .iter()
         .filter_map(|message| {
             let body: serde_json::Value = serde_json::from_slice(&message.body).ok()?;
-            let _ = header(message, "x-failure-reason");
             Some(body["id"].as_str()?.to_owned())
         })
         .collect();
-    let lost: Vec<&String> = missing.iter().filter(|id| !dead.contains(*id)).collect();
+    let lost: Vec<&String> = missing
+        .iter()
+        .filter(|id| !dead.contains(*id) && !held.values().flatten().any(|h| h == *id))
+        .collect();
 
     // Duplicates: attempts beyond what each confirmed message needed.
     let mut duplicates = 0;
@@ -180,7 +194,8 @@ async fn confirmed_messages_survive_three_broker_kills() {
     println!(
         "chaos: {MESSAGES} published in {publish_time:.1?}: {} confirmed, {} unknown outcome, {} not sent; \
          kills (round, after n published, handled so far, down for): {kills:?}; \
-         lost {}, dead-lettered {}, duplicate deliveries {duplicates} (messages by extra attempts: {by_extra:?}); \
+         held by the broker in wait queues until its application restarted: {released:?}, \
+         still held {held:?}; lost {}, dead-lettered {}, duplicate deliveries {duplicates} (messages by extra attempts: {by_extra:?}); \
          all handled {:.1?} after the start",
         published.confirmed.len(),
         published.unknown,
@@ -191,9 +206,13 @@ async fn confirmed_messages_survive_three_broker_kills() {
     );
     assert!(
         lost.is_empty(),
-        "{} confirmed messages were lost, e.g. {:?}",
+        "{} confirmed messages were lost (in no queue), e.g. {:?}; their attempts: {:?}",
         lost.len(),
-        lost.iter().take(10).collect::<Vec<_>>()
+        lost.iter().take(10).collect::<Vec<_>>(),
+        lost.iter()
+            .take(10)
+            .map(|id| harness.recorder.attempts(id).len())
+            .collect::<Vec<_>>()
     );
     assert!(
         published.confirmed.len() >= MESSAGES / 2,

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex;
-use warren_broker_tests::{Harness, PrivateCluster, headers, job, types};
+use warren_broker_tests::{Harness, PrivateCluster, headers, job, types, until_settled};
 use warren_runtime::{Connection, ErrorChain};
 
 /// The cluster's first AMQP port: nodes 0, 1 and 2 listen on it and the next two.
@@ -71,25 +71,6 @@ fn cluster_job(n: usize) -> types::Job {
             ..job(&id, types::JobBehaviour::Retryable)
         },
         Fate::Fatal => job(&id, types::JobBehaviour::Fatal),
-    }
-}
-
-/// Waits until `missing` is empty, or has not shrunk for 30 seconds (two minutes at most),
-/// and returns what is still missing.
-async fn until_settled(missing: &impl Fn() -> Vec<String>) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut last = (usize::MAX, Instant::now());
-    loop {
-        let now = missing();
-        if now.is_empty() || Instant::now() >= deadline {
-            return now;
-        }
-        if now.len() < last.0 {
-            last = (now.len(), Instant::now());
-        } else if last.1.elapsed() > Duration::from_secs(30) {
-            return now;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 

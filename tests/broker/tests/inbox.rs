@@ -10,14 +10,15 @@ use std::time::Duration;
 
 use lapin::BasicProperties;
 use sqlx::Pool;
+use sqlx::postgres::PgPoolOptions;
 use warren_broker_tests::bookkeeper::Bookkeeper;
 use warren_broker_tests::database::{self, Tables, TestDatabase};
 use warren_broker_tests::ledger::{self, types::Entry};
 use warren_broker_tests::types::{Job, JobBehaviour, JobHeaders};
 use warren_broker_tests::{Publishers, consumers, headers, job, raw_headers, topology};
-use warren_runtime::inbox::InboxConsumer;
+use warren_runtime::inbox::{Inbox, InboxConsumer};
 use warren_runtime::{Delivery, HandlerError};
-use warren_testkit::{Deployed, TestBroker, wait_until_async};
+use warren_testkit::{Deployed, QueuedDeadLetter, RunningWorker, TestBroker, wait_until_async};
 
 /// The handler of `run_requeue_classic`: writes one row per job through the inbox's
 /// transaction, and fails as the job's behaviour says on its first attempt.
@@ -206,6 +207,16 @@ async fn on_sqlite_generated_inbox_consumers_write_each_effect_once() {
     deployed.cleanup().await;
 }
 
+/// Stops `running` once the ledger's queues are empty.
+async fn stop_when_drained(deployed: &Deployed, mut running: RunningWorker) {
+    for queue in ["entries", "batches"] {
+        deployed
+            .wait_until_ready(queue, 0, Duration::from_secs(30))
+            .await;
+    }
+    running.stop().await.expect("the worker stops");
+}
+
 /// An entry with `id`.
 fn entry(id: &str, fail_first: bool) -> Entry {
     Entry {
@@ -229,7 +240,7 @@ async fn generated_consumers_once<DB: TestDatabase>(deployed: &Deployed, pool: &
         apply: bookkeeper.clone(),
         apply_batch: bookkeeper.clone(),
     };
-    let mut running = deployed.run_worker(move |worker| handlers.register(worker));
+    let running = deployed.run_worker(move |worker| handlers.register(worker));
     let publishers = ledger::Publishers::new(deployed.publisher().await);
     let mut expected = BTreeMap::new();
     for i in 0..10 {
@@ -271,12 +282,7 @@ async fn generated_consumers_once<DB: TestDatabase>(deployed: &Deployed, pool: &
         || async { DB::effects(pool, effects).await.len() >= expected.len() },
     )
     .await;
-    for queue in ["entries", "batches"] {
-        deployed
-            .wait_until_ready(queue, 0, Duration::from_secs(30))
-            .await;
-    }
-    running.stop().await.expect("the worker stops");
+    stop_when_drained(deployed, running).await;
     assert_eq!(
         DB::effects(pool, effects).await,
         expected,
@@ -293,4 +299,103 @@ async fn generated_consumers_once<DB: TestDatabase>(deployed: &Deployed, pool: &
     };
     assert_eq!(unkeyed.reason(), Some("unidentified"));
     tables.drop(pool).await;
+}
+
+/// A database that refuses is a retryable failure like any other: the handler's write that
+/// breaks a constraint, and a database nobody answers, follow the queue's retry policy
+/// (immediate-requeue, 3 retries) and are then dead-lettered as `exhausted`, the database's
+/// error in `x-last-error`. Nothing was recorded for them, so a redrive applies them once the
+/// database takes them; the entry beside them is applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_database_that_refuses_is_retried_then_dead_lettered_never_acked() {
+    let broker = TestBroker::from_env().await;
+    let deployed = broker.deploy("ledger-refuses", &ledger::topology()).await;
+    let pool = database::postgres().await;
+    let tables = Tables::create(&deployed, &pool).await;
+    let effects = &tables.effects;
+    sqlx::Postgres::run(
+        &pool,
+        &format!("ALTER TABLE {effects} ADD CONSTRAINT refused CHECK (job_id <> 'refused')"),
+    )
+    .await;
+    let constrained = Bookkeeper {
+        inbox: tables.inbox.clone(),
+        effects: effects.clone(),
+        written: Arc::default(),
+    };
+    // Nothing listens on port 1: every connection is refused.
+    let nobody = PgPoolOptions::new()
+        .acquire_timeout(Duration::from_secs(2))
+        .connect_lazy("postgres://postgres@127.0.0.1:1/test")
+        .expect("a PostgreSQL URL");
+    let unreachable = Bookkeeper {
+        inbox: Inbox::new(nobody)
+            .table(&tables.inbox_table)
+            .expect("a plain identifier"),
+        effects: effects.clone(),
+        written: Arc::default(),
+    };
+    let handlers = ledger::Handlers {
+        apply: constrained,
+        apply_batch: unreachable.clone(),
+    };
+    let running = deployed.run_worker(move |worker| handlers.register(worker));
+    let publishers = ledger::Publishers::new(deployed.publisher().await);
+    for id in ["accepted", "refused"] {
+        publishers
+            .record(&entry(id, false))
+            .await
+            .expect("published");
+    }
+    publishers
+        .record_batched(&entry("unreachable", false))
+        .await
+        .expect("published");
+
+    let dead = deployed
+        .take_dead_letters("dead", 2, Duration::from_secs(60))
+        .await;
+    stop_when_drained(&deployed, running).await;
+
+    let by_id: BTreeMap<String, &QueuedDeadLetter> = dead
+        .iter()
+        .map(|letter| {
+            let body: serde_json::Value = serde_json::from_slice(&letter.body).expect("json");
+            (body["id"].as_str().expect("an entry id").to_owned(), letter)
+        })
+        .collect();
+    let ids: Vec<&str> = by_id.keys().map(String::as_str).collect();
+    assert_eq!(
+        ids,
+        ["refused", "unreachable"],
+        "the refused entries are dead-lettered"
+    );
+    for (id, letter) in &by_id {
+        assert_eq!(letter.reason(), Some("exhausted"), "{id}");
+        assert_eq!(letter.header("x-retry-count").as_deref(), Some("3"), "{id}");
+    }
+    let error = |id: &str| by_id[id].last_error().unwrap_or_default().to_owned();
+    assert!(
+        error("refused").contains("constraint \"refused\""),
+        "the constraint's error: {}",
+        error("refused")
+    );
+    assert!(
+        error("unreachable").contains("Connection refused")
+            || error("unreachable").contains("timed out"),
+        "the connection's error: {}",
+        error("unreachable")
+    );
+    assert_eq!(
+        sqlx::Postgres::effects(&pool, effects).await,
+        BTreeMap::from([("accepted".to_owned(), 1)]),
+        "only the accepted entry's effect"
+    );
+    let recorded: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {}", tables.inbox_table))
+        .fetch_one(&pool)
+        .await
+        .expect("the inbox is read");
+    assert_eq!(recorded, 1, "only the accepted entry is recorded");
+    tables.drop(&pool).await;
+    deployed.cleanup().await;
 }
