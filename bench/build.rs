@@ -16,5 +16,9 @@ fn main() -> Result<(), warren_build::Error> {
         .consumer("burn_2")
         .consumer("burn_4")
         .compile("contract/warren.yaml")?;
+    // The effects scenario's: the inbox and the outbox against PostgreSQL.
+    warren_build::Config::new()
+        .file_name("effects.rs")
+        .compile("contract/effects.yaml")?;
     Ok(())
 }

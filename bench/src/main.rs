@@ -7,13 +7,15 @@
 //! cargo run --release -p warren-bench -- backlog [messages]   # the queue filled first
 //! cargo run --release -p warren-bench -- cpu [messages]   # a tenth as many per case
 //! cargo run --release -p warren-bench -- rpc [calls]   # `all` makes a twentieth as many
+//! cargo run --release -p warren-bench -- effects [messages]   # PostgreSQL; `all`: a tenth
 //! cargo run --release -p warren-bench -- --observe <scenario> [n]   # spans and metrics on
 //! ```
 //!
 //! Scenarios: `publish` (lapin's window searched; the generated publishers from one task and
 //! from many), `consume`, `latency` (p50/p99/max at a steady rate), `backlog` (prefetch 1,000,
 //! peak memory), `cpu` (a CPU-bound handler at concurrency 1, 2 and 4), `retry`, `rpc`,
-//! `codegen`. Rows show msg/s and this process's CPU per message, with ratios against
+//! `effects` (the inbox and the outbox on PostgreSQL, against a plain handler and publishing
+//! directly), `codegen`. Rows show msg/s and this process's CPU per message, with ratios against
 //! hand-written lapin in the same run.
 //!
 //! `--observe` (or `WARREN_BENCH_OBSERVE=1`) installs tracing spans and metrics as
@@ -24,6 +26,7 @@
 mod backlog;
 mod codegen;
 mod cpu;
+mod effects;
 mod latency;
 mod observe;
 mod publish;
@@ -465,7 +468,8 @@ async fn main() -> Result<()> {
         .unwrap_or(100_000);
     let all = scenario == "all";
     let known = [
-        "all", "publish", "consume", "latency", "backlog", "cpu", "retry", "rpc", "codegen",
+        "all", "publish", "consume", "latency", "backlog", "cpu", "retry", "rpc", "effects",
+        "codegen",
     ];
     if !known.contains(&scenario.as_str()) {
         return Err(format!("unknown scenario `{scenario}`; one of {known:?}").into());
@@ -484,14 +488,20 @@ async fn main() -> Result<()> {
     // The hand-written side on a plain lapin connection, as its users would open it: warren's
     // connections read through a guard against hostile frames, and that cost is warren's.
     let plain = lapin::Connection::connect(&url, lapin::ConnectionProperties::default()).await?;
-    let base = topology().namespaced(&format!("bench.{}.", std::process::id()));
+    let namespace = format!("bench.{}.", std::process::id());
+    let base = topology().namespaced(&namespace);
     let body_len = serde_json::to_vec(&order(0))?.len();
     println!(
         "\nwarren-bench: {n} messages of {body_len} bytes, quorum queues, confirms, prefetch 200\n{}\n",
         observe::describe(observe)
     );
     warren_runtime::declare(&connection, &base).await?;
-    let outcome = run_broker_scenarios(&connection, &plain, &base, &scenario, n).await;
+    let mut outcome = run_broker_scenarios(&connection, &plain, &base, &scenario, n).await;
+    if outcome.is_ok() && (all || scenario == "effects") {
+        // A tenth of the messages in `all`: each is a database transaction.
+        let messages = if all { (n / 10).max(1) } else { n };
+        outcome = effects::bench(&connection, &namespace, messages, all).await;
+    }
     warren_runtime::delete(&connection, &base).await?;
     connection.close().await?;
     plain.close(200, ShortString::from("done")).await?;

@@ -17,17 +17,28 @@
 //!
 //! use warren_example_orders::types::{Address, LineItem, Money, OrderHeaders, OrderPlaced};
 //! use warren_example_orders::{Publishers, consumers, messages, topology};
+//! use warren_runtime::inbox::{Inbox, InboxTransaction};
 //! use warren_runtime::{Delivery, HandlerError};
 //! use warren_testkit::{Seen, TestBroker};
 //!
-//! /// The handler under test: it refuses a blocked customer's orders, for good.
-//! #[derive(Clone, Default)]
-//! struct Fulfilment(Seen<String>);
+//! /// The handler under test: it refuses a blocked customer's orders, for good. Its consumer
+//! /// has `inbox: true`, so it is handed the transaction its message is recorded in.
+//! #[derive(Clone)]
+//! struct Fulfilment {
+//!     seen: Seen<String>,
+//!     inbox: Inbox<sqlx::Sqlite>,
+//! }
 //!
 //! impl consumers::FulfilOrder for Fulfilment {
-//!     async fn handle(&self, delivery: Delivery<OrderPlaced, OrderHeaders>) -> Result<(), HandlerError> {
+//!     type Database = sqlx::Sqlite;
+//!     fn inbox(&self) -> Inbox<sqlx::Sqlite> { self.inbox.clone() }
+//!     async fn handle(
+//!         &self,
+//!         delivery: Delivery<OrderPlaced, OrderHeaders>,
+//!         _transaction: &mut InboxTransaction<sqlx::Sqlite>,
+//!     ) -> Result<(), HandlerError> {
 //!         let order = delivery.payload();
-//!         self.0.record(order.customer_id.clone());
+//!         self.seen.record(order.customer_id.clone());
 //!         if order.customer_id == "blocked" {
 //!             return Err(HandlerError::non_retryable("customer `blocked` may not order"));
 //!         }
@@ -42,7 +53,11 @@
 //!     // The contract's topology under `test.fulfilment.<uuid>.`.
 //!     let deployed = broker.deploy("fulfilment", &topology()).await;
 //!
-//!     let fulfilment = Fulfilment::default();
+//!     // The inbox in an in-memory SQLite (one connection: each is a database of its own).
+//!     let pool = sqlx::sqlite::SqlitePoolOptions::new().max_connections(1);
+//!     let inbox = Inbox::new(pool.connect("sqlite::memory:").await.unwrap());
+//!     inbox.migrate().await.unwrap();
+//!     let fulfilment = Fulfilment { seen: Seen::default(), inbox };
 //!     let mut worker = deployed.worker();
 //!     // Only the consumer under test; not the contract's dead-letter reader, which would
 //!     // take the dead letter this test reads.
@@ -54,7 +69,7 @@
 //!     publishers.place_order("eu", &order("blocked"), &headers).await.unwrap();
 //!
 //!     // Until the handler saw it (or a panic saying it did not, after 10 s).
-//!     fulfilment.0.wait_for(1, Duration::from_secs(10)).await;
+//!     fulfilment.seen.wait_for(1, Duration::from_secs(10)).await;
 //!     // Until the dead letter is there; taken (acknowledged) as it is read.
 //!     let dead = deployed.take_dead_letters("orders.dead-letters", 1, Duration::from_secs(10)).await;
 //!     assert_eq!(dead.len(), 1);

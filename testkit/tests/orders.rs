@@ -4,11 +4,13 @@
 
 use std::time::{Duration, SystemTime};
 
+use sqlx::sqlite::SqlitePoolOptions;
 use warren_example_orders::rpcs::QuotePriceError;
 use warren_example_orders::types::{
     Address, LineItem, Money, OrderCancelled, OrderHeaders, OrderPlaced, QuoteRequest,
 };
 use warren_example_orders::{Publishers, RpcClients, consumers, handlers, messages, topology};
+use warren_runtime::inbox::{Inbox, InboxTransaction};
 use warren_runtime::lapin::BasicProperties;
 use warren_runtime::lapin::types::ShortString;
 use warren_runtime::model::FailureReason;
@@ -19,16 +21,43 @@ const WAIT: Duration = Duration::from_secs(30);
 
 /// Fulfilment refuses blocked customers for good; billing fails every batch with a customer
 /// `flaky`, retryably; every attempt is recorded.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct Shop {
     fulfilled: Seen<String>,
     billed: Seen<String>,
+    /// Fulfilment's inbox (`inbox: true` in the contract), in an in-memory SQLite.
+    inbox: Inbox<sqlx::Sqlite>,
+}
+
+impl Shop {
+    async fn new() -> Self {
+        // One connection: each connection to `sqlite::memory:` is a database of its own.
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect("sqlite::memory:")
+            .await
+            .expect("SQLite opens");
+        let inbox = Inbox::new(pool);
+        inbox.migrate().await.expect("the inbox's table");
+        Self {
+            fulfilled: Seen::default(),
+            billed: Seen::default(),
+            inbox,
+        }
+    }
 }
 
 impl consumers::FulfilOrder for Shop {
+    type Database = sqlx::Sqlite;
+
+    fn inbox(&self) -> Inbox<sqlx::Sqlite> {
+        self.inbox.clone()
+    }
+
     async fn handle(
         &self,
         delivery: Delivery<OrderPlaced, OrderHeaders>,
+        _transaction: &mut InboxTransaction<sqlx::Sqlite>,
     ) -> Result<(), HandlerError> {
         let order = delivery.payload();
         self.fulfilled.record(order.customer_id.clone());
@@ -101,7 +130,7 @@ fn headers() -> OrderHeaders {
 async fn dead_letters_say_why_each_order_failed() {
     let broker = TestBroker::from_env().await;
     let deployed = broker.deploy("kit-orders", &topology()).await;
-    let shop = Shop::default();
+    let shop = Shop::new().await;
     let mut worker = deployed.worker();
     // Every consumer but the dead-letter reader, which would take the dead letters read here.
     consumers::register::fulfil_order(&mut worker, shop.clone());
@@ -189,7 +218,7 @@ async fn dead_letters_say_why_each_order_failed() {
 async fn peeking_leaves_a_poison_message_where_it_was() {
     let broker = TestBroker::from_env().await;
     let deployed = broker.deploy("kit-peek", &topology()).await;
-    let shop = Shop::default();
+    let shop = Shop::new().await;
     // Fulfilment alone.
     let mut running = deployed.run_worker(|worker| {
         consumers::register::fulfil_order(worker, shop.clone());

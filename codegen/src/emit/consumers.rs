@@ -283,10 +283,10 @@ fn trait_doc(
     if let Some(inbox) = &consumer.inbox {
         let key = match &inbox.pointer {
             Some(pointer) => format!(
-                "its message id, or else the payload value at {}",
+                "its message id, or else the payload value at {},",
                 code(pointer)
             ),
-            None => "its message id (one without is dead-lettered as `unidentified`)".to_owned(),
+            None => "its message id (one without is dead-lettered as `unidentified`),".to_owned(),
         };
         text.push_str(&format!(
             "\n- inbox: each message is recorded by {key} in the transaction its effects are \

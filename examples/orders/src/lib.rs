@@ -3,32 +3,198 @@
 //! Everything below `include!` is generated: `types` (payloads), `messages`, `Publishers`,
 //! `rpcs` (the request/reply operations) and `RpcClients`, `consumers` (one handler trait per
 //! consumer and rpc server), `Handlers` and `topology()`.
+//!
+//! Written by hand: [`place`], which records an order and its `order_placed` event in one
+//! transaction (the outbox), [`handlers`], among them [`handlers::Fulfilment`], which ships
+//! each order once (the inbox), and [`store`], the service's own tables on SQLite or
+//! PostgreSQL.
 
 include!(concat!(env!("OUT_DIR"), "/orders.rs"));
 
+use warren_runtime::PublishError;
+use warren_runtime::outbox::Outbox;
+
+/// The service's own tables, `orders` and `shipments`, on SQLite or PostgreSQL. The inbox's
+/// and the outbox's tables are warren's (`Inbox::migrate`, `Outbox::migrate`).
+pub mod store {
+    use std::future::Future;
+
+    use sqlx::Pool;
+    use warren_runtime::database::Backend;
+
+    /// The example's statements on either database.
+    pub trait Store: Backend {
+        /// Creates tables `orders` and `shipments` when they do not exist.
+        fn create_tables(pool: &Pool<Self>)
+        -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+        /// Records order `order_id` of `customer` through `connection`.
+        fn insert_order(
+            connection: &mut Self::Connection,
+            order_id: &str,
+            customer: &str,
+        ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+        /// Records the shipment of order `order_id` through `connection`.
+        fn insert_shipment(
+            connection: &mut Self::Connection,
+            order_id: &str,
+        ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+        /// How many shipments each order has, by order id.
+        fn shipments(
+            pool: &Pool<Self>,
+        ) -> impl Future<Output = Result<Vec<(String, i64)>, sqlx::Error>> + Send;
+    }
+
+    // The same SQL on both: `$1` placeholders are numbered parameters in SQLite too.
+    macro_rules! store {
+        ($db:ty) => {
+            impl Store for $db {
+                async fn create_tables(pool: &Pool<Self>) -> Result<(), sqlx::Error> {
+                    for create in [
+                        "CREATE TABLE IF NOT EXISTS orders (order_id TEXT PRIMARY KEY, customer_id TEXT NOT NULL)",
+                        "CREATE TABLE IF NOT EXISTS shipments (order_id TEXT NOT NULL)",
+                    ] {
+                        sqlx::query(create).execute(pool).await?;
+                    }
+                    Ok(())
+                }
+
+                async fn insert_order(
+                    connection: &mut Self::Connection,
+                    order_id: &str,
+                    customer: &str,
+                ) -> Result<(), sqlx::Error> {
+                    sqlx::query("INSERT INTO orders (order_id, customer_id) VALUES ($1, $2)")
+                        .bind(order_id)
+                        .bind(customer)
+                        .execute(connection)
+                        .await?;
+                    Ok(())
+                }
+
+                async fn insert_shipment(
+                    connection: &mut Self::Connection,
+                    order_id: &str,
+                ) -> Result<(), sqlx::Error> {
+                    sqlx::query("INSERT INTO shipments (order_id) VALUES ($1)")
+                        .bind(order_id)
+                        .execute(connection)
+                        .await?;
+                    Ok(())
+                }
+
+                async fn shipments(pool: &Pool<Self>) -> Result<Vec<(String, i64)>, sqlx::Error> {
+                    sqlx::query_as(
+                        "SELECT order_id, count(*) FROM shipments GROUP BY order_id ORDER BY order_id",
+                    )
+                    .fetch_all(pool)
+                    .await
+                }
+            }
+        };
+    }
+
+    store!(sqlx::Sqlite);
+    store!(sqlx::Postgres);
+}
+
+/// Why an order was not placed: nothing of it was stored, and no event will be published.
+#[derive(Debug)]
+pub enum PlaceError {
+    /// The database refused or could not be reached.
+    Database(sqlx::Error),
+    /// The event was refused before it was stored (it breaks its schema, say).
+    Event(PublishError),
+}
+
+impl std::fmt::Display for PlaceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Database(error) => write!(f, "the order was not stored: {error}"),
+            Self::Event(error) => write!(f, "the order's event was refused: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for PlaceError {}
+
+impl From<sqlx::Error> for PlaceError {
+    fn from(error: sqlx::Error) -> Self {
+        Self::Database(error)
+    }
+}
+
+impl From<PublishError> for PlaceError {
+    fn from(error: PublishError) -> Self {
+        Self::Event(error)
+    }
+}
+
+/// Places `order` in `region`: records it in table `orders` and writes its `order_placed`
+/// event into `outbox`, in one transaction, so both commit or neither does. The relay
+/// publishes the event once the transaction committed (`Worker::relay`, or `warren outbox
+/// relay`). What an HTTP endpoint, or any other caller, would call.
+pub async fn place<DB: store::Store>(
+    pool: &sqlx::Pool<DB>,
+    outbox: &Outbox<DB>,
+    publishers: &Publishers,
+    region: &str,
+    order: &types::OrderPlaced,
+    headers: &types::OrderHeaders,
+) -> Result<(), PlaceError> {
+    let mut transaction = pool.begin().await?;
+    DB::insert_order(
+        &mut transaction,
+        &order.order_id.to_string(),
+        &order.customer_id,
+    )
+    .await?;
+    // Validated exactly as a publish is; written into this transaction, not sent.
+    publishers
+        .through(outbox.writer(&mut transaction))
+        .place_order(region, order, headers)
+        .await?;
+    transaction.commit().await?;
+    Ok(())
+}
+
 /// Example handlers, as a service would write them.
 pub mod handlers {
+    use warren_runtime::inbox::{Inbox, InboxTransaction};
     use warren_runtime::{DeadLetter, Delivery, HandlerError, RpcHandlerError};
 
     use crate::rpcs::QuotePriceError;
+    use crate::store::Store;
     use crate::types::{
         Currency, Money, OrderCancelled, OrderHeaders, OrderPlaced, PriceQuote, QuoteError,
         QuoteRequest,
     };
 
-    /// Ships orders.
-    pub struct Fulfilment;
+    /// Ships orders, each once: the shipment is written through the transaction in which
+    /// the inbox records the message (`inbox: true` in the contract).
+    pub struct Fulfilment<DB: Store> {
+        /// The inbox, on the database table `shipments` is in.
+        pub inbox: Inbox<DB>,
+    }
 
-    impl crate::consumers::FulfilOrder for Fulfilment {
+    impl<DB: Store> crate::consumers::FulfilOrder for Fulfilment<DB> {
+        type Database = DB;
+
+        fn inbox(&self) -> Inbox<DB> {
+            self.inbox.clone()
+        }
+
         async fn handle(
             &self,
             delivery: Delivery<OrderPlaced, OrderHeaders>,
+            transaction: &mut InboxTransaction<DB>,
         ) -> Result<(), HandlerError> {
             let order = delivery.payload();
             if order.items.is_empty() {
                 // Deterministic: retrying cannot help.
                 return Err(HandlerError::non_retryable("an order without items"));
             }
+            // A database error is retryable: it rolls back, and the retry ships it.
+            DB::insert_shipment(transaction, &order.order_id.to_string()).await?;
             Ok(())
         }
     }
@@ -117,14 +283,16 @@ pub mod handlers {
     /// A service running fulfilment alone registers that one consumer on its worker; the
     /// others run elsewhere. (`build.rs` may instead generate for a choice of consumers,
     /// `Config::consumer`, and `Handlers` then needs those alone.)
-    pub fn fulfilment_only(worker: &mut warren_runtime::Worker) {
-        crate::consumers::register::fulfil_order(worker, Fulfilment);
+    pub fn fulfilment_only<DB: Store>(worker: &mut warren_runtime::Worker, inbox: Inbox<DB>) {
+        crate::consumers::register::fulfil_order(worker, Fulfilment { inbox });
     }
 
     /// Every handler the contract needs: leaving one out does not compile.
-    pub fn all() -> crate::Handlers<Billing, Fulfilment, Notifications, Quotes, DeadLetters> {
+    pub fn all<DB: Store>(
+        inbox: Inbox<DB>,
+    ) -> crate::Handlers<Billing, Fulfilment<DB>, Notifications, Quotes, DeadLetters> {
         crate::Handlers {
-            fulfil_order: Fulfilment,
+            fulfil_order: Fulfilment { inbox },
             bill_orders: Billing,
             notify_cancellation: Notifications,
             quote_price: Quotes,

@@ -14,8 +14,12 @@ pub(super) fn inbox(table: &TableName) -> InboxSql {
                     PRIMARY KEY (consumer, message_key)
                 )"
             ),
-            // Pruning reads `recorded_at`.
-            format!("CREATE INDEX IF NOT EXISTS {table}_recorded_at ON {table} (recorded_at)"),
+            // Pruning reads `recorded_at`. A BRIN index: rows are appended in time order,
+            // so block ranges summarise it well, and it costs an insert next to nothing where a
+            // B-tree on it made the inbox's write cost ~15 % more (warren-bench effects).
+            format!(
+                "CREATE INDEX IF NOT EXISTS {table}_recorded_at ON {table} USING brin (recorded_at)"
+            ),
         ],
         // A concurrent transaction recording the same key makes this wait for its outcome:
         // nothing inserted once it commits, the row inserted if it rolls back.

@@ -16,7 +16,7 @@ use crate::sync::lock;
 use crate::{PublishError, Publisher};
 
 /// Rows claimed per round when no batch is set ([`Relay::batch`]).
-pub const DEFAULT_BATCH: u32 = 100;
+pub const DEFAULT_BATCH: u32 = 1000;
 /// How long a claimed row is the claiming relay's when no lease is set ([`Relay::lease`]).
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 /// How long a relay that found nothing due waits before it looks again, by default.
@@ -97,20 +97,74 @@ impl<DB: Backend> Relay<DB> {
     /// confirmed ones sent and the others due again after a backoff. A failure of the
     /// database is returned; the rows it claimed are due again when their lease ends.
     pub async fn relay_once(&self) -> Result<Relayed, OutboxError> {
-        let statements = &self.outbox.statements;
+        let claimed = self.claim().await?;
+        let outcomes = self.publish(claimed).await;
+        self.settle(outcomes).await
+    }
+
+    /// A round of a running relay: publishes `ahead` (claimed during the last round) or a
+    /// batch claimed now and, when that batch is full and `claim_next`, claims the next batch
+    /// while this one is published, so that the database's time overlaps the broker's. The
+    /// rows claimed ahead are leased, so this batch's are not among them, and of an ordering
+    /// key whose row is in this batch none is claimable: the order per key holds.
+    async fn round(
+        &self,
+        ahead: Option<Vec<ClaimedRow>>,
+        claim_next: bool,
+    ) -> (Result<Relayed, OutboxError>, Option<Vec<ClaimedRow>>) {
+        let claimed = match ahead {
+            Some(rows) => rows,
+            None => match self.claim().await {
+                Ok(rows) => rows,
+                Err(error) => return (Err(error), None),
+            },
+        };
+        let full = claimed.len() as u64 >= u64::from(self.batch);
+        let (outcomes, next) = tokio::join!(self.publish(claimed), async {
+            if !(full && claim_next) {
+                return None;
+            }
+            // A failure here is met again, and reported, by the next round's own claim.
+            self.claim()
+                .await
+                .inspect_err(|error| tracing::debug!(%error, "claiming ahead failed"))
+                .ok()
+        });
+        match self.settle(outcomes).await {
+            Ok(relayed) => (Ok(relayed), next),
+            // The rows claimed ahead go back when their lease ends: the database is failing,
+            // and the backoff may outlast the lease.
+            Err(error) => (Err(error), None),
+        }
+    }
+
+    /// Claims up to a batch of due rows, in the order they were written.
+    async fn claim(&self) -> Result<Vec<ClaimedRow>, OutboxError> {
         let mut connection = self.outbox.pool.acquire().await?;
         let claim = [
             Bind::Int(i64::from(self.batch)),
             Bind::Int(millis(self.lease)),
         ];
-        let mut claimed = DB::claim(&mut *connection, &statements.claim, &claim).await?;
-        drop(connection);
+        let mut claimed =
+            DB::claim(&mut *connection, &self.outbox.statements.claim, &claim).await?;
         claimed.sort_by_key(|row| row.id);
-        let outcomes = self.publish(claimed).await;
+        Ok(claimed)
+    }
+
+    /// Marks the rows of `outcomes` whose publish was confirmed sent, and the others due again
+    /// after a backoff, their error kept.
+    async fn settle(
+        &self,
+        outcomes: Vec<(ClaimedRow, Result<(), String>)>,
+    ) -> Result<Relayed, OutboxError> {
+        let statements = &self.outbox.statements;
         let mut relayed = Relayed {
             claimed: outcomes.len(),
             ..Relayed::default()
         };
+        if outcomes.is_empty() {
+            return Ok(relayed);
+        }
         let (sent, failed): (Vec<_>, Vec<_>) =
             outcomes.into_iter().partition(|outcome| outcome.1.is_ok());
         let mut connection = self.outbox.pool.acquire().await?;
@@ -190,8 +244,16 @@ impl<DB: Backend> Relay<DB> {
         let mut database_failures = 0u32;
         let mut backlog_read: Option<Instant> = None;
         let mut pruned = Instant::now();
-        while !*stopped.borrow() {
-            let pause = match self.relay_once().await {
+        let mut ahead = None;
+        // Once stopped, a batch claimed ahead is still published: its rows are leased.
+        loop {
+            let stopping = *stopped.borrow();
+            if stopping && ahead.is_none() {
+                break;
+            }
+            let (relayed, next) = self.round(ahead.take(), !stopping).await;
+            ahead = next;
+            let pause = match relayed {
                 Ok(round) => {
                     database_failures = 0;
                     let mut health = lock(&health);
@@ -201,7 +263,7 @@ impl<DB: Backend> Relay<DB> {
                     } else if round.claimed > 0 {
                         health.last_error = None;
                     }
-                    if round.claimed as u64 >= u64::from(self.batch) {
+                    if ahead.is_some() || round.claimed as u64 >= u64::from(self.batch) {
                         Duration::ZERO
                     } else {
                         self.poll_interval

@@ -49,13 +49,20 @@ pub mod settings {
 ///
 /// ```no_run
 /// use warren_compile_fixtures::chosen::{Handlers, consumers, types};
+/// use warren_runtime::inbox::{Inbox, InboxTransaction};
 /// use warren_runtime::{Delivery, HandlerError, Worker};
 ///
-/// struct Fulfil;
+/// // `fulfil_order` has `inbox: true`: its handler is handed the inbox's transaction.
+/// struct Fulfil(Inbox<sqlx::Sqlite>);
 /// impl consumers::FulfilOrder for Fulfil {
+///     type Database = sqlx::Sqlite;
+///     fn inbox(&self) -> Inbox<sqlx::Sqlite> {
+///         self.0.clone()
+///     }
 ///     async fn handle(
 ///         &self,
 ///         _: Delivery<types::OrderPlaced, types::OrderHeaders>,
+///         _: &mut InboxTransaction<sqlx::Sqlite>,
 ///     ) -> Result<(), HandlerError> {
 ///         Ok(())
 ///     }
@@ -69,11 +76,11 @@ pub mod settings {
 ///         Ok(())
 ///     }
 /// }
-/// fn every_chosen_consumer(worker: &mut Worker) {
-///     Handlers { fulfil_order: Fulfil, bill_orders: Bill }.register(worker);
+/// fn every_chosen_consumer(worker: &mut Worker, inbox: Inbox<sqlx::Sqlite>) {
+///     Handlers { fulfil_order: Fulfil(inbox), bill_orders: Bill }.register(worker);
 /// }
-/// fn one_consumer_alone(worker: &mut Worker) {
-///     consumers::register::fulfil_order(worker, Fulfil);
+/// fn one_consumer_alone(worker: &mut Worker, inbox: Inbox<sqlx::Sqlite>) {
+///     consumers::register::fulfil_order(worker, Fulfil(inbox));
 /// }
 /// async fn place(
 ///     publishers: &warren_compile_fixtures::chosen::Publishers,
@@ -91,19 +98,26 @@ pub mod settings {
 ///
 /// ```compile_fail,E0063
 /// use warren_compile_fixtures::chosen::{Handlers, consumers, types};
+/// use warren_runtime::inbox::{Inbox, InboxTransaction};
 /// use warren_runtime::{Delivery, HandlerError};
 ///
-/// struct Fulfil;
+/// // `fulfil_order` has `inbox: true`: its handler is handed the inbox's transaction.
+/// struct Fulfil(Inbox<sqlx::Sqlite>);
 /// impl consumers::FulfilOrder for Fulfil {
+///     type Database = sqlx::Sqlite;
+///     fn inbox(&self) -> Inbox<sqlx::Sqlite> {
+///         self.0.clone()
+///     }
 ///     async fn handle(
 ///         &self,
 ///         _: Delivery<types::OrderPlaced, types::OrderHeaders>,
+///         _: &mut InboxTransaction<sqlx::Sqlite>,
 ///     ) -> Result<(), HandlerError> {
 ///         Ok(())
 ///     }
 /// }
-/// fn run(worker: &mut warren_runtime::Worker) {
-///     Handlers { fulfil_order: Fulfil }.register(worker);
+/// fn run(worker: &mut warren_runtime::Worker, inbox: Inbox<sqlx::Sqlite>) {
+///     Handlers { fulfil_order: Fulfil(inbox) }.register(worker);
 /// }
 /// ```
 ///
