@@ -33,8 +33,30 @@ pub async fn postgres() -> PgPool {
 /// A pool on a new SQLite file named after `deployed`'s namespace, in the system's
 /// temporary folder; [`drop_sqlite`] removes it.
 pub async fn sqlite(deployed: &Deployed) -> SqlitePool {
+    let _ = std::fs::remove_file(sqlite_path(deployed));
+    sqlite_opened(deployed, |options| options).await
+}
+
+/// A pool on the SQLite file of `deployed` that holds no more pages than it has now:
+/// a database that is full, as a disk that is.
+pub async fn sqlite_full(deployed: &Deployed) -> SqlitePool {
+    let pool = sqlite_opened(deployed, |options| options).await;
+    let pages: i64 = sqlx::query_scalar("PRAGMA page_count")
+        .fetch_one(&pool)
+        .await
+        .expect("the page count");
+    pool.close().await;
+    sqlite_opened(deployed, |options| {
+        options.pragma("max_page_count", pages.to_string())
+    })
+    .await
+}
+
+async fn sqlite_opened(
+    deployed: &Deployed,
+    configure: impl FnOnce(SqliteConnectOptions) -> SqliteConnectOptions,
+) -> SqlitePool {
     let path = sqlite_path(deployed);
-    let _ = std::fs::remove_file(&path);
     let options = SqliteConnectOptions::new()
         .filename(&path)
         .create_if_missing(true)
@@ -43,7 +65,7 @@ pub async fn sqlite(deployed: &Deployed) -> SqlitePool {
         .busy_timeout(std::time::Duration::from_secs(30));
     SqlitePoolOptions::new()
         .max_connections(4)
-        .connect_with(options)
+        .connect_with(configure(options))
         .await
         .unwrap_or_else(|e| panic!("SQLite at {} opens: {e}", path.display()))
 }

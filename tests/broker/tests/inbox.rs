@@ -399,3 +399,69 @@ async fn on_postgres_a_database_that_refuses_is_retried_then_dead_lettered_never
     tables.drop(&pool).await;
     deployed.cleanup().await;
 }
+
+/// A database that is full: SQLite held to the pages it has (`max_page_count`, as a full disk
+/// holds it), where an entry whose effect needs pages of its own (an id of 8 KiB) is refused
+/// with `database or disk is full`, retried as the queue says, then dead-lettered as
+/// `exhausted`; nothing of it is recorded, and the small entry beside it is applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_sqlite_a_full_database_is_retried_then_dead_lettered_never_acked() {
+    let broker = TestBroker::from_env().await;
+    let deployed = broker.deploy("ledger-full", &ledger::topology()).await;
+    let pool = database::sqlite(&deployed).await;
+    let tables = Tables::create(&deployed, &pool).await;
+    pool.close().await;
+    let full = database::sqlite_full(&deployed).await;
+    let bookkeeper = Bookkeeper {
+        inbox: Inbox::new(full.clone())
+            .table(&tables.inbox_table)
+            .expect("a plain identifier"),
+        effects: tables.effects.clone(),
+        written: Arc::default(),
+    };
+    let handlers = ledger::Handlers {
+        apply: bookkeeper.clone(),
+        apply_batch: bookkeeper,
+    };
+    let running = deployed.run_worker(move |worker| handlers.register(worker));
+    let publishers = ledger::Publishers::new(deployed.publisher().await);
+    let big = "x".repeat(8 * 1024);
+    for id in ["small", big.as_str()] {
+        publishers
+            .record(&entry(id, false))
+            .await
+            .expect("published");
+    }
+
+    let dead = deployed
+        .take_dead_letters("dead", 1, Duration::from_secs(60))
+        .await;
+    stop_when_drained(&deployed, running).await;
+    let [refused] = dead.as_slice() else {
+        panic!(
+            "the big entry is dead-lettered: {} dead letters",
+            dead.len()
+        );
+    };
+    let body: serde_json::Value = serde_json::from_slice(&refused.body).expect("json");
+    assert_eq!(body["id"].as_str(), Some(big.as_str()));
+    assert_eq!(refused.reason(), Some("exhausted"));
+    assert_eq!(refused.header("x-retry-count").as_deref(), Some("3"));
+    assert!(
+        refused.last_error().is_some_and(|e| e.contains("full")),
+        "the database's error: {:?}",
+        refused.last_error()
+    );
+    assert_eq!(
+        sqlx::Sqlite::effects(&full, &tables.effects).await,
+        BTreeMap::from([("small".to_owned(), 1)]),
+        "only the small entry's effect"
+    );
+    let recorded: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {}", tables.inbox_table))
+        .fetch_one(&full)
+        .await
+        .expect("the inbox is read");
+    assert_eq!(recorded, 1, "only the small entry is recorded");
+    database::drop_sqlite(full, &deployed).await;
+    deployed.cleanup().await;
+}
