@@ -302,6 +302,17 @@ impl Backoff {
         let wanted = self.wait(attempt, random);
         self.tiers.iter().find(|tier| tier.delay == wanted)
     }
+
+    /// The wait tier of a retry that must wait at least `delay` (a handler's `retry_after`):
+    /// the shortest tier at least that long, else the longest, which `max_delay` caps.
+    /// `None` only without tiers.
+    pub fn tier_at_least(&self, delay: Duration) -> Option<&WaitTier> {
+        self.tiers
+            .iter()
+            .filter(|tier| tier.delay >= delay)
+            .min_by_key(|tier| tier.delay)
+            .or_else(|| self.tiers.iter().max_by_key(|tier| tier.delay))
+    }
 }
 
 /// One delay tier of a ttl-backoff queue: a wait queue and how long messages wait in it.
@@ -321,6 +332,30 @@ mod tests {
 
     fn ms(millis: u64) -> Duration {
         Duration::from_millis(millis)
+    }
+
+    #[test]
+    fn a_delay_asked_for_waits_in_the_shortest_tier_at_least_that_long() {
+        let backoff = Backoff::new(
+            "work",
+            3,
+            ms(200),
+            ms(800),
+            2.0,
+            false,
+            Exhausted::DeadLetter,
+        );
+        let tier = |wanted| {
+            backoff
+                .tier_at_least(ms(wanted))
+                .map(|t| t.delay.as_millis())
+        };
+        assert_eq!(tier(0), Some(200));
+        assert_eq!(tier(200), Some(200));
+        assert_eq!(tier(201), Some(400));
+        assert_eq!(tier(700), Some(800));
+        // Longer than any: the longest, `max_delay`.
+        assert_eq!(tier(60_000), Some(800));
     }
 
     #[test]

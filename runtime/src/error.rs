@@ -1,6 +1,7 @@
 //! Errors: what handlers return, and what publishing and running workers can fail with.
 
 use std::fmt;
+use std::time::Duration;
 
 use crate::model::FailureReason;
 
@@ -16,6 +17,7 @@ type Source = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// | `Ok(())` | acknowledged |
 /// | [`HandlerError::non_retryable`] | dead-lettered at once, whatever the retry mode |
 /// | [`HandlerError::retryable`], or any error converted with `?` | the queue's retry mode decides |
+/// | [`HandlerError::retry_after`] | retried, no sooner than the delay where the queue can wait (ttl-backoff) |
 ///
 /// Any error converts into a retryable `HandlerError` with `?`, so an unclassified failure
 /// is retried. Mark the deterministic ones (a business rule refusing the message) with
@@ -41,6 +43,8 @@ type Source = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// ```
 pub struct HandlerError {
     retryable: bool,
+    /// The least a retry waits, as the handler asked ([`HandlerError::retry_after`]).
+    retry_after: Option<Duration>,
     cause: Source,
     /// Set when warren itself refuses the message before the handler's work (an inbox
     /// consumer's message without a key): settled as poison is, with this reason.
@@ -52,8 +56,22 @@ impl HandlerError {
     pub fn retryable(cause: impl Into<Source>) -> Self {
         Self {
             retryable: true,
+            retry_after: None,
             cause: cause.into(),
             poison: None,
+        }
+    }
+
+    /// A failure that may succeed after `delay` (an HTTP 429 or 503 with `Retry-After`, a
+    /// rate limit): retried as [`HandlerError::retryable`] is, counting as a retry of the
+    /// queue's budget. On a `ttl-backoff` queue the retry waits in the shortest wait tier at
+    /// least `delay` long, or the longest when none is (`max_delay` caps it); `immediate-requeue`
+    /// and `quorum-native` queues have nowhere to wait, so the message comes back at once
+    /// and the worker warns, once per consumer. [`crate::parse_retry_after`] reads the header.
+    pub fn retry_after(delay: Duration, cause: impl Into<Source>) -> Self {
+        Self {
+            retry_after: Some(delay),
+            ..Self::retryable(cause)
         }
     }
 
@@ -62,6 +80,7 @@ impl HandlerError {
     pub fn non_retryable(cause: impl Into<Source>) -> Self {
         Self {
             retryable: false,
+            retry_after: None,
             cause: cause.into(),
             poison: None,
         }
@@ -73,6 +92,7 @@ impl HandlerError {
     pub(crate) fn poison(reason: FailureReason, cause: impl Into<Source>) -> Self {
         Self {
             retryable: false,
+            retry_after: None,
             cause: cause.into(),
             poison: Some(reason),
         }
@@ -86,6 +106,11 @@ impl HandlerError {
     /// Whether the queue's retry policy may try again.
     pub fn is_retryable(&self) -> bool {
         self.retryable
+    }
+
+    /// The least a retry should wait ([`HandlerError::retry_after`]).
+    pub fn retry_delay(&self) -> Option<Duration> {
+        self.retry_after
     }
 
     /// The error the handler failed with.
@@ -114,6 +139,7 @@ impl fmt::Debug for HandlerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HandlerError")
             .field("retryable", &self.retryable)
+            .field("retry_after", &self.retry_after)
             .field("cause", &self.cause)
             .field("poison", &self.poison)
             .finish()

@@ -79,13 +79,15 @@ fn outcome(caught: std::thread::Result<Result<(), HandlerError>>) -> Result<(), 
         Ok(Err(error)) => {
             let failure = match error.poison_reason() {
                 Some(reason) => Failure::Poison(reason),
-                None if error.is_retryable() => Failure::Retryable,
+                None if error.is_retryable() => Failure::Retryable {
+                    after: error.retry_delay(),
+                },
                 None => Failure::NonRetryable,
             };
             Err((failure, error.cause().to_string()))
         }
         Err(panic) => Err((
-            Failure::Retryable,
+            Failure::Retryable { after: None },
             format!("handler panicked: {}", panic_text(&*panic)),
         )),
     }

@@ -1,6 +1,8 @@
 //! What happens to a delivery that failed: the queue's retry policy applied to one failure.
 //! Pure decisions, so the model is testable without a broker.
 
+use std::time::Duration;
+
 use crate::model::{Exhausted, FailureReason, OnPoison, QUORUM_UNLIMITED, Queue, QueueKind, Retry};
 
 /// Dead-lettering `queue`'s delivery for `reason`: to the dead-letter exchange, or, with
@@ -26,8 +28,9 @@ pub(crate) enum Failure {
     Poison(FailureReason),
     /// The handler said it can never succeed.
     NonRetryable,
-    /// The handler failed (or panicked) and it may succeed later.
-    Retryable,
+    /// The handler failed (or panicked) and it may succeed later; `after` is the least the
+    /// retry should wait, when the handler said (`HandlerError::retry_after`).
+    Retryable { after: Option<Duration> },
     /// Warren itself panicked while decoding or settling the delivery: a bug, most likely
     /// repeated on every attempt, so the message is dead-lettered (`internal-error`) whatever
     /// `on_poison` says, for someone to look at.
@@ -41,7 +44,7 @@ impl Failure {
         match self {
             Self::Poison(reason) => reason.as_str(),
             Self::NonRetryable => "non-retryable",
-            Self::Retryable => "retryable",
+            Self::Retryable { .. } => "retryable",
             Self::Internal => "internal-error",
         }
     }
@@ -108,7 +111,7 @@ pub(crate) fn decide(queue: &Queue, retries: u32, failure: Failure, jitter: f64)
         },
         Failure::NonRetryable => dead_letter(FailureReason::NonRetryable),
         Failure::Internal => dead_letter(FailureReason::InternalError),
-        Failure::Retryable => match &queue.retry {
+        Failure::Retryable { after } => match &queue.retry {
             // No retries: the budget of zero is spent at once.
             Retry::None => dead_letter(FailureReason::Exhausted),
             Retry::ImmediateRequeue {
@@ -140,7 +143,11 @@ pub(crate) fn decide(queue: &Queue, retries: u32, failure: Failure, jitter: f64)
                     }
                     return exhausted(backoff.exhausted);
                 }
-                let Some(tier) = backoff.tier(retries, jitter) else {
+                let tier = match after {
+                    Some(delay) => backoff.tier_at_least(delay),
+                    None => backoff.tier(retries, jitter),
+                };
+                let Some(tier) = tier else {
                     // Not reached with a topology `Worker::run` accepted: it refuses tiers
                     // that are not the ones `Backoff::new` lays out, and the arithmetic is
                     // the same on every platform. Should it be reached anyway, nothing is
@@ -187,6 +194,8 @@ mod tests {
         Backoff, DeadLetter, DeliveryLimit, Exhausted, FailureReason, OnPoison, Queue, QueueKind,
         Retry,
     };
+
+    const RETRYABLE: Failure = Failure::Retryable { after: None };
 
     fn queue(kind: QueueKind, retry: Retry) -> Queue {
         Queue {
@@ -247,7 +256,7 @@ mod tests {
     fn ttl_backoff_walks_the_tiers_then_applies_exhausted() {
         let q = queue(QueueKind::Quorum, backoff(Exhausted::Drop));
         let tiers: Vec<_> = (0..3)
-            .map(|n| match decide(&q, n, Failure::Retryable, 0.0) {
+            .map(|n| match decide(&q, n, RETRYABLE, 0.0) {
                 Decision::Retry {
                     routing_key,
                     retry_count,
@@ -265,7 +274,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            decide(&q, 3, Failure::Retryable, 0.0),
+            decide(&q, 3, RETRYABLE, 0.0),
             Decision::Drop {
                 reason: FailureReason::Exhausted
             }
@@ -280,18 +289,18 @@ mod tests {
         };
         let quorum = queue(QueueKind::Quorum, retry.clone());
         assert_eq!(
-            decide(&quorum, 1, Failure::Retryable, 0.0),
+            decide(&quorum, 1, RETRYABLE, 0.0),
             Decision::Requeue { exhausted: false }
         );
         assert_eq!(
-            decide(&quorum, 2, Failure::Retryable, 0.0),
+            decide(&quorum, 2, RETRYABLE, 0.0),
             Decision::DeadLetter {
                 reason: FailureReason::Exhausted
             }
         );
         let classic = queue(QueueKind::Classic, retry);
         assert_eq!(
-            decide(&classic, 0, Failure::Retryable, 0.0),
+            decide(&classic, 0, RETRYABLE, 0.0),
             Decision::Retry {
                 routing_key: "work".into(),
                 retry_count: 1
@@ -305,7 +314,7 @@ mod tests {
     fn counts_saturate() {
         let q = queue(QueueKind::Classic, backoff(Exhausted::Requeue));
         assert_eq!(
-            decide(&q, u32::MAX, Failure::Retryable, 0.0),
+            decide(&q, u32::MAX, RETRYABLE, 0.0),
             Decision::Retry {
                 routing_key: "work.wait.300ms".into(),
                 retry_count: u32::MAX
@@ -323,7 +332,7 @@ mod tests {
     fn no_retry_mode_dead_letters_retryable_failures() {
         let q = queue(QueueKind::Quorum, Retry::None);
         assert_eq!(
-            decide(&q, 0, Failure::Retryable, 0.0),
+            decide(&q, 0, RETRYABLE, 0.0),
             Decision::DeadLetter {
                 reason: FailureReason::Exhausted
             }
@@ -337,9 +346,7 @@ mod tests {
     fn quorum_native_dead_letters_the_last_allowed_delivery() {
         let mut q = queue(QueueKind::Quorum, Retry::QuorumNative);
         q.delivery_limit = DeliveryLimit::Count(2);
-        let outcomes: Vec<_> = (0..4)
-            .map(|n| decide(&q, n, Failure::Retryable, 0.0))
-            .collect();
+        let outcomes: Vec<_> = (0..4).map(|n| decide(&q, n, RETRYABLE, 0.0)).collect();
         let requeue = Decision::Requeue { exhausted: false };
         let dead = Decision::DeadLetter {
             reason: FailureReason::Exhausted,
@@ -350,23 +357,20 @@ mod tests {
         );
         // The derived limit (none set): 1, so the first redelivery is the last.
         q.delivery_limit = DeliveryLimit::Derived;
-        assert_eq!(decide(&q, 0, Failure::Retryable, 0.0), requeue);
+        assert_eq!(decide(&q, 0, RETRYABLE, 0.0), requeue);
         assert_eq!(
-            decide(&q, 1, Failure::Retryable, 0.0),
+            decide(&q, 1, RETRYABLE, 0.0),
             Decision::DeadLetter {
                 reason: FailureReason::Exhausted
             }
         );
         // Nowhere to dead-letter: no limit, requeued for good, never discarded.
         q.dead_letter = None;
-        assert_eq!(decide(&q, u32::MAX, Failure::Retryable, 0.0), requeue);
+        assert_eq!(decide(&q, u32::MAX, RETRYABLE, 0.0), requeue);
         // An explicit limit of "unlimited" is no limit either.
         let mut unlimited = queue(QueueKind::Quorum, Retry::QuorumNative);
         unlimited.delivery_limit = DeliveryLimit::Count(crate::model::QUORUM_UNLIMITED);
-        assert_eq!(
-            decide(&unlimited, u32::MAX, Failure::Retryable, 0.0),
-            requeue
-        );
+        assert_eq!(decide(&unlimited, u32::MAX, RETRYABLE, 0.0), requeue);
     }
 
     /// A topology whose tiers do not match its backoff (edited by hand; `Worker::run` refuses
@@ -380,7 +384,7 @@ mod tests {
             backoff.tiers.remove(1);
         }
         assert_eq!(
-            decide(&q, 1, Failure::Retryable, 0.0),
+            decide(&q, 1, RETRYABLE, 0.0),
             Decision::DeadLetter {
                 reason: FailureReason::InternalError
             }
@@ -388,8 +392,50 @@ mod tests {
         // With nowhere to dead-letter, it goes back to the queue rather than being lost.
         q.dead_letter = None;
         assert_eq!(
-            decide(&q, 1, Failure::Retryable, 0.0),
+            decide(&q, 1, RETRYABLE, 0.0),
             Decision::Requeue { exhausted: false }
+        );
+    }
+
+    /// A handler's `retry_after` picks the ttl-backoff tier (the shortest at least that long,
+    /// else the longest) and spends a retry like any other; a queue that cannot wait retries
+    /// as it always does.
+    #[test]
+    fn a_delay_the_handler_asks_for_picks_the_wait_tier() {
+        let after = |ms| Failure::Retryable {
+            after: Some(Duration::from_millis(ms)),
+        };
+        let q = queue(QueueKind::Quorum, backoff(Exhausted::DeadLetter));
+        let Retry::TtlBackoff(b) = &q.retry else {
+            panic!("a backoff queue");
+        };
+        let names: Vec<String> = b.tiers.iter().map(|t| t.queue.clone()).collect();
+        let retry = |routing_key: &str, retry_count| Decision::Retry {
+            routing_key: routing_key.to_owned(),
+            retry_count,
+        };
+        assert_eq!(decide(&q, 0, after(1), 0.0), retry(&names[0], 1));
+        assert_eq!(
+            decide(&q, 0, after(u64::MAX), 0.0),
+            retry(names.last().unwrap(), 1)
+        );
+        let spent = b.max_retries;
+        assert_eq!(
+            decide(&q, spent, after(1), 0.0),
+            Decision::DeadLetter {
+                reason: FailureReason::Exhausted
+            }
+        );
+        let requeue = queue(
+            QueueKind::Quorum,
+            Retry::ImmediateRequeue {
+                max_retries: 2,
+                exhausted: Exhausted::DeadLetter,
+            },
+        );
+        assert_eq!(
+            decide(&requeue, 0, after(5000), 0.0),
+            decide(&requeue, 0, RETRYABLE, 0.0)
         );
     }
 }

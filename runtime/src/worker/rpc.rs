@@ -310,7 +310,7 @@ impl<H> Serving<H> {
                 ),
             )),
             NodeCheck::Unknown(why) => Err((
-                Failure::Retryable,
+                Failure::Retryable { after: None },
                 format!("whether the node of its reply-to (hash {node}) runs is unknown: {why}"),
             )),
         }

@@ -124,6 +124,7 @@ impl Runner {
                 consumer: spec.name,
                 publisher,
                 observer,
+                warned_retry_after: Default::default(),
             }),
             validators,
             breaker,

@@ -22,7 +22,7 @@ use crate::clock::unix_millis;
 use crate::connection::backoff;
 use crate::error::Chain;
 use crate::metrics::Outcome as Settled;
-use crate::model::{FailureReason, Queue, headers};
+use crate::model::{FailureReason, Queue, Retry, headers};
 use crate::publisher::Routing;
 use crate::text::{MAX_ERROR_BYTES, truncate};
 use crate::trace;
@@ -44,6 +44,8 @@ pub(in crate::worker) struct Settler {
     pub publisher: Publisher,
     /// The consumer's metrics and health.
     pub observer: Arc<super::observe::Observer>,
+    /// Whether the worker warned that this queue cannot wait a handler's `retry_after`.
+    pub warned_retry_after: std::sync::atomic::AtomicBool,
 }
 
 impl Settler {
@@ -97,7 +99,32 @@ impl Settler {
 
     /// What the queue's policy does with a `failure` after `retries` earlier retries.
     pub(super) fn decide(&self, failure: Failure, retries: u32) -> Decision {
+        if let Failure::Retryable { after: Some(delay) } = failure {
+            self.warn_retry_after_unwaited(delay);
+        }
         decide(&self.queue, retries, failure, fastrand::f64())
+    }
+
+    /// Warns, once, that the handler asked a retry to wait and the queue has nowhere to: only
+    /// ttl-backoff queues have wait queues (and a queue without retries dead-letters anyway).
+    /// The difference is never silent.
+    fn warn_retry_after_unwaited(&self, delay: Duration) {
+        use std::sync::atomic::Ordering;
+        let unwaited = matches!(
+            self.queue.retry,
+            Retry::ImmediateRequeue { .. } | Retry::QuorumNative
+        );
+        if !unwaited || self.warned_retry_after.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        tracing::warn!(
+            consumer = self.consumer,
+            queue = self.queue.name,
+            retry_after = ?delay,
+            mode = crate::metrics::retry_mode(&self.queue.retry),
+            "the handler asked a retry to wait, and this queue's retries do not wait (only \
+             ttl-backoff has wait queues): retried at once; logged once per consumer"
+        );
     }
 
     /// Settles a delivery that failed with `failure` by `outcome` (decided by

@@ -205,9 +205,19 @@ impl Recorder {
         match job.behaviour {
             _ if succeed_now => Ok(()),
             types::JobBehaviour::Ok => Ok(()),
-            types::JobBehaviour::Retryable => Err(HandlerError::retryable(std::io::Error::other(
-                format!("attempt {attempt} of {} failed", job.id.as_str()),
-            ))),
+            types::JobBehaviour::Retryable => {
+                let error = std::io::Error::other(format!(
+                    "attempt {attempt} of {} failed",
+                    job.id.as_str()
+                ));
+                Err(match job.retry_after_ms {
+                    Some(ms) => HandlerError::retry_after(
+                        Duration::from_millis(u64::try_from(ms).unwrap_or_default()),
+                        error,
+                    ),
+                    None => HandlerError::retryable(error),
+                })
+            }
             types::JobBehaviour::Fatal => Err(HandlerError::non_retryable(format!(
                 "job {} can never succeed",
                 job.id.as_str()
@@ -666,6 +676,25 @@ impl Harness {
             .collect()
     }
 
+    /// The wait queue of `queue` (a contract name) whose retries wait `delay`, as the
+    /// contract names it.
+    pub fn wait_queue(&self, queue: &str, delay: Duration) -> String {
+        let of = self.name(queue);
+        let wait = self
+            .topology
+            .queues
+            .iter()
+            .find(|wait| {
+                matches!(&wait.role, QueueRole::Wait { queue, delay: d } if *queue == of && *d == delay)
+            })
+            .unwrap_or_else(|| panic!("`{queue}` has a wait queue of {delay:?}"));
+        let namespace = self.deployed.namespace();
+        wait.name
+            .strip_prefix(namespace)
+            .unwrap_or(&wait.name)
+            .to_owned()
+    }
+
     /// The messages ready in the wait queues of `queue` (a contract name).
     pub async fn held_retries(&self, queue: &str) -> u32 {
         let mut held = 0;
@@ -759,6 +788,7 @@ pub fn job(id: &str, behaviour: types::JobBehaviour) -> types::Job {
         id: id.try_into().expect("a non-empty id"),
         behaviour,
         succeed_on_attempt: None,
+        retry_after_ms: None,
         amount: 10,
         sku: None,
         tags: Vec::new(),

@@ -708,3 +708,54 @@ async fn retries_held_in_a_wait_queue_past_their_time_are_reported() {
         .await;
     deployed.cleanup().await;
 }
+
+/// A handler's `retry_after` (what an HTTP 429's `Retry-After` says): on ttl-backoff the retry
+/// waits in the shortest wait tier at least that long, else in the longest, and counts as a
+/// retry like any other. On `short-long` (tiers of 200 ms and 3 s), asking for 1 s waits in the
+/// 3 s tier, not the first retry's 200 ms, and asking for a minute waits the longest, 3 s. On
+/// an immediate-requeue queue, which has nowhere to wait, the retry comes back at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_waits_in_the_shortest_tier_at_least_that_long() {
+    let harness = Harness::start("retry-after").await;
+    let longest = harness.wait_queue("short-long", Duration::from_secs(3));
+    let asking = |id: &str, ms| types::Job {
+        retry_after_ms: Some(ms),
+        succeed_on_attempt: Some(1),
+        ..job(id, JobBehaviour::Retryable)
+    };
+    let mut waited = Vec::new();
+    for (id, ms) in [("after-1s", 1000), ("after-a-minute", 60_000)] {
+        harness.submit("short-long", asking(id, ms)).await;
+        // Its retry waits in the 3 s tier: seen there while it waits.
+        harness
+            .deployed
+            .wait_until_ready(&longest, 1, Duration::from_secs(30))
+            .await;
+        let attempts = harness
+            .recorder
+            .wait_attempts(id, 2, Duration::from_secs(30))
+            .await;
+        assert_eq!(attempts.len(), 2, "{id}: handled on its retry");
+        assert_eq!(attempts[1].retry_count, 1, "{id}: a retry like any other");
+        let delay = attempts[1].at - attempts[0].at;
+        // The copy is enqueued after the first attempt started, and a TTL never expires early.
+        assert!(
+            delay >= Duration::from_millis(2950),
+            "{id} waited {delay:?}: at least its tier's 3 s"
+        );
+        waited.push((id, delay));
+    }
+
+    harness.submit("requeue", asking("requeued", 60_000)).await;
+    let attempts = harness
+        .recorder
+        .wait_attempts("requeued", 2, Duration::from_secs(30))
+        .await;
+    assert_eq!(attempts.len(), 2, "retried at once: the queue cannot wait");
+    let requeued = attempts[1].at - attempts[0].at;
+    println!(
+        "retry_after: waited (id, from the first attempt to the retry) {waited:?}; on immediate-requeue \
+         the retry came {requeued:?} after"
+    );
+    harness.stop().await.expect("the worker stops cleanly");
+}
