@@ -314,7 +314,37 @@ async fn open(
     let connection = Connection::connect(&url, "warren dlq")
         .await
         .map_err(|e| Failure::usage(format!("error: cannot connect to the broker: {e}\n")))?;
+    for queue in &queues {
+        match DeadLetterQueue::new(&connection, queue).depth().await {
+            Err(error) if error.is_missing_queue() => {
+                return Err(missing_queue(queue, &target.namespace));
+            }
+            Err(error) => return Err(broker(error)),
+            Ok(_) => {}
+        }
+    }
     Ok((connection, topology, queues))
+}
+
+/// The broker has no queue `queue` (the contract's name with `namespace` in front): the
+/// namespace is the likely mistake, said with how it is applied.
+fn missing_queue(queue: &str, namespace: &str) -> Failure {
+    let applied = if namespace.is_empty() {
+        "no `--namespace` was given, so the contract's names are looked up as they are; a \
+         deployment under a namespace needs it"
+            .to_owned()
+    } else {
+        format!(
+            "`--namespace {}` is put in front of every contract name as it is, so `{}` is looked \
+             up; a namespace usually ends with a dot (`demo.123.`)",
+            escape(namespace),
+            escape(queue)
+        )
+    };
+    Failure::usage(format!(
+        "error: the broker has no queue `{}`: {applied}. Is the contract declared on this broker?\n",
+        escape(queue)
+    ))
 }
 
 /// How a `dlq` command reads its contract: inside which project, its problems shown in which

@@ -540,17 +540,22 @@ fn validate(contract: &Path, project: &ProjectRoot, style: RenderStyle) -> Resul
 fn valid_line(c: &warren_codegen::contract::Contract) -> String {
     let rpcs = match c.rpcs.len() {
         0 => String::new(),
-        n => format!(", {n} rpcs"),
+        n => format!(", {}", counted(n, "rpc", "rpcs")),
     };
     format!(
-        "{}: valid ({} exchanges, {} queues, {} messages, {} publishers, {} consumers{rpcs})",
+        "{}: valid ({}, {}, {}, {}, {}{rpcs})",
         shown(&c.source),
-        c.topology.exchanges.len(),
-        c.topology.queues.len(),
-        c.messages.len(),
-        c.publishers.len(),
-        c.consumers.len()
+        counted(c.topology.exchanges.len(), "exchange", "exchanges"),
+        counted(c.topology.queues.len(), "queue", "queues"),
+        counted(c.messages.len(), "message", "messages"),
+        counted(c.publishers.len(), "publisher", "publishers"),
+        counted(c.consumers.len(), "consumer", "consumers"),
     )
+}
+
+/// `n` things: `1 queue`, `2 queues`.
+fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// `validate` of several contracts, or of the contracts under folders, as one system.

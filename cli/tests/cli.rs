@@ -22,7 +22,7 @@ fn validate_accepts_the_example_contract() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(
         stderr(&output),
-        "examples/orders/warren.yaml: valid (2 exchanges, 21 queues, 5 messages, 2 publishers, 4 consumers, 1 rpcs)\n"
+        "examples/orders/warren.yaml: valid (2 exchanges, 21 queues, 5 messages, 2 publishers, 4 consumers, 1 rpc)\n"
     );
 }
 
@@ -704,8 +704,8 @@ fn validate_several_files_with_only_warnings_succeeds() {
     assert!(
         text.ends_with(
             "0 errors, 1 warning\n\
-             tests/fixtures/system/unfed/orders/warren.yaml: valid (1 exchanges, 0 queues, 1 messages, 1 publishers, 0 consumers)\n\
-             tests/fixtures/system/unfed/billing/warren.yaml: valid (1 exchanges, 2 queues, 1 messages, 0 publishers, 2 consumers)\n\
+             tests/fixtures/system/unfed/orders/warren.yaml: valid (1 exchange, 0 queues, 1 message, 1 publisher, 0 consumers)\n\
+             tests/fixtures/system/unfed/billing/warren.yaml: valid (1 exchange, 2 queues, 1 message, 0 publishers, 2 consumers)\n\
              2 contracts: valid as one system\n"
         ),
         "{text}"

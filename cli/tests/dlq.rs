@@ -683,3 +683,29 @@ async fn only_dead_letter_queues_are_read() {
     assert!(broker.ok(&["count", "--queue", "dead"]).contains("dead"));
     broker.stop().await;
 }
+
+/// A namespace given without its trailing dot names queues the broker does not have: the
+/// error says how `--namespace` is applied, not only the broker's `NOT_FOUND`.
+#[tokio::test]
+async fn a_namespace_without_its_dot_is_explained() {
+    let broker = Broker::start("namespace").await;
+    let undotted = broker.namespace.trim_end_matches('.').to_owned();
+    let output = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["dlq", "count", "--queue", "dead", "--url", &url()])
+        .args(["--namespace", &undotted])
+        .arg(contract())
+        .stdin(Stdio::null())
+        .output()
+        .expect("warren runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("the broker has no queue `{undotted}dead`"))
+            && stderr.contains("is put in front of every contract name as it is")
+            && stderr.contains("usually ends with a dot"),
+        "{stderr}"
+    );
+    // With its dot, the same command reads the queue.
+    assert!(broker.ok(&["count", "--queue", "dead"]).contains("dead"));
+    broker.stop().await;
+}

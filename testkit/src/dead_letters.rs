@@ -58,6 +58,15 @@ impl QueuedDeadLetter {
         self.context.as_ref()?.last_error.as_deref()
     }
 
+    /// How many times it was retried before it died (`x-retry-count`, or the broker's count
+    /// on a quorum queue); 0 for a message dead-lettered on its first attempt, or without a
+    /// failure history.
+    pub fn retry_count(&self) -> u32 {
+        self.context
+            .as_ref()
+            .map_or(0, |context| context.retry_count)
+    }
+
     /// Header `key` as text: strings as they are, numbers in decimal, anything else in its
     /// debug form. `None` when it has no such header.
     pub fn header(&self, key: &str) -> Option<String> {

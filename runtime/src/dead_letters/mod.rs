@@ -78,6 +78,19 @@ pub enum DeadLetterError {
     },
 }
 
+impl DeadLetterError {
+    /// Whether the broker has no such queue (`NOT_FOUND`: never declared, deleted, or named
+    /// with another namespace), rather than one on a cluster node that is down.
+    pub fn is_missing_queue(&self) -> bool {
+        match self {
+            Self::Broker { source, .. } => {
+                crate::amqp::not_found(source) == Some(crate::amqp::NotFound::Gone)
+            }
+            Self::Publish { .. } => false,
+        }
+    }
+}
+
 /// One dead-letter queue on a connection: count it, peek at it, redrive it, purge it.
 ///
 /// ```no_run
