@@ -9,7 +9,7 @@ use warren_runtime::lapin::options::{
 };
 use warren_runtime::lapin::types::{FieldTable, ShortString};
 use warren_runtime::lapin::{BasicProperties, Channel};
-use warren_runtime::{Connection, Publisher, Topology, Worker};
+use warren_runtime::{Connection, Publisher, RpcClient, Topology, Worker};
 
 use crate::{RunningWorker, TestBroker};
 
@@ -106,6 +106,19 @@ impl Deployed {
         match Publisher::new(self.connection(), &self.topology).await {
             Ok(publisher) => publisher,
             Err(error) => panic!("no publishing channel in `{}`: {error}", self.namespace),
+        }
+    }
+
+    /// An RPC client on the test's topology; the generated `RpcClients::new(client)` gives
+    /// one typed method per rpc of the contract.
+    ///
+    /// # Panics
+    ///
+    /// When no channel opens (the broker went away).
+    pub async fn rpc_client(&self) -> RpcClient {
+        match RpcClient::new(self.connection(), &self.topology).await {
+            Ok(client) => client,
+            Err(error) => panic!("no rpc client channel in `{}`: {error}", self.namespace),
         }
     }
 

@@ -4,7 +4,8 @@
 //! when none answers: it never skips), declares the contract's topology under a namespace of
 //! its own ([`TestBroker::deploy`]: tests running at once on one broker never see each
 //! other's messages), runs the handlers under test in a worker ([`Deployed::worker`],
-//! [`Deployed::start`], or [`Deployed::run_worker`]), publishes with the generated publishers ([`Deployed::publisher`]),
+//! [`Deployed::start`], or [`Deployed::run_worker`]), publishes with the generated
+//! publishers ([`Deployed::publisher`]) and calls its rpcs ([`Deployed::rpc_client`]),
 //! waits for what should happen ([`Seen::wait_for`], [`wait_until`],
 //! [`Deployed::wait_until_ready`]), reads what was dead-lettered and why
 //! ([`Deployed::take_dead_letters`], [`QueuedDeadLetter::context`],

@@ -14,7 +14,7 @@ use warren_runtime::inbox::{Inbox, InboxTransaction};
 use warren_runtime::lapin::BasicProperties;
 use warren_runtime::lapin::types::ShortString;
 use warren_runtime::model::FailureReason;
-use warren_runtime::{Delivery, HandlerError, RpcClient, RpcError};
+use warren_runtime::{Delivery, HandlerError, RpcError};
 use warren_testkit::{Seen, TestBroker, wait_until};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -271,10 +271,7 @@ async fn quote_price_prices_a_basket_and_names_an_unknown_sku() {
     let mut running = deployed.run_worker(|worker| {
         consumers::register::quote_price(worker, handlers::Quotes);
     });
-    let client = RpcClient::new(deployed.connection(), deployed.topology())
-        .await
-        .expect("a client channel");
-    let rpcs = RpcClients::new(client);
+    let rpcs = RpcClients::new(deployed.rpc_client().await);
     let basket = |skus: &[&str]| QuoteRequest {
         skus: skus.iter().map(|sku| (*sku).to_owned()).collect(),
         region: "eu".to_owned(),
