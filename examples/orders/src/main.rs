@@ -44,7 +44,7 @@ use warren_example_orders::types::{
     Address, AddressLine1, CountryCode, Currency, LineItem, Money, OrderCancelled,
     OrderCancelledReason, OrderHeaders, OrderPlaced, QuoteRequest,
 };
-use warren_example_orders::{Handlers, Publishers, RpcClients, consumers, topology};
+use warren_example_orders::{Handlers, Publishers, RpcClients, consumers, place, topology};
 use warren_runtime::inbox::{Inbox, InboxTransaction};
 use warren_runtime::outbox::Outbox;
 use warren_runtime::{
@@ -361,52 +361,7 @@ impl Demo<'_> {
         let running = tokio::spawn(handlers.run(worker));
 
         let publishers = Publishers::new(publisher);
-        let headers = OrderHeaders::new("acme".to_owned());
-        let customers = [
-            "alice",
-            "bob",
-            "flaky-carol",
-            "dave",
-            "blocked",
-            "flaky-erin",
-        ];
-        // Each order and its event commit together (the outbox): what an HTTP endpoint calls.
-        for (n, customer) in (1..).zip(customers) {
-            warren_example_orders::place(
-                pool,
-                &outbox,
-                &publishers,
-                "eu",
-                &order(n, customer)?,
-                &headers,
-            )
-            .await?;
-        }
-        // Placing an order twice is refused by the database, and so is its event: nothing of
-        // the second attempt is stored or published.
-        let again = warren_example_orders::place(
-            pool,
-            &outbox,
-            &publishers,
-            "eu",
-            &order(1, "alice")?,
-            &headers,
-        )
-        .await;
-        println!(
-            "placed {} orders through the outbox; placing the first again: {}",
-            customers.len(),
-            again.map_or_else(|e| e.to_string(), |()| "placed?".to_owned())
-        );
-        // The builders (`Config::builders`) convert as they go, and report a required property
-        // left unset when `try_into` runs, not when the code compiles.
-        let cancelled: OrderCancelled = OrderCancelled::builder()
-            .order_id("0190a0b0-0000-7000-8000-000000000002")
-            .reason(OrderCancelledReason::CustomerRequest)
-            .try_into()?;
-        publishers.cancel_order("eu", &cancelled).await?;
-        println!("published 1 cancellation directly\n");
-
+        place_orders(pool, &outbox, &publishers).await?;
         quote(connection, topology).await?;
 
         // Transient failures come back after 500 ms (the first ttl-backoff tier).
@@ -426,6 +381,62 @@ impl Demo<'_> {
         }
         Ok(())
     }
+}
+
+/// Places six orders through the outbox, each with its event in one transaction (what an
+/// HTTP endpoint calls), the first a second time, which the database refuses, and publishes a
+/// cancellation directly.
+async fn place_orders<DB: Store>(
+    pool: &Pool<DB>,
+    outbox: &Outbox<DB>,
+    publishers: &Publishers,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let headers = OrderHeaders::new("acme".to_owned());
+    let customers = [
+        "alice",
+        "bob",
+        "flaky-carol",
+        "dave",
+        "blocked",
+        "flaky-erin",
+    ];
+    // Each order and its event commit together (the outbox): what an HTTP endpoint calls.
+    for (n, customer) in (1..).zip(customers) {
+        place(
+            pool,
+            outbox,
+            publishers,
+            "eu",
+            &order(n, customer)?,
+            &headers,
+        )
+        .await?;
+    }
+    // Placing an order twice is refused by the database, and so is its event: nothing of
+    // the second attempt is stored or published.
+    let again = place(
+        pool,
+        outbox,
+        publishers,
+        "eu",
+        &order(1, "alice")?,
+        &headers,
+    )
+    .await;
+    println!(
+        "placed {} orders through the outbox; placing the first again: {}",
+        customers.len(),
+        again.map_or_else(|e| e.to_string(), |()| "placed?".to_owned())
+    );
+    // The builders (`Config::builders`) convert as they go, and report a required property
+    // left unset when `try_into` runs, not when the code compiles.
+    let cancelled: OrderCancelled = OrderCancelled::builder()
+        .order_id("0190a0b0-0000-7000-8000-000000000002")
+        .reason(OrderCancelledReason::CustomerRequest)
+        .try_into()?;
+    publishers.cancel_order("eu", &cancelled).await?;
+    println!("published 1 cancellation directly\n");
+    Ok(())
 }
 
 /// Serves the metrics and the health, unless the address is taken (a second demo running):
