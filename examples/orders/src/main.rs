@@ -229,6 +229,20 @@ fn order(n: u32, customer: &str) -> Result<OrderPlaced, Box<dyn std::error::Erro
     ))
 }
 
+/// Log lines on stderr, as the README advises: warren's spans (its OpenTelemetry attributes)
+/// kept out of them, the service's own spans and every event kept.
+fn logging() {
+    use tracing_subscriber::filter::{LevelFilter, filter_fn};
+    use tracing_subscriber::prelude::*;
+    let lines = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_filter(filter_fn(|meta| {
+            !(meta.is_span() && meta.target().starts_with("warren_runtime"))
+                && LevelFilter::INFO >= *meta.level()
+        }));
+    tracing_subscriber::registry().with(lines).init();
+}
+
 /// The database the demo writes its orders, shipments, inbox and outbox to: SQLite, in a file
 /// of its own, unless `DATABASE_URL` names a PostgreSQL, where it works in a schema of its
 /// own. Both are removed at the end.
@@ -284,6 +298,7 @@ impl Database {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::var("AMQP_URL")
         .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
+    logging();
     // First: publishers and workers register their metrics when they start.
     let metrics = serve::install()?;
     // One URL, or a cluster's nodes, comma-separated: tried in turn when one fails.
