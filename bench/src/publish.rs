@@ -8,7 +8,8 @@
 //!    publish (`windowed`), with all the messages. Ratios against lapin at the best window.
 //!
 //! Warren is measured at two windows only, to keep the scenario within a few minutes at
-//! 100,000 messages.
+//! 100,000 messages. Then, with a twentieth of the messages, `publish_all` against the same
+//! publishes each awaited before the next.
 
 use std::time::{Duration, Instant};
 
@@ -29,6 +30,10 @@ enum Case {
     Lapin(usize),
     OneTask(usize),
     Tasks(usize),
+    /// Each publish awaited before the next is sent.
+    OneByOne,
+    /// `warren_runtime::publish_all`, this many in flight.
+    All(usize),
 }
 
 impl Case {
@@ -38,6 +43,8 @@ impl Case {
             Self::Lapin(window) => format!("lapin, window of {window} confirms"),
             Self::OneTask(window) => format!("warren Publishers, one task, {window} in flight"),
             Self::Tasks(window) => format!("warren Publishers, task each, {window} in flight"),
+            Self::OneByOne => "warren Publishers, one by one (each awaited)".to_owned(),
+            Self::All(window) => format!("warren publish_all, {window} in flight"),
         };
         name.leak()
     }
@@ -57,8 +64,23 @@ impl Case {
             }
             Self::OneTask(window) => one_task(connection, topology, n, window).await,
             Self::Tasks(window) => tasks(connection, topology, n, window).await,
+            Self::OneByOne => one_by_one(connection, topology, n).await,
+            Self::All(window) => all(connection, topology, n, window).await,
         }
     }
+}
+
+/// The generated publishers of `topology` and `n` orders to publish with them, made before a
+/// round's clock starts.
+async fn ready(
+    connection: &Connection,
+    topology: &Topology,
+    n: usize,
+) -> Result<(crate::Publishers, Vec<types::BenchOrder>)> {
+    Ok((
+        publishers(connection, topology).await?,
+        (0..n).map(order).collect(),
+    ))
 }
 
 /// The generated publisher from one task: up to `window` publish futures polled together,
@@ -69,8 +91,7 @@ async fn one_task(
     n: usize,
     window: usize,
 ) -> Result<Duration> {
-    let publishers = publishers(connection, topology).await?;
-    let orders: Vec<types::BenchOrder> = (0..n).map(order).collect();
+    let (publishers, orders) = ready(connection, topology, n).await?;
     let started = Instant::now();
     let mut in_flight = FuturesUnordered::new();
     for order in &orders {
@@ -87,6 +108,36 @@ async fn one_task(
     Ok(started.elapsed())
 }
 
+/// The generated publisher, each publish awaited before the next: a round trip per message.
+async fn one_by_one(connection: &Connection, topology: &Topology, n: usize) -> Result<Duration> {
+    let (publishers, orders) = ready(connection, topology, n).await?;
+    let started = Instant::now();
+    for order in &orders {
+        publishers.publish_order(order).await?;
+    }
+    Ok(started.elapsed())
+}
+
+/// The generated publisher through `publish_all`, up to `window` in flight, every result
+/// checked.
+async fn all(
+    connection: &Connection,
+    topology: &Topology,
+    n: usize,
+    window: usize,
+) -> Result<Duration> {
+    let (publishers, orders) = ready(connection, topology, n).await?;
+    let started = Instant::now();
+    let results =
+        warren_runtime::publish_all(orders.iter().map(|o| publishers.publish_order(o)), window)
+            .await;
+    let elapsed = started.elapsed();
+    results
+        .into_iter()
+        .collect::<std::result::Result<(), _>>()?;
+    Ok(elapsed)
+}
+
 /// The generated publisher from a task per publish, up to `window` at once.
 async fn tasks(
     connection: &Connection,
@@ -94,8 +145,7 @@ async fn tasks(
     n: usize,
     window: usize,
 ) -> Result<Duration> {
-    let publishers = publishers(connection, topology).await?;
-    let orders: Vec<types::BenchOrder> = (0..n).map(order).collect();
+    let (publishers, orders) = ready(connection, topology, n).await?;
     let started = Instant::now();
     windowed_by(
         window,
@@ -187,5 +237,15 @@ pub async fn bench(
     );
     let rows = rounds(connection, plain, topology, &cases, n).await?;
     crate::print(&rows, Case::Lapin(best_window).name());
+
+    // One by one waits a round trip per message: a twentieth of the messages.
+    let batch_n = (n / 20).max(1);
+    println!(
+        "\nbatch publish ({batch_n} messages, median of {ROUNDS} rounds; ratios against \
+         publishing one by one):"
+    );
+    let cases = [Case::OneByOne, Case::All(USUAL_WINDOW)];
+    let rows = rounds(connection, plain, topology, &cases, batch_n).await?;
+    crate::print(&rows, Case::OneByOne.name());
     Ok(())
 }

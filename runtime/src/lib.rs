@@ -115,6 +115,7 @@ pub mod metrics;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 pub mod outbox;
 pub mod plan;
+mod publish_all;
 mod publish_time;
 mod publisher;
 mod retry_after;
@@ -140,6 +141,7 @@ pub use failure::FailureContext;
 pub use health::HealthHandle;
 pub use message::{Message, NoHeaders};
 pub use model::Topology;
+pub use publish_all::publish_all;
 pub use publisher::{DEFAULT_PUBLISH_TIMEOUT, PublishOptions, Publisher};
 pub use retry_after::{MAX_RETRY_AFTER, parse_retry_after};
 pub use rpc::{CallOptions, NoErrors, RpcClient, RpcError, RpcHandlerError};

@@ -218,3 +218,54 @@ async fn a_consumer_cancelled_by_the_broker_stops_the_worker_with_an_error() {
     };
     assert!(named, "{error}");
 }
+
+/// Many publishes from one task (`publish_all`): pipelined, their confirms awaited together,
+/// each message's result in the order given; an invalid message and an unroutable one fail
+/// alone, and every other message is handled once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publish_all_reports_each_message_and_sends_the_rest() {
+    let h = Harness::start("publish-all").await;
+    let headers = warren_broker_tests::headers();
+    let jobs: Vec<_> = (0..300)
+        .map(|n| match n {
+            100 => warren_broker_tests::types::Job {
+                amount: 5000,
+                ..job("invalid", JobBehaviour::Ok)
+            },
+            _ => job(&format!("many-{n}"), JobBehaviour::Ok),
+        })
+        .collect();
+    let publishes = jobs.iter().enumerate().map(|(n, job)| {
+        let (publishers, headers) = (&h.publishers, &headers);
+        async move {
+            if n == 200 {
+                publishers.nowhere(job, headers).await
+            } else {
+                publishers.submit("none", job, headers).await
+            }
+        }
+    });
+    let results = warren_runtime::publish_all(publishes, 64).await;
+    assert_eq!(results.len(), jobs.len(), "a result per message");
+    for (n, result) in results.iter().enumerate() {
+        match n {
+            100 => assert!(
+                matches!(result, Err(PublishError::Invalid { .. })),
+                "{result:?}"
+            ),
+            200 => assert!(
+                matches!(result, Err(PublishError::Unroutable { .. })),
+                "{result:?}"
+            ),
+            _ => assert!(result.is_ok(), "message {n}: {result:?}"),
+        }
+    }
+    for n in (0..300).filter(|n| ![100, 200].contains(n)) {
+        let attempts = h
+            .recorder
+            .wait_attempts(&format!("many-{n}"), 1, WAIT)
+            .await;
+        assert_eq!(attempts.len(), 1, "many-{n} handled once");
+    }
+    h.stop().await.expect("the worker stops cleanly");
+}
