@@ -75,7 +75,7 @@ async fn warren(connection: &Connection, topology: &Topology, n: usize) -> Resul
     let stop = worker.shutdown_handle();
     let started = Instant::now();
     let running = tokio::spawn(worker.run());
-    count.0.1.notified().await;
+    count.all_seen().await;
     let elapsed = started.elapsed();
     stop.shutdown();
     running.await??;

@@ -13,18 +13,15 @@
 //!
 //! Everything runs in interleaved rounds; tables of the run's own are dropped afterwards.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
-use tokio::sync::Notify;
 use warren_runtime::inbox::{Inbox, InboxTransaction};
 use warren_runtime::outbox::{DEFAULT_BATCH, Outbox};
 use warren_runtime::{Connection, Delivery, HandlerError, Publisher, Topology, Worker};
 
-use crate::{ROUNDS, Result, Round, Row, WINDOW, order, print, windowed};
+use crate::{Count, ROUNDS, Result, Round, Row, WINDOW, order, print, windowed};
 
 // The generated API is wider than this scenario uses (`Handlers`, `Publishers::with`).
 #[allow(dead_code)]
@@ -109,35 +106,12 @@ async fn write_effect(
     Ok(())
 }
 
-/// Counts handled messages and says when `n` were.
-struct Progress {
-    handled: AtomicUsize,
-    n: usize,
-    done: Notify,
-}
-
-impl Progress {
-    fn new(n: usize) -> Arc<Self> {
-        Arc::new(Self {
-            handled: AtomicUsize::new(0),
-            n,
-            done: Notify::new(),
-        })
-    }
-
-    fn handled(&self) {
-        if self.handled.fetch_add(1, Ordering::Relaxed) + 1 == self.n {
-            self.done.notify_one();
-        }
-    }
-}
-
 /// The plain handler: its own transaction, one row.
 #[derive(Clone)]
 struct Plain {
     pool: PgPool,
     table: String,
-    progress: Arc<Progress>,
+    progress: Count,
 }
 
 impl consumers::ApplyPlain for Plain {
@@ -148,7 +122,7 @@ impl consumers::ApplyPlain for Plain {
         let mut transaction = self.pool.begin().await?;
         write_effect(&mut transaction, &self.table, delivery.payload()).await?;
         transaction.commit().await?;
-        self.progress.handled();
+        self.progress.seen();
         Ok(())
     }
 }
@@ -158,7 +132,7 @@ impl consumers::ApplyPlain for Plain {
 struct Inboxed {
     inbox: Inbox<sqlx::Postgres>,
     table: String,
-    progress: Arc<Progress>,
+    progress: Count,
 }
 
 impl consumers::ApplyInbox for Inboxed {
@@ -176,7 +150,7 @@ impl consumers::ApplyInbox for Inboxed {
         write_effect(transaction, &self.table, delivery.payload()).await?;
         // Counted before the inbox commits: the time is taken once the worker stopped, after
         // its last commit.
-        self.progress.handled();
+        self.progress.seen();
         Ok(())
     }
 }
@@ -207,7 +181,7 @@ async fn fill(
 async fn consume(
     connection: &Connection,
     topology: &Topology,
-    progress: &Progress,
+    progress: &Count,
     register: impl FnOnce(&mut Worker),
 ) -> Result<Duration> {
     let mut worker = Worker::new(connection.clone(), topology.clone());
@@ -215,7 +189,7 @@ async fn consume(
     let stop = worker.shutdown_handle();
     let started = Instant::now();
     let running = tokio::spawn(worker.run());
-    progress.done.notified().await;
+    progress.all_seen().await;
     stop.shutdown();
     running.await??;
     Ok(started.elapsed())
@@ -369,7 +343,7 @@ async fn bench_inbox(context: &Context<'_>, inbox: &Inbox<sqlx::Postgres>) -> Re
     for _ in 0..ROUNDS {
         for ((_, queue), measured) in sides.iter().zip(&mut rounds) {
             fill(context.publishers, queue, context.orders).await?;
-            let progress = Progress::new(n);
+            let progress = Count::new(n);
             let round = if *queue == "effects-plain" {
                 let plain = Plain {
                     pool: context.pool.clone(),

@@ -328,10 +328,7 @@ impl consumers::ConsumeOrder for Count {
         &self,
         _delivery: Delivery<types::BenchOrder>,
     ) -> std::result::Result<(), HandlerError> {
-        let (seen, done, n) = &*self.0;
-        if seen.fetch_add(1, Ordering::Relaxed) + 1 == *n {
-            done.notify_one();
-        }
+        self.seen();
         Ok(())
     }
 }
@@ -345,6 +342,19 @@ impl Count {
     /// For consumers that get no messages in a scenario.
     fn idle() -> Self {
         Self::new(usize::MAX)
+    }
+
+    /// Counts one message, and notifies when it is the `n`th.
+    fn seen(&self) {
+        let (seen, done, n) = &*self.0;
+        if seen.fetch_add(1, Ordering::Relaxed) + 1 == *n {
+            done.notify_one();
+        }
+    }
+
+    /// Until the `n`th message was seen.
+    async fn all_seen(&self) {
+        self.0.1.notified().await;
     }
 }
 
@@ -395,7 +405,7 @@ async fn warren_consume(
     let stop = worker.shutdown_handle();
     let started = Instant::now();
     let running = tokio::spawn(handlers(count.clone()).run(worker));
-    count.0.1.notified().await;
+    count.all_seen().await;
     let elapsed = started.elapsed();
     stop.shutdown();
     running.await??;

@@ -554,7 +554,7 @@ fn valid_line(c: &warren_codegen::contract::Contract) -> String {
 }
 
 /// `n` things: `1 queue`, `2 queues`.
-fn counted(n: usize, one: &str, many: &str) -> String {
+pub(crate) fn counted(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 

@@ -168,10 +168,11 @@ async fn drain<DB: Backend>(
         status: 1,
         message: format!(
             "error: {} still waiting{}\n",
-            match backlog.pending {
-                1 => "1 row is".to_owned(),
-                n => format!("{n} rows are"),
-            },
+            crate::counted(
+                usize::try_from(backlog.pending).unwrap_or(usize::MAX),
+                "row is",
+                "rows are"
+            ),
             last_error.map_or(String::new(), |e| format!(
                 "; the last error: {}",
                 escape(&e)

@@ -113,18 +113,18 @@ mod tests {
     #[test]
     fn opens_after_consecutive_retryable_failures_and_closes_on_success() {
         let breaker = breaker(3);
-        breaker.record(Some(Failure::Retryable { after: None }));
-        breaker.record(Some(Failure::Retryable { after: None }));
+        breaker.record(Some(Failure::RETRYABLE));
+        breaker.record(Some(Failure::RETRYABLE));
         breaker.record(None);
-        breaker.record(Some(Failure::Retryable { after: None }));
-        breaker.record(Some(Failure::Retryable { after: None }));
+        breaker.record(Some(Failure::RETRYABLE));
+        breaker.record(Some(Failure::RETRYABLE));
         assert!(breaker.open_until().is_none(), "a success reset the count");
         breaker.record(Some(Failure::NonRetryable));
         assert!(
             breaker.open_until().is_none(),
             "non-retryable failures do not count"
         );
-        breaker.record(Some(Failure::Retryable { after: None }));
+        breaker.record(Some(Failure::RETRYABLE));
         assert!(breaker.open_until().is_some());
         breaker.record(None);
         assert!(breaker.open_until().is_none());

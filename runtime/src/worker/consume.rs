@@ -87,7 +87,7 @@ fn outcome(caught: std::thread::Result<Result<(), HandlerError>>) -> Result<(), 
             Err((failure, error.cause().to_string()))
         }
         Err(panic) => Err((
-            Failure::Retryable { after: None },
+            Failure::RETRYABLE,
             format!("handler panicked: {}", panic_text(&*panic)),
         )),
     }

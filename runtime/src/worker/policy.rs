@@ -38,6 +38,9 @@ pub(crate) enum Failure {
 }
 
 impl Failure {
+    /// A retryable failure with no delay asked for: a panic, or a plain retryable error.
+    pub(crate) const RETRYABLE: Self = Self::Retryable { after: None };
+
     /// The failure as a trace's `error.type`: its reason for poison, else what the handler
     /// (or warren) said.
     pub(crate) fn as_str(self) -> &'static str {
@@ -195,8 +198,6 @@ mod tests {
         Retry,
     };
 
-    const RETRYABLE: Failure = Failure::Retryable { after: None };
-
     fn queue(kind: QueueKind, retry: Retry) -> Queue {
         Queue {
             retry,
@@ -256,7 +257,7 @@ mod tests {
     fn ttl_backoff_walks_the_tiers_then_applies_exhausted() {
         let q = queue(QueueKind::Quorum, backoff(Exhausted::Drop));
         let tiers: Vec<_> = (0..3)
-            .map(|n| match decide(&q, n, RETRYABLE, 0.0) {
+            .map(|n| match decide(&q, n, Failure::RETRYABLE, 0.0) {
                 Decision::Retry {
                     routing_key,
                     retry_count,
@@ -274,7 +275,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            decide(&q, 3, RETRYABLE, 0.0),
+            decide(&q, 3, Failure::RETRYABLE, 0.0),
             Decision::Drop {
                 reason: FailureReason::Exhausted
             }
@@ -289,18 +290,18 @@ mod tests {
         };
         let quorum = queue(QueueKind::Quorum, retry.clone());
         assert_eq!(
-            decide(&quorum, 1, RETRYABLE, 0.0),
+            decide(&quorum, 1, Failure::RETRYABLE, 0.0),
             Decision::Requeue { exhausted: false }
         );
         assert_eq!(
-            decide(&quorum, 2, RETRYABLE, 0.0),
+            decide(&quorum, 2, Failure::RETRYABLE, 0.0),
             Decision::DeadLetter {
                 reason: FailureReason::Exhausted
             }
         );
         let classic = queue(QueueKind::Classic, retry);
         assert_eq!(
-            decide(&classic, 0, RETRYABLE, 0.0),
+            decide(&classic, 0, Failure::RETRYABLE, 0.0),
             Decision::Retry {
                 routing_key: "work".into(),
                 retry_count: 1
@@ -314,7 +315,7 @@ mod tests {
     fn counts_saturate() {
         let q = queue(QueueKind::Classic, backoff(Exhausted::Requeue));
         assert_eq!(
-            decide(&q, u32::MAX, RETRYABLE, 0.0),
+            decide(&q, u32::MAX, Failure::RETRYABLE, 0.0),
             Decision::Retry {
                 routing_key: "work.wait.300ms".into(),
                 retry_count: u32::MAX
@@ -332,7 +333,7 @@ mod tests {
     fn no_retry_mode_dead_letters_retryable_failures() {
         let q = queue(QueueKind::Quorum, Retry::None);
         assert_eq!(
-            decide(&q, 0, RETRYABLE, 0.0),
+            decide(&q, 0, Failure::RETRYABLE, 0.0),
             Decision::DeadLetter {
                 reason: FailureReason::Exhausted
             }
@@ -346,7 +347,9 @@ mod tests {
     fn quorum_native_dead_letters_the_last_allowed_delivery() {
         let mut q = queue(QueueKind::Quorum, Retry::QuorumNative);
         q.delivery_limit = DeliveryLimit::Count(2);
-        let outcomes: Vec<_> = (0..4).map(|n| decide(&q, n, RETRYABLE, 0.0)).collect();
+        let outcomes: Vec<_> = (0..4)
+            .map(|n| decide(&q, n, Failure::RETRYABLE, 0.0))
+            .collect();
         let requeue = Decision::Requeue { exhausted: false };
         let dead = Decision::DeadLetter {
             reason: FailureReason::Exhausted,
@@ -357,20 +360,23 @@ mod tests {
         );
         // The derived limit (none set): 1, so the first redelivery is the last.
         q.delivery_limit = DeliveryLimit::Derived;
-        assert_eq!(decide(&q, 0, RETRYABLE, 0.0), requeue);
+        assert_eq!(decide(&q, 0, Failure::RETRYABLE, 0.0), requeue);
         assert_eq!(
-            decide(&q, 1, RETRYABLE, 0.0),
+            decide(&q, 1, Failure::RETRYABLE, 0.0),
             Decision::DeadLetter {
                 reason: FailureReason::Exhausted
             }
         );
         // Nowhere to dead-letter: no limit, requeued for good, never discarded.
         q.dead_letter = None;
-        assert_eq!(decide(&q, u32::MAX, RETRYABLE, 0.0), requeue);
+        assert_eq!(decide(&q, u32::MAX, Failure::RETRYABLE, 0.0), requeue);
         // An explicit limit of "unlimited" is no limit either.
         let mut unlimited = queue(QueueKind::Quorum, Retry::QuorumNative);
         unlimited.delivery_limit = DeliveryLimit::Count(crate::model::QUORUM_UNLIMITED);
-        assert_eq!(decide(&unlimited, u32::MAX, RETRYABLE, 0.0), requeue);
+        assert_eq!(
+            decide(&unlimited, u32::MAX, Failure::RETRYABLE, 0.0),
+            requeue
+        );
     }
 
     /// A topology whose tiers do not match its backoff (edited by hand; `Worker::run` refuses
@@ -384,7 +390,7 @@ mod tests {
             backoff.tiers.remove(1);
         }
         assert_eq!(
-            decide(&q, 1, RETRYABLE, 0.0),
+            decide(&q, 1, Failure::RETRYABLE, 0.0),
             Decision::DeadLetter {
                 reason: FailureReason::InternalError
             }
@@ -392,7 +398,7 @@ mod tests {
         // With nowhere to dead-letter, it goes back to the queue rather than being lost.
         q.dead_letter = None;
         assert_eq!(
-            decide(&q, 1, RETRYABLE, 0.0),
+            decide(&q, 1, Failure::RETRYABLE, 0.0),
             Decision::Requeue { exhausted: false }
         );
     }
@@ -435,7 +441,7 @@ mod tests {
         );
         assert_eq!(
             decide(&requeue, 0, after(5000), 0.0),
-            decide(&requeue, 0, RETRYABLE, 0.0)
+            decide(&requeue, 0, Failure::RETRYABLE, 0.0)
         );
     }
 }

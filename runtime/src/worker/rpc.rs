@@ -310,7 +310,7 @@ impl<H> Serving<H> {
                 ),
             )),
             NodeCheck::Unknown(why) => Err((
-                Failure::Retryable { after: None },
+                Failure::RETRYABLE,
                 format!("whether the node of its reply-to (hash {node}) runs is unknown: {why}"),
             )),
         }

@@ -33,6 +33,23 @@ impl<DB: TestDatabase> Clone for Bookkeeper<DB> {
 }
 
 impl<DB: TestDatabase> Bookkeeper<DB> {
+    /// A bookkeeper recording in `inbox` and writing into table `effects`, nothing written yet.
+    pub fn new(inbox: Inbox<DB>, effects: &str) -> Self {
+        Self {
+            inbox,
+            effects: effects.to_owned(),
+            written: Arc::default(),
+        }
+    }
+
+    /// The generated handlers of the ledger: this bookkeeper for both consumers.
+    pub fn handlers(&self) -> crate::ledger::Handlers<Self, Self> {
+        crate::ledger::Handlers {
+            apply: self.clone(),
+            apply_batch: self.clone(),
+        }
+    }
+
     async fn write(
         &self,
         delivery: &Delivery<Entry>,

@@ -153,6 +153,8 @@ pub trait TestDatabase: Backend {
     ) -> BoxFuture<'a, Result<(), sqlx::Error>>;
     /// How many rows of `effects` each job id has.
     fn effects<'a>(pool: &'a Pool<Self>, effects: &'a str) -> BoxFuture<'a, BTreeMap<String, i64>>;
+    /// How many rows `table` holds.
+    fn rows<'a>(pool: &'a Pool<Self>, table: &'a str) -> BoxFuture<'a, i64>;
 
     /// Creates table `effects`.
     fn create_effects<'a>(pool: &'a Pool<Self>, effects: &'a str) -> BoxFuture<'a, ()> {
@@ -205,6 +207,15 @@ macro_rules! test_database {
                         .expect("the effects are read")
                         .into_iter()
                         .collect()
+                })
+            }
+
+            fn rows<'a>(pool: &'a Pool<Self>, table: &'a str) -> BoxFuture<'a, i64> {
+                Box::pin(async move {
+                    sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
+                        .fetch_one(pool)
+                        .await
+                        .unwrap_or_else(|e| panic!("{table} is read: {e}"))
                 })
             }
         }

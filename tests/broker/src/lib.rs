@@ -659,19 +659,19 @@ impl Harness {
         self.deployed.ready(name).await
     }
 
-    /// The wait queues of `queue`, as the contract names them.
-    fn wait_queues_of(&self, queue: &str) -> Vec<String> {
+    /// The wait queues of `queue`, as the contract names them, with their delays.
+    fn wait_queues_of(&self, queue: &str) -> Vec<(String, Duration)> {
         let of = self.name(queue);
         let namespace = self.deployed.namespace();
         self.topology
             .queues
             .iter()
-            .filter(|wait| matches!(&wait.role, QueueRole::Wait { queue, .. } if *queue == of))
-            .map(|wait| {
-                wait.name
-                    .strip_prefix(namespace)
-                    .unwrap_or(&wait.name)
-                    .to_owned()
+            .filter_map(|wait| match &wait.role {
+                QueueRole::Wait { queue, delay } if *queue == of => {
+                    let name = wait.name.strip_prefix(namespace).unwrap_or(&wait.name);
+                    Some((name.to_owned(), *delay))
+                }
+                _ => None,
             })
             .collect()
     }
@@ -679,26 +679,16 @@ impl Harness {
     /// The wait queue of `queue` (a contract name) whose retries wait `delay`, as the
     /// contract names it.
     pub fn wait_queue(&self, queue: &str, delay: Duration) -> String {
-        let of = self.name(queue);
-        let wait = self
-            .topology
-            .queues
-            .iter()
-            .find(|wait| {
-                matches!(&wait.role, QueueRole::Wait { queue, delay: d } if *queue == of && *d == delay)
-            })
-            .unwrap_or_else(|| panic!("`{queue}` has a wait queue of {delay:?}"));
-        let namespace = self.deployed.namespace();
-        wait.name
-            .strip_prefix(namespace)
-            .unwrap_or(&wait.name)
-            .to_owned()
+        self.wait_queues_of(queue)
+            .into_iter()
+            .find_map(|(name, waits)| (waits == delay).then_some(name))
+            .unwrap_or_else(|| panic!("`{queue}` has a wait queue of {delay:?}"))
     }
 
     /// The messages ready in the wait queues of `queue` (a contract name).
     pub async fn held_retries(&self, queue: &str) -> u32 {
         let mut held = 0;
-        for wait in self.wait_queues_of(queue) {
+        for (wait, _) in self.wait_queues_of(queue) {
             held += self.ready(&wait).await;
         }
         held
@@ -710,7 +700,7 @@ impl Harness {
     /// queue's dead-lettering); a test tells the two apart with this.
     pub async fn take_held_retries(&self, queue: &str) -> BTreeMap<String, Vec<String>> {
         let mut held = BTreeMap::new();
-        for wait in self.wait_queues_of(queue) {
+        for (wait, _) in self.wait_queues_of(queue) {
             let depth = self.ready(&wait).await;
             if depth == 0 {
                 continue;

@@ -451,15 +451,12 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
     // The retries still held in wait queues, by id (taken: the test is over): a message is
     // lost only when it is in no queue once everything settled.
     let namespace = harness.name("");
-    let mut held_ids: BTreeSet<String> = BTreeSet::new();
-    for (name, count) in &held_after {
-        let contract_name = name.strip_prefix(&namespace).unwrap_or(name);
-        let taken = harness
-            .deployed
-            .take_dead_letters(contract_name, *count, Duration::from_secs(1))
-            .await;
-        held_ids.extend(ids(taken));
-    }
+    let held_ids: BTreeSet<String> = harness
+        .take_held_retries("cluster")
+        .await
+        .into_values()
+        .flatten()
+        .collect();
     let lost: Vec<&String> = published
         .confirmed
         .keys()

@@ -231,15 +231,8 @@ fn entry(id: &str, fail_first: bool) -> Entry {
 async fn generated_consumers_once<DB: TestDatabase>(deployed: &Deployed, pool: &Pool<DB>) {
     let tables = Tables::create(deployed, pool).await;
     let effects = &tables.effects;
-    let bookkeeper = Bookkeeper {
-        inbox: tables.inbox.clone(),
-        effects: effects.clone(),
-        written: Arc::default(),
-    };
-    let handlers = ledger::Handlers {
-        apply: bookkeeper.clone(),
-        apply_batch: bookkeeper.clone(),
-    };
+    let bookkeeper = Bookkeeper::new(tables.inbox.clone(), effects);
+    let handlers = bookkeeper.handlers();
     let running = deployed.run_worker(move |worker| handlers.register(worker));
     let publishers = ledger::Publishers::new(deployed.publisher().await);
     let mut expected = BTreeMap::new();
@@ -318,26 +311,21 @@ async fn on_postgres_a_database_that_refuses_is_retried_then_dead_lettered_never
         &format!("ALTER TABLE {effects} ADD CONSTRAINT refused CHECK (job_id <> 'refused')"),
     )
     .await;
-    let constrained = Bookkeeper {
-        inbox: tables.inbox.clone(),
-        effects: effects.clone(),
-        written: Arc::default(),
-    };
+    let constrained = Bookkeeper::new(tables.inbox.clone(), effects);
     // Nothing listens on port 1: every connection is refused.
     let nobody = PgPoolOptions::new()
         .acquire_timeout(Duration::from_secs(2))
         .connect_lazy("postgres://postgres@127.0.0.1:1/test")
         .expect("a PostgreSQL URL");
-    let unreachable = Bookkeeper {
-        inbox: Inbox::new(nobody)
+    let unreachable = Bookkeeper::new(
+        Inbox::new(nobody)
             .table(&tables.inbox_table)
             .expect("a plain identifier"),
-        effects: effects.clone(),
-        written: Arc::default(),
-    };
+        effects,
+    );
     let handlers = ledger::Handlers {
         apply: constrained,
-        apply_batch: unreachable.clone(),
+        apply_batch: unreachable,
     };
     let running = deployed.run_worker(move |worker| handlers.register(worker));
     let publishers = ledger::Publishers::new(deployed.publisher().await);
@@ -391,10 +379,7 @@ async fn on_postgres_a_database_that_refuses_is_retried_then_dead_lettered_never
         BTreeMap::from([("accepted".to_owned(), 1)]),
         "only the accepted entry's effect"
     );
-    let recorded: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {}", tables.inbox_table))
-        .fetch_one(&pool)
-        .await
-        .expect("the inbox is read");
+    let recorded = sqlx::Postgres::rows(&pool, &tables.inbox_table).await;
     assert_eq!(recorded, 1, "only the accepted entry is recorded");
     tables.drop(&pool).await;
     deployed.cleanup().await;
@@ -412,17 +397,13 @@ async fn on_sqlite_a_full_database_is_retried_then_dead_lettered_never_acked() {
     let tables = Tables::create(&deployed, &pool).await;
     pool.close().await;
     let full = database::sqlite_full(&deployed).await;
-    let bookkeeper = Bookkeeper {
-        inbox: Inbox::new(full.clone())
+    let handlers = Bookkeeper::new(
+        Inbox::new(full.clone())
             .table(&tables.inbox_table)
             .expect("a plain identifier"),
-        effects: tables.effects.clone(),
-        written: Arc::default(),
-    };
-    let handlers = ledger::Handlers {
-        apply: bookkeeper.clone(),
-        apply_batch: bookkeeper,
-    };
+        &tables.effects,
+    )
+    .handlers();
     let running = deployed.run_worker(move |worker| handlers.register(worker));
     let publishers = ledger::Publishers::new(deployed.publisher().await);
     let big = "x".repeat(8 * 1024);
@@ -457,10 +438,7 @@ async fn on_sqlite_a_full_database_is_retried_then_dead_lettered_never_acked() {
         BTreeMap::from([("small".to_owned(), 1)]),
         "only the small entry's effect"
     );
-    let recorded: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {}", tables.inbox_table))
-        .fetch_one(&full)
-        .await
-        .expect("the inbox is read");
+    let recorded = sqlx::Sqlite::rows(&full, &tables.inbox_table).await;
     assert_eq!(recorded, 1, "only the small entry is recorded");
     database::drop_sqlite(full, &deployed).await;
     deployed.cleanup().await;

@@ -15,7 +15,6 @@
 //! exits: so a test can stop it cleanly, and one that dies leaves nothing behind.
 
 use std::io::Write;
-use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::PgPool;
@@ -93,17 +92,10 @@ async fn main() {
     let effects = env("LEDGER_EFFECTS");
     match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["consume"] => {
-            let bookkeeper = Bookkeeper {
-                inbox,
-                effects,
-                written: Arc::default(),
-            };
-            let handlers = ledger::Handlers {
-                apply: bookkeeper.clone(),
-                apply_batch: bookkeeper,
-            };
             let mut worker = Worker::new(connection, topology);
-            handlers.register(&mut worker);
+            Bookkeeper::new(inbox, &effects)
+                .handlers()
+                .register(&mut worker);
             run(worker).await;
         }
         ["abort-after-commit", id] => {
