@@ -98,6 +98,7 @@ mod amqp;
 mod base64;
 mod clock;
 mod codec;
+mod confirms;
 mod connection;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 pub mod database;

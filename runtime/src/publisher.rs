@@ -3,13 +3,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
+use lapin::BasicProperties;
 use lapin::types::{FieldTable, ShortString};
-use lapin::{BasicProperties, Channel, Confirmation};
 use tracing::Instrument as _;
 
 use crate::clock::unix_seconds;
 use crate::codec::{compress, validated_payload};
+use crate::confirms::{ConfirmChannel, Outcome};
 use crate::error::{MessagePart, ShortField};
 use crate::model::limits::{MAX_EXPIRATION_MILLIS, MAX_SHORT_STRING};
 use crate::model::rpc::DIRECT_REPLY_TO;
@@ -194,7 +194,7 @@ pub struct Publisher {
 /// The publishing channel, shared by clones, and the lock that serialises reopening it.
 #[derive(Default)]
 struct ChannelSlot {
-    current: std::sync::Mutex<Option<Channel>>,
+    current: std::sync::Mutex<Option<ConfirmChannel>>,
     reopening: tokio::sync::Mutex<()>,
 }
 
@@ -302,7 +302,10 @@ impl Publisher {
     }
 
     /// An open channel in confirm mode: the current one, or a new one on the current link.
-    async fn channel(&self, deadline: tokio::time::Instant) -> Result<Channel, PublishError> {
+    async fn channel(
+        &self,
+        deadline: tokio::time::Instant,
+    ) -> Result<ConfirmChannel, PublishError> {
         if let Some(channel) = self.open_channel() {
             return Ok(channel);
         }
@@ -317,18 +320,15 @@ impl Publisher {
             .current(wait)
             .await
             .map_err(|_| PublishError::NotConnected(self.timeout))?;
-        let channel = connection.create_channel().await?;
-        channel
-            .confirm_select(ConfirmSelectOptions::default())
-            .await?;
+        let channel = ConfirmChannel::open(&connection).await?;
         *lock(&self.channel.current) = Some(channel.clone());
         Ok(channel)
     }
 
-    fn open_channel(&self) -> Option<Channel> {
+    fn open_channel(&self) -> Option<ConfirmChannel> {
         lock(&self.channel.current)
             .as_ref()
-            .filter(|channel| channel.status().connected())
+            .filter(|channel| channel.channel().status().connected())
             .cloned()
     }
 
@@ -406,46 +406,33 @@ pub(crate) struct Address<'a> {
     pub routing: Routing,
 }
 
-/// Publishes on `channel` (in confirm mode) and waits for the broker's confirm until
+/// Publishes on `channel` and waits for the broker's verdict on this message until
 /// `deadline`: `None` when it passed first. `sent` runs once the message is written, before
 /// the confirm is awaited. Names must be checked as short strings first.
 pub(crate) async fn confirmed(
-    channel: &Channel,
+    channel: &ConfirmChannel,
     address: Address<'_>,
     body: &[u8],
     properties: BasicProperties,
     deadline: tokio::time::Instant,
     sent: impl FnOnce(),
-) -> Option<Result<Confirmation, lapin::Error>> {
-    let confirmed = async {
-        let confirm = channel
-            .basic_publish(
-                ShortString::from(address.exchange),
-                ShortString::from(address.routing_key),
-                BasicPublishOptions {
-                    mandatory: address.routing == Routing::Mandatory,
-                    ..BasicPublishOptions::default()
-                },
-                body,
-                properties,
-            )
-            .await?;
-        sent();
-        confirm.await
-    };
+) -> Option<Result<Outcome, lapin::Error>> {
+    let route = (address.exchange, address.routing_key);
+    let mandatory = address.routing == Routing::Mandatory;
+    let confirmed = channel.publish(route, mandatory, body, properties, sent);
     tokio::time::timeout_at(deadline, confirmed).await.ok()
 }
 
 /// What a publish's confirm (`None`: none came in `timeout`) means, on `connection`: the
 /// one reading of confirms that publishers, worker copies and RPC requests share.
 pub(crate) fn confirmation(
-    confirmed: Option<Result<Confirmation, lapin::Error>>,
+    confirmed: Option<Result<Outcome, lapin::Error>>,
     address: Address<'_>,
     connection: &Connection,
     timeout: Duration,
 ) -> Result<(), PublishError> {
-    let confirmation = match confirmed {
-        Some(Ok(confirmation)) => confirmation,
+    let outcome = match confirmed {
+        Some(Ok(outcome)) => outcome,
         Some(Err(error)) => return Err(PublishError::Unconfirmed(error)),
         None => {
             return Err(match connection.blocked() {
@@ -454,25 +441,19 @@ pub(crate) fn confirmation(
             });
         }
     };
-    let route = || (address.exchange.to_owned(), address.routing_key.to_owned());
-    match confirmation {
-        Confirmation::Ack(None) | Confirmation::NotRequested => Ok(()),
-        // Returned: only a `mandatory` message is; an optional one is dropped unseen.
-        Confirmation::Ack(Some(_)) if address.routing == Routing::Optional => Ok(()),
-        Confirmation::Ack(Some(_)) => {
-            let (exchange, routing_key) = route();
-            Err(PublishError::Unroutable {
-                exchange,
-                routing_key,
-            })
-        }
-        Confirmation::Nack(_) => {
-            let (exchange, routing_key) = route();
-            Err(PublishError::Nacked {
-                exchange,
-                routing_key,
-            })
-        }
+    let (exchange, routing_key) = (address.exchange.to_owned(), address.routing_key.to_owned());
+    match outcome {
+        Outcome::Routed => Ok(()),
+        // Only a `mandatory` message is returned; an optional one is dropped unseen.
+        Outcome::Returned if address.routing == Routing::Optional => Ok(()),
+        Outcome::Returned => Err(PublishError::Unroutable {
+            exchange,
+            routing_key,
+        }),
+        Outcome::Nacked => Err(PublishError::Nacked {
+            exchange,
+            routing_key,
+        }),
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use futures_lite::StreamExt;
-use lapin::options::{BasicConsumeOptions, ConfirmSelectOptions};
+use lapin::options::BasicConsumeOptions;
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{BasicProperties, Channel};
 use tokio::sync::oneshot;
@@ -17,6 +17,7 @@ use tracing::Instrument as _;
 
 use super::reply::{self, Received};
 use super::{DeclaredErrors, Operation, RpcError, decode_within};
+use crate::confirms::ConfirmChannel;
 use crate::connection::backoff;
 use crate::error::{Chain, ShortField};
 use crate::metrics::CallMetrics;
@@ -69,7 +70,7 @@ impl Observed {
 
 /// One channel consuming direct reply-to, and the calls waiting on it.
 struct Session {
-    channel: Channel,
+    channel: ConfirmChannel,
     pending: Arc<Pending>,
     /// Dropped with the session (the client dropped, or the session replaced): its reader
     /// closes the channel and ends.
@@ -132,12 +133,10 @@ impl Session {
         connection: &lapin::Connection,
         observed: Arc<Observed>,
     ) -> Result<Self, lapin::Error> {
-        let channel = connection.create_channel().await?;
-        channel
-            .confirm_select(ConfirmSelectOptions::default())
-            .await?;
+        let channel = ConfirmChannel::open(connection).await?;
         let tag = ShortString::from(format!("warren-rpc-{}", uuid::Uuid::now_v7()));
         let consumer = channel
+            .channel()
             .basic_consume(
                 ShortString::from(DIRECT_REPLY_TO),
                 tag,
@@ -152,7 +151,7 @@ impl Session {
         let pending = Arc::new(Pending::open());
         let (stop, stopped) = oneshot::channel();
         tokio::spawn(read_replies(
-            channel.clone(),
+            channel.channel().clone(),
             consumer,
             pending.clone(),
             stopped,
@@ -166,7 +165,7 @@ impl Session {
     }
 
     fn usable(&self) -> bool {
-        self.channel.status().connected() && self.pending.is_open()
+        self.channel.channel().status().connected() && self.pending.is_open()
     }
 }
 

@@ -342,7 +342,18 @@ impl Settler {
                 )
                 .await;
             let error = match sent {
-                Ok(()) => return self.ack(raw),
+                Ok(()) => {
+                    if attempt > 0 {
+                        tracing::info!(
+                            consumer = self.consumer,
+                            exchange,
+                            routing_key,
+                            attempts = attempt + 1,
+                            "the retry or dead-letter copy is published at last; the message is acknowledged"
+                        );
+                    }
+                    return self.ack(raw);
+                }
                 Err(error) => error,
             };
             if let (PublishError::Unroutable { .. }, Some(queue)) = (&error, fallback.take()) {

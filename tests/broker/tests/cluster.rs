@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex;
-use warren_broker_tests::{Harness, PrivateCluster, headers, job, types, until_settled};
+use warren_broker_tests::{Harness, PrivateCluster, headers, job, job_ids, types, until_settled};
 use warren_runtime::{Connection, ErrorChain};
 
 /// The cluster's first AMQP port: nodes 0, 1 and 2 listen on it and the next two.
@@ -99,6 +99,26 @@ fn held(cluster: &PrivateCluster, queues: &[&String]) -> BTreeMap<String, usize>
                 .then(|| (name.to_owned(), messages))
         })
         .collect()
+}
+
+/// Prints the test's queues on the cluster: depth, unacknowledged, leader and members online.
+fn print_queues(cluster: &PrivateCluster, namespace: &str) {
+    let listed = cluster.ctl(
+        0,
+        &[
+            "-q",
+            "list_queues",
+            "name",
+            "type",
+            "messages",
+            "messages_unacknowledged",
+            "leader",
+            "online",
+        ],
+    );
+    for line in listed.lines().filter(|l| l.contains(namespace)) {
+        println!("before the worker stops: {}", line.replace(namespace, ""));
+    }
 }
 
 /// The number of a job id.
@@ -232,7 +252,7 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
     // connected, and killing the worker's node is another fault.
     let deploy = [urls[1].clone(), urls[2].clone(), urls[0].clone()];
     let mut health = None;
-    let (harness, worker_connection) =
+    let (mut harness, worker_connection) =
         Harness::start_on_cluster(&deploy, &urls, "cluster", |worker| {
             health = Some(worker.health_handle());
             worker.publish_timeout(Duration::from_secs(10))
@@ -358,7 +378,7 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
 
     // Every confirmed message is handled (its handler succeeded) or, failing for good,
     // dead-lettered.
-    let recorder = &harness.recorder;
+    let recorder = harness.recorder.clone();
     let handled = |id: &str| {
         let attempts = recorder.attempts(id).len();
         match fate(number(id)) {
@@ -423,15 +443,6 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
     // Gathered until every expected id is found or the dead-letter queue stays empty: a
     // loaded machine drains a quorum queue on three nodes slowly, and a fixed 30 s counted
     // the last dead letters, still in the queue, as lost.
-    let ids = |messages: Vec<warren_testkit::QueuedDeadLetter>| -> Vec<String> {
-        messages
-            .iter()
-            .filter_map(|message| {
-                let body: serde_json::Value = serde_json::from_slice(&message.body).ok()?;
-                Some(body["id"].as_str()?.to_owned())
-            })
-            .collect()
-    };
     let mut dead: BTreeSet<String> = BTreeSet::new();
     loop {
         let wanted = expected.iter().filter(|id| !dead.contains(**id)).count();
@@ -443,7 +454,7 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
             .take_dead_letters("cluster.dead", wanted, Duration::from_secs(1))
             .await;
         let none_taken = taken.is_empty();
-        dead.extend(ids(taken));
+        dead.extend(job_ids(&taken));
         if none_taken && harness.deployed.ready("cluster.dead").await == 0 {
             break;
         }
@@ -457,10 +468,23 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
         .into_values()
         .flatten()
         .collect();
+    // What the worker still holds unsettled (a copy it cannot publish) returns to the work
+    // queue as it stops: never handled, and not lost either.
+    let unsettled = |id: &&String| !handled(id) && !dead.contains(*id) && !held_ids.contains(*id);
+    let not_found = published.confirmed.keys().filter(unsettled).count();
+    if not_found > 0 {
+        print_queues(&cluster, &namespace);
+    }
+    let left: BTreeSet<String> = harness
+        .stop_worker_and_take_left("cluster", not_found)
+        .await
+        .into_iter()
+        .collect();
     let lost: Vec<&String> = published
         .confirmed
         .keys()
-        .filter(|id| !handled(id) && !dead.contains(*id) && !held_ids.contains(*id))
+        .filter(unsettled)
+        .filter(|id| !left.contains(*id))
         .collect();
 
     // Duplicates: attempts beyond what each confirmed message needed.
@@ -520,8 +544,8 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
     println!(
         "cluster: {} published in {publish_time:.1?}: {} confirmed, {} given up, {} \
          publishes made again ({:?}); {}; retries held by the broker in wait queues {held_before:?}, \
-         released by moving their leaders: {released:?}, still held {held_after:?}; lost {}, \
-         dead-lettered {} (of {fatal} failing for good), duplicate deliveries {duplicates}; \
+         released by moving their leaders: {released:?}, still held {held_after:?}; never settled \
+         (left in the work queue) {}, lost {}, dead-lettered {} (of {fatal} failing for good), duplicate deliveries {duplicates}; \
          all accounted for {:.1?} after the start",
         next.load(Ordering::SeqCst)
             .min(published.confirmed.len() + published.given_up),
@@ -530,6 +554,7 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
         published.retried,
         published.errors,
         costs.join("; "),
+        left.len(),
         lost.len(),
         dead.len(),
         started.elapsed(),
@@ -545,27 +570,6 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
         "the cluster consumer at the end: {:?}",
         consumer(&health.snapshot())
     );
-    if !lost.is_empty() {
-        let listed = cluster.ctl(
-            0,
-            &[
-                "-q",
-                "list_queues",
-                "name",
-                "type",
-                "messages",
-                "messages_unacknowledged",
-                "leader",
-                "online",
-            ],
-        );
-        for line in listed
-            .lines()
-            .filter(|l| l.contains(&namespace) && l.contains("cluster"))
-        {
-            println!("at the end: {}", line.replace(&namespace, ""));
-        }
-    }
     for id in lost.iter().take(10) {
         let confirmed = published.confirmed[*id];
         let since: Vec<String> = faults
@@ -578,7 +582,11 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
             recorder
                 .attempts(id)
                 .iter()
-                .map(|a| (a.retry_count, a.at.duration_since(started)))
+                .map(|a| (
+                    a.retry_count,
+                    a.at.duration_since(started),
+                    a.message_id.clone()
+                ))
                 .collect::<Vec<_>>()
         );
     }
@@ -590,6 +598,13 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
         lost.len(),
         held_ids.len(),
         lost.iter().take(10).collect::<Vec<_>>()
+    );
+    assert!(
+        left.is_empty(),
+        "{} confirmed messages were never settled: the worker held them (a copy it could not \
+         publish) or never received them, e.g. {:?}",
+        left.len(),
+        left.iter().take(10).collect::<Vec<_>>()
     );
     assert!(
         published.confirmed.len() >= messages / 2,

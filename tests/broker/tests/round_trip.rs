@@ -269,3 +269,46 @@ async fn publish_all_reports_each_message_and_sends_the_rest() {
     }
     h.stop().await.expect("the worker stops cleanly");
 }
+
+/// Routable and unroutable messages pipelined on one channel: each is told its own outcome.
+/// RabbitMQ returns an unroutable message and then confirms it, often in one `multiple` ack
+/// with routable ones; lapin hands the returned message to whichever confirm of that ack it
+/// resolves first, so an unroutable message could be told it was delivered (and be gone)
+/// while a routable one was told it was not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_pipelined_publish_is_told_whether_it_was_routed() {
+    let h = Harness::start("returned").await;
+    let headers = warren_broker_tests::headers();
+    let unroutable = |n: usize| n % 3 == 1;
+    let jobs: Vec<_> = (0..1500)
+        .map(|n| job(&format!("r-{n}"), JobBehaviour::Ok))
+        .collect();
+    let publishes = jobs.iter().enumerate().map(|(n, job)| {
+        let (publishers, headers) = (&h.publishers, &headers);
+        async move {
+            if unroutable(n) {
+                publishers.nowhere(job, headers).await
+            } else {
+                publishers.submit("none", job, headers).await
+            }
+        }
+    });
+    let results = warren_runtime::publish_all(publishes, 256).await;
+    let wrong: Vec<String> = results
+        .iter()
+        .enumerate()
+        .filter(|(n, result)| {
+            let told_unroutable = matches!(result, Err(PublishError::Unroutable { .. }));
+            told_unroutable != unroutable(*n) || (!unroutable(*n) && result.is_err())
+        })
+        .map(|(n, result)| format!("r-{n}: {result:?}"))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{} of {} publishes told another's outcome, e.g. {:?}",
+        wrong.len(),
+        results.len(),
+        wrong.iter().take(5).collect::<Vec<_>>()
+    );
+    h.stop().await.expect("the worker stops cleanly");
+}
