@@ -685,11 +685,15 @@ impl Harness {
             .unwrap_or_else(|| panic!("`{queue}` has a wait queue of {delay:?}"))
     }
 
-    /// The messages ready in the wait queues of `queue` (a contract name).
-    pub async fn held_retries(&self, queue: &str) -> u32 {
+    /// The retries the broker holds for `queue` (a contract name): ready in its wait queues,
+    /// and expired there but not yet dead-lettered back ([`quorum_queue_depths`], through
+    /// `ctl`, `rabbitmqctl` on the broker).
+    pub async fn held_retries(&self, queue: &str, ctl: impl FnOnce(&[&str]) -> String) -> usize {
+        let depths = tokio::task::block_in_place(|| quorum_queue_depths(ctl));
         let mut held = 0;
         for (wait, _) in self.wait_queues_of(queue) {
-            held += self.ready(&wait).await;
+            let expired = depths.get(&wait).map_or(0, |(_, expired)| *expired);
+            held += self.ready(&wait).await as usize + expired;
         }
         held
     }
@@ -773,6 +777,35 @@ pub async fn until_settled(missing: &impl Fn() -> Vec<String>) -> Vec<String> {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The quorum queues of the broker `ctl` reaches (`rabbitmqctl` with the arguments given),
+/// each with the messages it holds: those in it (ready or unacknowledged), and those expired
+/// but not yet dead-lettered (`messages_dlx`). RabbitMQ's at-least-once dead-lettering keeps
+/// an expired message, out of reach of AMQP and of `list_queues`, until the queue it goes to
+/// confirms it, and publishes it again only after `dead_letter_worker_publisher_confirm_timeout`
+/// (three minutes by default): a retry whose way back a killed node interrupted waits there.
+/// A queue whose figures the node cannot give (a replica restarting) is left out.
+pub fn quorum_queue_depths(
+    ctl: impl FnOnce(&[&str]) -> String,
+) -> BTreeMap<String, (usize, usize)> {
+    let listed = ctl(&[
+        "eval",
+        "lists:foreach(fun(Q) -> try {resource, _, queue, N} = amqqueue:get_name(Q), \
+         [{messages, M}, {messages_dlx, D}] = rabbit_amqqueue:info(Q, [messages, messages_dlx]), \
+         io:format(\"~s\\t~p\\t~p~n\", [N, M, D]) catch _:_ -> ok end end, \
+         [Q || Q <- rabbit_amqqueue:list(), amqqueue:get_type(Q) =:= rabbit_quorum_queue]).",
+    ]);
+    listed
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split('\t');
+            let name = fields.next()?;
+            let count = |field: Option<&str>| field?.trim().parse::<usize>().ok();
+            let depths = (count(fields.next())?, count(fields.next())?);
+            Some((name.to_owned(), depths))
+        })
+        .collect()
 }
 
 /// The job ids of `messages` (those whose body is a job).

@@ -16,7 +16,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex;
-use warren_broker_tests::{Harness, PrivateCluster, headers, job, job_ids, types, until_settled};
+use warren_broker_tests::{
+    Harness, PrivateCluster, headers, job, job_ids, quorum_queue_depths, types, until_settled,
+};
 use warren_runtime::{Connection, ErrorChain};
 
 /// The cluster's first AMQP port: nodes 0, 1 and 2 listen on it and the next two.
@@ -74,30 +76,15 @@ fn cluster_job(n: usize) -> types::Job {
     }
 }
 
-/// The wait queues among `queues` that hold messages, and how many.
+/// The wait queues among `queues` that hold messages, and how many: those waiting for their
+/// TTL and those expired but not yet dead-lettered back ([`quorum_queue_depths`]).
 fn held(cluster: &PrivateCluster, queues: &[&String]) -> BTreeMap<String, usize> {
-    let listed = cluster.ctl(
-        0,
-        &[
-            "-q",
-            "list_queues",
-            "name",
-            "messages",
-            "--formatter",
-            "json",
-        ],
-    );
-    let listed: serde_json::Value = serde_json::from_str(&listed).expect("list_queues is JSON");
-    listed
-        .as_array()
+    quorum_queue_depths(|args| cluster.ctl(0, args))
         .into_iter()
-        .flatten()
-        .filter_map(|q| {
-            let name = q["name"].as_str()?;
-            let messages = usize::try_from(q["messages"].as_u64()?).ok()?;
-            (messages > 0 && queues.iter().any(|w| w.as_str() == name))
-                .then(|| (name.to_owned(), messages))
+        .filter(|(name, (messages, expired))| {
+            messages + expired > 0 && queues.iter().any(|w| w == &name)
         })
+        .map(|(name, (messages, expired))| (name, messages + expired))
         .collect()
 }
 
