@@ -69,15 +69,63 @@ impl ConfirmChannel {
     /// confirm is awaited.
     pub(crate) async fn publish(
         &self,
-        (exchange, routing_key): (&str, &str),
+        route: (&str, &str),
         mandatory: bool,
         body: &[u8],
         properties: BasicProperties,
         sent: impl FnOnce(),
     ) -> Result<Outcome, lapin::Error> {
-        let fingerprint = self
-            .ledger
-            .fingerprint(exchange, routing_key, body, &properties);
+        // Only a `mandatory` message can be returned, and it is known by its fingerprint.
+        let fingerprint =
+            mandatory.then(|| (self.ledger).fingerprint(route.0, route.1, body, &properties));
+        let (mut entry, written) = self.write(route, mandatory, body, properties).await;
+        let confirm = match written {
+            Ok(confirm) => confirm,
+            Err(error) => {
+                entry.record(None);
+                return Err(error);
+            }
+        };
+        sent();
+        let (acked, carried) = match entry.wait_for(confirm).await {
+            Ok(Confirmation::Ack(carried)) => (true, carried),
+            Ok(Confirmation::Nack(carried)) => (false, carried),
+            // Confirm mode is selected when the channel opens: never here. Not confirmed,
+            // so not believed.
+            Ok(Confirmation::NotRequested) => (false, None),
+            Err(error) => {
+                entry.record(None);
+                return Err(error);
+            }
+        };
+        let carried = carried.map(|message| self.ledger.fingerprint_of(&message));
+        let horizon = entry.record(carried);
+        let returned = match fingerprint {
+            Some(fingerprint) => {
+                self.returned(&mut entry, fingerprint, carried, horizon)
+                    .await
+            }
+            // Never returned; what it carried, another's return, is recorded for its owner.
+            None => {
+                entry.decided();
+                false
+            }
+        };
+        Ok(match (acked, returned) {
+            (false, _) => Outcome::Nacked,
+            (true, true) => Outcome::Returned,
+            (true, false) => Outcome::Routed,
+        })
+    }
+
+    /// Sends the message: its entry in the ledger, and its confirm once its frames are written.
+    async fn write(
+        &self,
+        (exchange, routing_key): (&str, &str),
+        mandatory: bool,
+        body: &[u8],
+        properties: BasicProperties,
+    ) -> (Entry, Result<PublisherConfirm, lapin::Error>) {
         let options = BasicPublishOptions {
             mandatory,
             ..BasicPublishOptions::default()
@@ -92,7 +140,7 @@ impl ConfirmChannel {
         // lapin numbers a publish (its delivery tag) and queues its frames synchronously, at
         // the first poll: polled under the ledger's lock, so the ledger numbers publishes in
         // lapin's order.
-        let (mut entry, first) = std::future::poll_fn(|cx| {
+        let (entry, first) = std::future::poll_fn(|cx| {
             let mut state = lock(&self.ledger.state);
             let first = publish.as_mut().poll(cx);
             Poll::Ready((Entry::register(&self.ledger, &mut state), first))
@@ -102,42 +150,29 @@ impl ConfirmChannel {
             Poll::Ready(written) => written,
             Poll::Pending => publish.await,
         };
-        let confirm = match written {
-            Ok(confirm) => confirm,
-            Err(error) => {
-                entry.record(None);
-                return Err(error);
-            }
-        };
-        sent();
-        let confirmation = entry.wait_for(confirm).await;
-        let (acked, returned) = match confirmation {
-            Ok(Confirmation::Ack(returned)) => (true, returned),
-            Ok(Confirmation::Nack(returned)) => (false, returned),
-            // Confirm mode is selected when the channel opens: never here. Not confirmed,
-            // so not believed.
-            Ok(Confirmation::NotRequested) => (false, None),
-            Err(error) => {
-                entry.record(None);
-                return Err(error);
-            }
-        };
-        let carried = returned.map(|message| self.ledger.fingerprint_of(&message));
-        let horizon = entry.record(carried);
+        (entry, written)
+    }
+
+    /// Whether the message of `entry`, known by `fingerprint`, was returned. Its confirm
+    /// carried `carried` and was recorded when the last publish registered was `horizon`.
+    async fn returned(
+        &self,
+        entry: &mut Entry,
+        fingerprint: u64,
+        carried: Option<u64>,
+        horizon: u64,
+    ) -> bool {
+        // Its return, if any, arrived before its confirm: handed to a confirm resolved before
+        // this one, all of them numbered up to the horizon.
         self.ledger.until_recorded(horizon).await;
         if carried.is_some_and(|carried| carried != fingerprint) {
-            // It carried another's return: its own, if any, may have been handed to a confirm
-            // resolved after it. Every such confirm was resolved by the time those up to the
-            // horizon were, so one of the publishes in flight then carries it.
-            let next = lock(&self.ledger.state).last();
-            self.ledger.until_recorded(next).await;
+            // It carried another's return, so its own may have been handed to a confirm
+            // resolved after it; by the time those up to the horizon were resolved, it had been
+            // handed to one of the publishes in flight then.
+            let last = lock(&self.ledger.state).last();
+            self.ledger.until_recorded(last).await;
         }
-        let returned = entry.claim(fingerprint);
-        Ok(match (acked, returned) {
-            (false, _) => Outcome::Nacked,
-            (true, true) => Outcome::Returned,
-            (true, false) => Outcome::Routed,
-        })
+        entry.claim(fingerprint)
     }
 }
 
@@ -271,20 +306,27 @@ impl Entry {
 
     /// Whether a returned message with `fingerprint` is there, taken if so: the verdict.
     fn claim(&mut self, fingerprint: u64) -> bool {
-        let mut state = lock(&self.ledger.state);
-        let claimed = match state.returned.get_mut(&fingerprint) {
-            Some(count) => {
-                *count -= 1;
-                if *count == 0 {
-                    state.returned.remove(&fingerprint);
+        let claimed = {
+            let mut state = lock(&self.ledger.state);
+            match state.returned.get_mut(&fingerprint) {
+                Some(count) => {
+                    *count -= 1;
+                    if *count == 0 {
+                        state.returned.remove(&fingerprint);
+                    }
+                    true
                 }
-                true
+                None => false,
             }
-            None => false,
         };
-        self.decided = true;
-        settle(&mut state);
+        self.decided();
         claimed
+    }
+
+    /// Its verdict is given: it no longer needs the returned messages.
+    fn decided(&mut self) {
+        self.decided = true;
+        settle(&mut lock(&self.ledger.state));
     }
 }
 
