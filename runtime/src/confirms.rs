@@ -5,25 +5,31 @@
 //! follows the return. lapin hands each returned message to the next confirm it resolves
 //! (within a `multiple` ack, in no set order), so with several publishes in flight an
 //! unroutable message was told it had been delivered, and was gone, while a routed one was
-//! told it had not (measured: 10 of 1,500 pipelined publishes). Here every publish on the
-//! channel is numbered in the order lapin numbers it, the returned message any confirm
-//! carries is collected in the channel's [`Ledger`], and a message is unroutable when a
-//! returned message is its own, by content. Its verdict waits until the publishes that were
-//! in flight when its confirm came have reported what theirs carried: nothing for a publish
-//! that was alone in flight, about one confirm round otherwise.
+//! told it had not (measured: 10 of 1,500 pipelined publishes).
+//!
+//! So one task per channel, its [`Collector`], awaits every confirm of the channel and
+//! collects the returned message any of them carries; a message is unroutable when a
+//! returned message is its own, by content. A return arrives before its own message's
+//! confirm, so it was handed to a confirm resolved no later than that one: once every
+//! publish that had begun by then has handed its confirm over, and the collector has taken
+//! in all those that are resolved, the verdict is sure. That costs a publish the time its
+//! neighbours take to write their frames, not a confirm round.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future as _;
 use std::hash::{BuildHasher, RandomState};
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
+use futures_util::FutureExt as _;
+use futures_util::StreamExt as _;
+use futures_util::stream::FuturesUnordered;
 use lapin::message::BasicReturnMessage;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::types::ShortString;
 use lapin::{BasicProperties, Channel, Confirmation, PublisherConfirm};
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::sync::lock;
 
@@ -38,24 +44,30 @@ pub(crate) enum Outcome {
     Nacked,
 }
 
-/// A channel in confirm mode with the ledger of its returned messages. Cheap to clone:
-/// clones share both.
+/// A channel in confirm mode with the collector of its confirms. Cheap to clone: clones
+/// share both; the collector ends once the last clone is gone and its confirms are in.
 #[derive(Clone)]
 pub(crate) struct ConfirmChannel {
     channel: Channel,
     ledger: Arc<Ledger>,
+    handover: mpsc::UnboundedSender<Handed>,
 }
 
 impl ConfirmChannel {
-    /// Opens a channel on `connection` and selects publisher confirms on it.
+    /// Opens a channel on `connection`, selects publisher confirms on it and starts its
+    /// collector.
     pub(crate) async fn open(connection: &lapin::Connection) -> Result<Self, lapin::Error> {
         let channel = connection.create_channel().await?;
         channel
             .confirm_select(ConfirmSelectOptions::default())
             .await?;
+        let ledger = Arc::new(Ledger::default());
+        let (handover, handed) = mpsc::unbounded_channel();
+        tokio::spawn(Collector::new(ledger.clone(), handed).run());
         Ok(Self {
             channel,
-            ledger: Arc::default(),
+            ledger,
+            handover,
         })
     }
 
@@ -69,7 +81,7 @@ impl ConfirmChannel {
     /// confirm is awaited.
     pub(crate) async fn publish(
         &self,
-        route: (&str, &str),
+        (exchange, routing_key): (&str, &str),
         mandatory: bool,
         body: &[u8],
         properties: BasicProperties,
@@ -77,55 +89,7 @@ impl ConfirmChannel {
     ) -> Result<Outcome, lapin::Error> {
         // Only a `mandatory` message can be returned, and it is known by its fingerprint.
         let fingerprint =
-            mandatory.then(|| (self.ledger).fingerprint(route.0, route.1, body, &properties));
-        let (mut entry, written) = self.write(route, mandatory, body, properties).await;
-        let confirm = match written {
-            Ok(confirm) => confirm,
-            Err(error) => {
-                entry.record(None);
-                return Err(error);
-            }
-        };
-        sent();
-        let (acked, carried) = match entry.wait_for(confirm).await {
-            Ok(Confirmation::Ack(carried)) => (true, carried),
-            Ok(Confirmation::Nack(carried)) => (false, carried),
-            // Confirm mode is selected when the channel opens: never here. Not confirmed,
-            // so not believed.
-            Ok(Confirmation::NotRequested) => (false, None),
-            Err(error) => {
-                entry.record(None);
-                return Err(error);
-            }
-        };
-        let carried = carried.map(|message| self.ledger.fingerprint_of(&message));
-        let horizon = entry.record(carried);
-        let returned = match fingerprint {
-            Some(fingerprint) => {
-                self.returned(&mut entry, fingerprint, carried, horizon)
-                    .await
-            }
-            // Never returned; what it carried, another's return, is recorded for its owner.
-            None => {
-                entry.decided();
-                false
-            }
-        };
-        Ok(match (acked, returned) {
-            (false, _) => Outcome::Nacked,
-            (true, true) => Outcome::Returned,
-            (true, false) => Outcome::Routed,
-        })
-    }
-
-    /// Sends the message: its entry in the ledger, and its confirm once its frames are written.
-    async fn write(
-        &self,
-        (exchange, routing_key): (&str, &str),
-        mandatory: bool,
-        body: &[u8],
-        properties: BasicProperties,
-    ) -> (Entry, Result<PublisherConfirm, lapin::Error>) {
+            mandatory.then(|| (self.ledger).fingerprint(exchange, routing_key, body, &properties));
         let options = BasicPublishOptions {
             mandatory,
             ..BasicPublishOptions::default()
@@ -140,69 +104,51 @@ impl ConfirmChannel {
         // lapin numbers a publish (its delivery tag) and queues its frames synchronously, at
         // the first poll: polled under the ledger's lock, so the ledger numbers publishes in
         // lapin's order.
-        let (entry, first) = std::future::poll_fn(|cx| {
-            let mut state = lock(&self.ledger.state);
+        let (mut begun, first) = std::future::poll_fn(|cx| {
+            let mut unhanded = lock(&self.ledger.unhanded);
             let first = publish.as_mut().poll(cx);
-            Poll::Ready((Entry::register(&self.ledger, &mut state), first))
+            Poll::Ready((Begun::register(&self.ledger, &mut unhanded), first))
         })
         .await;
         let written = match first {
             Poll::Ready(written) => written,
             Poll::Pending => publish.await,
         };
-        (entry, written)
-    }
-
-    /// Whether the message of `entry`, known by `fingerprint`, was returned. Its confirm
-    /// carried `carried` and was recorded when the last publish registered was `horizon`.
-    async fn returned(
-        &self,
-        entry: &mut Entry,
-        fingerprint: u64,
-        carried: Option<u64>,
-        horizon: u64,
-    ) -> bool {
-        // Its return, if any, arrived before its confirm: handed to a confirm resolved before
-        // this one, all of them numbered up to the horizon.
-        self.ledger.until_recorded(horizon).await;
-        if carried.is_some_and(|carried| carried != fingerprint) {
-            // It carried another's return, so its own may have been handed to a confirm
-            // resolved after it; by the time those up to the horizon were resolved, it had been
-            // handed to one of the publishes in flight then.
-            let last = lock(&self.ledger.state).last();
-            self.ledger.until_recorded(last).await;
-        }
-        entry.claim(fingerprint)
+        let (reply, verdict) = oneshot::channel();
+        let handed = Handed {
+            number: begun.number,
+            fingerprint,
+            confirm: written?,
+            reply,
+        };
+        // The collector answers every confirm it is handed, even one whose channel closed;
+        // it is gone only with the runtime.
+        let gone = || {
+            lapin::Error::from(std::io::Error::other(
+                "the channel's confirm collector is gone",
+            ))
+        };
+        self.handover.send(handed).map_err(|_| gone())?;
+        begun.handed = true;
+        sent();
+        verdict.await.map_err(|_| gone())?
     }
 }
 
-/// The publishes in flight on one channel and the returned messages their confirms carried.
+/// What publishes and the collector share: the numbering, and which publishes have begun
+/// without handing their confirm over yet.
 #[derive(Default)]
 struct Ledger {
-    state: Mutex<State>,
-    /// Woken whenever a publish records what its confirm carried.
-    recorded: Notify,
+    /// The number the next publish gets, and the publishes begun and not yet handed over.
+    unhanded: Mutex<Unhanded>,
     /// The keys of the fingerprints: the channel's own, so no one can aim at a collision.
     hasher: RandomState,
 }
 
 #[derive(Default)]
-struct State {
-    /// The number the next publish gets.
+struct Unhanded {
     next: u64,
-    /// Publishes whose confirm has not been recorded yet.
-    unrecorded: BTreeSet<u64>,
-    /// Publishes recorded whose verdict is not given yet.
-    deciding: usize,
-    /// Returned messages not yet claimed by their publish, by fingerprint: how many.
-    returned: HashMap<u64, usize>,
-}
-
-impl State {
-    /// The number of the last publish registered, or 0.
-    fn last(&self) -> u64 {
-        self.next.saturating_sub(1)
-    }
+    numbers: BTreeSet<u64>,
 }
 
 impl Ledger {
@@ -235,147 +181,236 @@ impl Ledger {
         )
     }
 
-    /// Waits until every publish numbered up to `horizon` has recorded its confirm.
-    async fn until_recorded(&self, horizon: u64) {
-        loop {
-            let recorded = self.recorded.notified();
-            if lock(&self.state)
-                .unrecorded
-                .range(..=horizon)
-                .next()
-                .is_none()
-            {
-                return;
-            }
-            recorded.await;
-        }
+    /// The number of the last publish begun, and whether every publish up to `horizon` has
+    /// handed its confirm over.
+    fn handed_up_to(&self, horizon: u64) -> bool {
+        let unhanded = lock(&self.unhanded);
+        unhanded.numbers.range(..=horizon).next().is_none()
+    }
+
+    /// The number of the last publish begun (0 before any).
+    fn last(&self) -> u64 {
+        lock(&self.unhanded).next.saturating_sub(1)
     }
 }
 
-/// One publish's place in the ledger, from its first poll to its verdict. Dropped before its
-/// confirm is recorded (its caller gave up waiting), it still records what the confirm
-/// carries, which may be another publish's return.
-struct Entry {
+/// A publish begun and not handed over: dropped so (its caller gave up before the frames
+/// were written), it no longer holds verdicts up.
+struct Begun {
     ledger: Arc<Ledger>,
     number: u64,
-    /// The confirm while it is awaited.
-    confirm: Option<PublisherConfirm>,
-    recorded: bool,
-    decided: bool,
+    handed: bool,
 }
 
-impl Entry {
-    fn register(ledger: &Arc<Ledger>, state: &mut State) -> Self {
-        let number = state.next;
-        state.next += 1;
-        state.unrecorded.insert(number);
+impl Begun {
+    fn register(ledger: &Arc<Ledger>, unhanded: &mut Unhanded) -> Self {
+        let number = unhanded.next;
+        unhanded.next += 1;
+        unhanded.numbers.insert(number);
         Self {
             ledger: ledger.clone(),
             number,
-            confirm: None,
-            recorded: false,
-            decided: false,
+            handed: false,
         }
     }
-
-    /// Awaits `confirm`, held here so that dropping this entry hands it on.
-    async fn wait_for(&mut self, confirm: PublisherConfirm) -> lapin::Result<Confirmation> {
-        let confirm = self.confirm.insert(confirm);
-        let confirmation = confirm.await;
-        self.confirm = None;
-        confirmation
-    }
-
-    /// Records the returned message the confirm carried (its fingerprint), and returns the
-    /// number of the last publish registered now: every publish that could have been handed
-    /// this one's return before its confirm was resolved is numbered up to there.
-    fn record(&mut self, carried: Option<u64>) -> u64 {
-        let last = {
-            let mut state = lock(&self.ledger.state);
-            if let Some(carried) = carried {
-                *state.returned.entry(carried).or_default() += 1;
-            }
-            state.unrecorded.remove(&self.number);
-            state.deciding += 1;
-            state.last()
-        };
-        self.recorded = true;
-        self.ledger.recorded.notify_waiters();
-        last
-    }
-
-    /// Whether a returned message with `fingerprint` is there, taken if so: the verdict.
-    fn claim(&mut self, fingerprint: u64) -> bool {
-        let claimed = {
-            let mut state = lock(&self.ledger.state);
-            match state.returned.get_mut(&fingerprint) {
-                Some(count) => {
-                    *count -= 1;
-                    if *count == 0 {
-                        state.returned.remove(&fingerprint);
-                    }
-                    true
-                }
-                None => false,
-            }
-        };
-        self.decided();
-        claimed
-    }
-
-    /// Its verdict is given: it no longer needs the returned messages.
-    fn decided(&mut self) {
-        self.decided = true;
-        settle(&mut lock(&self.ledger.state));
-    }
 }
 
-/// Once nothing is in flight or being decided, a returned message no one claimed belongs to
-/// a publish whose caller gave up: forgotten, so the ledger holds only what is in flight.
-fn settle(state: &mut State) {
-    state.deciding = state.deciding.saturating_sub(1);
-    if state.unrecorded.is_empty() && state.deciding == 0 {
-        state.returned.clear();
-    }
-}
-
-impl Drop for Entry {
+impl Drop for Begun {
     fn drop(&mut self) {
-        if self.recorded {
-            if !self.decided {
-                settle(&mut lock(&self.ledger.state));
-            }
-            return;
+        // Once handed over, the collector has taken the number off.
+        if !self.handed {
+            lock(&self.ledger.unhanded).numbers.remove(&self.number);
         }
-        let Some(confirm) = self.confirm.take() else {
-            // Dropped before its frames were written, its confirm went with it (lapin keeps
-            // what that carries for `wait_for_confirms`): nothing is left to wait for.
-            self.record(None);
-            settle(&mut lock(&self.ledger.state));
-            return;
-        };
-        let mut orphan = Self {
-            ledger: self.ledger.clone(),
-            number: self.number,
-            confirm: None,
-            recorded: false,
-            decided: true,
-        };
-        self.recorded = true;
-        let record = async move {
-            let carried = match confirm.await {
-                Ok(Confirmation::Ack(Some(message)) | Confirmation::Nack(Some(message))) => {
-                    Some(orphan.ledger.fingerprint_of(&message))
+    }
+}
+
+/// A confirm handed to the collector, with where its verdict goes.
+struct Handed {
+    number: u64,
+    fingerprint: Option<u64>,
+    confirm: PublisherConfirm,
+    reply: Verdict,
+}
+
+/// Where a publish's verdict goes.
+type Verdict = oneshot::Sender<Result<Outcome, lapin::Error>>;
+
+/// A handed-over confirm being awaited, with its publish's number.
+type Resolving = Pin<Box<dyn Future<Output = (u64, lapin::Result<Confirmation>)> + Send>>;
+
+/// A confirm resolved whose verdict waits until no publish that could hold its return is
+/// left untaken.
+struct Waiting {
+    fingerprint: u64,
+    acked: bool,
+    /// The last publish begun when it was taken in: every publish up to it must be handed
+    /// over (and taken in, if resolved) first.
+    horizon: u64,
+    /// It carried another's return, so its own may go to a confirm resolved after it: first
+    /// every publish up to the horizon must be resolved, then a new horizon is drawn.
+    second_round: bool,
+    reply: Verdict,
+}
+
+/// The one task that awaits a channel's confirms and gives each publish its verdict.
+struct Collector {
+    ledger: Arc<Ledger>,
+    handed: mpsc::UnboundedReceiver<Handed>,
+    resolving: FuturesUnordered<Resolving>,
+    /// Handed over, not yet resolved: their fingerprints and where their verdicts go.
+    unresolved: BTreeMap<u64, (Option<u64>, Verdict)>,
+    waiting: BTreeMap<u64, Waiting>,
+    /// Returned messages not yet claimed by their publish, by fingerprint: how many.
+    returned: HashMap<u64, usize>,
+}
+
+impl Collector {
+    fn new(ledger: Arc<Ledger>, handed: mpsc::UnboundedReceiver<Handed>) -> Self {
+        Self {
+            ledger,
+            handed,
+            resolving: FuturesUnordered::new(),
+            unresolved: BTreeMap::new(),
+            waiting: BTreeMap::new(),
+            returned: HashMap::new(),
+        }
+    }
+
+    async fn run(mut self) {
+        let mut open = true;
+        loop {
+            tokio::select! {
+                handed = self.handed.recv(), if open => match handed {
+                    Some(handed) => self.take(handed),
+                    None => open = false,
+                },
+                Some((number, confirmation)) = self.resolving.next(), if !self.resolving.is_empty() => {
+                    self.resolved(number, confirmation);
                 }
-                _ => None,
-            };
-            orphan.record(carried);
-            settle(&mut lock(&orphan.ledger.state));
-        };
-        // Without a runtime (it is shutting down) the orphan records nothing carried as it
-        // drops with the future.
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            drop(runtime.spawn(record));
+                else => return,
+            }
+            self.drain();
+            self.give_verdicts();
         }
+    }
+
+    /// Takes in whatever is ready without waiting: confirms handed over and resolved. A
+    /// confirm resolved before another was woken first, and one handed over late is polled
+    /// as it joins; so at the end, every confirm resolved by then is taken in.
+    fn drain(&mut self) {
+        loop {
+            let mut progress = false;
+            while let Ok(handed) = self.handed.try_recv() {
+                self.take(handed);
+                progress = true;
+            }
+            while let Some(Some((number, confirmation))) = self.resolving.next().now_or_never() {
+                self.resolved(number, confirmation);
+                progress = true;
+            }
+            if !progress {
+                return;
+            }
+        }
+    }
+
+    fn take(&mut self, handed: Handed) {
+        let Handed {
+            number,
+            fingerprint,
+            confirm,
+            reply,
+        } = handed;
+        lock(&self.ledger.unhanded).numbers.remove(&number);
+        self.unresolved.insert(number, (fingerprint, reply));
+        self.resolving
+            .push(Box::pin(async move { (number, confirm.await) }));
+    }
+
+    fn resolved(&mut self, number: u64, confirmation: lapin::Result<Confirmation>) {
+        let Some((fingerprint, reply)) = self.unresolved.remove(&number) else {
+            return;
+        };
+        let (acked, carried) = match confirmation {
+            Ok(Confirmation::Ack(carried)) => (true, carried),
+            Ok(Confirmation::Nack(carried)) => (false, carried),
+            // Confirm mode is selected when the channel opens: never here. Not confirmed,
+            // so not believed.
+            Ok(Confirmation::NotRequested) => (false, None),
+            Err(error) => {
+                let _ = reply.send(Err(error));
+                return;
+            }
+        };
+        let carried = carried.map(|message| self.ledger.fingerprint_of(&message));
+        if let Some(carried) = carried {
+            *self.returned.entry(carried).or_default() += 1;
+        }
+        let Some(fingerprint) = fingerprint else {
+            // Never returned; what it carried, another's return, waits for its owner.
+            let _ = reply.send(Ok(if acked {
+                Outcome::Routed
+            } else {
+                Outcome::Nacked
+            }));
+            return;
+        };
+        let waiting = Waiting {
+            fingerprint,
+            acked,
+            horizon: self.ledger.last(),
+            second_round: carried.is_some_and(|carried| carried != fingerprint),
+            reply,
+        };
+        self.waiting.insert(number, waiting);
+    }
+
+    /// Gives each waiting publish its verdict once it is sure.
+    fn give_verdicts(&mut self) {
+        let numbers: Vec<u64> = self.waiting.keys().copied().collect();
+        for number in numbers {
+            let Some(waiting) = self.waiting.get_mut(&number) else {
+                continue;
+            };
+            if waiting.second_round {
+                // Its own return was handed to a publish in flight when every publish up to
+                // the horizon was resolved.
+                let resolved = self.unresolved.range(..=waiting.horizon).next().is_none();
+                if !resolved || !self.ledger.handed_up_to(waiting.horizon) {
+                    continue;
+                }
+                waiting.horizon = self.ledger.last();
+                waiting.second_round = false;
+            }
+            if !self.ledger.handed_up_to(waiting.horizon) {
+                continue;
+            }
+            let Some(waiting) = self.waiting.remove(&number) else {
+                continue;
+            };
+            let returned = self.claim(waiting.fingerprint);
+            let outcome = match (waiting.acked, returned) {
+                (false, _) => Outcome::Nacked,
+                (true, true) => Outcome::Returned,
+                (true, false) => Outcome::Routed,
+            };
+            let _ = waiting.reply.send(Ok(outcome));
+        }
+        if self.unresolved.is_empty() && self.waiting.is_empty() {
+            // A return no one claimed belongs to a publish whose caller gave up.
+            self.returned.clear();
+        }
+    }
+
+    /// Whether a returned message with `fingerprint` is there, taken if so.
+    fn claim(&mut self, fingerprint: u64) -> bool {
+        let Some(count) = self.returned.get_mut(&fingerprint) else {
+            return false;
+        };
+        *count -= 1;
+        if *count == 0 {
+            self.returned.remove(&fingerprint);
+        }
+        true
     }
 }
