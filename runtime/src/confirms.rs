@@ -15,7 +15,7 @@
 //! in all those that are resolved, the verdict is sure. That costs a publish the time its
 //! neighbours take to write their frames, not a confirm round.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::future::Future as _;
 use std::hash::{BuildHasher, RandomState};
 use std::pin::{Pin, pin};
@@ -181,13 +181,6 @@ impl Ledger {
         )
     }
 
-    /// The number of the last publish begun, and whether every publish up to `horizon` has
-    /// handed its confirm over.
-    fn handed_up_to(&self, horizon: u64) -> bool {
-        let unhanded = lock(&self.unhanded);
-        unhanded.numbers.range(..=horizon).next().is_none()
-    }
-
     /// The number of the last publish begun (0 before any).
     fn last(&self) -> u64 {
         lock(&self.unhanded).next.saturating_sub(1)
@@ -235,8 +228,15 @@ struct Handed {
 /// Where a publish's verdict goes.
 type Verdict = oneshot::Sender<Result<Outcome, lapin::Error>>;
 
-/// A handed-over confirm being awaited, with its publish's number.
-type Resolving = Pin<Box<dyn Future<Output = (u64, lapin::Result<Confirmation>)> + Send>>;
+/// A handed-over confirm being awaited, with its publish's number, fingerprint and verdict.
+type Resolving = Pin<Box<dyn Future<Output = (Pending, lapin::Result<Confirmation>)> + Send>>;
+
+/// A publish whose confirm the collector awaits.
+struct Pending {
+    number: u64,
+    fingerprint: Option<u64>,
+    reply: Verdict,
+}
 
 /// A confirm resolved whose verdict waits until no publish that could hold its return is
 /// left untaken.
@@ -246,9 +246,6 @@ struct Waiting {
     /// The last publish begun when it was taken in: every publish up to it must be handed
     /// over (and taken in, if resolved) first.
     horizon: u64,
-    /// It carried another's return, so its own may go to a confirm resolved after it: first
-    /// every publish up to the horizon must be resolved, then a new horizon is drawn.
-    second_round: bool,
     reply: Verdict,
 }
 
@@ -257,9 +254,14 @@ struct Collector {
     ledger: Arc<Ledger>,
     handed: mpsc::UnboundedReceiver<Handed>,
     resolving: FuturesUnordered<Resolving>,
-    /// Handed over, not yet resolved: their fingerprints and where their verdicts go.
-    unresolved: BTreeMap<u64, (Option<u64>, Verdict)>,
-    waiting: BTreeMap<u64, Waiting>,
+    /// The publishes handed over and not yet resolved.
+    unresolved: BTreeSet<u64>,
+    /// Resolved, in the order they were taken in (so their horizons never decrease).
+    waiting: VecDeque<Waiting>,
+    /// Resolved carrying another's return: their own may go to a confirm resolved after
+    /// them, so every publish up to their horizon must be resolved before they wait as the
+    /// others do, with a new horizon.
+    second_round: Vec<Waiting>,
     /// Returned messages not yet claimed by their publish, by fingerprint: how many.
     returned: HashMap<u64, usize>,
 }
@@ -270,8 +272,9 @@ impl Collector {
             ledger,
             handed,
             resolving: FuturesUnordered::new(),
-            unresolved: BTreeMap::new(),
-            waiting: BTreeMap::new(),
+            unresolved: BTreeSet::new(),
+            waiting: VecDeque::new(),
+            second_round: Vec::new(),
             returned: HashMap::new(),
         }
     }
@@ -284,8 +287,8 @@ impl Collector {
                     Some(handed) => self.take(handed),
                     None => open = false,
                 },
-                Some((number, confirmation)) = self.resolving.next(), if !self.resolving.is_empty() => {
-                    self.resolved(number, confirmation);
+                Some((pending, confirmation)) = self.resolving.next(), if !self.resolving.is_empty() => {
+                    self.resolved(pending, confirmation);
                 }
                 else => return,
             }
@@ -304,8 +307,8 @@ impl Collector {
                 self.take(handed);
                 progress = true;
             }
-            while let Some(Some((number, confirmation))) = self.resolving.next().now_or_never() {
-                self.resolved(number, confirmation);
+            while let Some(Some((pending, confirmation))) = self.resolving.next().now_or_never() {
+                self.resolved(pending, confirmation);
                 progress = true;
             }
             if !progress {
@@ -322,15 +325,23 @@ impl Collector {
             reply,
         } = handed;
         lock(&self.ledger.unhanded).numbers.remove(&number);
-        self.unresolved.insert(number, (fingerprint, reply));
+        self.unresolved.insert(number);
+        let pending = Pending {
+            number,
+            fingerprint,
+            reply,
+        };
         self.resolving
-            .push(Box::pin(async move { (number, confirm.await) }));
+            .push(Box::pin(async move { (pending, confirm.await) }));
     }
 
-    fn resolved(&mut self, number: u64, confirmation: lapin::Result<Confirmation>) {
-        let Some((fingerprint, reply)) = self.unresolved.remove(&number) else {
-            return;
-        };
+    fn resolved(&mut self, pending: Pending, confirmation: lapin::Result<Confirmation>) {
+        let Pending {
+            number,
+            fingerprint,
+            reply,
+        } = pending;
+        self.unresolved.remove(&number);
         let (acked, carried) = match confirmation {
             Ok(Confirmation::Ack(carried)) => (true, carried),
             Ok(Confirmation::Nack(carried)) => (false, carried),
@@ -359,34 +370,42 @@ impl Collector {
             fingerprint,
             acked,
             horizon: self.ledger.last(),
-            second_round: carried.is_some_and(|carried| carried != fingerprint),
             reply,
         };
-        self.waiting.insert(number, waiting);
+        if carried.is_some_and(|carried| carried != fingerprint) {
+            self.second_round.push(waiting);
+        } else {
+            self.waiting.push_back(waiting);
+        }
     }
 
     /// Gives each waiting publish its verdict once it is sure.
     fn give_verdicts(&mut self) {
-        let numbers: Vec<u64> = self.waiting.keys().copied().collect();
-        for number in numbers {
-            let Some(waiting) = self.waiting.get_mut(&number) else {
-                continue;
-            };
-            if waiting.second_round {
-                // Its own return was handed to a publish in flight when every publish up to
-                // the horizon was resolved.
-                let resolved = self.unresolved.range(..=waiting.horizon).next().is_none();
-                if !resolved || !self.ledger.handed_up_to(waiting.horizon) {
-                    continue;
-                }
+        let unhanded = lock(&self.ledger.unhanded).numbers.first().copied();
+        let handed_up_to = |horizon: u64| unhanded.is_none_or(|first| first > horizon);
+        let first_unresolved = self.unresolved.first().copied();
+        let resolved_up_to = |horizon: u64| {
+            handed_up_to(horizon) && first_unresolved.is_none_or(|first| first > horizon)
+        };
+        let mut index = 0;
+        while index < self.second_round.len() {
+            if resolved_up_to(self.second_round[index].horizon) {
+                let mut waiting = self.second_round.swap_remove(index);
                 waiting.horizon = self.ledger.last();
-                waiting.second_round = false;
+                self.waiting.push_back(waiting);
+            } else {
+                index += 1;
             }
-            if !self.ledger.handed_up_to(waiting.horizon) {
-                continue;
-            }
-            let Some(waiting) = self.waiting.remove(&number) else {
-                continue;
+        }
+        // Horizons never decrease along the queue (those from the second round are the
+        // latest), so the first not sure ends the verdicts.
+        while self
+            .waiting
+            .front()
+            .is_some_and(|waiting| handed_up_to(waiting.horizon))
+        {
+            let Some(waiting) = self.waiting.pop_front() else {
+                break;
             };
             let returned = self.claim(waiting.fingerprint);
             let outcome = match (waiting.acked, returned) {
@@ -396,7 +415,7 @@ impl Collector {
             };
             let _ = waiting.reply.send(Ok(outcome));
         }
-        if self.unresolved.is_empty() && self.waiting.is_empty() {
+        if self.unresolved.is_empty() && self.waiting.is_empty() && self.second_round.is_empty() {
             // A return no one claimed belongs to a publish whose caller gave up.
             self.returned.clear();
         }

@@ -736,6 +736,16 @@ impl Harness {
         job_ids(&left)
     }
 
+    /// Waits until the worker has ended by itself (failed, or its consumers all gone), at
+    /// most `timeout`; whether it has.
+    pub async fn worker_ended(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while !self.worker.is_finished() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.worker.is_finished()
+    }
+
     /// Stops the worker only, keeping the queues and their messages.
     pub async fn shutdown_worker(&mut self) -> Result<(), WorkerError> {
         self.worker.stop().await

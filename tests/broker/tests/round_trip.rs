@@ -202,7 +202,11 @@ async fn a_consumer_cancelled_by_the_broker_stops_the_worker_with_an_error() {
         .queue_delete(h.name("sibling").as_str().into(), Default::default())
         .await
         .expect("the queue is deleted");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Waited for, not slept on: on a loaded machine the worker may learn of it late.
+    assert!(
+        h.worker_ended(Duration::from_secs(60)).await,
+        "the worker ends when a consumer's queue is deleted"
+    );
     let sibling = h.name("sibling");
     // Depending on timing the broker's cancel or its NOT_FOUND reaches the worker first;
     // either way the worker stops with an error naming the queue, never silently.
