@@ -441,18 +441,17 @@ pub(crate) fn confirmation(
             });
         }
     };
-    let (exchange, routing_key) = (address.exchange.to_owned(), address.routing_key.to_owned());
+    let (exchange, routing_key) = (address.exchange, address.routing_key);
     match outcome {
         Outcome::Routed => Ok(()),
-        // Only a `mandatory` message is returned; an optional one is dropped unseen.
-        Outcome::Returned if address.routing == Routing::Optional => Ok(()),
+        // Only a `mandatory` message is ever returned.
         Outcome::Returned => Err(PublishError::Unroutable {
-            exchange,
-            routing_key,
+            exchange: exchange.to_owned(),
+            routing_key: routing_key.to_owned(),
         }),
         Outcome::Nacked => Err(PublishError::Nacked {
-            exchange,
-            routing_key,
+            exchange: exchange.to_owned(),
+            routing_key: routing_key.to_owned(),
         }),
     }
 }
