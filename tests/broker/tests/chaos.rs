@@ -418,8 +418,12 @@ async fn retries_wait_for_their_confirms_together_not_one_per_handler_slot() {
         failing.succeed_on_attempt = Some(1);
         harness.submit("backoff", failing).await;
     }
-    // Every failing job is in the consumer's prefetch, behind the held one.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Every failing job is in the consumer's prefetch, behind the held one: waited for, as a
+    // job still in the queue when the broker freezes would never run.
+    harness
+        .deployed
+        .wait_until_ready("backoff", 0, Duration::from_secs(60))
+        .await;
     broker.freeze(true);
     recorder.release(1);
     // The sibling queue takes a copy of every job too: only `run_backoff`'s attempts count.
