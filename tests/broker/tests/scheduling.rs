@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use warren_broker_tests::types::JobBehaviour;
-use warren_broker_tests::{Harness, header, job};
+use warren_broker_tests::{Harness, consumers, header, job};
 
 const WAIT: Duration = Duration::from_secs(15);
 
@@ -142,7 +142,7 @@ async fn handlers_that_never_await_still_run_concurrency_at_a_time() {
 /// with dead letters claiming retries the others never had.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_consumer_gets_batches_and_settles_each_message_by_its_own_history() {
-    let h = Harness::start("batch").await;
+    let mut h = Harness::start("batch").await;
     for i in 0..10 {
         h.submit("batch", job(&format!("b{i}"), JobBehaviour::Ok))
             .await;
@@ -162,8 +162,10 @@ async fn a_batch_consumer_gets_batches_and_settles_each_message_by_its_own_histo
     // One batch of four histories (max_retries 1, each failing its first attempt here): a
     // retry copy whose retry is spent, sent as warren sends it (to the wait queue, which
     // dead-letters it back after 200 ms); two fresh messages; one whose producer forged
-    // `x-retry-count: 3`. The fresh ones go to the queue 150 ms after the copy, so all four
-    // arrive within the batch's 300 ms.
+    // `x-retry-count: 3`. They wait in the queue, all four, before a worker consumes it again:
+    // one batch whatever the machine's load (sent to a running worker, a loaded machine spread
+    // them over two batches).
+    h.shutdown_worker().await.expect("clean shutdown");
     let flaky = |id: &str| {
         let mut flaky = job(id, JobBehaviour::Retryable);
         flaky.succeed_on_attempt = Some(1);
@@ -191,12 +193,16 @@ async fn a_batch_consumer_gets_batches_and_settles_each_message_by_its_own_histo
         .expect("the batch queue's wait queue");
     h.publish_raw_to("", &wait_queue, &flaky("spent"), count(Some(1)))
         .await;
-    tokio::time::sleep(Duration::from_millis(150)).await;
     for id in ["fresh-1", "fresh-2"] {
         h.publish_raw("job.batch", &flaky(id), count(None)).await;
     }
     h.publish_raw("job.batch", &flaky("forged"), count(Some(3)))
         .await;
+    h.deployed.wait_until_ready("batch", 4, WAIT).await;
+    let recorder = h.recorder.clone();
+    let mut worker = h
+        .deployed
+        .run_worker(|worker| consumers::register::run_batch(worker, recorder));
     let mixed = ["spent", "fresh-1", "fresh-2", "forged"];
     h.recorder
         .wait(WAIT, || {
@@ -230,6 +236,7 @@ async fn a_batch_consumer_gets_batches_and_settles_each_message_by_its_own_histo
         Some("exhausted")
     );
     assert_eq!(header(&dead[0], "x-retry-count").as_deref(), Some("1"));
+    worker.stop().await.expect("clean shutdown");
     h.stop().await.expect("clean shutdown");
 }
 
