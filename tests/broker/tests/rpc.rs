@@ -440,7 +440,9 @@ async fn a_server_restart_under_load_never_mismatches_replies() {
             (id, answer)
         });
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Handlers running (each takes 250 ms), waited for: stopped any earlier, the first
+    // server would abort nothing.
+    quoter.seen.wait_for(20, WAIT).await;
     first.stop().await.expect("the first server stops");
     tokio::time::sleep(Duration::from_millis(300)).await;
     let mut second = run_server(&h, &quoter);
@@ -464,6 +466,11 @@ async fn a_server_restart_under_load_never_mismatches_replies() {
         client.late_replies()
     );
     assert_eq!(ok + timeout + failed, CALLS);
+    // A call that timed out may have left its request queued: waited for, not counted early.
+    quoter
+        .seen
+        .wait_for(usize::try_from(CALLS).expect("small"), WAIT)
+        .await;
     assert!(
         quoter.seen.len() >= usize::try_from(CALLS).expect("small"),
         "every request handled at least once (those aborted at the drain, twice)"
@@ -905,13 +912,14 @@ async fn a_reply_its_queue_refuses_does_not_loop_the_request() {
     )
     .await;
     quoter.seen.wait_for(1, WAIT).await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The dead letter says the request was settled (the loop it fixed never made one); only
+    // then does counting its handlings mean anything.
+    let dead = h.dead_letters(1, WAIT).await;
     assert_eq!(
         quoter.seen.len(),
         1,
         "handled once, not again for each refused reply"
     );
-    let dead = h.dead_letters(1, WAIT).await;
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].reason(), Some("non-retryable"));
     let error = dead[0].last_error().unwrap_or_default();
