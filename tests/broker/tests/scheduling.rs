@@ -27,15 +27,12 @@ async fn jitter_spreads_a_cohort_that_failed_together() {
     }
     let shortest = waits.iter().min().copied().unwrap_or_default();
     let longest = waits.iter().max().copied().unwrap_or_default();
-    // A 1 s delay with jitter: each retry between 0.5 s and 1 s (plus broker latency), and
+    // A 1 s delay with jitter: each retry waits at least 0.5 s (its queue has no wait tier
+    // past 1 s, and how late a loaded broker brings one back says nothing of warren), and
     // the cohort does not come back at once.
     assert!(
         shortest >= Duration::from_millis(450),
         "shortest wait {shortest:?}"
-    );
-    assert!(
-        longest <= Duration::from_millis(1700),
-        "longest wait {longest:?}"
     );
     assert!(
         longest - shortest >= Duration::from_millis(150),
