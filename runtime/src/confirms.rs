@@ -116,10 +116,12 @@ impl ConfirmChannel {
         };
         let (reply, verdict) = oneshot::channel();
         let handed = Handed {
-            number: begun.number,
-            fingerprint,
             confirm: written?,
-            reply,
+            pending: Pending {
+                number: begun.number,
+                fingerprint,
+                reply,
+            },
         };
         // The collector answers every confirm it is handed, even one whose channel closed;
         // it is gone only with the runtime.
@@ -217,12 +219,10 @@ impl Drop for Begun {
     }
 }
 
-/// A confirm handed to the collector, with where its verdict goes.
+/// A confirm handed to the collector, with its publish.
 struct Handed {
-    number: u64,
-    fingerprint: Option<u64>,
     confirm: PublisherConfirm,
-    reply: Verdict,
+    pending: Pending,
 }
 
 /// Where a publish's verdict goes.
@@ -238,11 +238,10 @@ struct Pending {
     reply: Verdict,
 }
 
-/// A confirm resolved whose verdict waits until no publish that could hold its return is
-/// left untaken.
+/// A confirm acked whose verdict (routed or returned) waits until no publish that could hold
+/// its return is left untaken.
 struct Waiting {
     fingerprint: u64,
-    acked: bool,
     /// The last publish begun when it was taken in: every publish up to it must be handed
     /// over (and taken in, if resolved) first.
     horizon: u64,
@@ -318,19 +317,9 @@ impl Collector {
     }
 
     fn take(&mut self, handed: Handed) {
-        let Handed {
-            number,
-            fingerprint,
-            confirm,
-            reply,
-        } = handed;
-        lock(&self.ledger.unhanded).numbers.remove(&number);
-        self.unresolved.insert(number);
-        let pending = Pending {
-            number,
-            fingerprint,
-            reply,
-        };
+        let Handed { confirm, pending } = handed;
+        lock(&self.ledger.unhanded).numbers.remove(&pending.number);
+        self.unresolved.insert(pending.number);
         self.resolving
             .push(Box::pin(async move { (pending, confirm.await) }));
     }
@@ -357,18 +346,16 @@ impl Collector {
         if let Some(carried) = carried {
             *self.returned.entry(carried).or_default() += 1;
         }
-        let Some(fingerprint) = fingerprint else {
-            // Never returned; what it carried, another's return, waits for its owner.
-            let _ = reply.send(Ok(if acked {
-                Outcome::Routed
-            } else {
-                Outcome::Nacked
-            }));
-            return;
+        // A refused message was not taken whether or not it was also returned; one that is
+        // not `mandatory` is never returned. What either carried, another's return, waits
+        // for its owner.
+        let fingerprint = match fingerprint {
+            _ if !acked => return drop(reply.send(Ok(Outcome::Nacked))),
+            None => return drop(reply.send(Ok(Outcome::Routed))),
+            Some(fingerprint) => fingerprint,
         };
         let waiting = Waiting {
             fingerprint,
-            acked,
             horizon: self.ledger.last(),
             reply,
         };
@@ -407,11 +394,10 @@ impl Collector {
             let Some(waiting) = self.waiting.pop_front() else {
                 break;
             };
-            let returned = self.claim(waiting.fingerprint);
-            let outcome = match (waiting.acked, returned) {
-                (false, _) => Outcome::Nacked,
-                (true, true) => Outcome::Returned,
-                (true, false) => Outcome::Routed,
+            let outcome = if self.claim(waiting.fingerprint) {
+                Outcome::Returned
+            } else {
+                Outcome::Routed
             };
             let _ = waiting.reply.send(Ok(outcome));
         }

@@ -685,15 +685,23 @@ impl Harness {
             .unwrap_or_else(|| panic!("`{queue}` has a wait queue of {delay:?}"))
     }
 
-    /// The retries the broker holds for `queue` (a contract name): ready in its wait queues,
-    /// and expired there but not yet dead-lettered back ([`quorum_queue_depths`], through
-    /// `ctl`, `rabbitmqctl` on the broker).
-    pub async fn held_retries(&self, queue: &str, ctl: impl FnOnce(&[&str]) -> String) -> usize {
+    /// The wait queues of `queue` (a contract name) holding retries, by their names on the
+    /// broker, with how many: ready in them, and expired there but not yet dead-lettered
+    /// back ([`quorum_queue_depths`], through `ctl`, `rabbitmqctl` on the broker).
+    pub async fn held_retries(
+        &self,
+        queue: &str,
+        ctl: impl FnOnce(&[&str]) -> String,
+    ) -> BTreeMap<String, usize> {
         let depths = tokio::task::block_in_place(|| quorum_queue_depths(ctl));
-        let mut held = 0;
+        let mut held = BTreeMap::new();
         for (wait, _) in self.wait_queues_of(queue) {
-            let expired = depths.get(&wait).map_or(0, |(_, expired)| *expired);
-            held += self.ready(&wait).await as usize + expired;
+            let name = self.name(&wait);
+            let expired = depths.get(&name).map_or(0, |(_, expired)| *expired);
+            let retries = self.ready(&wait).await as usize + expired;
+            if retries > 0 {
+                held.insert(name, retries);
+            }
         }
         held
     }

@@ -16,9 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex;
-use warren_broker_tests::{
-    Harness, PrivateCluster, headers, job, job_ids, quorum_queue_depths, types, until_settled,
-};
+use warren_broker_tests::{Harness, PrivateCluster, headers, job, job_ids, types, until_settled};
 use warren_runtime::{Connection, ErrorChain};
 
 /// The cluster's first AMQP port: nodes 0, 1 and 2 listen on it and the next two.
@@ -74,18 +72,6 @@ fn cluster_job(n: usize) -> types::Job {
         },
         Fate::Fatal => job(&id, types::JobBehaviour::Fatal),
     }
-}
-
-/// The wait queues among `queues` that hold messages, and how many: those waiting for their
-/// TTL and those expired but not yet dead-lettered back ([`quorum_queue_depths`]).
-fn held(cluster: &PrivateCluster, queues: &[&String]) -> BTreeMap<String, usize> {
-    quorum_queue_depths(|args| cluster.ctl(0, args))
-        .into_iter()
-        .filter(|(name, (messages, expired))| {
-            messages + expired > 0 && queues.iter().any(|w| w == &name)
-        })
-        .map(|(name, (messages, expired))| (name, messages + expired))
-        .collect()
 }
 
 /// Prints the test's queues on the cluster: depth, unacknowledged, leader and members online.
@@ -386,14 +372,12 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
     let mut missing = until_settled(&missing_now).await;
     // Retries the broker holds: on RabbitMQ 3.10 a wait queue whose leader changed may keep
     // expired messages without dead-lettering them back (its at-least-once dead-letter worker
-    // does not resume; rabbitmq-server#12625, #16652). They are not lost: they count in the
-    // wait queue's depth. Moving the queue's leadership again (restarting the RabbitMQ
+    // does not resume; rabbitmq-server#12625, #16652), or hold them expired and unconfirmed
+    // for three minutes. They are not lost: they count in the wait queue's depth or its
+    // `messages_dlx`. Moving the queue's leadership again (restarting the RabbitMQ
     // application on the node that leads it) releases them.
-    let wait_queues: Vec<&String> = replicated
-        .iter()
-        .filter(|name| name.starts_with(&format!("{queue}.wait.")))
-        .collect();
-    let held_before = held(&cluster, &wait_queues);
+    let held = || harness.held_retries("cluster", |args| cluster.ctl(0, args));
+    let held_before = held().await;
     let mut released = None;
     if !missing.is_empty() && held_before.values().sum::<usize>() > 0 {
         let leaders: BTreeSet<usize> = held_before
@@ -413,7 +397,7 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
         missing = until_settled(&missing_now).await;
         released = Some(moved.elapsed());
     }
-    let held_after = held(&cluster, &wait_queues);
+    let held_after = held().await;
     // The dead letters: every message failing for good, and any missing one that might be
     // there (its retries spent across the kills).
     let fatal = published
