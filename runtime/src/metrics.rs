@@ -208,126 +208,164 @@ pub fn retry_mode(retry: &Retry) -> Option<&'static str> {
     }
 }
 
+/// What a metric records, for its description.
+#[derive(Clone, Copy)]
+enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+/// Every metric's kind, unit and description (the HELP line), in the order of the constants.
+const DESCRIPTIONS: &[(&str, Kind, Option<Unit>, &str)] = &[
+    (
+        PUBLISHED,
+        Kind::Counter,
+        Some(Unit::Count),
+        "Messages published and sent to the broker (label: exchange)",
+    ),
+    (
+        CONFIRMED,
+        Kind::Counter,
+        Some(Unit::Count),
+        "Published messages the broker confirmed and routed (label: exchange)",
+    ),
+    (
+        RETURNED,
+        Kind::Counter,
+        Some(Unit::Count),
+        "Published messages returned as unroutable (label: exchange)",
+    ),
+    (
+        PUBLISH_FAILED,
+        Kind::Counter,
+        Some(Unit::Count),
+        "Publishes that failed, by error (labels: exchange, error)",
+    ),
+    (
+        CONSUMED,
+        Kind::Counter,
+        Some(Unit::Count),
+        "Deliveries received (labels: consumer, queue)",
+    ),
+    (
+        HANDLED,
+        Kind::Counter,
+        Some(Unit::Count),
+        "Deliveries settled, by outcome: ack, retry, dead-letter, drop, discard, requeue (labels: consumer, queue, outcome)",
+    ),
+    (
+        RETRIED,
+        Kind::Counter,
+        Some(Unit::Count),
+        "Failed deliveries sent round again, by retry mode (labels: consumer, queue, mode)",
+    ),
+    (
+        DEAD_LETTERED,
+        Kind::Counter,
+        Some(Unit::Count),
+        "Deliveries dead-lettered, by failure reason (labels: consumer, queue, reason)",
+    ),
+    (
+        HANDLER_DURATION,
+        Kind::Histogram,
+        Some(Unit::Seconds),
+        "Handler run time, per delivery or batch (labels: consumer, queue)",
+    ),
+    (
+        END_TO_END_LATENCY,
+        Kind::Histogram,
+        Some(Unit::Seconds),
+        "From publish to handler start, retries included (labels: consumer, queue)",
+    ),
+    (
+        IN_FLIGHT,
+        Kind::Gauge,
+        Some(Unit::Count),
+        "Deliveries taken and not yet settled (labels: consumer, queue)",
+    ),
+    (
+        RPC_CALLS,
+        Kind::Counter,
+        Some(Unit::Count),
+        "RPC calls, by outcome: ok, error, failed, timeout, invalid-reply, publish-error, connection-lost (labels: operation, outcome)",
+    ),
+    (
+        RPC_CALL_DURATION,
+        Kind::Histogram,
+        Some(Unit::Seconds),
+        "RPC call duration, request to reply, whatever the outcome (label: operation)",
+    ),
+    (
+        RPC_LATE_REPLIES,
+        Kind::Counter,
+        Some(Unit::Count),
+        "RPC replies dropped because no call waited for them (late, or stray)",
+    ),
+    (
+        INBOX_DUPLICATES,
+        Kind::Counter,
+        Some(Unit::Count),
+        "Messages an inbox consumer acknowledged without running their effects again",
+    ),
+    (
+        RPC_REPLIES,
+        Kind::Counter,
+        Some(Unit::Count),
+        "RPC replies sent and confirmed, by status: ok, error, failed (labels: consumer, queue, status)",
+    ),
+    (
+        WAIT_QUEUE_OVERDUE,
+        Kind::Gauge,
+        Some(Unit::Seconds),
+        "How long the oldest retry in a wait queue is overdue; above 0 its dead-lettering stopped (labels: consumer, queue, wait_queue)",
+    ),
+    (
+        CIRCUIT_BREAKER_STATE,
+        Kind::Gauge,
+        None,
+        "Circuit breaker: 0 closed, 1 open, 2 half-open (labels: consumer, queue)",
+    ),
+    (
+        OUTBOX_RELAYED,
+        Kind::Counter,
+        Some(Unit::Count),
+        "Outbox rows published, confirmed and marked sent (table)",
+    ),
+    (
+        OUTBOX_RETRIED,
+        Kind::Counter,
+        Some(Unit::Count),
+        "Outbox rows not published, due again after a backoff (table)",
+    ),
+    (
+        OUTBOX_PENDING,
+        Kind::Gauge,
+        Some(Unit::Count),
+        "Outbox rows not yet published (table)",
+    ),
+    (
+        OUTBOX_LAG,
+        Kind::Gauge,
+        Some(Unit::Seconds),
+        "How long the oldest unpublished outbox row has waited (table)",
+    ),
+];
+
 /// Registers every metric's unit and description with the installed recorder (the HELP
 /// lines of a Prometheus exporter). Call it once the recorder is installed; calling it again
 /// is harmless. Workers and publishers call it when they start.
 pub fn describe() {
-    let per_consumer = "labels: consumer, queue";
-    describe_counter!(
-        PUBLISHED,
-        Unit::Count,
-        "Messages published and sent to the broker (label: exchange)"
-    );
-    describe_counter!(
-        CONFIRMED,
-        Unit::Count,
-        "Published messages the broker confirmed and routed (label: exchange)"
-    );
-    describe_counter!(
-        RETURNED,
-        Unit::Count,
-        "Published messages returned as unroutable (label: exchange)"
-    );
-    describe_counter!(
-        PUBLISH_FAILED,
-        Unit::Count,
-        "Publishes that failed, by error (labels: exchange, error)"
-    );
-    describe_counter!(
-        CONSUMED,
-        Unit::Count,
-        format!("Deliveries received ({per_consumer})")
-    );
-    describe_counter!(
-        HANDLED,
-        Unit::Count,
-        format!(
-            "Deliveries settled, by outcome: ack, retry, dead-letter, drop, discard, requeue ({per_consumer}, outcome)"
-        )
-    );
-    describe_counter!(
-        RETRIED,
-        Unit::Count,
-        format!("Failed deliveries sent round again, by retry mode ({per_consumer}, mode)")
-    );
-    describe_counter!(
-        DEAD_LETTERED,
-        Unit::Count,
-        format!("Deliveries dead-lettered, by failure reason ({per_consumer}, reason)")
-    );
-    describe_histogram!(
-        HANDLER_DURATION,
-        Unit::Seconds,
-        format!("Handler run time, per delivery or batch ({per_consumer})")
-    );
-    describe_histogram!(
-        END_TO_END_LATENCY,
-        Unit::Seconds,
-        format!("From publish to handler start, retries included ({per_consumer})")
-    );
-    describe_gauge!(
-        IN_FLIGHT,
-        Unit::Count,
-        format!("Deliveries taken and not yet settled ({per_consumer})")
-    );
-    describe_counter!(
-        RPC_CALLS,
-        Unit::Count,
-        "RPC calls, by outcome: ok, error, failed, timeout, invalid-reply, publish-error, connection-lost (labels: operation, outcome)"
-    );
-    describe_histogram!(
-        RPC_CALL_DURATION,
-        Unit::Seconds,
-        "RPC call duration, request to reply, whatever the outcome (label: operation)"
-    );
-    describe_counter!(
-        RPC_LATE_REPLIES,
-        Unit::Count,
-        "RPC replies dropped because no call waited for them (late, or stray)"
-    );
-    describe_counter!(
-        INBOX_DUPLICATES,
-        Unit::Count,
-        "Messages an inbox consumer acknowledged without running their effects again"
-    );
-    describe_counter!(
-        RPC_REPLIES,
-        Unit::Count,
-        format!(
-            "RPC replies sent and confirmed, by status: ok, error, failed ({per_consumer}, status)"
-        )
-    );
-    describe_gauge!(
-        WAIT_QUEUE_OVERDUE,
-        Unit::Seconds,
-        format!(
-            "How long the oldest retry in a wait queue is overdue; above 0 its dead-lettering stopped ({per_consumer}, wait_queue)"
-        )
-    );
-    describe_gauge!(
-        CIRCUIT_BREAKER_STATE,
-        format!("Circuit breaker: 0 closed, 1 open, 2 half-open ({per_consumer})")
-    );
-    describe_counter!(
-        OUTBOX_RELAYED,
-        Unit::Count,
-        "Outbox rows published, confirmed and marked sent (table)"
-    );
-    describe_counter!(
-        OUTBOX_RETRIED,
-        Unit::Count,
-        "Outbox rows not published, due again after a backoff (table)"
-    );
-    describe_gauge!(
-        OUTBOX_PENDING,
-        Unit::Count,
-        "Outbox rows not yet published (table)"
-    );
-    describe_gauge!(
-        OUTBOX_LAG,
-        Unit::Seconds,
-        "How long the oldest unpublished outbox row has waited (table)"
-    );
+    for &(name, kind, unit, help) in DESCRIPTIONS {
+        match (kind, unit) {
+            (Kind::Counter, Some(unit)) => describe_counter!(name, unit, help),
+            (Kind::Counter, None) => describe_counter!(name, help),
+            (Kind::Gauge, Some(unit)) => describe_gauge!(name, unit, help),
+            (Kind::Gauge, None) => describe_gauge!(name, help),
+            (Kind::Histogram, Some(unit)) => describe_histogram!(name, unit, help),
+            (Kind::Histogram, None) => describe_histogram!(name, help),
+        }
+    }
 }
 
 /// The [`WAIT_QUEUE_OVERDUE`] gauge of `consumer`'s wait queue `wait_queue` of `queue`.
@@ -693,6 +731,21 @@ mod tests {
         let mut table = FieldTable::default();
         table.insert(ShortString::from(headers::PUBLISHED_AT), value);
         BasicProperties::default().with_headers(table)
+    }
+
+    #[test]
+    fn every_metric_is_described_once_and_documented_for_operators() {
+        let operations = include_str!("../../docs/operations.md");
+        let mut names: Vec<&str> = DESCRIPTIONS.iter().map(|(name, ..)| *name).collect();
+        for name in &names {
+            assert!(
+                operations.contains(&format!("`{name}`")),
+                "{name} is missing from docs/operations.md's metrics table"
+            );
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), DESCRIPTIONS.len(), "a metric described twice");
     }
 
     #[test]

@@ -110,13 +110,29 @@ pub(crate) fn original_route(
 }
 
 /// Decodes `raw` as message `M`, validating it against its JSON Schemas unless `validators`
-/// is `None` (validation turned off).
+/// is `None` (validation turned off): the envelope admitted, the body read, the payload and
+/// headers typed, then the delivery's route, history and properties attached.
 pub(crate) fn decode<M: Message>(
     raw: &lapin::message::Delivery,
     queue: &Queue,
     validators: Option<&Validators>,
     max_body_bytes: usize,
 ) -> Result<Delivery<M::Payload, M::Headers>, Poison> {
+    admit::<M>(raw, max_body_bytes)?;
+    let properties = &raw.properties;
+    let encoding = properties
+        .content_encoding()
+        .as_ref()
+        .map(|e| e.to_string());
+    let body = decompress(&raw.data, encoding.as_deref(), max_body_bytes)?;
+    bounded(&body, max_body_bytes)?;
+    let (payload, headers) = typed_parts::<M>(&body, properties.headers().as_ref(), validators)?;
+    Ok(delivery_of(raw, queue, payload, headers))
+}
+
+/// What is refused before the body is read: headers past their cut, a content type other
+/// than the message's (parameters such as `charset` aside), a body above the cap.
+fn admit<M: Message>(raw: &lapin::message::Delivery, max_body_bytes: usize) -> Result<(), Poison> {
     let properties = &raw.properties;
     if let Some((reason, detail)) = crate::wire::headers_cut(properties.headers().as_ref()) {
         return Err(poison(reason, detail));
@@ -147,17 +163,20 @@ pub(crate) fn decode<M: Message>(
             ),
         ));
     }
-    let encoding = properties
-        .content_encoding()
-        .as_ref()
-        .map(|e| e.to_string());
-    let body = decompress(&raw.data, encoding.as_deref(), max_body_bytes)?;
-    bounded(&body, max_body_bytes)?;
-    let table = properties.headers().as_ref();
+    Ok(())
+}
+
+/// The payload and headers of `M` from the (decompressed) `body` and the header `table`:
+/// validated first when `validators` are given, else straight into their types.
+fn typed_parts<M: Message>(
+    body: &[u8],
+    table: Option<&lapin::types::FieldTable>,
+    validators: Option<&Validators>,
+) -> Result<(M::Payload, M::Headers), Poison> {
     let header_json = Value::Object(table.map(table_to_json).unwrap_or_default());
     let payload: M::Payload = match validators {
         Some(validators) => {
-            let payload = validated(&body, validators)?;
+            let payload = validated(body, validators)?;
             if let Some(errors) = validators.headers_errors(&header_json) {
                 return Err(poison(
                     FailureReason::Validation,
@@ -167,22 +186,34 @@ pub(crate) fn decode<M: Message>(
             typed(payload)?
         }
         // Without validation the body goes straight to its type, in one pass.
-        None => serde_json::from_slice(&body).map_err(|e| {
+        None => serde_json::from_slice(body).map_err(|e| {
             poison(
                 FailureReason::Decode,
                 format!("payload does not fit its type: {e}"),
             )
         })?,
     };
-    let typed_headers: M::Headers = serde_json::from_value(header_json).map_err(|e| {
+    let headers: M::Headers = serde_json::from_value(header_json).map_err(|e| {
         poison(
             FailureReason::Decode,
             format!("headers do not fit their type: {e}"),
         )
     })?;
+    Ok((payload, headers))
+}
+
+/// The typed delivery of `payload` and `headers`, with what `raw` says of its route, its
+/// retries and last failure, and its AMQP properties.
+fn delivery_of<P, H>(
+    raw: &lapin::message::Delivery,
+    queue: &Queue,
+    payload: P,
+    headers: H,
+) -> Delivery<P, H> {
+    let properties = &raw.properties;
     let (exchange, routing_key) = original_route(raw, queue);
     let retries = retries_so_far(raw, queue);
-    let mut delivery = Delivery::builder(payload, typed_headers)
+    let mut delivery = Delivery::builder(payload, headers)
         .route(
             exchange.unwrap_or_default(),
             routing_key.unwrap_or_default(),
@@ -210,7 +241,7 @@ pub(crate) fn decode<M: Message>(
     if let Some(failure) = failure_so_far(raw, queue, retries) {
         delivery = delivery.failure(failure);
     }
-    Ok(delivery.build())
+    delivery.build()
 }
 
 /// An `expiration` property as RabbitMQ takes it: whole milliseconds in decimal digits, at
