@@ -96,6 +96,7 @@
 pub mod __fuzz;
 mod amqp;
 mod base64;
+mod builder;
 mod clock;
 mod codec;
 mod confirms;
@@ -165,6 +166,7 @@ pub use lapin;
 /// may use it; it changes without notice between versions. (As tonic's `codegen` module.)
 #[doc(hidden)]
 pub mod codegen {
+    pub use crate::__warren_builder as builder;
     #[cfg(any(feature = "postgres", feature = "sqlite"))]
     pub use crate::inbox::{InboxBatchHandler, InboxHandler, add_inbox, add_inbox_batch};
     pub use crate::routing_key::{KeyPart, RoutingKey};

@@ -88,6 +88,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .no_consumers()
         .no_publishers()
         .compile("../fixtures/settings/warren.yaml")?;
+    // Builders of every shape a schema gives (defaults, maps, unions, recursion) and of
+    // fields named like keywords: each is one `builder!` of the runtime's, which must expand
+    // to what typify wrote.
+    warren_build::Config::new()
+        .file_name("shapes_built.rs")
+        .builders(true)
+        .compile("../fixtures/contracts/payload-shapes/warren.yaml")?;
+    warren_build::Config::new()
+        .file_name("names_built.rs")
+        .builders(true)
+        .compile("../fixtures/contracts/hostile-names/warren.yaml")?;
     name_cases(&out_dir)
 }
 

@@ -26,6 +26,7 @@
 //! depends on the runtime alone. Every string from the contract is emitted as a literal;
 //! identifiers are derived by [`crate::naming`].
 
+mod builders;
 mod constructors;
 mod consumers;
 mod docs;
@@ -121,7 +122,7 @@ fn format_sections(sections: &[Section<'_>]) -> Result<String, GenerateError> {
                 unnamed.join(", ")
             )));
         }
-        code.push_str(&prettyplease::unparse(&file?));
+        code.push_str(&builders::lay_out(&prettyplease::unparse(&file?)));
     }
     Ok(code)
 }

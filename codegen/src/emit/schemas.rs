@@ -2,12 +2,13 @@
 //!
 //! Every message's schema is self-contained (its `$ref` plus every definition it reaches),
 //! so a definition many messages reach (`Money`, `Currency`) was copied into each of their
-//! schemas. Now a definition that two or more schemas hold is written once, as a
+//! schemas. A definition that two or more schemas hold is written once, as a
 //! `macro_rules!` macro expanding to its text, and each schema that holds it is the
 //! `concat!` of its own text and those macros. `concat!` runs in the compiler, so
-//! `Message::PAYLOAD_SCHEMA` is the same `&'static str` as before, byte for byte, with no
-//! work at run time; the definition's text is written at the depth it has in every schema
-//! (inside the top-level `$defs`), which is what makes one copy fit them all.
+//! `Message::PAYLOAD_SCHEMA` is one `&'static str`, the schema's compact JSON text, with no
+//! work at run time. The text is compact (`serde_json::to_string`) rather than pretty
+//! printed: the runtime only parses it, and a pretty schema was a tenth of the lines of a
+//! generated file (the types' docs name each schema's file, which is where a reader goes).
 
 use std::collections::BTreeMap;
 
@@ -83,7 +84,7 @@ impl<'a> SharedDefinitions<'a> {
                 None,
                 "",
             );
-            let text = text_literal(&nested(body, 2));
+            let text = text_literal(&compact(body));
             quote! {
                 #docs
                 macro_rules! #name {
@@ -112,40 +113,44 @@ impl<'a> SharedDefinitions<'a> {
         }
     }
 
-    /// `schema`'s pretty-printed text, cut around the shared definitions it holds: the
-    /// pieces' texts, each macro's in its place, are `serde_json::to_string_pretty(schema)`.
+    /// `schema`'s compact text, cut around the shared definitions it holds: the pieces'
+    /// texts, each macro's in its place, are `serde_json::to_string(schema)`.
     fn pieces(&self, schema: &Value) -> Vec<Piece<'_>> {
         let members = match schema {
             Value::Object(members) if !members.is_empty() => members,
-            _ => return vec![Piece::Text(pretty(schema))],
+            _ => return vec![Piece::Text(compact(schema))],
         };
         let mut pieces = Vec::new();
         let mut text = String::from("{");
         for (i, (key, value)) in members.iter().enumerate() {
-            text.push_str(if i == 0 { "\n  " } else { ",\n  " });
+            if i > 0 {
+                text.push(',');
+            }
             text.push_str(&json_string(key));
-            text.push_str(": ");
+            text.push(':');
             match value {
                 Value::Object(definitions) if key == DEFS && !definitions.is_empty() => {
                     text.push('{');
                     for (j, (name, body)) in definitions.iter().enumerate() {
-                        text.push_str(if j == 0 { "\n    " } else { ",\n    " });
+                        if j > 0 {
+                            text.push(',');
+                        }
                         text.push_str(&json_string(name));
-                        text.push_str(": ");
+                        text.push(':');
                         match self.shared.get(name.as_str()) {
                             Some(shared) if shared.body == body => {
                                 pieces.push(Piece::Text(std::mem::take(&mut text)));
                                 pieces.push(Piece::Shared(&shared.name));
                             }
-                            _ => text.push_str(&nested(body, 2)),
+                            _ => text.push_str(&compact(body)),
                         }
                     }
-                    text.push_str("\n  }");
+                    text.push('}');
                 }
-                _ => text.push_str(&nested(value, 1)),
+                _ => text.push_str(&compact(value)),
             }
         }
-        text.push_str("\n}");
+        text.push('}');
         pieces.push(Piece::Text(text));
         pieces
     }
@@ -178,16 +183,9 @@ fn json_string(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_else(|_| format!("{text:?}"))
 }
 
-/// `value` pretty-printed as `serde_json` does.
-fn pretty(value: &Value) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
-}
-
-/// `value` pretty-printed as it reads `depth` levels into a pretty-printed document: every
-/// line after the first indented by two spaces a level. A newline in pretty JSON is always
-/// layout (one inside a string is written `\n`), so this moves nothing inside a string.
-fn nested(value: &Value, depth: usize) -> String {
-    pretty(value).replace('\n', &format!("\n{}", "  ".repeat(depth)))
+/// `value` as compact JSON text, as `serde_json` writes it.
+fn compact(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| value.to_string())
 }
 
 /// Text as a raw string literal, so it reads in an editor.
@@ -233,7 +231,7 @@ fn longest_hash_run(text: &str) -> usize {
 mod tests {
     use serde_json::{Value, json};
 
-    use super::{Piece, SharedDefinitions, pretty, text_literal};
+    use super::{Piece, SharedDefinitions, compact, text_literal};
 
     /// Whatever a schema holds, its literal is one token whose value parses back to the same
     /// JSON, with no bare hidden character in the file.
@@ -258,7 +256,7 @@ mod tests {
             (json!({"title": format!("\"{}", "#".repeat(255))}), false),
         ];
         for (schema, raw) in cases {
-            let literal = text_literal(&pretty(&schema));
+            let literal = text_literal(&compact(&schema));
             let written = literal.to_string();
             let prefix = if raw { "r#" } else { "\"" };
             assert!(written.starts_with(prefix), "{written}");
@@ -275,10 +273,10 @@ mod tests {
     }
 
     /// A schema cut around its shared definitions, each macro's text put back in its place,
-    /// is the schema's pretty text exactly, whatever its definitions hold: the text the
+    /// is the schema's compact text exactly, whatever its definitions hold: the text the
     /// runtime reads is what it was when every schema was written out whole.
     #[test]
-    fn a_schema_cut_around_shared_definitions_is_its_pretty_text() {
+    fn a_schema_cut_around_shared_definitions_is_its_compact_text() {
         let money = json!({
             "type": "object",
             "properties": {"currency": {"$ref": "#/$defs/Currency"}, "tags": [], "x": {}},
@@ -321,11 +319,11 @@ mod tests {
                         } else {
                             &currency
                         };
-                        super::nested(body, 2)
+                        compact(body)
                     }
                 })
                 .collect();
-            assert_eq!(text, pretty(schema), "{schema}");
+            assert_eq!(text, compact(schema), "{schema}");
         }
         assert_eq!(shared.pieces(&schemas[0]).len(), 5);
         assert_eq!(shared.pieces(&schemas[3]).len(), 1);

@@ -132,6 +132,7 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
     });
     let items = super::type_docs::rewrite(reroute(quote! { #stream #( #aliases )* }), contract)?;
     let items = super::constructors::add(items);
+    let items = super::builders::compact(items);
     // typify's output is not written for every lint a user's crate may enable (it unwraps
     // its pattern regexes, for one), hence the allows on this module only.
     let allow_markdown = super::docs::allow_contract_markdown();

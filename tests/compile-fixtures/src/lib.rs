@@ -149,6 +149,16 @@ pub mod types_only {
     include!(concat!(env!("OUT_DIR"), "/types_only.rs"));
 }
 
+/// The payload-shapes fixture with builders (see `build.rs`).
+pub mod shapes_built {
+    include!(concat!(env!("OUT_DIR"), "/shapes_built.rs"));
+}
+
+/// The hostile-names fixture with builders (see `build.rs`).
+pub mod names_built {
+    include!(concat!(env!("OUT_DIR"), "/names_built.rs"));
+}
+
 /// A user's own money type, replacing the settings fixture's generated `Money`: it implements
 /// what the generated types derive, and serializes as the schema says.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

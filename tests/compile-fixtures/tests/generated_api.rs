@@ -222,8 +222,8 @@ fn message_markers_carry_name_content_type_and_bundled_schemas() {
 }
 
 /// A schema that shares definitions with others is assembled by `concat!` from its own text
-/// and the definitions written once: its text is the bundle's schema of the message, pretty
-/// printed as when every schema was written out whole.
+/// and the definitions written once: its text is the bundle's schema of the message, as
+/// compact JSON.
 #[test]
 fn schemas_assembled_from_shared_definitions_are_the_bundles() {
     use warren_compile_fixtures::orders_example::messages::{
@@ -233,17 +233,14 @@ fn schemas_assembled_from_shared_definitions_are_the_bundles() {
         .expect("the orders example is valid");
     let bundled = |message: &str| {
         let schema = &checked.contract.messages[message].payload.schema;
-        serde_json::to_string_pretty(schema).unwrap()
+        serde_json::to_string(schema).unwrap()
     };
     // `Money` and `Currency` are shared by the first three; `QuoteError` shares nothing.
     assert_eq!(OrderPlaced::PAYLOAD_SCHEMA, bundled("order_placed"));
     assert_eq!(OrderCancelled::PAYLOAD_SCHEMA, bundled("order_cancelled"));
     assert_eq!(PriceQuote::PAYLOAD_SCHEMA, bundled("price_quote"));
     assert_eq!(QuoteError::PAYLOAD_SCHEMA, bundled("quote_error"));
-    assert_eq!(
-        PriceQuote::PAYLOAD_SCHEMA.matches("\"Money\": {").count(),
-        1
-    );
+    assert_eq!(PriceQuote::PAYLOAD_SCHEMA.matches("\"Money\":{").count(), 1);
 }
 
 #[test]

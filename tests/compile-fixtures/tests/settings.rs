@@ -59,3 +59,46 @@ fn extra_derives_hold() {
     assert!(seen.insert(invoice.clone()));
     assert!(!seen.insert(invoice));
 }
+
+/// The builders `builder!` writes keep what typify's did: a schema's defaults as the start
+/// of their fields, every required field named when missing, a value that does not convert
+/// named by its field, conversions both ways, and fields named like keywords.
+#[test]
+fn builders_start_at_the_schemas_defaults_and_name_what_is_missing() {
+    use warren_compile_fixtures::names_built::types::Event;
+    use warren_compile_fixtures::shapes_built::types::{
+        Node, Shapes, ShapesPayment, ShapesStatus, builder,
+    };
+    let node: Node = Node::builder().label("root").try_into().expect("complete");
+    assert!(node.children.is_empty());
+    let payment = serde_json::json!({"method": "card", "last4": "4242"});
+    let all_but_tags = || {
+        Shapes::builder()
+            .amount(2.5)
+            .id(warren_runtime::codegen::uuid::Uuid::nil())
+            .kind(serde_json::json!("k"))
+            .payment(serde_json::from_value::<ShapesPayment>(payment.clone()).expect("a payment"))
+            .status(ShapesStatus::Active)
+    };
+    let error = Shapes::try_from(all_but_tags()).expect_err("`tags` is required");
+    assert!(
+        error.to_string().contains("no value supplied for tags"),
+        "{error}"
+    );
+    let shapes = Shapes::try_from(all_but_tags().tags(Vec::<String>::new())).expect("complete");
+    assert_eq!((shapes.channel.as_str(), shapes.attempts), ("email", 3));
+    // Back to a builder and on: the value's fields are where it starts.
+    let again =
+        Shapes::try_from(builder::Shapes::from(shapes.clone()).attempts(5_u64)).expect("complete");
+    assert_eq!((again.channel.as_str(), again.attempts), ("email", 5));
+    let bad_status = all_but_tags().tags(Vec::<String>::new()).status("gone");
+    let error = Shapes::try_from(bad_status).expect_err("a status outside its enum");
+    assert!(
+        error
+            .to_string()
+            .contains("error converting supplied value for status"),
+        "{error}"
+    );
+    let event = Event::try_from(Event::builder().type_("keyword").self_(1)).expect("complete");
+    assert_eq!((event.type_.as_str(), event.self_), ("keyword", 1));
+}
