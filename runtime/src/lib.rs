@@ -167,6 +167,7 @@ pub use lapin;
 #[doc(hidden)]
 pub mod codegen {
     pub use crate::__warren_builder as builder;
+    pub use crate::__warren_string_enum as string_enum;
     #[cfg(any(feature = "postgres", feature = "sqlite"))]
     pub use crate::inbox::{InboxBatchHandler, InboxHandler, add_inbox, add_inbox_batch};
     pub use crate::routing_key::{KeyPart, RoutingKey};

@@ -55,23 +55,10 @@ fn compact_module(items: Vec<Item>) -> Vec<Item> {
             Part::Conversion => parts.conversions += 1,
         }
     }
-    let mut invocations: BTreeMap<usize, Item> = BTreeMap::new();
-    let mut replaced = Vec::new();
-    for (name, parts) in &builders {
-        if let Some(invocation) = invocation(name, parts) {
-            invocations.insert(parts.indices[0], invocation);
-            replaced.extend(parts.indices.iter().copied());
-        }
-    }
-    items
-        .into_iter()
-        .enumerate()
-        .filter_map(|(index, item)| match invocations.remove(&index) {
-            Some(invocation) => Some(invocation),
-            None if replaced.contains(&index) => None,
-            None => Some(item),
-        })
-        .collect()
+    let replacements = builders
+        .iter()
+        .filter_map(|(name, parts)| Some((parts.indices.as_slice(), invocation(name, parts)?)));
+    super::invocations::replace(items, replacements)
 }
 
 /// What one item of a builder module is of the builder it belongs to.
@@ -207,111 +194,4 @@ fn invocation(name: &str, parts: &Parts) -> Option<Item> {
     Some(syn::parse_quote! {
         ::warren_runtime::codegen::builder! { #name { #( #fields ),* } }
     })
-}
-
-/// The path of the runtime's builder macro as prettyplease writes an invocation's first line.
-const INVOCATION: &str = "::warren_runtime::codegen::builder! {";
-
-/// `text` (prettyplease's, which writes a macro's tokens as a run of words: `Option <
-/// String >`) with the body of every `builder!` invocation laid out as the struct it builds
-/// reads: one field a line, each type and start as prettyplease writes them in code.
-pub(super) fn lay_out(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        out.push_str(line);
-        out.push('\n');
-        if line.trim_start() != INVOCATION {
-            continue;
-        }
-        let indent = &line[..line.len() - line.trim_start().len()];
-        let close = format!("{indent}}}");
-        let mut body = String::new();
-        for line in lines.by_ref() {
-            if line == close {
-                break;
-            }
-            body.push_str(line);
-            body.push(' ');
-        }
-        match syn::parse_str::<Body>(&body) {
-            Ok(parsed) => out.push_str(&parsed.lay_out(indent)),
-            // Not the shape written above: as prettyplease wrote it.
-            Err(_) => out.push_str(&format!("{indent}    {}\n", body.trim_end())),
-        }
-        out.push_str(&close);
-        out.push('\n');
-    }
-    out
-}
-
-/// What a `builder!` invocation holds: `Name { field: Type = start, … }`.
-struct Body {
-    name: Ident,
-    fields: syn::punctuated::Punctuated<FieldSpec, syn::Token![,]>,
-}
-
-/// One field of a [`Body`]: its name, type, and start when it has one.
-struct FieldSpec {
-    name: Ident,
-    ty: Type,
-    start: Option<Expr>,
-}
-
-impl syn::parse::Parse for Body {
-    fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
-        let name = input.parse()?;
-        let fields;
-        syn::braced!(fields in input);
-        let fields = fields.parse_terminated(FieldSpec::parse, syn::Token![,])?;
-        Ok(Self { name, fields })
-    }
-}
-
-impl syn::parse::Parse for FieldSpec {
-    fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
-        let name = input.parse()?;
-        input.parse::<syn::Token![:]>()?;
-        let ty = input.parse()?;
-        let start = if input.parse::<Option<syn::Token![=]>>()?.is_some() {
-            Some(input.parse()?)
-        } else {
-            None
-        };
-        Ok(Self { name, ty, start })
-    }
-}
-
-impl Body {
-    /// The body's lines, under an invocation indented by `indent`.
-    fn lay_out(&self, indent: &str) -> String {
-        let mut text = format!("{indent}    {} {{\n", self.name);
-        for field in &self.fields {
-            let (name, ty) = (&field.name, &field.ty);
-            let ty = written(quote! { type T = #ty; }, "type T = ");
-            let line = match &field.start {
-                Some(start) => {
-                    let start = written(quote! { const C: () = #start; }, "const C: () = ");
-                    format!("{name}: {ty} = {start},")
-                }
-                None => format!("{name}: {ty},"),
-            };
-            // A line prettyplease broke keeps its own indentation under the field's.
-            for part in line.lines() {
-                text.push_str(&format!("{indent}        {part}\n"));
-            }
-        }
-        text.push_str(&format!("{indent}    }}\n"));
-        text
-    }
-}
-
-/// What follows `prefix` in prettyplease's text of `item`, the `;` that ends it left off: a
-/// type or an expression as prettyplease writes it in code.
-fn written(item: TokenStream, prefix: &str) -> String {
-    let text = syn::parse2(item)
-        .map(|file| prettyplease::unparse(&file))
-        .unwrap_or_default();
-    let text = text.trim_end().trim_end_matches(';');
-    text.strip_prefix(prefix).unwrap_or(text).to_owned()
 }

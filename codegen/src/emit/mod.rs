@@ -30,10 +30,12 @@ mod builders;
 mod constructors;
 mod consumers;
 mod docs;
+mod invocations;
 mod messages;
 mod publishers;
 mod rpcs;
 mod schemas;
+mod string_enums;
 mod topology;
 mod type_docs;
 mod types;
@@ -122,7 +124,7 @@ fn format_sections(sections: &[Section<'_>]) -> Result<String, GenerateError> {
                 unnamed.join(", ")
             )));
         }
-        code.push_str(&builders::lay_out(&prettyplease::unparse(&file?)));
+        code.push_str(&invocations::lay_out(&prettyplease::unparse(&file?)));
     }
     Ok(code)
 }

@@ -133,6 +133,8 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
     let items = super::type_docs::rewrite(reroute(quote! { #stream #( #aliases )* }), contract)?;
     let items = super::constructors::add(items);
     let items = super::builders::compact(items);
+    let mut items = super::string_enums::compact(items);
+    items.insert(0, serde_in_scope());
     // typify's output is not written for every lint a user's crate may enable (it unwraps
     // its pattern regexes, for one), hence the allows on this module only.
     let allow_markdown = super::docs::allow_contract_markdown();
@@ -154,16 +156,25 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
 
 /// Points typify's `::serde::…`, `::uuid::…` (and the other crates it names) at the
 /// runtime's re-exports, and tells serde's derives where serde is, so the generated code
-/// needs no dependency but `warren-runtime`.
+/// needs no dependency but `warren-runtime`. In a `#[derive(…)]` the path is `serde::…`, the
+/// `use` of the runtime's re-export that heads the module ([`serde_in_scope`]): a derive list
+/// then fits a line instead of taking one per trait.
 fn reroute(stream: TokenStream) -> TokenStream {
     let mut out = Vec::new();
-    reroute_into(stream, &mut out);
+    reroute_into(stream, &mut out, false);
     out.into_iter().collect()
 }
 
-/// [`reroute`] of `stream`, its trees pushed onto `out`. Every tree is moved, not copied, and
-/// each stream built once: typify's output is a large share of a contract's code.
-fn reroute_into(stream: TokenStream, out: &mut Vec<TokenTree>) {
+/// The `use` that puts the runtime's serde in scope of the `types` module, for its derives.
+/// No type is named `serde`: type names are upper camel case.
+fn serde_in_scope() -> syn::Item {
+    syn::parse_quote! { use ::warren_runtime::codegen::serde; }
+}
+
+/// [`reroute`] of `stream`, its trees pushed onto `out`; `in_derive` inside a derive list.
+/// Every tree is moved, not copied, and each stream built once: typify's output is a large
+/// share of a contract's code.
+fn reroute_into(stream: TokenStream, out: &mut Vec<TokenTree>, in_derive: bool) {
     let mut trees = stream.into_iter().collect::<Vec<_>>().into_iter();
     while let Some(tree) = trees.next() {
         let ahead = trees.as_slice();
@@ -177,8 +188,9 @@ fn reroute_into(stream: TokenStream, out: &mut Vec<TokenTree>) {
                 // The group dropped first, its stream is this one's alone: not copied.
                 let stream = group.stream();
                 drop(group);
+                let derive = in_derive || is_derive(previous, delimiter, &stream);
                 let mut inner = Vec::new();
-                reroute_into(stream, &mut inner);
+                reroute_into(stream, &mut inner, derive);
                 let derives_serde = is_serde_derive(previous, delimiter, &inner);
                 let mut rerouted = Group::new(delimiter, inner.into_iter().collect());
                 rerouted.set_span(span);
@@ -191,6 +203,11 @@ fn reroute_into(stream: TokenStream, out: &mut Vec<TokenTree>) {
                 if is_path_sep(&first, ahead.first()) && starts_path(previous) =>
             {
                 match ahead.get(1) {
+                    Some(TokenTree::Ident(krate)) if in_derive && krate == "serde" => {
+                        // `serde::…`: the second `:` dropped, then the crate's name.
+                        trees.next();
+                        out.extend(trees.next());
+                    }
                     Some(TokenTree::Ident(krate))
                         if REROUTED_CRATES.iter().any(|rerouted| krate == rerouted) =>
                     {
@@ -230,6 +247,14 @@ fn is_path_sep(first: &Punct, second: Option<&TokenTree>) -> bool {
         && matches!(second, Some(TokenTree::Punct(p)) if p.as_char() == ':')
 }
 
+/// Whether a group of `delimiter` holding `inside`, after `previous`, is a `#[derive(…)]`.
+fn is_derive(previous: Option<&TokenTree>, delimiter: Delimiter, inside: &TokenStream) -> bool {
+    let after_hash = matches!(previous, Some(TokenTree::Punct(p)) if p.as_char() == '#');
+    after_hash
+        && delimiter == Delimiter::Bracket
+        && matches!(inside.clone().into_iter().next(), Some(TokenTree::Ident(id)) if id == "derive")
+}
+
 /// Whether a group of `delimiter` holding `inside`, after `previous`, is a `#[derive(…)]`
 /// of serde's traits.
 fn is_serde_derive(
@@ -267,7 +292,10 @@ mod tests {
             fn g() -> ::std::string::String { x::serde::y() }
         };
         let output = reroute(input).to_string();
-        assert!(!output.contains("derive (:: serde"), "{output}");
+        assert!(
+            output.contains("# [derive (serde :: Deserialize , Clone)]"),
+            "{output}"
+        );
         assert!(
             output.contains("# [serde (crate = \"::warren_runtime::codegen::serde\")]"),
             "{output}"
@@ -282,6 +310,6 @@ mod tests {
         );
         assert!(output.contains(":: std :: string :: String"), "{output}");
         assert!(output.contains("x :: serde :: y"), "{output}");
-        assert_eq!(output.matches("codegen").count(), 8, "{output}");
+        assert_eq!(output.matches("codegen").count(), 7, "{output}");
     }
 }

@@ -1,0 +1,151 @@
+//! The runtime macros' invocations in a generated file, laid out as the items they stand for
+//! read.
+//!
+//! prettyplease writes a macro's tokens as a run of words (`Option < String >`, fields
+//! wrapped at the margin); the invocations the generator writes (`builder!`, `string_enum!`)
+//! hold a name and a list of entries, `name: Type = start` or `Variant = "value"`, so each is
+//! laid out one entry a line, its type and value as prettyplease writes them in code.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::{Expr, Item, Token, Type};
+
+/// `items` with each replacement's invocation in the place of the first of its items' indices,
+/// and the others of them left out: typify's items of one builder or one enum's conversions,
+/// written as one invocation of the runtime's macro.
+pub(super) fn replace<'a>(
+    items: Vec<Item>,
+    replacements: impl Iterator<Item = (&'a [usize], Item)>,
+) -> Vec<Item> {
+    let mut invocations: BTreeMap<usize, Item> = BTreeMap::new();
+    let mut replaced = BTreeSet::new();
+    for (indices, invocation) in replacements {
+        if let Some(&first) = indices.first() {
+            invocations.insert(first, invocation);
+            replaced.extend(indices.iter().copied());
+        }
+    }
+    items
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, item)| match invocations.remove(&index) {
+            Some(invocation) => Some(invocation),
+            None if replaced.contains(&index) => None,
+            None => Some(item),
+        })
+        .collect()
+}
+
+/// The first lines of the invocations laid out, as prettyplease writes them.
+const INVOCATIONS: &[&str] = &[
+    "::warren_runtime::codegen::builder! {",
+    "::warren_runtime::codegen::string_enum! {",
+];
+
+/// `text` (prettyplease's) with the body of every invocation of [`INVOCATIONS`] laid out.
+pub(super) fn lay_out(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        out.push_str(line);
+        out.push('\n');
+        if !INVOCATIONS.contains(&line.trim_start()) {
+            continue;
+        }
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let close = format!("{indent}}}");
+        let mut body = String::new();
+        for line in lines.by_ref() {
+            if line == close {
+                break;
+            }
+            body.push_str(line);
+            body.push(' ');
+        }
+        match syn::parse_str::<Body>(&body) {
+            Ok(parsed) => out.push_str(&parsed.lay_out(indent)),
+            // Not the shape written above: as prettyplease wrote it.
+            Err(_) => out.push_str(&format!("{indent}    {}\n", body.trim_end())),
+        }
+        out.push_str(&close);
+        out.push('\n');
+    }
+    out
+}
+
+/// What an invocation holds: `Name { entry, … }`.
+struct Body {
+    name: Ident,
+    entries: Punctuated<Entry, Token![,]>,
+}
+
+/// One entry of a [`Body`]: `name`, then `: Type` and `= value`, each when it has one.
+struct Entry {
+    name: Ident,
+    ty: Option<Type>,
+    value: Option<Expr>,
+}
+
+impl Parse for Body {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let name = input.parse()?;
+        let entries;
+        syn::braced!(entries in input);
+        let entries = entries.parse_terminated(Entry::parse, Token![,])?;
+        Ok(Self { name, entries })
+    }
+}
+
+impl Parse for Entry {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let name = input.parse()?;
+        let ty = match input.parse::<Option<Token![:]>>()? {
+            Some(_) => Some(input.parse()?),
+            None => None,
+        };
+        let value = match input.parse::<Option<Token![=]>>()? {
+            Some(_) => Some(input.parse()?),
+            None => None,
+        };
+        Ok(Self { name, ty, value })
+    }
+}
+
+impl Body {
+    /// The body's lines, under an invocation indented by `indent`.
+    fn lay_out(&self, indent: &str) -> String {
+        let mut text = format!("{indent}    {} {{\n", self.name);
+        for entry in &self.entries {
+            let mut line = entry.name.to_string();
+            if let Some(ty) = &entry.ty {
+                line.push_str(": ");
+                line.push_str(&written(quote! { type T = #ty; }, "type T = "));
+            }
+            if let Some(value) = &entry.value {
+                line.push_str(" = ");
+                line.push_str(&written(quote! { const C: () = #value; }, "const C: () = "));
+            }
+            line.push(',');
+            // A line prettyplease broke keeps its own indentation under the entry's.
+            for part in line.lines() {
+                text.push_str(&format!("{indent}        {part}\n"));
+            }
+        }
+        text.push_str(&format!("{indent}    }}\n"));
+        text
+    }
+}
+
+/// What follows `prefix` in prettyplease's text of `item`, the `;` that ends it left off: a
+/// type or an expression as prettyplease writes it in code.
+fn written(item: TokenStream, prefix: &str) -> String {
+    let text = syn::parse2(item)
+        .map(|file| prettyplease::unparse(&file))
+        .unwrap_or_default();
+    let text = text.trim_end().trim_end_matches(';');
+    text.strip_prefix(prefix).unwrap_or(text).to_owned()
+}
