@@ -96,7 +96,6 @@
 pub mod __fuzz;
 mod amqp;
 mod base64;
-mod builder;
 mod clock;
 mod codec;
 mod confirms;
@@ -128,6 +127,7 @@ mod sink;
 mod sync;
 mod text;
 mod trace;
+mod typify;
 mod wire;
 mod worker;
 
@@ -168,6 +168,7 @@ pub use lapin;
 pub mod codegen {
     pub use crate::__warren_builder as builder;
     pub use crate::__warren_string_enum as string_enum;
+    pub use crate::__warren_string_newtype as string_newtype;
     #[cfg(any(feature = "postgres", feature = "sqlite"))]
     pub use crate::inbox::{InboxBatchHandler, InboxHandler, add_inbox, add_inbox_batch};
     pub use crate::routing_key::{KeyPart, RoutingKey};
@@ -175,6 +176,7 @@ pub mod codegen {
         DeclaredErrors, NoErrors, Operation, RpcHandler, call, decode_payload, encode_payload,
     };
     pub use crate::sink::publish;
+    pub use crate::typify::ConversionError;
     pub use crate::worker::{
         BatchHandler, DeadLetterHandler, Handler, add, add_batch, add_dead_letters, add_server,
     };

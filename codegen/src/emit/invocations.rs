@@ -44,6 +44,7 @@ pub(super) fn replace<'a>(
 const INVOCATIONS: &[&str] = &[
     "::warren_runtime::codegen::builder! {",
     "::warren_runtime::codegen::string_enum! {",
+    "::warren_runtime::codegen::string_newtype! {",
 ];
 
 /// `text` (prettyplease's) with the body of every invocation of [`INVOCATIONS`] laid out.
@@ -66,15 +67,54 @@ pub(super) fn lay_out(text: &str) -> String {
             body.push_str(line);
             body.push(' ');
         }
-        match syn::parse_str::<Body>(&body) {
-            Ok(parsed) => out.push_str(&parsed.lay_out(indent)),
-            // Not the shape written above: as prettyplease wrote it.
-            Err(_) => out.push_str(&format!("{indent}    {}\n", body.trim_end())),
+        if let Ok(parsed) = syn::parse_str::<Body>(&body) {
+            out.push_str(&parsed.lay_out(indent));
+        } else if let Ok(parsed) = syn::parse_str::<Checks>(&body) {
+            out.push_str(&parsed.lay_out(indent));
+        } else {
+            // Not a shape written above: as prettyplease wrote it.
+            out.push_str(&format!("{indent}    {}\n", body.trim_end()));
         }
         out.push_str(&close);
         out.push('\n');
     }
     out
+}
+
+/// What a `string_newtype!` holds: `Name |value| { checks }`.
+struct Checks {
+    name: Ident,
+    value: Ident,
+    block: syn::Block,
+}
+
+impl Parse for Checks {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let name = input.parse()?;
+        input.parse::<Token![|]>()?;
+        let value = input.parse()?;
+        input.parse::<Token![|]>()?;
+        let block = input.parse()?;
+        Ok(Self { name, value, block })
+    }
+}
+
+impl Checks {
+    /// The checks' lines, under an invocation indented by `indent`: the block as prettyplease
+    /// writes a function's body.
+    fn lay_out(&self, indent: &str) -> String {
+        let block = &self.block;
+        let function = written(quote! { fn f() #block }, "");
+        let mut text = format!("{indent}    {} |{}| {{\n", self.name, self.value);
+        let lines: Vec<&str> = function.lines().collect();
+        if let [_, body @ .., _] = lines.as_slice() {
+            for line in body {
+                text.push_str(&format!("{indent}    {line}\n"));
+            }
+        }
+        text.push_str(&format!("{indent}    }}\n"));
+        text
+    }
 }
 
 /// What an invocation holds: `Name { entry, … }`.

@@ -36,6 +36,7 @@ mod publishers;
 mod rpcs;
 mod schemas;
 mod string_enums;
+mod string_newtypes;
 mod topology;
 mod type_docs;
 mod types;

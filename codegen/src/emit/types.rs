@@ -133,7 +133,8 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
     let items = super::type_docs::rewrite(reroute(quote! { #stream #( #aliases )* }), contract)?;
     let items = super::constructors::add(items);
     let items = super::builders::compact(items);
-    let mut items = super::string_enums::compact(items);
+    let items = super::string_enums::compact(shared_error(items));
+    let mut items = super::string_newtypes::compact(items);
     items.insert(0, serde_in_scope());
     // typify's output is not written for every lint a user's crate may enable (it unwraps
     // its pattern regexes, for one), hence the allows on this module only.
@@ -152,6 +153,59 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
         pub mod types {}
     };
     super::type_docs::fill(shell, items)
+}
+
+/// `items` with typify's `error` module, the same `ConversionError` in every file, a `pub use`
+/// of the runtime's copy of it when it is what typify writes (else as it is).
+fn shared_error(mut items: Vec<syn::Item>) -> Vec<syn::Item> {
+    let expected = quote! {
+        pub struct ConversionError(::std::borrow::Cow<'static, str>);
+        impl ::std::error::Error for ConversionError {}
+        impl ::std::fmt::Display for ConversionError {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> Result<(), ::std::fmt::Error> {
+                ::std::fmt::Display::fmt(&self.0, f)
+            }
+        }
+        impl ::std::fmt::Debug for ConversionError {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> Result<(), ::std::fmt::Error> {
+                ::std::fmt::Debug::fmt(&self.0, f)
+            }
+        }
+        impl From<&'static str> for ConversionError {
+            fn from(value: &'static str) -> Self {
+                Self(value.into())
+            }
+        }
+        impl From<String> for ConversionError {
+            fn from(value: String) -> Self {
+                Self(value.into())
+            }
+        }
+    }
+    .to_string();
+    for item in &mut items {
+        if let syn::Item::Mod(module) = item
+            && module.ident == "error"
+            && let Some((_, content)) = &mut module.content
+        {
+            let written: TokenStream = content.iter().map(without_docs).collect();
+            if written.to_string() == expected {
+                *content = vec![syn::parse_quote! {
+                    pub use ::warren_runtime::codegen::ConversionError;
+                }];
+            }
+        }
+    }
+    items
+}
+
+/// `item`'s tokens without its doc attributes.
+fn without_docs(item: &syn::Item) -> TokenStream {
+    let mut item = item.clone();
+    if let syn::Item::Struct(item) = &mut item {
+        item.attrs.retain(|attr| !attr.path().is_ident("doc"));
+    }
+    item.into_token_stream()
 }
 
 /// Points typify's `::serde::…`, `::uuid::…` (and the other crates it names) at the

@@ -62,7 +62,8 @@ fn extra_derives_hold() {
 
 /// The builders `builder!` writes keep what typify's did: a schema's defaults as the start
 /// of their fields, every required field named when missing, a value that does not convert
-/// named by its field, conversions both ways, and fields named like keywords.
+/// named by its field, conversions both ways, fields named like keywords, and the checks of
+/// a constrained string.
 #[test]
 fn builders_start_at_the_schemas_defaults_and_name_what_is_missing() {
     use warren_compile_fixtures::names_built::types::Event;
@@ -99,6 +100,16 @@ fn builders_start_at_the_schemas_defaults_and_name_what_is_missing() {
             .contains("error converting supplied value for status"),
         "{error}"
     );
+    // A constrained string checks its pattern however it is made, and derefs to its text.
+    use warren_compile_fixtures::shapes_built::types::ShapesSku;
+    let error = ShapesSku::try_from("nope").expect_err("breaks ^[A-Z]{3}-[0-9]{4}$");
+    assert!(
+        error.to_string().contains("doesn't match pattern"),
+        "{error}"
+    );
+    assert!(serde_json::from_value::<ShapesSku>(serde_json::json!("nope")).is_err());
+    let sku: ShapesSku = serde_json::from_value(serde_json::json!("TEA-0001")).expect("valid");
+    assert_eq!((sku.len(), String::from(sku)), (8, "TEA-0001".to_owned()));
     let event = Event::try_from(Event::builder().type_("keyword").self_(1)).expect("complete");
     assert_eq!((event.type_.as_str(), event.self_), ("keyword", 1));
 }

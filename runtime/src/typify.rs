@@ -1,11 +1,48 @@
-//! The builders of generated payload types and the conversions of their string enums, written
-//! once here instead of out in full in every generated file.
+//! What typify would write out in every generated file, written once here: the builders of
+//! the payload types, the conversions of their string enums, and the error of those
+//! conversions.
 //!
 //! typify writes a builder of ~25 lines plus ~12 per field for every struct (a field setter
-//! is the same seven lines each time), and four impls of ~35 lines for every string enum; the
-//! generator hands what it read from typify's items (names, types, defaults, JSON values) to
-//! [`builder!`](crate::__warren_builder) and [`string_enum!`](crate::__warren_string_enum)
-//! instead, which expand to the same items: the same API, a fraction of the generated file.
+//! is the same seven lines each time), four impls of ~35 lines for every string enum and six
+//! of ~55 for every constrained string; the generator hands what it read from typify's items
+//! (names, types, defaults, JSON values, checks) to [`builder!`](crate::__warren_builder),
+//! [`string_enum!`](crate::__warren_string_enum) and
+//! [`string_newtype!`](crate::__warren_string_newtype) instead, which expand to the same
+//! items: the same API, a fraction of the generated file.
+//! Its `error` module is a `pub use` of [`ConversionError`].
+
+use std::borrow::Cow;
+
+/// Why a generated type's `TryFrom` or `FromStr` refused a value (a string outside its enum,
+/// or breaking its length or pattern), or why a builder could not build: the field unset or
+/// its value not converted. A generated file's `types::error::ConversionError` is this type.
+pub struct ConversionError(Cow<'static, str>);
+
+impl std::error::Error for ConversionError {}
+
+impl std::fmt::Display for ConversionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::fmt::Debug for ConversionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl From<&'static str> for ConversionError {
+    fn from(value: &'static str) -> Self {
+        Self(value.into())
+    }
+}
+
+impl From<String> for ConversionError {
+    fn from(value: String) -> Self {
+        Self(value.into())
+    }
+}
 
 /// A builder of `super::$name` in a generated `types::builder` module: each field a
 /// `Result` of its value or why it has none, a setter per field taking anything that converts
@@ -107,11 +144,65 @@ macro_rules! __warren_string_enum {
                 }
             }
         }
+        $crate::__warren_parsed_from_text!($name);
+    };
+}
+
+/// The impls of a generated string newtype `$name` (`pub struct $name(String)`, a string with
+/// a length or a pattern): `Deref` and `From` to its `String`, `FromStr` and the `TryFrom`s
+/// running `$checks` on `$value` (each returns the error of the check it fails), and a
+/// `Deserialize` that runs them too: what typify writes out for every such type. As
+/// [`__warren_builder`], for generated code alone.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __warren_string_newtype {
+    ($name:ident |$value:ident| $checks:block) => {
+        impl ::core::ops::Deref for $name {
+            type Target = ::std::string::String;
+            fn deref(&self) -> &::std::string::String {
+                &self.0
+            }
+        }
+        impl ::core::convert::From<$name> for ::std::string::String {
+            fn from(value: $name) -> Self {
+                value.0
+            }
+        }
+        impl ::core::str::FromStr for $name {
+            type Err = self::error::ConversionError;
+            fn from_str(
+                $value: &str,
+            ) -> ::core::result::Result<Self, self::error::ConversionError> {
+                $checks::core::result::Result::Ok(Self($value.to_string()))
+            }
+        }
+        $crate::__warren_parsed_from_text!($name);
+        impl<'de> $crate::codegen::serde::Deserialize<'de> for $name {
+            fn deserialize<D>(deserializer: D) -> ::core::result::Result<Self, D::Error>
+            where
+                D: $crate::codegen::serde::Deserializer<'de>,
+            {
+                <::std::string::String as $crate::codegen::serde::Deserialize>::deserialize(
+                    deserializer,
+                )?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as $crate::codegen::serde::de::Error>::custom(e.to_string())
+                })
+            }
+        }
+    };
+}
+
+/// `TryFrom<&str>` and `TryFrom<String>` of `$name` through its `FromStr`: the string enums'
+/// and constrained strings' alike.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __warren_parsed_from_text {
+    ($name:ident) => {
         impl ::core::convert::TryFrom<&str> for $name {
             type Error = self::error::ConversionError;
-            fn try_from(
-                value: &str,
-            ) -> ::core::result::Result<Self, self::error::ConversionError> {
+            fn try_from(value: &str) -> ::core::result::Result<Self, self::error::ConversionError> {
                 value.parse()
             }
         }
