@@ -20,6 +20,9 @@ use warren_runtime::inbox::{Inbox, InboxConsumer};
 use warren_runtime::{Delivery, HandlerError};
 use warren_testkit::{Deployed, QueuedDeadLetter, RunningWorker, TestBroker, wait_until_async};
 
+#[path = "support/sink.rs"]
+mod sink;
+
 /// The handler of `run_requeue_classic`: writes one row per job through the inbox's
 /// transaction, and fails as the job's behaviour says on its first attempt.
 struct Fulfil<DB: TestDatabase> {
@@ -105,8 +108,11 @@ async fn every_effect_once<DB: TestDatabase>(deployed: &Deployed, pool: &Pool<DB
     let tables = Tables::create(deployed, pool).await;
     let (inbox, effects) = (&tables.inbox, &tables.effects);
 
+    // The consumer's duplicates counter, kept by a recorder of the test's own: its handle is
+    // made with the consumer, so only it records there.
+    let recorded = sink::Sink::default();
     let handler = Fulfil {
-        inbox: inbox.consumer("run_requeue_classic"),
+        inbox: metrics::with_local_recorder(&recorded, || inbox.consumer("run_requeue_classic")),
         effects: effects.clone(),
         ran: Arc::default(),
     };
@@ -162,8 +168,16 @@ async fn every_effect_once<DB: TestDatabase>(deployed: &Deployed, pool: &Pool<DB
         "each effect once"
     );
     // The retryable failure's write was rolled back and ran again; the duplicate and the
-    // redelivery after the commit ran nothing.
+    // redelivery after the commit ran nothing, and each was counted.
     assert_eq!(handler.ran.load(Ordering::SeqCst), 5);
+    assert_eq!(
+        recorded.count(
+            warren_runtime::metrics::INBOX_DUPLICATES,
+            &[("consumer", "run_requeue_classic")]
+        ),
+        2,
+        "the second `sent-twice` and the redelivery of `dies-before-the-ack`"
+    );
     let [unidentified] = dead.as_slice() else {
         panic!("one dead letter, the message without an id: {}", dead.len());
     };
