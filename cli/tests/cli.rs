@@ -432,7 +432,7 @@ fn generate_and_check_take_the_generator_settings() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let code = String::from_utf8_lossy(&output.stdout).into_owned();
     for expected in [
-        "        Eq,\n        Hash,\n        PartialEq\n",
+        "Debug, Eq, Hash, PartialEq)]",
         "#[must_use]\n    #[derive(",
         "pub fn builder() -> builder::InvoiceIssued",
         "pub total: crate::Money,",
