@@ -1,5 +1,5 @@
-//! The runtime macros' invocations in a generated file, laid out as the items they stand for
-//! read.
+//! The runtime macros' invocations in a generated file: typify's items they stand for,
+//! recognised by their shape and replaced, and the invocations laid out as those items read.
 //!
 //! prettyplease writes a macro's tokens as a run of words (`Option < String >`, fields
 //! wrapped at the margin); the invocations the generator writes (`builder!`, `string_enum!`)
@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use proc_macro2::{Ident, TokenStream};
-use quote::quote;
+use quote::{ToTokens, quote};
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{Expr, Item, Token, Type};
@@ -38,6 +38,42 @@ pub(super) fn replace<'a>(
             None => Some(item),
         })
         .collect()
+}
+
+/// The text an item of typify's is compared by: its tokens, without a comma before a closing
+/// parenthesis, which typify writes in some lists and not in others.
+pub(super) fn shape(item: &impl ToTokens) -> String {
+    item.to_token_stream().to_string().replace(" ,)", ")")
+}
+
+/// The [`shape`] of each item `template` holds, once parsed: what typify's items are when
+/// they are these.
+pub(super) fn shapes(template: TokenStream) -> Vec<String> {
+    syn::parse2::<syn::File>(template)
+        .map(|file| file.items.iter().map(shape).collect())
+        .unwrap_or_default()
+}
+
+/// typify's `TryFrom<&str>` and `TryFrom<String>` of `name`, which parse the value with its
+/// `FromStr` (a string enum's and a constrained string's alike; the runtime's
+/// `__warren_parsed_from_text!`), as [`shapes`].
+pub(super) fn parsed_from_text(name: &Ident) -> Vec<String> {
+    shapes(quote! {
+        impl ::std::convert::TryFrom<&str> for #name {
+            type Error = self::error::ConversionError;
+            fn try_from(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String> for #name {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+    })
 }
 
 /// The first lines of the invocations laid out, as prettyplease writes them.

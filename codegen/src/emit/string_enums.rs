@@ -7,11 +7,13 @@
 //! `::warren_runtime::codegen::string_enum! { Enum { Variant = "value", … } }`, which expands
 //! to the same. An enum whose impls have another shape keeps them as typify wrote them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use proc_macro2::Ident;
 use quote::ToTokens;
 use syn::{Expr, Item, ItemImpl, Lit, Pat};
+
+use super::invocations::{parsed_from_text, shape};
 
 /// `items` of the `types` module with each string enum's conversions as one invocation.
 pub(super) fn compact(items: Vec<Item>) -> Vec<Item> {
@@ -63,35 +65,22 @@ fn part(item: &ItemImpl) -> Option<(String, Part)> {
     let syn::Type::Path(self_ty) = &*item.self_ty else {
         return None;
     };
-    let name = self_ty.path.get_ident()?.to_string();
-    let [syn::ImplItem::Fn(method)] = item.items.as_slice() else {
-        // `FromStr` and `TryFrom` hold their error type besides the function.
-        return conversion_with_error(item, &name);
-    };
-    match trait_path.segments.last()?.ident.to_string().as_str() {
-        "Display" => Some((name, Part::Display(display_arms(method)?))),
-        _ => None,
-    }
-    .filter(|_| item.generics.params.is_empty())
-}
-
-/// `FromStr` (its arms) or a `TryFrom` of `&str` or `String` that parses its value.
-fn conversion_with_error(item: &ItemImpl, name: &str) -> Option<(String, Part)> {
-    let (trait_path, _) = item.trait_.as_ref()?;
-    let [syn::ImplItem::Type(_), syn::ImplItem::Fn(method)] = item.items.as_slice() else {
+    let name = self_ty.path.get_ident()?;
+    if !item.generics.params.is_empty() {
         return None;
-    };
-    let trait_name = trait_path.segments.last()?;
-    match trait_name.ident.to_string().as_str() {
-        "FromStr" => Some((name.to_owned(), Part::FromStr(from_str_arms(method)?))),
-        "TryFrom" => {
-            let source = trait_name.arguments.to_token_stream().to_string();
-            let parses = method.block.to_token_stream().to_string() == "{ value . parse () }";
-            let of_text = source == "< & str >" || source == "< :: std :: string :: String >";
-            (parses && of_text).then(|| (name.to_owned(), Part::TryFrom))
-        }
-        _ => None,
     }
+    use syn::ImplItem::{Fn, Type};
+    let part = match (
+        trait_path.segments.last()?.ident.to_string().as_str(),
+        &item.items[..],
+    ) {
+        ("Display", [Fn(method)]) => Part::Display(display_arms(method)?),
+        // `FromStr` and `TryFrom` hold their error type besides the function.
+        ("FromStr", [Type(_), Fn(method)]) => Part::FromStr(from_str_arms(method)?),
+        ("TryFrom", _) if parsed_from_text(name).contains(&shape(item)) => Part::TryFrom,
+        _ => return None,
+    };
+    Some((name.to_string(), part))
 }
 
 /// The `match *self` of typify's `Display`: `Self::V => f.write_str("value")` each.
@@ -179,13 +168,13 @@ fn invocation(name: &str, conversions: &Conversions) -> Option<Item> {
     let (Some(display), Some(from_str)) = (&conversions.display, &conversions.from_str) else {
         return None;
     };
-    let same = {
-        let mut read = from_str.clone();
-        let mut written = display.clone();
-        read.sort_by(|a, b| a.1.cmp(&b.1));
-        written.sort_by(|a, b| a.1.cmp(&b.1));
-        read == written
+    // Each variant read as the text it is written as, whatever the order of the arms.
+    let pairs = |arms: &[(Ident, String)]| -> BTreeSet<(String, String)> {
+        arms.iter()
+            .map(|(variant, value)| (variant.to_string(), value.clone()))
+            .collect()
     };
+    let same = pairs(display) == pairs(from_str);
     if !same || conversions.try_froms != 2 || conversions.indices.len() != 4 {
         return None;
     }

@@ -13,6 +13,8 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{ToTokens, quote};
 use syn::{Item, ItemImpl};
 
+use super::invocations::{parsed_from_text, shape, shapes};
+
 /// `items` of the `types` module with each constrained string's impls as one invocation.
 pub(super) fn compact(items: Vec<Item>) -> Vec<Item> {
     let mut newtypes: BTreeMap<String, Impls> = BTreeMap::new();
@@ -36,7 +38,7 @@ pub(super) fn compact(items: Vec<Item>) -> Vec<Item> {
         if let Some(checks) = from_str_checks(item, &name) {
             impls.checks = Some(checks);
             impls.indices.push(index);
-        } else if impls.fixed.contains(&shape(item.to_token_stream())) {
+        } else if impls.fixed.contains(&shape(item)) {
             impls.indices.push(index);
         }
     }
@@ -90,72 +92,33 @@ fn is_string_newtype(item: &syn::ItemStruct) -> bool {
 }
 
 /// The five impls of `name` whose text never changes, as typify writes them (its crate paths
-/// rerouted), each as its tokens' text.
+/// rerouted), as [`shapes`].
 fn fixed_impls(name: &Ident) -> Vec<String> {
-    [
-        quote! {
-            impl ::std::ops::Deref for #name {
-                type Target = ::std::string::String;
-                fn deref(&self) -> &::std::string::String { &self.0 }
+    let mut fixed = shapes(quote! {
+        impl ::std::ops::Deref for #name {
+            type Target = ::std::string::String;
+            fn deref(&self) -> &::std::string::String { &self.0 }
+        }
+        impl ::std::convert::From<#name> for ::std::string::String {
+            fn from(value: #name) -> Self { value.0 }
+        }
+        impl<'de> ::warren_runtime::codegen::serde::Deserialize<'de> for #name {
+            fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+            where
+                D: ::warren_runtime::codegen::serde::Deserializer<'de>,
+            {
+                ::std::string::String::deserialize(deserializer)?
+                    .parse()
+                    .map_err(|e: self::error::ConversionError| {
+                        <D::Error as ::warren_runtime::codegen::serde::de::Error>::custom(
+                            e.to_string(),
+                        )
+                    })
             }
-        },
-        quote! {
-            impl ::std::convert::From<#name> for ::std::string::String {
-                fn from(value: #name) -> Self { value.0 }
-            }
-        },
-        quote! {
-            impl ::std::convert::TryFrom<&str> for #name {
-                type Error = self::error::ConversionError;
-                fn try_from(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
-                    value.parse()
-                }
-            }
-        },
-        quote! {
-            impl ::std::convert::TryFrom<::std::string::String> for #name {
-                type Error = self::error::ConversionError;
-                fn try_from(
-                    value: ::std::string::String,
-                ) -> ::std::result::Result<Self, self::error::ConversionError> {
-                    value.parse()
-                }
-            }
-        },
-        quote! {
-            impl<'de> ::warren_runtime::codegen::serde::Deserialize<'de> for #name {
-                fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
-                where
-                    D: ::warren_runtime::codegen::serde::Deserializer<'de>,
-                {
-                    ::std::string::String::deserialize(deserializer)?
-                        .parse()
-                        .map_err(|e: self::error::ConversionError| {
-                            <D::Error as ::warren_runtime::codegen::serde::de::Error>::custom(
-                                e.to_string(),
-                            )
-                        })
-                }
-            }
-        },
-    ]
-    .into_iter()
-    .filter_map(parsed_text)
-    .collect()
-}
-
-/// The [`shape`] of `tokens` once parsed as an item: what an item of typify's is when it is
-/// this.
-fn parsed_text(tokens: TokenStream) -> Option<String> {
-    syn::parse2::<Item>(tokens)
-        .ok()
-        .map(|item| shape(item.to_token_stream()))
-}
-
-/// The text of `tokens` without a comma before a closing parenthesis, which typify writes in
-/// some lists and not in others.
-fn shape(tokens: TokenStream) -> String {
-    tokens.to_string().replace(" ,)", ")")
+        }
+    });
+    fixed.extend(parsed_from_text(name));
+    fixed
 }
 
 /// The checks of `item` when it is typify's `FromStr` of `name`: its statements but the
@@ -170,17 +133,17 @@ fn from_str_checks(item: &ItemImpl, name: &Ident) -> Option<TokenStream> {
         if let syn::ImplItem::Fn(method) = &mut item.items[1] {
             method.block.stmts = vec![last.clone()];
         }
-        shape(item.to_token_stream())
+        shape(&item)
     };
-    let expected = parsed_text(quote! {
+    let expected = shapes(quote! {
         impl ::std::str::FromStr for #name {
             type Err = self::error::ConversionError;
             fn from_str(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
                 Ok(Self(value.to_string()))
             }
         }
-    })?;
-    (without_checks == expected).then(|| quote! { #( #checks )* })
+    });
+    (expected == [without_checks]).then(|| quote! { #( #checks )* })
 }
 
 /// `string_newtype! { T |value| { checks } }` for `name`, when its six impls were found.

@@ -158,7 +158,7 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
 /// `items` with typify's `error` module, the same `ConversionError` in every file, a `pub use`
 /// of the runtime's copy of it when it is what typify writes (else as it is).
 fn shared_error(mut items: Vec<syn::Item>) -> Vec<syn::Item> {
-    let expected = quote! {
+    let expected = super::invocations::shapes(quote! {
         pub struct ConversionError(::std::borrow::Cow<'static, str>);
         impl ::std::error::Error for ConversionError {}
         impl ::std::fmt::Display for ConversionError {
@@ -181,15 +181,14 @@ fn shared_error(mut items: Vec<syn::Item>) -> Vec<syn::Item> {
                 Self(value.into())
             }
         }
-    }
-    .to_string();
+    });
     for item in &mut items {
         if let syn::Item::Mod(module) = item
             && module.ident == "error"
             && let Some((_, content)) = &mut module.content
         {
-            let written: TokenStream = content.iter().map(without_docs).collect();
-            if written.to_string() == expected {
+            let written: Vec<String> = content.iter().map(without_docs).collect();
+            if written == expected {
                 *content = vec![syn::parse_quote! {
                     pub use ::warren_runtime::codegen::ConversionError;
                 }];
@@ -199,13 +198,13 @@ fn shared_error(mut items: Vec<syn::Item>) -> Vec<syn::Item> {
     items
 }
 
-/// `item`'s tokens without its doc attributes.
-fn without_docs(item: &syn::Item) -> TokenStream {
+/// The [`shape`](super::invocations::shape) of `item` without its doc attributes.
+fn without_docs(item: &syn::Item) -> String {
     let mut item = item.clone();
     if let syn::Item::Struct(item) = &mut item {
         item.attrs.retain(|attr| !attr.path().is_ident("doc"));
     }
-    item.into_token_stream()
+    super::invocations::shape(&item)
 }
 
 /// Points typify's `::serde::…`, `::uuid::…` (and the other crates it names) at the
@@ -242,10 +241,10 @@ fn reroute_into(stream: TokenStream, out: &mut Vec<TokenTree>, in_derive: bool) 
                 // The group dropped first, its stream is this one's alone: not copied.
                 let stream = group.stream();
                 drop(group);
-                let derive = in_derive || is_derive(previous, delimiter, &stream);
+                let derive_attribute = is_derive(previous, delimiter, &stream);
                 let mut inner = Vec::new();
-                reroute_into(stream, &mut inner, derive);
-                let derives_serde = is_serde_derive(previous, delimiter, &inner);
+                reroute_into(stream, &mut inner, in_derive || derive_attribute);
+                let derives_serde = derive_attribute && lists_serde_traits(&inner);
                 let mut rerouted = Group::new(delimiter, inner.into_iter().collect());
                 rerouted.set_span(span);
                 out.push(TokenTree::Group(rerouted));
@@ -309,24 +308,15 @@ fn is_derive(previous: Option<&TokenTree>, delimiter: Delimiter, inside: &TokenS
         && matches!(inside.clone().into_iter().next(), Some(TokenTree::Ident(id)) if id == "derive")
 }
 
-/// Whether a group of `delimiter` holding `inside`, after `previous`, is a `#[derive(…)]`
-/// of serde's traits.
-fn is_serde_derive(
-    previous: Option<&TokenTree>,
-    delimiter: Delimiter,
-    inside: &[TokenTree],
-) -> bool {
-    let after_hash = matches!(previous, Some(TokenTree::Punct(p)) if p.as_char() == '#');
-    let is_derive = matches!(inside.first(), Some(TokenTree::Ident(id)) if id == "derive");
-    after_hash
-        && delimiter == Delimiter::Bracket
-        && is_derive
-        && inside[1..].iter().any(|tree| match tree {
-            TokenTree::Group(list) => list.stream().into_iter().any(
-                |t| matches!(t, TokenTree::Ident(id) if id == "Serialize" || id == "Deserialize"),
-            ),
-            _ => false,
-        })
+/// Whether a derive list (the group after `derive`, among `inside`) names serde's traits.
+fn lists_serde_traits(inside: &[TokenTree]) -> bool {
+    inside.iter().any(|tree| match tree {
+        TokenTree::Group(list) => list
+            .stream()
+            .into_iter()
+            .any(|t| matches!(t, TokenTree::Ident(id) if id == "Serialize" || id == "Deserialize")),
+        _ => false,
+    })
 }
 
 #[cfg(test)]

@@ -379,7 +379,7 @@ async fn confirmed_messages_survive_a_leader_and_a_worker_node_killed() {
     let held = || harness.held_retries("cluster", |args| cluster.ctl(0, args));
     let held_before = held().await;
     let mut released = None;
-    if !missing.is_empty() && held_before.values().sum::<usize>() > 0 {
+    if !missing.is_empty() && !held_before.is_empty() {
         let leaders: BTreeSet<usize> = held_before
             .keys()
             .filter_map(|name| cluster.leader_of(name))
