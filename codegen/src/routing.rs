@@ -47,7 +47,7 @@ impl KeyTemplate {
         let words = split_words(key)
             .into_iter()
             .map(|word| {
-                if let Some(name) = word.strip_prefix('{').and_then(|w| w.strip_suffix('}')) {
+                if let Some(name) = warren_model::key_placeholder(word) {
                     if name.is_empty() || name.contains(['{', '}']) {
                         return Err(format!("`{word}` is not a placeholder; write `{{name}}`"));
                     }

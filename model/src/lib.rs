@@ -65,7 +65,9 @@ pub use retry::{
     DEFAULT_MULTIPLIER, Exhausted, JITTER_BUCKETS, MAX_WAIT_TIERS, MIN_MULTIPLIER,
     QUORUM_UNLIMITED, Retry, WaitTier, backoff_delay, delay_tiers, jitter_bucket, wait_queue_name,
 };
-pub use spec::{BatchSpec, CircuitBreaker, Compression, ConsumerSpec, Publication, RpcTarget};
+pub use spec::{
+    BatchSpec, CircuitBreaker, Compression, ConsumerSpec, Publication, RpcTarget, key_placeholder,
+};
 pub use spelled::UnknownName;
 pub use topology::argument;
 pub use topology::{

@@ -64,13 +64,21 @@ spelled! {
     }
 }
 
+/// The placeholder a word of a routing key stands for, `{name}` giving `name`; `None` for a
+/// literal word. A contract's key holds each placeholder as a whole dot-separated word
+/// (`order.{region}.placed`): the generator refuses any other use of braces in a key with
+/// placeholders, and a publish fills each in with the value of its method's parameter.
+pub fn key_placeholder(word: &str) -> Option<&str> {
+    word.strip_prefix('{')?.strip_suffix('}')
+}
+
 /// Where and how one message is published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Publication<S = &'static str> {
     /// The exchange (`""` is the default exchange).
     pub exchange: S,
-    /// The routing key: as the contract writes it, or, for a key with `{placeholders}`, as
-    /// a publish filled them in.
+    /// The routing key as the contract writes it, `{placeholders}` and all (see
+    /// [`key_placeholder`]); a publish fills them in.
     pub routing_key: S,
     /// Body compression.
     pub compression: Option<Compression>,

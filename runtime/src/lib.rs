@@ -94,8 +94,10 @@
 #[path = "fuzz.rs"]
 #[doc(hidden)]
 pub mod __fuzz;
+mod adapters;
 mod amqp;
 mod base64;
+mod clients;
 mod clock;
 mod codec;
 mod confirms;
@@ -166,12 +168,16 @@ pub use lapin;
 /// may use it; it changes without notice between versions. (As tonic's `codegen` module.)
 #[doc(hidden)]
 pub mod codegen {
+    pub use crate::__warren_adapters as adapters;
     pub use crate::__warren_builder as builder;
+    pub use crate::__warren_declared_errors as declared_errors;
+    pub use crate::__warren_publishers as publishers;
+    pub use crate::__warren_rpc_clients as rpc_clients;
     pub use crate::__warren_string_enum as string_enum;
     pub use crate::__warren_string_newtype as string_newtype;
+    pub use crate::adapters::DeliveryOf;
     #[cfg(any(feature = "postgres", feature = "sqlite"))]
     pub use crate::inbox::{InboxBatchHandler, InboxHandler, add_inbox, add_inbox_batch};
-    pub use crate::routing_key::{KeyPart, RoutingKey};
     pub use crate::rpc::{
         DeclaredErrors, NoErrors, Operation, RpcHandler, call, decode_payload, encode_payload,
     };

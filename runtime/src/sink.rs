@@ -5,6 +5,7 @@
 use std::future::Future;
 
 use crate::model::Publication;
+use crate::routing_key;
 use crate::{Message, PublishError, PublishOptions, Publisher};
 
 /// Where the generated `Publishers` send: a [`Publisher`] (the default) publishes with
@@ -47,17 +48,26 @@ impl Sink for Publisher {
     }
 }
 
-/// Sends `payload` and `headers` as message `M` through `sink`: what generated publish
-/// methods call (`warren_runtime::codegen::publish`); not a stable API. Validated against
-/// the message's JSON Schemas (nothing is sent or stored when they are invalid), persistent,
-/// `mandatory`, with its content type and optional compression. Through a [`Publisher`] it
-/// succeeds only when the broker confirmed the message and did not return it as unroutable.
+/// Sends `payload` and `headers` as message `M` (its marker, `_message`) through `sink`, to
+/// `publication` with the routing key's placeholders filled in by `values`: what generated
+/// publish methods call (`warren_runtime::codegen::publish`); not a stable API. Validated
+/// against the message's JSON Schemas (nothing is sent or stored when they are invalid),
+/// persistent, `mandatory`, with its content type and optional compression. Through a
+/// [`Publisher`] it succeeds only when the broker confirmed the message and did not return
+/// it as unroutable.
 pub async fn publish<M: Message, S: Sink>(
     sink: &S,
-    publication: Publication<&str>,
+    _message: M,
+    publication: Publication,
+    values: &[&str],
     payload: &M::Payload,
     headers: &M::Headers,
     options: &PublishOptions,
 ) -> Result<(), PublishError> {
+    let key = routing_key::filled(publication.routing_key, values)?;
+    let publication = Publication {
+        routing_key: key.as_ref(),
+        ..publication
+    };
     sink.send::<M>(publication, payload, headers, options).await
 }

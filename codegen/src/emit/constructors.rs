@@ -66,15 +66,11 @@ fn constructor(item: &ItemStruct) -> Option<Item> {
     } else {
         required.join(", ")
     };
+    // Why it is there, and what "unset" is, the `types` module's docs say once.
     let docs = compose(
-        &format!(
-            "A [`{name}`] of its required properties ({required}), in field order, each \
-             optional field unset (`None`, empty, or its schema's default) to be set on the \
-             value."
-        ),
+        &format!("A [`{name}`] of its required properties ({required}), the others unset."),
         None,
-        "Unlike a struct literal, which names every field, it keeps compiling when the \
-         schema gains an optional property.",
+        "",
     );
     Some(syn::parse_quote! {
         impl #name {

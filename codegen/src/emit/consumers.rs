@@ -77,7 +77,10 @@ pub(super) fn emit(
     let module_docs = compose(
         &format!(
             "One handler trait per {which}. Implement each with an `async fn`; its future must \
-             be `Send`."
+             be `Send`.\n\nA consumer's handler returns `Ok(())` to acknowledge, \
+             `HandlerError::non_retryable` for a failure that can never succeed (never \
+             retried), or any other error to let the queue's retry policy decide; a \
+             dead-letter consumer's and an rpc server's traits say what theirs return."
         ),
         None,
         // A module's outer docs resolve links where the module is declared, not inside it.
@@ -94,6 +97,10 @@ pub(super) fn emit(
             /// One function per consumer, registering its handler alone on a worker: for a
             /// service that runs some of the contract's consumers, or builds its handlers
             /// one at a time.
+            ///
+            /// Each is handled as [`Handlers`](super::Handlers) would handle it: the
+            /// same decoding and validation, prefetch, concurrency and retry policy. A worker
+            /// refuses to start with one consumer registered twice.
             pub mod register {
                 #( #registrations )*
             }
@@ -103,7 +110,7 @@ pub(super) fn emit(
 
         /// Adapters from the generated traits to the runtime's.
         mod __adapters {
-            #( #adapters )*
+            ::warren_runtime::codegen::adapters! { #( #adapters ),* }
         }
     })
 }
@@ -131,19 +138,14 @@ impl Served<'_> {
         }
     }
 
-    /// What it is, for docs: `consumer `x` (message `m` from queue `q`)`.
-    fn described(&self) -> String {
-        let consumer = self.consumer();
+    /// What it is, for docs: `consumer `x``, or `the server of rpc `x``; its trait's docs
+    /// say what it handles from which queue.
+    fn named(&self) -> String {
         let what = match self {
             Self::Consumer(..) => "consumer",
             Self::Server(_) => "the server of rpc",
         };
-        format!(
-            "{what} {} (message {} from queue {})",
-            code(&consumer.spec.name),
-            code(&self.message().name),
-            code(&consumer.spec.queue)
-        )
+        format!("{what} {}", code(&self.consumer().spec.name))
     }
 }
 
@@ -294,14 +296,14 @@ fn trait_doc(
              warren-runtime's `postgres` or `sqlite` feature)"
         ));
     }
-    text.push_str(if consumer.dead_letters {
-        "\n\nReturn `Ok(())` to acknowledge; an error leaves the dead letter to the queue's \
-         policy, as above."
-    } else {
-        "\n\nReturn `Ok(())` to acknowledge, `HandlerError::non_retryable` for a failure that \
-         can never succeed (never retried), or any other error to let the queue's retry policy \
-         decide."
-    });
+    // What a consumer's handler returns, the module's docs say once; a dead-letter
+    // consumer's differs.
+    if consumer.dead_letters {
+        text.push_str(
+            "\n\nReturn `Ok(())` to acknowledge; an error leaves the dead letter to the queue's \
+             policy, as above.",
+        );
+    }
     Ok(compose(&head, message.description.as_deref(), &text))
 }
 
@@ -392,110 +394,32 @@ fn settings_lines(consumer: &Consumer) -> String {
     text
 }
 
+/// The entry of `served` in the adapters' invocation: `Name: RuntimeTrait<Target>`, the
+/// runtime's handler trait its adapter implements (the runtime's `adapters!` writes it).
 fn adapter(served: &Served<'_>) -> TokenStream {
-    let (consumer, message) = match served {
-        Served::Consumer(consumer, message) => (*consumer, *message),
-        Served::Server(resolved) => return server_adapter(resolved),
-    };
+    let consumer = served.consumer();
     let name = ident(&consumer.spec.name, Role::ConsumerTrait);
-    let marker = ident(&message.name, Role::Message);
-    let delivery = delivery(message, &quote! { super::types });
-    let received = received(consumer, message, &quote! { super::types });
-    let returns = quote! {
-        impl ::core::future::Future<
-            Output = ::core::result::Result<(), ::warren_runtime::HandlerError>,
-        > + ::core::marker::Send
-    };
-    let body = if consumer.dead_letters {
-        quote! {
-            impl<__H: super::consumers::#name> ::warren_runtime::codegen::DeadLetterHandler<super::messages::#marker> for #name<__H> {
-                fn handle(&self, dead_letter: #received) -> #returns {
-                    super::consumers::#name::handle(&self.0, dead_letter)
-                }
-            }
+    let (runtime_trait, target) = match served {
+        Served::Server(_) => {
+            let rpc = ident(&consumer.spec.name, Role::Rpc);
+            (quote! { RpcHandler }, quote! { super::rpcs::#rpc })
         }
-    } else if consumer.inbox.is_some() {
-        inbox_adapter(consumer, message)
-    } else if consumer.batch.is_some() {
-        quote! {
-            impl<__H: super::consumers::#name> ::warren_runtime::codegen::BatchHandler<super::messages::#marker> for #name<__H> {
-                fn handle_batch(&self, batch: ::std::vec::Vec<#delivery>) -> #returns {
-                    super::consumers::#name::handle_batch(&self.0, batch)
-                }
-            }
-        }
-    } else {
-        quote! {
-            impl<__H: super::consumers::#name> ::warren_runtime::codegen::Handler<super::messages::#marker> for #name<__H> {
-                fn handle(&self, delivery: #delivery) -> #returns {
-                    super::consumers::#name::handle(&self.0, delivery)
-                }
-            }
+        Served::Consumer(_, message) => {
+            let marker = ident(&message.name, Role::Message);
+            let runtime_trait = match (consumer.dead_letters, &consumer.inbox, &consumer.batch) {
+                (true, ..) => quote! { DeadLetterHandler },
+                (false, Some(_), Some(_)) => quote! { InboxBatchHandler },
+                (false, Some(_), None) => quote! { InboxHandler },
+                (false, None, Some(_)) => quote! { BatchHandler },
+                (false, None, None) => quote! { Handler },
+            };
+            (runtime_trait, quote! { super::messages::#marker })
         }
     };
-    // The generic is the generator's own name: `__H`, which no consumer's trait name can be
-    // (a consumer `h` would otherwise make `H<H>`).
-    quote! {
-        pub(super) struct #name<__H>(pub(super) __H);
-        #body
-    }
+    quote! { #name: #runtime_trait<#target> }
 }
 
-/// The adapter of an inbox consumer's trait to the runtime's `InboxHandler` (or
-/// `InboxBatchHandler`).
-fn inbox_adapter(consumer: &Consumer, message: &Message) -> TokenStream {
-    let name = ident(&consumer.spec.name, Role::ConsumerTrait);
-    let marker = ident(&message.name, Role::Message);
-    let delivery = delivery(message, &quote! { super::types });
-    let transaction = quote! {
-        ::warren_runtime::inbox::InboxTransaction<Self::Database>
-    };
-    let returns = quote! {
-        impl ::core::future::Future<
-            Output = ::core::result::Result<(), ::warren_runtime::HandlerError>,
-        > + ::core::marker::Send + 'a
-    };
-    let (runtime_trait, method) = if consumer.batch.is_some() {
-        (
-            quote! { InboxBatchHandler },
-            quote! {
-                fn handle_batch<'a>(
-                    &'a self,
-                    batch: ::std::vec::Vec<#delivery>,
-                    transaction: &'a mut #transaction,
-                ) -> #returns {
-                    super::consumers::#name::handle_batch(&self.0, batch, transaction)
-                }
-            },
-        )
-    } else {
-        (
-            quote! { InboxHandler },
-            quote! {
-                fn handle<'a>(
-                    &'a self,
-                    delivery: #delivery,
-                    transaction: &'a mut #transaction,
-                ) -> #returns {
-                    super::consumers::#name::handle(&self.0, delivery, transaction)
-                }
-            },
-        )
-    };
-    quote! {
-        impl<__H: super::consumers::#name> ::warren_runtime::codegen::#runtime_trait<super::messages::#marker> for #name<__H> {
-            type Database = <__H as super::consumers::#name>::Database;
-
-            fn inbox(&self) -> ::warren_runtime::inbox::Inbox<Self::Database> {
-                super::consumers::#name::inbox(&self.0)
-            }
-
-            #method
-        }
-    }
-}
-
-/// What an rpc server's `handle` returns: its trait and its adapter spell it alike.
+/// What an rpc server's `handle` returns: its response, or a declared error or a failure.
 fn answer_type(resolved: &Resolved<'_>) -> TokenStream {
     let response = type_ident(&resolved.response.payload.type_name);
     let errors = rpcs::errors_type(resolved.rpc, &quote! { super::rpcs });
@@ -506,23 +430,6 @@ fn answer_type(resolved: &Resolved<'_>) -> TokenStream {
                 ::warren_runtime::RpcHandlerError<#errors>,
             >,
         > + ::core::marker::Send
-    }
-}
-
-/// The adapter of an rpc's server to the runtime's `RpcHandler`.
-fn server_adapter(resolved: &Resolved<'_>) -> TokenStream {
-    let rpc = resolved.rpc;
-    let name = ident(&rpc.name, Role::ConsumerTrait);
-    let marker = ident(&rpc.name, Role::Rpc);
-    let delivery = delivery(resolved.request, &quote! { super::types });
-    let answer = answer_type(resolved);
-    quote! {
-        pub(super) struct #name<__H>(pub(super) __H);
-        impl<__H: super::consumers::#name> ::warren_runtime::codegen::RpcHandler<super::rpcs::#marker> for #name<__H> {
-            fn handle(&self, request: #delivery) -> #answer {
-                super::consumers::#name::handle(&self.0, request)
-            }
-        }
     }
 }
 
@@ -545,10 +452,7 @@ fn handlers(which: &str, served: &[Served<'_>]) -> TokenStream {
         .collect();
     let field_docs = served.iter().zip(&traits).map(|(s, t)| {
         compose(
-            &format!(
-                "The handler of {}: a type implementing [`consumers::{t}`].",
-                s.described()
-            ),
+            &format!("The handler of {}: a [`consumers::{t}`].", s.named()),
             None,
             "",
         )
@@ -612,11 +516,11 @@ fn register(served: &Served<'_>) -> TokenStream {
         _ if matches!(served, Served::Server(_)) => {
             let rpc = ident(&consumer.spec.name, Role::Rpc);
             quote! {
-                ::warren_runtime::codegen::add_server::<super::super::rpcs::#rpc, _>(worker, #spec, #adapter);
+                ::warren_runtime::codegen::add_server(worker, super::super::rpcs::#rpc, #spec, #adapter);
             }
         }
         _ if consumer.dead_letters => quote! {
-            ::warren_runtime::codegen::add_dead_letters::<super::super::messages::#marker, _>(worker, #spec, #adapter);
+            ::warren_runtime::codegen::add_dead_letters(worker, super::super::messages::#marker, #spec, #adapter);
         },
         batch if consumer.inbox.is_some() => {
             let key = match consumer.inbox.as_ref().and_then(|i| i.pointer.as_deref()) {
@@ -625,32 +529,28 @@ fn register(served: &Served<'_>) -> TokenStream {
             };
             match batch {
                 Some(batch) => quote! {
-                    ::warren_runtime::codegen::add_inbox_batch::<super::super::messages::#marker, _>(worker, #spec, #batch, #key, #adapter);
+                    ::warren_runtime::codegen::add_inbox_batch(worker, super::super::messages::#marker, #spec, #batch, #key, #adapter);
                 },
                 None => quote! {
-                    ::warren_runtime::codegen::add_inbox::<super::super::messages::#marker, _>(worker, #spec, #key, #adapter);
+                    ::warren_runtime::codegen::add_inbox(worker, super::super::messages::#marker, #spec, #key, #adapter);
                 },
             }
         }
         Some(batch) => quote! {
-            ::warren_runtime::codegen::add_batch::<super::super::messages::#marker, _>(worker, #spec, #batch, #adapter);
+            ::warren_runtime::codegen::add_batch(worker, super::super::messages::#marker, #spec, #batch, #adapter);
         },
         None => quote! {
-            ::warren_runtime::codegen::add::<super::super::messages::#marker, _>(worker, #spec, #adapter);
+            ::warren_runtime::codegen::add(worker, super::super::messages::#marker, #spec, #adapter);
         },
     };
     let docs = compose(
         &format!(
-            "Registers `handler` as the handler of {} on `worker`, alone.",
-            served.described()
+            "Registers `handler`, a [`{handler_trait}`](super::{handler_trait}), as the handler \
+             of {} on `worker`, alone.",
+            served.named()
         ),
         None,
-        &format!(
-            "It is handled as [`Handlers`](super::super::Handlers) would handle it: the same \
-             decoding and validation, prefetch, concurrency and retry policy (see \
-             [`{handler_trait}`](super::{handler_trait})). A worker refuses to start with one \
-             consumer registered twice."
-        ),
+        "",
     );
     quote! {
         #docs

@@ -61,19 +61,13 @@ fn may_hold_code_block(text: &str) -> bool {
         })
 }
 
-/// `#[allow(…)]` of the rustdoc lints a contract's own Markdown may trip, for a module whose
-/// docs hold descriptions from the contract: they are written for other tools too, and an
-/// unclosed `<b>` or a `[note]` that links nowhere is the contract's business, not an error
-/// in the crate that includes the generated code (`cargo doc` with warnings denied).
+/// `#[allow(…)]` of the rustdoc lints, for a module whose docs hold descriptions from the
+/// contract: they are written for other tools too, and an unclosed `<b>`, a `[note]` that
+/// links nowhere or a `[Money](Money)` rustdoc finds redundant is the contract's business, not
+/// an error in the crate that includes the generated code (`cargo doc` with warnings denied).
+/// All of them: Markdown can trip nearly every one, and those rustdoc adds later.
 pub(super) fn allow_contract_markdown() -> TokenStream {
-    quote! {
-        #[allow(
-            rustdoc::bare_urls,
-            rustdoc::broken_intra_doc_links,
-            rustdoc::invalid_html_tags,
-            rustdoc::invalid_rust_codeblocks
-        )]
-    }
+    quote! { #[allow(rustdoc::all)] }
 }
 
 /// The width generated prose is wrapped at, so doc comments read in an editor.

@@ -2,9 +2,10 @@
 //! recognised by their shape and replaced, and the invocations laid out as those items read.
 //!
 //! prettyplease writes a macro's tokens as a run of words (`Option < String >`, fields
-//! wrapped at the margin); the invocations the generator writes (`builder!`, `string_enum!`)
-//! hold a name and a list of entries, `name: Type = start` or `Variant = "value"`, so each is
-//! laid out one entry a line, its type and value as prettyplease writes them in code.
+//! wrapped at the margin); the invocations the generator writes (`builder!`, `string_enum!`,
+//! `adapters!`, `declared_errors!`) hold a list of entries, most under a name,
+//! `name: Type = start` or `Variant = "value"`, so each is laid out one entry a line, its type
+//! and value as prettyplease writes them in code.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -78,7 +79,9 @@ pub(super) fn parsed_from_text(name: &Ident) -> Vec<String> {
 
 /// The first lines of the invocations laid out, as prettyplease writes them.
 const INVOCATIONS: &[&str] = &[
+    "::warren_runtime::codegen::adapters! {",
     "::warren_runtime::codegen::builder! {",
+    "::warren_runtime::codegen::declared_errors! {",
     "::warren_runtime::codegen::string_enum! {",
     "::warren_runtime::codegen::string_newtype! {",
 ];
@@ -153,9 +156,9 @@ impl Checks {
     }
 }
 
-/// What an invocation holds: `Name { entry, … }`.
+/// What an invocation holds: `Name { entry, … }`, or its entries alone.
 struct Body {
-    name: Ident,
+    name: Option<Ident>,
     entries: Punctuated<Entry, Token![,]>,
 }
 
@@ -168,11 +171,21 @@ struct Entry {
 
 impl Parse for Body {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        if !input.peek2(syn::token::Brace) {
+            let entries = input.parse_terminated(Entry::parse, Token![,])?;
+            return Ok(Self {
+                name: None,
+                entries,
+            });
+        }
         let name = input.parse()?;
         let entries;
         syn::braced!(entries in input);
         let entries = entries.parse_terminated(Entry::parse, Token![,])?;
-        Ok(Self { name, entries })
+        Ok(Self {
+            name: Some(name),
+            entries,
+        })
     }
 }
 
@@ -194,7 +207,14 @@ impl Parse for Entry {
 impl Body {
     /// The body's lines, under an invocation indented by `indent`.
     fn lay_out(&self, indent: &str) -> String {
-        let mut text = format!("{indent}    {} {{\n", self.name);
+        // Named, the entries are a level deeper, inside the name's braces.
+        let (mut text, entry_indent) = match &self.name {
+            Some(name) => (
+                format!("{indent}    {name} {{\n"),
+                format!("{indent}        "),
+            ),
+            None => (String::new(), format!("{indent}    ")),
+        };
         for entry in &self.entries {
             let mut line = entry.name.to_string();
             if let Some(ty) = &entry.ty {
@@ -208,10 +228,12 @@ impl Body {
             line.push(',');
             // A line prettyplease broke keeps its own indentation under the entry's.
             for part in line.lines() {
-                text.push_str(&format!("{indent}        {part}\n"));
+                text.push_str(&format!("{entry_indent}{part}\n"));
             }
         }
-        text.push_str(&format!("{indent}    }}\n"));
+        if self.name.is_some() {
+            text.push_str(&format!("{indent}    }}\n"));
+        }
         text
     }
 }

@@ -79,11 +79,7 @@ pub enum GenerateError {
 /// sections to text). Without a second thread, all are written on this one.
 pub(crate) fn generate(contract: &Contract, settings: &Resolved) -> Result<String, GenerateError> {
     let (options, selection) = (&settings.types, &settings.selection);
-    // The runtime macros' invocations are in the types alone: laid out there.
-    let types = || {
-        format_sections(&[&|| types::emit(contract, options)])
-            .map(|text| invocations::lay_out(&text))
-    };
+    let types = || format_sections(&[&|| types::emit(contract, options)]);
     // One section at a time, each parsed, formatted and dropped before the next: the token
     // trees and syntax trees of a large contract are many times the size of its text.
     let rest = || {
@@ -129,7 +125,9 @@ fn format_sections(sections: &[Section<'_>]) -> Result<String, GenerateError> {
                 unnamed.join(", ")
             )));
         }
-        code.push_str(&prettyplease::unparse(&file?));
+        // prettyplease writes a macro's tokens as a run of words: the runtime macros'
+        // invocations are laid out one entry a line.
+        code.push_str(&invocations::lay_out(&prettyplease::unparse(&file?)));
     }
     Ok(code)
 }

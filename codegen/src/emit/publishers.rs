@@ -5,7 +5,7 @@ use quote::quote;
 
 use super::docs::compose;
 use super::{GenerateError, code, ident};
-use crate::contract::{Contract, KeyTemplate, KeyWord, Publisher};
+use crate::contract::{Contract, Message, Publisher};
 use crate::naming::Role;
 use crate::settings::Selection;
 
@@ -47,49 +47,23 @@ pub(super) fn emit(
     Ok(quote! {
         #docs
         ///
-        /// Through a `Publisher` (`Publishers::new`) each message is published at once;
-        /// through an outbox writer (`publishers.through(outbox.writer(&mut tx))`) it is
-        /// written into the caller's transaction, for a relay to publish once it commits.
+        /// Nothing is sent when a payload or its headers break their schema. Through a
+        /// `Publisher` (`Publishers::new`) each message is published at once; through an
+        /// outbox writer (`publishers.through(outbox.writer(&mut tx))`) it is written into the
+        /// caller's transaction, for a relay to publish once it commits, and a publish
+        /// succeeds once the message is written.
         #[derive(Debug, Clone)]
         pub struct Publishers<S = ::warren_runtime::Publisher> {
             sink: S,
             options: ::warren_runtime::PublishOptions,
         }
 
-        impl Publishers {
-            /// Publishes through `publisher`, with a fresh message id and the current time on
-            /// every message.
-            pub fn new(publisher: ::warren_runtime::Publisher) -> Self {
-                Self {
-                    sink: publisher,
-                    options: ::warren_runtime::PublishOptions::default(),
-                }
-            }
-        }
-
-        impl<S: ::warren_runtime::Sink + Clone> Publishers<S> {
-            /// The same publishers, setting `options` (a message id to deduplicate on, a
-            /// timestamp, a priority…) on what they publish, added to those they had.
-            pub fn with(&self, options: ::warren_runtime::PublishOptions) -> Self {
-                Self {
-                    sink: self.sink.clone(),
-                    options: self.options.clone().overridden_by(options),
-                }
-            }
-        }
+        // `new`, `with` and `through`, the same for every contract.
+        ::warren_runtime::codegen::publishers!(Publishers);
 
         // Placeholders name parameters, and a contract may well call one `foo`.
         #[allow(clippy::disallowed_names)]
         impl<S: ::warren_runtime::Sink> Publishers<S> {
-            /// The same publishers, with their options, sending through `sink` instead: an
-            /// outbox writer on the caller's transaction.
-            pub fn through<T: ::warren_runtime::Sink>(&self, sink: T) -> Publishers<T> {
-                Publishers {
-                    sink,
-                    options: self.options.clone(),
-                }
-            }
-
             #( #methods )*
         }
     })
@@ -133,11 +107,6 @@ fn method_doc(
     if headers {
         text.push_str("\n- `headers`: the message's application headers");
     }
-    text.push_str(
-        "\n\nNothing is sent when the payload or headers break their schema. Through a \
-         `Publisher`, waits for the broker's confirm, and fails when the message reaches no \
-         queue; through an outbox writer, succeeds once the message is written.",
-    );
     compose(&head, None, &text)
 }
 
@@ -159,20 +128,8 @@ fn method(contract: &Contract, publisher: &Publisher) -> Result<TokenStream, Gen
         .placeholders()
         .map(|p| ident(p, Role::Placeholder))
         .collect();
-    let (headers_param, headers_arg) = match &message.headers {
-        Some(headers) => {
-            let headers = super::type_ident(&headers.type_name);
-            (quote! { headers: &types::#headers, }, quote! { headers })
-        }
-        None => (quote! {}, quote! { &::warren_runtime::NoHeaders {} }),
-    };
+    let (headers_param, headers_arg) = headers_parameter(message);
     let publication = &publisher.publication;
-    let (build_key, publication) = filled_in(
-        &publisher.routing_key,
-        Role::Placeholder,
-        quote! { Publication },
-        quote! { #publication },
-    );
     let docs = method_doc(publisher, &marker, &payload, message.headers.is_some());
     Ok(quote! {
         #docs
@@ -184,10 +141,11 @@ fn method(contract: &Contract, publisher: &Publisher) -> Result<TokenStream, Gen
         ) -> ::core::result::Result<(), ::warren_runtime::PublishError> {
             // The model's tokens name its items unqualified.
             use ::warren_runtime::model::*;
-            #build_key
-            ::warren_runtime::codegen::publish::<messages::#marker, _>(
+            ::warren_runtime::codegen::publish(
                     &self.sink,
+                    messages::#marker,
                     #publication,
+                    &[#( #placeholders ),*],
                     payload,
                     #headers_arg,
                     &self.options,
@@ -197,52 +155,14 @@ fn method(contract: &Contract, publisher: &Publisher) -> Result<TokenStream, Gen
     })
 }
 
-/// A spec (`spec_type`, a `Publication` or an `RpcTarget`: the model's tokens) whose routing
-/// key is `key`: as the contract writes it when it has no placeholders, else built from the
-/// method's parameters (named in `role`) by the statement returned first.
-pub(super) fn filled_in(
-    key: &KeyTemplate,
-    role: Role,
-    spec_type: TokenStream,
-    spec: TokenStream,
-) -> (TokenStream, TokenStream) {
-    if key.placeholders().next().is_none() {
-        return (quote! {}, spec);
-    }
-    let parts = key_parts(key, role);
-    (
-        quote! {
-            let routing_key = ::warren_runtime::codegen::RoutingKey::build(&[ #( #parts ),* ])?;
-        },
-        quote! { #spec_type { routing_key: routing_key.as_str(), ..#spec } },
-    )
-}
-
-/// The routing key as literal text and placeholder values (parameters named in `role`),
-/// separators folded into the text.
-fn key_parts(key: &KeyTemplate, role: Role) -> Vec<TokenStream> {
-    let mut parts = Vec::new();
-    let mut literal = String::new();
-    for (i, word) in key.words().iter().enumerate() {
-        if i > 0 {
-            literal.push('.');
+/// The headers parameter of a method sending `message` (none when it has no headers schema)
+/// and the argument it passes on: the parameter, or `NoHeaders`.
+pub(super) fn headers_parameter(message: &Message) -> (TokenStream, TokenStream) {
+    match &message.headers {
+        Some(headers) => {
+            let headers = super::type_ident(&headers.type_name);
+            (quote! { headers: &types::#headers, }, quote! { headers })
         }
-        match word {
-            KeyWord::Literal(text) => literal.push_str(text),
-            KeyWord::Placeholder(name) => {
-                if !literal.is_empty() {
-                    parts.push(quote! { ::warren_runtime::codegen::KeyPart::Literal(#literal) });
-                    literal.clear();
-                }
-                let value = ident(name, role);
-                parts.push(
-                    quote! { ::warren_runtime::codegen::KeyPart::Value { name: #name, value: #value } },
-                );
-            }
-        }
+        None => (quote! {}, quote! { &::warren_runtime::NoHeaders {} }),
     }
-    if !literal.is_empty() {
-        parts.push(quote! { ::warren_runtime::codegen::KeyPart::Literal(#literal) });
-    }
-    parts
 }

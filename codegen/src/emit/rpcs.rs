@@ -8,7 +8,7 @@ use quote::quote;
 use warren_model::DurationLabel;
 
 use super::docs::{allow_contract_markdown, compose};
-use super::publishers::filled_in;
+use super::publishers::headers_parameter;
 use super::{GenerateError, code, ident, type_ident};
 use crate::contract::{Contract, Message, Rpc};
 use crate::naming::Role;
@@ -203,14 +203,10 @@ struct ErrorNames<'a> {
     markers: Vec<Ident>,
     /// Each error's code.
     codes: Vec<&'a str>,
-    /// The text a caller's error shows: the code alone, never the payload, which may hold
-    /// what a log must not.
-    shown: Vec<String>,
 }
 
 impl<'a> ErrorNames<'a> {
     fn of(rpc: &Rpc, errors: &[(&'a str, &Message)]) -> Self {
-        let codes: Vec<&str> = errors.iter().map(|(code, _)| *code).collect();
         Self {
             name: errors_ident(rpc),
             variants: errors
@@ -221,8 +217,7 @@ impl<'a> ErrorNames<'a> {
                 .iter()
                 .map(|(_, message)| ident(&message.name, Role::Message))
                 .collect(),
-            shown: codes.iter().map(|c| format!("`{c}`")).collect(),
-            codes,
+            codes: errors.iter().map(|(code, _)| *code).collect(),
         }
     }
 }
@@ -266,77 +261,18 @@ fn errors_enum(rpc: &Rpc, errors: &[(&str, &Message)], names: &ErrorNames<'_>) -
 
 /// What the runtime needs of the enum (`DeclaredErrors`: code, encode, decode, the message's
 /// name and content type), its `Display` (the code alone) and `Error`, and its conversion
-/// into a handler's error.
+/// into a handler's error: the runtime's `declared_errors!`, given each variant's message and
+/// code.
 fn errors_impls(names: &ErrorNames<'_>) -> TokenStream {
     let ErrorNames {
         name,
         variants,
         markers,
         codes,
-        shown,
     } = names;
     quote! {
-        impl ::warren_runtime::codegen::DeclaredErrors for #name {
-            fn code(&self) -> &'static str {
-                match self {
-                    #( Self::#variants(_) => #codes, )*
-                }
-            }
-
-            fn encode(
-                &self,
-            ) -> ::core::result::Result<::std::vec::Vec<u8>, ::warren_runtime::PublishError> {
-                match self {
-                    #( Self::#variants(payload) => {
-                        ::warren_runtime::codegen::encode_payload::<super::messages::#markers>(payload)
-                    } )*
-                }
-            }
-
-            fn message_name(&self) -> ::core::option::Option<&'static str> {
-                ::core::option::Option::Some(match self {
-                    #( Self::#variants(_) => {
-                        <super::messages::#markers as ::warren_runtime::Message>::NAME
-                    } )*
-                })
-            }
-
-            fn content_type(&self) -> ::core::option::Option<&'static str> {
-                ::core::option::Option::Some(match self {
-                    #( Self::#variants(_) => {
-                        <super::messages::#markers as ::warren_runtime::Message>::CONTENT_TYPE
-                    } )*
-                })
-            }
-
-            fn decode(
-                code: &str,
-                body: &[u8],
-            ) -> ::core::option::Option<::core::result::Result<Self, ::std::string::String>> {
-                match code {
-                    #( #codes => ::core::option::Option::Some(
-                        ::warren_runtime::codegen::decode_payload::<super::messages::#markers>(body)
-                            .map(Self::#variants),
-                    ), )*
-                    _ => ::core::option::Option::None,
-                }
-            }
-        }
-
-        impl ::core::fmt::Display for #name {
-            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                f.write_str(match self {
-                    #( Self::#variants(_) => #shown, )*
-                })
-            }
-        }
-
-        impl ::std::error::Error for #name {}
-
-        impl ::core::convert::From<#name> for ::warren_runtime::RpcHandlerError<#name> {
-            fn from(error: #name) -> Self {
-                Self::Declared(error)
-            }
+        ::warren_runtime::codegen::declared_errors! {
+            #name { #( #variants: super::messages::#markers = #codes ),* }
         }
     }
 }
@@ -368,8 +304,11 @@ fn clients(contract: &Contract, selection: &Selection, rpcs: &[Resolved<'_>]) ->
              says and waits for its reply, with the contract's timeout."
         ),
         None,
-        "Calls share the [`RpcClient`](::warren_runtime::RpcClient)'s channel; each waits \
-         for the reply with its own correlation id.",
+        "Nothing is sent when a request or its headers break their schema. A call fails with \
+         `RpcError::Timeout` when no reply comes in time (a request nobody took by then \
+         expires unhandled), and `RpcError::Failed` when the server could not answer. Calls \
+         share the [`RpcClient`](::warren_runtime::RpcClient)'s channel; each waits for the \
+         reply with its own correlation id.",
     );
     quote! {
         #docs
@@ -379,31 +318,12 @@ fn clients(contract: &Contract, selection: &Selection, rpcs: &[Resolved<'_>]) ->
             options: ::warren_runtime::CallOptions,
         }
 
+        // `new`, `with` and `client`, the same for every contract.
+        ::warren_runtime::codegen::rpc_clients!(RpcClients);
+
         // Placeholders name parameters, and a contract may well call one `foo`.
         #[allow(clippy::disallowed_names)]
         impl RpcClients {
-            /// Calls through `client`, with each rpc's timeout from the contract.
-            pub fn new(client: ::warren_runtime::RpcClient) -> Self {
-                Self {
-                    client,
-                    options: ::warren_runtime::CallOptions::default(),
-                }
-            }
-
-            /// The same clients, calling with `options` (a timeout instead of the
-            /// contract's, a message id, a priority) added to those they had.
-            pub fn with(&self, options: ::warren_runtime::CallOptions) -> Self {
-                Self {
-                    client: self.client.clone(),
-                    options: self.options.clone().overridden_by(options),
-                }
-            }
-
-            /// The client they call through (its late replies, say).
-            pub fn client(&self) -> &::warren_runtime::RpcClient {
-                &self.client
-            }
-
             #( #methods )*
         }
     }
@@ -427,20 +347,8 @@ fn method(resolved: &Resolved<'_>) -> TokenStream {
         .placeholders()
         .map(|p| ident(p, Role::RpcPlaceholder))
         .collect();
-    let (headers_param, headers_arg) = match &request.headers {
-        Some(headers) => {
-            let headers = type_ident(&headers.type_name);
-            (quote! { headers: &types::#headers, }, quote! { headers })
-        }
-        None => (quote! {}, quote! { &::warren_runtime::NoHeaders {} }),
-    };
+    let (headers_param, headers_arg) = headers_parameter(request);
     let target = &rpc.target;
-    let (build_key, target) = filled_in(
-        &rpc.routing_key,
-        Role::RpcPlaceholder,
-        quote! { RpcTarget },
-        quote! { #target },
-    );
     let docs = method_doc(resolved, &marker, &request_type, &placeholders);
     quote! {
         #docs
@@ -452,10 +360,11 @@ fn method(resolved: &Resolved<'_>) -> TokenStream {
         ) -> ::core::result::Result<types::#response_type, ::warren_runtime::RpcError<#error_type>> {
             // The model's tokens name its items unqualified.
             use ::warren_runtime::model::*;
-            #build_key
-            ::warren_runtime::codegen::call::<rpcs::#marker>(
+            ::warren_runtime::codegen::call(
                     &self.client,
+                    rpcs::#marker,
                     #target,
+                    &[#( #placeholders ),*],
                     request,
                     #headers_arg,
                     &self.options,
@@ -511,10 +420,5 @@ fn method_doc(
             codes.join(", ")
         ));
     }
-    text.push_str(
-        "\n\nNothing is sent when the request or its headers break their schema. Fails with \
-         `RpcError::Timeout` when no reply comes in time (a request nobody took by then \
-         expires unhandled), and `RpcError::Failed` when the server could not answer.",
-    );
     compose(&head, rpc.description.as_deref(), &text)
 }

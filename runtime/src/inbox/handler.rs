@@ -93,25 +93,27 @@ impl<M: Message, H: InboxBatchHandler<M>> BatchHandler<M> for Inboxed<H, H::Data
 /// (`warren_runtime::codegen::add_inbox`); not a stable API.
 pub fn add_inbox<M: Message, H: InboxHandler<M>>(
     worker: &mut Worker,
+    message: M,
     spec: ConsumerSpec,
     key_pointer: Option<&str>,
     handler: H,
 ) {
     let inbox = inboxed(handler.inbox(), spec.name, key_pointer);
-    crate::worker::add::<M, _>(worker, spec, Inboxed { handler, inbox });
+    crate::worker::add(worker, message, spec, Inboxed { handler, inbox });
 }
 
 /// [`add_inbox`] for a batch consumer: a batch's members are recorded, and their effects
 /// written, in one transaction (`warren_runtime::codegen::add_inbox_batch`); not a stable API.
 pub fn add_inbox_batch<M: Message, H: InboxBatchHandler<M>>(
     worker: &mut Worker,
+    message: M,
     spec: ConsumerSpec,
     batch: BatchSpec,
     key_pointer: Option<&str>,
     handler: H,
 ) {
     let inbox = inboxed(handler.inbox(), spec.name, key_pointer);
-    crate::worker::add_batch::<M, _>(worker, spec, batch, Inboxed { handler, inbox });
+    crate::worker::add_batch(worker, message, spec, batch, Inboxed { handler, inbox });
 }
 
 fn inboxed<DB: Backend>(

@@ -93,6 +93,7 @@
 //! a topology not declared, or deleted under a running client.
 
 mod client;
+mod declared;
 mod reply;
 pub(crate) mod reply_to;
 
@@ -104,6 +105,7 @@ use std::time::Duration;
 
 pub use crate::model::rpc::{DEFAULT_TIMEOUT, DIRECT_REPLY_TO, ReplyStatus};
 use crate::model::{FailureReason, RpcTarget};
+use crate::routing_key;
 use crate::schema::Validators;
 use crate::{
     Connection, DEFAULT_MAX_BODY_BYTES, Delivery, HandlerError, Message, PublishError, Topology,
@@ -348,7 +350,8 @@ pub trait RpcHandler<O: Operation>: Send + Sync + 'static {
     ) -> impl Future<Output = Result<<O::Response as Message>::Payload, RpcHandlerError<O::Error>>> + Send;
 }
 
-/// Calls operation `O` on `client`: what generated client methods call
+/// Calls operation `O` (its marker, `_operation`) on `client`, to `target` with the routing
+/// key's placeholders filled in by `values`: what generated client methods call
 /// (`warren_runtime::codegen::call`); not a stable API.
 ///
 /// The request is validated against its schemas (nothing is sent when it is invalid), then
@@ -356,11 +359,18 @@ pub trait RpcHandler<O: Operation>: Send + Sync + 'static {
 /// covers the publish, its confirm and the reply.
 pub async fn call<O: Operation>(
     client: &RpcClient,
-    target: RpcTarget<&str>,
+    _operation: O,
+    target: RpcTarget,
+    values: &[&str],
     request: &<O::Request as Message>::Payload,
     headers: &<O::Request as Message>::Headers,
     options: &CallOptions,
 ) -> Result<<O::Response as Message>::Payload, RpcError<O::Error>> {
+    let key = routing_key::filled(target.routing_key, values)?;
+    let target = RpcTarget {
+        routing_key: key.as_ref(),
+        ..target
+    };
     client::call::<O>(
         &client.shared,
         client.max_body_bytes,

@@ -479,9 +479,17 @@ impl Worker {
     }
 }
 
-/// Adds a consumer handling messages one at a time to `worker`: what the generated
+/// Adds a consumer handling messages `M` one at a time to `worker`: what the generated
 /// `consumers::register` functions call (`warren_runtime::codegen::add`); not a stable API.
-pub fn add<M: Message, H: Handler<M>>(worker: &mut Worker, spec: ConsumerSpec, handler: H) {
+///
+/// Each of these functions takes the message's (or operation's) marker as a value, which
+/// names its type as a turbofish would, in a line that reads as the others.
+pub fn add<M: Message, H: Handler<M>>(
+    worker: &mut Worker,
+    _message: M,
+    spec: ConsumerSpec,
+    handler: H,
+) {
     worker.add::<M, H>(spec, handler);
 }
 
@@ -490,6 +498,7 @@ pub fn add<M: Message, H: Handler<M>>(worker: &mut Worker, spec: ConsumerSpec, h
 /// API.
 pub fn add_batch<M: Message, H: BatchHandler<M>>(
     worker: &mut Worker,
+    _message: M,
     spec: ConsumerSpec,
     batch: BatchSpec,
     handler: H,
@@ -503,6 +512,7 @@ pub fn add_batch<M: Message, H: BatchHandler<M>>(
 /// stable API.
 pub fn add_dead_letters<M: Message, H: DeadLetterHandler<M>>(
     worker: &mut Worker,
+    _message: M,
     spec: ConsumerSpec,
     handler: H,
 ) {
@@ -520,6 +530,7 @@ pub fn add_dead_letters<M: Message, H: DeadLetterHandler<M>>(
 /// another exchange.
 pub fn add_server<O: crate::rpc::Operation, H: crate::rpc::RpcHandler<O>>(
     worker: &mut Worker,
+    _operation: O,
     spec: ConsumerSpec,
     handler: H,
 ) {

@@ -145,9 +145,11 @@ async fn priorities_are_checked_against_the_queue_then_delivered_highest_first()
             .reply_to("replies")
             .expiration(Duration::from_secs(600))
             .priority(priority);
-        publish::<messages::Job, _>(
+        publish(
             &publisher,
+            messages::Job,
             publication,
+            &[],
             &job(&id, JobBehaviour::Ok),
             &headers(),
             &options,
@@ -158,9 +160,11 @@ async fn priorities_are_checked_against_the_queue_then_delivered_highest_first()
     assert_eq!(deployed.wait_until_ready("priority", 3, WAIT).await, 3);
 
     // Above the queue's maximum, and where no queue reached declares one: refused, unsent.
-    let refused = publish::<messages::Job, _>(
+    let refused = publish(
         &publisher,
+        messages::Job,
         publication,
+        &[],
         &job("prio-10", JobBehaviour::Ok),
         &headers(),
         &PublishOptions::default().priority(10),
@@ -178,12 +182,14 @@ async fn priorities_are_checked_against_the_queue_then_delivered_highest_first()
     );
     let message = refused.map_or_else(|e| e.to_string(), |()| String::new());
     assert!(message.contains("priority 10 is above 9"), "{message}");
-    let refused = publish::<messages::Job, _>(
+    let refused = publish(
         &publisher,
+        messages::Job,
         Publication {
             max_priority: None,
             ..publication
         },
+        &[],
         &job("prio-none", JobBehaviour::Ok),
         &headers(),
         &PublishOptions::default().priority(1),

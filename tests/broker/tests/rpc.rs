@@ -583,9 +583,11 @@ async fn an_unroutable_request_fails_at_once() {
         max_priority: None,
     };
     let started = Instant::now();
-    let answer = call::<QuotePrice>(
+    let answer = call(
         &client,
+        QuotePrice,
         target,
+        &[],
         &request("u-1", types::QuoteRequestBehaviour::Ok),
         &headers(),
         &CallOptions::default(),
@@ -634,9 +636,11 @@ async fn a_lost_channel_fails_the_waiting_calls_and_the_next_call_reopens() {
         timeout: Duration::from_secs(5),
         max_priority: None,
     };
-    let refused = call::<QuotePrice>(
+    let refused = call(
         &client,
+        QuotePrice,
         nowhere,
+        &[],
         &request("lost-2", types::QuoteRequestBehaviour::Ok),
         &headers(),
         &CallOptions::default(),
@@ -1175,9 +1179,11 @@ async fn calls_racing_channel_losses_end_in_time_with_their_own_replies() {
             };
             for n in 0..10 {
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                let refused = call::<QuotePrice>(
+                let refused = call(
                     &client,
+                    QuotePrice,
                     nowhere,
+                    &[],
                     &request(&format!("break-{n}"), types::QuoteRequestBehaviour::Ok),
                     &warren_broker_tests::headers(),
                     &CallOptions::default(),

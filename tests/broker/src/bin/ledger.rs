@@ -112,7 +112,7 @@ async fn main() {
                 circuit_breaker: None,
             };
             let mut worker = Worker::new(connection, topology);
-            warren_runtime::codegen::add::<messages::Entry, _>(&mut worker, spec, handler);
+            warren_runtime::codegen::add(&mut worker, messages::Entry, spec, handler);
             run(worker).await;
         }
         ["relay"] => relay(connection, topology, pool).await,
