@@ -2,8 +2,8 @@
 //! entries whose handler writes one row each (`src/bin/ledger.rs`, run as child processes
 //! and killed with `kill -9`).
 //!
-//! - 10,000 entries through a worker killed three times: once by itself right after an
-//!   entry's transaction committed and before its ack, twice by the test at random points.
+//! - 10,000 entries through a worker killed three times: once between an entry's committed
+//!   transaction and its ack (the worker holds it there), twice at random points.
 //! - Entries written to an outbox and relayed by a relay killed mid-run, on a private broker
 //!   restarted (`kill -9`) while relaying, to the inbox consumers downstream.
 //!
@@ -46,7 +46,7 @@ fn entry(id: &str) -> Entry {
 }
 
 /// A `ledger` process in `mode`, on `url`, with the tables of `tables`; returns once it says
-/// `ready` (or it exits first, as an aborting one may).
+/// `ready` (or that it holds an entry, which it may say first).
 fn start_ledger(
     mode: &[&str],
     url: &str,
@@ -70,7 +70,7 @@ fn start_ledger(
     let mut lines = BufReader::new(stdout).lines();
     let said = lines.next().and_then(Result::ok).unwrap_or_default();
     assert!(
-        said == "ready" || said.starts_with("aborting"),
+        said == "ready" || said.starts_with("holding"),
         "ledger {mode:?} said {said:?}"
     );
     // The rest of what it says, shown with the test's output and read so its pipe never
@@ -84,10 +84,12 @@ fn start_ledger(
     child
 }
 
-/// `kill -9` of `child`, waited for.
-fn kill(mut child: Child) {
+/// `kill -9` of `child`, waited for: how it ended.
+fn kill(mut child: Child) -> std::process::ExitStatus {
+    // Held open until it is dead: a closed stdin would stop it cleanly first.
+    let _stdin = child.stdin.take();
     let _ = child.kill();
-    let _ = child.wait();
+    child.wait().expect("an exit status")
 }
 
 /// Stops `child` cleanly (its stdin closed: a worker drains and acknowledges what it holds),
@@ -151,25 +153,23 @@ async fn ten_thousand_effects_once_through_three_kills() {
     let url = warren_testkit::amqp_url();
     let effects = tables.effects.clone();
 
-    // 1. The worker aborts itself between an entry's commit and its ack.
-    let abort_at = format!("k{}", random_in(1_000..3_000));
+    // 1. Killed between an entry's commit and its ack: the worker holds the delivery once
+    // its effect is written, and is killed once the effect is seen.
+    let held = format!("k{}", random_in(1_000..3_000));
     let started = |mode: &[&str]| start_ledger(mode, &url, &deployed, &tables, "unused");
-    let mut aborting = started(&["abort-after-commit", abort_at.as_str()]);
-    // Held open while waiting: `Child::wait` closes stdin first, which stops the worker.
-    let stdin = aborting.stdin.take();
-    let status = tokio::task::spawn_blocking(move || aborting.wait())
-        .await
-        .expect("waited")
-        .expect("an exit status");
-    drop(stdin);
-    assert_eq!(status.signal(), Some(6), "aborted: {status:?}");
-    let committed = sqlx::Postgres::effects(&pool, &effects).await;
-    assert_eq!(committed.get(&abort_at), Some(&1), "{abort_at} committed");
+    let holding = started(&["hold-after-commit", held.as_str()]);
+    wait_until_async(&format!("{held}'s effect committed"), WAIT, || async {
+        sqlx::Postgres::effects(&pool, &effects)
+            .await
+            .contains_key(&held)
+    })
+    .await;
+    assert_eq!(kill(holding).signal(), Some(9), "killed with SIGKILL");
 
     // 2 and 3. Killed at random points.
     for range in [4_000..6_000, 7_000..9_000] {
         let at = random_in(range);
-        println!("killing the worker after {at} effects (aborted after {abort_at})");
+        println!("killing the worker after {at} effects (held {held} first)");
         let worker = started(&["consume"]);
         wait_for_rows(&pool, &effects, at).await;
         kill(worker);

@@ -3,8 +3,9 @@
 //!
 //! ```text
 //! ledger consume                    the generated inbox consumers, until killed
-//! ledger abort-after-commit <id>    consumer `apply` by hand, which aborts the process right
-//!                                   after the transaction of entry <id> commits, before its ack
+//! ledger hold-after-commit <id>     consumer `apply` by hand, which holds entry <id>'s delivery
+//!                                   unacknowledged once its transaction committed, for the test
+//!                                   to kill the process between the two
 //! ledger relay                      an outbox relay, until killed
 //! ```
 //!
@@ -26,7 +27,7 @@ use warren_runtime::model::ConsumerSpec;
 use warren_runtime::outbox::Outbox;
 use warren_runtime::{Connection, Delivery, HandlerError, Publisher, Topology, Worker};
 
-const USAGE: &str = "usage: ledger consume | ledger abort-after-commit <id> | ledger relay";
+const USAGE: &str = "usage: ledger consume | ledger hold-after-commit <id> | ledger relay";
 
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is set: {USAGE}"))
@@ -38,15 +39,15 @@ fn say(line: &str) {
     let _ = stdout.flush();
 }
 
-/// Consumer `apply` by hand, through `InboxConsumer::once`: after entry `abort_after`'s
-/// transaction commits, the process aborts before the worker can ack it.
-struct AbortAfterCommit {
+/// Consumer `apply` by hand, through `InboxConsumer::once`: once entry `hold_after`'s
+/// transaction commits, its handler never returns, so the worker never acks it.
+struct HoldAfterCommit {
     inbox: InboxConsumer<sqlx::Postgres>,
     effects: String,
-    abort_after: String,
+    hold_after: String,
 }
 
-impl warren_runtime::codegen::Handler<messages::Entry> for AbortAfterCommit {
+impl warren_runtime::codegen::Handler<messages::Entry> for HoldAfterCommit {
     async fn handle(&self, delivery: Delivery<Entry>) -> Result<(), HandlerError> {
         let id = delivery.payload().id.to_string();
         let effects = self.effects.clone();
@@ -60,9 +61,9 @@ impl warren_runtime::codegen::Handler<messages::Entry> for AbortAfterCommit {
                 })
             })
             .await?;
-        if id == self.abort_after {
-            say(&format!("aborting after the commit of {id}"));
-            std::process::abort();
+        if id == self.hold_after {
+            say(&format!("holding {id} unacknowledged after its commit"));
+            std::future::pending::<()>().await;
         }
         Ok(())
     }
@@ -98,11 +99,11 @@ async fn main() {
                 .register(&mut worker);
             run(worker).await;
         }
-        ["abort-after-commit", id] => {
-            let handler = AbortAfterCommit {
+        ["hold-after-commit", id] => {
+            let handler = HoldAfterCommit {
                 inbox: inbox.consumer("apply").key_pointer("/id"),
                 effects,
-                abort_after: id.to_owned(),
+                hold_after: id.to_owned(),
             };
             let spec = ConsumerSpec {
                 name: "apply",
