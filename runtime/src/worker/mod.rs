@@ -379,7 +379,8 @@ impl Worker {
 
     /// Runs an outbox relay beside the consumers (`outbox.relay(publisher).spawn()`): its
     /// health is part of the worker's ([`crate::health::WorkerHealth::relays`]), and it is
-    /// stopped, its round finished, when the worker's run ends.
+    /// stopped, its round finished, when the worker's run ends. A worker of relays alone, with
+    /// no consumer, runs until it is shut down.
     #[cfg(any(feature = "postgres", feature = "sqlite"))]
     pub fn relay(&mut self, relay: crate::outbox::RelayHandle) -> &mut Self {
         self.health.add_relay(relay.shared_health());
@@ -470,10 +471,18 @@ impl Worker {
                 }
             }
         }
-        // The consumers are done; what they wrote to an outbox is still relayed until now.
         #[cfg(any(feature = "postgres", feature = "sqlite"))]
-        for relay in self.relays {
-            relay.stop().await;
+        {
+            // A worker of relays alone runs them until it is shut down, as it would run
+            // consumers; it does not end as soon as it starts.
+            if names.is_empty() && !self.relays.is_empty() {
+                let mut shutdown = self.shutdown.subscribe();
+                let _ = shutdown.wait_for(|stopping| *stopping).await;
+            }
+            // The consumers are done; what they wrote to an outbox is still relayed until now.
+            for relay in self.relays {
+                relay.stop().await;
+            }
         }
         outcome
     }

@@ -1,7 +1,11 @@
 //! The outbox on a real broker, on PostgreSQL and on SQLite: what the caller's transaction
 //! commits is published, once, by relays sharing the table, each ordering key in the order it
 //! was written; what rolls back or breaks its schema never is; a message no queue takes waits
-//! in the outbox, retried, until one does.
+//! in the outbox, retried, until one does, its wait seen in the health of the worker running
+//! the relay and in the relay's metrics.
+
+#[path = "support/sink.rs"]
+mod sink;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -13,6 +17,7 @@ use warren_broker_tests::{Publishers, headers, job, topology};
 use warren_runtime::PublishError;
 use warren_runtime::lapin::options::{QueueBindOptions, QueueDeclareOptions};
 use warren_runtime::lapin::types::FieldTable;
+use warren_runtime::metrics::{OUTBOX_LAG, OUTBOX_PENDING, OUTBOX_RELAYED, OUTBOX_RETRIED};
 use warren_runtime::outbox::Outbox;
 use warren_testkit::{Deployed, TestBroker, wait_until_async};
 
@@ -90,8 +95,17 @@ async fn relays_what_commits<DB: TestDatabase>(deployed: &Deployed, pool: &Pool<
         outbox.backlog().await.is_ok_and(|b| b.pending == 0)
     })
     .await;
-    let published: u64 = relays.iter().map(|r| r.health().published).sum();
-    assert_eq!(published, expected.len() as u64, "each row published once");
+    // A relay counts a round's rows once it has marked them sent: after the backlog shows it.
+    let published = || relays.iter().map(|r| r.health().published).sum::<u64>();
+    wait_until_async("the relays' count of what they published", WAIT, || async {
+        published() >= expected.len() as u64
+    })
+    .await;
+    assert_eq!(
+        published(),
+        expected.len() as u64,
+        "each row published once"
+    );
     for relay in relays {
         relay.stop().await;
     }
@@ -217,7 +231,9 @@ async fn write_committed<DB: TestDatabase>(
 }
 
 /// A message no queue takes (publisher `nowhere`) stays in the outbox, tried again and again
-/// with its error on record, until a queue is bound for it; then it is published.
+/// with its error on record, until a queue is bound for it; then it is published. The relay
+/// runs in a worker: the worker's health and the relay's metrics show the row waiting, how
+/// long, and why, then nothing waiting.
 async fn waits_until_a_queue_takes_it<DB: TestDatabase>(
     deployed: &Deployed,
     outbox: &Outbox<DB>,
@@ -231,17 +247,60 @@ async fn waits_until_a_queue_takes_it<DB: TestDatabase>(
         .await
         .expect("written");
     tx.commit().await.expect("committed");
-    let relay = outbox
-        .relay(deployed.publisher().await)
-        .poll_interval(Duration::from_millis(20))
-        .spawn();
-    wait_until_async("the unroutable row's error on record", WAIT, || async {
-        relay
-            .health()
-            .last_error
-            .is_some_and(|e| e.contains("to no queue"))
+    // The relay's metrics, kept by a recorder of the test's own: their handles are made
+    // with the relay, so only it records there.
+    let recorded = sink::Sink::default();
+    let publisher = deployed.publisher().await;
+    let relay = metrics::with_local_recorder(&recorded, || {
+        outbox
+            .relay(publisher)
+            .poll_interval(Duration::from_millis(20))
+            .spawn()
+    });
+    let mut health = None;
+    let mut worker = deployed.run_worker(|worker| {
+        health = Some(worker.health_handle());
+        worker.relay(relay);
+    });
+    let health = health.expect("the worker's health");
+    let relay_health = || {
+        health
+            .snapshot()
+            .relays
+            .first()
+            .cloned()
+            .unwrap_or_default()
+    };
+    wait_until_async("the waiting row in the worker's health", WAIT, || async {
+        let relay = relay_health();
+        relay.pending == 1
+            && relay.lag_ms.is_some_and(|lag| lag > 0)
+            && relay
+                .last_error
+                .as_deref()
+                .is_some_and(|e| e.contains("to no queue"))
     })
     .await;
+    assert!(
+        health.snapshot().ready(),
+        "a relay's backlog leaves the worker ready"
+    );
+    let name = relay_health().table;
+    let table = [("table", name.as_str())];
+    let last = |metric: &str| {
+        let cell = recorded.one(metric, &table);
+        let values = cell.gauge.lock().expect("the gauge's values");
+        values.last().copied()
+    };
+    assert_eq!(last(OUTBOX_PENDING), Some(1.0), "the pending gauge");
+    assert!(
+        last(OUTBOX_LAG).is_some_and(|lag| lag > 0.0),
+        "the lag gauge"
+    );
+    assert!(
+        recorded.count(OUTBOX_RETRIED, &table) >= 1,
+        "its retries counted"
+    );
     assert_eq!(outbox.backlog().await.expect("backlog").pending, 1);
 
     let listener = deployed.name("nowhere-listener");
@@ -274,7 +333,15 @@ async fn waits_until_a_queue_takes_it<DB: TestDatabase>(
         outbox.backlog().await.is_ok_and(|b| b.pending == 0)
     })
     .await;
-    relay.stop().await;
+    wait_until_async("nothing waiting in the worker's health", WAIT, || async {
+        let relay = relay_health();
+        relay.pending == 0 && relay.lag_ms.is_none() && relay.published == 1
+    })
+    .await;
+    worker.stop().await.expect("the worker and its relay stop");
+    assert_eq!(last(OUTBOX_PENDING), Some(0.0), "the pending gauge");
+    assert_eq!(last(OUTBOX_LAG), Some(0.0), "the lag gauge");
+    assert_eq!(recorded.count(OUTBOX_RELAYED, &table), 1, "one row relayed");
     let deleted = channel
         .queue_delete(listener.as_str().into(), Default::default())
         .await
