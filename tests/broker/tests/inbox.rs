@@ -1,7 +1,7 @@
 //! The inbox on a real PostgreSQL and a real broker: every message's effect is in the
 //! database once, whether it was delivered twice, failed after writing, or its worker died
-//! between the commit and the ack; a message with nothing to record it by is dead-lettered,
-//! never handled.
+//! between the commit and the ack, through the transaction the inbox opens or through one the
+//! handler holds; a message with nothing to record it by is dead-lettered, never handled.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,20 +16,23 @@ use warren_broker_tests::database::{self, Tables, TestDatabase};
 use warren_broker_tests::ledger::{self, types::Entry};
 use warren_broker_tests::types::{Job, JobBehaviour, JobHeaders};
 use warren_broker_tests::{Publishers, consumers, headers, job, raw_headers, topology};
-use warren_runtime::inbox::{Inbox, InboxConsumer};
+use warren_runtime::inbox::{Inbox, InboxConsumer, InboxTransaction, Recorded};
 use warren_runtime::{Delivery, HandlerError};
 use warren_testkit::{Deployed, QueuedDeadLetter, RunningWorker, TestBroker, wait_until_async};
 
 #[path = "support/sink.rs"]
 mod sink;
 
-/// The handler of `run_requeue_classic`: writes one row per job through the inbox's
-/// transaction, and fails as the job's behaviour says on its first attempt.
+/// The handler of `run_requeue_classic`: writes one row per job in a transaction the inbox
+/// recorded the job in, and fails as the job's behaviour says on its first attempt.
 struct Fulfil<DB: TestDatabase> {
     inbox: InboxConsumer<DB>,
     effects: String,
     /// How often the effect ran (and was committed or rolled back).
     ran: Arc<AtomicUsize>,
+    /// The pool of the handler's own transactions, which it records each job in
+    /// (`InboxConsumer::record`); `None`: the inbox's (`InboxConsumer::once`).
+    own: Option<Pool<DB>>,
 }
 
 impl<DB: TestDatabase> Clone for Fulfil<DB> {
@@ -38,30 +41,63 @@ impl<DB: TestDatabase> Clone for Fulfil<DB> {
             inbox: self.inbox.clone(),
             effects: self.effects.clone(),
             ran: self.ran.clone(),
+            own: self.own.clone(),
         }
+    }
+}
+
+/// What a job's effect needs, owned: the inbox's effect outlives the handler's borrows.
+#[derive(Clone)]
+struct JobEffect {
+    effects: String,
+    id: String,
+    attempt: u32,
+    behaviour: JobBehaviour,
+    ran: Arc<AtomicUsize>,
+}
+
+impl JobEffect {
+    /// Writes the job's row in `tx`; fails after writing as its behaviour says.
+    async fn write<DB: TestDatabase>(
+        self,
+        tx: &mut InboxTransaction<DB>,
+    ) -> Result<(), HandlerError> {
+        self.ran.fetch_add(1, Ordering::SeqCst);
+        DB::insert_effect(&mut **tx, &self.effects, &self.id, i64::from(self.attempt)).await?;
+        if self.behaviour == JobBehaviour::Retryable && self.attempt == 0 {
+            return Err(HandlerError::retryable("failed after its write"));
+        }
+        Ok(())
     }
 }
 
 impl<DB: TestDatabase> consumers::RunRequeueClassic for Fulfil<DB> {
     async fn handle(&self, delivery: Delivery<Job, JobHeaders>) -> Result<(), HandlerError> {
-        let attempt = delivery.retry_count();
-        let behaviour = delivery.payload().behaviour;
-        let id = delivery.payload().id.to_string();
-        let effects = self.effects.clone();
-        let ran = self.ran.clone();
-        self.inbox
-            .once(&delivery, move |tx| {
-                Box::pin(async move {
-                    ran.fetch_add(1, Ordering::SeqCst);
-                    DB::insert_effect(&mut **tx, &effects, &id, i64::from(attempt)).await?;
-                    if behaviour == JobBehaviour::Retryable && attempt == 0 {
-                        return Err(HandlerError::retryable("failed after its write"));
-                    }
-                    Ok(())
-                })
-            })
-            .await?;
-        if behaviour == JobBehaviour::Panic && attempt == 0 {
+        let effect = JobEffect {
+            effects: self.effects.clone(),
+            id: delivery.payload().id.to_string(),
+            attempt: delivery.retry_count(),
+            behaviour: delivery.payload().behaviour,
+            ran: self.ran.clone(),
+        };
+        match &self.own {
+            None => {
+                let effect = effect.clone();
+                self.inbox
+                    .once(&delivery, move |tx| Box::pin(effect.write(tx)))
+                    .await?;
+            }
+            // As a handler with transactions of its own would: an error drops (rolls back)
+            // the transaction, the key with the effect.
+            Some(pool) => {
+                let mut tx = pool.begin().await?;
+                if self.inbox.record(&mut tx, &delivery).await? == Recorded::New {
+                    effect.clone().write(&mut tx).await?;
+                    tx.commit().await?;
+                }
+            }
+        }
+        if effect.behaviour == JobBehaviour::Panic && effect.attempt == 0 {
             panic!("died between the commit and the ack");
         }
         Ok(())
@@ -87,7 +123,16 @@ async fn on_postgres_every_effect_is_written_once_however_often_its_message_come
     let broker = TestBroker::from_env().await;
     let deployed = broker.deploy("inbox-pg", &topology()).await;
     let pool = database::postgres().await;
-    every_effect_once(&deployed, &pool).await;
+    every_effect_once(&deployed, &pool, false).await;
+    deployed.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_handler_recording_in_its_own_transaction_writes_each_effect_once() {
+    let broker = TestBroker::from_env().await;
+    let deployed = broker.deploy("inbox-pg-own", &topology()).await;
+    let pool = database::postgres().await;
+    every_effect_once(&deployed, &pool, true).await;
     deployed.cleanup().await;
 }
 
@@ -96,15 +141,20 @@ async fn on_sqlite_every_effect_is_written_once_however_often_its_message_comes(
     let broker = TestBroker::from_env().await;
     let deployed = broker.deploy("inbox-sqlite", &topology()).await;
     let pool = database::sqlite(&deployed).await;
-    every_effect_once(&deployed, &pool).await;
+    every_effect_once(&deployed, &pool, false).await;
     database::drop_sqlite(pool, &deployed).await;
     deployed.cleanup().await;
 }
 
 /// Five messages through an inbox consumer on `pool`'s database: one plain, one that fails
 /// after its write, one whose worker dies between the commit and the ack, one published twice
-/// under one id, one without an id.
-async fn every_effect_once<DB: TestDatabase>(deployed: &Deployed, pool: &Pool<DB>) {
+/// under one id, one without an id. Recorded in the handler's `own_transaction`s, or in those
+/// the inbox opens.
+async fn every_effect_once<DB: TestDatabase>(
+    deployed: &Deployed,
+    pool: &Pool<DB>,
+    own_transaction: bool,
+) {
     let tables = Tables::create(deployed, pool).await;
     let (inbox, effects) = (&tables.inbox, &tables.effects);
 
@@ -115,6 +165,7 @@ async fn every_effect_once<DB: TestDatabase>(deployed: &Deployed, pool: &Pool<DB
         inbox: metrics::with_local_recorder(&recorded, || inbox.consumer("run_requeue_classic")),
         effects: effects.clone(),
         ran: Arc::default(),
+        own: own_transaction.then(|| pool.clone()),
     };
     let registered = handler.clone();
     let mut running = deployed.run_worker(move |worker| {
