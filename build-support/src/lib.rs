@@ -9,13 +9,15 @@
 //! ```
 //!
 //! ```text
-//! // src/lib.rs
-//! include!(concat!(env!("OUT_DIR"), "/orders.rs"));
+//! // src/lib.rs: the file warren-build wrote for `orders/warren.yaml`, `orders.rs`
+//! warren_runtime::include_generated!("orders");
 //! ```
 //!
 //! The build script checks the contract and every schema it reaches, writes the generated
 //! file under `OUT_DIR` (only when its bytes changed, so nothing downstream rebuilds for
-//! nothing), and tells Cargo to rerun it only when the contract or one of those schema files
+//! nothing), tells Cargo where it is (`WARREN_GENERATED_orders`, which
+//! `include_generated!` reads: a name no contract generated fails with warren's message, not
+//! rustc's), and tells Cargo to rerun it only when the contract or one of those schema files
 //! changes. A contract with errors fails the build with the same diagnostics as
 //! `warren validate`: file, line, what is wrong and how to fix it.
 //!
@@ -135,7 +137,7 @@ impl Config {
     ///         .compile("warren.yaml")
     ///         .unwrap();
     /// }
-    /// // src/lib.rs: include!(concat!(env!("OUT_DIR"), "/contract.rs"));
+    /// // src/lib.rs: warren_runtime::include_generated!("contract");
     /// ```
     pub fn file_name(&mut self, name: impl Into<String>) -> &mut Self {
         self.file_name = Some(name.into());
@@ -340,7 +342,22 @@ impl Config {
                 escape(&path.display().to_string())
             ))
         })?;
+        name_for_include(&path);
         Ok(path)
+    }
+}
+
+/// Tells Cargo to set `WARREN_GENERATED_<stem>` to `path` while compiling the crate, for
+/// `warren_runtime::include_generated!("<stem>")` to include the file by: a name that matches
+/// no generated file then fails the build with warren's message, not rustc's `couldn't read`.
+/// A name with a line break (which would end Cargo's instruction early) sets nothing.
+fn name_for_include(path: &Path) {
+    let Some(stem) = path.file_stem() else {
+        return;
+    };
+    let (stem, text) = (stem.to_string_lossy(), path.display().to_string());
+    if !stem.contains(['\n', '\r', '=']) && !text.contains(['\n', '\r']) {
+        println!("cargo:rustc-env=WARREN_GENERATED_{stem}={text}");
     }
 }
 

@@ -112,6 +112,7 @@ mod failure;
 pub mod health;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 pub mod inbox;
+mod include;
 pub mod management;
 mod message;
 pub mod metrics;

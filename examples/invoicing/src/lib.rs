@@ -2,12 +2,12 @@
 //! orders contract, binds its own queue to the orders team's `orders` exchange and consumes
 //! `orders::order_placed`; `build.rs` compiles it.
 //!
-//! Everything below `include!` is generated: `types` (its own payloads, and aliases of the
-//! orders crate's types for what it imports), `messages`, `Publishers`, `consumers`,
-//! `Handlers` and `topology()`, which declares only what invoicing owns and checks the
-//! imported `orders` exchange on the broker.
+//! Everything `include_generated!` includes is generated: `types` (its own payloads, and
+//! aliases of the orders crate's types for what it imports), `messages`, `Publishers`,
+//! `consumers`, `Handlers` and `topology()`, which declares only what invoicing owns and
+//! checks the imported `orders` exchange on the broker.
 
-include!(concat!(env!("OUT_DIR"), "/invoicing.rs"));
+warren_runtime::include_generated!("invoicing");
 
 /// The invoicing handler, as the service writes it.
 pub mod handlers {

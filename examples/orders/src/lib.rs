@@ -1,15 +1,15 @@
 //! The orders example: the contract in `warren.yaml`, compiled by `build.rs`.
 //!
-//! Everything below `include!` is generated: `types` (payloads), `messages`, `Publishers`,
-//! `rpcs` (the request/reply operations) and `RpcClients`, `consumers` (one handler trait per
-//! consumer and rpc server), `Handlers` and `topology()`.
+//! Everything `include_generated!` includes is generated: `types` (payloads), `messages`,
+//! `Publishers`, `rpcs` (the request/reply operations) and `RpcClients`, `consumers` (one
+//! handler trait per consumer and rpc server), `Handlers` and `topology()`.
 //!
 //! Written by hand: [`place`], which records an order and its `order_placed` event in one
 //! transaction (the outbox), [`handlers`], among them [`handlers::Fulfilment`], which ships
 //! each order once (the inbox), and [`store`], the service's own tables on SQLite or
 //! PostgreSQL.
 
-include!(concat!(env!("OUT_DIR"), "/orders.rs"));
+warren_runtime::include_generated!("orders");
 
 use warren_runtime::PublishError;
 use warren_runtime::outbox::Outbox;

@@ -7,7 +7,7 @@
 //! publishers. The handler does what each job's `behaviour` says and records every attempt;
 //! as the server of the rpcs, it answers as [`rpc::Quoter`] does.
 
-include!(concat!(env!("OUT_DIR"), "/jobs.rs"));
+warren_runtime::include_generated!("jobs");
 
 pub mod bookkeeper;
 pub mod database;
@@ -17,19 +17,19 @@ pub mod rpc;
 /// The contract `warren import asyncapi` wrote from the FastStream service of
 /// `tests/py/shop.py` (`contracts/shop/`), generated as any contract is.
 pub mod shop {
-    include!(concat!(env!("OUT_DIR"), "/shop.rs"));
+    warren_runtime::include_generated!("shop");
 }
 
 /// Ledger entries whose consumers write through the inbox (`contracts/ledger/`): the
 /// effects-exactly-once tests and the worker they kill.
 pub mod ledger {
-    include!(concat!(env!("OUT_DIR"), "/ledger.rs"));
+    warren_runtime::include_generated!("ledger");
 }
 
 /// The queues of a service amqp-contract declared (`contracts/shared/`), described as they
 /// are on the broker, so warren and amqp-contract can both declare them.
 pub mod shared {
-    include!(concat!(env!("OUT_DIR"), "/shared.rs"));
+    warren_runtime::include_generated!("shared");
 }
 
 use std::collections::{BTreeMap, HashMap};
