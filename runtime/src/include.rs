@@ -9,7 +9,7 @@
 /// generated fails the build with a message saying so, where
 /// `include!(concat!(env!("OUT_DIR"), "/orders.rs"))` fails with rustc's `couldn't read`.
 ///
-/// ```ignore
+/// ```text
 /// // src/lib.rs, its build.rs calling `warren_build::compile("warren.yaml")` in `orders/`
 /// warren_runtime::include_generated!("orders");
 /// ```
