@@ -1,7 +1,7 @@
 //! A worker's health and its consumers': phases, subscriptions, breakers, retries held past
 //! their time, and the connections the worker runs on.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
@@ -87,6 +87,9 @@ pub struct ConsumerHealth {
     pub breaker: Option<BreakerState>,
     /// Why it last lost or failed to get its subscription, and when.
     pub last_error: Option<LastError>,
+    /// Failures it sent round again since the worker started: retry copies, and requeues
+    /// counted as retries.
+    pub retries: u64,
     /// Wait queues of its queue holding retries longer than their delay allows, as last
     /// checked ([`crate::Worker::wait_queue_check`]): their dead-lettering stopped (on a
     /// cluster, after a wait queue's leader changed), and the retries wait for an operator
@@ -153,6 +156,7 @@ pub(crate) struct ConsumerState {
     subscribed: AtomicBool,
     breaker: AtomicU8,
     last_error: Mutex<Option<LastError>>,
+    retries: AtomicU64,
     overdue: Mutex<Vec<OverdueRetries>>,
 }
 
@@ -165,6 +169,7 @@ impl ConsumerState {
             subscribed: AtomicBool::new(false),
             breaker: AtomicU8::new(BreakerState::Closed.to_u8()),
             last_error: Mutex::new(None),
+            retries: AtomicU64::new(0),
             overdue: Mutex::new(Vec::new()),
         }
     }
@@ -192,6 +197,11 @@ impl ConsumerState {
         }
     }
 
+    /// A failure sent round again.
+    pub(crate) fn retried(&self) {
+        self.retries.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Remembers an error.
     pub(crate) fn error(&self, why: &str) {
         *lock(&self.last_error) = Some(LastError::now(why));
@@ -210,6 +220,7 @@ impl ConsumerState {
                 .has_breaker
                 .then(|| BreakerState::from_u8(self.breaker.load(Ordering::Acquire))),
             last_error: lock(&self.last_error).clone(),
+            retries: self.retries.load(Ordering::Relaxed),
             overdue_retries: lock(&self.overdue).clone(),
         }
     }

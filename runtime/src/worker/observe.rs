@@ -48,6 +48,9 @@ impl Observer {
     /// A delivery was settled with `outcome` (dead letters: [`Observer::dead_lettered`]).
     pub(super) fn handled(&self, outcome: Outcome) {
         self.metrics.handled(outcome);
+        if outcome == Outcome::Retry {
+            self.health.retried();
+        }
     }
 
     /// A delivery was dead-lettered for `reason`.

@@ -487,6 +487,11 @@ pub struct Harness {
 static SLOTS: Semaphore = Semaphore::const_new(3);
 
 impl Harness {
+    /// The running worker.
+    pub fn worker(&self) -> &RunningWorker {
+        &self.worker
+    }
+
     /// Declares the contract under a fresh namespace and starts a worker on it.
     pub async fn start(test: &str) -> Self {
         Self::start_with(test, |worker| worker).await

@@ -212,6 +212,9 @@ async fn ttl_backoff_waits_longer_each_time_and_dead_letters_with_the_final_erro
     let h = Harness::start("backoff").await;
     h.submit("backoff", job("slowly", JobBehaviour::Retryable))
         .await;
+    // The worker's health counts the consumer's retries: the three the queue allows.
+    let retried = h.worker().wait_until_retried("run_backoff", 3, WAIT).await;
+    assert_eq!(retried, 3);
     let dead = h.dead_letters(1, WAIT).await;
     assert_eq!(dead.len(), 1);
     let attempts: Vec<_> = h
