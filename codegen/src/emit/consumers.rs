@@ -130,14 +130,6 @@ impl Served<'_> {
         }
     }
 
-    /// The message it receives (an rpc's request).
-    fn message(&self) -> &Message {
-        match self {
-            Self::Consumer(_, message) => message,
-            Self::Server(resolved) => resolved.request,
-        }
-    }
-
     /// What it is, for docs: `consumer `x``, or `the server of rpc `x``; its trait's docs
     /// say what it handles from which queue.
     fn named(&self) -> String {
@@ -146,6 +138,78 @@ impl Served<'_> {
             Self::Server(_) => "the server of rpc",
         };
         format!("{what} {}", code(&self.consumer().spec.name))
+    }
+
+    /// How the runtime takes its handler.
+    fn kind(&self) -> Kind {
+        let consumer = self.consumer();
+        match (
+            self,
+            consumer.dead_letters,
+            &consumer.inbox,
+            &consumer.batch,
+        ) {
+            (Self::Server(_), ..) => Kind::Server,
+            (_, true, ..) => Kind::DeadLetters,
+            (_, false, Some(_), Some(_)) => Kind::InboxBatch,
+            (_, false, Some(_), None) => Kind::Inbox,
+            (_, false, None, Some(_)) => Kind::Batch,
+            (_, false, None, None) => Kind::OneAtATime,
+        }
+    }
+
+    /// The marker the runtime types it by, under `root` (the generated file's module): the
+    /// rpc's, or its message's.
+    fn marker(&self, root: &TokenStream) -> TokenStream {
+        let name = &self.consumer().spec.name;
+        match self {
+            Self::Server(_) => {
+                let rpc = ident(name, Role::Rpc);
+                quote! { #root::rpcs::#rpc }
+            }
+            Self::Consumer(_, message) => {
+                let marker = ident(&message.name, Role::Message);
+                quote! { #root::messages::#marker }
+            }
+        }
+    }
+}
+
+/// How the runtime takes a consumer's handler: the runtime trait its adapter implements, and
+/// the function that registers it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Server,
+    DeadLetters,
+    InboxBatch,
+    Inbox,
+    Batch,
+    OneAtATime,
+}
+
+impl Kind {
+    /// The runtime's handler trait (`warren_runtime::codegen::…`).
+    fn runtime_trait(self) -> TokenStream {
+        match self {
+            Self::Server => quote! { RpcHandler },
+            Self::DeadLetters => quote! { DeadLetterHandler },
+            Self::InboxBatch => quote! { InboxBatchHandler },
+            Self::Inbox => quote! { InboxHandler },
+            Self::Batch => quote! { BatchHandler },
+            Self::OneAtATime => quote! { Handler },
+        }
+    }
+
+    /// The runtime's function registering it (`warren_runtime::codegen::…`).
+    fn add_function(self) -> TokenStream {
+        match self {
+            Self::Server => quote! { add_server },
+            Self::DeadLetters => quote! { add_dead_letters },
+            Self::InboxBatch => quote! { add_inbox_batch },
+            Self::Inbox => quote! { add_inbox },
+            Self::Batch => quote! { add_batch },
+            Self::OneAtATime => quote! { add },
+        }
     }
 }
 
@@ -397,26 +461,10 @@ fn settings_lines(consumer: &Consumer) -> String {
 /// The entry of `served` in the adapters' invocation: `Name: RuntimeTrait<Target>`, the
 /// runtime's handler trait its adapter implements (the runtime's `adapters!` writes it).
 fn adapter(served: &Served<'_>) -> TokenStream {
-    let consumer = served.consumer();
-    let name = ident(&consumer.spec.name, Role::ConsumerTrait);
-    let (runtime_trait, target) = match served {
-        Served::Server(_) => {
-            let rpc = ident(&consumer.spec.name, Role::Rpc);
-            (quote! { RpcHandler }, quote! { super::rpcs::#rpc })
-        }
-        Served::Consumer(_, message) => {
-            let marker = ident(&message.name, Role::Message);
-            let runtime_trait = match (consumer.dead_letters, &consumer.inbox, &consumer.batch) {
-                (true, ..) => quote! { DeadLetterHandler },
-                (false, Some(_), Some(_)) => quote! { InboxBatchHandler },
-                (false, Some(_), None) => quote! { InboxHandler },
-                (false, None, Some(_)) => quote! { BatchHandler },
-                (false, None, None) => quote! { Handler },
-            };
-            (runtime_trait, quote! { super::messages::#marker })
-        }
-    };
-    quote! { #name: #runtime_trait<#target> }
+    let name = ident(&served.consumer().spec.name, Role::ConsumerTrait);
+    let runtime_trait = served.kind().runtime_trait();
+    let marker = served.marker(&quote! { super });
+    quote! { #name: #runtime_trait<#marker> }
 }
 
 /// What an rpc server's `handle` returns: its response, or a declared error or a failure.
@@ -509,40 +557,25 @@ fn register(served: &Served<'_>) -> TokenStream {
     let consumer = served.consumer();
     let function = ident(&consumer.spec.name, Role::ConsumerField);
     let handler_trait = ident(&consumer.spec.name, Role::ConsumerTrait);
-    let marker = ident(&served.message().name, Role::Message);
+    let kind = served.kind();
+    let add = kind.add_function();
+    let marker = served.marker(&quote! { super::super });
     let spec = &consumer.spec;
-    let adapter = quote! { super::super::__adapters::#handler_trait(handler) };
-    let add = match &consumer.batch {
-        _ if matches!(served, Served::Server(_)) => {
-            let rpc = ident(&consumer.spec.name, Role::Rpc);
-            quote! {
-                ::warren_runtime::codegen::add_server(worker, super::super::rpcs::#rpc, #spec, #adapter);
-            }
-        }
-        _ if consumer.dead_letters => quote! {
-            ::warren_runtime::codegen::add_dead_letters(worker, super::super::messages::#marker, #spec, #adapter);
-        },
-        batch if consumer.inbox.is_some() => {
-            let key = match consumer.inbox.as_ref().and_then(|i| i.pointer.as_deref()) {
-                Some(pointer) => quote! { ::core::option::Option::Some(#pointer) },
-                None => quote! { ::core::option::Option::None },
-            };
-            match batch {
-                Some(batch) => quote! {
-                    ::warren_runtime::codegen::add_inbox_batch(worker, super::super::messages::#marker, #spec, #batch, #key, #adapter);
-                },
-                None => quote! {
-                    ::warren_runtime::codegen::add_inbox(worker, super::super::messages::#marker, #spec, #key, #adapter);
-                },
-            }
-        }
-        Some(batch) => quote! {
-            ::warren_runtime::codegen::add_batch(worker, super::super::messages::#marker, #spec, #batch, #adapter);
-        },
-        None => quote! {
-            ::warren_runtime::codegen::add(worker, super::super::messages::#marker, #spec, #adapter);
-        },
+    // A batch consumer's batch, and an inbox consumer's key pointer, after the spec.
+    let batch = match (kind, &consumer.batch) {
+        (Kind::Batch | Kind::InboxBatch, Some(batch)) => quote! { #batch, },
+        _ => TokenStream::new(),
     };
+    let key = match consumer
+        .inbox
+        .as_ref()
+        .map(|inbox| inbox.pointer.as_deref())
+    {
+        _ if !matches!(kind, Kind::Inbox | Kind::InboxBatch) => TokenStream::new(),
+        Some(Some(pointer)) => quote! { ::core::option::Option::Some(#pointer), },
+        _ => quote! { ::core::option::Option::None, },
+    };
+    let adapter = quote! { super::super::__adapters::#handler_trait(handler) };
     let docs = compose(
         &format!(
             "Registers `handler`, a [`{handler_trait}`](super::{handler_trait}), as the handler \
@@ -560,7 +593,7 @@ fn register(served: &Served<'_>) -> TokenStream {
         ) {
             // The model's tokens name its items unqualified.
             use ::warren_runtime::model::*;
-            #add
+            ::warren_runtime::codegen::#add(worker, #marker, #spec, #batch #key #adapter);
         }
     }
 }

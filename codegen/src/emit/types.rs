@@ -204,12 +204,12 @@ fn split_derives(attr: &syn::Attribute) -> Option<(Vec<syn::Path>, Vec<syn::Path
     let paths = attr
         .parse_args_with(syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
         .ok()?;
-    let written: Vec<String> = paths
-        .iter()
-        .map(|path| path.to_token_stream().to_string().replace(' ', ""))
-        .collect();
     // `#[derive(` … `)]`, the paths parted by `, `.
-    let width = "#[derive()]".len() + written.iter().map(|w| w.len() + 2).sum::<usize>() - 2;
+    let width = "#[derive()]".len() - ", ".len()
+        + paths
+            .iter()
+            .map(|path| path.to_token_stream().to_string().replace(' ', "").len() + ", ".len())
+            .sum::<usize>();
     let (serde_derives, others): (Vec<syn::Path>, Vec<syn::Path>) = paths
         .into_iter()
         .partition(|path| path.segments.first().is_some_and(|s| s.ident == "serde"));
