@@ -185,6 +185,23 @@ impl Connection {
         }
     }
 
+    /// A connection that never connects, closed from the start: what a worker is built on to
+    /// try its handlers without a broker ([`crate::Worker::trial`]). Anything that needs the
+    /// broker fails on it as on a connection closed for good.
+    #[cfg(feature = "trial")]
+    pub fn detached(name: &str) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                link: watch::Sender::new(Link::Closed),
+                settings: Self::builder(name),
+                topologies: Mutex::new(Vec::new()),
+                blocked: Mutex::new(None),
+                record: Mutex::new(crate::health::LinkRecord::opened(0)),
+                vouched_user: VouchedUser::new(None),
+            }),
+        }
+    }
+
     /// The current lapin connection, or `None` while reconnecting or after close. Channels
     /// opened on it do not survive a reconnect.
     pub fn lapin(&self) -> Option<Arc<lapin::Connection>> {

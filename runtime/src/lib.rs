@@ -134,6 +134,13 @@ mod typify;
 mod wire;
 mod worker;
 
+/// A registered handler tried without a broker ([`Worker::trial`], the `trial` feature):
+/// what `warren-testkit`'s `Trial` runs.
+#[cfg(feature = "trial")]
+pub mod trial {
+    pub use crate::worker::trial::{Arrival, TrialError, Verdict};
+}
+
 pub use connection::{Connection, ConnectionBuilder};
 pub use dead_letters::{DeadLetterError, DeadLetterQueue};
 pub use declare::{DeclareError, ImportProblem, TopologyEntity, declare, delete, verify};

@@ -104,6 +104,13 @@
 //! Start a RabbitMQ (a service container, or Debian's `rabbitmq-server` package), point
 //! `AMQP_URL` at it, and run `cargo test`: see `testkit/README.md` in warren's repository.
 //!
+//! # Without a broker
+//!
+//! [`Trial`] runs a handler through the worker's own decode, the generated adapter and the
+//! queue's retry policy, offline, and says what the worker would do with the delivery
+//! (acked, retried with its wait queue, dead-lettered with its reason and headers…): a
+//! handler's unit test that needs no RabbitMQ.
+//!
 //! # A broker of the test's own
 //!
 //! [`PrivateBroker`] starts a RabbitMQ node on a port of its own, for a test that kills or
@@ -115,6 +122,7 @@ mod cluster;
 mod dead_letters;
 mod deployed;
 mod private;
+mod trial;
 mod wait;
 mod worker;
 
@@ -126,5 +134,6 @@ pub use cluster::PrivateCluster;
 pub use dead_letters::QueuedDeadLetter;
 pub use deployed::Deployed;
 pub use private::PrivateBroker;
+pub use trial::Trial;
 pub use wait::{Changes, Seen, try_wait_until, wait_until, wait_until_async};
 pub use worker::RunningWorker;

@@ -2,13 +2,13 @@
 //! publishers, a namespaced topology, and the dead letters read back with why they died; and
 //! the example's rpc, served by its own handler and called through the generated client.
 
-use std::time::{Duration, SystemTime};
+mod common;
 
-use sqlx::sqlite::SqlitePoolOptions;
+use std::time::Duration;
+
+use common::{headers, order};
 use warren_example_orders::rpcs::QuotePriceError;
-use warren_example_orders::types::{
-    Address, LineItem, Money, OrderCancelled, OrderHeaders, OrderPlaced, QuoteRequest,
-};
+use warren_example_orders::types::{OrderCancelled, OrderHeaders, OrderPlaced, QuoteRequest};
 use warren_example_orders::{Publishers, RpcClients, consumers, handlers, messages, topology};
 use warren_runtime::inbox::{Inbox, InboxTransaction};
 use warren_runtime::lapin::BasicProperties;
@@ -31,14 +31,7 @@ struct Shop {
 
 impl Shop {
     async fn new() -> Self {
-        // One connection: each connection to `sqlite::memory:` is a database of its own.
-        let pool = SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect("sqlite::memory:")
-            .await
-            .expect("SQLite opens");
-        let inbox = Inbox::new(pool);
-        inbox.migrate().await.expect("the inbox's table");
+        let inbox = common::sqlite_inbox().await;
         Self {
             fulfilled: Seen::default(),
             billed: Seen::default(),
@@ -92,37 +85,6 @@ impl consumers::BillOrders for Shop {
 impl consumers::NotifyCancellation for Shop {
     async fn handle(&self, _delivery: Delivery<OrderCancelled>) -> Result<(), HandlerError> {
         Ok(())
-    }
-}
-
-fn order(n: u32, customer: &str) -> OrderPlaced {
-    let eur = |amount_minor: u64| Money::builder().amount_minor(amount_minor).currency("EUR");
-    let item = LineItem::builder()
-        .sku("TEA-0001")
-        .quantity(2_u64)
-        .unit_price(eur(450))
-        .try_into()
-        .expect("a valid line item");
-    OrderPlaced::builder()
-        .order_id(format!("0190a0b0-0000-7000-8000-{n:012}").as_str())
-        .customer_id(customer)
-        .items(vec![item])
-        .total(eur(900))
-        .shipping_address(
-            Address::builder()
-                .line1("1 Main St")
-                .city("Lyon")
-                .country("FR"),
-        )
-        .placed_at(SystemTime::now())
-        .try_into()
-        .expect("a valid order")
-}
-
-fn headers() -> OrderHeaders {
-    OrderHeaders {
-        tenant: "acme".into(),
-        trace_id: None,
     }
 }
 

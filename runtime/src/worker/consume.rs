@@ -73,7 +73,9 @@ async fn decoded<M: Message>(
 
 /// A handler's outcome, its panic turned into a retryable failure rather than a lost
 /// delivery.
-fn outcome(caught: std::thread::Result<Result<(), HandlerError>>) -> Result<(), (Failure, String)> {
+pub(super) fn outcome(
+    caught: std::thread::Result<Result<(), HandlerError>>,
+) -> Result<(), (Failure, String)> {
     match caught {
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => {
@@ -267,6 +269,16 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
         &self.spec
     }
 
+    #[cfg(feature = "trial")]
+    fn kind(&self) -> &'static str {
+        "a consumer"
+    }
+
+    #[cfg(feature = "trial")]
+    fn trial<'a>(&'a self, bench: &'a super::trial::Bench<'a>) -> super::trial::Trying<'a> {
+        Box::pin(super::trial::single::<M, H>(&*self.handler, bench))
+    }
+
     fn start(self: Box<Self>, context: Context) -> Task {
         Box::pin(async move {
             let Some(runner) = Runner::start::<M>(self.spec, context).await? else {
@@ -304,6 +316,16 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
 impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
     fn spec(&self) -> &ConsumerSpec {
         &self.spec
+    }
+
+    #[cfg(feature = "trial")]
+    fn kind(&self) -> &'static str {
+        "a batch consumer"
+    }
+
+    #[cfg(feature = "trial")]
+    fn trial<'a>(&'a self, bench: &'a super::trial::Bench<'a>) -> super::trial::Trying<'a> {
+        Box::pin(super::trial::batch::<M, H>(&*self.handler, bench))
     }
 
     fn start(self: Box<Self>, context: Context) -> Task {

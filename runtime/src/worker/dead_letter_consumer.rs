@@ -174,6 +174,11 @@ impl<M: Message, H: DeadLetterHandler<M>> Registered for DeadLetters<M, H> {
         &self.spec
     }
 
+    #[cfg(feature = "trial")]
+    fn kind(&self) -> &'static str {
+        "a dead-letter consumer"
+    }
+
     fn start(self: Box<Self>, context: Context) -> Task {
         Box::pin(async move {
             let Some(runner) = Runner::start::<M>(self.spec, context).await? else {

@@ -18,6 +18,8 @@ mod reply_nodes;
 mod rpc;
 mod runner;
 pub(crate) mod settle;
+#[cfg(feature = "trial")]
+pub(crate) mod trial;
 mod wait_watch;
 mod work;
 
@@ -139,6 +141,17 @@ type Task = Pin<Box<dyn Future<Output = Result<(), WorkerError>> + Send>>;
 trait Registered: Send {
     fn spec(&self) -> &ConsumerSpec;
     fn start(self: Box<Self>, context: Context) -> Task;
+    /// Decodes and handles the bench's delivery without a broker ([`Worker::trial`]).
+    #[cfg(feature = "trial")]
+    fn trial<'a>(&'a self, bench: &'a trial::Bench<'a>) -> trial::Trying<'a> {
+        let _ = bench;
+        let kind = self.kind();
+        let consumer = self.spec().name.to_owned();
+        Box::pin(async move { Err(trial::TrialError::Unsupported { consumer, kind }) })
+    }
+    /// What kind of consumer it is, as a trial's error names it.
+    #[cfg(feature = "trial")]
+    fn kind(&self) -> &'static str;
 }
 
 /// Runs a contract's consumers on one connection, each on channels of its own.

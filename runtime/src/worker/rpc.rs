@@ -482,6 +482,11 @@ impl<O: Operation, H: RpcHandler<O>> Registered for Server<O, H> {
         &self.spec
     }
 
+    #[cfg(feature = "trial")]
+    fn kind(&self) -> &'static str {
+        "an RPC server"
+    }
+
     fn start(self: Box<Self>, context: Context) -> Task {
         Box::pin(async move {
             let replies = Arc::new(ReplyMetrics::new(self.spec.name, &context.queue));

@@ -23,6 +23,7 @@ use crate::connection::backoff;
 use crate::error::Chain;
 use crate::metrics::Outcome as Settled;
 use crate::model::{FailureReason, Queue, Retry, headers};
+use crate::publish_time::Trust;
 use crate::publisher::Routing;
 use crate::text::{MAX_ERROR_BYTES, truncate};
 use crate::trace;
@@ -225,22 +226,13 @@ impl Settler {
     /// be) to the queue's dead-letter exchange, or rejects it without one.
     async fn dead_letter(&self, raw: &Taken, reason: FailureReason, retries: u32, error: &str) {
         let (consumer, queue) = (self.consumer, self.queue.name.as_str());
-        let Some(dead_letter) = &self.queue.dead_letter else {
+        let Some((exchange, routing_key)) = self.copier().dead_letter_route(raw) else {
             self.observer.handled(Settled::Discard);
             return self.reject(raw, false).await;
         };
         self.observer.dead_lettered(reason);
-        // A route another stack did not record is unknown: `""`, which a `#` binding matches.
-        let routing_key = (dead_letter.routing_key.clone())
-            .or_else(|| original_route(raw, &self.queue).1)
-            .unwrap_or_default();
         let reason = reason.as_str();
-        let span = trace::copy(
-            trace::CopyKind::DeadLetter,
-            queue,
-            &dead_letter.exchange,
-            &routing_key,
-        );
+        let span = trace::copy(trace::CopyKind::DeadLetter, queue, &exchange, &routing_key);
         let mut properties = self.copy(raw, retries, error, Some(reason), &span);
         if let Some(cut) = crate::wire::fit(&properties, self.budget()) {
             tracing::warn!(
@@ -252,7 +244,7 @@ impl Settler {
             properties = cut;
         }
         tracing::warn!(consumer, queue, reason, error, "dead-lettered");
-        let route = (dead_letter.exchange.as_str(), routing_key.as_str());
+        let route = (exchange.as_str(), routing_key.as_str());
         let fallback = self.dead_letter_queue.as_deref();
         self.republish(raw, route, properties, fallback)
             .instrument(span)
@@ -384,9 +376,16 @@ impl Settler {
         self.settled(rejected, "reject");
     }
 
-    /// The properties of a copy: the original's, persistent, with failure context in its
-    /// headers (and the failure reason on a dead letter), and the trace context of `span`,
-    /// the span publishing it.
+    /// Who writes this consumer's copies.
+    pub(super) fn copier(&self) -> Copier<'_> {
+        Copier {
+            queue: &self.queue,
+            consumer: self.consumer,
+            trust: &self.observer.trust,
+        }
+    }
+
+    /// The properties of a copy of `raw` ([`Copier::properties`]).
     fn copy(
         &self,
         raw: &Taken,
@@ -395,12 +394,41 @@ impl Settler {
         reason: Option<&str>,
         span: &tracing::Span,
     ) -> BasicProperties {
-        let (exchange, routing_key) = original_route(raw, &self.queue);
+        self.copier()
+            .properties(raw, retry_count, error, reason, span)
+    }
+}
+
+/// Who writes a consumer's retry and dead-letter copies: what a copy's headers say besides
+/// the message's own. The worker's settler and a trial ([`crate::Worker::trial`]) build
+/// copies through it alike.
+pub(super) struct Copier<'a> {
+    /// The queue the message failed in.
+    pub queue: &'a Queue,
+    /// The consumer it failed in.
+    pub consumer: &'a str,
+    /// Whose publish times the consumer believes (a copy keeps only a believed one).
+    pub trust: &'a Trust,
+}
+
+impl Copier<'_> {
+    /// The properties of a copy: the original's, persistent, with failure context in its
+    /// headers (and the failure reason on a dead letter), and the trace context of `span`,
+    /// the span publishing it.
+    pub(super) fn properties(
+        &self,
+        raw: &lapin::message::Delivery,
+        retry_count: u32,
+        error: &str,
+        reason: Option<&str>,
+        span: &tracing::Span,
+    ) -> BasicProperties {
+        let (exchange, routing_key) = original_route(raw, self.queue);
         let now = unix_millis();
         // The first failure is kept only where warren (or a stack the queue believes) wrote
         // it: on retry copies. A producer's value on a first delivery is not history.
         let first_failure_believed =
-            !broker_counts(&self.queue) && retry_count_header(raw, &self.queue).is_some();
+            !broker_counts(self.queue) && retry_count_header(raw, self.queue).is_some();
         republished(&raw.properties, |table| {
             let text = |s: &str| AMQPValue::LongString(LongString::from(s));
             // What is unknown is left out, never guessed.
@@ -431,7 +459,7 @@ impl Settler {
                 None => drop(table.remove(headers::FAILURE_REASON)),
             }
             table.remove(headers::DELIVERY_COUNT);
-            self.observer.trust.keep_in_copy(&raw.properties, table);
+            self.trust.keep_in_copy(&raw.properties, table);
             if !first_failure_believed {
                 table.remove(headers::FIRST_FAILURE);
             }
@@ -440,6 +468,21 @@ impl Settler {
                 .or_insert_with(|| AMQPValue::LongLongInt(now));
             trace::propagate(span, table);
         })
+    }
+
+    /// The exchange and routing key a dead letter of `raw` is published to: the queue's
+    /// dead-letter exchange, with its routing key or the message's original one (a route
+    /// another stack did not record is unknown: `""`, which a `#` binding matches). `None`
+    /// when the queue has no dead-letter exchange.
+    pub(super) fn dead_letter_route(
+        &self,
+        raw: &lapin::message::Delivery,
+    ) -> Option<(String, String)> {
+        let dead_letter = self.queue.dead_letter.as_ref()?;
+        let routing_key = (dead_letter.routing_key.clone())
+            .or_else(|| original_route(raw, self.queue).1)
+            .unwrap_or_default();
+        Some((dead_letter.exchange.clone(), routing_key))
     }
 }
 

@@ -1,0 +1,467 @@
+//! A registered consumer tried without a broker: one delivery through the consumer's own
+//! decode, its handler (through the generated adapter it was registered with) and the
+//! queue's retry policy, and what the worker would then do with it, as a [`Verdict`].
+//!
+//! Nothing here is a copy of the worker's path: decoding is [`decode`], the handler's result
+//! is read by [`outcome`], the policy is [`decide`], and a retry or dead-letter copy's headers
+//! are written by the settler's own [`Copier`]. Only the last step differs: where the worker
+//! publishes, acks or rejects, a trial says what it would publish, ack or reject.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures_lite::FutureExt;
+use lapin::BasicProperties;
+use lapin::types::{AMQPValue, FieldTable, ShortString};
+
+use super::consume::outcome;
+use super::decode::{decode, retries_so_far};
+use super::policy::{Decision, Failure, broker_counts, dead_letter_decision, decide};
+use super::settle::Copier;
+use super::{BatchHandler, Handler, Settings, Worker};
+use crate::model::{Destination, FailureReason, Queue, Retry, headers};
+use crate::publisher::{PublishOptions, outgoing};
+use crate::schema::Validators;
+use crate::{Message, PublishError};
+
+/// One delivery as the broker would hand it to a consumer: body, properties, the exchange
+/// and routing key it came through, and whether it is a retry.
+///
+/// ```
+/// # fn run(payload: serde_json::Value) -> Result<(), warren_runtime::PublishError> {
+/// use warren_runtime::trial::Arrival;
+/// // A message of no contract: a schema-less `serde_json::Value` stands in for a generated one.
+/// # struct OrderPlaced;
+/// # impl warren_runtime::Message for OrderPlaced {
+/// #     type Payload = serde_json::Value;
+/// #     type Headers = warren_runtime::NoHeaders;
+/// #     const NAME: &'static str = "order_placed";
+/// #     const CONTENT_TYPE: &'static str = "application/json";
+/// #     const PAYLOAD_SCHEMA: &'static str = "{}";
+/// #     const HEADERS_SCHEMA: Option<&'static str> = None;
+/// # }
+/// let first = Arrival::of(OrderPlaced, &payload, &warren_runtime::NoHeaders {})?;
+/// let third_try = first.clone().retried(2); // two retries before it
+/// let forged = Arrival::raw(b"{\"id\": 1}".to_vec(), Default::default()).via("orders", "eu");
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Arrival {
+    body: Vec<u8>,
+    properties: BasicProperties,
+    /// The exchange and routing key it was published with; `None`: the queue's first binding.
+    route: Option<(String, String)>,
+    /// As the copy of which retry it arrives (`None`: a first delivery).
+    retries: Option<u32>,
+}
+
+impl Arrival {
+    /// `payload` and `headers` as message `M`, as warren's publishers send it: validated
+    /// against the message's schemas (an error, as a publish's, when they do not hold), with
+    /// its content type, `type`, message id and headers. It arrives through the first binding
+    /// of the consumer's queue unless [`Arrival::via`] says otherwise.
+    pub fn of<M: Message>(
+        _message: M,
+        payload: &M::Payload,
+        headers: &M::Headers,
+    ) -> Result<Self, PublishError> {
+        let options = PublishOptions::default();
+        let sent = outgoing::<M>(payload, headers, &options, None, |_| {})?;
+        Ok(Self::raw(sent.body, sent.properties))
+    }
+
+    /// Any `body` with any `properties`, as another stack (or an attacker) might publish it.
+    pub fn raw(body: Vec<u8>, properties: BasicProperties) -> Self {
+        Self {
+            body,
+            properties,
+            route: None,
+            retries: None,
+        }
+    }
+
+    /// Arriving through `exchange` with `routing_key`.
+    pub fn via(mut self, exchange: impl Into<String>, routing_key: impl Into<String>) -> Self {
+        self.route = Some((exchange.into(), routing_key.into()));
+        self
+    }
+
+    /// Arriving as the worker's own retry after `retries` earlier ones, the way the queue's
+    /// policy sends it round: on a queue whose retries warren counts, a copy through the
+    /// default exchange carrying `x-retry-count`; on one the broker counts (quorum-native,
+    /// immediate-requeue on a quorum queue), a redelivery carrying `x-delivery-count`.
+    pub fn retried(mut self, retries: u32) -> Self {
+        self.retries = Some(retries);
+        self
+    }
+
+    /// The delivery as the broker hands it to a consumer of `queue` in `worker`'s topology.
+    fn delivery(&self, queue: &Queue, worker: &Worker) -> lapin::message::Delivery {
+        let (mut exchange, mut routing_key) = match &self.route {
+            Some(route) => route.clone(),
+            None => first_binding(worker, &queue.name),
+        };
+        let mut properties = self.properties.clone();
+        let mut redelivered = false;
+        if let Some(retries) = self.retries {
+            let header = if broker_counts(queue) {
+                redelivered = true;
+                headers::DELIVERY_COUNT
+            } else {
+                // Warren's copies come through the default exchange, routed by the queue's
+                // name, their original route in their headers.
+                (exchange, routing_key) = (String::new(), queue.name.clone());
+                headers::RETRY_COUNT
+            };
+            let mut table = properties.headers().clone().unwrap_or_default();
+            table.insert(
+                ShortString::from(header),
+                AMQPValue::LongLongInt(i64::from(retries)),
+            );
+            properties = properties.with_headers(table);
+        }
+        let mut raw = lapin::message::Delivery::mock(
+            1,
+            ShortString::from(exchange),
+            ShortString::from(routing_key),
+            redelivered,
+            self.body.clone(),
+        );
+        raw.properties = properties;
+        raw
+    }
+}
+
+/// The exchange and binding key of the first binding of `queue` in `worker`'s topology.
+fn first_binding(worker: &Worker, queue: &str) -> (String, String) {
+    worker
+        .topology
+        .bindings
+        .iter()
+        .find(|binding| binding.destination == Destination::Queue(queue.to_owned()))
+        .map(|binding| (binding.exchange.clone(), binding.routing_key.clone()))
+        .unwrap_or_default()
+}
+
+/// What the worker does with a delivery, as a trial found it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Verdict {
+    /// The handler succeeded: acknowledged.
+    Acked,
+    /// Sent round again: a copy published to the default exchange with `routing_key` (a wait
+    /// queue, whose TTL is `delay`, on ttl-backoff; the queue itself on immediate-requeue of
+    /// a classic queue), then the original acknowledged.
+    Retried {
+        /// Where the copy goes: a wait queue, or the queue itself.
+        routing_key: String,
+        /// How long it waits first (its wait queue's TTL); `None`: not at all.
+        delay: Option<Duration>,
+        /// The copy's `x-retry-count`.
+        retry_count: u32,
+        /// What the handler (or warren) said.
+        error: String,
+        /// The copy's properties, failure context in its headers.
+        properties: BasicProperties,
+    },
+    /// Returned to its queue (`basic.reject`, requeue): a retry on a quorum queue, which the
+    /// broker counts, or, `exhausted`, the contract's `exhausted: requeue`.
+    Requeued {
+        /// Whether its retries were spent.
+        exhausted: bool,
+        /// What the handler (or warren) said.
+        error: String,
+    },
+    /// A copy published to the dead-letter exchange with the failure context (reason
+    /// included) in its headers, then the original acknowledged.
+    DeadLettered {
+        /// Why it died.
+        reason: FailureReason,
+        /// The dead-letter exchange.
+        exchange: String,
+        /// The dead letter's routing key.
+        routing_key: String,
+        /// What the handler (or warren) said.
+        error: String,
+        /// The dead letter's properties.
+        properties: BasicProperties,
+    },
+    /// Acknowledged and gone, as the contract says (`on_poison: drop`, `exhausted: drop`).
+    Dropped {
+        /// Why.
+        reason: FailureReason,
+        /// What the handler (or warren) said.
+        error: String,
+    },
+    /// Rejected without requeue on a queue without a dead-letter exchange: the broker
+    /// discards it.
+    Discarded {
+        /// Why.
+        reason: FailureReason,
+        /// What the handler (or warren) said.
+        error: String,
+    },
+}
+
+impl Verdict {
+    /// Why the message left its queue for good: dead-lettered, dropped or discarded.
+    pub fn reason(&self) -> Option<FailureReason> {
+        match self {
+            Self::DeadLettered { reason, .. }
+            | Self::Dropped { reason, .. }
+            | Self::Discarded { reason, .. } => Some(*reason),
+            Self::Acked | Self::Retried { .. } | Self::Requeued { .. } => None,
+        }
+    }
+
+    /// What the handler (or warren) said, on every verdict but [`Verdict::Acked`].
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            Self::Acked => None,
+            Self::Retried { error, .. }
+            | Self::Requeued { error, .. }
+            | Self::DeadLettered { error, .. }
+            | Self::Dropped { error, .. }
+            | Self::Discarded { error, .. } => Some(error),
+        }
+    }
+
+    /// The headers of the copy the worker publishes (a retry or a dead letter).
+    pub fn copy_headers(&self) -> Option<&FieldTable> {
+        match self {
+            Self::Retried { properties, .. } | Self::DeadLettered { properties, .. } => {
+                properties.headers().as_ref()
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Why a trial could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrialError {
+    /// No consumer of that name was registered on the worker.
+    #[error(
+        "no consumer `{consumer}` is registered on the worker; register it first (the generated `consumers::register` functions, or `Handlers`)"
+    )]
+    UnknownConsumer {
+        /// The consumer asked for.
+        consumer: String,
+    },
+    /// The consumer's queue is not in the worker's topology.
+    #[error("consumer `{consumer}` reads queue `{queue}`, which the topology does not declare")]
+    UnknownQueue {
+        /// The consumer.
+        consumer: String,
+        /// Its queue.
+        queue: String,
+    },
+    /// A kind of consumer a trial does not run yet.
+    #[error(
+        "consumer `{consumer}` is {kind}, which a trial does not run: test it on a broker (`warren_testkit::TestBroker`)"
+    )]
+    Unsupported {
+        /// The consumer.
+        consumer: String,
+        /// Its kind.
+        kind: &'static str,
+    },
+    /// The message's JSON Schemas do not compile.
+    #[error(transparent)]
+    Schema(#[from] crate::WorkerError),
+}
+
+/// What a trial needs of the worker: the consumer's queue and the settings it decodes by.
+pub(super) struct Bench<'a> {
+    pub queue: &'a Queue,
+    pub consumer: &'static str,
+    pub settings: &'a Settings,
+    pub raw: &'a lapin::message::Delivery,
+}
+
+/// A delivery's failure, or none, and the retries before it: what settling starts from.
+pub(super) struct Handled {
+    result: Result<(), (Failure, String)>,
+    retries: u32,
+}
+
+/// The future of a trial, borrowing the consumer and the bench.
+pub(super) type Trying<'a> = Pin<Box<dyn Future<Output = Result<Handled, TrialError>> + 'a>>;
+
+/// Tries `handler` (a one-at-a-time consumer of `M`) on the bench's delivery.
+pub(super) async fn single<M: Message, H: Handler<M>>(
+    handler: &H,
+    bench: &Bench<'_>,
+) -> Result<Handled, TrialError> {
+    let decoded = decoded::<M>(bench)?;
+    Ok(match decoded {
+        Err(poisoned) => poisoned,
+        Ok(delivery) => {
+            let retries = delivery.retry_count();
+            let caught = AssertUnwindSafe(handler.handle(delivery)).catch_unwind();
+            Handled {
+                result: outcome(caught.await),
+                retries,
+            }
+        }
+    })
+}
+
+/// Tries `handler` (a batch consumer of `M`) on the bench's delivery, as a batch of one: the
+/// delivery is admitted first ([`BatchHandler::admit`]), as the worker does while gathering.
+pub(super) async fn batch<M: Message, H: BatchHandler<M>>(
+    handler: &H,
+    bench: &Bench<'_>,
+) -> Result<Handled, TrialError> {
+    let decoded = decoded::<M>(bench)?;
+    let delivery = match decoded {
+        Err(poisoned) => return Ok(poisoned),
+        Ok(delivery) => delivery,
+    };
+    let retries = delivery.retry_count();
+    if let Err(refused) = outcome(Ok(handler.admit(&delivery))) {
+        return Ok(Handled {
+            result: Err(refused),
+            retries,
+        });
+    }
+    let caught = AssertUnwindSafe(handler.handle_batch(vec![delivery])).catch_unwind();
+    Ok(Handled {
+        result: outcome(caught.await),
+        retries,
+    })
+}
+
+/// The bench's delivery decoded as `M`, or, poison, what settling starts from.
+fn decoded<M: Message>(
+    bench: &Bench<'_>,
+) -> Result<Result<crate::codegen::DeliveryOf<M>, Handled>, TrialError> {
+    let validators = match bench.settings.validate {
+        true => Some(Validators::of::<M>().map_err(crate::WorkerError::from)?),
+        false => None,
+    };
+    let max_body_bytes = bench.settings.max_body_bytes;
+    Ok(decode::<M>(
+        bench.raw,
+        bench.queue,
+        validators.as_deref(),
+        max_body_bytes,
+    )
+    .map_err(|poison| Handled {
+        result: Err((Failure::Poison(poison.reason), poison.detail)),
+        retries: retries_so_far(bench.raw, bench.queue),
+    }))
+}
+
+impl Worker {
+    /// Tries the registered consumer `consumer` on `arrival`, without a broker: the delivery
+    /// goes through the consumer's decode (content type, size, JSON, schemas), its handler
+    /// (through the adapter it was registered with) and its queue's retry policy, exactly as
+    /// on a running worker, and the [`Verdict`] says what the worker would do with it. A
+    /// retry's wait tier with jitter is picked by `jitter` in `[0, 1)`, random when `None`.
+    ///
+    /// For tests (the `trial` feature, which `warren-testkit` turns on): build the worker on
+    /// [`crate::Connection::detached`]. One-at-a-time and batch consumers are tried (a batch
+    /// of one), inbox consumers with their database; dead-letter consumers and RPC servers
+    /// are not yet ([`TrialError::Unsupported`]).
+    pub async fn trial(
+        &self,
+        consumer: &str,
+        arrival: &Arrival,
+        jitter: Option<f64>,
+    ) -> Result<Verdict, TrialError> {
+        let registered = (self.consumers.iter())
+            .map(|(registered, _)| registered)
+            .find(|registered| registered.spec().name == consumer)
+            .ok_or_else(|| TrialError::UnknownConsumer {
+                consumer: consumer.to_owned(),
+            })?;
+        let spec = *registered.spec();
+        let name = self.topology.qualified(spec.queue);
+        let queue = self
+            .topology
+            .queue(&name)
+            .ok_or_else(|| TrialError::UnknownQueue {
+                consumer: consumer.to_owned(),
+                queue: name.clone(),
+            })?;
+        let raw = arrival.delivery(queue, self);
+        let bench = Bench {
+            queue,
+            consumer: spec.name,
+            settings: &self.settings,
+            raw: &raw,
+        };
+        let handled = registered.trial(&bench).await?;
+        let jitter = jitter.unwrap_or_else(fastrand::f64);
+        Ok(verdict(&bench, handled, jitter))
+    }
+}
+
+/// What the worker does with the bench's delivery after `handled`: the queue's policy
+/// ([`decide`]), carried out as the settler would, its copies written by the settler's
+/// [`Copier`].
+fn verdict(bench: &Bench<'_>, handled: Handled, jitter: f64) -> Verdict {
+    let Handled { result, retries } = handled;
+    let Err((failure, error)) = result else {
+        return Verdict::Acked;
+    };
+    let queue = bench.queue;
+    let copier = Copier {
+        queue,
+        consumer: bench.consumer,
+        trust: &Default::default(),
+    };
+    let span = tracing::Span::none();
+    let budget = crate::wire::copy_budget(crate::wire::RABBITMQ_FRAME_MAX);
+    let mut decision = decide(queue, retries, failure, jitter);
+    if let Decision::Retry { retry_count, .. } = &decision {
+        let properties = copier.properties(bench.raw, *retry_count, &error, None, &span);
+        // A copy over the frame size is dead-lettered as too large, as the settler does.
+        if crate::wire::fit(&properties, budget).is_some() {
+            decision = dead_letter_decision(queue, FailureReason::TooLarge);
+        }
+    }
+    match decision {
+        Decision::Requeue { exhausted } => Verdict::Requeued { exhausted, error },
+        Decision::Retry {
+            routing_key,
+            retry_count,
+        } => Verdict::Retried {
+            delay: wait_of(queue, &routing_key),
+            properties: copier.properties(bench.raw, retry_count, &error, None, &span),
+            routing_key,
+            retry_count,
+            error,
+        },
+        Decision::DeadLetter { reason } => {
+            let Some((exchange, routing_key)) = copier.dead_letter_route(bench.raw) else {
+                return Verdict::Discarded { reason, error };
+            };
+            let properties =
+                copier.properties(bench.raw, retries, &error, Some(reason.as_str()), &span);
+            Verdict::DeadLettered {
+                reason,
+                exchange,
+                routing_key,
+                properties: crate::wire::fit(&properties, budget).unwrap_or(properties),
+                error,
+            }
+        }
+        Decision::Drop { reason } => Verdict::Dropped { reason, error },
+        Decision::Discard { reason } => Verdict::Discarded { reason, error },
+    }
+}
+
+/// The TTL of `queue`'s wait queue `routing_key`; `None` when it is the queue itself.
+fn wait_of(queue: &Queue, routing_key: &str) -> Option<Duration> {
+    let Retry::TtlBackoff(backoff) = &queue.retry else {
+        return None;
+    };
+    (backoff.tiers.iter())
+        .find(|tier| tier.queue == routing_key)
+        .map(|tier| tier.delay)
+}
