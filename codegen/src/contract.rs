@@ -14,8 +14,8 @@ use std::sync::Arc;
 pub use warren_model::{
     ArgValue, Arguments, Backoff, BatchSpec, Binding, CircuitBreaker, Compression, ConsumerSpec,
     DeadLetter, Destination, Exchange, ExchangeKind, Exhausted, Import, MAX_WAIT_TIERS, OnPoison,
-    Publication, Queue, QueueKind, QueueRole, Retry, RetryCountSource, RpcTarget, Topology,
-    WaitTier,
+    OrderingKey, Publication, Queue, QueueKind, QueueRole, Retry, RetryCountSource, RpcTarget,
+    Topology, WaitTier,
 };
 use warren_model::{argument, headers};
 
@@ -456,6 +456,10 @@ fn consumer(name: &str, c: &syntax::Consumer) -> Consumer {
         circuit_breaker: c.circuit_breaker.as_ref().map(|b| CircuitBreaker {
             failures: b.failures,
             cool_down: b.cool_down.into(),
+        }),
+        ordering_key: c.ordering_key.as_ref().map(|key| match key {
+            syntax::OrderingKey::Payload(pointer) => OrderingKey::Payload(pointer.clone()),
+            syntax::OrderingKey::Header(key) => OrderingKey::Header(key.header.clone()),
         }),
     };
     Consumer {

@@ -66,7 +66,8 @@ pub use retry::{
     QUORUM_UNLIMITED, Retry, WaitTier, backoff_delay, delay_tiers, jitter_bucket, wait_queue_name,
 };
 pub use spec::{
-    BatchSpec, CircuitBreaker, Compression, ConsumerSpec, Publication, RpcTarget, key_placeholder,
+    BatchSpec, CircuitBreaker, Compression, ConsumerSpec, OrderingKey, Publication, RpcTarget,
+    key_placeholder,
 };
 pub use spelled::UnknownName;
 pub use topology::argument;

@@ -1,5 +1,6 @@
 //! What generated code hands the runtime for each consumer, publisher and rpc of a contract:
-//! how a consumer consumes ([`ConsumerSpec`], with its [`BatchSpec`] and [`CircuitBreaker`])
+//! how a consumer consumes ([`ConsumerSpec`], with its [`BatchSpec`], [`CircuitBreaker`] and
+//! [`OrderingKey`])
 //! and where a message goes ([`Publication`], [`RpcTarget`], with its [`Compression`]).
 //!
 //! The generator fills these in from a contract and writes them into generated code through
@@ -27,6 +28,19 @@ pub struct ConsumerSpec<S = &'static str> {
     pub concurrency: u16,
     /// Pauses consuming during a downstream outage; `None` never pauses.
     pub circuit_breaker: Option<CircuitBreaker>,
+    /// Messages with the same key are handled one at a time, in the order they arrived,
+    /// while messages of other keys run up to `concurrency`. `None`: no order is kept
+    /// beyond what `concurrency: 1` gives.
+    pub ordering_key: Option<OrderingKey<S>>,
+}
+
+/// Where a consumer reads the key that orders its messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrderingKey<S = &'static str> {
+    /// The payload value at a JSON pointer (`/customer_id`).
+    Payload(S),
+    /// An AMQP header's value (`tenant`).
+    Header(S),
 }
 
 /// A consumer's outage guard. During a downstream outage every message fails, and "retry,

@@ -14,8 +14,8 @@ use quote::{ToTokens, quote};
 use crate::{
     ArgValue, Arguments, Backoff, BatchSpec, Binding, CircuitBreaker, Compression, ConsumerSpec,
     DeadLetter, DeliveryLimit, Destination, Exchange, ExchangeKind, Exhausted, Import, OnPoison,
-    Publication, Queue, QueueKind, QueueRole, Retry, RetryCountSource, RpcTarget, Topology,
-    WaitTier,
+    OrderingKey, Publication, Queue, QueueKind, QueueRole, Retry, RetryCountSource, RpcTarget,
+    Topology, WaitTier,
 };
 
 impl ToTokens for Topology {
@@ -399,8 +399,10 @@ impl<S: ToTokens> ToTokens for ConsumerSpec<S> {
             prefetch,
             concurrency,
             circuit_breaker,
+            ordering_key,
         } = self;
         let circuit_breaker = optional(circuit_breaker.as_ref());
+        let ordering_key = optional(ordering_key.as_ref());
         tokens.extend(quote! {
             ConsumerSpec {
                 name: #name,
@@ -408,7 +410,17 @@ impl<S: ToTokens> ToTokens for ConsumerSpec<S> {
                 prefetch: #prefetch,
                 concurrency: #concurrency,
                 circuit_breaker: #circuit_breaker,
+                ordering_key: #ordering_key,
             }
+        });
+    }
+}
+
+impl<S: ToTokens> ToTokens for OrderingKey<S> {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        tokens.extend(match self {
+            Self::Payload(pointer) => quote! { OrderingKey::Payload(#pointer) },
+            Self::Header(name) => quote! { OrderingKey::Header(#name) },
         });
     }
 }

@@ -125,7 +125,8 @@ codes! {
     BadRoutingKey = "bad-routing-key",
     /// A publisher whose messages reach no queue.
     UnroutablePublisher = "unroutable-publisher",
-    /// An `ordering_key` that is not a JSON pointer into the payload.
+    /// An `ordering_key` that is not a JSON pointer into the payload (or, on a consumer, a
+    /// header name), or one on a batch consumer.
     BadOrderingKey = "bad-ordering-key",
 
     // Consumers and dead letters.

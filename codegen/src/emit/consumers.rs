@@ -3,7 +3,7 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
-use warren_model::DurationLabel;
+use warren_model::{DurationLabel, OrderingKey};
 
 use super::docs::{allow_contract_markdown, compose, retry_line};
 use super::rpcs::{self, Resolved};
@@ -448,6 +448,15 @@ fn settings_lines(consumer: &Consumer) -> String {
         "\n- prefetch {}, handling {handling}",
         consumer.spec.prefetch
     );
+    if let Some(key) = &consumer.spec.ordering_key {
+        let key = match key {
+            OrderingKey::Payload(pointer) => format!("the payload's `{pointer}`"),
+            OrderingKey::Header(name) => format!("header `{name}`"),
+        };
+        text.push_str(&format!(
+            "\n- in order per key ({key}): one at a time for each key, in arrival order"
+        ));
+    }
     if let Some(breaker) = &consumer.spec.circuit_breaker {
         text.push_str(&format!(
             "\n- circuit breaker: pauses for {} after {} retryable failures in a row",

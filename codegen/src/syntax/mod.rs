@@ -491,6 +491,30 @@ pub struct Consumer {
     /// (reason `unidentified`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inbox_key: Option<String>,
+    /// Keep each key's messages in order: messages with the same key are handled one at a
+    /// time, in the order they arrived, while other keys run up to `concurrency`. A JSON
+    /// pointer into the payload (`/customer_id`) or `{ header: tenant }`. A retried message
+    /// gives up its place (default: no order beyond `concurrency: 1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordering_key: Option<OrderingKey>,
+}
+
+/// Where a consumer reads the key that orders its messages.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum OrderingKey {
+    /// The payload value at this JSON pointer (`/customer_id`).
+    Payload(String),
+    /// An AMQP header's value.
+    Header(HeaderKey),
+}
+
+/// An ordering key read from an AMQP header.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HeaderKey {
+    /// The header's name (`tenant`).
+    pub header: String,
 }
 
 /// A request/reply operation: a caller publishes a request and waits for its reply, which a
@@ -549,6 +573,7 @@ impl Rpc {
             dead_letters: None,
             inbox: None,
             inbox_key: None,
+            ordering_key: None,
         }
     }
 }

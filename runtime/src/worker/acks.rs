@@ -193,10 +193,10 @@ impl Taken {
         }
     }
 
-    /// Holds `work` until the delivery is released or dropped, and `in_flight` until it is
-    /// dropped.
-    pub(super) fn hold(&mut self, work: Work, in_flight: InFlight) {
-        self.work = Mutex::new(Some(work));
+    /// Holds `work` (if the delivery has it yet) until the delivery is released or dropped,
+    /// and `in_flight` until it is dropped.
+    pub(super) fn hold(&mut self, work: Option<Work>, in_flight: InFlight) {
+        self.work = Mutex::new(work);
         self.in_flight = Some(in_flight);
     }
 

@@ -6,11 +6,13 @@ use std::sync::Arc;
 use std::panic::AssertUnwindSafe;
 
 use futures_lite::FutureExt;
+use tokio::sync::Semaphore;
 use tracing::Instrument as _;
 
 use super::acks::Taken;
 use super::breaker::Breaker;
 use super::decode::{decode, retries_so_far};
+use super::lanes::{Lanes, Turn};
 use super::policy::Failure;
 use super::runner::Runner;
 use super::settle::Settler;
@@ -238,6 +240,9 @@ where
     F: FnMut(&Runner, Taken) -> W,
     W: Future<Output = ()> + Send + 'static,
 {
+    let max_body_bytes = runner.context.settings.max_body_bytes;
+    let mut lanes =
+        (runner.spec.ordering_key).map(|key| Lanes::new(key, runner.spec.prefetch, max_body_bytes));
     let mut outcome = Ok(());
     while let Some(work) = runner.work().await {
         let raw = match runner.next().await {
@@ -256,12 +261,46 @@ where
         // delivery rather than by a future wrapping its work, which would store that work
         // twice (see [`settled_even_on_panic`]).
         let mut raw = raw;
-        raw.hold(work, settler.observer.in_flight(1));
-        let delivery = each(&runner, raw);
-        runner.begin(delivery.instrument(span));
+        let in_flight = settler.observer.in_flight(1);
+        match lanes.as_mut().and_then(|lanes| lanes.enter(&raw)) {
+            None => {
+                raw.hold(Some(work), in_flight);
+                let delivery = each(&runner, raw);
+                runner.begin(delivery.instrument(span));
+            }
+            Some(turn) => {
+                let permits = runner.permits();
+                // Waiting for its turn, it gives its permit back (unless it is the breaker's
+                // probe, which the loop waits on), and takes one when its turn comes.
+                let (work, waits) = match turn.after.is_some() && !work.probes() {
+                    true => (None, Some(permits)),
+                    false => (Some(work), None),
+                };
+                raw.hold(work, in_flight);
+                let delivery = in_turn(turn, waits, each(&runner, raw));
+                runner.begin(delivery.instrument(span));
+            }
+        }
     }
     runner.drain().await;
     outcome
+}
+
+/// Runs `delivery` in its `turn`: once the delivery before it in its key's lane is settled,
+/// and, with `permits` (it gave its own back while it waited), once it has taken one; then
+/// lets the next of its key start. A lane whose delivery panicked or was aborted at the
+/// drain timeout goes on too: its `done` is dropped all the same.
+async fn in_turn(turn: Turn, permits: Option<Arc<Semaphore>>, delivery: impl Future<Output = ()>) {
+    let Turn { after, done } = turn;
+    if let Some(after) = after {
+        let _ = after.await;
+    }
+    let permit = match permits {
+        Some(permits) => permits.acquire_owned().await.ok(),
+        None => None,
+    };
+    delivery.await;
+    drop((permit, done));
 }
 
 impl<M: Message, H: Handler<M>> Registered for Single<M, H> {

@@ -11,6 +11,7 @@ mod breaker;
 mod consume;
 mod dead_letter_consumer;
 pub(crate) mod decode;
+mod lanes;
 mod observe;
 mod policy;
 mod presence;

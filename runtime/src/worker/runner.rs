@@ -156,6 +156,12 @@ impl Runner {
         }
     }
 
+    /// The consumer's concurrency permits: what a delivery that waited for its turn in its
+    /// key's lane takes before it starts ([`super::lanes`]).
+    pub(super) fn permits(&self) -> Arc<Semaphore> {
+        self.permits.clone()
+    }
+
     /// Waits for the right to start the next unit of work: a free permit, a probe in flight,
     /// the breaker's cool-down. `None` on shutdown.
     pub(super) async fn work(&mut self) -> Option<Work> {

@@ -18,4 +18,10 @@ impl Work {
             _probe: probe,
         }
     }
+
+    /// Whether this is the breaker's probe: the loop waits for its outcome, so it is held
+    /// until the work is settled, even while the work waits its turn.
+    pub(super) fn probes(&self) -> bool {
+        self._probe.is_some()
+    }
 }

@@ -125,6 +125,7 @@ pub type Recorded = Handlers<
     Recorder,
     Recorder,
     Recorder,
+    Recorder,
 >;
 
 /// Every consumer and rpc server of the test contract handled by `recorder`.
@@ -151,6 +152,7 @@ pub fn handlers(recorder: &Recorder) -> Recorded {
         read_dead: recorder.clone(),
         run_failing: recorder.clone(),
         run_priority: recorder.clone(),
+        run_ordered: recorder.clone(),
         quote_price: recorder.clone(),
         rush_quote: recorder.clone(),
         lossy_quote: recorder.clone(),
@@ -378,6 +380,7 @@ handle_with_recorder!(
     RunSingle,
     RunFailing,
     RunPriority,
+    RunOrdered,
 );
 
 impl consumers::ReadDead for Recorder {

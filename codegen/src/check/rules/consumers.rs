@@ -6,7 +6,7 @@ use super::{Checker, dead_letter_of, entry, has_dead_letter_exchange, pointer_pr
 use crate::check::list;
 use crate::diagnostics::{Code, YamlPath};
 use crate::routing::KeyTemplate;
-use crate::syntax::{Consumer, OnPoison, Queue, QueueKind};
+use crate::syntax::{Consumer, OnPoison, OrderingKey, Queue, QueueKind};
 
 impl Checker<'_> {
     /// Consumer settings, what their queues receive, and what happens to poison messages.
@@ -18,6 +18,7 @@ impl Checker<'_> {
             by_queue.entry(&consumer.queue).or_default().push(name);
             self.consumer_settings(consumer, &path);
             self.inbox(name, consumer, &path);
+            self.ordering(name, consumer, &path);
             let Some(queue) = file.queues.get(&consumer.queue) else {
                 continue;
             };
@@ -62,6 +63,48 @@ impl Checker<'_> {
                 &path.key("inbox"),
                 format!("dead-letter consumer `{name}` has an inbox: a dead letter is a copy under the id of the message that failed, which its own consumer's inbox may hold already"),
                 "remove `inbox: true`; record what the dead letters cause in the handler's own transaction",
+            );
+        }
+    }
+
+    /// The ordering key: a JSON pointer or a header name a broker can carry, and not on a
+    /// batch consumer, whose batches are its unit of work.
+    fn ordering(&mut self, name: &str, consumer: &Consumer, path: &YamlPath) {
+        let Some(key) = &consumer.ordering_key else {
+            return;
+        };
+        let at = path.key("ordering_key");
+        let problem = match key {
+            OrderingKey::Payload(pointer) => pointer_problem(pointer)
+                .err()
+                .map(|why| format!("consumer `{name}`'s ordering key `{pointer}` {why}")),
+            OrderingKey::Header(key) if key.header.is_empty() => Some(format!(
+                "consumer `{name}`'s ordering key names an empty header"
+            )),
+            OrderingKey::Header(key)
+                if key.header.len() > warren_model::limits::MAX_SHORT_STRING =>
+            {
+                Some(format!(
+                    "consumer `{name}`'s ordering key names a header of {} bytes, past AMQP's 255",
+                    key.header.len()
+                ))
+            }
+            OrderingKey::Header(_) => None,
+        };
+        if let Some(problem) = problem {
+            self.error(
+                Code::BadOrderingKey,
+                &at,
+                problem,
+                "write a JSON pointer into the payload, such as `/customer_id` (`~1` for a `/` in a property name, `~0` for a `~`), or `{ header: tenant }`",
+            );
+        }
+        if consumer.batch.is_some() {
+            self.error(
+                Code::BadOrderingKey,
+                &at,
+                format!("batch consumer `{name}` has an ordering key: a batch is handled as one, with its messages in arrival order"),
+                "remove `ordering_key`, or `batch` to handle each key's messages one at a time",
             );
         }
     }

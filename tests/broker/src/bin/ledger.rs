@@ -111,6 +111,7 @@ async fn main() {
                 prefetch: 50,
                 concurrency: 8,
                 circuit_breaker: None,
+                ordering_key: None,
             };
             let mut worker = Worker::new(connection, topology);
             warren_runtime::codegen::add(&mut worker, messages::Entry, spec, handler);
