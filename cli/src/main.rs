@@ -1,6 +1,7 @@
 //! The `warren` command line.
 
 mod import;
+mod init;
 mod outbox;
 mod plan;
 
@@ -246,6 +247,20 @@ Examples:
     /// library's, or `warren asyncapi`'s) as DIR/warren.yaml and its schema files.
     #[command(subcommand)]
     Import(import::Import),
+    /// Start a service: a contract, its build script, a handler, a binary and tests
+    ///
+    /// Writes a crate into FOLDER (new, or empty): `warren.yaml` and a schema (an exchange, a
+    /// work queue retried with backoff, a dead-letter queue), `build.rs` generating the Rust,
+    /// a handler in `src/lib.rs`, `src/main.rs` running it until Ctrl-C, and tests that need
+    /// no broker. It is warren's `examples/starter/`, renamed: built and tested with warren.
+    #[command(after_help = "\
+Examples:
+  warren init billing                         ./billing, crate `billing`
+  warren init services/billing --warren ../../warren
+                                              warren's crates from a checkout, by path
+
+Exit status: 0 when written, 2 when the folder is not empty or cannot be written.")]
+    Init(init::InitArgs),
 }
 
 /// How the payload and headers types are generated, and which consumers and publishers
@@ -490,6 +505,7 @@ fn main() -> ExitCode {
         Command::Plan(args) => plan::run(&args, project, style),
         Command::Outbox(args) => outbox::run(args),
         Command::Import(command) => import::run(command, project, style),
+        Command::Init(args) => init::run(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -972,3 +972,87 @@ fn import_asyncapi_writes_a_valid_contract_and_keeps_an_existing_one() {
         stderr(&refused)
     );
 }
+
+/// Every file of a folder, by its path inside it.
+fn files(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut found = std::collections::BTreeMap::new();
+    let mut folders = vec![root.to_owned()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).expect("a readable folder") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                // The starter's build output, when it is built in place.
+                if path.file_name() != Some("target".as_ref()) {
+                    folders.push(path);
+                }
+                continue;
+            }
+            let inside = path.strip_prefix(root).expect("inside the root");
+            let text = std::fs::read(&path).expect("a readable file");
+            found.insert(inside.display().to_string(), text);
+        }
+    }
+    found
+}
+
+/// `warren init` writes the starter crate (`examples/starter/`, which the workspace builds and
+/// tests) exactly, given its name and the path to warren its manifest uses: so what it writes
+/// compiles and passes its tests. Another name and checkout change only those.
+#[test]
+fn init_writes_the_starter_that_the_workspace_builds_and_tests() {
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let folder = scratch.path().join("warren-starter");
+    let written = warren(&["init", &folder.display().to_string(), "--warren", "../.."]);
+    assert_eq!(written.status.code(), Some(0), "{}", stderr(&written));
+    let said = String::from_utf8_lossy(&written.stdout);
+    assert!(said.contains("`cargo test`"), "{said}");
+    let starter = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/starter");
+    let (expected, found) = (files(&starter), files(&folder));
+    assert_eq!(
+        expected.keys().collect::<Vec<_>>(),
+        found.keys().collect::<Vec<_>>()
+    );
+    for (path, text) in &expected {
+        assert!(found[path] == *text, "{path} differs from the starter's");
+    }
+
+    let other = scratch.path().join("billing");
+    let renamed = warren(&[
+        "init",
+        &other.display().to_string(),
+        "--name",
+        "billing-service",
+        "--warren",
+        "/src/warren",
+    ]);
+    assert_eq!(renamed.status.code(), Some(0), "{}", stderr(&renamed));
+    let manifest = std::fs::read_to_string(other.join("Cargo.toml")).expect("a manifest");
+    assert!(
+        manifest.contains("name = \"billing-service\""),
+        "{manifest}"
+    );
+    assert!(
+        manifest.contains("{ path = \"/src/warren/runtime\" }"),
+        "{manifest}"
+    );
+    let tests = std::fs::read_to_string(other.join("tests/run_tasks.rs")).expect("tests");
+    assert!(tests.contains("use billing_service::"), "{tests}");
+
+    // Nothing of the user's is overwritten; a name cargo refuses is refused first.
+    let again = warren(&["init", &folder.display().to_string()]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        stderr(&again).contains("is not empty"),
+        "{}",
+        stderr(&again)
+    );
+    let badly_named = scratch.path().join("2fast");
+    let refused = warren(&["init", &badly_named.display().to_string()]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("must start with a letter"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(!badly_named.exists());
+}
