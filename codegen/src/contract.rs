@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 pub use warren_model::{
     ArgValue, Arguments, Backoff, BatchSpec, Binding, CircuitBreaker, Compression, ConsumerSpec,
-    DeadLetter, Destination, Exchange, ExchangeKind, Exhausted, Import, MAX_WAIT_TIERS, OnPoison,
-    OrderingKey, Publication, Queue, QueueKind, QueueRole, Retry, RetryCountSource, RpcTarget,
-    Topology, WaitTier,
+    DeadLetter, Destination, Exchange, ExchangeKind, Exhausted, Import, MAX_WAIT_TIERS,
+    MessageSelector, OnPoison, OrderingKey, Publication, Queue, QueueKind, QueueRole, Retry,
+    RetryCountSource, RpcTarget, Topology, WaitTier,
 };
 use warren_model::{argument, headers};
 
@@ -148,8 +148,8 @@ pub struct Consumer {
     /// How it consumes, as generated code hands it to the runtime: its name in the contract,
     /// its queue, prefetch (`basic.qos`), concurrency and circuit breaker.
     pub spec: ConsumerSpec<String>,
-    /// Message type expected.
-    pub message: String,
+    /// The messages it takes: one, or several (`messages:`), in the contract's order.
+    pub messages: Vec<Consumed>,
     /// Batch settings, for batch consumers.
     pub batch: Option<BatchSpec>,
     /// A dead-letter consumer: its handler receives every message of its queue as a
@@ -158,6 +158,29 @@ pub struct Consumer {
     /// Handled inside the inbox's transaction (`inbox: true`), keyed by message id or else
     /// the payload value at `inbox_key`.
     pub inbox: Option<InboxKey>,
+}
+
+impl Consumer {
+    /// Its message; the first of a consumer of several.
+    pub fn message(&self) -> &str {
+        self.messages
+            .first()
+            .map_or("", |consumed| &consumed.message)
+    }
+
+    /// Whether it takes several messages (`messages:`), each handled by a method of its own.
+    pub fn takes_several(&self) -> bool {
+        self.messages.len() > 1
+    }
+}
+
+/// One message a consumer takes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Consumed {
+    /// The message's name.
+    pub message: String,
+    /// How a delivery without a `type` is recognised as it (a consumer of several only).
+    pub selector: Option<MessageSelector<String>>,
 }
 
 /// How an inbox consumer records its messages.
@@ -464,7 +487,12 @@ fn consumer(name: &str, c: &syntax::Consumer) -> Consumer {
     };
     Consumer {
         spec,
-        message: c.message.clone(),
+        messages: (c.consumed().into_iter())
+            .map(|(message, selector)| Consumed {
+                message: message.to_owned(),
+                selector: selector.and_then(message_selector),
+            })
+            .collect(),
         batch: c.batch.as_ref().map(|b| BatchSpec {
             size: b.size,
             timeout: b.timeout.into(),
@@ -474,6 +502,16 @@ fn consumer(name: &str, c: &syntax::Consumer) -> Consumer {
             pointer: c.inbox_key.clone(),
         }),
     }
+}
+
+/// The model's selector for a contract's: its routing key, else its header (a check
+/// refuses a selector of neither, or both).
+fn message_selector(selector: &syntax::Selector) -> Option<MessageSelector<String>> {
+    if let Some(pattern) = &selector.routing_key {
+        return Some(MessageSelector::RoutingKey(pattern.clone()));
+    }
+    let (name, value) = selector.header.as_ref()?.iter().next()?;
+    Some(MessageSelector::Header(name.clone(), value.clone()))
 }
 
 fn exchange(name: &str, e: &syntax::Exchange) -> Exchange {

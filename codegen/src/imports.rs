@@ -410,7 +410,9 @@ impl Resolver<'_> {
         for (name, consumer) in &file.consumers {
             let path = entry("consumers", name);
             self.queue(&consumer.queue, &path.key("queue"));
-            self.message(&consumer.message, &path.key("message"));
+            for (message, at) in consumer.consumed_at(&path) {
+                self.message(message, &at);
+            }
         }
         for (name, rpc) in &mut file.rpcs {
             let path = entry("rpcs", name);

@@ -56,6 +56,7 @@ mod spec;
 mod spelled;
 #[cfg(feature = "tokens")]
 mod tokens;
+mod topic;
 mod topology;
 
 pub use duration::{DURATION_UNITS, DurationLabel};
@@ -66,10 +67,11 @@ pub use retry::{
     QUORUM_UNLIMITED, Retry, WaitTier, backoff_delay, delay_tiers, jitter_bucket, wait_queue_name,
 };
 pub use spec::{
-    BatchSpec, CircuitBreaker, Compression, ConsumerSpec, OrderingKey, Publication, RpcTarget,
-    key_placeholder,
+    BatchSpec, CircuitBreaker, Compression, ConsumerSpec, MessageSelector, OrderingKey,
+    Publication, RpcTarget, key_placeholder,
 };
 pub use spelled::UnknownName;
+pub use topic::topic_matches;
 pub use topology::argument;
 pub use topology::{
     ArgValue, Arguments, Binding, DeadLetter, DeliveryLimit, Destination, Exchange, ExchangeKind,

@@ -52,6 +52,10 @@ spelled! {
         /// nothing at the payload pointer its inbox reads instead), so its effects could not
         /// be made to happen once; never retried.
         Unidentified => "unidentified",
+        /// A consumer of several messages could not tell which one the delivery is: its
+        /// `type` names none of them, or (without a `type`) neither its routing key nor its
+        /// headers select one.
+        UnknownMessage => "unknown-message",
     }
 }
 

@@ -34,6 +34,17 @@ pub struct ConsumerSpec<S = &'static str> {
     pub ordering_key: Option<OrderingKey<S>>,
 }
 
+/// How a consumer of several messages recognises one of them on a delivery that carries no
+/// `type` property (warren's publishers set it; another stack may not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageSelector<S = &'static str> {
+    /// The routing key the message was published with matches this topic pattern
+    /// (`order.*.placed`; `*` one word, `#` zero or more).
+    RoutingKey(S),
+    /// The header (first) has this value (second), as text.
+    Header(S, S),
+}
+
 /// Where a consumer reads the key that orders its messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OrderingKey<S = &'static str> {

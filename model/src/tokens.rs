@@ -13,9 +13,9 @@ use quote::{ToTokens, quote};
 
 use crate::{
     ArgValue, Arguments, Backoff, BatchSpec, Binding, CircuitBreaker, Compression, ConsumerSpec,
-    DeadLetter, DeliveryLimit, Destination, Exchange, ExchangeKind, Exhausted, Import, OnPoison,
-    OrderingKey, Publication, Queue, QueueKind, QueueRole, Retry, RetryCountSource, RpcTarget,
-    Topology, WaitTier,
+    DeadLetter, DeliveryLimit, Destination, Exchange, ExchangeKind, Exhausted, Import,
+    MessageSelector, OnPoison, OrderingKey, Publication, Queue, QueueKind, QueueRole, Retry,
+    RetryCountSource, RpcTarget, Topology, WaitTier,
 };
 
 impl ToTokens for Topology {
@@ -412,6 +412,15 @@ impl<S: ToTokens> ToTokens for ConsumerSpec<S> {
                 circuit_breaker: #circuit_breaker,
                 ordering_key: #ordering_key,
             }
+        });
+    }
+}
+
+impl<S: ToTokens> ToTokens for MessageSelector<S> {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        tokens.extend(match self {
+            Self::RoutingKey(pattern) => quote! { MessageSelector::RoutingKey(#pattern) },
+            Self::Header(name, value) => quote! { MessageSelector::Header(#name, #value) },
         });
     }
 }

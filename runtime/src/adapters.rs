@@ -9,8 +9,9 @@
 /// One wrapper per entry, `Name: RuntimeTrait<Target>`: `pub(super) struct Name<__H>(__H)`,
 /// implementing `RuntimeTrait<Target>` for every `__H` implementing the generated trait
 /// `super::consumers::Name` by calling it. `RuntimeTrait` is `Handler`, `BatchHandler`,
-/// `DeadLetterHandler`, `InboxHandler` or `InboxBatchHandler` of a message marker, or
-/// `RpcHandler` of an rpc marker.
+/// `DeadLetterHandler`, `InboxHandler` or `InboxBatchHandler` of a message marker,
+/// `RpcHandler` of an rpc marker, or `SeveralHandler` of a consumer of several messages' enum,
+/// with its variants' methods: `Name: SeveralHandler<Enum> { Variant => method, .. }`.
 ///
 /// For generated code alone (`warren_runtime::codegen::adapters`): `super::consumers` is the
 /// generated file's module, as paths in a `macro_rules!` expansion resolve where it is
@@ -18,13 +19,33 @@
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __warren_adapters {
-    ($( $name:ident : $runtime_trait:ident < $target:ty > ),* $(,)?) => {
+    ($( $name:ident : $runtime_trait:ident < $target:ty > $({ $($arms:tt)* })? ),* $(,)?) => {
         $(
             // The generic is the generator's own name, which no consumer's trait can be (a
             // consumer `h` would otherwise make `H<H>`).
             pub(super) struct $name<__H>(pub(super) __H);
-            $crate::__warren_adapters!(@impl $runtime_trait $name $target);
+            $crate::__warren_adapters!(@impl $runtime_trait $name $target $({ $($arms)* })?);
         )*
+    };
+    (@impl SeveralHandler $name:ident $message:ty { $( $variant:ident => $method:ident ),* $(,)? }) => {
+        impl<__H: super::consumers::$name> $crate::codegen::SeveralHandler<$message> for $name<__H> {
+            fn handle(
+                &self,
+                message: $message,
+            ) -> impl ::core::future::Future<
+                Output = ::core::result::Result<(), $crate::HandlerError>,
+            > + ::core::marker::Send {
+                // An alias names the variants in patterns, whatever path names the enum.
+                type __Message = $message;
+                async move {
+                    match message {
+                        $( __Message::$variant(delivery) => {
+                            super::consumers::$name::$method(&self.0, delivery).await
+                        } )*
+                    }
+                }
+            }
+        }
     };
     (@impl Handler $name:ident $message:ty) => {
         impl<__H: super::consumers::$name> $crate::codegen::Handler<$message> for $name<__H> {

@@ -192,7 +192,8 @@ pub mod codegen {
     pub use crate::sink::publish;
     pub use crate::typify::ConversionError;
     pub use crate::worker::{
-        BatchHandler, DeadLetterHandler, Handler, add, add_batch, add_dead_letters, add_server,
+        BatchHandler, DeadLetterHandler, Handler, Member, SeveralHandler, add, add_batch,
+        add_dead_letters, add_server, add_several, member,
     };
 
     pub use chrono;

@@ -162,7 +162,7 @@ fn summary(contract: &Contract) -> String {
             "consumer {} <- {} message={} prefetch={} concurrency={} batch={:?}",
             consumer.spec.name,
             consumer.spec.queue,
-            consumer.message,
+            consumer.message(),
             consumer.spec.prefetch,
             consumer.spec.concurrency,
             consumer.batch
@@ -214,5 +214,5 @@ fn max_priority_is_the_highest_of_the_queues_reached() {
         warren_runtime::model::rpc::DEFAULT_TIMEOUT
     );
     assert_eq!(echo.server.spec.name, "echo");
-    assert_eq!(echo.server.message, "ping");
+    assert_eq!(echo.server.message(), "ping");
 }

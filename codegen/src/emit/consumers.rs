@@ -25,13 +25,22 @@ pub(super) fn emit(
         .consumers
         .values()
         .filter(|c| selection.consumer(&c.spec.name))
-        .map(|c| match contract.messages.get(&c.message) {
-            Some(m) => Ok(Served::Consumer(c, m)),
-            None => Err(GenerateError::Internal(format!(
-                "consumer {} handles message {}, which the model does not hold",
-                code(&c.spec.name),
-                code(&c.message)
-            ))),
+        .map(|c| {
+            let messages = (c.messages.iter())
+                .map(|consumed| {
+                    contract.messages.get(&consumed.message).ok_or_else(|| {
+                        GenerateError::Internal(format!(
+                            "consumer {} handles message {}, which the model does not hold",
+                            code(&c.spec.name),
+                            code(&consumed.message)
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(match messages.as_slice() {
+                [message] => Served::Consumer(c, message),
+                _ => Served::Several(c, messages),
+            })
         });
     // An rpc's server is registered as a consumer: chosen like one, a field of `Handlers`.
     let servers = contract
@@ -50,6 +59,7 @@ pub(super) fn emit(
         .iter()
         .map(|s| match s {
             Served::Consumer(c, m) => handler_trait(contract, c, m),
+            Served::Several(c, messages) => several_trait(contract, c, messages),
             Served::Server(r) => server_trait(contract, r),
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -115,9 +125,11 @@ pub(super) fn emit(
     })
 }
 
-/// One entry of `consumers`: a consumer and its message, or an rpc's server.
+/// One entry of `consumers`: a consumer and its message, a consumer of several and theirs,
+/// or an rpc's server.
 enum Served<'a> {
     Consumer(&'a Consumer, &'a Message),
+    Several(&'a Consumer, Vec<&'a Message>),
     Server(Resolved<'a>),
 }
 
@@ -125,7 +137,7 @@ impl Served<'_> {
     /// The consumer it is to its queue (an rpc's server is one, named as the rpc).
     fn consumer(&self) -> &Consumer {
         match self {
-            Self::Consumer(consumer, _) => consumer,
+            Self::Consumer(consumer, _) | Self::Several(consumer, _) => consumer,
             Self::Server(resolved) => &resolved.rpc.server,
         }
     }
@@ -134,7 +146,7 @@ impl Served<'_> {
     /// say what it handles from which queue.
     fn named(&self) -> String {
         let what = match self {
-            Self::Consumer(..) => "consumer",
+            Self::Consumer(..) | Self::Several(..) => "consumer",
             Self::Server(_) => "the server of rpc",
         };
         format!("{what} {}", code(&self.consumer().spec.name))
@@ -150,6 +162,8 @@ impl Served<'_> {
             &consumer.batch,
         ) {
             (Self::Server(_), ..) => Kind::Server,
+            // The checks keep a consumer of several to one delivery at a time.
+            (Self::Several(..), ..) => Kind::Several,
             (_, true, ..) => Kind::DeadLetters,
             (_, false, Some(_), Some(_)) => Kind::InboxBatch,
             (_, false, Some(_), None) => Kind::Inbox,
@@ -158,8 +172,8 @@ impl Served<'_> {
         }
     }
 
-    /// The marker the runtime types it by, under `root` (the generated file's module): the
-    /// rpc's, or its message's.
+    /// The type the runtime types it by, under `root` (the generated file's module): the
+    /// rpc's marker, its message's, or a consumer of several's enum.
     fn marker(&self, root: &TokenStream) -> TokenStream {
         let name = &self.consumer().spec.name;
         match self {
@@ -170,6 +184,10 @@ impl Served<'_> {
             Self::Consumer(_, message) => {
                 let marker = ident(&message.name, Role::Message);
                 quote! { #root::messages::#marker }
+            }
+            Self::Several(consumer, _) => {
+                let one_of = one_of_ident(consumer);
+                quote! { #root::consumers::#one_of }
             }
         }
     }
@@ -185,6 +203,7 @@ enum Kind {
     Inbox,
     Batch,
     OneAtATime,
+    Several,
 }
 
 impl Kind {
@@ -197,6 +216,7 @@ impl Kind {
             Self::Inbox => quote! { InboxHandler },
             Self::Batch => quote! { BatchHandler },
             Self::OneAtATime => quote! { Handler },
+            Self::Several => quote! { SeveralHandler },
         }
     }
 
@@ -209,6 +229,7 @@ impl Kind {
             Self::Inbox => quote! { add_inbox },
             Self::Batch => quote! { add_batch },
             Self::OneAtATime => quote! { add },
+            Self::Several => quote! { add_several },
         }
     }
 }
@@ -307,6 +328,81 @@ fn handler_trait(
         #docs
         pub trait #name: ::core::marker::Send + ::core::marker::Sync + 'static {
             #method
+        }
+    })
+}
+
+/// The enum of a consumer of several: one variant per message, what the runtime hands the
+/// adapter (`NotifyCustomerMessage`).
+fn one_of_ident(consumer: &Consumer) -> proc_macro2::Ident {
+    ident(
+        &format!("{}_message", consumer.spec.name),
+        Role::ConsumerTrait,
+    )
+}
+
+/// The trait of a consumer of several, one method per message, and the enum the runtime hands
+/// its adapter.
+fn several_trait(
+    contract: &Contract,
+    consumer: &Consumer,
+    messages: &[&Message],
+) -> Result<TokenStream, GenerateError> {
+    let name = ident(&consumer.spec.name, Role::ConsumerTrait);
+    let one_of = one_of_ident(consumer);
+    let types = quote! { super::types };
+    let returns = quote! {
+        impl ::core::future::Future<
+            Output = ::core::result::Result<(), ::warren_runtime::HandlerError>,
+        > + ::core::marker::Send
+    };
+    let methods = messages.iter().map(|message| {
+        let method = ident(&message.name, Role::ConsumerField);
+        let delivery = delivery(message, &types);
+        let doc = format!(" Handles one delivery of message {}.", code(&message.name));
+        quote! {
+            #[doc = #doc]
+            fn #method(&self, delivery: #delivery) -> #returns;
+        }
+    });
+    let variants = messages.iter().map(|message| {
+        let variant = ident(&message.name, Role::Message);
+        let delivery = delivery(message, &types);
+        let doc = format!(" Message {}.", code(&message.name));
+        quote! {
+            #[doc = #doc]
+            #variant(#delivery)
+        }
+    });
+    let names: Vec<String> = messages.iter().map(|m| code(&m.name)).collect();
+    let head = format!(
+        "Consumer {}: handles messages {} from queue {}, each with its own method.",
+        code(&consumer.spec.name),
+        names.join(", "),
+        code(&consumer.spec.queue)
+    );
+    let mut text = String::from(
+        "- a delivery is recognised by the `type` warren's publishers set (by the routing key or \
+         header the contract selects it by, when it has none); one recognised as none of them \
+         is dead-lettered as `unknown-message`, never handled",
+    );
+    text.push_str(&format!("\n- {}", retry_line(contract, consumer)?));
+    text.push_str(&settings_lines(consumer));
+    let docs = compose(&head, None, &text);
+    let enum_doc = format!(
+        " A delivery of consumer {}, one of its messages: what the runtime hands the adapter \
+         of [`{name}`], which calls the method of its message.",
+        code(&consumer.spec.name)
+    );
+    Ok(quote! {
+        #docs
+        pub trait #name: ::core::marker::Send + ::core::marker::Sync + 'static {
+            #( #methods )*
+        }
+
+        #[doc = #enum_doc]
+        pub enum #one_of {
+            #( #variants ),*
         }
     })
 }
@@ -473,7 +569,16 @@ fn adapter(served: &Served<'_>) -> TokenStream {
     let name = ident(&served.consumer().spec.name, Role::ConsumerTrait);
     let runtime_trait = served.kind().runtime_trait();
     let marker = served.marker(&quote! { super });
-    quote! { #name: #runtime_trait<#marker> }
+    let Served::Several(_, messages) = served else {
+        return quote! { #name: #runtime_trait<#marker> };
+    };
+    // Each variant of the enum, and the trait's method it goes to.
+    let arms = messages.iter().map(|message| {
+        let variant = ident(&message.name, Role::Message);
+        let method = ident(&message.name, Role::ConsumerField);
+        quote! { #variant => #method }
+    });
+    quote! { #name: #runtime_trait<#marker> { #( #arms ),* } }
 }
 
 /// What an rpc server's `handle` returns: its response, or a declared error or a failure.
@@ -564,7 +669,6 @@ fn handlers(which: &str, served: &[Served<'_>]) -> TokenStream {
 /// `Handlers::register` calls these, so both ways register a consumer the same way.
 fn register(served: &Served<'_>) -> TokenStream {
     let consumer = served.consumer();
-    let function = ident(&consumer.spec.name, Role::ConsumerField);
     let handler_trait = ident(&consumer.spec.name, Role::ConsumerTrait);
     let kind = served.kind();
     let add = kind.add_function();
@@ -585,6 +689,47 @@ fn register(served: &Served<'_>) -> TokenStream {
         _ => quote! { ::core::option::Option::None, },
     };
     let adapter = quote! { super::super::__adapters::#handler_trait(handler) };
+    if let Served::Several(_, messages) = served {
+        // Each message with how a delivery without a `type` is recognised as it, and the
+        // variant it is handed to the adapter in.
+        let one_of = one_of_ident(consumer);
+        let members = messages
+            .iter()
+            .zip(&consumer.messages)
+            .map(|(message, consumed)| {
+                let marker = ident(&message.name, Role::Message);
+                let selector = match &consumed.selector {
+                    Some(selector) => quote! { ::core::option::Option::Some(#selector) },
+                    None => quote! { ::core::option::Option::None },
+                };
+                quote! {
+                    ::warren_runtime::codegen::member(
+                        super::super::messages::#marker,
+                        #selector,
+                        super::#one_of::#marker,
+                    )
+                }
+            });
+        return registration(
+            served,
+            quote! {
+                ::warren_runtime::codegen::#add(worker, #spec, [#( #members ),*], #adapter);
+            },
+        );
+    }
+    registration(
+        served,
+        quote! {
+            ::warren_runtime::codegen::#add(worker, #marker, #spec, #batch #key #adapter);
+        },
+    )
+}
+
+/// The register function of `served`, whose body is `call`.
+fn registration(served: &Served<'_>, call: TokenStream) -> TokenStream {
+    let consumer = served.consumer();
+    let function = ident(&consumer.spec.name, Role::ConsumerField);
+    let handler_trait = ident(&consumer.spec.name, Role::ConsumerTrait);
     let docs = compose(
         &format!(
             "Registers `handler`, a [`{handler_trait}`](super::{handler_trait}), as the handler \
@@ -602,7 +747,7 @@ fn register(served: &Served<'_>) -> TokenStream {
         ) {
             // The model's tokens name its items unqualified.
             use ::warren_runtime::model::*;
-            ::warren_runtime::codegen::#add(worker, #marker, #spec, #batch #key #adapter);
+            #call
         }
     }
 }

@@ -288,7 +288,7 @@ mod tests {
         let contract = contract();
         assert!(generate(&contract).is_ok());
         let mut lost = contract.clone();
-        lost.consumers.get_mut("c").expect("consumer c").message = "gone".to_owned();
+        lost.consumers.get_mut("c").expect("consumer c").messages[0].message = "gone".to_owned();
         assert!(matches!(generate(&lost), Err(GenerateError::Internal(_))));
         let mut lost = contract;
         lost.publishers.get_mut("p").expect("publisher p").message = "gone".to_owned();

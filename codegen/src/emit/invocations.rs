@@ -162,11 +162,28 @@ struct Body {
     entries: Punctuated<Entry, Token![,]>,
 }
 
-/// One entry of a [`Body`]: `name`, then `: Type` and `= value`, each when it has one.
+/// One entry of a [`Body`]: `name`, then `: Type`, `= value` and `{ A => a, … }` (the
+/// adapters' methods of a consumer of several), each when it has one.
 struct Entry {
     name: Ident,
     ty: Option<Type>,
     value: Option<Expr>,
+    arms: Option<Punctuated<Arm, Token![,]>>,
+}
+
+/// `Variant => method`.
+struct Arm {
+    from: Ident,
+    to: Ident,
+}
+
+impl Parse for Arm {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let from = input.parse()?;
+        input.parse::<Token![=>]>()?;
+        let to = input.parse()?;
+        Ok(Self { from, to })
+    }
 }
 
 impl Parse for Body {
@@ -200,7 +217,20 @@ impl Parse for Entry {
             Some(_) => Some(input.parse()?),
             None => None,
         };
-        Ok(Self { name, ty, value })
+        let arms = match input.peek(syn::token::Brace) {
+            true => {
+                let arms;
+                syn::braced!(arms in input);
+                Some(arms.parse_terminated(Arm::parse, Token![,])?)
+            }
+            false => None,
+        };
+        Ok(Self {
+            name,
+            ty,
+            value,
+            arms,
+        })
     }
 }
 
@@ -224,6 +254,13 @@ impl Body {
             if let Some(value) = &entry.value {
                 line.push_str(" = ");
                 line.push_str(&written(quote! { const C: () = #value; }, "const C: () = "));
+            }
+            if let Some(arms) = &entry.arms {
+                line.push_str(" {");
+                for arm in arms {
+                    line.push_str(&format!("\n    {} => {},", arm.from, arm.to));
+                }
+                line.push_str("\n}");
             }
             line.push(',');
             // A line prettyplease broke keeps its own indentation under the entry's.

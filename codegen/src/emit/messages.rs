@@ -21,12 +21,14 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
         entry.publishers.push(code(&publisher.name));
     }
     for consumer in contract.consumers.values() {
-        let entry = users.entry(consumer.message.as_str()).or_default();
-        entry.consumers.push(format!(
-            "{} (queue {})",
-            code(&consumer.spec.name),
-            code(&consumer.spec.queue)
-        ));
+        for consumed in &consumer.messages {
+            let entry = users.entry(consumed.message.as_str()).or_default();
+            entry.consumers.push(format!(
+                "{} (queue {})",
+                code(&consumer.spec.name),
+                code(&consumer.spec.queue)
+            ));
+        }
     }
     for rpc in contract.rpcs.values() {
         let name = code(&rpc.name);

@@ -13,6 +13,8 @@ mod spelled;
 
 use std::collections::BTreeMap;
 
+use crate::diagnostics::YamlPath;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -459,8 +461,17 @@ pub struct Publisher {
 pub struct Consumer {
     /// The queue consumed.
     pub queue: String,
-    /// The message type the queue carries.
-    pub message: String,
+    /// The message type the queue carries (or `messages`, when it carries several).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The messages the queue carries, when it carries several: the handler's trait has a
+    /// method for each. A list of names, each delivery recognised by the `type` property
+    /// warren's publishers set; or a map from each name to how a delivery without a `type`
+    /// (another stack's) is recognised as it: `{ routing_key: "order.*.placed" }` or
+    /// `{ header: { event: placed } }`. A delivery recognised as none is dead-lettered
+    /// (`unknown-message`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<ConsumedMessages>,
     /// Unacknowledged deliveries the broker may send ahead (`basic.qos`, default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefetch: Option<u16>,
@@ -497,6 +508,67 @@ pub struct Consumer {
     /// gives up its place (default: no order beyond `concurrency: 1`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ordering_key: Option<OrderingKey>,
+}
+
+/// The messages of a consumer of several.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ConsumedMessages {
+    /// Their names, each delivery recognised by its `type` property.
+    Names(Vec<String>),
+    /// Each name with how a delivery without a `type` is recognised as it.
+    Selected(BTreeMap<String, Selector>),
+}
+
+/// How a consumer of several recognises one of its messages on a delivery without a `type`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Selector {
+    /// A topic pattern the routing key it was published with matches (`order.*.placed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_key: Option<String>,
+    /// A header and the value it has (one entry: `{ event: placed }`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<BTreeMap<String, String>>,
+}
+
+impl Consumer {
+    /// Every message the consumer takes, by name, each with its selector when the contract
+    /// gives one: `message`, or each of `messages`, in the contract's order.
+    pub fn consumed(&self) -> Vec<(&str, Option<&Selector>)> {
+        match (&self.message, &self.messages) {
+            (Some(message), _) => vec![(message.as_str(), None)],
+            (None, Some(ConsumedMessages::Names(names))) => {
+                names.iter().map(|name| (name.as_str(), None)).collect()
+            }
+            (None, Some(ConsumedMessages::Selected(selected))) => (selected.iter())
+                .map(|(name, selector)| (name.as_str(), Some(selector)))
+                .collect(),
+            (None, None) => Vec::new(),
+        }
+    }
+
+    /// The message of a consumer of one; the first of a consumer of several.
+    pub fn first_message(&self) -> &str {
+        self.consumed().first().map_or("", |(name, _)| name)
+    }
+
+    /// Each message the consumer takes with where it is named, the consumer being at
+    /// `path`: `message`, `messages[i]` or `messages.<name>`.
+    pub(crate) fn consumed_at(&self, path: &YamlPath) -> Vec<(&str, YamlPath)> {
+        if let Some(message) = &self.message {
+            return vec![(message.as_str(), path.key("message"))];
+        }
+        match &self.messages {
+            Some(ConsumedMessages::Names(names)) => (names.iter().enumerate())
+                .map(|(index, name)| (name.as_str(), path.key("messages").index(index)))
+                .collect(),
+            Some(ConsumedMessages::Selected(selected)) => (selected.keys())
+                .map(|name| (name.as_str(), path.key("messages").key(name.as_str())))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
 }
 
 /// Where a consumer reads the key that orders its messages.
@@ -565,7 +637,8 @@ impl Rpc {
     pub(crate) fn server(&self) -> Consumer {
         Consumer {
             queue: self.queue.clone(),
-            message: self.request.clone(),
+            message: Some(self.request.clone()),
+            messages: None,
             prefetch: self.prefetch,
             concurrency: self.concurrency,
             batch: None,

@@ -352,7 +352,8 @@ fn schema_mismatch(union: &Union<'_>, out: &mut Diagnostics) {
                     continue;
                 }
                 let read_by = &union.members[*reader_id].checked.contract;
-                let Some(expected) = read_by.messages.get(&reader.consumer().message) else {
+                let expecting = expected_of(reader.consumer(), &sent.name);
+                let Some(expected) = read_by.messages.get(expecting) else {
                     continue;
                 };
                 let pair = (
@@ -384,7 +385,12 @@ fn schema_mismatch(union: &Union<'_>, out: &mut Diagnostics) {
     for ((reader_id, _, _, sender_id, message), (reader, senders)) in found {
         let consumer = reader.consumer();
         let differ = compared
-            .get(&(sender_id, message, reader_id, consumer.message.as_str()))
+            .get(&(
+                sender_id,
+                message,
+                reader_id,
+                expected_of(consumer, message),
+            ))
             .cloned()
             .unwrap_or_default();
         let names: Vec<String> = senders.iter().map(|s| s.describe()).collect();
@@ -395,7 +401,7 @@ fn schema_mismatch(union: &Union<'_>, out: &mut Diagnostics) {
             format!(
                 "{} expects message `{}`, but {}{} of `{sender_file}` send{} its message `{message}` to queue `{}` with a different {}",
                 reader.describe(),
-                consumer.message,
+                expected_of(consumer, message),
                 names
                     .iter()
                     .take(MAX_RELATED)
@@ -424,4 +430,15 @@ fn schema_mismatch(union: &Union<'_>, out: &mut Diagnostics) {
         );
         out.push(diagnostic);
     }
+}
+
+/// The message `consumer` expects when another contract sends it `sent`: its one message, or,
+/// of a consumer of several, the one of the same name (compared unqualified, as the runtime
+/// recognises a delivery's `type`), else its first.
+fn expected_of<'c>(consumer: &'c crate::contract::Consumer, sent: &str) -> &'c str {
+    let unqualified = |name: &str| name.rsplit("::").next().unwrap_or_default().to_owned();
+    (consumer.messages.iter())
+        .map(|consumed| consumed.message.as_str())
+        .find(|name| unqualified(name) == unqualified(sent))
+        .unwrap_or_else(|| consumer.message())
 }

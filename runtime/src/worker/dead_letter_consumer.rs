@@ -87,7 +87,7 @@ pub(crate) fn dead_letter<M: Message>(
 
 /// Whether the `type` property `kind` names message `name`. Compared unqualified: a contract
 /// that imports a message names it `shop::sale`, and its owner publishes it as `sale`.
-fn names(kind: &str, name: &str) -> bool {
+pub(super) fn names(kind: &str, name: &str) -> bool {
     unqualified(kind) == unqualified(name)
 }
 

@@ -19,6 +19,7 @@ mod reply_nodes;
 mod rpc;
 mod runner;
 pub(crate) mod settle;
+mod several;
 #[cfg(feature = "trial")]
 pub(crate) mod trial;
 mod wait_watch;
@@ -35,6 +36,7 @@ use tokio::sync::watch;
 pub use dead_letter_consumer::DeadLetterHandler;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use dead_letter_consumer::dead_letter;
+pub use several::{Member, SeveralHandler, add_several, member};
 
 use crate::failure::RetryBudgets;
 use crate::health::{ConsumerState, HealthHandle, WorkerHealth, WorkerState};

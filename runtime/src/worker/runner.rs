@@ -86,6 +86,16 @@ impl Runner {
         } else {
             None
         };
+        Self::start_validating(spec, context, validators).await
+    }
+
+    /// Opens the channel for copies and subscribes, decoding with `validators` (`None`:
+    /// validation is off, or each message of a consumer of several has its own).
+    pub(super) async fn start_validating(
+        spec: ConsumerSpec,
+        context: Context,
+        validators: Option<Arc<Validators>>,
+    ) -> Result<Option<Self>, WorkerError> {
         let mut stopped = context.shutdown.clone();
         // A worker started while the connection recovers waits for it, like its subscription.
         let publisher = loop {

@@ -284,8 +284,8 @@ pub(super) struct Bench<'a> {
 
 /// A delivery's failure, or none, and the retries before it: what settling starts from.
 pub(super) struct Handled {
-    result: Result<(), (Failure, String)>,
-    retries: u32,
+    pub result: Result<(), (Failure, String)>,
+    pub retries: u32,
 }
 
 /// The future of a trial, borrowing the consumer and the bench.

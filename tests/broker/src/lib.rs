@@ -74,6 +74,8 @@ struct State {
     gate: Semaphore,
     outage: AtomicBool,
     dead_letters: Mutex<Vec<DeadLetter<types::Job, types::JobHeaders>>>,
+    /// The notes `run_mixed` handled, by id.
+    notes: Mutex<Vec<String>>,
     quoter: rpc::Quoter,
 }
 
@@ -88,6 +90,7 @@ impl Default for State {
             gate: Semaphore::new(0),
             outage: AtomicBool::new(false),
             dead_letters: Mutex::default(),
+            notes: Mutex::default(),
             quoter: rpc::Quoter::default(),
         }
     }
@@ -101,6 +104,7 @@ pub struct Recorder(Arc<State>);
 /// [`Handlers`] with every consumer and rpc server of the test contract handled by a
 /// [`Recorder`].
 pub type Recorded = Handlers<
+    Recorder,
     Recorder,
     Recorder,
     Recorder,
@@ -153,6 +157,7 @@ pub fn handlers(recorder: &Recorder) -> Recorded {
         run_failing: recorder.clone(),
         run_priority: recorder.clone(),
         run_ordered: recorder.clone(),
+        run_mixed: recorder.clone(),
         quote_price: recorder.clone(),
         rush_quote: recorder.clone(),
         lossy_quote: recorder.clone(),
@@ -382,6 +387,41 @@ handle_with_recorder!(
     RunPriority,
     RunOrdered,
 );
+
+/// Jobs as every consumer handles them; notes recorded.
+impl consumers::RunMixed for Recorder {
+    async fn job(
+        &self,
+        delivery: Delivery<types::Job, types::JobHeaders>,
+    ) -> Result<(), HandlerError> {
+        self.run("RunMixed", delivery).await
+    }
+
+    async fn note(
+        &self,
+        delivery: Delivery<types::Note, types::JobHeaders>,
+    ) -> Result<(), HandlerError> {
+        let id = delivery.payload().id.to_string();
+        self.0
+            .notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(id);
+        self.0.changed.notify();
+        Ok(())
+    }
+}
+
+impl Recorder {
+    /// The notes handled so far, by id.
+    pub fn notes(&self) -> Vec<String> {
+        self.0
+            .notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
 
 impl consumers::ReadDead for Recorder {
     async fn handle(

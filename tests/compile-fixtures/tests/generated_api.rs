@@ -21,14 +21,24 @@ impl routing::consumers::Archive for Archive {
 
 struct Watch;
 
+/// A consumer of several messages: a method for each.
 impl routing::consumers::Watch for Watch {
-    async fn handle(
+    async fn reading(
         &self,
         delivery: Delivery<routing::types::Reading, routing::types::ReadingHeaders>,
     ) -> Result<(), HandlerError> {
         // Any error converts with `?` and is retryable.
         let _: f64 = delivery.payload().sensor.parse::<f64>()?;
         Ok(())
+    }
+
+    async fn alarm(&self, delivery: Delivery<routing::types::Alarm>) -> Result<(), HandlerError> {
+        match delivery.payload().level {
+            routing::types::AlarmLevel::Warning => Ok(()),
+            routing::types::AlarmLevel::Critical => {
+                Err(HandlerError::non_retryable("page someone instead"))
+            }
+        }
     }
 }
 
@@ -131,7 +141,7 @@ async fn handler_traits_take_async_fns_and_handlers_need_every_one() {
     };
     let delivery = Delivery::new(reading, headers);
     use routing::consumers::{Archive as _, Eu as _, Watch as _};
-    assert!(handlers.watch.handle(delivery.clone()).await.is_ok());
+    assert!(handlers.watch.reading(delivery.clone()).await.is_ok());
     let refused = handlers.eu.handle(delivery.clone()).await.unwrap_err();
     assert!(!refused.is_retryable());
     assert!(handlers.archive.handle_batch(vec![delivery]).await.is_ok());

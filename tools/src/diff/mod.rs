@@ -398,14 +398,17 @@ impl Context<'_> {
                     );
                 }
                 (Some(old), Some(new))
-                    if old.message != new.message && self.same_wire(&old.message, &new.message) =>
+                    if !old.takes_several()
+                        && !new.takes_several()
+                        && old.message() != new.message()
+                        && self.same_wire(old.message(), new.message()) =>
                 {
-                    self.renamed_message(&location, "consumer", name, &old.message, &new.message);
+                    self.renamed_message(&location, "consumer", name, old.message(), new.message());
                 }
-                (Some(old), Some(new)) if old.message != new.message => {
+                (Some(old), Some(new)) if consumed(old) != consumed(new) => {
                     let reader = self
                         .roles
-                        .consumers(&new.message)
+                        .consumers(new.message())
                         .into_iter()
                         .find(|p| p.kind == PartyKind::Consumer && p.name == name)
                         .unwrap_or_else(|| Party {
@@ -420,7 +423,8 @@ impl Context<'_> {
                         format!("{location}.message"),
                         format!(
                             "consumer `{name}` reads `{}` instead of `{}`",
-                            new.message, old.message
+                            consumed(new),
+                            consumed(old)
                         ),
                         breaks,
                         "its queue (and its wait and dead-letter queues) still hold the old \
@@ -678,4 +682,14 @@ pub(crate) fn queued(queue: &str) -> Party {
         name: queue.to_owned(),
         contract: String::new(),
     }
+}
+
+/// The messages `consumer` reads, as the report names them: `a`, or `a`, `b` for several.
+fn consumed(consumer: &warren_codegen::contract::Consumer) -> String {
+    let names: Vec<&str> = consumer
+        .messages
+        .iter()
+        .map(|c| c.message.as_str())
+        .collect();
+    names.join("`, `")
 }

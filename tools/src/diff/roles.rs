@@ -58,7 +58,9 @@ impl Roles {
         }
         for consumer in contract.consumers.values() {
             let reader = party(PartyKind::Consumer, &consumer.spec.name);
-            insert(&mut self.consumers, &consumer.message, reader.clone());
+            for consumed in &consumer.messages {
+                insert(&mut self.consumers, &consumed.message, reader.clone());
+            }
             insert(&mut self.queue_consumers, &consumer.spec.queue, reader);
         }
         // An rpc is both ways round: its callers publish the request and read the answers

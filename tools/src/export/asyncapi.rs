@@ -173,7 +173,7 @@ fn arriving<'a>(contract: &'a Contract, routes: &Routes) -> BTreeMap<String, BTr
     let consumed = contract
         .consumers
         .values()
-        .map(|c| (c.message.as_str(), &c.spec.queue))
+        .flat_map(|c| (c.messages.iter()).map(|m| (m.message.as_str(), &c.spec.queue)))
         .chain(
             contract
                 .rpcs
@@ -499,7 +499,8 @@ impl<'a> Writer<'a> {
             .filter(|c| c.spec.queue == queue.name)
             .chain(servers.iter().map(|r| &r.server))
             .collect();
-        let consumed = consumers.iter().map(|c| c.message.as_str());
+        let consumed =
+            (consumers.iter()).flat_map(|c| c.messages.iter().map(|m| m.message.as_str()));
         let arriving = self
             .arriving
             .get(&queue.name)
@@ -529,9 +530,12 @@ impl<'a> Writer<'a> {
 
     /// A consumer's (or an rpc `server`'s) `receive` operation on `channel_id`.
     fn receive_operation(&mut self, channel_id: &str, consumer: &Consumer, server: Option<&Rpc>) {
-        let Some(id) = self.message_ids.get(consumer.message.as_str()) else {
+        let ids: Vec<&String> = (consumer.messages.iter())
+            .filter_map(|m| self.message_ids.get(m.message.as_str()))
+            .collect();
+        if ids.is_empty() {
             return;
-        };
+        }
         let mut operation = Map::new();
         operation.insert("action".into(), json!("receive"));
         operation.insert(
@@ -539,10 +543,10 @@ impl<'a> Writer<'a> {
             json!({ "$ref": format!("#/channels/{channel_id}") }),
         );
         operation.insert("title".into(), json!(consumer.spec.name));
-        operation.insert(
-            "messages".into(),
-            json!([{ "$ref": format!("#/channels/{channel_id}/messages/{id}") }]),
-        );
+        let references: Vec<Value> = (ids.iter())
+            .map(|id| json!({ "$ref": format!("#/channels/{channel_id}/messages/{id}") }))
+            .collect();
+        operation.insert("messages".into(), Value::Array(references));
         operation.insert(
             "bindings".into(),
             json!({ "amqp": { "ack": true, "bindingVersion": AMQP_BINDING_VERSION } }),

@@ -262,7 +262,9 @@ impl<'a> Drawing<'a> {
             self.graph.nodes.push(Node {
                 id: id.clone(),
                 kind: NodeKind::Consumer,
-                lines: vec![consumer.spec.name.clone(), consumer.message.clone()],
+                lines: std::iter::once(consumer.spec.name.clone())
+                    .chain(consumer.messages.iter().map(|m| m.message.clone()))
+                    .collect(),
                 external: false,
             });
             if let Some(queue) = self.queue_ids.get(consumer.spec.queue.as_str()) {

@@ -6,7 +6,7 @@ use super::{Checker, dead_letter_of, entry, has_dead_letter_exchange, pointer_pr
 use crate::check::list;
 use crate::diagnostics::{Code, YamlPath};
 use crate::routing::KeyTemplate;
-use crate::syntax::{Consumer, OnPoison, OrderingKey, Queue, QueueKind};
+use crate::syntax::{ConsumedMessages, Consumer, OnPoison, OrderingKey, Queue, QueueKind};
 
 impl Checker<'_> {
     /// Consumer settings, what their queues receive, and what happens to poison messages.
@@ -19,6 +19,7 @@ impl Checker<'_> {
             self.consumer_settings(consumer, &path);
             self.inbox(name, consumer, &path);
             self.ordering(name, consumer, &path);
+            self.several(name, consumer, &path);
             let Some(queue) = file.queues.get(&consumer.queue) else {
                 continue;
             };
@@ -28,9 +29,13 @@ impl Checker<'_> {
             } else {
                 self.poison_loss(&format!("consumer `{name}`"), consumer, queue, &path);
             }
-            let at = path.key("message");
+            let at = match consumer.message {
+                Some(_) => path.key("message"),
+                None => path.key("messages"),
+            };
             let who = format!("consumer `{name}`");
-            self.message_mismatch(&who, &at, &consumer.queue, &consumer.message);
+            let expects: Vec<&str> = consumer.consumed().iter().map(|(m, _)| *m).collect();
+            self.message_mismatch(&who, &at, &consumer.queue, &expects);
         }
         self.conflicting_consumers(by_queue);
     }
@@ -63,6 +68,88 @@ impl Checker<'_> {
                 &path.key("inbox"),
                 format!("dead-letter consumer `{name}` has an inbox: a dead letter is a copy under the id of the message that failed, which its own consumer's inbox may hold already"),
                 "remove `inbox: true`; record what the dead letters cause in the handler's own transaction",
+            );
+        }
+    }
+
+    /// `message` or `messages`, one of them: at least two messages, each once, each with a
+    /// selector of one kind; handled one delivery at a time.
+    fn several(&mut self, name: &str, consumer: &Consumer, path: &YamlPath) {
+        let fix =
+            "write `message: <name>` for one message, or `messages: [<name>, <name>]` for several";
+        let several = match (&consumer.message, &consumer.messages) {
+            (Some(_), None) => return,
+            (None, None) => {
+                let what = format!("consumer `{name}` names no message");
+                return self.error(Code::BadConsumer, path, what, fix);
+            }
+            (Some(_), Some(_)) => {
+                let what = format!("consumer `{name}` names both `message` and `messages`");
+                return self.error(Code::BadConsumer, &path.key("messages"), what, fix);
+            }
+            (None, Some(several)) => several,
+        };
+        let at = path.key("messages");
+        let consumed = consumer.consumed();
+        if consumed.len() < 2 {
+            let count = match consumed.len() {
+                0 => "no message",
+                _ => "only one message",
+            };
+            let what = format!("consumer `{name}` lists {count} under `messages`");
+            self.error(Code::BadConsumer, &at, what, fix);
+        }
+        if let ConsumedMessages::Names(names) = several {
+            let mut seen = BTreeSet::new();
+            for (index, message) in names.iter().enumerate() {
+                if !seen.insert(message) {
+                    let what = format!("consumer `{name}` lists message `{message}` twice");
+                    self.error(
+                        Code::BadConsumer,
+                        &at.index(index),
+                        what,
+                        "list each message once",
+                    );
+                }
+            }
+        }
+        for (message, selector) in &consumed {
+            let Some(selector) = selector else { continue };
+            let problem = match (&selector.routing_key, &selector.header) {
+                (Some(_), Some(_)) => Some("names both a `routing_key` and a `header`"),
+                (None, None) => Some("names neither a `routing_key` nor a `header`"),
+                (Some(pattern), None)
+                    if pattern.is_empty()
+                        || pattern.len() > warren_model::limits::MAX_SHORT_STRING =>
+                {
+                    Some("has a routing key pattern that is empty or past AMQP's 255 bytes")
+                }
+                (None, Some(header)) if header.len() != 1 => {
+                    Some("names a `header` map of other than one entry")
+                }
+                _ => None,
+            };
+            if let Some(problem) = problem {
+                self.error(
+                    Code::BadConsumer,
+                    &at.key(*message),
+                    format!("consumer `{name}`'s selector of message `{message}` {problem}"),
+                    "select a message without a `type` by `routing_key: \"order.*.placed\"` or by `header: { event: placed }`",
+                );
+            }
+        }
+        let kind = match consumer {
+            c if c.batch.is_some() => Some("a batch consumer"),
+            c if c.inbox == Some(true) => Some("an inbox consumer"),
+            c if c.dead_letters == Some(true) => Some("a dead-letter consumer"),
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            self.error(
+                Code::BadConsumer,
+                &at,
+                format!("consumer `{name}` takes several messages and is {kind}: a consumer of several handles one delivery at a time"),
+                "give each message a consumer of its own, or drop `batch`, `inbox` or `dead_letters`",
             );
         }
     }
@@ -279,9 +366,14 @@ impl Checker<'_> {
     /// Consumers of one queue must expect one message type.
     fn conflicting_consumers(&mut self, by_queue: BTreeMap<&str, Vec<&str>>) {
         for (queue, consumers) in by_queue {
-            let messages: BTreeSet<&str> = consumers
+            // Each consumer's messages, as a sorted list: competing consumers expect the same.
+            let messages: BTreeSet<String> = consumers
                 .iter()
-                .filter_map(|c| self.file.consumers.get(*c).map(|c| c.message.as_str()))
+                .filter_map(|c| self.file.consumers.get(*c))
+                .map(|c| {
+                    let expects: BTreeSet<&str> = c.consumed().iter().map(|(m, _)| *m).collect();
+                    expects.into_iter().collect::<Vec<_>>().join("`, `")
+                })
                 .collect();
             if messages.len() > 1 {
                 let path = entry("consumers", consumers[consumers.len() - 1]).key("message");
@@ -291,7 +383,7 @@ impl Checker<'_> {
                     format!(
                         "consumers {} of queue `{queue}` expect different messages ({})",
                         list(consumers.iter().copied()),
-                        list(messages.iter().copied())
+                        list(messages.iter().map(String::as_str))
                     ),
                     "a queue carries one message type; give each message its own queue",
                 );
@@ -307,7 +399,7 @@ impl Checker<'_> {
         who: &str,
         path: &YamlPath,
         queue: &str,
-        message: &str,
+        expects: &[&str],
     ) {
         let file = self.file;
         let reaching = self.reaching.get(queue).cloned().unwrap_or_default();
@@ -315,12 +407,16 @@ impl Checker<'_> {
             let Some(p) = file.publishers.get(publisher) else {
                 continue;
             };
-            if p.message != message {
+            if !expects.contains(&p.message.as_str()) {
+                let expected = match expects {
+                    [one] => format!("`{one}`"),
+                    several => format!("one of `{}`", several.join("`, `")),
+                };
                 self.error(
                     Code::MessageMismatch,
                     path,
-                    format!("{who} expects `{message}`, but publisher `{publisher}` sends `{}` to its queue `{queue}`", p.message),
-                    "make the consumer and the publisher use the same message, or route them to different queues",
+                    format!("{who} expects {expected}, but publisher `{publisher}` sends `{}` to its queue `{queue}`", p.message),
+                    "make the consumer and the publisher use the same message, list it under the consumer's `messages`, or route them to different queues",
                 );
             }
         }

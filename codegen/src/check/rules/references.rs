@@ -53,7 +53,9 @@ impl Checker<'_> {
         for (name, consumer) in &file.consumers {
             let path = entry("consumers", name);
             self.declared(Kind::Queue, &consumer.queue, &path.key("queue"));
-            self.declared(Kind::Message, &consumer.message, &path.key("message"));
+            for (message, at) in consumer.consumed_at(&path) {
+                self.declared(Kind::Message, message, &at);
+            }
         }
         for (name, rpc) in &file.rpcs {
             let path = entry("rpcs", name);

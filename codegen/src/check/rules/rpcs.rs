@@ -26,7 +26,7 @@ impl Checker<'_> {
                 let who = format!("the server of rpc `{name}`");
                 self.poison_loss(&who, &server, queue, &path);
                 let at = path.key("request");
-                self.message_mismatch(&who, &at, &rpc.queue, &rpc.request);
+                self.message_mismatch(&who, &at, &rpc.queue, &[rpc.request.as_str()]);
             }
         }
         self.shared_rpc_queues();
@@ -129,7 +129,11 @@ impl Checker<'_> {
     ) {
         let file = self.file;
         for (consumer, c) in &file.consumers {
-            if c.queue == rpc.queue || !reached.contains(&c.queue) || c.message == rpc.request {
+            let expects = c.consumed();
+            if c.queue == rpc.queue
+                || !reached.contains(&c.queue)
+                || expects.iter().any(|(message, _)| *message == rpc.request)
+            {
                 continue;
             }
             self.error(
@@ -137,7 +141,7 @@ impl Checker<'_> {
                 &path.key("routing_key"),
                 format!(
                     "rpc `{name}`'s requests (`{}`) also reach queue `{}`, whose consumer `{consumer}` expects `{}`",
-                    rpc.request, c.queue, c.message
+                    rpc.request, c.queue, c.first_message()
                 ),
                 "narrow the binding that takes the requests there, or give the rpc a key no other queue's binding matches",
             );

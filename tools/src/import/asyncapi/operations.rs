@@ -218,7 +218,7 @@ impl Reader {
         };
         let mut consumer = Consumer {
             queue,
-            message,
+            message: Some(message),
             ..Consumer::default()
         };
         self.consumer_settings(

@@ -1,0 +1,235 @@
+//! Consumers of several messages (`messages:` in the contract): each delivery is recognised
+//! as one of them, decoded as it, and handed to the handler as one value, the generated enum
+//! with a variant per message; the generated trait has one method per message.
+//!
+//! A delivery is recognised by its `type` property, which warren's publishers set to the
+//! message's name (compared unqualified, as a dead-letter consumer compares it); one without a
+//! `type` (another stack's) by the selectors the contract gives: a topic pattern its routing
+//! key matches, or a header's value. A delivery recognised as none of them is poison,
+//! `unknown-message`: it is dead-lettered with the reason and never reaches the handler.
+
+use std::sync::Arc;
+
+use super::consume::{one_at_a_time, run_handler, settled_even_on_panic};
+use super::dead_letter_consumer::names;
+use super::decode::{decode, original_route, retries_so_far};
+use super::policy::Failure;
+use super::runner::Runner;
+use super::{ConsumerSpec, Context, Registered, Task};
+use crate::amqp::header_str;
+use crate::codec::{Poison, poison};
+use crate::codegen::DeliveryOf;
+use crate::model::{FailureReason, MessageSelector, Queue, topic_matches};
+use crate::schema::{SchemaError, Validators};
+use crate::{HandlerError, Message, WorkerError};
+
+/// Handles the messages of a consumer of several as one value `D`: the generated enum, with a
+/// variant per message. The generated trait (one method per message) is adapted to this.
+pub trait SeveralHandler<D>: Send + Sync + 'static {
+    /// Handles one delivery, whichever message it is.
+    fn handle(&self, message: D) -> impl Future<Output = Result<(), HandlerError>> + Send;
+}
+
+/// How one member decodes a delivery into `D`: raw delivery, queue, validators (`None`:
+/// validation off), body cap.
+type DecodeAs<D> = dyn Fn(&lapin::message::Delivery, &Queue, Option<&Validators>, usize) -> Result<D, Poison>
+    + Send
+    + Sync;
+
+/// One message of a consumer of several: its name, how a delivery without a `type` is
+/// recognised as it, its schemas, and how it is decoded into the consumer's `D`.
+pub struct Member<D> {
+    name: &'static str,
+    selector: Option<MessageSelector>,
+    validators: fn() -> Result<Arc<Validators>, SchemaError>,
+    decode: Box<DecodeAs<D>>,
+}
+
+/// Message `M` as a member of a consumer of several, recognised without a `type` by
+/// `selector`, and wrapped into `D` by `wrap` (the generated enum's variant): what generated
+/// code lists (`warren_runtime::codegen::member`); not a stable API.
+pub fn member<M: Message, D: 'static>(
+    _message: M,
+    selector: Option<MessageSelector>,
+    wrap: fn(DeliveryOf<M>) -> D,
+) -> Member<D> {
+    Member {
+        name: M::NAME,
+        selector,
+        validators: Validators::of::<M>,
+        decode: Box::new(move |raw, queue, validators, max_body_bytes| {
+            decode::<M>(raw, queue, validators, max_body_bytes).map(wrap)
+        }),
+    }
+}
+
+/// Adds a consumer of several messages, `members`, to `worker`: what the generated
+/// `consumers::register` functions of a consumer with `messages:` call
+/// (`warren_runtime::codegen::add_several`); not a stable API.
+pub fn add_several<D: Send + 'static, H: SeveralHandler<D>>(
+    worker: &mut super::Worker,
+    spec: ConsumerSpec,
+    members: impl IntoIterator<Item = Member<D>>,
+    handler: H,
+) {
+    worker.register(Box::new(Several {
+        spec,
+        members: Arc::new(members.into_iter().collect()),
+        handler: Arc::new(handler),
+    }));
+}
+
+struct Several<D, H> {
+    spec: ConsumerSpec,
+    members: Arc<Vec<Member<D>>>,
+    handler: Arc<H>,
+}
+
+/// The members with their compiled schemas (each `None` with validation off).
+struct Decoders<D> {
+    members: Arc<Vec<Member<D>>>,
+    validators: Vec<Option<Arc<Validators>>>,
+    max_body_bytes: usize,
+}
+
+impl<D> Decoders<D> {
+    /// Compiles each member's schemas when `validate`: a member whose schemas do not compile
+    /// stops the worker at start, as a consumer of one message does.
+    fn new(
+        members: Arc<Vec<Member<D>>>,
+        validate: bool,
+        max_body_bytes: usize,
+    ) -> Result<Self, WorkerError> {
+        let validators = (members.iter())
+            .map(|member| validate.then(member.validators).transpose())
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            members,
+            validators,
+            max_body_bytes,
+        })
+    }
+
+    /// `raw` recognised as one of the members and decoded as it.
+    fn decode(&self, raw: &lapin::message::Delivery, queue: &Queue) -> Result<D, Poison> {
+        let index = recognised(&self.members, raw, queue)?;
+        let validators = self.validators[index].as_deref();
+        (self.members[index].decode)(raw, queue, validators, self.max_body_bytes)
+    }
+}
+
+/// Which of `members` `raw` is: by its `type`, else by the members' selectors, in order.
+fn recognised<D>(
+    members: &[Member<D>],
+    raw: &lapin::message::Delivery,
+    queue: &Queue,
+) -> Result<usize, Poison> {
+    let listed = || {
+        let names: Vec<&str> = members.iter().map(|member| member.name).collect();
+        names.join("`, `")
+    };
+    if let Some(kind) = raw.properties.kind() {
+        let kind = kind.as_str();
+        return (members.iter())
+            .position(|member| names(kind, member.name))
+            .ok_or_else(|| {
+                let detail = format!("message type `{kind}` is none of `{}`", listed());
+                poison(FailureReason::UnknownMessage, detail)
+            });
+    }
+    let routing_key = original_route(raw, queue).1;
+    let headers = raw.properties.headers().as_ref();
+    let selects = |selector: &MessageSelector| match *selector {
+        MessageSelector::RoutingKey(pattern) => routing_key
+            .as_deref()
+            .is_some_and(|key| topic_matches(pattern, key)),
+        MessageSelector::Header(name, value) => {
+            header_str(headers, name).is_some_and(|text| text == value)
+        }
+    };
+    (members.iter())
+        .position(|member| member.selector.as_ref().is_some_and(selects))
+        .ok_or_else(|| {
+            let key = routing_key.unwrap_or_default();
+            let detail = format!(
+                "no message type, and neither its routing key `{key}` nor its headers select one of `{}`",
+                listed()
+            );
+            poison(FailureReason::UnknownMessage, detail)
+        })
+}
+
+impl<D: Send + 'static, H: SeveralHandler<D>> Registered for Several<D, H> {
+    fn spec(&self) -> &ConsumerSpec {
+        &self.spec
+    }
+
+    #[cfg(feature = "trial")]
+    fn kind(&self) -> &'static str {
+        "a consumer of several messages"
+    }
+
+    #[cfg(feature = "trial")]
+    fn trial<'a>(&'a self, bench: &'a super::trial::Bench<'a>) -> super::trial::Trying<'a> {
+        use futures_lite::FutureExt as _;
+        use std::panic::AssertUnwindSafe;
+        Box::pin(async move {
+            let settings = bench.settings;
+            let decoders = Decoders::new(
+                self.members.clone(),
+                settings.validate,
+                settings.max_body_bytes,
+            )?;
+            let retries = retries_so_far(bench.raw, bench.queue);
+            let result = match decoders.decode(bench.raw, bench.queue) {
+                Err(poisoned) => Err((Failure::Poison(poisoned.reason), poisoned.detail)),
+                Ok(message) => {
+                    let caught = AssertUnwindSafe(self.handler.handle(message)).catch_unwind();
+                    super::consume::outcome(caught.await)
+                }
+            };
+            Ok(super::trial::Handled { result, retries })
+        })
+    }
+
+    fn start(self: Box<Self>, context: Context) -> Task {
+        Box::pin(async move {
+            let settings = &context.settings;
+            let decoders = Arc::new(Decoders::new(
+                self.members.clone(),
+                settings.validate,
+                settings.max_body_bytes,
+            )?);
+            let Some(runner) = Runner::start_validating(self.spec, context, None).await? else {
+                return Ok(());
+            };
+            one_at_a_time(runner, |runner, raw| {
+                let settler = runner.settler.clone();
+                let breaker = runner.breaker.clone();
+                let handler = self.handler.clone();
+                let decoders = decoders.clone();
+                async move {
+                    let handled = || async {
+                        let retries = retries_so_far(&raw, &settler.queue);
+                        let message = match decoders.decode(&raw, &settler.queue) {
+                            Ok(message) => message,
+                            Err(poisoned) => {
+                                let failure = Failure::Poison(poisoned.reason);
+                                return settler
+                                    .fail(&raw, failure, retries, &poisoned.detail)
+                                    .await;
+                            }
+                        };
+                        let properties = [&raw.properties];
+                        let handle = || handler.handle(message);
+                        let result =
+                            run_handler(&settler, breaker.as_deref(), properties, handle).await;
+                        settler.settle(&raw, &result, retries).await;
+                    };
+                    let _ = settled_even_on_panic(&raw, &settler, handled).await;
+                }
+            })
+            .await
+        })
+    }
+}
