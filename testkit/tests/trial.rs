@@ -251,6 +251,13 @@ async fn what_a_trial_cannot_run_is_an_error_naming_it() {
         error.to_string().contains("a dead-letter consumer"),
         "{error}"
     );
+    // A route no broker delivers is refused, not a panic in lapin.
+    let long = placed(6, "alice").via("x".repeat(300), "order.eu.placed");
+    let refused = trial.try_arrive("fulfil_order", &long).await;
+    assert!(
+        matches!(refused, Err(TrialError::Route { .. })),
+        "{refused:?}"
+    );
 }
 
 struct Reader;

@@ -21,6 +21,7 @@ use super::decode::{decode, retries_so_far};
 use super::policy::{Decision, Failure, broker_counts, dead_letter_decision, decide};
 use super::settle::Copier;
 use super::{BatchHandler, Handler, Settings, Worker};
+use crate::model::limits::MAX_SHORT_STRING;
 use crate::model::{Destination, FailureReason, Queue, Retry, headers};
 use crate::publisher::{PublishOptions, outgoing};
 use crate::schema::Validators;
@@ -97,12 +98,16 @@ impl Arrival {
         self
     }
 
-    /// The delivery as the broker hands it to a consumer of `queue` in `worker`'s topology.
-    fn delivery(&self, queue: &Queue, worker: &Worker) -> lapin::message::Delivery {
+    /// The delivery as the broker hands it to a consumer of `queue` in `worker`'s topology;
+    /// `None` when its route is no AMQP short string, which no broker would deliver.
+    fn delivery(&self, queue: &Queue, worker: &Worker) -> Option<lapin::message::Delivery> {
         let (mut exchange, mut routing_key) = match &self.route {
             Some(route) => route.clone(),
             None => first_binding(worker, &queue.name),
         };
+        if exchange.len().max(routing_key.len()) > MAX_SHORT_STRING {
+            return None;
+        }
         let mut properties = self.properties.clone();
         let mut redelivered = false;
         if let Some(retries) = self.retries {
@@ -130,7 +135,7 @@ impl Arrival {
             self.body.clone(),
         );
         raw.properties = properties;
-        raw
+        Some(raw)
     }
 }
 
@@ -269,6 +274,14 @@ pub enum TrialError {
         /// Its kind.
         kind: &'static str,
     },
+    /// The arrival's exchange or routing key is longer than AMQP's 255 bytes.
+    #[error(
+        "the delivery tried on consumer `{consumer}` has an exchange or routing key past AMQP's 255 bytes, which no broker delivers"
+    )]
+    Route {
+        /// The consumer.
+        consumer: String,
+    },
     /// The message's JSON Schemas do not compile.
     #[error(transparent)]
     Schema(#[from] crate::WorkerError),
@@ -388,7 +401,11 @@ impl Worker {
                 consumer: consumer.to_owned(),
                 queue: name.clone(),
             })?;
-        let raw = arrival.delivery(queue, self);
+        let raw = arrival
+            .delivery(queue, self)
+            .ok_or_else(|| TrialError::Route {
+                consumer: consumer.to_owned(),
+            })?;
         let bench = Bench {
             queue,
             consumer: spec.name,
