@@ -10,8 +10,9 @@
 /// implementing `RuntimeTrait<Target>` for every `__H` implementing the generated trait
 /// `super::consumers::Name` by calling it. `RuntimeTrait` is `Handler`, `BatchHandler`,
 /// `DeadLetterHandler`, `InboxHandler` or `InboxBatchHandler` of a message marker,
-/// `RpcHandler` of an rpc marker, or `SeveralHandler` of a consumer of several messages' enum,
-/// with its variants' methods: `Name: SeveralHandler<Enum> { Variant => method, .. }`.
+/// `RpcHandler` of an rpc marker, `SeveralHandler` of a consumer of several messages' enum,
+/// with its variants' methods (`Name: SeveralHandler<Enum> { Variant => method, .. }`), or
+/// `SeveralDeadLetterHandler` of a dead-letter consumer of several's enum.
 ///
 /// For generated code alone (`warren_runtime::codegen::adapters`): `super::consumers` is the
 /// generated file's module, as paths in a `macro_rules!` expansion resolve where it is
@@ -26,6 +27,21 @@ macro_rules! __warren_adapters {
             pub(super) struct $name<__H>(pub(super) __H);
             $crate::__warren_adapters!(@impl $runtime_trait $name $target $({ $($arms)* })?);
         )*
+    };
+    (@impl SeveralDeadLetterHandler $name:ident $message:ty) => {
+        impl<__H: super::consumers::$name> $crate::codegen::SeveralDeadLetterHandler<$message>
+            for $name<__H>
+        {
+            fn handle(
+                &self,
+                failure: $crate::FailureContext,
+                message: $message,
+            ) -> impl ::core::future::Future<
+                Output = ::core::result::Result<(), $crate::HandlerError>,
+            > + ::core::marker::Send {
+                super::consumers::$name::handle(&self.0, failure, message)
+            }
+        }
     };
     (@impl SeveralHandler $name:ident $message:ty { $( $variant:ident => $method:ident ),* $(,)? }) => {
         impl<__H: super::consumers::$name> $crate::codegen::SeveralHandler<$message> for $name<__H> {

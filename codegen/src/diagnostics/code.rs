@@ -152,6 +152,9 @@ codes! {
     /// (Warning) a dead-letter consumer (`dead_letters: true`) whose queue no queue of the
     /// contract dead-letters into.
     NoDeadLetters = "no-dead-letters",
+    /// (Warning) a dead-letter consumer whose queue receives dead letters of messages it does
+    /// not list: they reach its handler raw.
+    UntypedDeadLetters = "untyped-dead-letters",
 
     // Request/reply operations (`rpcs`).
     /// An rpc that could never work: `exchange` without `routing_key` (or the reverse), a

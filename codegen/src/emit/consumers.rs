@@ -163,6 +163,7 @@ impl Served<'_> {
         ) {
             (Self::Server(_), ..) => Kind::Server,
             // The checks keep a consumer of several to one delivery at a time.
+            (Self::Several(..), true, ..) => Kind::SeveralDeadLetters,
             (Self::Several(..), ..) => Kind::Several,
             (_, true, ..) => Kind::DeadLetters,
             (_, false, Some(_), Some(_)) => Kind::InboxBatch,
@@ -204,6 +205,7 @@ enum Kind {
     Batch,
     OneAtATime,
     Several,
+    SeveralDeadLetters,
 }
 
 impl Kind {
@@ -217,6 +219,7 @@ impl Kind {
             Self::Batch => quote! { BatchHandler },
             Self::OneAtATime => quote! { Handler },
             Self::Several => quote! { SeveralHandler },
+            Self::SeveralDeadLetters => quote! { SeveralDeadLetterHandler },
         }
     }
 
@@ -230,6 +233,7 @@ impl Kind {
             Self::Batch => quote! { add_batch },
             Self::OneAtATime => quote! { add },
             Self::Several => quote! { add_several },
+            Self::SeveralDeadLetters => quote! { add_several_dead_letters },
         }
     }
 }
@@ -356,43 +360,94 @@ fn several_trait(
             Output = ::core::result::Result<(), ::warren_runtime::HandlerError>,
         > + ::core::marker::Send
     };
-    let methods = messages.iter().map(|message| {
-        let method = ident(&message.name, Role::ConsumerField);
-        let delivery = delivery(message, &types);
-        let doc = format!(" Handles one delivery of message {}.", code(&message.name));
-        quote! {
-            #[doc = #doc]
-            fn #method(&self, delivery: #delivery) -> #returns;
-        }
-    });
-    let variants = messages.iter().map(|message| {
-        let variant = ident(&message.name, Role::Message);
-        let delivery = delivery(message, &types);
-        let doc = format!(" Message {}.", code(&message.name));
-        quote! {
-            #[doc = #doc]
-            #variant(#delivery)
-        }
-    });
+    let methods: Vec<TokenStream> = match consumer.dead_letters {
+        true => vec![quote! {
+            /// Handles one dead letter: why it died (`failure`), and the message, typed as
+            /// one of the queue's messages or raw.
+            fn handle(
+                &self,
+                failure: ::warren_runtime::FailureContext,
+                message: #one_of,
+            ) -> #returns;
+        }],
+        false => (messages.iter())
+            .map(|message| {
+                let method = ident(&message.name, Role::ConsumerField);
+                let delivery = delivery(message, &types);
+                let doc = format!(" Handles one delivery of message {}.", code(&message.name));
+                quote! {
+                    #[doc = #doc]
+                    fn #method(&self, delivery: #delivery) -> #returns;
+                }
+            })
+            .collect(),
+    };
+    let mut variants: Vec<TokenStream> = (messages.iter())
+        .map(|message| {
+            let variant = ident(&message.name, Role::Message);
+            let delivery = delivery(message, &types);
+            let doc = format!(" Message {}.", code(&message.name));
+            quote! {
+                #[doc = #doc]
+                #variant(#delivery)
+            }
+        })
+        .collect();
+    if consumer.dead_letters {
+        variants.push(quote! {
+            /// A dead letter that is none of them, or does not decode or validate as the
+            /// one its `type` names: its bytes, properties and why.
+            Raw(::warren_runtime::RawMessage)
+        });
+    }
     let names: Vec<String> = messages.iter().map(|m| code(&m.name)).collect();
-    let head = format!(
-        "Consumer {}: handles messages {} from queue {}, each with its own method.",
-        code(&consumer.spec.name),
-        names.join(", "),
-        code(&consumer.spec.queue)
-    );
-    let mut text = String::from(
-        "- a delivery is recognised by the `type` warren's publishers set (by the routing key or \
-         header the contract selects it by, when it has none); one recognised as none of them \
-         is dead-lettered as `unknown-message`, never handled",
-    );
-    text.push_str(&format!("\n- {}", retry_line(contract, consumer)?));
+    let head = match consumer.dead_letters {
+        true => format!(
+            "Dead-letter consumer {}: handles the dead letters of queue {}, typed as messages {} \
+             when they decode.",
+            code(&consumer.spec.name),
+            code(&consumer.spec.queue),
+            names.join(", ")
+        ),
+        false => format!(
+            "Consumer {}: handles messages {} from queue {}, each with its own method.",
+            code(&consumer.spec.name),
+            names.join(", "),
+            code(&consumer.spec.queue)
+        ),
+    };
+    let mut text = match consumer.dead_letters {
+        true => String::from(
+            "- a dead letter is typed as the message its `type` names (without one, the first \
+             it decodes and validates as); one that is none of them comes raw, never dropped\n\
+             - a failed handler returns it to the queue, or lets the broker dead-letter it \
+             through the queue's own dead-letter exchange, as the queue's retry policy says",
+        ),
+        false => String::from(
+            "- a delivery is recognised by the `type` warren's publishers set (by the routing key \
+             or header the contract selects it by, when it has none); one recognised as none of \
+             them is dead-lettered as `unknown-message`, never handled",
+        ),
+    };
+    if !consumer.dead_letters {
+        text.push_str(&format!("\n- {}", retry_line(contract, consumer)?));
+    }
     text.push_str(&settings_lines(consumer));
     let docs = compose(&head, None, &text);
-    let enum_doc = format!(
-        " A delivery of consumer {}, one of its messages: what the runtime hands the adapter \
-         of [`{name}`], which calls the method of its message.",
-        code(&consumer.spec.name)
+    let enum_doc = compose(
+        &match consumer.dead_letters {
+            true => format!(
+                "A dead letter of consumer {}: one of its messages, typed, or raw.",
+                code(&consumer.spec.name)
+            ),
+            false => format!(
+                "A delivery of consumer {}, one of its messages: what the runtime hands the \
+                 adapter of [`{name}`], which calls the method of its message.",
+                code(&consumer.spec.name)
+            ),
+        },
+        None,
+        "",
     );
     Ok(quote! {
         #docs
@@ -400,7 +455,7 @@ fn several_trait(
             #( #methods )*
         }
 
-        #[doc = #enum_doc]
+        #enum_doc
         pub enum #one_of {
             #( #variants ),*
         }
@@ -569,7 +624,7 @@ fn adapter(served: &Served<'_>) -> TokenStream {
     let name = ident(&served.consumer().spec.name, Role::ConsumerTrait);
     let runtime_trait = served.kind().runtime_trait();
     let marker = served.marker(&quote! { super });
-    let Served::Several(_, messages) = served else {
+    let (Served::Several(_, messages), Kind::Several) = (served, served.kind()) else {
         return quote! { #name: #runtime_trait<#marker> };
     };
     // Each variant of the enum, and the trait's method it goes to.
@@ -710,10 +765,15 @@ fn register(served: &Served<'_>) -> TokenStream {
                     )
                 }
             });
+        // A dead letter that is none of them comes raw.
+        let raw = match kind {
+            Kind::SeveralDeadLetters => quote! { super::#one_of::Raw, },
+            _ => TokenStream::new(),
+        };
         return registration(
             served,
             quote! {
-                ::warren_runtime::codegen::#add(worker, #spec, [#( #members ),*], #adapter);
+                ::warren_runtime::codegen::#add(worker, #spec, [#( #members ),*], #raw #adapter);
             },
         );
     }

@@ -26,7 +26,9 @@ use crate::metrics::Outcome as Settled;
 use crate::model::{FailureReason, Queue};
 use crate::schema::Validators;
 use crate::text::{MAX_ERROR_BYTES, truncate};
-use crate::{DeadLetter, DeadMessage, FailureContext, HandlerError, Message, RawMessage};
+use crate::{
+    DeadLetter, DeadMessage, FailureContext, HandlerError, Message, RawMessage, WorkerError,
+};
 
 /// Handles the dead letters of one queue, whose messages are `M` when they are not poison.
 /// Generated dead-letter consumer traits are adapted to this.
@@ -96,7 +98,7 @@ fn unqualified(name: &str) -> &str {
 }
 
 /// The raw message of a poison dead letter, its body cut to `max_body_bytes`.
-fn raw_message(
+pub(super) fn raw_message(
     raw: &lapin::message::Delivery,
     queue: &Queue,
     poison: Poison,
@@ -184,51 +186,72 @@ impl<M: Message, H: DeadLetterHandler<M>> Registered for DeadLetters<M, H> {
             let Some(runner) = Runner::start::<M>(self.spec, context).await? else {
                 return Ok(());
             };
-            one_at_a_time(runner, |runner, raw| {
-                let settler = runner.settler.clone();
-                let validators = runner.validators.clone();
-                let breaker = runner.breaker.clone();
-                let handler = self.handler.clone();
-                let max_body_bytes = runner.context.settings.max_body_bytes;
-                let budgets = runner.context.settings.budgets.clone();
-                async move {
-                    let handled = async {
-                        let letter = dead_letter::<M>(
-                            &raw,
-                            &settler.queue,
-                            validators.as_deref(),
-                            max_body_bytes,
-                            &budgets,
-                        );
-                        let handle = || handler.handle(letter);
-                        let properties = [&raw.properties];
-                        match run_handler(&settler, breaker.as_deref(), properties, handle).await {
-                            Ok(()) => {
-                                settler.observer.handled(Settled::Ack);
-                                settler.ack(&raw);
-                            }
-                            Err((failure, error)) => {
-                                settle_by_broker(&settler, &raw, failure, &error).await;
-                            }
-                        }
-                    };
-                    // Warren's own panic: settled by the same rule, never discarded.
-                    if let Err(panic) = AssertUnwindSafe(handled).catch_unwind().await
-                        && raw.acks.unsettled(raw.delivery_tag)
-                    {
-                        let error = format!("warren panicked: {}", panic_text(&*panic));
-                        tracing::error!(
-                            consumer = settler.consumer,
-                            error,
-                            "warren panicked on a dead letter"
-                        );
-                        settle_by_broker(&settler, &raw, Failure::Internal, &error).await;
-                    }
-                }
-            })
-            .await
+            let validators = runner.validators.clone();
+            let max_body_bytes = runner.context.settings.max_body_bytes;
+            let budgets = runner.context.settings.budgets.clone();
+            let handler = self.handler.clone();
+            let letter = move |raw: &lapin::message::Delivery, queue: &Queue| {
+                dead_letter::<M>(raw, queue, validators.as_deref(), max_body_bytes, &budgets)
+            };
+            let handle = move |letter| {
+                let handler = handler.clone();
+                async move { handler.handle(letter).await }
+            };
+            consume_dead_letters(runner, letter, handle).await
         })
     }
+}
+
+/// The consume loop of a dead-letter consumer: each delivery made into the handler's letter
+/// by `letter` (never refused: poison comes raw), handed to `handle`, and settled by the
+/// broker when it fails ([`settle_by_broker`]).
+pub(super) async fn consume_dead_letters<L, F, Fut>(
+    runner: Runner,
+    letter: impl Fn(&lapin::message::Delivery, &Queue) -> L + Send + Sync + 'static,
+    handle: F,
+) -> Result<(), WorkerError>
+where
+    L: Send + 'static,
+    F: Fn(L) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), HandlerError>> + Send + 'static,
+{
+    let letter = Arc::new(letter);
+    let handle = Arc::new(handle);
+    one_at_a_time(runner, |runner, raw| {
+        let settler = runner.settler.clone();
+        let breaker = runner.breaker.clone();
+        let letter = letter.clone();
+        let handle = handle.clone();
+        async move {
+            let handled = async {
+                let letter = letter(&raw, &settler.queue);
+                let handling = || handle(letter);
+                let properties = [&raw.properties];
+                match run_handler(&settler, breaker.as_deref(), properties, handling).await {
+                    Ok(()) => {
+                        settler.observer.handled(Settled::Ack);
+                        settler.ack(&raw);
+                    }
+                    Err((failure, error)) => {
+                        settle_by_broker(&settler, &raw, failure, &error).await;
+                    }
+                }
+            };
+            // Warren's own panic: settled by the same rule, never discarded.
+            if let Err(panic) = AssertUnwindSafe(handled).catch_unwind().await
+                && raw.acks.unsettled(raw.delivery_tag)
+            {
+                let error = format!("warren panicked: {}", panic_text(&*panic));
+                tracing::error!(
+                    consumer = settler.consumer,
+                    error,
+                    "warren panicked on a dead letter"
+                );
+                settle_by_broker(&settler, &raw, Failure::Internal, &error).await;
+            }
+        }
+    })
+    .await
 }
 
 #[cfg(test)]

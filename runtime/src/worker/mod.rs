@@ -36,7 +36,9 @@ use tokio::sync::watch;
 pub use dead_letter_consumer::DeadLetterHandler;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use dead_letter_consumer::dead_letter;
-pub use several::{Member, SeveralHandler, add_several, member};
+pub use several::{
+    Member, SeveralDeadLetterHandler, SeveralHandler, add_several, add_several_dead_letters, member,
+};
 
 use crate::failure::RetryBudgets;
 use crate::health::{ConsumerState, HealthHandle, WorkerHealth, WorkerState};

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use super::consume::{one_at_a_time, run_handler, settled_even_on_panic};
-use super::dead_letter_consumer::names;
+use super::dead_letter_consumer::{consume_dead_letters, names, raw_message};
 use super::decode::{decode, original_route, retries_so_far};
 use super::policy::Failure;
 use super::runner::Runner;
@@ -21,7 +21,7 @@ use crate::codec::{Poison, poison};
 use crate::codegen::DeliveryOf;
 use crate::model::{FailureReason, MessageSelector, Queue, topic_matches};
 use crate::schema::{SchemaError, Validators};
-use crate::{HandlerError, Message, WorkerError};
+use crate::{FailureContext, HandlerError, Message, RawMessage, WorkerError};
 
 /// Handles the messages of a consumer of several as one value `D`: the generated enum, with a
 /// variant per message. The generated trait (one method per message) is adapted to this.
@@ -31,8 +31,14 @@ pub trait SeveralHandler<D>: Send + Sync + 'static {
 }
 
 /// How one member decodes a delivery into `D`: raw delivery, queue, validators (`None`:
-/// validation off), body cap.
-type DecodeAs<D> = dyn Fn(&lapin::message::Delivery, &Queue, Option<&Validators>, usize) -> Result<D, Poison>
+/// validation off), body cap, and the failure history a dead letter's delivery carries.
+type DecodeAs<D> = dyn Fn(
+        &lapin::message::Delivery,
+        &Queue,
+        Option<&Validators>,
+        usize,
+        Option<&FailureContext>,
+    ) -> Result<D, Poison>
     + Send
     + Sync;
 
@@ -57,8 +63,12 @@ pub fn member<M: Message, D: 'static>(
         name: M::NAME,
         selector,
         validators: Validators::of::<M>,
-        decode: Box::new(move |raw, queue, validators, max_body_bytes| {
-            decode::<M>(raw, queue, validators, max_body_bytes).map(wrap)
+        decode: Box::new(move |raw, queue, validators, max_body_bytes, failure| {
+            let delivery = decode::<M>(raw, queue, validators, max_body_bytes)?;
+            Ok(wrap(match failure {
+                Some(failure) => delivery.with_failure(failure.clone()),
+                None => delivery,
+            }))
         }),
     }
 }
@@ -113,8 +123,41 @@ impl<D> Decoders<D> {
     /// `raw` recognised as one of the members and decoded as it.
     fn decode(&self, raw: &lapin::message::Delivery, queue: &Queue) -> Result<D, Poison> {
         let index = recognised(&self.members, raw, queue)?;
+        self.decode_as(index, raw, queue, None)
+    }
+
+    /// `raw` decoded as member `index`, with a dead letter's `failure` history.
+    fn decode_as(
+        &self,
+        index: usize,
+        raw: &lapin::message::Delivery,
+        queue: &Queue,
+        failure: Option<&FailureContext>,
+    ) -> Result<D, Poison> {
         let validators = self.validators[index].as_deref();
-        (self.members[index].decode)(raw, queue, validators, self.max_body_bytes)
+        (self.members[index].decode)(raw, queue, validators, self.max_body_bytes, failure)
+    }
+
+    /// A dead letter as the member its `type` names, or without one the first member it
+    /// decodes and validates as; the poison of the last try when none.
+    fn dead_letter(
+        &self,
+        raw: &lapin::message::Delivery,
+        queue: &Queue,
+        failure: &FailureContext,
+    ) -> Result<D, Poison> {
+        if raw.properties.kind().is_some() {
+            let index = recognised(&self.members, raw, queue)?;
+            return self.decode_as(index, raw, queue, Some(failure));
+        }
+        let mut last = poison(FailureReason::UnknownMessage, "a consumer of no message");
+        for index in 0..self.members.len() {
+            match self.decode_as(index, raw, queue, Some(failure)) {
+                Ok(message) => return Ok(message),
+                Err(poisoned) => last = poisoned,
+            }
+        }
+        Err(last)
     }
 }
 
@@ -230,6 +273,87 @@ impl<D: Send + 'static, H: SeveralHandler<D>> Registered for Several<D, H> {
                 }
             })
             .await
+        })
+    }
+}
+
+/// Handles the dead letters of a queue that receives several messages: each with its failure
+/// history, typed as the message its `type` names (or, without one, the first it decodes as),
+/// raw when it is none of them. The generated trait of a dead-letter consumer of several is
+/// adapted to this.
+pub trait SeveralDeadLetterHandler<D>: Send + Sync + 'static {
+    /// Handles one dead letter: why it died, and the message, typed or raw.
+    fn handle(
+        &self,
+        failure: FailureContext,
+        message: D,
+    ) -> impl Future<Output = Result<(), HandlerError>> + Send;
+}
+
+/// Adds a dead-letter consumer of several messages, `members`, to `worker`; a dead letter that
+/// is none of them reaches `handler` as `raw` makes it: what the generated
+/// `consumers::register` functions of a dead-letter consumer with `messages:` call
+/// (`warren_runtime::codegen::add_several_dead_letters`); not a stable API.
+pub fn add_several_dead_letters<D: Send + 'static, H: SeveralDeadLetterHandler<D>>(
+    worker: &mut super::Worker,
+    spec: ConsumerSpec,
+    members: impl IntoIterator<Item = Member<D>>,
+    raw: fn(RawMessage) -> D,
+    handler: H,
+) {
+    worker.register(Box::new(SeveralDeadLetters {
+        spec,
+        members: Arc::new(members.into_iter().collect()),
+        raw,
+        handler: Arc::new(handler),
+    }));
+}
+
+struct SeveralDeadLetters<D, H> {
+    spec: ConsumerSpec,
+    members: Arc<Vec<Member<D>>>,
+    raw: fn(RawMessage) -> D,
+    handler: Arc<H>,
+}
+
+impl<D: Send + 'static, H: SeveralDeadLetterHandler<D>> Registered for SeveralDeadLetters<D, H> {
+    fn spec(&self) -> &ConsumerSpec {
+        &self.spec
+    }
+
+    #[cfg(feature = "trial")]
+    fn kind(&self) -> &'static str {
+        "a dead-letter consumer"
+    }
+
+    fn start(self: Box<Self>, context: Context) -> Task {
+        Box::pin(async move {
+            let settings = &context.settings;
+            let max_body_bytes = settings.max_body_bytes;
+            let budgets = settings.budgets.clone();
+            let decoders = Decoders::new(self.members.clone(), settings.validate, max_body_bytes)?;
+            let Some(runner) = Runner::start_validating(self.spec, context, None).await? else {
+                return Ok(());
+            };
+            let raw_of = self.raw;
+            let letter = move |raw: &lapin::message::Delivery, queue: &Queue| {
+                let failure = FailureContext::from_headers(raw.properties.headers().as_ref())
+                    .map(|failure| budgets.judge(failure))
+                    .unwrap_or_default();
+                let message =
+                    decoders
+                        .dead_letter(raw, queue, &failure)
+                        .unwrap_or_else(|poisoned| {
+                            raw_of(raw_message(raw, queue, poisoned, max_body_bytes))
+                        });
+                (failure, message)
+            };
+            let handler = self.handler.clone();
+            let handle = move |(failure, message)| {
+                let handler = handler.clone();
+                async move { handler.handle(failure, message).await }
+            };
+            consume_dead_letters(runner, letter, handle).await
         })
     }
 }

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use tokio::sync::Semaphore;
-use warren_runtime::model::QueueRole;
+use warren_runtime::model::{FailureReason, QueueRole};
 use warren_runtime::{
     Connection, DeadLetter, Delivery, FailureContext, HandlerError, RpcHandlerError, Worker,
     WorkerError,
@@ -76,6 +76,8 @@ struct State {
     dead_letters: Mutex<Vec<DeadLetter<types::Job, types::JobHeaders>>>,
     /// The notes `run_mixed` handled, by id.
     notes: Mutex<Vec<String>>,
+    /// The dead letters `read_mixed_dead` read: what each was, and why it died.
+    mixed_dead: Mutex<Vec<(String, Option<FailureReason>)>>,
     quoter: rpc::Quoter,
 }
 
@@ -91,6 +93,7 @@ impl Default for State {
             outage: AtomicBool::new(false),
             dead_letters: Mutex::default(),
             notes: Mutex::default(),
+            mixed_dead: Mutex::default(),
             quoter: rpc::Quoter::default(),
         }
     }
@@ -104,6 +107,7 @@ pub struct Recorder(Arc<State>);
 /// [`Handlers`] with every consumer and rpc server of the test contract handled by a
 /// [`Recorder`].
 pub type Recorded = Handlers<
+    Recorder,
     Recorder,
     Recorder,
     Recorder,
@@ -158,6 +162,7 @@ pub fn handlers(recorder: &Recorder) -> Recorded {
         run_priority: recorder.clone(),
         run_ordered: recorder.clone(),
         run_mixed: recorder.clone(),
+        read_mixed_dead: recorder.clone(),
         quote_price: recorder.clone(),
         rush_quote: recorder.clone(),
         lossy_quote: recorder.clone(),
@@ -408,11 +413,44 @@ impl consumers::RunMixed for Recorder {
             .unwrap_or_else(|e| e.into_inner())
             .push(id);
         self.0.changed.notify();
+        if delivery.payload().text.as_str() == "refuse" {
+            return Err(HandlerError::non_retryable("a note to refuse"));
+        }
+        Ok(())
+    }
+}
+
+/// Records each dead letter as what it was: `job <id>`, `note <id>` or `raw`.
+impl consumers::ReadMixedDead for Recorder {
+    async fn handle(
+        &self,
+        failure: FailureContext,
+        message: consumers::ReadMixedDeadMessage,
+    ) -> Result<(), HandlerError> {
+        let what = match message {
+            consumers::ReadMixedDeadMessage::Job(job) => {
+                format!("job {}", job.payload().id.as_str())
+            }
+            consumers::ReadMixedDeadMessage::Note(note) => {
+                format!("note {}", note.payload().id.as_str())
+            }
+            consumers::ReadMixedDeadMessage::Raw(_) => "raw".to_owned(),
+        };
+        let mut dead = self.0.mixed_dead.lock().unwrap_or_else(|e| e.into_inner());
+        dead.push((what, failure.reason));
+        drop(dead);
+        self.0.changed.notify();
         Ok(())
     }
 }
 
 impl Recorder {
+    /// The dead letters `read_mixed_dead` read so far: what each was, and why it died.
+    pub fn mixed_dead(&self) -> Vec<(String, Option<FailureReason>)> {
+        let dead = self.0.mixed_dead.lock().unwrap_or_else(|e| e.into_inner());
+        dead.clone()
+    }
+
     /// The notes handled so far, by id.
     pub fn notes(&self) -> Vec<String> {
         self.0

@@ -84,7 +84,7 @@ async fn each_message_reaches_its_method_and_an_unknown_one_is_dead_lettered() {
     h.publish_raw("note.invoice", &note_body, invoice.clone())
         .await;
     h.publish_raw("note.bare", &note_body, foreign(&[])).await;
-    let dead = h.dead_letters(2, WAIT).await;
+    let dead = h.deployed.take_dead_letters("mixed.dead", 2, WAIT).await;
     assert_eq!(dead.len(), 2, "both dead-lettered");
     for letter in &dead {
         assert_eq!(
@@ -135,5 +135,50 @@ async fn each_message_reaches_its_method_and_an_unknown_one_is_dead_lettered() {
             Some(reason) => assert_eq!(verdict.reason(), Some(*reason), "{verdict:?}"),
         }
     }
+    h.stop().await.expect("cleaned up");
+}
+
+/// A dead-letter consumer of several (`read_mixed_dead`, `messages: [job, note]`): each dead
+/// letter typed as the message it was, and one that is none of them raw, each with why it
+/// died.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_consumer_of_several_gets_each_typed_or_raw() {
+    let h = Harness::start_registering("several-dead", |recorder, worker| {
+        consumers::register::run_mixed(worker, recorder.clone());
+        consumers::register::read_mixed_dead(worker, recorder.clone());
+    })
+    .await;
+    h.submit("mixed", job("fatal-job", JobBehaviour::Fatal))
+        .await;
+    let mut refused = note("refused-note");
+    refused.text = "refuse".try_into().expect("a note's text");
+    h.publishers
+        .submit_note("post-it", &refused, &headers())
+        .await
+        .expect("a note is published");
+    let note_body = serde_json::to_vec(&note("invoice")).expect("json");
+    let invoice = foreign(&[]).with_type(ShortString::from("invoice"));
+    h.publish_raw("note.invoice", &note_body, invoice).await;
+
+    let recorder = &h.recorder;
+    recorder
+        .wait(WAIT, || recorder.mixed_dead().len() == 3)
+        .await;
+    let mut dead = recorder.mixed_dead();
+    dead.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        dead,
+        [
+            (
+                "job fatal-job".to_owned(),
+                Some(FailureReason::NonRetryable)
+            ),
+            (
+                "note refused-note".to_owned(),
+                Some(FailureReason::NonRetryable)
+            ),
+            ("raw".to_owned(), Some(FailureReason::UnknownMessage)),
+        ]
+    );
     h.stop().await.expect("cleaned up");
 }

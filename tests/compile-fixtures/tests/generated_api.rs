@@ -42,6 +42,31 @@ impl routing::consumers::Watch for Watch {
     }
 }
 
+struct ReadDead;
+
+/// A dead-letter consumer of several messages: one method over their enum.
+impl routing::consumers::ReadDead for ReadDead {
+    async fn handle(
+        &self,
+        failure: warren_runtime::FailureContext,
+        message: routing::consumers::ReadDeadMessage,
+    ) -> Result<(), HandlerError> {
+        let _reason = failure.reason;
+        match message {
+            routing::consumers::ReadDeadMessage::Reading(reading) => {
+                let _ = reading.payload().value;
+            }
+            routing::consumers::ReadDeadMessage::Alarm(alarm) => {
+                let _ = alarm.payload().level;
+            }
+            routing::consumers::ReadDeadMessage::Raw(raw) => {
+                let _ = raw.body.len();
+            }
+        }
+        Ok(())
+    }
+}
+
 struct Eu;
 
 impl routing::consumers::Eu for Eu {
@@ -129,6 +154,7 @@ async fn handler_traits_take_async_fns_and_handlers_need_every_one() {
     let handlers = routing::Handlers {
         archive: Archive,
         eu: Eu,
+        read_dead: ReadDead,
         watch: Watch,
     };
     let reading = routing::types::Reading {

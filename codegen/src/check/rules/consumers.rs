@@ -141,7 +141,6 @@ impl Checker<'_> {
         let kind = match consumer {
             c if c.batch.is_some() => Some("a batch consumer"),
             c if c.inbox == Some(true) => Some("an inbox consumer"),
-            c if c.dead_letters == Some(true) => Some("a dead-letter consumer"),
             _ => None,
         };
         if let Some(kind) = kind {
@@ -149,8 +148,43 @@ impl Checker<'_> {
                 Code::BadConsumer,
                 &at,
                 format!("consumer `{name}` takes several messages and is {kind}: a consumer of several handles one delivery at a time"),
-                "give each message a consumer of its own, or drop `batch`, `inbox` or `dead_letters`",
+                "give each message a consumer of its own, or drop `batch` or `inbox`",
             );
+        }
+        if consumer.dead_letters == Some(true) {
+            self.dead_letters_of_several(name, consumer, several, &at);
+        }
+    }
+
+    /// A dead-letter consumer of several: its dead letters are told apart by their `type` (or
+    /// the first message they decode as), so selectors mean nothing; its enum's `Raw` variant
+    /// is taken.
+    fn dead_letters_of_several(
+        &mut self,
+        name: &str,
+        consumer: &Consumer,
+        several: &ConsumedMessages,
+        at: &YamlPath,
+    ) {
+        if let ConsumedMessages::Selected(_) = several {
+            self.error(
+                Code::BadConsumer,
+                at,
+                format!("dead-letter consumer `{name}` gives its messages selectors: a dead letter is typed by its `type`, or as the first message it decodes as"),
+                "list the messages without selectors: `messages: [a, b]`",
+            );
+        }
+        for (message, _) in consumer.consumed() {
+            let taken = crate::naming::role_ident(message, crate::naming::Role::Message)
+                .is_ok_and(|ident| ident.text == "Raw");
+            if taken {
+                self.error(
+                    Code::BadConsumer,
+                    at,
+                    format!("dead-letter consumer `{name}` lists message `{message}`, whose variant would be `Raw`, the variant of the dead letters that are none of them"),
+                    "rename the message",
+                );
+            }
         }
     }
 
@@ -295,6 +329,11 @@ impl Checker<'_> {
             .filter(|(source, queue)| self.dead_letters_into(source, queue, &consumer.queue))
             .map(|(source, _)| source.as_str())
             .collect();
+        // A consumer that lists its messages is told of one it missed; one of a single
+        // message takes the others raw, as documented.
+        if consumer.messages.is_some() {
+            self.untyped_dead_letters(name, consumer, &fed_by, path);
+        }
         if fed_by.is_empty() {
             self.warn(
                 Code::NoDeadLetters,
@@ -303,6 +342,49 @@ impl Checker<'_> {
                 format!("bind queue `{}` to the `dead_letter` exchange of the queues whose failures it should read, or drop `dead_letters: true`", consumer.queue),
             );
         }
+    }
+
+    /// Warns of the messages whose dead letters reach a dead-letter consumer's queue from the
+    /// queues in `fed_by` (what their consumers and rpc servers read) and that it does not
+    /// list: they reach its handler raw.
+    fn untyped_dead_letters(
+        &mut self,
+        name: &str,
+        consumer: &Consumer,
+        fed_by: &[&str],
+        path: &YamlPath,
+    ) {
+        let file = self.file;
+        let listed: BTreeSet<&str> = consumer.consumed().iter().map(|(m, _)| *m).collect();
+        let mut untyped: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        let consumed = file.consumers.values().flat_map(|c| {
+            let queue = c.queue.as_str();
+            c.consumed()
+                .into_iter()
+                .map(move |(message, _)| (queue, message))
+        });
+        let requests = (file.rpcs.values()).map(|r| (r.queue.as_str(), r.request.as_str()));
+        for (queue, message) in consumed.chain(requests) {
+            if fed_by.contains(&queue) && !listed.contains(message) {
+                untyped.entry(message).or_default().insert(queue);
+            }
+        }
+        if untyped.is_empty() {
+            return;
+        }
+        let missing: Vec<String> = (untyped.iter())
+            .map(|(message, queues)| format!("`{message}` (from {})", list(queues.iter().copied())))
+            .collect();
+        let all: Vec<&str> = listed.iter().chain(untyped.keys()).copied().collect();
+        self.warn(
+            Code::UntypedDeadLetters,
+            &path.key("messages"),
+            format!(
+                "dead-letter consumer `{name}` reads dead letters of messages it does not list, which reach its handler raw: {}",
+                missing.join(", ")
+            ),
+            format!("list every message its queue receives: `messages: [{}]`", all.join(", ")),
+        );
     }
 
     /// Whether queue `source`'s dead letters reach queue `target`: through its dead-letter
