@@ -96,7 +96,7 @@ impl Trial {
     /// # Panics
     ///
     /// When no consumer `consumer` is registered, its queue is not in the topology, or it is
-    /// of a kind a trial does not run (dead-letter consumers and RPC servers): a mistake in
+    /// of a kind a trial does not run (RPC servers): a mistake in
     /// the test, not a verdict.
     pub async fn arrive(&self, consumer: &str, arrival: &Arrival) -> Verdict {
         self.try_arrive(consumer, arrival)

@@ -229,28 +229,48 @@ async fn billing_requeues_then_dead_letters_and_poison_skips_the_handler() {
     assert_eq!(shop.seen.len(), 2, "poison never reached the handler");
 }
 
+/// A dead-letter consumer (the orders example's reads a queue with nowhere to dead-letter):
+/// its dead letter handled is acked; failed, the broker returns it to its queue, never a copy.
+#[tokio::test]
+async fn a_dead_letter_is_acked_or_returned_to_its_queue() {
+    let mut trial = Trial::new(topology());
+    consumers::register::read_dead_letters(trial.worker(), Reader);
+    let dead = |customer| placed(7, customer).via("orders.dlx", "orders.fulfilment");
+    let read = trial.arrive("read_dead_letters", &dead("alice")).await;
+    assert_eq!(read, Verdict::Acked);
+    let failed = trial.arrive("read_dead_letters", &dead("flaky")).await;
+    assert!(
+        matches!(
+            failed,
+            Verdict::Requeued {
+                exhausted: false,
+                ..
+            }
+        ),
+        "{failed:?}"
+    );
+    assert_eq!(failed.error(), Some("the alert store is down"));
+}
+
 /// A consumer that was not registered, or a kind a trial does not run, is the test's
 /// mistake, said as such.
 #[tokio::test]
 async fn what_a_trial_cannot_run_is_an_error_naming_it() {
     let shop = Shop::new().await;
     let trial = trial(&shop).await;
-    let mut reading = Trial::new(topology());
-    consumers::register::read_dead_letters(reading.worker(), Reader);
+    let mut serving = Trial::new(topology());
+    consumers::register::quote_price(serving.worker(), warren_example_orders::handlers::Quotes);
     let arrival = placed(5, "alice");
     let unknown = trial.try_arrive("notify_cancellation", &arrival).await;
     assert!(
         matches!(unknown, Err(TrialError::UnknownConsumer { .. })),
         "{unknown:?}"
     );
-    let unsupported = reading.try_arrive("read_dead_letters", &arrival).await;
+    let unsupported = serving.try_arrive("quote_price", &arrival).await;
     let Err(error @ TrialError::Unsupported { .. }) = unsupported else {
         panic!("unsupported: {unsupported:?}");
     };
-    assert!(
-        error.to_string().contains("a dead-letter consumer"),
-        "{error}"
-    );
+    assert!(error.to_string().contains("an RPC server"), "{error}");
     // A route no broker delivers is refused, not a panic in lapin.
     let long = placed(6, "alice").via("x".repeat(300), "order.eu.placed");
     let refused = trial.try_arrive("fulfil_order", &long).await;
@@ -262,11 +282,18 @@ async fn what_a_trial_cannot_run_is_an_error_naming_it() {
 
 struct Reader;
 
+/// Stores each dead letter; the store is down for a `flaky` customer's.
 impl consumers::ReadDeadLetters for Reader {
     async fn handle(
         &self,
-        _: warren_runtime::DeadLetter<OrderPlaced, OrderHeaders>,
+        dead_letter: warren_runtime::DeadLetter<OrderPlaced, OrderHeaders>,
     ) -> Result<(), HandlerError> {
+        let flaky = (dead_letter.typed()).is_some_and(|d| d.payload().customer_id == "flaky");
+        if flaky {
+            return Err(HandlerError::retryable(std::io::Error::other(
+                "the alert store is down",
+            )));
+        }
         Ok(())
     }
 }

@@ -122,20 +122,44 @@ pub(super) fn raw_message(
     message
 }
 
-/// Settles a dead letter its handler failed on (or warren panicked on) by the queue's
-/// policy, carried out by the broker so that the headers stay as they came:
+/// What the broker is asked to do with a dead letter its handler failed on (or warren
+/// panicked on), by the queue's policy, so that its headers stay as they came:
 /// - a retry (requeue or a retry copy) returns it to its queue (`basic.reject`, requeue),
 ///   where the broker counts it on a quorum queue;
 /// - dead-lettering rejects it without requeue, so the broker dead-letters it through the
 ///   queue's own dead-letter exchange, adding only its `x-death`;
 /// - `exhausted: drop` acks it, as the contract says;
 /// - with nowhere to dead-letter, it returns to its queue: a dead letter is never discarded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ByBroker {
+    /// Rejected without requeue, for this reason.
+    DeadLetter(FailureReason),
+    /// Acknowledged and gone, for this reason.
+    Drop(FailureReason),
+    /// Rejected with requeue.
+    Requeue,
+}
+
+/// How the broker settles a dead letter of `queue` that failed with `failure` after
+/// `retries` ([`ByBroker`]).
+pub(super) fn by_broker(queue: &Queue, retries: u32, failure: Failure) -> ByBroker {
+    match decide(queue, retries, failure, 0.0) {
+        Decision::DeadLetter { reason } => ByBroker::DeadLetter(reason),
+        Decision::Drop { reason } => ByBroker::Drop(reason),
+        Decision::Requeue { .. } | Decision::Retry { .. } | Decision::Discard { .. } => {
+            ByBroker::Requeue
+        }
+    }
+}
+
+/// Settles a dead letter its handler failed on (or warren panicked on) as [`by_broker`]
+/// says.
 async fn settle_by_broker(settler: &Settler, raw: &Taken, failure: Failure, error: &str) {
     let retries = retries_so_far(raw, &settler.queue);
     let consumer = settler.consumer;
     let queue = settler.queue.name.as_str();
-    match decide(&settler.queue, retries, failure, 0.0) {
-        Decision::DeadLetter { reason } => {
+    match by_broker(&settler.queue, retries, failure) {
+        ByBroker::DeadLetter(reason) => {
             tracing::warn!(
                 consumer,
                 queue,
@@ -146,7 +170,7 @@ async fn settle_by_broker(settler: &Settler, raw: &Taken, failure: Failure, erro
             settler.observer.handled(Settled::DeadLetter);
             settler.reject(raw, false).await;
         }
-        Decision::Drop { reason } => {
+        ByBroker::Drop(reason) => {
             tracing::warn!(
                 consumer,
                 queue,
@@ -157,7 +181,7 @@ async fn settle_by_broker(settler: &Settler, raw: &Taken, failure: Failure, erro
             settler.observer.handled(Settled::Drop);
             settler.ack(raw);
         }
-        Decision::Requeue { .. } | Decision::Retry { .. } | Decision::Discard { .. } => {
+        ByBroker::Requeue => {
             tracing::warn!(
                 consumer,
                 queue,
@@ -179,6 +203,25 @@ impl<M: Message, H: DeadLetterHandler<M>> Registered for DeadLetters<M, H> {
     #[cfg(feature = "trial")]
     fn kind(&self) -> &'static str {
         "a dead-letter consumer"
+    }
+
+    #[cfg(feature = "trial")]
+    fn trial<'a>(&'a self, bench: &'a super::trial::Bench<'a>) -> super::trial::Trying<'a> {
+        Box::pin(async move {
+            let settings = bench.settings;
+            let validators = match settings.validate {
+                true => Some(Validators::of::<M>().map_err(WorkerError::from)?),
+                false => None,
+            };
+            let letter = dead_letter::<M>(
+                bench.raw,
+                bench.queue,
+                validators.as_deref(),
+                settings.max_body_bytes,
+                &settings.budgets,
+            );
+            Ok(super::trial::dead_letter_handled(bench, self.handler.handle(letter)).await)
+        })
     }
 
     fn start(self: Box<Self>, context: Context) -> Task {

@@ -231,7 +231,11 @@ impl<D: Send + 'static, H: SeveralHandler<D>> Registered for Several<D, H> {
                     super::consume::outcome(caught.await)
                 }
             };
-            Ok(super::trial::Handled { result, retries })
+            Ok(super::trial::Handled {
+                result,
+                retries,
+                by_broker: false,
+            })
         })
     }
 
@@ -326,6 +330,20 @@ impl<D: Send + 'static, H: SeveralDeadLetterHandler<D>> Registered for SeveralDe
         "a dead-letter consumer"
     }
 
+    #[cfg(feature = "trial")]
+    fn trial<'a>(&'a self, bench: &'a super::trial::Bench<'a>) -> super::trial::Trying<'a> {
+        Box::pin(async move {
+            let settings = bench.settings;
+            let members = self.members.clone();
+            let decoders = Decoders::new(members, settings.validate, settings.max_body_bytes)?;
+            let budgets = &settings.budgets;
+            let (failure, message) =
+                letter_of(self.raw, &decoders, budgets, bench.raw, bench.queue);
+            let handling = self.handler.handle(failure, message);
+            Ok(super::trial::dead_letter_handled(bench, handling).await)
+        })
+    }
+
     fn start(self: Box<Self>, context: Context) -> Task {
         Box::pin(async move {
             let settings = &context.settings;
@@ -337,16 +355,7 @@ impl<D: Send + 'static, H: SeveralDeadLetterHandler<D>> Registered for SeveralDe
             };
             let raw_of = self.raw;
             let letter = move |raw: &lapin::message::Delivery, queue: &Queue| {
-                let failure = FailureContext::from_headers(raw.properties.headers().as_ref())
-                    .map(|failure| budgets.judge(failure))
-                    .unwrap_or_default();
-                let message =
-                    decoders
-                        .dead_letter(raw, queue, &failure)
-                        .unwrap_or_else(|poisoned| {
-                            raw_of(raw_message(raw, queue, poisoned, max_body_bytes))
-                        });
-                (failure, message)
+                letter_of(raw_of, &decoders, &budgets, raw, queue)
             };
             let handler = self.handler.clone();
             let handle = move |(failure, message)| {
@@ -356,4 +365,22 @@ impl<D: Send + 'static, H: SeveralDeadLetterHandler<D>> Registered for SeveralDe
             consume_dead_letters(runner, letter, handle).await
         })
     }
+}
+
+/// A dead letter's failure history (another stack's judged by `budgets`) and its message:
+/// typed as one of the members, or made raw by `raw_of`.
+fn letter_of<D>(
+    raw_of: fn(RawMessage) -> D,
+    decoders: &Decoders<D>,
+    budgets: &crate::failure::RetryBudgets,
+    raw: &lapin::message::Delivery,
+    queue: &Queue,
+) -> (FailureContext, D) {
+    let failure = FailureContext::from_headers(raw.properties.headers().as_ref())
+        .map(|failure| budgets.judge(failure))
+        .unwrap_or_default();
+    let message = (decoders.dead_letter(raw, queue, &failure)).unwrap_or_else(|poisoned| {
+        raw_of(raw_message(raw, queue, poisoned, decoders.max_body_bytes))
+    });
+    (failure, message)
 }

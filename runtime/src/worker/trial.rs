@@ -17,6 +17,7 @@ use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 
 use super::consume::outcome;
+use super::dead_letter_consumer::ByBroker;
 use super::decode::{decode, retries_so_far};
 use super::policy::{Decision, Failure, broker_counts, dead_letter_decision, decide};
 use super::settle::Copier;
@@ -200,6 +201,15 @@ pub enum Verdict {
         /// What the handler (or warren) said.
         error: String,
     },
+    /// A dead letter its handler failed on, rejected without requeue: the broker dead-letters
+    /// it through its queue's own dead-letter exchange, its headers as they came (a
+    /// dead-letter consumer's failures are never copied).
+    Rejected {
+        /// Why.
+        reason: FailureReason,
+        /// What the handler (or warren) said.
+        error: String,
+    },
     /// Rejected without requeue on a queue without a dead-letter exchange: the broker
     /// discards it.
     Discarded {
@@ -215,6 +225,7 @@ impl Verdict {
     pub fn reason(&self) -> Option<FailureReason> {
         match self {
             Self::DeadLettered { reason, .. }
+            | Self::Rejected { reason, .. }
             | Self::Dropped { reason, .. }
             | Self::Discarded { reason, .. } => Some(*reason),
             Self::Acked | Self::Retried { .. } | Self::Requeued { .. } => None,
@@ -228,6 +239,7 @@ impl Verdict {
             Self::Retried { error, .. }
             | Self::Requeued { error, .. }
             | Self::DeadLettered { error, .. }
+            | Self::Rejected { error, .. }
             | Self::Dropped { error, .. }
             | Self::Discarded { error, .. } => Some(error),
         }
@@ -299,6 +311,21 @@ pub(super) struct Bench<'a> {
 pub(super) struct Handled {
     pub result: Result<(), (Failure, String)>,
     pub retries: u32,
+    /// A dead letter's: settled by the broker, never by a copy.
+    pub by_broker: bool,
+}
+
+/// What a dead-letter consumer's `handling` of the bench's delivery (its handler's future,
+/// given the letter) leaves to settle.
+pub(super) async fn dead_letter_handled(
+    bench: &Bench<'_>,
+    handling: impl Future<Output = Result<(), crate::HandlerError>>,
+) -> Handled {
+    Handled {
+        result: outcome(AssertUnwindSafe(handling).catch_unwind().await),
+        retries: retries_so_far(bench.raw, bench.queue),
+        by_broker: true,
+    }
 }
 
 /// The future of a trial, borrowing the consumer and the bench.
@@ -318,6 +345,7 @@ pub(super) async fn single<M: Message, H: Handler<M>>(
             Handled {
                 result: outcome(caught.await),
                 retries,
+                by_broker: false,
             }
         }
     })
@@ -339,12 +367,14 @@ pub(super) async fn batch<M: Message, H: BatchHandler<M>>(
         return Ok(Handled {
             result: Err(refused),
             retries,
+            by_broker: false,
         });
     }
     let caught = AssertUnwindSafe(handler.handle_batch(vec![delivery])).catch_unwind();
     Ok(Handled {
         result: outcome(caught.await),
         retries,
+        by_broker: false,
     })
 }
 
@@ -366,6 +396,7 @@ fn decoded<M: Message>(
     .map_err(|poison| Handled {
         result: Err((Failure::Poison(poison.reason), poison.detail)),
         retries: retries_so_far(bench.raw, bench.queue),
+        by_broker: false,
     }))
 }
 
@@ -378,8 +409,9 @@ impl Worker {
     ///
     /// For tests (the `trial` feature, which `warren-testkit` turns on): build the worker on
     /// [`crate::Connection::detached`]. One-at-a-time and batch consumers are tried (a batch
-    /// of one), inbox consumers with their database; dead-letter consumers and RPC servers
-    /// are not yet ([`TrialError::Unsupported`]).
+    /// of one), inbox consumers with their database, and dead-letter consumers (whose failures
+    /// the broker settles: [`Verdict::Rejected`]); RPC servers are not yet
+    /// ([`TrialError::Unsupported`]).
     pub async fn trial(
         &self,
         consumer: &str,
@@ -422,10 +454,24 @@ impl Worker {
 /// ([`decide`]), carried out as the settler would, its copies written by the settler's
 /// [`Copier`].
 fn verdict(bench: &Bench<'_>, handled: Handled, jitter: f64) -> Verdict {
-    let Handled { result, retries } = handled;
+    let Handled {
+        result,
+        retries,
+        by_broker,
+    } = handled;
     let Err((failure, error)) = result else {
         return Verdict::Acked;
     };
+    if by_broker {
+        return match super::dead_letter_consumer::by_broker(bench.queue, retries, failure) {
+            ByBroker::DeadLetter(reason) => Verdict::Rejected { reason, error },
+            ByBroker::Drop(reason) => Verdict::Dropped { reason, error },
+            ByBroker::Requeue => Verdict::Requeued {
+                exhausted: false,
+                error,
+            },
+        };
+    }
     let queue = bench.queue;
     let copier = Copier {
         queue,
