@@ -45,6 +45,34 @@ pub enum MessageSelector<S = &'static str> {
     Header(S, S),
 }
 
+impl<S> ConsumerSpec<S> {
+    /// Consumer `name` of `queue`, with its prefetch and concurrency, no circuit breaker and
+    /// no ordering key: how generated code starts each consumer's spec, adding only what the
+    /// contract sets.
+    pub const fn new(name: S, queue: S, prefetch: u16, concurrency: u16) -> Self {
+        Self {
+            name,
+            queue,
+            prefetch,
+            concurrency,
+            circuit_breaker: None,
+            ordering_key: None,
+        }
+    }
+
+    /// With a circuit breaker.
+    pub fn circuit_breaker(mut self, breaker: CircuitBreaker) -> Self {
+        self.circuit_breaker = Some(breaker);
+        self
+    }
+
+    /// With an ordering key.
+    pub fn ordering_key(mut self, key: OrderingKey<S>) -> Self {
+        self.ordering_key = Some(key);
+        self
+    }
+}
+
 /// Where a consumer reads the key that orders its messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OrderingKey<S = &'static str> {

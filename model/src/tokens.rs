@@ -401,17 +401,17 @@ impl<S: ToTokens> ToTokens for ConsumerSpec<S> {
             circuit_breaker,
             ordering_key,
         } = self;
-        let circuit_breaker = optional(circuit_breaker.as_ref());
-        let ordering_key = optional(ordering_key.as_ref());
+        // What the contract leaves unset is not spelled out: a setter for each it sets.
+        let circuit_breaker = circuit_breaker
+            .as_ref()
+            .map(|breaker| quote! { .circuit_breaker(#breaker) });
+        let ordering_key = ordering_key
+            .as_ref()
+            .map(|key| quote! { .ordering_key(#key) });
         tokens.extend(quote! {
-            ConsumerSpec {
-                name: #name,
-                queue: #queue,
-                prefetch: #prefetch,
-                concurrency: #concurrency,
-                circuit_breaker: #circuit_breaker,
-                ordering_key: #ordering_key,
-            }
+            ConsumerSpec::new(#name, #queue, #prefetch, #concurrency)
+                #circuit_breaker
+                #ordering_key
         });
     }
 }
