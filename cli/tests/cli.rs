@@ -128,11 +128,15 @@ fn check_passes_on_a_current_file_and_fails_with_a_diff_on_a_stale_one() {
     assert_eq!(stale.status.code(), Some(1));
     let report = stderr(&stale);
     assert!(
-        report.contains("-                    queue: \"orders.billing.old\","),
+        report.contains(
+            "-                ConsumerSpec::new(\"bill_orders\", \"orders.billing.old\", 100u16, 1u16),"
+        ),
         "{report}"
     );
     assert!(
-        report.contains("+                    queue: \"orders.billing\","),
+        report.contains(
+            "+                ConsumerSpec::new(\"bill_orders\", \"orders.billing\", 100u16, 1u16),"
+        ),
         "{report}"
     );
     assert!(

@@ -310,14 +310,14 @@ async fn count_peek_redrive_and_purge() {
         serde_json::from_str(&broker.ok(&["count", "--format", "json"])).expect("JSON");
     let counts = counts.as_array().expect("one entry per dead-letter queue");
     // Every dead-letter queue of the contract: `dead` (everything), `dead-read` (what
-    // `failing` dead-letters, read by a dead-letter consumer) and `cluster.dead` (the
-    // cluster tests'), each by name.
+    // `failing` dead-letters, read by a dead-letter consumer), `cluster.dead` (the cluster
+    // tests') and `mixed.dead` (what a consumer of several dead-letters), each by name.
     let queues: Vec<&str> = counts.iter().filter_map(|c| c["queue"].as_str()).collect();
-    let names = ["dead", "dead-read", "cluster.dead"].map(|q| broker.name(q));
+    let names = ["dead", "dead-read", "cluster.dead", "mixed.dead"].map(|q| broker.name(q));
     assert_eq!(
         queues.iter().copied().collect::<BTreeSet<_>>(),
         names.iter().map(String::as_str).collect::<BTreeSet<_>>(),
-        "the contract's three dead-letter queues"
+        "the contract's four dead-letter queues"
     );
     let of = |name: &str| {
         counts

@@ -7,8 +7,8 @@ use std::str::FromStr;
 use serde_json::Value;
 use warren_codegen::diagnostics::{Place, Segment};
 use warren_codegen::syntax::{
-    Batch, Binding, CircuitBreaker, Compression, Consumer, DeadLetter, OnPoison, Publisher, Queue,
-    QueueKind, Rpc,
+    Batch, Binding, CircuitBreaker, Compression, ConsumedMessages, Consumer, DeadLetter, OnPoison,
+    Publisher, Queue, QueueKind, Rpc,
 };
 use warren_codegen::{Code, Error, Severity, check_sources};
 
@@ -208,17 +208,20 @@ impl Reader {
             });
             return;
         }
-        if messages.len() > 1 {
-            self.notes.not_mapped(&fields.at("messages"), format!("a warren consumer handles one message; consumer `{name}` takes `{}`, the first", messages[0]));
-        }
-        let Some(message) = messages.into_iter().next() else {
-            self.notes
-                .not_mapped(&fields.pointer, "a receive operation without a message");
-            return;
+        // One message, or several: a consumer of several, each recognised by its `type`.
+        let (message, several) = match messages.len() {
+            0 => {
+                self.notes
+                    .not_mapped(&fields.pointer, "a receive operation without a message");
+                return;
+            }
+            1 => (messages.into_iter().next(), None),
+            _ => (None, Some(ConsumedMessages::Names(messages))),
         };
         let mut consumer = Consumer {
             queue,
-            message: Some(message),
+            message,
+            messages: several,
             ..Consumer::default()
         };
         self.consumer_settings(
