@@ -269,11 +269,10 @@ where
                 runner.begin(delivery.instrument(span));
             }
             Some(turn) => {
-                let permits = runner.permits();
                 // Waiting for its turn, it gives its permit back (unless it is the breaker's
                 // probe, which the loop waits on), and takes one when its turn comes.
                 let (work, waits) = match turn.after.is_some() && !work.probes() {
-                    true => (None, Some(permits)),
+                    true => (None, Some(runner.permits())),
                     false => (Some(work), None),
                 };
                 raw.hold(work, in_flight);

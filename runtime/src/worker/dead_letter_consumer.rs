@@ -209,10 +209,7 @@ impl<M: Message, H: DeadLetterHandler<M>> Registered for DeadLetters<M, H> {
     fn trial<'a>(&'a self, bench: &'a super::trial::Bench<'a>) -> super::trial::Trying<'a> {
         Box::pin(async move {
             let settings = bench.settings;
-            let validators = match settings.validate {
-                true => Some(Validators::of::<M>().map_err(WorkerError::from)?),
-                false => None,
-            };
+            let validators = settings.validators::<M>()?;
             let letter = dead_letter::<M>(
                 bench.raw,
                 bench.queue,

@@ -124,6 +124,19 @@ pub(crate) struct Settings {
     pub budgets: Arc<RetryBudgets>,
 }
 
+impl Settings {
+    /// Message `M`'s compiled schemas, or `None` with validation off: what decoding it
+    /// validates against.
+    pub(crate) fn validators<M: Message>(
+        &self,
+    ) -> Result<Option<Arc<crate::schema::Validators>>, WorkerError> {
+        match self.validate {
+            true => Ok(Some(crate::schema::Validators::of::<M>()?)),
+            false => Ok(None),
+        }
+    }
+}
+
 /// What a consumer task needs to run.
 pub(crate) struct Context {
     pub connection: Connection,

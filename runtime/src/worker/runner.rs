@@ -81,11 +81,7 @@ impl Runner {
         spec: ConsumerSpec,
         context: Context,
     ) -> Result<Option<Self>, WorkerError> {
-        let validators = if context.settings.validate {
-            Some(Validators::of::<M>()?)
-        } else {
-            None
-        };
+        let validators = context.settings.validators::<M>()?;
         Self::start_validating(spec, context, validators).await
     }
 

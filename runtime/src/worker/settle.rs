@@ -150,11 +150,6 @@ impl Settler {
         Box::pin(self.apply(raw, outcome, retries, error)).await;
     }
 
-    /// The most a copy's content header frame may weigh on the copies' connection.
-    fn budget(&self) -> usize {
-        crate::wire::copy_budget(self.publisher.frame_max())
-    }
-
     /// Carries out `outcome` for `raw`.
     pub(super) async fn apply(&self, raw: &Taken, outcome: Decision, retries: u32, error: &str) {
         trace::settled(outcome.as_str(), outcome.reason());
@@ -210,11 +205,10 @@ impl Settler {
     async fn retry(&self, raw: &Taken, routing_key: &str, retry_count: u32, error: &str) -> bool {
         let queue = self.queue.name.as_str();
         let span = trace::copy(trace::CopyKind::Retry, queue, "", routing_key);
-        let properties = self.copy(raw, retry_count, error, None, &span);
-        if crate::wire::fit(&properties, self.budget()).is_some() {
+        let Some(properties) = self.copier().retry_copy(raw, retry_count, error, &span) else {
             trace::abandoned(&span, FailureReason::TooLarge.as_str());
             return false;
-        }
+        };
         self.observer.handled(Settled::Retry);
         self.republish(raw, ("", routing_key), properties, None)
             .instrument(span)
@@ -233,15 +227,15 @@ impl Settler {
         self.observer.dead_lettered(reason);
         let reason = reason.as_str();
         let span = trace::copy(trace::CopyKind::DeadLetter, queue, &exchange, &routing_key);
-        let mut properties = self.copy(raw, retries, error, Some(reason), &span);
-        if let Some(cut) = crate::wire::fit(&properties, self.budget()) {
+        let (properties, cut) =
+            (self.copier()).dead_letter_copy(raw, retries, error, reason, &span);
+        if cut {
             tracing::warn!(
                 consumer,
                 queue,
                 reason,
                 "headers cut to fit the dead letter in a frame"
             );
-            properties = cut;
         }
         tracing::warn!(consumer, queue, reason, error, "dead-lettered");
         let route = (exchange.as_str(), routing_key.as_str());
@@ -376,26 +370,14 @@ impl Settler {
         self.settled(rejected, "reject");
     }
 
-    /// Who writes this consumer's copies.
+    /// Who writes this consumer's copies, within the frame of the copies' connection.
     pub(super) fn copier(&self) -> Copier<'_> {
         Copier {
             queue: &self.queue,
             consumer: self.consumer,
             trust: &self.observer.trust,
+            budget: crate::wire::copy_budget(self.publisher.frame_max()),
         }
-    }
-
-    /// The properties of a copy of `raw` ([`Copier::properties`]).
-    fn copy(
-        &self,
-        raw: &Taken,
-        retry_count: u32,
-        error: &str,
-        reason: Option<&str>,
-        span: &tracing::Span,
-    ) -> BasicProperties {
-        self.copier()
-            .properties(raw, retry_count, error, reason, span)
     }
 }
 
@@ -409,13 +391,48 @@ pub(super) struct Copier<'a> {
     pub consumer: &'a str,
     /// Whose publish times the consumer believes (a copy keeps only a believed one).
     pub trust: &'a Trust,
+    /// The most a copy's content header frame may weigh on the connection it goes out on.
+    pub budget: usize,
 }
 
 impl Copier<'_> {
+    /// The properties of retry `retry_count`'s copy of `raw`; `None` when they do not fit in
+    /// a frame: retrying cannot make the message smaller, so it is dead-lettered as
+    /// `too-large` instead.
+    pub(super) fn retry_copy(
+        &self,
+        raw: &lapin::message::Delivery,
+        retry_count: u32,
+        error: &str,
+        span: &tracing::Span,
+    ) -> Option<BasicProperties> {
+        let properties = self.properties(raw, retry_count, error, None, span);
+        crate::wire::fit(&properties, self.budget)
+            .is_none()
+            .then_some(properties)
+    }
+
+    /// The properties of the dead letter of `raw`, dead for `reason`, its headers cut to fit
+    /// a frame when they must be; `true` when they were.
+    pub(super) fn dead_letter_copy(
+        &self,
+        raw: &lapin::message::Delivery,
+        retries: u32,
+        error: &str,
+        reason: &str,
+        span: &tracing::Span,
+    ) -> (BasicProperties, bool) {
+        let properties = self.properties(raw, retries, error, Some(reason), span);
+        match crate::wire::fit(&properties, self.budget) {
+            Some(cut) => (cut, true),
+            None => (properties, false),
+        }
+    }
+
     /// The properties of a copy: the original's, persistent, with failure context in its
     /// headers (and the failure reason on a dead letter), and the trace context of `span`,
     /// the span publishing it.
-    pub(super) fn properties(
+    fn properties(
         &self,
         raw: &lapin::message::Delivery,
         retry_count: u32,

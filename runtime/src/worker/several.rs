@@ -214,28 +214,13 @@ impl<D: Send + 'static, H: SeveralHandler<D>> Registered for Several<D, H> {
 
     #[cfg(feature = "trial")]
     fn trial<'a>(&'a self, bench: &'a super::trial::Bench<'a>) -> super::trial::Trying<'a> {
-        use futures_lite::FutureExt as _;
-        use std::panic::AssertUnwindSafe;
         Box::pin(async move {
             let settings = bench.settings;
-            let decoders = Decoders::new(
-                self.members.clone(),
-                settings.validate,
-                settings.max_body_bytes,
-            )?;
-            let retries = retries_so_far(bench.raw, bench.queue);
-            let result = match decoders.decode(bench.raw, bench.queue) {
-                Err(poisoned) => Err((Failure::Poison(poisoned.reason), poisoned.detail)),
-                Ok(message) => {
-                    let caught = AssertUnwindSafe(self.handler.handle(message)).catch_unwind();
-                    super::consume::outcome(caught.await)
-                }
-            };
-            Ok(super::trial::Handled {
-                result,
-                retries,
-                by_broker: false,
-            })
+            let members = self.members.clone();
+            let decoders = Decoders::new(members, settings.validate, settings.max_body_bytes)?;
+            let decoded = decoders.decode(bench.raw, bench.queue);
+            let handle = |message| self.handler.handle(message);
+            Ok(super::trial::handled(bench, decoded, handle).await)
         })
     }
 

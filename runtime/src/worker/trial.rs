@@ -19,13 +19,13 @@ use lapin::types::{AMQPValue, FieldTable, ShortString};
 use super::consume::outcome;
 use super::dead_letter_consumer::ByBroker;
 use super::decode::{decode, retries_so_far};
-use super::policy::{Decision, Failure, broker_counts, dead_letter_decision, decide};
+use super::policy::{Decision, Failure, broker_counts, decide};
 use super::settle::Copier;
 use super::{BatchHandler, Handler, Settings, Worker};
+use crate::codec::Poison;
 use crate::model::limits::MAX_SHORT_STRING;
 use crate::model::{Destination, FailureReason, Queue, Retry, headers};
 use crate::publisher::{PublishOptions, outgoing};
-use crate::schema::Validators;
 use crate::{Message, PublishError};
 
 /// One delivery as the broker would hand it to a consumer: body, properties, the exchange
@@ -336,19 +336,8 @@ pub(super) async fn single<M: Message, H: Handler<M>>(
     handler: &H,
     bench: &Bench<'_>,
 ) -> Result<Handled, TrialError> {
-    let decoded = decoded::<M>(bench)?;
-    Ok(match decoded {
-        Err(poisoned) => poisoned,
-        Ok(delivery) => {
-            let retries = delivery.retry_count();
-            let caught = AssertUnwindSafe(handler.handle(delivery)).catch_unwind();
-            Handled {
-                result: outcome(caught.await),
-                retries,
-                by_broker: false,
-            }
-        }
-    })
+    let decoded = decode_as::<M>(bench)?;
+    Ok(handled(bench, decoded, |delivery| handler.handle(delivery)).await)
 }
 
 /// Tries `handler` (a batch consumer of `M`) on the bench's delivery, as a batch of one: the
@@ -357,47 +346,57 @@ pub(super) async fn batch<M: Message, H: BatchHandler<M>>(
     handler: &H,
     bench: &Bench<'_>,
 ) -> Result<Handled, TrialError> {
-    let decoded = decoded::<M>(bench)?;
-    let delivery = match decoded {
-        Err(poisoned) => return Ok(poisoned),
-        Ok(delivery) => delivery,
-    };
-    let retries = delivery.retry_count();
-    if let Err(refused) = outcome(Ok(handler.admit(&delivery))) {
+    let decoded = decode_as::<M>(bench)?;
+    if let Ok(delivery) = &decoded
+        && let Err(refused) = outcome(Ok(handler.admit(delivery)))
+    {
         return Ok(Handled {
             result: Err(refused),
-            retries,
+            retries: retries_so_far(bench.raw, bench.queue),
             by_broker: false,
         });
     }
-    let caught = AssertUnwindSafe(handler.handle_batch(vec![delivery])).catch_unwind();
-    Ok(Handled {
-        result: outcome(caught.await),
-        retries,
-        by_broker: false,
+    Ok(handled(bench, decoded, |delivery| {
+        handler.handle_batch(vec![delivery])
     })
+    .await)
 }
 
-/// The bench's delivery decoded as `M`, or, poison, what settling starts from.
-fn decoded<M: Message>(
+/// The bench's delivery decoded as `M`, as the worker decodes it.
+fn decode_as<M: Message>(
     bench: &Bench<'_>,
-) -> Result<Result<crate::codegen::DeliveryOf<M>, Handled>, TrialError> {
-    let validators = match bench.settings.validate {
-        true => Some(Validators::of::<M>().map_err(crate::WorkerError::from)?),
-        false => None,
-    };
+) -> Result<Result<crate::codegen::DeliveryOf<M>, Poison>, TrialError> {
+    let validators = bench.settings.validators::<M>()?;
     let max_body_bytes = bench.settings.max_body_bytes;
     Ok(decode::<M>(
         bench.raw,
         bench.queue,
         validators.as_deref(),
         max_body_bytes,
-    )
-    .map_err(|poison| Handled {
-        result: Err((Failure::Poison(poison.reason), poison.detail)),
+    ))
+}
+
+/// What settling starts from once the bench's `decoded` delivery went to the handler's
+/// future `handle` makes of it (its panic caught, as the worker catches it), or, poison,
+/// went nowhere. The retries are those the worker believes ([`retries_so_far`], which a
+/// decoded delivery's own count is too).
+pub(super) async fn handled<T, F>(
+    bench: &Bench<'_>,
+    decoded: Result<T, Poison>,
+    handle: impl FnOnce(T) -> F,
+) -> Handled
+where
+    F: Future<Output = Result<(), crate::HandlerError>>,
+{
+    let result = match decoded {
+        Err(poison) => Err((Failure::Poison(poison.reason), poison.detail)),
+        Ok(delivery) => outcome(AssertUnwindSafe(handle(delivery)).catch_unwind().await),
+    };
+    Handled {
+        result,
         retries: retries_so_far(bench.raw, bench.queue),
         by_broker: false,
-    }))
+    }
 }
 
 impl Worker {
@@ -477,45 +476,53 @@ fn verdict(bench: &Bench<'_>, handled: Handled, jitter: f64) -> Verdict {
         queue,
         consumer: bench.consumer,
         trust: &Default::default(),
+        budget: crate::wire::copy_budget(crate::wire::RABBITMQ_FRAME_MAX),
     };
     let span = tracing::Span::none();
-    let budget = crate::wire::copy_budget(crate::wire::RABBITMQ_FRAME_MAX);
-    let mut decision = decide(queue, retries, failure, jitter);
-    if let Decision::Retry { retry_count, .. } = &decision {
-        let properties = copier.properties(bench.raw, *retry_count, &error, None, &span);
-        // A copy over the frame size is dead-lettered as too large, as the settler does.
-        if crate::wire::fit(&properties, budget).is_some() {
-            decision = dead_letter_decision(queue, FailureReason::TooLarge);
-        }
-    }
-    match decision {
+    match decide(queue, retries, failure, jitter) {
         Decision::Requeue { exhausted } => Verdict::Requeued { exhausted, error },
         Decision::Retry {
             routing_key,
             retry_count,
-        } => Verdict::Retried {
-            delay: wait_of(queue, &routing_key),
-            properties: copier.properties(bench.raw, retry_count, &error, None, &span),
-            routing_key,
-            retry_count,
-            error,
+        } => match copier.retry_copy(bench.raw, retry_count, &error, &span) {
+            Some(properties) => Verdict::Retried {
+                delay: wait_of(queue, &routing_key),
+                properties,
+                routing_key,
+                retry_count,
+                error,
+            },
+            // Over the frame size: dead-lettered as too large, as the settler does.
+            None => dead_lettered(&copier, bench.raw, retries, error, FailureReason::TooLarge),
         },
         Decision::DeadLetter { reason } => {
-            let Some((exchange, routing_key)) = copier.dead_letter_route(bench.raw) else {
-                return Verdict::Discarded { reason, error };
-            };
-            let properties =
-                copier.properties(bench.raw, retries, &error, Some(reason.as_str()), &span);
-            Verdict::DeadLettered {
-                reason,
-                exchange,
-                routing_key,
-                properties: crate::wire::fit(&properties, budget).unwrap_or(properties),
-                error,
-            }
+            dead_lettered(&copier, bench.raw, retries, error, reason)
         }
         Decision::Drop { reason } => Verdict::Dropped { reason, error },
         Decision::Discard { reason } => Verdict::Discarded { reason, error },
+    }
+}
+
+/// `raw` dead-lettered for `reason` by `copier`: to the queue's dead-letter exchange, or,
+/// with none, discarded.
+fn dead_lettered(
+    copier: &Copier<'_>,
+    raw: &lapin::message::Delivery,
+    retries: u32,
+    error: String,
+    reason: FailureReason,
+) -> Verdict {
+    let Some((exchange, routing_key)) = copier.dead_letter_route(raw) else {
+        return Verdict::Discarded { reason, error };
+    };
+    let span = tracing::Span::none();
+    let (properties, _) = copier.dead_letter_copy(raw, retries, &error, reason.as_str(), &span);
+    Verdict::DeadLettered {
+        reason,
+        exchange,
+        routing_key,
+        error,
+        properties,
     }
 }
 
