@@ -727,8 +727,24 @@ fn register(served: &Served<'_>) -> TokenStream {
     let handler_trait = ident(&consumer.spec.name, Role::ConsumerTrait);
     let kind = served.kind();
     let add = kind.add_function();
-    let marker = served.marker(&quote! { super::super });
     let spec = &consumer.spec;
+    let adapter = quote! { super::super::__adapters::#handler_trait(handler) };
+    if let Served::Several(_, messages) = served {
+        let members = members(consumer, messages);
+        // A dead letter that is none of them comes raw.
+        let raw = match kind {
+            Kind::SeveralDeadLetters => {
+                let one_of = one_of_ident(consumer);
+                quote! { super::#one_of::Raw, }
+            }
+            _ => TokenStream::new(),
+        };
+        let call = quote! {
+            ::warren_runtime::codegen::#add(worker, #spec, [#( #members ),*], #raw #adapter);
+        };
+        return registration(served, call);
+    }
+    let marker = served.marker(&quote! { super::super });
     // A batch consumer's batch, and an inbox consumer's key pointer, after the spec.
     let batch = match (kind, &consumer.batch) {
         (Kind::Batch | Kind::InboxBatch, Some(batch)) => quote! { #batch, },
@@ -743,46 +759,32 @@ fn register(served: &Served<'_>) -> TokenStream {
         Some(Some(pointer)) => quote! { ::core::option::Option::Some(#pointer), },
         _ => quote! { ::core::option::Option::None, },
     };
-    let adapter = quote! { super::super::__adapters::#handler_trait(handler) };
-    if let Served::Several(_, messages) = served {
-        // Each message with how a delivery without a `type` is recognised as it, and the
-        // variant it is handed to the adapter in.
-        let one_of = one_of_ident(consumer);
-        let members = messages
-            .iter()
-            .zip(&consumer.messages)
-            .map(|(message, consumed)| {
-                let marker = ident(&message.name, Role::Message);
-                let selector = match &consumed.selector {
-                    Some(selector) => quote! { ::core::option::Option::Some(#selector) },
-                    None => quote! { ::core::option::Option::None },
-                };
-                quote! {
-                    ::warren_runtime::codegen::member(
-                        super::super::messages::#marker,
-                        #selector,
-                        super::#one_of::#marker,
-                    )
-                }
-            });
-        // A dead letter that is none of them comes raw.
-        let raw = match kind {
-            Kind::SeveralDeadLetters => quote! { super::#one_of::Raw, },
-            _ => TokenStream::new(),
-        };
-        return registration(
-            served,
+    let call = quote! {
+        ::warren_runtime::codegen::#add(worker, #marker, #spec, #batch #key #adapter);
+    };
+    registration(served, call)
+}
+
+/// The members of a consumer of several, one per message: its marker, how a delivery
+/// without a `type` is recognised as it, and the variant it is handed to the adapter in.
+fn members(consumer: &Consumer, messages: &[&Message]) -> Vec<TokenStream> {
+    let one_of = one_of_ident(consumer);
+    (messages.iter().zip(&consumer.messages))
+        .map(|(message, consumed)| {
+            let marker = ident(&message.name, Role::Message);
+            let selector = match &consumed.selector {
+                Some(selector) => quote! { ::core::option::Option::Some(#selector) },
+                None => quote! { ::core::option::Option::None },
+            };
             quote! {
-                ::warren_runtime::codegen::#add(worker, #spec, [#( #members ),*], #raw #adapter);
-            },
-        );
-    }
-    registration(
-        served,
-        quote! {
-            ::warren_runtime::codegen::#add(worker, #marker, #spec, #batch #key #adapter);
-        },
-    )
+                ::warren_runtime::codegen::member(
+                    super::super::messages::#marker,
+                    #selector,
+                    super::#one_of::#marker,
+                )
+            }
+        })
+        .collect()
 }
 
 /// The register function of `served`, whose body is `call`.
