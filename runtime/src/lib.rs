@@ -138,7 +138,7 @@ mod worker;
 /// what `warren-testkit`'s `Trial` runs.
 #[cfg(feature = "trial")]
 pub mod trial {
-    pub use crate::worker::trial::{Arrival, TrialError, Verdict};
+    pub use crate::worker::trial::{Arrival, TRIAL_REPLY_TO, TrialError, Verdict};
 }
 
 pub use connection::{Connection, ConnectionBuilder};

@@ -1,6 +1,7 @@
 //! Handlers tried without a broker: a worker that never connects, on which the generated
 //! functions register the handlers under test, and each delivery's verdict.
 
+use warren_runtime::rpc::Operation;
 use warren_runtime::trial::{Arrival, TrialError, Verdict};
 use warren_runtime::{Connection, Message, Topology, Worker};
 
@@ -8,7 +9,7 @@ use warren_runtime::{Connection, Message, Topology, Worker};
 /// generated adapters and the queue's retry policy: what a running worker would do with a
 /// delivery, as a [`Verdict`] (acked; retried, with its wait queue and delay, or requeued;
 /// dead-lettered, with its reason and the headers the dead letter carries; dropped or
-/// discarded). A handler's unit test needs no RabbitMQ; a broker test in warren's own suite
+/// discarded; an RPC request answered, with its reply). A handler's unit test needs no RabbitMQ; a broker test in warren's own suite
 /// proves that both paths decide alike.
 ///
 /// ```
@@ -90,14 +91,75 @@ impl Trial {
         self.arrive(consumer, &arrival).await
     }
 
+    /// What RPC server `server` (registered under the operation's name) does with the
+    /// request `payload` and `headers` of `operation`, as the generated client sends it: an
+    /// answer is [`Verdict::Replied`], which [`Verdict::answer`] reads as the caller would.
+    ///
+    /// ```
+    /// use warren_example_orders::consumers;
+    /// use warren_example_orders::rpcs::{QuotePrice, QuotePriceError};
+    /// use warren_example_orders::types::{PriceQuote, QuoteError, QuoteRequest};
+    /// use warren_runtime::rpc::{RpcError, RpcHandlerError};
+    /// use warren_runtime::{Delivery, NoHeaders};
+    /// use warren_testkit::Trial;
+    ///
+    /// /// The server under test: its catalogue knows no sku.
+    /// struct Prices;
+    ///
+    /// impl consumers::QuotePrice for Prices {
+    ///     async fn handle(
+    ///         &self,
+    ///         request: Delivery<QuoteRequest>,
+    ///     ) -> Result<PriceQuote, RpcHandlerError<QuotePriceError>> {
+    ///         let sku = request.payload().skus[0].clone();
+    ///         Err(QuotePriceError::UnknownSku(QuoteError { sku }).into())
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let mut trial = Trial::new(warren_example_orders::topology());
+    /// consumers::register::quote_price(trial.worker(), Prices);
+    /// let request = QuoteRequest {
+    ///     skus: vec!["sku-1".to_owned()],
+    ///     region: "eu".to_owned(),
+    /// };
+    /// let verdict = trial
+    ///     .request("quote_price", QuotePrice, &request, &NoHeaders {})
+    ///     .await;
+    /// match verdict.answer::<QuotePrice>() {
+    ///     Some(Err(RpcError::Declared(QuotePriceError::UnknownSku(error)))) => {
+    ///         assert_eq!(error.sku, "sku-1")
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When the payload or headers break the request's schemas (the client would refuse
+    /// them), or as [`Trial::arrive`] panics.
+    pub async fn request<O: Operation>(
+        &self,
+        server: &str,
+        operation: O,
+        payload: &<O::Request as Message>::Payload,
+        headers: &<O::Request as Message>::Headers,
+    ) -> Verdict {
+        let arrival = Arrival::request(operation, payload, headers).unwrap_or_else(|error| {
+            panic!("operation `{}` cannot send this request: {error}", O::NAME)
+        });
+        self.arrive(server, &arrival).await
+    }
+
     /// What consumer `consumer` does with `arrival`: any bytes and properties, through any
     /// exchange, as a first delivery or as a retry ([`Arrival::retried`]).
     ///
     /// # Panics
     ///
-    /// When no consumer `consumer` is registered, its queue is not in the topology, or it is
-    /// of a kind a trial does not run (RPC servers): a mistake in
-    /// the test, not a verdict.
+    /// When no consumer `consumer` is registered or its queue is not in the topology: a
+    /// mistake in the test, not a verdict.
     pub async fn arrive(&self, consumer: &str, arrival: &Arrival) -> Verdict {
         self.try_arrive(consumer, arrival)
             .await

@@ -8,14 +8,16 @@ mod common;
 use std::time::Duration;
 
 use common::{headers, order};
-use warren_example_orders::types::{OrderHeaders, OrderPlaced};
+use warren_example_orders::rpcs::{QuotePrice, QuotePriceError};
+use warren_example_orders::types::{OrderHeaders, OrderPlaced, QuoteRequest};
 use warren_example_orders::{consumers, messages, topology};
 use warren_runtime::inbox::{Inbox, InboxTransaction};
 use warren_runtime::lapin::BasicProperties;
 use warren_runtime::lapin::types::{AMQPValue, ShortString};
 use warren_runtime::model::FailureReason;
-use warren_runtime::trial::{Arrival, TrialError, Verdict};
-use warren_runtime::{Delivery, HandlerError};
+use warren_runtime::rpc::RpcError;
+use warren_runtime::trial::{Arrival, TRIAL_REPLY_TO, TrialError, Verdict};
+use warren_runtime::{Delivery, HandlerError, NoHeaders};
 use warren_testkit::{Seen, Trial};
 
 /// Fulfilment refuses blocked customers for good and fails `flaky` ones retryably; billing
@@ -252,25 +254,70 @@ async fn a_dead_letter_is_acked_or_returned_to_its_queue() {
     assert_eq!(failed.error(), Some("the alert store is down"));
 }
 
-/// A consumer that was not registered, or a kind a trial does not run, is the test's
+/// The example's price server tried: a basket it knows is answered with its price, one it
+/// does not with the declared error, both as the caller reads them; a request that is not
+/// a basket is dead-lettered, and one that names no reply-to cannot be answered at all.
+#[tokio::test]
+async fn an_rpc_server_answers_with_its_reply() {
+    let mut trial = Trial::new(topology());
+    consumers::register::quote_price(trial.worker(), warren_example_orders::handlers::Quotes);
+    let basket = |skus: &[&str]| QuoteRequest {
+        skus: skus.iter().map(|sku| (*sku).to_owned()).collect(),
+        region: "eu".to_owned(),
+    };
+    let quote = async |skus: &[&str]| {
+        let request = basket(skus);
+        trial
+            .request("quote_price", QuotePrice, &request, &NoHeaders {})
+            .await
+    };
+
+    let priced = quote(&["TEA-0001", "MUG-0002"]).await;
+    let Some(Ok(price)) = priced.answer::<QuotePrice>() else {
+        panic!("a price: {priced:?}");
+    };
+    assert_eq!(price.total.amount_minor, 1650);
+    let Verdict::Replied { reply_to, .. } = &priced else {
+        panic!("replied: {priced:?}");
+    };
+    assert_eq!(reply_to, TRIAL_REPLY_TO);
+
+    let unknown = quote(&["TEA-0001", "GONE-9999"]).await;
+    match unknown.answer::<QuotePrice>() {
+        Some(Err(RpcError::Declared(QuotePriceError::UnknownSku(error)))) => {
+            assert_eq!(error.sku, "GONE-9999");
+        }
+        other => panic!("the declared error: {other:?}"),
+    }
+
+    // Not a basket (and no reply-to): dead-lettered before the handler, as poison.
+    let not_a_basket = placed(1, "alice").via("orders", "quote.eu");
+    let poison = trial.arrive("quote_price", &not_a_basket).await;
+    assert!(
+        matches!(
+            poison,
+            Verdict::DeadLettered {
+                reason: FailureReason::Decode,
+                ..
+            }
+        ),
+        "{poison:?}"
+    );
+    assert_eq!(poison.answer::<QuotePrice>().map(|_| ()), None);
+}
+
+/// A consumer that was not registered, or a route no broker delivers, is the test's
 /// mistake, said as such.
 #[tokio::test]
 async fn what_a_trial_cannot_run_is_an_error_naming_it() {
     let shop = Shop::new().await;
     let trial = trial(&shop).await;
-    let mut serving = Trial::new(topology());
-    consumers::register::quote_price(serving.worker(), warren_example_orders::handlers::Quotes);
     let arrival = placed(5, "alice");
     let unknown = trial.try_arrive("notify_cancellation", &arrival).await;
     assert!(
         matches!(unknown, Err(TrialError::UnknownConsumer { .. })),
         "{unknown:?}"
     );
-    let unsupported = serving.try_arrive("quote_price", &arrival).await;
-    let Err(error @ TrialError::Unsupported { .. }) = unsupported else {
-        panic!("unsupported: {unsupported:?}");
-    };
-    assert!(error.to_string().contains("an RPC server"), "{error}");
     // A route no broker delivers is refused, not a panic in lapin.
     let long = placed(6, "alice").via("x".repeat(300), "order.eu.placed");
     let refused = trial.try_arrive("fulfil_order", &long).await;

@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 use tracing::Instrument as _;
 
 use super::reply::{self, Received};
-use super::{DeclaredErrors, Operation, RpcError, decode_within};
+use super::{CallResult, DeclaredErrors, Operation, RpcError, decode_within};
 use crate::confirms::ConfirmChannel;
 use crate::connection::backoff;
 use crate::error::{Chain, ShortField};
@@ -351,30 +351,8 @@ async fn exchange<O: Operation>(
     let timeout = options.timeout.unwrap_or(target.timeout);
     let deadline = crate::connection::deadline_after(timeout);
     let correlation_id = uuid::Uuid::now_v7().to_string();
-    let publish = PublishOptions {
-        message_id: options.message_id.clone(),
-        timestamp: None,
-        correlation_id: Some(correlation_id.clone()),
-        reply_to: None,
-        // The broker expires a request nobody took before its caller gave up.
-        expiration: Some(timeout),
-        priority: options.priority,
-    };
-    let give_up_at = deadline_millis(timeout);
     let Outgoing { body, properties } =
-        publisher::outgoing::<O::Request>(request, headers, &publish, None, |table| {
-            table.insert(
-                ShortString::from(headers::DEADLINE),
-                AMQPValue::LongLongInt(give_up_at),
-            );
-        })?;
-    // Transient: a request is worth something only while its caller waits, which does not
-    // outlive a broker restart (the caller's channel, where the reply goes, does not
-    // either); persisting it would cost a disk write for nothing.
-    let properties = publish
-        .apply(properties)?
-        .with_delivery_mode(1)
-        .with_reply_to(ShortString::from(DIRECT_REPLY_TO));
+        outgoing::<O>(request, headers, options, timeout, &correlation_id)?;
     let (exchange, routing_key) = shared
         .namespace
         .publish_target(target.exchange, target.routing_key);
@@ -430,14 +408,59 @@ async fn exchange<O: Operation>(
     answer::<O>(&reply, max_body_bytes)
 }
 
+/// The request of operation `O` as a caller sends it, validated: `reply-to` direct reply-to,
+/// this `correlation_id`, `expiration` the call's `timeout` and its deadline in
+/// [`headers::DEADLINE`].
+pub(crate) fn outgoing<O: Operation>(
+    request: &<O::Request as Message>::Payload,
+    headers: &<O::Request as Message>::Headers,
+    options: &CallOptions,
+    timeout: Duration,
+    correlation_id: &str,
+) -> Result<Outgoing, PublishError> {
+    let publish = PublishOptions {
+        message_id: options.message_id.clone(),
+        timestamp: None,
+        correlation_id: Some(correlation_id.to_owned()),
+        reply_to: None,
+        // The broker expires a request nobody took before its caller gave up.
+        expiration: Some(timeout),
+        priority: options.priority,
+    };
+    let give_up_at = deadline_millis(timeout);
+    let Outgoing { body, properties } =
+        publisher::outgoing::<O::Request>(request, headers, &publish, None, |table| {
+            table.insert(
+                ShortString::from(headers::DEADLINE),
+                AMQPValue::LongLongInt(give_up_at),
+            );
+        })?;
+    // Transient: a request is worth something only while its caller waits, which does not
+    // outlive a broker restart (the caller's channel, where the reply goes, does not
+    // either); persisting it would cost a disk write for nothing.
+    let properties = publish
+        .apply(properties)?
+        .with_delivery_mode(1)
+        .with_reply_to(ShortString::from(DIRECT_REPLY_TO));
+    Ok(Outgoing { body, properties })
+}
+
 /// What `reply` says: the response, or why there is none.
 fn answer<O: Operation>(
     reply: &Reply,
     max_body_bytes: usize,
 ) -> Result<<O::Response as Message>::Payload, RpcError<O::Error>> {
-    match reply::read(&reply.body, &reply.properties, max_body_bytes)
-        .map_err(RpcError::InvalidReply)?
-    {
+    read_answer::<O>(&reply.body, &reply.properties, max_body_bytes)
+}
+
+/// What a reply with `body` and `properties` says to a caller of `O` reading replies under
+/// `max_body_bytes`: the response, or why there is none.
+pub(crate) fn read_answer<O: Operation>(
+    body: &[u8],
+    properties: &BasicProperties,
+    max_body_bytes: usize,
+) -> CallResult<O> {
+    match reply::read(body, properties, max_body_bytes).map_err(RpcError::InvalidReply)? {
         Received::Ok(body) => decode_within::<O::Response>(&body, max_body_bytes)
             .map_err(|why| RpcError::InvalidReply(format!("the response: {why}"))),
         Received::Error { code, body } => match O::Error::decode(&code, &body) {

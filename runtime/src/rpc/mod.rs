@@ -97,6 +97,8 @@ mod declared;
 mod reply;
 pub(crate) mod reply_to;
 
+#[cfg(feature = "trial")]
+pub(crate) use client::{outgoing as request_outgoing, read_answer};
 pub(crate) use reply::{Answer, properties as reply_properties};
 
 use std::future::Future;
@@ -178,6 +180,10 @@ impl DeclaredErrors for NoErrors {
         None
     }
 }
+
+/// What a call of operation `O` returns: the response, or why there is none.
+pub type CallResult<O> =
+    Result<<<O as Operation>::Response as Message>::Payload, RpcError<<O as Operation>::Error>>;
 
 /// Why a call returned no response.
 #[derive(Debug, thiserror::Error)]

@@ -308,11 +308,6 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
     }
 
     #[cfg(feature = "trial")]
-    fn kind(&self) -> &'static str {
-        "a consumer"
-    }
-
-    #[cfg(feature = "trial")]
     fn trial<'a>(&'a self, bench: &'a super::trial::Bench<'a>) -> super::trial::Trying<'a> {
         Box::pin(super::trial::single::<M, H>(&*self.handler, bench))
     }
@@ -354,11 +349,6 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
 impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
     fn spec(&self) -> &ConsumerSpec {
         &self.spec
-    }
-
-    #[cfg(feature = "trial")]
-    fn kind(&self) -> &'static str {
-        "a batch consumer"
     }
 
     #[cfg(feature = "trial")]

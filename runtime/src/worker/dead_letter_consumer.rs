@@ -201,11 +201,6 @@ impl<M: Message, H: DeadLetterHandler<M>> Registered for DeadLetters<M, H> {
     }
 
     #[cfg(feature = "trial")]
-    fn kind(&self) -> &'static str {
-        "a dead-letter consumer"
-    }
-
-    #[cfg(feature = "trial")]
     fn trial<'a>(&'a self, bench: &'a super::trial::Bench<'a>) -> super::trial::Trying<'a> {
         Box::pin(async move {
             let settings = bench.settings;

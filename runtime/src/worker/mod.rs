@@ -161,15 +161,7 @@ trait Registered: Send {
     fn start(self: Box<Self>, context: Context) -> Task;
     /// Decodes and handles the bench's delivery without a broker ([`Worker::trial`]).
     #[cfg(feature = "trial")]
-    fn trial<'a>(&'a self, bench: &'a trial::Bench<'a>) -> trial::Trying<'a> {
-        let _ = bench;
-        let kind = self.kind();
-        let consumer = self.spec().name.to_owned();
-        Box::pin(async move { Err(trial::TrialError::Unsupported { consumer, kind }) })
-    }
-    /// What kind of consumer it is, as a trial's error names it.
-    #[cfg(feature = "trial")]
-    fn kind(&self) -> &'static str;
+    fn trial<'a>(&'a self, bench: &'a trial::Bench<'a>) -> trial::Trying<'a>;
 }
 
 /// Runs a contract's consumers on one connection, each on channels of its own.

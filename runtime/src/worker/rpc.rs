@@ -13,6 +13,7 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use lapin::BasicProperties;
 use lapin::types::ShortString;
 use tracing::Instrument as _;
 
@@ -29,13 +30,14 @@ use crate::amqp::header_int;
 use crate::clock::unix_millis;
 use crate::error::Chain;
 use crate::metrics::{Outcome as Settled, ReplyMetrics};
+use crate::model::Queue;
 use crate::model::{FailureReason, headers};
 use crate::publisher::Routing;
 use crate::rpc::reply_to::{ReplyAddress, classify};
 use crate::rpc::{Answer, DeclaredErrors, Operation, RpcHandler, RpcHandlerError, encode_payload};
 use crate::schema::Validators;
 use crate::text::{MAX_ERROR_BYTES, truncate};
-use crate::{Message, PublishError};
+use crate::{HandlerError, Message, PublishError};
 
 pub(super) struct Server<O, H> {
     spec: ConsumerSpec,
@@ -64,16 +66,17 @@ struct ReplyTo {
 }
 
 impl ReplyTo {
-    /// Where `raw`'s reply goes; the error says why it cannot be answered.
-    fn of(raw: &Taken) -> Result<Self, String> {
+    /// Where the reply to a request with `properties` goes; the error says why it cannot
+    /// be answered.
+    fn of(properties: &BasicProperties) -> Result<Self, String> {
         let present =
             |value: &Option<ShortString>| value.clone().filter(|value| !value.as_str().is_empty());
         let missing = |what| {
             format!("an RPC request needs a reply-to and a correlation id; this one has no {what}")
         };
-        let address = present(raw.properties.reply_to()).ok_or_else(|| missing("reply-to"))?;
+        let address = present(properties.reply_to()).ok_or_else(|| missing("reply-to"))?;
         let correlation_id =
-            present(raw.properties.correlation_id()).ok_or_else(|| missing("correlation id"))?;
+            present(properties.correlation_id()).ok_or_else(|| missing("correlation id"))?;
         let node = match classify(address.as_str()) {
             Ok(ReplyAddress::Direct { node }) => Some(node),
             Ok(ReplyAddress::Queue) => None,
@@ -95,6 +98,68 @@ impl ReplyTo {
 /// How much of a refused reply-to an error quotes.
 const MAX_ADDRESS_SHOWN: usize = 96;
 
+/// Why a request with `properties` must not be worked on: its caller's deadline passed.
+fn past_deadline(properties: &BasicProperties) -> Option<String> {
+    let deadline = header_int(properties.headers().as_ref(), headers::DEADLINE)?;
+    let now = unix_millis();
+    (deadline < now).then(|| {
+        format!(
+            "the caller's deadline passed {} ms before the request was taken",
+            now.saturating_sub(deadline)
+        )
+    })
+}
+
+/// An RPC handler's result as the breaker and the queue's policy read it: an answer (its
+/// response, or one of its declared errors: the handler did its job) is a success.
+fn answered<R, E>(result: Result<R, RpcHandlerError<E>>) -> Result<Result<R, E>, HandlerError> {
+    match result {
+        Ok(response) => Ok(Ok(response)),
+        Err(RpcHandlerError::Declared(error)) => Ok(Err(error)),
+        Err(RpcHandlerError::Failed(error)) => Err(error),
+    }
+}
+
+/// The reply to a request its handler `answered`: how it is sent and its body; or, when the
+/// answer breaks its schema or is larger than `max_body_bytes`, why (a bug of the server).
+///
+/// The cap: callers read replies under the same cap by default, and the broker closes the
+/// channel of a message above its own `max_message_size`, which would return the request to
+/// be answered (and refused) again until its deadline.
+fn reply_of<O: Operation>(
+    answered: Result<<O::Response as Message>::Payload, O::Error>,
+    max_body_bytes: usize,
+) -> Result<(Answer<'static>, Vec<u8>), String> {
+    let (answer, body) = match answered {
+        Ok(response) => {
+            let answer = Answer::Ok {
+                message: <O::Response as Message>::NAME,
+                content_type: <O::Response as Message>::CONTENT_TYPE,
+            };
+            (answer, encode_payload::<O::Response>(&response))
+        }
+        Err(declared) => {
+            let answer = Answer::Error {
+                code: declared.code(),
+                message: declared.message_name(),
+                content_type: declared.content_type(),
+            };
+            (answer, declared.encode())
+        }
+    };
+    let within_cap = body.and_then(|body| match body.len() > max_body_bytes {
+        true => Err(PublishError::TooLarge {
+            bytes: body.len(),
+            limit: max_body_bytes,
+        }),
+        false => Ok(body),
+    });
+    within_cap.map(|body| (answer, body)).map_err(|error| {
+        let error = format!("the server's answer is invalid: {}", Chain(&error));
+        truncate(&error, MAX_ERROR_BYTES)
+    })
+}
+
 /// What serving one request needs.
 struct Serving<H> {
     settler: Arc<Settler>,
@@ -104,6 +169,20 @@ struct Serving<H> {
     max_body_bytes: usize,
     replies: Arc<ReplyMetrics>,
     reply_nodes: Arc<ReplyNodes>,
+}
+
+/// How a request past its caller's deadline is settled, whatever the queue's `on_poison`
+/// says: dead-lettered as `expired`, as the broker does with one that expired waiting.
+fn expired(queue: &Queue) -> (Failure, Decision) {
+    let reason = FailureReason::Expired;
+    (Failure::Poison(reason), dead_letter_decision(queue, reason))
+}
+
+/// The failure of a handler whose success carried no answer, which its future sets whenever
+/// it succeeds.
+fn no_answer() -> (Failure, String) {
+    let error = "the RPC handler ended with no answer";
+    (Failure::Internal, error.to_owned())
 }
 
 /// Why a reply was not sent.
@@ -171,22 +250,11 @@ impl<H> Serving<H> {
                 }
             };
         let (failure, error) = match self.handled::<O>(raw, delivery).await {
-            Ok(Ok(response)) => {
-                let body = encode_payload::<O::Response>(&response);
-                let answer = Answer::Ok {
-                    message: <O::Response as Message>::NAME,
-                    content_type: <O::Response as Message>::CONTENT_TYPE,
+            Ok(answered) => {
+                return match reply_of::<O>(answered, self.max_body_bytes) {
+                    Ok((answer, body)) => self.answer(raw, &reply_to, answer, body, retries).await,
+                    Err(error) => self.broken(raw, &reply_to, &error, retries).await,
                 };
-                return self.respond(raw, &reply_to, answer, body, retries).await;
-            }
-            Ok(Err(declared)) => {
-                let answer = Answer::Error {
-                    code: declared.code(),
-                    message: declared.message_name(),
-                    content_type: declared.content_type(),
-                };
-                let body = declared.encode();
-                return self.respond(raw, &reply_to, answer, body, retries).await;
             }
             Err(failed) => failed,
         };
@@ -207,23 +275,14 @@ impl<H> Serving<H> {
     async fn admit(&self, raw: &Taken, retries: u32) -> Option<ReplyTo> {
         let settler = &self.settler;
         // First: a caller that gave up is owed no work, and no retry of it.
-        let table = raw.properties.headers().as_ref();
-        if let Some(deadline) = header_int(table, headers::DEADLINE) {
-            let now = unix_millis();
-            if deadline < now {
-                let error = format!(
-                    "the caller's deadline passed {} ms before the request was taken",
-                    now.saturating_sub(deadline)
-                );
-                let outcome = dead_letter_decision(&settler.queue, FailureReason::Expired);
-                let failure = Failure::Poison(FailureReason::Expired);
-                settler
-                    .fail_as(raw, failure, outcome, retries, &error)
-                    .await;
-                return None;
-            }
+        if let Some(error) = past_deadline(&raw.properties) {
+            let (failure, outcome) = expired(&settler.queue);
+            settler
+                .fail_as(raw, failure, outcome, retries, &error)
+                .await;
+            return None;
         }
-        let reply_to = match ReplyTo::of(raw) {
+        let reply_to = match ReplyTo::of(&raw.properties) {
             Ok(reply_to) => reply_to,
             Err(error) => {
                 let failure = Failure::Poison(FailureReason::Decode);
@@ -253,43 +312,12 @@ impl<H> Serving<H> {
     {
         let mut answer = None;
         let handle = || async {
-            match self.handler.handle(delivery).await {
-                Ok(response) => {
-                    answer = Some(Ok(response));
-                    Ok(())
-                }
-                Err(RpcHandlerError::Declared(error)) => {
-                    answer = Some(Err(error));
-                    Ok(())
-                }
-                Err(RpcHandlerError::Failed(error)) => Err(error),
-            }
+            answer = Some(answered(self.handler.handle(delivery).await)?);
+            Ok(())
         };
         let properties = [&raw.properties];
         run_handler(&self.settler, self.breaker.as_deref(), properties, handle).await?;
-        // The handling future sets the answer whenever it succeeds.
-        answer.ok_or_else(|| {
-            (
-                Failure::Internal,
-                String::from("the RPC handler ended with no answer"),
-            )
-        })
-    }
-
-    /// Answers the request with `body` (an encoded response or declared error), or, when it
-    /// could not be encoded within the cap, tells the caller the server broke.
-    async fn respond(
-        &self,
-        raw: &Taken,
-        reply_to: &ReplyTo,
-        answer: Answer<'_>,
-        body: Result<Vec<u8>, PublishError>,
-        retries: u32,
-    ) {
-        match self.within_cap(body) {
-            Ok(body) => self.answer(raw, reply_to, answer, body, retries).await,
-            Err(error) => self.broken(raw, reply_to, &error, retries).await,
-        }
+        answer.ok_or_else(no_answer)
     }
 
     /// Whether a reply to `reply_to` can be published without costing the connection: a
@@ -314,21 +342,6 @@ impl<H> Serving<H> {
                 format!("whether the node of its reply-to (hash {node}) runs is unknown: {why}"),
             )),
         }
-    }
-
-    /// An encoded answer, refused when it is larger than the worker's body cap: callers read
-    /// replies under the same cap by default, and the broker closes the channel of a message
-    /// above its own `max_message_size`, which would return the request to be answered (and
-    /// refused) again until its deadline.
-    fn within_cap(&self, body: Result<Vec<u8>, PublishError>) -> Result<Vec<u8>, PublishError> {
-        let body = body?;
-        if body.len() > self.max_body_bytes {
-            return Err(PublishError::TooLarge {
-                bytes: body.len(),
-                limit: self.max_body_bytes,
-            });
-        }
-        Ok(body)
     }
 
     /// Sends the answer and acknowledges the request once the broker confirmed it; returns
@@ -377,9 +390,7 @@ impl<H> Serving<H> {
 
     /// The handler's answer breaks its schema, a bug of the server: its caller gets a
     /// `failed` reply, and the request is dead-lettered (`non-retryable`).
-    async fn broken(&self, raw: &Taken, reply_to: &ReplyTo, error: &PublishError, retries: u32) {
-        let error = format!("the server's answer is invalid: {}", Chain(error));
-        let error = truncate(&error, MAX_ERROR_BYTES);
+    async fn broken(&self, raw: &Taken, reply_to: &ReplyTo, error: &str, retries: u32) {
         tracing::error!(
             consumer = self.settler.consumer,
             error,
@@ -387,7 +398,7 @@ impl<H> Serving<H> {
         );
         let failure = Failure::NonRetryable;
         let outcome = self.settler.decide(failure, retries);
-        self.give_up(raw, reply_to, failure, outcome, retries, &error)
+        self.give_up(raw, reply_to, failure, outcome, retries, error)
             .await;
     }
 
@@ -477,14 +488,79 @@ impl<H> Serving<H> {
     }
 }
 
+/// Tries `handler` on the bench's request, as [`Serving::serve`] serves it, without a broker:
+/// the node of a direct reply-to address is taken as running (there is none to ask).
+#[cfg(feature = "trial")]
+async fn tried<O: Operation, H: RpcHandler<O>>(
+    handler: &H,
+    bench: &super::trial::Bench<'_>,
+) -> Result<super::trial::Handled, super::trial::TrialError> {
+    use super::trial::{Handled, Reply, Settles, handled};
+    let raw = bench.raw;
+    if let Some(error) = past_deadline(&raw.properties) {
+        let (failure, outcome) = expired(bench.queue);
+        return Ok(Handled::failed(
+            bench,
+            (failure, error),
+            Settles::As(outcome),
+        ));
+    }
+    let reply_to = match ReplyTo::of(&raw.properties) {
+        Ok(reply_to) => reply_to,
+        Err(error) => {
+            let failure = Failure::Poison(FailureReason::Decode);
+            return Ok(Handled::failed(bench, (failure, error), Settles::Policy));
+        }
+    };
+    let settings = bench.settings;
+    let validators = settings.validators::<O::Request>()?;
+    let decoded = decode::<O::Request>(
+        raw,
+        bench.queue,
+        validators.as_deref(),
+        settings.max_body_bytes,
+    );
+    let mut answer = None;
+    let slot = &mut answer;
+    let handle = move |delivery| async move {
+        *slot = Some(answered(handler.handle(delivery).await)?);
+        Ok(())
+    };
+    let tried = handled(bench, decoded, handle).await;
+    if tried.result.is_err() {
+        return Ok(tried);
+    }
+    let Some(answer) = answer else {
+        return Ok(Handled::failed(bench, no_answer(), Settles::Policy));
+    };
+    match reply_of::<O>(answer, settings.max_body_bytes) {
+        Ok((answer, body)) => {
+            let properties = crate::rpc::reply_properties(&reply_to.correlation_id, answer);
+            let reply = Reply {
+                reply_to: reply_to.address.to_string(),
+                properties,
+                body,
+            };
+            Ok(Handled {
+                settles: Settles::Reply(Box::new(reply)),
+                ..tried
+            })
+        }
+        Err(error) => {
+            let failure = (Failure::NonRetryable, error);
+            Ok(Handled::failed(bench, failure, Settles::Policy))
+        }
+    }
+}
+
 impl<O: Operation, H: RpcHandler<O>> Registered for Server<O, H> {
     fn spec(&self) -> &ConsumerSpec {
         &self.spec
     }
 
     #[cfg(feature = "trial")]
-    fn kind(&self) -> &'static str {
-        "an RPC server"
+    fn trial<'a>(&'a self, bench: &'a super::trial::Bench<'a>) -> super::trial::Trying<'a> {
+        Box::pin(tried::<O, H>(&self.handler, bench))
     }
 
     fn start(self: Box<Self>, context: Context) -> Task {
@@ -510,7 +586,7 @@ impl<O: Operation, H: RpcHandler<O>> Registered for Server<O, H> {
                     // Dead-lettered after a panic of warren's own: its caller is told, as
                     // after any dead-lettering, rather than left to time out.
                     if let (Err(Panicked { settled_here: true }), Ok(reply_to)) =
-                        (panicked, ReplyTo::of(&raw))
+                        (panicked, ReplyTo::of(&raw.properties))
                         && serving.reachable(&reply_to).await.is_ok()
                     {
                         let detail = "the server could not handle the request (internal-error)";

@@ -208,11 +208,6 @@ impl<D: Send + 'static, H: SeveralHandler<D>> Registered for Several<D, H> {
     }
 
     #[cfg(feature = "trial")]
-    fn kind(&self) -> &'static str {
-        "a consumer of several messages"
-    }
-
-    #[cfg(feature = "trial")]
     fn trial<'a>(&'a self, bench: &'a super::trial::Bench<'a>) -> super::trial::Trying<'a> {
         Box::pin(async move {
             let settings = bench.settings;
@@ -308,11 +303,6 @@ struct SeveralDeadLetters<D, H> {
 impl<D: Send + 'static, H: SeveralDeadLetterHandler<D>> Registered for SeveralDeadLetters<D, H> {
     fn spec(&self) -> &ConsumerSpec {
         &self.spec
-    }
-
-    #[cfg(feature = "trial")]
-    fn kind(&self) -> &'static str {
-        "a dead-letter consumer"
     }
 
     #[cfg(feature = "trial")]

@@ -26,7 +26,8 @@ use crate::codec::Poison;
 use crate::model::limits::MAX_SHORT_STRING;
 use crate::model::{Destination, FailureReason, Queue, Retry, headers};
 use crate::publisher::{PublishOptions, outgoing};
-use crate::{Message, PublishError};
+use crate::rpc::{DEFAULT_TIMEOUT, Operation, request_outgoing};
+use crate::{CallOptions, Message, PublishError};
 
 /// One delivery as the broker would hand it to a consumer: body, properties, the exchange
 /// and routing key it came through, and whether it is a retry.
@@ -72,6 +73,24 @@ impl Arrival {
         let options = PublishOptions::default();
         let sent = outgoing::<M>(payload, headers, &options, None, |_| {})?;
         Ok(Self::raw(sent.body, sent.properties))
+    }
+
+    /// The request `payload` and `headers` of RPC operation `O`, as the generated client
+    /// sends it: validated, with a fresh correlation id and a deadline [`DEFAULT_TIMEOUT`]
+    /// from now. Its reply-to is the queue [`TRIAL_REPLY_TO`] (a broker would give the
+    /// caller's direct reply-to address instead). It arrives through the first binding of
+    /// the server's queue unless [`Arrival::via`] says otherwise.
+    pub fn request<O: Operation>(
+        _operation: O,
+        payload: &<O::Request as Message>::Payload,
+        headers: &<O::Request as Message>::Headers,
+    ) -> Result<Self, PublishError> {
+        let correlation_id = uuid::Uuid::now_v7().to_string();
+        let options = CallOptions::default();
+        let sent =
+            request_outgoing::<O>(payload, headers, &options, DEFAULT_TIMEOUT, &correlation_id)?;
+        let properties = (sent.properties).with_reply_to(ShortString::from(TRIAL_REPLY_TO));
+        Ok(Self::raw(sent.body, properties))
     }
 
     /// Any `body` with any `properties`, as another stack (or an attacker) might publish it.
@@ -140,6 +159,9 @@ impl Arrival {
     }
 }
 
+/// The reply-to of an [`Arrival::request`]: a queue's name, as classic RPC's callers give.
+pub const TRIAL_REPLY_TO: &str = "warren.trial.replies";
+
 /// The exchange and binding key of the first binding of `queue` in `worker`'s topology.
 fn first_binding(worker: &Worker, queue: &str) -> (String, String) {
     worker
@@ -157,6 +179,18 @@ fn first_binding(worker: &Worker, queue: &str) -> (String, String) {
 pub enum Verdict {
     /// The handler succeeded: acknowledged.
     Acked,
+    /// An RPC request answered (its response, or one of the operation's declared errors): a
+    /// reply published to the default exchange with `reply_to` as its routing key, then the
+    /// request acknowledged once the broker confirmed the reply. [`Verdict::answer`] reads
+    /// it as the caller does.
+    Replied {
+        /// Where the reply goes: the request's `reply-to`.
+        reply_to: String,
+        /// The reply's properties: its status, correlation id and declared error's code.
+        properties: BasicProperties,
+        /// The reply's body: the response or the declared error, encoded.
+        body: Vec<u8>,
+    },
     /// Sent round again: a copy published to the default exchange with `routing_key` (a wait
     /// queue, whose TTL is `delay`, on ttl-backoff; the queue itself on immediate-requeue of
     /// a classic queue), then the original acknowledged.
@@ -228,14 +262,40 @@ impl Verdict {
             | Self::Rejected { reason, .. }
             | Self::Dropped { reason, .. }
             | Self::Discarded { reason, .. } => Some(*reason),
-            Self::Acked | Self::Retried { .. } | Self::Requeued { .. } => None,
+            Self::Acked | Self::Replied { .. } | Self::Retried { .. } | Self::Requeued { .. } => {
+                None
+            }
         }
     }
 
-    /// What the handler (or warren) said, on every verdict but [`Verdict::Acked`].
+    /// The reply of a [`Verdict::Replied`] as a caller of operation `O` reads it (with
+    /// [`RpcClient`](crate::RpcClient)'s default body cap): the response, or the declared
+    /// error. `None` on any other verdict.
+    ///
+    /// A request that is dead-lettered, dropped or discarded gets a `failed` reply where it
+    /// can be answered (it names a reply-to and a correlation id, and its caller's deadline
+    /// had not passed), read by its caller as
+    /// [`RpcError::Failed`](crate::rpc::RpcError::Failed) with the verdict's
+    /// [`reason`](Verdict::reason); one that is retried gets none.
+    pub fn answer<O: crate::rpc::Operation>(&self) -> Option<crate::rpc::CallResult<O>> {
+        let Self::Replied {
+            properties, body, ..
+        } = self
+        else {
+            return None;
+        };
+        Some(crate::rpc::read_answer::<O>(
+            body,
+            properties,
+            crate::DEFAULT_MAX_BODY_BYTES,
+        ))
+    }
+
+    /// What the handler (or warren) said, on every verdict but [`Verdict::Acked`] and
+    /// [`Verdict::Replied`].
     pub fn error(&self) -> Option<&str> {
         match self {
-            Self::Acked => None,
+            Self::Acked | Self::Replied { .. } => None,
             Self::Retried { error, .. }
             | Self::Requeued { error, .. }
             | Self::DeadLettered { error, .. }
@@ -276,16 +336,6 @@ pub enum TrialError {
         /// Its queue.
         queue: String,
     },
-    /// A kind of consumer a trial does not run yet.
-    #[error(
-        "consumer `{consumer}` is {kind}, which a trial does not run: test it on a broker (`warren_testkit::TestBroker`)"
-    )]
-    Unsupported {
-        /// The consumer.
-        consumer: String,
-        /// Its kind.
-        kind: &'static str,
-    },
     /// The arrival's exchange or routing key is longer than AMQP's 255 bytes.
     #[error(
         "the delivery tried on consumer `{consumer}` has an exchange or routing key past AMQP's 255 bytes, which no broker delivers"
@@ -311,8 +361,42 @@ pub(super) struct Bench<'a> {
 pub(super) struct Handled {
     pub result: Result<(), (Failure, String)>,
     pub retries: u32,
-    /// A dead letter's: settled by the broker, never by a copy.
-    pub by_broker: bool,
+    pub settles: Settles,
+}
+
+/// How a [`Handled`] delivery is settled.
+pub(super) enum Settles {
+    /// By the queue's policy ([`decide`]), as any consumer's delivery.
+    Policy,
+    /// A dead letter's failure: by the broker, never by a copy.
+    ByBroker,
+    /// A failure by this decision, whatever the policy says (an RPC request past its
+    /// caller's deadline).
+    As(Decision),
+    /// An RPC request answered: by its reply.
+    Reply(Box<Reply>),
+}
+
+/// An RPC request's reply, as [`Verdict::Replied`] gives it.
+pub(super) struct Reply {
+    pub reply_to: String,
+    pub properties: BasicProperties,
+    pub body: Vec<u8>,
+}
+
+impl Handled {
+    /// The bench's delivery failed with `failure`, `error` saying why, settled by `settles`.
+    pub(super) fn failed(
+        bench: &Bench<'_>,
+        (failure, error): (Failure, String),
+        settles: Settles,
+    ) -> Self {
+        Self {
+            result: Err((failure, error)),
+            retries: retries_so_far(bench.raw, bench.queue),
+            settles,
+        }
+    }
 }
 
 /// What a dead-letter consumer's `handling` of the bench's delivery (its handler's future,
@@ -324,7 +408,7 @@ pub(super) async fn dead_letter_handled(
     Handled {
         result: outcome(AssertUnwindSafe(handling).catch_unwind().await),
         retries: retries_so_far(bench.raw, bench.queue),
-        by_broker: true,
+        settles: Settles::ByBroker,
     }
 }
 
@@ -350,11 +434,7 @@ pub(super) async fn batch<M: Message, H: BatchHandler<M>>(
     if let Ok(delivery) = &decoded
         && let Err(refused) = outcome(Ok(handler.admit(delivery)))
     {
-        return Ok(Handled {
-            result: Err(refused),
-            retries: retries_so_far(bench.raw, bench.queue),
-            by_broker: false,
-        });
+        return Ok(Handled::failed(bench, refused, Settles::Policy));
     }
     Ok(handled(bench, decoded, |delivery| {
         handler.handle_batch(vec![delivery])
@@ -395,7 +475,7 @@ where
     Handled {
         result,
         retries: retries_so_far(bench.raw, bench.queue),
-        by_broker: false,
+        settles: Settles::Policy,
     }
 }
 
@@ -408,9 +488,11 @@ impl Worker {
     ///
     /// For tests (the `trial` feature, which `warren-testkit` turns on): build the worker on
     /// [`crate::Connection::detached`]. One-at-a-time and batch consumers are tried (a batch
-    /// of one), inbox consumers with their database, and dead-letter consumers (whose failures
-    /// the broker settles: [`Verdict::Rejected`]); RPC servers are not yet
-    /// ([`TrialError::Unsupported`]).
+    /// of one), inbox consumers with their database, consumers of several messages,
+    /// dead-letter consumers (whose failures the broker settles: [`Verdict::Rejected`]) and
+    /// RPC servers (whose answers are [`Verdict::Replied`]; build their requests with
+    /// [`Arrival::request`]). A trial has no broker to ask whether the node a direct
+    /// reply-to address names runs: it takes every well-formed address's node as running.
     pub async fn trial(
         &self,
         consumer: &str,
@@ -456,21 +538,23 @@ fn verdict(bench: &Bench<'_>, handled: Handled, jitter: f64) -> Verdict {
     let Handled {
         result,
         retries,
-        by_broker,
+        settles,
     } = handled;
     let Err((failure, error)) = result else {
-        return Verdict::Acked;
-    };
-    if by_broker {
-        return match super::dead_letter_consumer::by_broker(bench.queue, retries, failure) {
-            ByBroker::DeadLetter(reason) => Verdict::Rejected { reason, error },
-            ByBroker::Drop(reason) => Verdict::Dropped { reason, error },
-            ByBroker::Requeue => Verdict::Requeued {
-                exhausted: false,
-                error,
+        return match settles {
+            Settles::Reply(reply) => Verdict::Replied {
+                reply_to: reply.reply_to,
+                properties: reply.properties,
+                body: reply.body,
             },
+            _ => Verdict::Acked,
         };
-    }
+    };
+    let decision = match settles {
+        Settles::ByBroker => return by_broker(bench.queue, retries, failure, error),
+        Settles::As(decision) => decision,
+        Settles::Policy | Settles::Reply(_) => decide(bench.queue, retries, failure, jitter),
+    };
     let queue = bench.queue;
     let copier = Copier {
         queue,
@@ -479,7 +563,7 @@ fn verdict(bench: &Bench<'_>, handled: Handled, jitter: f64) -> Verdict {
         budget: crate::wire::copy_budget(crate::wire::RABBITMQ_FRAME_MAX),
     };
     let span = tracing::Span::none();
-    match decide(queue, retries, failure, jitter) {
+    match decision {
         Decision::Requeue { exhausted } => Verdict::Requeued { exhausted, error },
         Decision::Retry {
             routing_key,
@@ -500,6 +584,19 @@ fn verdict(bench: &Bench<'_>, handled: Handled, jitter: f64) -> Verdict {
         }
         Decision::Drop { reason } => Verdict::Dropped { reason, error },
         Decision::Discard { reason } => Verdict::Discarded { reason, error },
+    }
+}
+
+/// A dead letter's failure, settled by the broker: rejected (the broker dead-letters it
+/// through its queue's own dead-letter exchange), dropped or requeued.
+fn by_broker(queue: &Queue, retries: u32, failure: Failure, error: String) -> Verdict {
+    match super::dead_letter_consumer::by_broker(queue, retries, failure) {
+        ByBroker::DeadLetter(reason) => Verdict::Rejected { reason, error },
+        ByBroker::Drop(reason) => Verdict::Dropped { reason, error },
+        ByBroker::Requeue => Verdict::Requeued {
+            exhausted: false,
+            error,
+        },
     }
 }
 

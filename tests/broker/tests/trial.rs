@@ -12,8 +12,8 @@ use lapin::options::{BasicConsumeOptions, BasicQosOptions};
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use tokio::sync::mpsc;
 use warren_broker_tests::types::{self, JobBehaviour};
-use warren_broker_tests::{Harness, Recorder, handlers, job, raw_headers};
-use warren_runtime::model::{QueueRole, headers};
+use warren_broker_tests::{Harness, Recorder, consumers, handlers, job, raw_headers, rpc};
+use warren_runtime::model::{FailureReason, QueueRole, headers};
 use warren_runtime::trial::{Arrival, Verdict};
 use warren_testkit::Trial;
 
@@ -345,5 +345,307 @@ async fn a_trial_and_a_worker_on_the_broker_decide_alike() {
         );
     }
     assert!(taps.try_recv().is_err(), "no copy beyond the table's");
+    h.stop().await.expect("cleaned up");
+}
+
+/// One request of the RPC table: its id (also its correlation id), body and what its
+/// properties lack or add.
+struct Request {
+    id: &'static str,
+    body: Vec<u8>,
+    /// Sent without a correlation id: it cannot be answered.
+    uncorrelated: bool,
+    /// Its caller's deadline passed before it was sent.
+    late: bool,
+}
+
+impl Request {
+    fn quote(id: &'static str, behaviour: types::QuoteRequestBehaviour) -> Self {
+        let body = serde_json::to_vec(&rpc::request(id, behaviour)).expect("serializes");
+        Self::raw(id, body)
+    }
+
+    fn raw(id: &'static str, body: Vec<u8>) -> Self {
+        Self {
+            id,
+            body,
+            uncorrelated: false,
+            late: false,
+        }
+    }
+
+    /// Its properties, replies asked on `reply_to`, as its `retries`-th retry copy.
+    fn properties(&self, reply_to: &str, retries: Option<u32>) -> BasicProperties {
+        let mut table = raw_headers();
+        if self.late {
+            table.insert(
+                ShortString::from(headers::DEADLINE),
+                AMQPValue::LongLongInt(1_000),
+            );
+        }
+        if let Some(retries) = retries {
+            table.insert(
+                ShortString::from(headers::RETRY_COUNT),
+                AMQPValue::LongLongInt(i64::from(retries)),
+            );
+        }
+        let properties = BasicProperties::default()
+            .with_content_type(ShortString::from("application/json"))
+            .with_message_id(ShortString::from(self.id))
+            .with_reply_to(ShortString::from(reply_to))
+            .with_headers(table);
+        match self.uncorrelated {
+            true => properties,
+            false => properties.with_correlation_id(ShortString::from(self.id)),
+        }
+    }
+}
+
+/// A reply as both paths are compared on: its correlation id, the `x-rpc-*` headers, type
+/// and content type, and its body (an answer's, not a `failed` reply's text).
+#[derive(Debug, PartialEq)]
+struct ReplySeen {
+    correlation_id: Option<String>,
+    status: Option<String>,
+    code: Option<String>,
+    failure: Option<String>,
+    kind: Option<String>,
+    content_type: Option<String>,
+    body: Option<Vec<u8>>,
+}
+
+impl ReplySeen {
+    fn of(properties: &BasicProperties, body: &[u8]) -> Self {
+        let text = |key: &str| {
+            let table = properties.headers().as_ref()?;
+            match table.inner().get(key)? {
+                AMQPValue::LongString(text) => Some(text.to_string()),
+                other => Some(format!("{other:?}")),
+            }
+        };
+        let status = text(headers::RPC_STATUS);
+        Self {
+            correlation_id: properties
+                .correlation_id()
+                .as_ref()
+                .map(|id| id.to_string()),
+            body: (status.as_deref() != Some("failed")).then(|| body.to_vec()),
+            status,
+            code: text(headers::RPC_ERROR),
+            failure: text(headers::RPC_FAILURE),
+            kind: properties.kind().as_ref().map(|kind| kind.to_string()),
+            content_type: (properties.content_type().as_ref()).map(|kind| kind.to_string()),
+        }
+    }
+
+    /// The `failed` reply a caller of request `id` gets for `reason`.
+    fn failed(id: &str, reason: FailureReason) -> Self {
+        Self {
+            correlation_id: Some(id.to_owned()),
+            status: Some("failed".to_owned()),
+            code: None,
+            failure: Some(reason.as_str().to_owned()),
+            kind: None,
+            content_type: Some("text/plain; charset=utf-8".to_owned()),
+            body: None,
+        }
+    }
+}
+
+/// Where a request ends, as seen from outside the server: how many times its handler ran,
+/// the reply its caller got (none, where it cannot be answered) and the dead letter's
+/// compared headers (none when it was answered).
+#[derive(Debug, PartialEq)]
+struct Ended {
+    attempts: usize,
+    reply: Option<ReplySeen>,
+    dead_letter: Option<BTreeMap<String, String>>,
+}
+
+/// Where the trial says `request` ends: each verdict that sends it round is followed by a
+/// trial of the retry it sends, until it is answered or leaves its queue for good.
+async fn trial_ends(
+    trial: &Trial,
+    quoter: &rpc::Quoter,
+    h: &Harness,
+    request: &Request,
+    reply_to: &str,
+) -> Ended {
+    let attempts = || served(quoter, request.id);
+    let mut retries = None;
+    loop {
+        let arrival = Arrival::raw(request.body.clone(), request.properties(reply_to, retries))
+            .via("", h.name("quotes"));
+        let arrival = match retries {
+            Some(retries) => arrival.retried(retries),
+            None => arrival,
+        };
+        let verdict = trial.arrive("quote_price", &arrival).await;
+        match &verdict {
+            Verdict::Replied {
+                properties, body, ..
+            } => {
+                return Ended {
+                    attempts: attempts(),
+                    reply: Some(ReplySeen::of(properties, body)),
+                    dead_letter: None,
+                };
+            }
+            Verdict::Retried { retry_count, .. } if attempts() < 5 => {
+                retries = Some(*retry_count);
+            }
+            Verdict::DeadLettered { reason, .. } => {
+                // Told, where it can be: a caller that is still waiting, at an address.
+                let told = !request.uncorrelated && *reason != FailureReason::Expired;
+                return Ended {
+                    attempts: attempts(),
+                    reply: told.then(|| ReplySeen::failed(request.id, *reason)),
+                    dead_letter: Some(untimed(context(verdict.copy_headers()))),
+                };
+            }
+            other => panic!("{}: no request of the table is {other:?}", request.id),
+        }
+    }
+}
+
+/// Where `request` ends on the broker, sent to the running server: the dead letter, where
+/// the trial says there is one, and the reply, where it says one is sent.
+async fn broker_ends(
+    h: &Harness,
+    request: &Request,
+    reply_to: &str,
+    replies: &mut mpsc::UnboundedReceiver<ReplySeen>,
+    taps: &mut mpsc::UnboundedReceiver<Copied>,
+    expecting: &Ended,
+) -> Ended {
+    let properties = request.properties(reply_to, None);
+    h.publish_raw_to("", &h.name("quotes"), &request.body, properties)
+        .await;
+    let dead_letter = match expecting.dead_letter {
+        Some(_) => {
+            let copied = tokio::time::timeout(WAIT, taps.recv()).await;
+            let (_, _, context) = copied
+                .unwrap_or_else(|_| panic!("{}: no dead letter within {WAIT:?}", request.id))
+                .expect("the taps run");
+            Some(untimed(context))
+        }
+        None => None,
+    };
+    let reply = match expecting.reply {
+        Some(_) => {
+            let reply = tokio::time::timeout(WAIT, replies.recv()).await;
+            let reply =
+                reply.unwrap_or_else(|_| panic!("{}: no reply within {WAIT:?}", request.id));
+            Some(reply.expect("the replies are read"))
+        }
+        None => None,
+    };
+    Ended {
+        attempts: served(h.recorder.quoter(), request.id),
+        reply,
+        dead_letter,
+    }
+}
+
+/// A dead letter's compared headers with the numbers in its last error left out: how long
+/// ago a late request's deadline passed depends on when each path read it.
+fn untimed(mut context: BTreeMap<String, String>) -> BTreeMap<String, String> {
+    if let Some(error) = context.get_mut(headers::LAST_ERROR) {
+        error.retain(|c| !c.is_ascii_digit());
+    }
+    context
+}
+
+/// How many times `quoter` handled request `id`.
+fn served(quoter: &rpc::Quoter, id: &str) -> usize {
+    let served = quoter.seen.all();
+    served.iter().filter(|served| served.id == id).count()
+}
+
+/// Reads the replies sent to a queue of the test's own. Hold the channel: the reading ends
+/// with it.
+async fn reply_queue(h: &Harness) -> (lapin::Channel, String, mpsc::UnboundedReceiver<ReplySeen>) {
+    use lapin::options::QueueDeclareOptions;
+    let channel = h.connection.create_channel().await.expect("a channel");
+    let options = QueueDeclareOptions {
+        exclusive: true,
+        auto_delete: true,
+        ..QueueDeclareOptions::default()
+    };
+    let queue = channel
+        .queue_declare(ShortString::from(""), options, FieldTable::default())
+        .await
+        .expect("a reply queue");
+    let name = queue.name().to_string();
+    let mut consumer = channel
+        .basic_consume(
+            ShortString::from(name.as_str()),
+            ShortString::from("replies"),
+            BasicConsumeOptions {
+                no_ack: true,
+                ..BasicConsumeOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .expect("the replies are read");
+    let (sender, receiver) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        use futures_lite::StreamExt as _;
+        while let Some(Ok(delivery)) = consumer.next().await {
+            let seen = ReplySeen::of(&delivery.properties, &delivery.data);
+            if sender.send(seen).is_err() {
+                break;
+            }
+        }
+    });
+    (channel, name, receiver)
+}
+
+/// An RPC server tried and the same server on the broker end each request alike: the same
+/// reply (response, declared error, or `failed` with the same reason) to its caller, the
+/// same dead letter, after as many handler runs, a retry included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trial_and_an_rpc_server_on_the_broker_end_requests_alike() {
+    use types::QuoteRequestBehaviour as B;
+    let mut h = Harness::start("trial-rpc").await;
+    let (_tapping, mut taps) = tap(&h).await;
+    let (_replying, reply_to, mut replies) = reply_queue(&h).await;
+    let mut trial = Trial::new(h.topology.clone());
+    let quoter = rpc::Quoter::default();
+    consumers::register::quote_price(trial.worker(), quoter.clone());
+
+    let uncorrelated = Request {
+        uncorrelated: true,
+        ..Request::quote("no-correlation-id", B::Ok)
+    };
+    let late = Request {
+        late: true,
+        ..Request::quote("late", B::Ok)
+    };
+    let table = [
+        Request::quote("answered", B::Ok),
+        Request::quote("declared", B::Declared),
+        Request::quote("answer-breaks-schema", B::Invalid),
+        Request::quote("answer-too-large", B::Huge),
+        Request::quote("fatal", B::Fatal),
+        Request::quote("retried-then-spent", B::Retryable),
+        Request::raw("not-json", b"{not json".to_vec()),
+        uncorrelated,
+        late,
+    ];
+    for request in &table {
+        let trial_said = trial_ends(&trial, &quoter, &h, request, &reply_to).await;
+        let seen = broker_ends(&h, request, &reply_to, &mut replies, &mut taps, &trial_said).await;
+        assert_eq!(seen, trial_said, "{}", request.id);
+    }
+
+    h.shutdown_worker().await.expect("the worker stops");
+    assert_eq!(h.ready("quotes").await, 0, "no request left behind");
+    assert!(
+        taps.try_recv().is_err(),
+        "no dead letter beyond the table's"
+    );
+    assert!(replies.try_recv().is_err(), "no reply beyond the table's");
     h.stop().await.expect("cleaned up");
 }
