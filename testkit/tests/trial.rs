@@ -333,9 +333,12 @@ struct Reader;
 impl consumers::ReadDeadLetters for Reader {
     async fn handle(
         &self,
-        dead_letter: warren_runtime::DeadLetter<OrderPlaced, OrderHeaders>,
+        _failure: warren_runtime::FailureContext,
+        dead_letter: consumers::ReadDeadLettersMessage,
     ) -> Result<(), HandlerError> {
-        let flaky = (dead_letter.typed()).is_some_and(|d| d.payload().customer_id == "flaky");
+        use consumers::ReadDeadLettersMessage as Dead;
+        let flaky =
+            matches!(&dead_letter, Dead::OrderPlaced(d) if d.payload().customer_id == "flaky");
         if flaky {
             return Err(HandlerError::retryable(std::io::Error::other(
                 "the alert store is down",

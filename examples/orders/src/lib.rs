@@ -160,8 +160,9 @@ pub async fn place<DB: store::Store>(
 /// Example handlers, as a service would write them.
 pub mod handlers {
     use warren_runtime::inbox::{Inbox, InboxTransaction};
-    use warren_runtime::{DeadLetter, Delivery, HandlerError, RpcHandlerError};
+    use warren_runtime::{Delivery, FailureContext, HandlerError, RpcHandlerError};
 
+    use crate::consumers::ReadDeadLettersMessage;
     use crate::rpcs::QuotePriceError;
     use crate::store::Store;
     use crate::types::{
@@ -228,16 +229,17 @@ pub mod handlers {
     impl crate::consumers::ReadDeadLetters for DeadLetters {
         async fn handle(
             &self,
-            dead_letter: DeadLetter<OrderPlaced, OrderHeaders>,
+            failure: FailureContext,
+            dead_letter: ReadDeadLettersMessage,
         ) -> Result<(), HandlerError> {
-            let failure = dead_letter.failure();
+            let what = match dead_letter {
+                ReadDeadLettersMessage::OrderPlaced(_) => "an order",
+                ReadDeadLettersMessage::OrderCancelled(_) => "a cancellation",
+                ReadDeadLettersMessage::QuoteRequest(_) => "a quote request",
+                ReadDeadLettersMessage::Raw(_) => "poison",
+            };
             eprintln!(
-                "dead letter ({}): reason {:?}, consumer {:?}, queue {:?}, error {:?}",
-                if dead_letter.raw().is_some() {
-                    "poison"
-                } else {
-                    "typed"
-                },
+                "dead letter ({what}): reason {:?}, consumer {:?}, queue {:?}, error {:?}",
                 failure.reason.map(|r| r.as_str()),
                 failure.consumer,
                 failure.queue,

@@ -48,8 +48,8 @@ use warren_example_orders::{Handlers, Publishers, RpcClients, consumers, place, 
 use warren_runtime::inbox::{Inbox, InboxTransaction};
 use warren_runtime::outbox::Outbox;
 use warren_runtime::{
-    Connection, DeadLetter, DeadMessage, Delivery, HandlerError, HealthHandle, Publisher,
-    RpcClient, RpcError, Topology, Worker,
+    Connection, Delivery, FailureContext, HandlerError, HealthHandle, Publisher, RpcClient,
+    RpcError, Topology, Worker,
 };
 
 /// What the handlers saw, per order id.
@@ -163,17 +163,25 @@ impl consumers::NotifyCancellation for Shop {
 impl consumers::ReadDeadLetters for Shop {
     async fn handle(
         &self,
-        dead_letter: DeadLetter<OrderPlaced, OrderHeaders>,
+        failure: FailureContext,
+        dead_letter: consumers::ReadDeadLettersMessage,
     ) -> Result<(), HandlerError> {
-        let failure = dead_letter.failure();
-        let what = match dead_letter.message() {
-            DeadMessage::Typed(delivery) => format!(
+        use consumers::ReadDeadLettersMessage as Dead;
+        let what = match dead_letter {
+            Dead::OrderPlaced(order) => format!(
                 "order …{} of {}",
-                short(&delivery.payload().order_id.to_string()),
-                delivery.payload().customer_id
+                short(&order.payload().order_id.to_string()),
+                order.payload().customer_id
             ),
-            DeadMessage::Raw(raw) => format!(
-                "a `{}` message, {} bytes, not an order ({})",
+            Dead::OrderCancelled(cancelled) => format!(
+                "cancellation of order …{}",
+                short(&cancelled.payload().order_id.to_string())
+            ),
+            Dead::QuoteRequest(request) => {
+                format!("a quote of {} skus", request.payload().skus.len())
+            }
+            Dead::Raw(raw) => format!(
+                "a `{}` message, {} bytes, none of the queue's ({})",
                 raw.kind.as_deref().unwrap_or("?"),
                 raw.body_len,
                 raw.poison_detail

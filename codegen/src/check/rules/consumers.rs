@@ -329,11 +329,9 @@ impl Checker<'_> {
             .filter(|(source, queue)| self.dead_letters_into(source, queue, &consumer.queue))
             .map(|(source, _)| source.as_str())
             .collect();
-        // A consumer that lists its messages is told of one it missed; one of a single
-        // message takes the others raw, as documented.
-        if consumer.messages.is_some() {
-            self.untyped_dead_letters(name, consumer, &fed_by, path);
-        }
+        // Told of every message it would take raw: a dead-letter queue receives the failures
+        // of every queue that dead-letters into it, not only those of the message it names.
+        self.untyped_dead_letters(name, consumer, &fed_by, path);
         if fed_by.is_empty() {
             self.warn(
                 Code::NoDeadLetters,
@@ -376,14 +374,18 @@ impl Checker<'_> {
             .map(|(message, queues)| format!("`{message}` (from {})", list(queues.iter().copied())))
             .collect();
         let all: Vec<&str> = listed.iter().chain(untyped.keys()).copied().collect();
+        let at = match consumer.message {
+            Some(_) => path.key("message"),
+            None => path.key("messages"),
+        };
         self.warn(
             Code::UntypedDeadLetters,
-            &path.key("messages"),
+            &at,
             format!(
                 "dead-letter consumer `{name}` reads dead letters of messages it does not list, which reach its handler raw: {}",
                 missing.join(", ")
             ),
-            format!("list every message its queue receives: `messages: [{}]`", all.join(", ")),
+            format!("list every message its queue receives, to get each typed: `messages: [{}]`", all.join(", ")),
         );
     }
 
