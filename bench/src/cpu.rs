@@ -47,14 +47,27 @@ pub fn broker_since(before: Option<Duration>) -> Option<Duration> {
     Some(broker_used()?.saturating_sub(before?))
 }
 
+/// The user plus system CPU time this process's children have used, each counted once it
+/// ended and was waited for, with their own waited-for children (a `cargo` run and every
+/// compiler it ran); `None` where `/proc` is missing.
+pub fn children_used() -> Option<Duration> {
+    times("self", 2)
+}
+
 /// The user plus system CPU time of process `pid` (or `self`), from its `/proc` stat.
 fn of_process(pid: &str) -> Option<Duration> {
+    times(pid, 0)
+}
+
+/// A pair of times from process `pid`'s `/proc` stat: its own user and system time
+/// (`skip` 0, fields 14 and 15), or its waited-for children's (`skip` 2, fields 16 and 17).
+fn times(pid: &str, skip: usize) -> Option<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may hold spaces: count from after it.
     let after = stat.get(stat.rfind(')')? + 2..)?;
     let mut fields = after.split(' ');
-    // utime and stime are fields 14 and 15; the first after the name is field 3.
-    let user: u64 = fields.nth(11)?.parse().ok()?;
+    // The first field after the name is field 3.
+    let user: u64 = fields.nth(11 + skip)?.parse().ok()?;
     let system: u64 = fields.next()?.parse().ok()?;
     Some(Duration::from_millis(
         (user + system) * 1000 / TICKS_PER_SECOND,

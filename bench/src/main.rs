@@ -8,6 +8,7 @@
 //! cargo run --release -p warren-bench -- cpu [messages]   # a tenth as many per case
 //! cargo run --release -p warren-bench -- rpc [calls]   # `all` makes a twentieth as many
 //! cargo run --release -p warren-bench -- effects [messages]   # PostgreSQL; `all`: a tenth
+//! cargo run --release -p warren-bench -- build-cost [5,200,1000]   # cargo only, not in `all`
 //! cargo run --release -p warren-bench -- --observe <scenario> [n]   # spans and metrics on
 //! ```
 //!
@@ -15,7 +16,8 @@
 //! from many), `consume`, `latency` (p50/p99/max at a steady rate), `backlog` (prefetch 1,000,
 //! peak memory), `cpu` (a CPU-bound handler at concurrency 1, 2 and 4), `retry`, `rpc`,
 //! `effects` (the inbox and the outbox on PostgreSQL, against a plain handler and publishing
-//! directly), `codegen`. Rows show msg/s and this process's CPU per message, with ratios against
+//! directly), `codegen`, `build-cost` (what the generated code costs a crate's `cargo build`
+//! and `cargo check`, against typify's output and a bare tokio binary). Rows show msg/s and this process's CPU per message, with ratios against
 //! hand-written lapin in the same run.
 //!
 //! `--observe` (or `WARREN_BENCH_OBSERVE=1`) installs tracing spans and metrics as
@@ -24,6 +26,7 @@
 //! Everything is declared under a `bench.<pid>.` namespace and deleted afterwards.
 
 mod backlog;
+mod build_cost;
 mod codegen;
 mod cpu;
 mod effects;
@@ -471,6 +474,9 @@ async fn main() -> Result<()> {
             return codegen::child(std::path::Path::new(&contract), stage);
         }
     }
+    if scenario == "build-cost" {
+        return bench_build_cost(args.next());
+    }
     let n: usize = args
         .next()
         .map(|a| a.parse())
@@ -673,6 +679,21 @@ async fn bench_retry(connection: &Connection, t: &Topology, n: usize) -> Result<
         );
     }
     Ok(())
+}
+
+/// The `build-cost` scenario on the shapes of `sizes` (messages, comma-separated; by
+/// default 5, 200 and 1,000): no broker, only `cargo`.
+fn bench_build_cost(sizes: Option<String>) -> Result<()> {
+    let shapes = match sizes {
+        None => build_cost::SHAPES.to_vec(),
+        Some(sizes) => (sizes.split(','))
+            .map(|n| Ok(build_cost::shape_of(n.trim().parse()?)))
+            .collect::<Result<Vec<_>>>()?,
+    };
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .ok_or("the bench crate sits in the workspace")?;
+    build_cost::bench(workspace, &shapes)
 }
 
 fn bench_codegen() -> Result<()> {
