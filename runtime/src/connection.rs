@@ -466,6 +466,15 @@ impl ConnectionBuilder {
     /// Connects to the first URL that answers (each is tried once; the error is the last
     /// URL's) and starts the supervisor that recovers the connection from then on.
     pub async fn connect(self) -> Result<Connection, lapin::Error> {
+        self.connecting().await
+    }
+
+    /// [`ConnectionBuilder::connect`]'s body, compiled here ([`crate::rooted`]).
+    fn connecting(self) -> crate::rooted::Rooted<'static, Result<Connection, lapin::Error>> {
+        Box::pin(self.connect_now())
+    }
+
+    async fn connect_now(self) -> Result<Connection, lapin::Error> {
         if self.urls.is_empty() {
             return Err(lapin::Error::from(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,

@@ -123,6 +123,7 @@ mod publish_all;
 mod publish_time;
 mod publisher;
 mod retry_after;
+mod rooted;
 mod routing_key;
 pub mod rpc;
 mod schema;

@@ -17,6 +17,7 @@ use super::policy::Failure;
 use super::runner::Runner;
 use super::settle::Settler;
 use super::{BatchHandler, BatchSpec, ConsumerSpec, Context, Handler, Registered, Task};
+use crate::rooted::Rooted;
 use crate::schema::Validators;
 use crate::{Delivery, HandlerError, Message, WorkerError};
 
@@ -235,11 +236,20 @@ where
 /// delivery's permit, its in-flight count and its `process` span, started by
 /// [`Runner::begin`]: in a task of its own, or polled once here when it is quick. Drains the
 /// runner when shutdown is asked or the consumer cannot go on.
-pub(super) async fn one_at_a_time<F, W>(mut runner: Runner, mut each: F) -> Result<(), WorkerError>
-where
-    F: FnMut(&Runner, Taken) -> W,
-    W: Future<Output = ()> + Send + 'static,
-{
+///
+/// Not generic ([`crate::rooted`]): compiled once, here, whatever consumer runs it; `each`,
+/// which the consumer writes for its message and handler types, is what is compiled per
+/// consumer.
+pub(super) fn one_at_a_time(runner: Runner, each: Each<'_>) -> Rooted<'_, Result<(), WorkerError>> {
+    Box::pin(consume_each(runner, each))
+}
+
+/// What a consumer does with each delivery it takes: its work (decode, handler, settle),
+/// boxed.
+pub(super) type Each<'a> = Box<dyn FnMut(&Runner, Taken) -> Rooted<'static, ()> + Send + 'a>;
+
+/// [`one_at_a_time`]'s loop.
+async fn consume_each(mut runner: Runner, mut each: Each<'_>) -> Result<(), WorkerError> {
     let max_body_bytes = runner.context.settings.max_body_bytes;
     let mut lanes =
         (runner.spec.ordering_key).map(|key| Lanes::new(key, runner.spec.prefetch, max_body_bytes));
@@ -266,7 +276,7 @@ where
             None => {
                 raw.hold(Some(work), in_flight);
                 let delivery = each(&runner, raw);
-                runner.begin(delivery.instrument(span));
+                runner.begin(Box::pin(delivery.instrument(span)));
             }
             Some(turn) => {
                 // Waiting for its turn, it gives its permit back (unless it is the breaker's
@@ -277,7 +287,7 @@ where
                 };
                 raw.hold(work, in_flight);
                 let delivery = in_turn(turn, waits, each(&runner, raw));
-                runner.begin(delivery.instrument(span));
+                runner.begin(Box::pin(delivery.instrument(span)));
             }
         }
     }
@@ -317,30 +327,33 @@ impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
             let Some(runner) = Runner::start::<M>(self.spec, context).await? else {
                 return Ok(());
             };
-            one_at_a_time(runner, |runner, raw| {
-                let settler = runner.settler.clone();
-                let validators = runner.validators.clone();
-                let breaker = runner.breaker.clone();
-                let handler = self.handler.clone();
-                let max_body_bytes = runner.context.settings.max_body_bytes;
-                async move {
-                    let handled = || async {
-                        let Some(delivery) =
-                            decoded::<M>(&raw, &settler, validators.as_deref(), max_body_bytes)
-                                .await
-                        else {
-                            return;
+            one_at_a_time(
+                runner,
+                Box::new(|runner, raw| {
+                    let settler = runner.settler.clone();
+                    let validators = runner.validators.clone();
+                    let breaker = runner.breaker.clone();
+                    let handler = self.handler.clone();
+                    let max_body_bytes = runner.context.settings.max_body_bytes;
+                    Box::pin(async move {
+                        let handled = || async {
+                            let Some(delivery) =
+                                decoded::<M>(&raw, &settler, validators.as_deref(), max_body_bytes)
+                                    .await
+                            else {
+                                return;
+                            };
+                            let retries = delivery.retry_count();
+                            let properties = [&raw.properties];
+                            let handle = || handler.handle(delivery);
+                            let result =
+                                run_handler(&settler, breaker.as_deref(), properties, handle).await;
+                            settler.settle(&raw, &result, retries).await;
                         };
-                        let retries = delivery.retry_count();
-                        let properties = [&raw.properties];
-                        let handle = || handler.handle(delivery);
-                        let result =
-                            run_handler(&settler, breaker.as_deref(), properties, handle).await;
-                        settler.settle(&raw, &result, retries).await;
-                    };
-                    let _ = settled_even_on_panic(&raw, &settler, handled).await;
-                }
-            })
+                        let _ = settled_even_on_panic(&raw, &settler, handled).await;
+                    })
+                }),
+            )
             .await
         })
     }
@@ -399,7 +412,7 @@ impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {
                     batch.handle(&*handler, deliveries).await;
                     drop((work, in_flight));
                 };
-                runner.begin(handled.instrument(span));
+                runner.begin(Box::pin(handled.instrument(span)));
             }
             runner.drain().await;
             outcome

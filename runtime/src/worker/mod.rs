@@ -415,12 +415,19 @@ impl Worker {
     /// On shutdown each consumer stops consuming, drains its in-flight handlers (up to the
     /// drain timeout) and closes its channels.
     pub async fn run(self) -> Result<(), WorkerError> {
-        let health = self.health.clone();
-        health.running();
-        crate::metrics::describe();
-        let outcome = self.run_consumers().await;
-        health.ended(&outcome);
-        outcome
+        self.running().await
+    }
+
+    /// [`Worker::run`]'s body, compiled here ([`crate::rooted`]).
+    fn running(self) -> crate::rooted::Rooted<'static, Result<(), WorkerError>> {
+        Box::pin(async move {
+            let health = self.health.clone();
+            health.running();
+            crate::metrics::describe();
+            let outcome = self.run_consumers().await;
+            health.ended(&outcome);
+            outcome
+        })
     }
 
     async fn run_consumers(self) -> Result<(), WorkerError> {

@@ -22,6 +22,7 @@ use crate::connection::backoff;
 use crate::error::Chain;
 use crate::model::Namespace;
 use crate::publish_time::Trust;
+use crate::rooted::Rooted;
 use crate::schema::Validators;
 use crate::{Message, Publisher, WorkerError, amqp};
 
@@ -87,7 +88,18 @@ impl Runner {
 
     /// Opens the channel for copies and subscribes, decoding with `validators` (`None`:
     /// validation is off, or each message of a consumer of several has its own).
-    pub(super) async fn start_validating(
+    ///
+    /// Not generic ([`crate::rooted`]): compiled here, not where a consumer's types are known.
+    pub(super) fn start_validating(
+        spec: ConsumerSpec,
+        context: Context,
+        validators: Option<Arc<Validators>>,
+    ) -> Rooted<'static, Result<Option<Self>, WorkerError>> {
+        Box::pin(Self::started(spec, context, validators))
+    }
+
+    /// [`Runner::start_validating`]'s body.
+    async fn started(
         spec: ConsumerSpec,
         context: Context,
         validators: Option<Arc<Validators>>,
@@ -434,14 +446,14 @@ impl Runner {
     /// busy without awaiting, large bodies to decode) make the next [`SPAWNED_MIN`] or more
     /// units spawned unpolled. With `concurrency` 1 there is nothing to run beside the work, so
     /// it is always polled here first.
-    pub(super) fn begin(&mut self, work: impl Future<Output = ()> + Send + 'static) {
+    pub(super) fn begin(&mut self, work: Rooted<'static, ()>) {
         let in_place_only = self.spec.concurrency <= 1;
         if !in_place_only && self.spawn_next > 0 {
             self.spawn_next -= 1;
             self.tasks.spawn(work);
             return;
         }
-        let mut work = Box::pin(work);
+        let mut work = work;
         let mut context = std::task::Context::from_waker(std::task::Waker::noop());
         let started = std::time::Instant::now();
         // A future that returns `Pending` has registered the no-op waker only; the runtime

@@ -230,32 +230,35 @@ impl<D: Send + 'static, H: SeveralHandler<D>> Registered for Several<D, H> {
             let Some(runner) = Runner::start_validating(self.spec, context, None).await? else {
                 return Ok(());
             };
-            one_at_a_time(runner, |runner, raw| {
-                let settler = runner.settler.clone();
-                let breaker = runner.breaker.clone();
-                let handler = self.handler.clone();
-                let decoders = decoders.clone();
-                async move {
-                    let handled = || async {
-                        let retries = retries_so_far(&raw, &settler.queue);
-                        let message = match decoders.decode(&raw, &settler.queue) {
-                            Ok(message) => message,
-                            Err(poisoned) => {
-                                let failure = Failure::Poison(poisoned.reason);
-                                return settler
-                                    .fail(&raw, failure, retries, &poisoned.detail)
-                                    .await;
-                            }
+            one_at_a_time(
+                runner,
+                Box::new(|runner, raw| {
+                    let settler = runner.settler.clone();
+                    let breaker = runner.breaker.clone();
+                    let handler = self.handler.clone();
+                    let decoders = decoders.clone();
+                    Box::pin(async move {
+                        let handled = || async {
+                            let retries = retries_so_far(&raw, &settler.queue);
+                            let message = match decoders.decode(&raw, &settler.queue) {
+                                Ok(message) => message,
+                                Err(poisoned) => {
+                                    let failure = Failure::Poison(poisoned.reason);
+                                    return settler
+                                        .fail(&raw, failure, retries, &poisoned.detail)
+                                        .await;
+                                }
+                            };
+                            let properties = [&raw.properties];
+                            let handle = || handler.handle(message);
+                            let result =
+                                run_handler(&settler, breaker.as_deref(), properties, handle).await;
+                            settler.settle(&raw, &result, retries).await;
                         };
-                        let properties = [&raw.properties];
-                        let handle = || handler.handle(message);
-                        let result =
-                            run_handler(&settler, breaker.as_deref(), properties, handle).await;
-                        settler.settle(&raw, &result, retries).await;
-                    };
-                    let _ = settled_even_on_panic(&raw, &settler, handled).await;
-                }
-            })
+                        let _ = settled_even_on_panic(&raw, &settler, handled).await;
+                    })
+                }),
+            )
             .await
         })
     }

@@ -1,0 +1,16 @@
+//! Futures boxed where they are made, so that their bodies are compiled in this crate.
+//!
+//! An `async fn`'s body is compiled where its future is first polled with a concrete type,
+//! not where it is written. A service's binary that awaits [`crate::Worker::run`], or a
+//! consumer's loop instantiated for its handler's type, would otherwise compile the worker's
+//! whole body again, and every lapin and tokio generic under it: measured, most of a handler
+//! binary's build (`warren-bench build-cost`). A non-generic function of this crate that boxes
+//! the future as a `dyn Future` compiles the body (and its vtable) here, once; the binary
+//! only calls through the vtable. It costs one allocation per call, so it sits on calls made
+//! once per run, per consumer or per channel, never per message.
+
+use std::future::Future;
+use std::pin::Pin;
+
+/// A future boxed by a non-generic function of this crate (see the module docs).
+pub(crate) type Rooted<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
