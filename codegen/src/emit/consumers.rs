@@ -3,7 +3,7 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
-use warren_model::{DurationLabel, OrderingKey};
+use warren_model::{ConsumerSpec, DurationLabel, OrderingKey};
 
 use super::docs::{allow_contract_markdown, compose, retry_line};
 use super::rpcs::{self, Resolved};
@@ -763,10 +763,29 @@ fn register(served: &Served<'_>) -> TokenStream {
         Some(Some(pointer)) => quote! { ::core::option::Option::Some(#pointer), },
         _ => quote! { ::core::option::Option::None, },
     };
+    if matches!(kind, Kind::OneAtATime) {
+        return registration(served, erased(&marker, spec, &adapter));
+    }
     let call = quote! {
         ::warren_runtime::codegen::#add(worker, #marker, #spec, #batch #key #adapter);
     };
     registration(served, call)
+}
+
+/// A one-at-a-time consumer's registration through a non-generic function, so that the
+/// consumer's code for its message (decoding it, the work of each delivery) is compiled
+/// with the contract, once, rather than in each binary with its handler's type
+/// (`warren_runtime::codegen::Erased`).
+fn erased(marker: &TokenStream, spec: &ConsumerSpec<String>, adapter: &TokenStream) -> TokenStream {
+    quote! {
+        fn erased(
+            worker: &mut ::warren_runtime::Worker,
+            handler: ::warren_runtime::codegen::Erased<#marker>,
+        ) {
+            ::warren_runtime::codegen::add(worker, #marker, #spec, handler);
+        }
+        erased(worker, ::warren_runtime::codegen::Erased::new(#adapter));
+    }
 }
 
 /// The members of a consumer of several, one per message: its marker, how a delivery

@@ -11,6 +11,7 @@ mod breaker;
 mod consume;
 mod dead_letter_consumer;
 pub(crate) mod decode;
+mod erased;
 mod lanes;
 mod observe;
 mod policy;
@@ -36,6 +37,7 @@ use tokio::sync::watch;
 pub use dead_letter_consumer::DeadLetterHandler;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use dead_letter_consumer::dead_letter;
+pub use erased::Erased;
 pub use several::{
     Member, SeveralDeadLetterHandler, SeveralHandler, add_several, add_several_dead_letters, member,
 };
