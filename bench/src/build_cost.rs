@@ -77,10 +77,16 @@ enum Side {
 /// table per shape with the ratios of warren's crate to the baseline's.
 pub fn bench(workspace: &Path, shapes: &[Shape]) -> Result<()> {
     let root = workspace.join("target/build-cost");
-    if root.exists() {
-        std::fs::remove_dir_all(&root)?;
-    }
     let target = root.join("target");
+    // The crates of earlier runs go; the dependencies' builds in `target` stay, for this
+    // run's warm-up to find them built.
+    if root.exists() {
+        for entry in std::fs::read_dir(&root)?.flatten() {
+            if entry.path() != target {
+                std::fs::remove_dir_all(entry.path())?;
+            }
+        }
+    }
     println!(
         "build-cost: crates around generated code, debug profile, their dependencies built beforehand in {}",
         target.display()
@@ -119,9 +125,12 @@ fn measure_shape(workspace: &Path, root: &Path, target: &Path, shape: Shape) -> 
     );
     let mut sides = Vec::new();
     for side in [Side::Warren, Side::Baseline] {
+        // Named afresh each run: nothing the shared target holds of an earlier run's crate
+        // (its incremental cache) can make a cold build warm.
+        let run = std::process::id();
         let name = match side {
-            Side::Warren => format!("warren-{}", shape.messages),
-            Side::Baseline => format!("baseline-{}", shape.messages),
+            Side::Warren => format!("warren-{}-{run}", shape.messages),
+            Side::Baseline => format!("baseline-{}-{run}", shape.messages),
         };
         let dir = root.join(&name);
         write_manifest(workspace, &dir, &name)?;
