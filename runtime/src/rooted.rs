@@ -6,8 +6,10 @@
 //! whole body again, and every lapin and tokio generic under it: measured, most of a handler
 //! binary's build (`warren-bench build-cost`). A non-generic function of this crate that boxes
 //! the future as a `dyn Future` compiles the body (and its vtable) here, once; the binary
-//! only calls through the vtable. It costs one allocation per call, so it sits on calls made
-//! once per run, per consumer or per channel, never per message.
+//! only calls through the vtable. It costs one allocation per call: on calls made once per
+//! run or per consumer that is nothing, and per delivery (a delivery's work, which
+//! `Runner::begin` boxed already to poll it in place or spawn it) the
+//! consume benchmark shows no difference beyond its spread (`docs/performance.md`).
 
 use std::future::Future;
 use std::pin::Pin;
