@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::Result;
 use crate::codegen::{Shape, write_contract};
+use crate::{Result, procfs};
 
 /// The shapes measured by default: messages (each with a publisher) and queues (each with a
 /// consumer).
@@ -293,6 +293,8 @@ fn write_lib(dir: &Path, contract: &Path, side: Side) -> Result<usize> {
 /// `edit` changes the first handler's body.
 fn main_rs(name: &str, shape: Shape, side: Side, edit: u32) -> String {
     let krate = name.replace('-', "_");
+    // What the handler's body holds: `edit` in the first, to change it.
+    let work = |q: usize| if q == 0 { edit } else { 0 };
     let mut text = String::from("//! The binary.\n");
     match side {
         Side::Warren => {
@@ -301,7 +303,7 @@ fn main_rs(name: &str, shape: Shape, side: Side, edit: u32) -> String {
                 "use {krate}::{{Handlers, consumers, topology, types}};\nuse warren_runtime::{{Delivery, HandlerError}};\n\n/// Every consumer's handler.\nstruct Handler;\n"
             );
             for q in 0..shape.queues {
-                let work = if q == 0 { edit } else { 0 };
+                let work = work(q);
                 let _ = writeln!(
                     text,
                     "impl consumers::ConsumeQ{q:03} for Handler {{\n    async fn handle(&self, delivery: Delivery<types::Event{q:04}>) -> Result<(), HandlerError> {{\n        let _ = (delivery.payload(), {work});\n        Ok(())\n    }}\n}}\n"
@@ -317,7 +319,7 @@ fn main_rs(name: &str, shape: Shape, side: Side, edit: u32) -> String {
         }
         Side::Baseline => {
             for q in 0..shape.queues {
-                let work = if q == 0 { edit } else { 0 };
+                let work = work(q);
                 let _ = writeln!(
                     text,
                     "async fn handle_{q:03}(payload: &str) -> Result<(), std::io::Error> {{\n    let _ = (payload, {work});\n    Ok(())\n}}\n"
@@ -438,27 +440,17 @@ fn descendants_peak_kib(root: u32) -> u64 {
     };
     (parent_of.keys().copied())
         .filter(|pid| descends(*pid))
-        .filter_map(high_water_kib)
+        .filter_map(|pid| procfs::high_water_kib(&pid.to_string()))
         .max()
         .unwrap_or(0)
 }
 
-/// The parent of process `pid`, from its `/proc` stat (field 4, after the command name).
+/// The parent of process `pid` (field 4 of its `/proc` stat).
 fn parent_pid(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = stat.get(stat.rfind(')')? + 2..)?;
-    after.split(' ').nth(1)?.parse().ok()
-}
-
-/// The peak resident memory of process `pid` so far, in KiB.
-fn high_water_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-    let number = line
-        .trim_start_matches("VmHWM:")
-        .trim()
-        .trim_end_matches("kB");
-    number.trim().parse().ok()
+    procfs::stat_fields(&pid.to_string())?
+        .get(4 - 3)?
+        .parse()
+        .ok()
 }
 
 /// One row: warren's cost, the baseline's, and their ratios.

@@ -200,20 +200,10 @@ pub fn child(contract: &Path, stage: Stage) -> Result<()> {
     Ok(())
 }
 
-/// This process's peak resident memory in KiB (`VmHWM` in `/proc/self/status`, Linux).
+/// This process's peak resident memory in KiB.
 fn peak_rss_kib() -> Result<f64> {
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    let line = status
-        .lines()
-        .find(|line| line.starts_with("VmHWM:"))
-        .ok_or("no VmHWM in /proc/self/status")?;
-    let kib = line
-        .trim_start_matches("VmHWM:")
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()?;
-    Ok(kib)
+    let kib = crate::procfs::high_water_kib("self").ok_or("no VmHWM in /proc/self/status")?;
+    Ok(kib as f64)
 }
 
 /// Whether a second `cargo build` of the orders example reruns its build script (it must

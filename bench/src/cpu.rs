@@ -62,13 +62,9 @@ fn of_process(pid: &str) -> Option<Duration> {
 /// A pair of times from process `pid`'s `/proc` stat: its own user and system time
 /// (`skip` 0, fields 14 and 15), or its waited-for children's (`skip` 2, fields 16 and 17).
 fn times(pid: &str, skip: usize) -> Option<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces: count from after it.
-    let after = stat.get(stat.rfind(')')? + 2..)?;
-    let mut fields = after.split(' ');
-    // The first field after the name is field 3.
-    let user: u64 = fields.nth(11 + skip)?.parse().ok()?;
-    let system: u64 = fields.next()?.parse().ok()?;
+    let fields = crate::procfs::stat_fields(pid)?;
+    let user: u64 = fields.get(14 - 3 + skip)?.parse().ok()?;
+    let system: u64 = fields.get(15 - 3 + skip)?.parse().ok()?;
     Some(Duration::from_millis(
         (user + system) * 1000 / TICKS_PER_SECOND,
     ))

@@ -32,6 +32,7 @@ mod cpu;
 mod effects;
 mod latency;
 mod observe;
+mod procfs;
 mod publish;
 mod retry;
 mod rpc;

@@ -405,7 +405,7 @@ async fn exchange<O: Operation>(
         Ok(Err(_)) => return Err(RpcError::ConnectionLost),
         Ok(Ok(reply)) => reply,
     };
-    answer::<O>(&reply, max_body_bytes)
+    read_answer::<O>(&reply.body, &reply.properties, max_body_bytes)
 }
 
 /// The request of operation `O` as a caller sends it, validated: `reply-to` direct reply-to,
@@ -443,14 +443,6 @@ pub(crate) fn outgoing<O: Operation>(
         .with_delivery_mode(1)
         .with_reply_to(ShortString::from(DIRECT_REPLY_TO));
     Ok(Outgoing { body, properties })
-}
-
-/// What `reply` says: the response, or why there is none.
-fn answer<O: Operation>(
-    reply: &Reply,
-    max_body_bytes: usize,
-) -> Result<<O::Response as Message>::Payload, RpcError<O::Error>> {
-    read_answer::<O>(&reply.body, &reply.properties, max_body_bytes)
 }
 
 /// What a reply with `body` and `properties` says to a caller of `O` reading replies under

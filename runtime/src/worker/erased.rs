@@ -10,8 +10,6 @@
 //! the contract's crate. What is left in the binary is the handler and the boxing of its
 //! future: one allocation per delivery, beside the delivery's own.
 
-use std::sync::Arc;
-
 use super::Handler;
 use crate::adapters::DeliveryOf;
 use crate::rooted::Rooted;
@@ -20,12 +18,12 @@ use crate::{HandlerError, Message};
 /// A handler of message `M` whatever its type: what the generated register functions of
 /// one-at-a-time consumers hand the worker (`warren_runtime::codegen::Erased`); not a stable
 /// API.
-pub struct Erased<M: Message>(Arc<dyn Handles<M>>);
+pub struct Erased<M: Message>(Box<dyn Handles<M>>);
 
 impl<M: Message> Erased<M> {
     /// `handler`, behind a pointer.
     pub fn new(handler: impl Handler<M>) -> Self {
-        Self(Arc::new(handler))
+        Self(Box::new(handler))
     }
 }
 

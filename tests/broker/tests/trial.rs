@@ -193,34 +193,44 @@ async fn tap(h: &Harness) -> (lapin::Channel, mpsc::UnboundedReceiver<Copied>) {
         .filter(|queue| matches!(queue.role, QueueRole::Wait { .. }))
         .map(|queue| queue.name.clone());
     for queue in waits.chain([h.name("dead")]) {
-        let mut consumer = channel
-            .basic_consume(
-                ShortString::from(queue.as_str()),
-                ShortString::from(format!("tap-{queue}")),
-                BasicConsumeOptions {
-                    no_ack: true,
-                    ..BasicConsumeOptions::default()
-                },
-                FieldTable::default(),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("tap on {queue}: {e}"));
-        let sender = sender.clone();
-        tokio::spawn(async move {
-            use futures_lite::StreamExt as _;
-            while let Some(Ok(delivery)) = consumer.next().await {
-                let copied = (
-                    queue.clone(),
-                    delivery.routing_key.to_string(),
-                    context(delivery.properties.headers().as_ref()),
-                );
-                if sender.send(copied).is_err() {
-                    break;
-                }
-            }
-        });
+        let name = queue.clone();
+        forward(&channel, &queue, sender.clone(), move |delivery| {
+            let context = context(delivery.properties.headers().as_ref());
+            (name.clone(), delivery.routing_key.to_string(), context)
+        })
+        .await;
     }
     (channel, receiver)
+}
+
+/// Consumes `queue` on `channel`, without acks, and sends what `seen` makes of each delivery
+/// to `sender` until the channel closes or the receiver is gone.
+async fn forward<T: Send + 'static>(
+    channel: &lapin::Channel,
+    queue: &str,
+    sender: mpsc::UnboundedSender<T>,
+    seen: impl Fn(&lapin::message::Delivery) -> T + Send + 'static,
+) {
+    let mut consumer = channel
+        .basic_consume(
+            ShortString::from(queue),
+            ShortString::from(format!("forward-{queue}")),
+            BasicConsumeOptions {
+                no_ack: true,
+                ..BasicConsumeOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("consuming {queue}: {e}"));
+    tokio::spawn(async move {
+        use futures_lite::StreamExt as _;
+        while let Some(Ok(delivery)) = consumer.next().await {
+            if sender.send(seen(&delivery)).is_err() {
+                break;
+            }
+        }
+    });
 }
 
 /// Publishes `case` to the broker and waits for what the worker does: the first copy a tap
@@ -577,28 +587,11 @@ async fn reply_queue(h: &Harness) -> (lapin::Channel, String, mpsc::UnboundedRec
         .await
         .expect("a reply queue");
     let name = queue.name().to_string();
-    let mut consumer = channel
-        .basic_consume(
-            ShortString::from(name.as_str()),
-            ShortString::from("replies"),
-            BasicConsumeOptions {
-                no_ack: true,
-                ..BasicConsumeOptions::default()
-            },
-            FieldTable::default(),
-        )
-        .await
-        .expect("the replies are read");
     let (sender, receiver) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        use futures_lite::StreamExt as _;
-        while let Some(Ok(delivery)) = consumer.next().await {
-            let seen = ReplySeen::of(&delivery.properties, &delivery.data);
-            if sender.send(seen).is_err() {
-                break;
-            }
-        }
-    });
+    forward(&channel, &name, sender, |delivery| {
+        ReplySeen::of(&delivery.properties, &delivery.data)
+    })
+    .await;
     (channel, name, receiver)
 }
 
