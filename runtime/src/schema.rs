@@ -32,16 +32,31 @@ pub struct SchemaError {
 impl Validators {
     /// The validators of `M`, compiled on first use and shared afterwards.
     pub(crate) fn of<M: Message>() -> Result<Arc<Self>, SchemaError> {
+        Self::cached(
+            TypeId::of::<M>(),
+            M::NAME,
+            M::PAYLOAD_SCHEMA,
+            M::HEADERS_SCHEMA,
+        )
+    }
+
+    /// [`Validators::of`] the message of type `key`, named `message`, with its `payload` and
+    /// `headers` schemas. Not generic: compiled once, not for every message of a contract.
+    fn cached(
+        key: TypeId,
+        message: &'static str,
+        payload: &str,
+        headers: Option<&str>,
+    ) -> Result<Arc<Self>, SchemaError> {
         static CACHE: OnceLock<RwLock<HashMap<TypeId, Arc<Validators>>>> = OnceLock::new();
         let cache = CACHE.get_or_init(Default::default);
-        let key = TypeId::of::<M>();
         if let Some(found) = cache.read().ok().and_then(|c| c.get(&key).cloned()) {
             return Ok(found);
         }
         let compiled = Arc::new(Self {
-            payload: compile::<M>(MessagePart::Payload, M::PAYLOAD_SCHEMA)?,
-            headers: M::HEADERS_SCHEMA
-                .map(|schema| compile::<M>(MessagePart::Headers, schema))
+            payload: compile(message, MessagePart::Payload, payload)?,
+            headers: headers
+                .map(|schema| compile(message, MessagePart::Headers, schema))
                 .transpose()?,
         });
         if let Ok(mut cache) = cache.write() {
@@ -61,12 +76,13 @@ impl Validators {
     }
 }
 
-fn compile<M: Message>(
+fn compile(
+    message: &'static str,
     part: MessagePart,
     schema: &str,
 ) -> Result<jsonschema::Validator, SchemaError> {
     let fail = |source: Box<dyn std::error::Error + Send + Sync + 'static>| SchemaError {
-        message: M::NAME,
+        message,
         part,
         source,
     };

@@ -193,6 +193,40 @@ impl<P, H> Delivery<P, H> {
     pub fn builder(payload: P, headers: H) -> DeliveryBuilder<P, H> {
         DeliveryBuilder(Self::new(payload, headers))
     }
+
+    /// This delivery's route, attempt and properties, carrying `payload` and `headers`
+    /// instead: the worker reads those from the wire once, whatever the message, and types
+    /// the payload and headers afterwards.
+    pub(crate) fn carrying<Q, G>(self, payload: Q, headers: G) -> Delivery<Q, G> {
+        let Self {
+            payload: _,
+            headers: _,
+            exchange,
+            routing_key,
+            redelivered,
+            retry_count,
+            message_id,
+            correlation_id,
+            reply_to,
+            priority,
+            expiration,
+            failure,
+        } = self;
+        Delivery {
+            payload,
+            headers,
+            exchange,
+            routing_key,
+            redelivered,
+            retry_count,
+            message_id,
+            correlation_id,
+            reply_to,
+            priority,
+            expiration,
+            failure,
+        }
+    }
 }
 
 /// Builds a [`Delivery`] with its broker-side facts; see [`Delivery::builder`].

@@ -99,7 +99,8 @@ pub fn add_inbox<M: Message, H: InboxHandler<M>>(
     handler: H,
 ) {
     let inbox = inboxed(handler.inbox(), spec.name, key_pointer);
-    crate::worker::add(worker, message, spec, Inboxed { handler, inbox });
+    let handler = crate::worker::Erased::new(Inboxed { handler, inbox });
+    crate::worker::add(worker, message, spec, handler);
 }
 
 /// [`add_inbox`] for a batch consumer: a batch's members are recorded, and their effects

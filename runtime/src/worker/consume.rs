@@ -12,28 +12,27 @@ use tracing::Instrument as _;
 use super::acks::Taken;
 use super::breaker::Breaker;
 use super::decode::{decode, retries_so_far};
+use super::erased::{Dispatch, Dispatched};
 use super::lanes::{Lanes, Turn};
 use super::policy::Failure;
 use super::runner::Runner;
 use super::settle::Settler;
-use super::{BatchHandler, BatchSpec, ConsumerSpec, Context, Handler, Registered, Task};
+use super::{BatchHandler, BatchSpec, ConsumerSpec, Context, Registered, Task};
+use crate::codec::Poison;
 use crate::rooted::Rooted;
 use crate::schema::Validators;
 use crate::{Delivery, HandlerError, Message, WorkerError};
 
-pub(super) struct Single<M, H> {
+/// A consumer handling one delivery at a time (up to its concurrency). Not generic: its
+/// message is known to its [`Dispatch`] alone ([`super::erased`]).
+pub(super) struct Single {
     spec: ConsumerSpec,
-    handler: Arc<H>,
-    message: PhantomData<fn() -> M>,
+    handler: Arc<dyn Dispatch>,
 }
 
-impl<M, H> Single<M, H> {
-    pub(super) fn new(spec: ConsumerSpec, handler: H) -> Self {
-        Self {
-            spec,
-            handler: Arc::new(handler),
-            message: PhantomData,
-        }
+impl Single {
+    pub(super) fn new(spec: ConsumerSpec, handler: Arc<dyn Dispatch>) -> Self {
+        Self { spec, handler }
     }
 }
 
@@ -65,13 +64,18 @@ async fn decoded<M: Message>(
     match decode::<M>(raw, &settler.queue, validators, max_body_bytes) {
         Ok(delivery) => Some(delivery),
         Err(poison) => {
-            let retries = retries_so_far(raw, &settler.queue);
-            settler
-                .fail(raw, Failure::Poison(poison.reason), retries, &poison.detail)
-                .await;
+            settle_poison(raw, settler, poison).await;
             None
         }
     }
+}
+
+/// Dead-letters `raw`, which did not decode (`poison`), without a handler seeing it.
+async fn settle_poison(raw: &Taken, settler: &Settler, poison: Poison) {
+    let retries = retries_so_far(raw, &settler.queue);
+    settler
+        .fail(raw, Failure::Poison(poison.reason), retries, &poison.detail)
+        .await;
 }
 
 /// A handler's outcome, its panic turned into a retryable failure rather than a lost
@@ -312,51 +316,53 @@ async fn in_turn(turn: Turn, permits: Option<Arc<Semaphore>>, delivery: impl Fut
     drop((permit, done));
 }
 
-impl<M: Message, H: Handler<M>> Registered for Single<M, H> {
+impl Registered for Single {
     fn spec(&self) -> &ConsumerSpec {
         &self.spec
     }
 
     #[cfg(feature = "trial")]
     fn trial<'a>(&'a self, bench: &'a super::trial::Bench<'a>) -> super::trial::Trying<'a> {
-        Box::pin(super::trial::single::<M, H>(&*self.handler, bench))
+        Box::pin(super::trial::dispatched(&*self.handler, bench))
     }
 
     fn start(self: Box<Self>, context: Context) -> Task {
         Box::pin(async move {
-            let Some(runner) = Runner::start::<M>(self.spec, context).await? else {
+            let validators = self.handler.validators(&context.settings)?;
+            let Some(runner) = Runner::start_validating(self.spec, context, validators).await?
+            else {
                 return Ok(());
             };
             one_at_a_time(
                 runner,
-                Box::new(|runner, raw| {
-                    let settler = runner.settler.clone();
-                    let validators = runner.validators.clone();
-                    let breaker = runner.breaker.clone();
-                    let handler = self.handler.clone();
-                    let max_body_bytes = runner.context.settings.max_body_bytes;
-                    Box::pin(async move {
-                        let handled = || async {
-                            let Some(delivery) =
-                                decoded::<M>(&raw, &settler, validators.as_deref(), max_body_bytes)
-                                    .await
-                            else {
-                                return;
-                            };
-                            let retries = delivery.retry_count();
-                            let properties = [&raw.properties];
-                            let handle = || handler.handle(delivery);
-                            let result =
-                                run_handler(&settler, breaker.as_deref(), properties, handle).await;
-                            settler.settle(&raw, &result, retries).await;
-                        };
-                        let _ = settled_even_on_panic(&raw, &settler, handled).await;
-                    })
-                }),
+                Box::new(|runner, raw| each_delivery(runner, raw, self.handler.clone())),
             )
             .await
         })
     }
+}
+
+/// The work of a one-at-a-time consumer on `raw`: decoded and handled by `handler`, then
+/// settled (poison at once), a panic of warren's on the way settled too.
+fn each_delivery(runner: &Runner, raw: Taken, handler: Arc<dyn Dispatch>) -> Rooted<'static, ()> {
+    let settler = runner.settler.clone();
+    let validators = runner.validators.clone();
+    let breaker = runner.breaker.clone();
+    let max_body_bytes = runner.context.settings.max_body_bytes;
+    Box::pin(async move {
+        let handled = || async {
+            let decoded =
+                handler.dispatch(&raw, &settler.queue, validators.as_deref(), max_body_bytes);
+            let Dispatched { retries, handling } = match decoded {
+                Ok(dispatched) => dispatched,
+                Err(poison) => return settle_poison(&raw, &settler, poison).await,
+            };
+            let properties = [&raw.properties];
+            let result = run_handler(&settler, breaker.as_deref(), properties, || handling).await;
+            settler.settle(&raw, &result, retries).await;
+        };
+        let _ = settled_even_on_panic(&raw, &settler, handled).await;
+    })
 }
 
 impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {

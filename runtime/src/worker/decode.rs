@@ -110,15 +110,45 @@ pub(crate) fn original_route(
 }
 
 /// Decodes `raw` as message `M`, validating it against its JSON Schemas unless `validators`
-/// is `None` (validation turned off): the envelope admitted, the body read, the payload and
-/// headers typed, then the delivery's route, history and properties attached.
+/// is `None` (validation turned off): the envelope admitted, the body read and parsed (once,
+/// into JSON values, which are validated), the payload and headers typed, then the
+/// delivery's route, history and properties attached.
+///
+/// Only the typing depends on `M`: the rest is compiled once, not for every message of a
+/// contract ([`super::erased`]). And only one way of deserializing (from a JSON value) is
+/// compiled for each payload type, validated or not.
 pub(crate) fn decode<M: Message>(
     raw: &lapin::message::Delivery,
     queue: &Queue,
     validators: Option<&Validators>,
     max_body_bytes: usize,
 ) -> Result<Delivery<M::Payload, M::Headers>, Poison> {
-    admit::<M>(raw, max_body_bytes)?;
+    let Parts { payload, headers } = parts(raw, M::CONTENT_TYPE, validators, max_body_bytes)?;
+    let payload: M::Payload = typed(payload)?;
+    let headers: M::Headers = serde_json::from_value(headers).map_err(|e| {
+        poison(
+            FailureReason::Decode,
+            format!("headers do not fit their type: {e}"),
+        )
+    })?;
+    Ok(delivery_of(raw, queue).carrying(payload, headers))
+}
+
+/// A delivery's payload and headers as JSON, validated when they were to be.
+struct Parts {
+    payload: Value,
+    headers: Value,
+}
+
+/// The payload and headers of `raw`, a message of `content_type`: admitted, decompressed
+/// within the cap, parsed and, with `validators`, validated.
+fn parts(
+    raw: &lapin::message::Delivery,
+    content_type: &str,
+    validators: Option<&Validators>,
+    max_body_bytes: usize,
+) -> Result<Parts, Poison> {
+    admit(raw, content_type, max_body_bytes)?;
     let properties = &raw.properties;
     let encoding = properties
         .content_encoding()
@@ -126,13 +156,33 @@ pub(crate) fn decode<M: Message>(
         .map(|e| e.to_string());
     let body = decompress(&raw.data, encoding.as_deref(), max_body_bytes)?;
     bounded(&body, max_body_bytes)?;
-    let (payload, headers) = typed_parts::<M>(&body, properties.headers().as_ref(), validators)?;
-    Ok(delivery_of(raw, queue, payload, headers))
+    let headers = Value::Object(
+        (properties.headers().as_ref())
+            .map(table_to_json)
+            .unwrap_or_default(),
+    );
+    let Some(validators) = validators else {
+        let payload = serde_json::from_slice(&body)
+            .map_err(|e| poison(FailureReason::Decode, format!("body is not JSON: {e}")))?;
+        return Ok(Parts { payload, headers });
+    };
+    let payload = validated(&body, validators)?;
+    if let Some(errors) = validators.headers_errors(&headers) {
+        return Err(poison(
+            FailureReason::Validation,
+            format!("headers: {errors}"),
+        ));
+    }
+    Ok(Parts { payload, headers })
 }
 
 /// What is refused before the body is read: headers past their cut, a content type other
-/// than the message's (parameters such as `charset` aside), a body above the cap.
-fn admit<M: Message>(raw: &lapin::message::Delivery, max_body_bytes: usize) -> Result<(), Poison> {
+/// than the message's `expected` (parameters such as `charset` aside), a body above the cap.
+fn admit(
+    raw: &lapin::message::Delivery,
+    expected: &str,
+    max_body_bytes: usize,
+) -> Result<(), Poison> {
     let properties = &raw.properties;
     if let Some((reason, detail)) = crate::wire::headers_cut(properties.headers().as_ref()) {
         return Err(poison(reason, detail));
@@ -144,13 +194,10 @@ fn admit<M: Message>(raw: &lapin::message::Delivery, max_body_bytes: usize) -> R
             .next()
             .unwrap_or_default()
             .trim();
-        if !media.eq_ignore_ascii_case(M::CONTENT_TYPE) {
+        if !media.eq_ignore_ascii_case(expected) {
             return Err(poison(
                 FailureReason::ContentType,
-                format!(
-                    "content type `{content_type}`, expected `{}`",
-                    M::CONTENT_TYPE
-                ),
+                format!("content type `{content_type}`, expected `{expected}`"),
             ));
         }
     }
@@ -166,54 +213,14 @@ fn admit<M: Message>(raw: &lapin::message::Delivery, max_body_bytes: usize) -> R
     Ok(())
 }
 
-/// The payload and headers of `M` from the (decompressed) `body` and the header `table`:
-/// validated first when `validators` are given, else straight into their types.
-fn typed_parts<M: Message>(
-    body: &[u8],
-    table: Option<&lapin::types::FieldTable>,
-    validators: Option<&Validators>,
-) -> Result<(M::Payload, M::Headers), Poison> {
-    let header_json = Value::Object(table.map(table_to_json).unwrap_or_default());
-    let payload: M::Payload = match validators {
-        Some(validators) => {
-            let payload = validated(body, validators)?;
-            if let Some(errors) = validators.headers_errors(&header_json) {
-                return Err(poison(
-                    FailureReason::Validation,
-                    format!("headers: {errors}"),
-                ));
-            }
-            typed(payload)?
-        }
-        // Without validation the body goes straight to its type, in one pass.
-        None => serde_json::from_slice(body).map_err(|e| {
-            poison(
-                FailureReason::Decode,
-                format!("payload does not fit its type: {e}"),
-            )
-        })?,
-    };
-    let headers: M::Headers = serde_json::from_value(header_json).map_err(|e| {
-        poison(
-            FailureReason::Decode,
-            format!("headers do not fit their type: {e}"),
-        )
-    })?;
-    Ok((payload, headers))
-}
-
-/// The typed delivery of `payload` and `headers`, with what `raw` says of its route, its
-/// retries and last failure, and its AMQP properties.
-fn delivery_of<P, H>(
-    raw: &lapin::message::Delivery,
-    queue: &Queue,
-    payload: P,
-    headers: H,
-) -> Delivery<P, H> {
+/// What `raw` says of its route, its retries and last failure, and its AMQP properties: a
+/// delivery carrying nothing yet, which [`Delivery::carrying`] gives its payload and
+/// headers.
+fn delivery_of(raw: &lapin::message::Delivery, queue: &Queue) -> Delivery<(), ()> {
     let properties = &raw.properties;
     let (exchange, routing_key) = original_route(raw, queue);
     let retries = retries_so_far(raw, queue);
-    let mut delivery = Delivery::builder(payload, headers)
+    let mut delivery = Delivery::builder((), ())
         .route(
             exchange.unwrap_or_default(),
             routing_key.unwrap_or_default(),

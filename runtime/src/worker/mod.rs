@@ -365,9 +365,11 @@ impl Worker {
         self.consumers.push((consumer, state));
     }
 
-    /// Adds a consumer handling messages one at a time.
-    fn add<M: Message, H: Handler<M>>(&mut self, spec: ConsumerSpec, handler: H) {
-        self.register(Box::new(consume::Single::<M, H>::new(spec, handler)));
+    /// Adds a consumer handling messages one at a time, which `handler` decodes and handles.
+    ///
+    /// Not generic, so that the consumer's code is compiled here ([`erased`]).
+    fn add(&mut self, spec: ConsumerSpec, handler: Arc<dyn erased::Dispatch>) {
+        self.register(Box::new(consume::Single::new(spec, handler)));
     }
 
     /// Adds a dead-letter consumer.
@@ -524,14 +526,11 @@ impl Worker {
 /// `consumers::register` functions call (`warren_runtime::codegen::add`); not a stable API.
 ///
 /// Each of these functions takes the message's (or operation's) marker as a value, which
-/// names its type as a turbofish would, in a line that reads as the others.
-pub fn add<M: Message, H: Handler<M>>(
-    worker: &mut Worker,
-    _message: M,
-    spec: ConsumerSpec,
-    handler: H,
-) {
-    worker.add::<M, H>(spec, handler);
+/// names its type as a turbofish would, in a line that reads as the others. This one takes
+/// the handler as an [`Erased`], whatever its type: the consumer is compiled with the
+/// message alone ([`erased`]).
+pub fn add<M: Message>(worker: &mut Worker, _message: M, spec: ConsumerSpec, handler: Erased<M>) {
+    worker.add(spec, Arc::new(handler));
 }
 
 /// Adds a consumer handling messages in batches to `worker`: what the generated

@@ -19,9 +19,10 @@ use lapin::types::{AMQPValue, FieldTable, ShortString};
 use super::consume::outcome;
 use super::dead_letter_consumer::ByBroker;
 use super::decode::{decode, retries_so_far};
+use super::erased::Dispatch;
 use super::policy::{Decision, Failure, broker_counts, decide};
 use super::settle::Copier;
-use super::{BatchHandler, Handler, Settings, Worker};
+use super::{BatchHandler, Settings, Worker};
 use crate::codec::Poison;
 use crate::model::limits::MAX_SHORT_STRING;
 use crate::model::{Destination, FailureReason, Queue, Retry, headers};
@@ -415,13 +416,20 @@ pub(super) async fn dead_letter_handled(
 /// The future of a trial, borrowing the consumer and the bench.
 pub(super) type Trying<'a> = Pin<Box<dyn Future<Output = Result<Handled, TrialError>> + 'a>>;
 
-/// Tries `handler` (a one-at-a-time consumer of `M`) on the bench's delivery.
-pub(super) async fn single<M: Message, H: Handler<M>>(
-    handler: &H,
+/// Tries `handler` (a one-at-a-time consumer's) on the bench's delivery.
+pub(super) async fn dispatched(
+    handler: &dyn Dispatch,
     bench: &Bench<'_>,
 ) -> Result<Handled, TrialError> {
-    let decoded = decode_as::<M>(bench)?;
-    Ok(handled(bench, decoded, |delivery| handler.handle(delivery)).await)
+    let validators = handler.validators(bench.settings)?;
+    let max_body_bytes = bench.settings.max_body_bytes;
+    let decoded = handler.dispatch(
+        bench.raw,
+        bench.queue,
+        validators.as_deref(),
+        max_body_bytes,
+    );
+    Ok(handled(bench, decoded, |dispatched| dispatched.handling).await)
 }
 
 /// Tries `handler` (a batch consumer of `M`) on the bench's delivery, as a batch of one: the

@@ -114,7 +114,12 @@ async fn main() {
                 ordering_key: None,
             };
             let mut worker = Worker::new(connection, topology);
-            warren_runtime::codegen::add(&mut worker, messages::Entry, spec, handler);
+            warren_runtime::codegen::add(
+                &mut worker,
+                messages::Entry,
+                spec,
+                warren_runtime::codegen::Erased::new(handler),
+            );
             run(worker).await;
         }
         ["relay"] => relay(connection, topology, pool).await,
