@@ -35,6 +35,7 @@ mod messages;
 mod publishers;
 mod rpcs;
 mod schemas;
+mod shared_types;
 mod string_enums;
 mod string_newtypes;
 mod topology;

@@ -49,7 +49,7 @@ pub(super) fn compact(items: Vec<Item>) -> Vec<Item> {
 }
 
 /// The type an impl is of: its self type, or `T` of `From<T> for String`.
-fn owner(item: &ItemImpl) -> Option<Ident> {
+pub(super) fn owner(item: &ItemImpl) -> Option<Ident> {
     let syn::Type::Path(self_ty) = &*item.self_ty else {
         return None;
     };

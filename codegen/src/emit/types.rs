@@ -136,7 +136,12 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
     let items = super::constructors::add(items);
     let items = super::builders::compact(items);
     let items = super::string_enums::compact(shared_error(items));
-    let mut items = super::string_newtypes::compact(items);
+    let items = super::string_newtypes::compact(items);
+    // A builder module names each type's builder after it: its types are left as they are.
+    let mut items = match options.builders {
+        true => items,
+        false => super::shared_types::share(items, contract),
+    };
     items.insert(0, serde_in_scope());
     // typify's output is not written for every lint a user's crate may enable (it unwraps
     // its pattern regexes, for one), hence the allows on this module only.

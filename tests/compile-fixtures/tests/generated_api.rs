@@ -2,7 +2,9 @@
 //! `async fn`, `Handlers` built from them, payload types that round-trip their JSON, and
 //! message markers whose schemas are the bundled JSON Schemas.
 
-use warren_compile_fixtures::{hostile_docs, hostile_names, payload_shapes, routing};
+use warren_compile_fixtures::{
+    hostile_docs, hostile_names, payload_shapes, repeated_shapes, routing,
+};
 use warren_runtime::{Delivery, HandlerError, Message, NoHeaders};
 
 struct Archive;
@@ -467,4 +469,37 @@ async fn rpc_servers_are_handlers_and_markers_describe_their_operations() {
         warren_runtime::RpcHandlerError::Declared(declared) => assert_eq!(declared.code(), "gone"),
         other => panic!("a declared error: {other:?}"),
     }
+}
+
+/// The same inline shape spelled out in two messages' schemas is one type under both names,
+/// nested shapes included: a line of one order is a line of the other. A shape that differs
+/// keeps a type of its own.
+#[test]
+fn the_same_inline_shape_in_two_schemas_is_one_type() {
+    use std::any::TypeId;
+
+    use repeated_shapes::types::{
+        OrderCancelled, OrderCancelledNote, OrderCancelledReason, OrderPlaced,
+        OrderPlacedLinesItem, OrderPlacedNote,
+    };
+    let line: OrderPlacedLinesItem =
+        serde_json::from_str(r#"{"sku": "ABC-1234", "quantity": 2, "gift": {"wrap": "box"}}"#)
+            .expect("a line");
+    let placed = OrderPlaced::new("o-1".into(), vec![line]);
+    let reason: OrderCancelledReason = "out of stock".parse().expect("a reason");
+    // Compiles only when the two orders' lines are one type.
+    let cancelled = OrderCancelled::new(placed.id.clone(), placed.lines.clone(), reason);
+    assert_eq!(
+        serde_json::to_value(&cancelled.lines).expect("lines"),
+        serde_json::json!([{"sku": "ABC-1234", "quantity": 2, "gift": {"wrap": "box"}}])
+    );
+    assert_eq!(
+        TypeId::of::<OrderPlacedNote>(),
+        TypeId::of::<OrderCancelledNote>()
+    );
+    assert_ne!(
+        TypeId::of::<OrderCancelledReason>(),
+        TypeId::of::<OrderCancelledNote>(),
+        "`reason` allows 300 characters, `note` 200"
+    );
 }
