@@ -38,8 +38,7 @@ pub const DEFAULT_INITIAL_DELAY: Duration =
 /// Default ttl-backoff delay bound, as the format writes durations.
 pub const DEFAULT_MAX_DELAY: Duration =
     Duration::from_millis(warren_model::DEFAULT_MAX_DELAY.as_millis() as u64);
-/// Default content type of messages.
-pub const DEFAULT_CONTENT_TYPE: &str = "application/json";
+pub use warren_model::DEFAULT_CONTENT_TYPE;
 
 /// A checked contract. Its default is the empty contract, which declares nothing: what a
 /// contract that did not exist yet is compared as.

@@ -67,8 +67,8 @@ pub use retry::{
     QUORUM_UNLIMITED, Retry, WaitTier, backoff_delay, delay_tiers, jitter_bucket, wait_queue_name,
 };
 pub use spec::{
-    BatchSpec, CircuitBreaker, Compression, ConsumerSpec, MessageSelector, OrderingKey,
-    Publication, RpcTarget, key_placeholder,
+    BatchSpec, CircuitBreaker, Compression, ConsumerSpec, DEFAULT_CONTENT_TYPE, MessageSelector,
+    OrderingKey, Publication, RpcTarget, key_placeholder,
 };
 pub use spelled::UnknownName;
 pub use topic::topic_matches;

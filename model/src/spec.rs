@@ -125,6 +125,9 @@ pub fn key_placeholder(word: &str) -> Option<&str> {
     word.strip_prefix('{')?.strip_suffix('}')
 }
 
+/// The content type of a message whose contract names none.
+pub const DEFAULT_CONTENT_TYPE: &str = "application/json";
+
 /// Where and how one message is published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Publication<S = &'static str> {
@@ -142,6 +145,20 @@ pub struct Publication<S = &'static str> {
     /// outbox with the same key are relayed in the order they were written. `None`: in no
     /// particular order.
     pub ordering_key: Option<S>,
+}
+
+impl<S> Publication<S> {
+    /// A publication to `exchange` with `routing_key`, uncompressed, with no priority and no
+    /// ordering key.
+    pub const fn to(exchange: S, routing_key: S) -> Self {
+        Self {
+            exchange,
+            routing_key,
+            compression: None,
+            max_priority: None,
+            ordering_key: None,
+        }
+    }
 }
 
 /// Where an rpc's requests go and how long a call waits.

@@ -211,7 +211,10 @@ impl ToTokens for Queue {
     }
 }
 
-/// `queue` as a struct literal, its retry policy written as `retry`.
+/// `queue` as a struct literal, its retry policy written as `retry`: the fields
+/// [`Queue::new`] does not set as the queue has them, then `..Queue::new(name, kind)` (or
+/// that call alone). A contract's queues mostly differ from it in their dead-letter target
+/// and retry policy, and a large contract has hundreds of them.
 fn queue_tokens(queue: &Queue, retry: TokenStream, tokens: &mut TokenStream) {
     let Queue {
         name,
@@ -228,28 +231,46 @@ fn queue_tokens(queue: &Queue, retry: TokenStream, tokens: &mut TokenStream) {
         role,
         arguments,
     } = queue;
-    let dead_letter = optional(dead_letter.as_ref());
-    let retry_counts_from = if retry_counts_from.is_empty() {
-        quote! { ::std::vec::Vec::new() }
-    } else {
-        quote! { ::std::vec::Vec::from([ #( #retry_counts_from ),* ]) }
-    };
-    let arguments = ArgumentsTokens(arguments);
-    tokens.extend(quote! {
-        Queue {
-            name: #name.into(),
-            kind: #kind,
-            durable: #durable,
-            exclusive: #exclusive,
-            auto_delete: #auto_delete,
-            dead_letter: #dead_letter,
-            delivery_limit: #delivery_limit,
-            retry: #retry,
-            retry_counts_from: #retry_counts_from,
-            on_poison: #on_poison,
-            role: #role,
-            arguments: #arguments,
-        }
+    let unset = Queue::new(name.as_str(), *kind);
+    let mut fields = Vec::new();
+    if *durable != unset.durable {
+        fields.push(quote! { durable: #durable });
+    }
+    if *exclusive != unset.exclusive {
+        fields.push(quote! { exclusive: #exclusive });
+    }
+    if *auto_delete != unset.auto_delete {
+        fields.push(quote! { auto_delete: #auto_delete });
+    }
+    if *dead_letter != unset.dead_letter {
+        let dead_letter = optional(dead_letter.as_ref());
+        fields.push(quote! { dead_letter: #dead_letter });
+    }
+    if *delivery_limit != unset.delivery_limit {
+        fields.push(quote! { delivery_limit: #delivery_limit });
+    }
+    if queue.retry != unset.retry {
+        fields.push(quote! { retry: #retry });
+    }
+    if *retry_counts_from != unset.retry_counts_from {
+        fields.push(quote! {
+            retry_counts_from: ::std::vec::Vec::from([ #( #retry_counts_from ),* ])
+        });
+    }
+    if *on_poison != unset.on_poison {
+        fields.push(quote! { on_poison: #on_poison });
+    }
+    if *role != unset.role {
+        fields.push(quote! { role: #role });
+    }
+    if *arguments != unset.arguments {
+        let arguments = ArgumentsTokens(arguments);
+        fields.push(quote! { arguments: #arguments });
+    }
+    let unset = quote! { Queue::new(#name, #kind) };
+    tokens.extend(match fields.is_empty() {
+        true => unset,
+        false => quote! { Queue { #( #fields, )* ..#unset } },
     });
 }
 
@@ -473,6 +494,9 @@ impl<S: ToTokens> ToTokens for Publication<S> {
             max_priority,
             ordering_key,
         } = self;
+        if compression.is_none() && max_priority.is_none() && ordering_key.is_none() {
+            return tokens.extend(quote! { Publication::to(#exchange, #routing_key) });
+        }
         let compression = optional(compression.as_ref());
         let max_priority = optional(max_priority.as_ref());
         let ordering_key = optional(ordering_key.as_ref());

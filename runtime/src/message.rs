@@ -19,12 +19,12 @@ pub trait Message: Send + Sync + 'static {
     type Headers: Serialize + DeserializeOwned + Send + Sync + 'static;
     /// The message's name in the contract.
     const NAME: &'static str;
-    /// The content type of bodies (`application/json`).
-    const CONTENT_TYPE: &'static str;
+    /// The content type of bodies: `application/json` unless the contract names another.
+    const CONTENT_TYPE: &'static str = crate::model::DEFAULT_CONTENT_TYPE;
     /// The payload's JSON Schema, bundled into one self-contained document.
     const PAYLOAD_SCHEMA: &'static str;
     /// The headers' JSON Schema, when the message declares one.
-    const HEADERS_SCHEMA: Option<&'static str>;
+    const HEADERS_SCHEMA: Option<&'static str> = None;
 }
 
 /// The headers type of a message without a headers schema.

@@ -91,15 +91,19 @@ fn marker(
         None => quote! { ::warren_runtime::NoHeaders },
     };
     let message_name = &message.name;
-    let content_type = &message.content_type;
+    // The trait's defaults (`application/json`, no headers schema) are left to it.
+    let content_type = (message.content_type != crate::contract::DEFAULT_CONTENT_TYPE).then(|| {
+        let content_type = &message.content_type;
+        quote! { const CONTENT_TYPE: &'static str = #content_type; }
+    });
     let payload_schema = shared.expression(&message.payload.schema);
-    let headers_schema = match &message.headers {
-        Some(headers) => {
-            let text = shared.expression(&headers.schema);
-            quote! { ::core::option::Option::Some(#text) }
+    let headers_schema = message.headers.as_ref().map(|headers| {
+        let text = shared.expression(&headers.schema);
+        quote! {
+            const HEADERS_SCHEMA: ::core::option::Option<&'static str> =
+                ::core::option::Option::Some(#text);
         }
-        None => quote! { ::core::option::Option::None },
-    };
+    });
     quote! {
         #docs
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -109,9 +113,9 @@ fn marker(
             type Payload = super::types::#payload;
             type Headers = #headers;
             const NAME: &'static str = #message_name;
-            const CONTENT_TYPE: &'static str = #content_type;
+            #content_type
             const PAYLOAD_SCHEMA: &'static str = #payload_schema;
-            const HEADERS_SCHEMA: ::core::option::Option<&'static str> = #headers_schema;
+            #headers_schema
         }
     }
 }

@@ -207,12 +207,12 @@ fn alias(item: &Item, shared: &str) -> Option<Item> {
     };
     let docs = attrs.iter().filter(|attr| attr.path().is_ident("doc"));
     let shared = type_ident(shared);
+    // No blank line: rustdoc makes one paragraph of the type's own doc and this.
     let note = super::docs::doc(&format!(
-        "The same schema as [`{shared}`], so the same type:\na value of one is a value of the other while their schemas agree."
+        "The same schema as [`{shared}`], so the same type."
     ));
     Some(syn::parse_quote! {
         #( #docs )*
-        ///
         #note
         pub type #ident = #shared;
     })

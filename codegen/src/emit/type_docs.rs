@@ -389,20 +389,24 @@ fn serde_rename(attrs: &[Attribute]) -> Option<String> {
     renamed
 }
 
-/// The field docs of `fields`, made safe; a named field without one says which JSON
-/// property of `place` it is.
+/// The field docs of `fields`, made safe; a named field without one whose JSON property has
+/// another name says which property of `place` it is. A field named as its property gets no
+/// doc of its own: its type's doc says which schema it is from, and a line a field saying
+/// so again was a sixth of a large contract's generated file.
 fn fields_docs(fields: &mut Fields, place: &str) -> Result<(), GenerateError> {
     for field in fields.iter_mut() {
         let own = doc_text(&field.attrs);
         let docs = match &field.ident {
             Some(ident) if own.trim().is_empty() => {
-                let json = serde_rename(&field.attrs)
-                    .unwrap_or_else(|| ident.to_string().trim_start_matches("r#").to_owned());
-                compose(
-                    &format!("JSON property {} of {place}.", code(&json)),
-                    None,
-                    "",
-                )
+                let rust = ident.to_string().trim_start_matches("r#").to_owned();
+                match serde_rename(&field.attrs).filter(|json| *json != rust) {
+                    Some(json) => compose(
+                        &format!("JSON property {} of {place}.", code(&json)),
+                        None,
+                        "",
+                    ),
+                    None => TokenStream::new(),
+                }
             }
             _ => doc(&own),
         };
