@@ -85,16 +85,20 @@ fn aliases(
     owners: &[Option<String>],
     candidates: &BTreeSet<String>,
 ) -> BTreeMap<String, String> {
+    // Each candidate's items as tokens, made once for every round.
+    let streams: Vec<(&str, TokenStream)> = (items.iter().zip(owners))
+        .filter_map(|(item, owner)| {
+            let owner = owner.as_deref().filter(|owner| candidates.contains(*owner))?;
+            Some((owner, item.to_token_stream()))
+        })
+        .collect();
     let mut aliases: BTreeMap<String, String> = BTreeMap::new();
     loop {
         let mut texts: BTreeMap<&str, String> = BTreeMap::new();
-        for (item, owner) in items.iter().zip(owners) {
-            if let Some(owner) = owner.as_deref()
-                && candidates.contains(owner)
-                && !aliases.contains_key(owner)
-            {
+        for (owner, stream) in &streams {
+            if !aliases.contains_key(*owner) {
                 let text = texts.entry(owner).or_default();
-                compared(item.to_token_stream(), owner, &aliases, text);
+                compared(stream.clone(), owner, &aliases, text);
                 text.push('\n');
             }
         }
