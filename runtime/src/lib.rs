@@ -193,9 +193,9 @@ pub mod codegen {
     pub use crate::sink::publish;
     pub use crate::typify::ConversionError;
     pub use crate::worker::{
-        BatchHandler, DeadLetterHandler, Erased, Handler, Member, SeveralDeadLetterHandler,
-        SeveralHandler, add, add_batch, add_dead_letters, add_server, add_several,
-        add_several_dead_letters, member,
+        BatchHandler, DeadLetterHandler, Erased, Handler, Member, Running,
+        SeveralDeadLetterHandler, SeveralHandler, add, add_batch, add_dead_letters, add_server,
+        add_several, add_several_dead_letters, member, run,
     };
 
     pub use chrono;

@@ -712,13 +712,14 @@ fn handlers(which: &str, served: &[Served<'_>]) -> TokenStream {
                 #( #registrations )*
             }
 
-            /// Adds every consumer to `worker` and runs it until it stops.
-            pub async fn run(
-                self,
-                mut worker: ::warren_runtime::Worker,
-            ) -> ::core::result::Result<(), ::warren_runtime::WorkerError> {
+            /// Adds every consumer to `worker`, then returns the worker's run, which runs
+            /// them until it stops.
+            // Not an `async fn`: its future would hold every handler's type, and rustc's
+            // analysis of it grows with their count times itself (58 of the 85 s a
+            // 300-consumer contract took to check).
+            pub fn run(self, mut worker: ::warren_runtime::Worker) -> ::warren_runtime::codegen::Running {
                 self.register(&mut worker);
-                worker.run().await
+                ::warren_runtime::codegen::run(worker)
             }
         }
     }

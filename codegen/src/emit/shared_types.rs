@@ -88,7 +88,9 @@ fn aliases(
     // Each candidate's items as tokens, made once for every round.
     let streams: Vec<(&str, TokenStream)> = (items.iter().zip(owners))
         .filter_map(|(item, owner)| {
-            let owner = owner.as_deref().filter(|owner| candidates.contains(*owner))?;
+            let owner = owner
+                .as_deref()
+                .filter(|owner| candidates.contains(*owner))?;
             Some((owner, item.to_token_stream()))
         })
         .collect();

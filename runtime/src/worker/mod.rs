@@ -533,6 +533,17 @@ pub fn add<M: Message>(worker: &mut Worker, _message: M, spec: ConsumerSpec, han
     worker.add(spec, Arc::new(handler));
 }
 
+/// A worker's run, boxed: what the generated `Handlers::run` returns
+/// (`warren_runtime::codegen::Running`); not a stable API.
+pub type Running = Pin<Box<dyn Future<Output = Result<(), WorkerError>> + Send>>;
+
+/// Runs `worker` (see [`Worker::run`]): what the generated `Handlers::run` returns
+/// (`warren_runtime::codegen::run`), a future of a type that names no handler; not a
+/// stable API.
+pub fn run(worker: Worker) -> Running {
+    worker.running()
+}
+
 /// Adds a consumer handling messages in batches to `worker`: what the generated
 /// `consumers::register` functions call (`warren_runtime::codegen::add_batch`); not a stable
 /// API.
