@@ -106,7 +106,9 @@ fn marker(
     });
     quote! {
         #docs
-        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+        // A marker is named, passed and copied, never compared or hashed: each derive more
+        // is an impl per message to compile.
+        #[derive(Debug, Clone, Copy)]
         pub struct #name;
 
         impl ::warren_runtime::Message for #name {
