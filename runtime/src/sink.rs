@@ -55,16 +55,20 @@ impl Sink for Publisher {
 /// persistent, `mandatory`, with its content type and optional compression. Through a
 /// [`Publisher`] it succeeds only when the broker confirmed the message and did not return
 /// it as unroutable.
-pub async fn publish<M: Message, S: Sink>(
+///
+/// The generated methods return this future rather than being `async fn`s themselves, so a
+/// contract's thousand publishers are a thousand calls, not a thousand state machines to
+/// check and encode; the placeholders' values are therefore taken by value.
+pub async fn publish<M: Message, S: Sink, const PLACEHOLDERS: usize>(
     sink: &S,
     _message: M,
     publication: Publication,
-    values: &[&str],
+    values: [&str; PLACEHOLDERS],
     payload: &M::Payload,
     headers: &M::Headers,
     options: &PublishOptions,
 ) -> Result<(), PublishError> {
-    let key = routing_key::filled(publication.routing_key, values)?;
+    let key = routing_key::filled(publication.routing_key, &values)?;
     let publication = Publication {
         routing_key: key.as_ref(),
         ..publication

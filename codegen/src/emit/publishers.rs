@@ -128,40 +128,50 @@ fn method(contract: &Contract, publisher: &Publisher) -> Result<TokenStream, Gen
         .placeholders()
         .map(|p| ident(p, Role::Placeholder))
         .collect();
-    let (headers_param, headers_arg) = headers_parameter(message);
+    let (headers_param, headers_arg) = headers_parameter(message, quote! { 'a });
     let publication = &publisher.publication;
     let docs = method_doc(publisher, &marker, &payload, message.headers.is_some());
+    // Not an `async fn`: the runtime's `publish` is the one state machine of every method.
+    // The lifetime is named, as a crate of edition 2021 captures no other in the future.
     Ok(quote! {
         #docs
-        pub async fn #name(
-            &self,
-            #( #placeholders: &str, )*
-            payload: &types::#payload,
+        pub fn #name<'a>(
+            &'a self,
+            #( #placeholders: &'a str, )*
+            payload: &'a types::#payload,
             #headers_param
-        ) -> ::core::result::Result<(), ::warren_runtime::PublishError> {
+        ) -> impl ::core::future::Future<
+            Output = ::core::result::Result<(), ::warren_runtime::PublishError>,
+        > + 'a {
             // The model's tokens name its items unqualified.
             use ::warren_runtime::model::*;
             ::warren_runtime::codegen::publish(
-                    &self.sink,
-                    messages::#marker,
-                    #publication,
-                    &[#( #placeholders ),*],
-                    payload,
-                    #headers_arg,
-                    &self.options,
-                )
-                .await
+                &self.sink,
+                messages::#marker,
+                #publication,
+                [#( #placeholders ),*],
+                payload,
+                #headers_arg,
+                &self.options,
+            )
         }
     })
 }
 
-/// The headers parameter of a method sending `message` (none when it has no headers schema)
-/// and the argument it passes on: the parameter, or `NoHeaders`.
-pub(super) fn headers_parameter(message: &Message) -> (TokenStream, TokenStream) {
+/// The headers parameter of a method sending `message` (none when it has no headers schema),
+/// a reference of `lifetime` (elided when empty), and the argument it passes on: the
+/// parameter, or `NoHeaders`.
+pub(super) fn headers_parameter(
+    message: &Message,
+    lifetime: TokenStream,
+) -> (TokenStream, TokenStream) {
     match &message.headers {
         Some(headers) => {
             let headers = super::type_ident(&headers.type_name);
-            (quote! { headers: &types::#headers, }, quote! { headers })
+            (
+                quote! { headers: &#lifetime types::#headers, },
+                quote! { headers },
+            )
         }
         None => (quote! {}, quote! { &::warren_runtime::NoHeaders {} }),
     }

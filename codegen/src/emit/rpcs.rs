@@ -349,7 +349,7 @@ fn method(resolved: &Resolved<'_>) -> TokenStream {
         .placeholders()
         .map(|p| ident(p, Role::RpcPlaceholder))
         .collect();
-    let (headers_param, headers_arg) = headers_parameter(request);
+    let (headers_param, headers_arg) = headers_parameter(request, TokenStream::new());
     let target = &rpc.target;
     let docs = method_doc(resolved, &marker, &request_type, &placeholders);
     quote! {
