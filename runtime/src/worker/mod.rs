@@ -528,7 +528,7 @@ impl Worker {
 /// Each of these functions takes the message's (or operation's) marker as a value, which
 /// names its type as a turbofish would, in a line that reads as the others. This one takes
 /// the handler as an [`Erased`], whatever its type: the consumer is compiled with the
-/// message alone ([`erased`]).
+/// message alone (`runtime/src/worker/erased.rs`).
 pub fn add<M: Message>(worker: &mut Worker, _message: M, spec: ConsumerSpec, handler: Erased<M>) {
     worker.add(spec, Arc::new(handler));
 }
