@@ -755,9 +755,9 @@ fn generate_and_check_take_the_chosen_consumers_and_publishers() {
         "pub trait BillOrders",
         "pub struct Handlers<BillOrdersImpl, FulfilOrderImpl> {",
         "pub fn fulfil_order(",
-        "pub async fn place_order(",
+        "pub fn place_order<'a>(",
         // The whole contract's topology, whatever the choice.
-        "name: \"orders.notifications\".into(),",
+        "Queue::new(\"orders.notifications\", QueueKind::Quorum)",
     ] {
         assert!(code.contains(expected), "`{expected}` in:\n{code}");
     }
