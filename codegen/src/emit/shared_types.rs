@@ -185,7 +185,10 @@ fn owner(item: &Item) -> Option<String> {
         Item::Struct(item) => Some(item.ident.to_string()),
         Item::Enum(item) => Some(item.ident.to_string()),
         Item::Impl(item) => super::string_newtypes::owner(item).map(|ident| ident.to_string()),
-        Item::Macro(item) => idents(item.mac.tokens.clone()).into_iter().next(),
+        Item::Macro(item) => (item.mac.tokens.clone().into_iter()).find_map(|tree| match tree {
+            TokenTree::Ident(ident) => Some(ident.to_string()),
+            _ => None,
+        }),
         _ => None,
     }
 }

@@ -391,7 +391,7 @@ fn serde_rename(attrs: &[Attribute]) -> Option<String> {
 
 /// The field docs of `fields`, made safe; a named field without one whose JSON property has
 /// another name says which property of `place` it is. A field named as its property gets no
-/// doc of its own: its type's doc says which schema it is from, and a line a field saying
+/// doc of its own: its type's doc says which schema it is from, and a line per field saying
 /// so again was a sixth of a large contract's generated file.
 fn fields_docs(fields: &mut Fields, place: &str) -> Result<(), GenerateError> {
     for field in fields.iter_mut() {

@@ -52,10 +52,15 @@ pub(crate) fn bounded(body: &[u8], max_body_bytes: usize) -> Result<(), Poison> 
     Ok(())
 }
 
+/// `body` parsed as JSON.
+pub(crate) fn parsed(body: &[u8]) -> Result<Value, Poison> {
+    serde_json::from_slice(body)
+        .map_err(|e| poison(FailureReason::Decode, format!("body is not JSON: {e}")))
+}
+
 /// `body` parsed as JSON and valid against the payload schema of `validators`.
 pub(crate) fn validated(body: &[u8], validators: &Validators) -> Result<Value, Poison> {
-    let payload: Value = serde_json::from_slice(body)
-        .map_err(|e| poison(FailureReason::Decode, format!("body is not JSON: {e}")))?;
+    let payload = parsed(body)?;
     if let Some(errors) = validators.payload_errors(&payload) {
         return Err(poison(FailureReason::Validation, errors));
     }

@@ -7,4 +7,6 @@ mod compression;
 mod json;
 
 pub(crate) use compression::{compress, decompress};
-pub(crate) use json::{Poison, bounded, payload, poison, typed, validated, validated_payload};
+pub(crate) use json::{
+    Poison, bounded, parsed, payload, poison, typed, validated, validated_payload,
+};

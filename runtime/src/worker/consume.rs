@@ -71,7 +71,7 @@ async fn decoded<M: Message>(
 }
 
 /// Dead-letters `raw`, which did not decode (`poison`), without a handler seeing it.
-async fn settle_poison(raw: &Taken, settler: &Settler, poison: Poison) {
+pub(super) async fn settle_poison(raw: &Taken, settler: &Settler, poison: Poison) {
     let retries = retries_so_far(raw, &settler.queue);
     settler
         .fail(raw, Failure::Poison(poison.reason), retries, &poison.detail)

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::policy::broker_counts;
 use crate::amqp::{header_int, header_str, table_to_json};
-use crate::codec::{Poison, bounded, decompress, poison, typed, validated};
+use crate::codec::{Poison, bounded, decompress, parsed, poison, typed, validated};
 use crate::model::limits::{MAX_EXPIRATION_MILLIS, MAX_SHORT_STRING};
 use crate::model::{FailureReason, Queue, headers};
 use crate::schema::Validators;
@@ -162,8 +162,7 @@ fn parts(
             .unwrap_or_default(),
     );
     let Some(validators) = validators else {
-        let payload = serde_json::from_slice(&body)
-            .map_err(|e| poison(FailureReason::Decode, format!("body is not JSON: {e}")))?;
+        let payload = parsed(&body)?;
         return Ok(Parts { payload, headers });
     };
     let payload = validated(&body, validators)?;

@@ -423,7 +423,7 @@ impl Worker {
     }
 
     /// [`Worker::run`]'s body, compiled here ([`crate::rooted`]).
-    fn running(self) -> crate::rooted::Rooted<'static, Result<(), WorkerError>> {
+    fn running(self) -> Running {
         Box::pin(async move {
             let health = self.health.clone();
             health.running();
@@ -535,7 +535,7 @@ pub fn add<M: Message>(worker: &mut Worker, _message: M, spec: ConsumerSpec, han
 
 /// A worker's run, boxed: what the generated `Handlers::run` returns
 /// (`warren_runtime::codegen::Running`); not a stable API.
-pub type Running = Pin<Box<dyn Future<Output = Result<(), WorkerError>> + Send>>;
+pub type Running = crate::rooted::Rooted<'static, Result<(), WorkerError>>;
 
 /// Runs `worker` (see [`Worker::run`]): what the generated `Handlers::run` returns
 /// (`warren_runtime::codegen::run`), a future of a type that names no handler; not a

@@ -446,14 +446,13 @@ impl Runner {
     /// busy without awaiting, large bodies to decode) make the next [`SPAWNED_MIN`] or more
     /// units spawned unpolled. With `concurrency` 1 there is nothing to run beside the work, so
     /// it is always polled here first.
-    pub(super) fn begin(&mut self, work: Rooted<'static, ()>) {
+    pub(super) fn begin(&mut self, mut work: Rooted<'static, ()>) {
         let in_place_only = self.spec.concurrency <= 1;
         if !in_place_only && self.spawn_next > 0 {
             self.spawn_next -= 1;
             self.tasks.spawn(work);
             return;
         }
-        let mut work = work;
         let mut context = std::task::Context::from_waker(std::task::Waker::noop());
         let started = std::time::Instant::now();
         // A future that returns `Pending` has registered the no-op waker only; the runtime

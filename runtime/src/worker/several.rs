@@ -10,10 +10,9 @@
 
 use std::sync::Arc;
 
-use super::consume::{one_at_a_time, run_handler, settled_even_on_panic};
+use super::consume::{one_at_a_time, run_handler, settle_poison, settled_even_on_panic};
 use super::dead_letter_consumer::{consume_dead_letters, names, raw_message};
 use super::decode::{decode, original_route, retries_so_far};
-use super::policy::Failure;
 use super::runner::Runner;
 use super::{ConsumerSpec, Context, Registered, Task};
 use crate::amqp::header_str;
@@ -239,16 +238,11 @@ impl<D: Send + 'static, H: SeveralHandler<D>> Registered for Several<D, H> {
                     let decoders = decoders.clone();
                     Box::pin(async move {
                         let handled = || async {
-                            let retries = retries_so_far(&raw, &settler.queue);
                             let message = match decoders.decode(&raw, &settler.queue) {
                                 Ok(message) => message,
-                                Err(poisoned) => {
-                                    let failure = Failure::Poison(poisoned.reason);
-                                    return settler
-                                        .fail(&raw, failure, retries, &poisoned.detail)
-                                        .await;
-                                }
+                                Err(poison) => return settle_poison(&raw, &settler, poison).await,
                             };
+                            let retries = retries_so_far(&raw, &settler.queue);
                             let properties = [&raw.properties];
                             let handle = || handler.handle(message);
                             let result =
