@@ -19,15 +19,17 @@ use lapin::{ConnectionProperties, ConnectionState, ErrorKind, Event};
 use tokio::sync::watch;
 
 use crate::Topology;
-use crate::publish_time::{VouchedUser, probe};
+use crate::publish_time::{PROBE_TIMEOUT, VouchedUser, probe};
 use crate::sync::lock;
+use crate::wire::Severance;
 
 /// The first pause before reconnecting, by default.
 pub(crate) const DEFAULT_RECONNECT_MIN: Duration = Duration::from_millis(100);
 /// The longest pause between reconnect attempts, by default.
 pub(crate) const DEFAULT_RECONNECT_MAX: Duration = Duration::from_secs(10);
 /// How long one connection attempt (TCP, AMQP handshake, re-declaring) may take: an endpoint
-/// that accepts TCP and then says nothing must not hold recovery up.
+/// that accepts TCP and then says nothing must not hold recovery up. An attempt that takes
+/// longer ends its socket.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often the supervisor looks at the connection's state besides its events: lapin does
 /// not report every way a connection can end as an event (a close with an unusual reply
@@ -113,8 +115,8 @@ pub(crate) fn redact(url: &str) -> String {
 /// The link as everyone sees it.
 #[derive(Clone)]
 enum Link {
-    /// Connected.
-    Up(Arc<lapin::Connection>),
+    /// Connected, and what ends its socket when its close is not answered.
+    Up(Arc<lapin::Connection>, Severance),
     /// Lost; the supervisor is reconnecting.
     Down,
     /// Closed by [`Connection::close`]; nothing reconnects.
@@ -206,7 +208,7 @@ impl Connection {
     /// opened on it do not survive a reconnect.
     pub fn lapin(&self) -> Option<Arc<lapin::Connection>> {
         match &*self.shared.link.borrow() {
-            Link::Up(connection) => Some(connection.clone()),
+            Link::Up(connection, _) => Some(connection.clone()),
             Link::Down | Link::Closed => None,
         }
     }
@@ -253,24 +255,25 @@ impl Connection {
     /// Closes the connection for good; channels still open are closed with it, and
     /// unacknowledged deliveries return to their queues.
     ///
-    /// Bounded: a broker that does not acknowledge the close within 5 s (or a link that died
-    /// while closing, whose acknowledgement can no longer come) does not hold the caller;
-    /// the connection is dropped all the same, and the error says so.
+    /// Bounded: a broker that does not acknowledge the close within 5 s (one that blocked
+    /// the connection during a resource alarm reads nothing from it, and a link that died
+    /// while closing can no longer answer) does not hold the caller; the socket is ended
+    /// all the same, and the error says so.
     pub async fn close(&self) -> Result<(), lapin::Error> {
         let previous = self.shared.link.send_replace(Link::Closed);
         match previous {
-            Link::Up(connection) => {
+            Link::Up(connection, severance) => {
                 let close = connection.close(200, ShortString::from("closed by warren"));
-                tokio::time::timeout(CLOSE_TIMEOUT, close)
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(lapin::Error::from(std::io::Error::new(
-                            std::io::ErrorKind::TimedOut,
-                            format!(
-                                "the broker did not acknowledge the close within {CLOSE_TIMEOUT:?}; the connection is dropped"
-                            ),
-                        )))
-                    })
+                let closed = tokio::time::timeout(CLOSE_TIMEOUT, close).await;
+                severance.sever();
+                closed.unwrap_or_else(|_| {
+                    Err(lapin::Error::from(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!(
+                            "the broker did not acknowledge the close within {CLOSE_TIMEOUT:?}; the connection is dropped"
+                        ),
+                    )))
+                })
             }
             Link::Down | Link::Closed => Ok(()),
         }
@@ -288,7 +291,7 @@ impl Connection {
             // The sender lives in `shared`, which `self` holds: it cannot be gone.
             Ok(Err(_)) => Err(Unavailable::Closed),
             Ok(Ok(link)) => match &*link {
-                Link::Up(connection) => Ok(connection.clone()),
+                Link::Up(connection, _) => Ok(connection.clone()),
                 Link::Down | Link::Closed => Err(Unavailable::Closed),
             },
         }
@@ -311,20 +314,14 @@ impl Connection {
     /// guard and settings as the link, to the URL the link is on, named `name` plus
     /// `purpose`: for a probe of the broker that may cost the connection it runs on, never
     /// the link.
-    pub(crate) async fn open_aside(
-        &self,
-        purpose: &str,
-    ) -> Result<Arc<lapin::Connection>, lapin::Error> {
+    pub(crate) async fn open_aside(&self, purpose: &str) -> Result<Aside, lapin::Error> {
         let settings = &self.shared.settings;
         let index = lock(&self.shared.record).url.unwrap_or(0);
         let url = settings
             .urls
             .get(index)
             .ok_or_else(|| self.unavailable().into_lapin())?;
-        let mut aside = settings.clone();
-        aside.name = format!("{} ({purpose})", settings.name);
-        let attempt = tokio::time::timeout(ATTEMPT_TIMEOUT, open(url, &aside)).await;
-        Ok(Arc::new(attempt.unwrap_or_else(|_| Err(timed_out()))?))
+        Aside::open(url, settings, purpose).await
     }
 
     /// Whether [`Connection::close`] was called.
@@ -483,11 +480,12 @@ impl ConnectionBuilder {
         }
         let mut last_error = None;
         for (index, url) in self.urls.iter().enumerate() {
-            let attempt = tokio::time::timeout(ATTEMPT_TIMEOUT, open_link(url, &self)).await;
-            match attempt.unwrap_or_else(|_| Err(timed_out())) {
+            let severance = Severance::default();
+            let attempt = tokio::time::timeout(ATTEMPT_TIMEOUT, open_link(url, &self, &severance));
+            match attempt.await.unwrap_or_else(|_| Err(timed_out())) {
                 Ok(opened) => {
                     let shared = Arc::new(Shared {
-                        link: watch::Sender::new(Link::Up(opened.connection.clone())),
+                        link: watch::Sender::new(opened.link()),
                         settings: self,
                         topologies: Mutex::new(Vec::new()),
                         blocked: Mutex::new(None),
@@ -497,7 +495,10 @@ impl ConnectionBuilder {
                     tokio::spawn(supervise(Arc::downgrade(&shared), opened, index));
                     return Ok(Connection { shared });
                 }
-                Err(error) => last_error = Some(error),
+                Err(error) => {
+                    severance.sever();
+                    last_error = Some(error);
+                }
             }
         }
         Err(last_error.unwrap_or_else(|| Unavailable::Closed.into_lapin()))
@@ -508,32 +509,121 @@ impl ConnectionBuilder {
 /// happen on it, so no error is missed).
 struct Opened {
     connection: Arc<lapin::Connection>,
+    /// What ends its socket.
+    severance: Severance,
     events: std::pin::Pin<Box<dyn futures_lite::Stream<Item = Event> + Send>>,
     /// The user the broker takes as `user_id` on this connection, if any.
     vouched_user: Option<Arc<str>>,
 }
 
-/// A lapin connection to `url` through the wire guard, with `settings`' properties and name.
-async fn open(url: &str, settings: &ConnectionBuilder) -> Result<lapin::Connection, lapin::Error> {
+impl Opened {
+    /// The link it makes.
+    fn link(&self) -> Link {
+        Link::Up(self.connection.clone(), self.severance.clone())
+    }
+}
+
+/// A plain lapin connection opened beside the link ([`Connection::open_aside`]). Dropped, it
+/// is closed, and its socket ended when the broker does not answer the close.
+pub(crate) struct Aside {
+    connection: Option<lapin::Connection>,
+    severance: Severance,
+}
+
+impl Aside {
+    /// A connection to `url` with `settings`, named for `purpose`.
+    async fn open(
+        url: &str,
+        settings: &ConnectionBuilder,
+        purpose: &str,
+    ) -> Result<Self, lapin::Error> {
+        let mut aside = settings.clone();
+        aside.name = format!("{} ({purpose})", settings.name);
+        let severance = Severance::default();
+        let opened = tokio::time::timeout(ATTEMPT_TIMEOUT, open(url, &aside, &severance)).await;
+        match opened.unwrap_or_else(|_| Err(timed_out())) {
+            Ok(connection) => Ok(Self {
+                connection: Some(connection),
+                severance,
+            }),
+            Err(error) => {
+                severance.sever();
+                Err(error)
+            }
+        }
+    }
+}
+
+impl std::ops::Deref for Aside {
+    type Target = lapin::Connection;
+
+    fn deref(&self) -> &lapin::Connection {
+        self.connection
+            .as_ref()
+            .expect("taken only when the aside connection is dropped")
+    }
+}
+
+impl Drop for Aside {
+    fn drop(&mut self) {
+        let severance = self.severance.clone();
+        let (Some(connection), Ok(runtime)) = (
+            self.connection.take(),
+            tokio::runtime::Handle::try_current(),
+        ) else {
+            severance.sever();
+            return;
+        };
+        runtime.spawn(async move { abandon(&connection, &severance, "done").await });
+    }
+}
+
+/// A lapin connection to `url` through the wire guard, with `settings`' properties and name,
+/// its socket ended by `severance`.
+async fn open(
+    url: &str,
+    settings: &ConnectionBuilder,
+    severance: &Severance,
+) -> Result<lapin::Connection, lapin::Error> {
     let properties = settings
         .properties
         .clone()
         .with_connection_name(LongString::from(settings.name.as_str()));
-    crate::wire::connect(url, properties, settings.tls.clone()).await
+    crate::wire::connect(url, properties, settings.tls.clone(), severance).await
 }
 
 /// A connection to `url` to be the link: its events subscribed at once, and the user its
-/// broker vouches for probed (a connection opened aside publishes no publish time, and is
-/// not probed).
-async fn open_link(url: &str, settings: &ConnectionBuilder) -> Result<Opened, lapin::Error> {
-    let connection = open(url, settings).await?;
+/// broker vouches for probed.
+async fn open_link(
+    url: &str,
+    settings: &ConnectionBuilder,
+    severance: &Severance,
+) -> Result<Opened, lapin::Error> {
+    let connection = open(url, settings, severance).await?;
     let events = Box::pin(connection.events_listener());
-    let vouched_user = probe(&connection, url).await;
+    let vouched_user = vouched_user(url, settings).await;
     Ok(Opened {
         connection: Arc::new(connection),
+        severance: severance.clone(),
         events,
         vouched_user,
     })
+}
+
+/// The user the broker at `url` vouches for as `user_id` ([`probe`]), asked on a connection
+/// of its own: the probe publishes, and a broker in a resource alarm blocks a connection
+/// that publishes, reading nothing more from it (not the declarations of a link being
+/// rebuilt, not a consumer's acknowledgements) until the alarm clears. `None` when it cannot
+/// tell within [`PROBE_TIMEOUT`].
+async fn vouched_user(url: &str, settings: &ConnectionBuilder) -> Option<Arc<str>> {
+    let probed = async {
+        let aside = Aside::open(url, settings, "user-id probe").await.ok()?;
+        probe(&aside, url).await
+    };
+    tokio::time::timeout(PROBE_TIMEOUT, probed)
+        .await
+        .ok()
+        .flatten()
 }
 
 /// Watches the link and rebuilds it when it drops, until the connection is closed or every
@@ -548,6 +638,8 @@ async fn supervise(shared: Weak<Shared>, mut opened: Opened, mut url_index: usiz
         let Some(error) = watch_link(&shared, &mut opened).await else {
             return;
         };
+        // Lost as lapin sees it; its socket may linger on a broker that stopped answering.
+        opened.severance.sever();
         let Some(strong) = shared.upgrade() else {
             return;
         };
@@ -586,11 +678,11 @@ async fn supervise(shared: Weak<Shared>, mut opened: Opened, mut url_index: usiz
             if matches!(link, Link::Closed) {
                 return false;
             }
-            *link = Link::Up(opened.connection.clone());
+            *link = opened.link();
             true
         });
         if !published {
-            abandon(&opened.connection, "closed by warren").await;
+            abandon(&opened.connection, &opened.severance, "closed by warren").await;
             return;
         }
         lock(&strong.record).restored(index);
@@ -689,22 +781,7 @@ async fn attempts(
         .await;
         let index = (failed + 1 + (attempt - first) as usize) % settings.urls.len();
         attempt = attempt.saturating_add(1);
-        let opened = tokio::time::timeout(ATTEMPT_TIMEOUT, async {
-            let opened = open_link(&settings.urls[index], &settings)
-                .await
-                .map_err(AttemptFailed::Open)?;
-            match redeclare(&opened.connection, &topologies).await {
-                Ok(()) => Ok(opened),
-                Err(error) => {
-                    // A broker still starting can refuse declarations; a topology that no
-                    // longer matches never will, and says so in the log.
-                    abandon(&opened.connection, "re-declare failed").await;
-                    Err(AttemptFailed::Redeclare(error))
-                }
-            }
-        })
-        .await
-        .unwrap_or(Err(AttemptFailed::Silent));
+        let opened = attempt_link(&settings, index, &topologies).await;
         if let (Err(error), Some(strong)) = (&opened, shared.upgrade()) {
             let failed = attempt.saturating_sub(first);
             lock(&strong.record).failed(&Chain(error).to_string(), Some(failed));
@@ -721,6 +798,35 @@ async fn attempts(
     }
 }
 
+/// One reconnect attempt, to URL `index`, re-declaring `topologies`, within
+/// [`ATTEMPT_TIMEOUT`]: a failed attempt ends what it opened.
+async fn attempt_link(
+    settings: &ConnectionBuilder,
+    index: usize,
+    topologies: &[Topology],
+) -> Result<Opened, AttemptFailed> {
+    let severance = Severance::default();
+    let attempt = tokio::time::timeout(ATTEMPT_TIMEOUT, async {
+        let opened = open_link(&settings.urls[index], settings, &severance)
+            .await
+            .map_err(AttemptFailed::Open)?;
+        match redeclare(&opened.connection, topologies).await {
+            Ok(()) => Ok(opened),
+            Err(error) => {
+                // A broker still starting can refuse declarations; a topology that no
+                // longer matches never will, and says so in the log.
+                abandon(&opened.connection, &severance, "re-declare failed").await;
+                Err(AttemptFailed::Redeclare(error))
+            }
+        }
+    });
+    let attempted = attempt.await.unwrap_or(Err(AttemptFailed::Silent));
+    if attempted.is_err() {
+        severance.sever();
+    }
+    attempted
+}
+
 /// Why one reconnect attempt failed: logged, and the next attempt made.
 #[derive(Debug, thiserror::Error)]
 enum AttemptFailed {
@@ -732,10 +838,12 @@ enum AttemptFailed {
     Silent,
 }
 
-/// Closes a connection that will not be used, without waiting long for the broker.
-async fn abandon(connection: &lapin::Connection, why: &str) {
+/// Closes a connection that will not be used, without waiting long for the broker, and ends
+/// its socket.
+async fn abandon(connection: &lapin::Connection, severance: &Severance, why: &str) {
     let close = connection.close(200, ShortString::from(why));
     let _ = tokio::time::timeout(STATUS_TICK, close).await;
+    severance.sever();
 }
 
 async fn redeclare(

@@ -7,7 +7,7 @@
 //! authenticated as is refused. So:
 //!
 //! - a warren connection learns, each time its link opens, whether the broker takes its URL's
-//!   user as `user_id` ([`probe`]: one publish routed nowhere);
+//!   user as `user_id` ([`probe`]: one publish routed nowhere, on a connection of its own);
 //! - every message warren sends with a publish time carries that `user_id` ([`vouched`]), and
 //!   a copy warren makes of a message it read keeps the publish time only when it was believed
 //!   ([`Trust::keep_in_copy`]);
@@ -30,43 +30,38 @@ use crate::sync::lock;
 /// no client can give a queue, so the probe reaches no queue and is dropped.
 const PROBE_ROUTING_KEY: &str = "amq.warren.user-id-probe";
 
-/// How long the probe may take; a broker that does not answer by then is not vouching.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the probe may take, opening its connection included; a broker that does not
+/// answer by then is not vouching.
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The user `connection`, opened with `url`, may put in `user_id`: its URL's user when the
 /// broker confirmed a probe publish carrying it, else `None` (no user in the URL, another
-/// authentication mechanism, a broker that names the user otherwise, or no answer). The probe
-/// runs on a channel of its own, which a refusal closes.
+/// authentication mechanism, a broker that names the user otherwise). The probe runs on a
+/// channel of its own, which a refusal closes; the caller bounds its time.
 pub(crate) async fn probe(connection: &lapin::Connection, url: &str) -> Option<Arc<str>> {
     let uri: lapin::uri::AMQPUri = url.parse().ok()?;
     let user = uri.authority.userinfo.username;
     if user.is_empty() || user.len() > usize::from(u8::MAX) {
         return None;
     }
-    let probe = async {
-        let channel = connection.create_channel().await.ok()?;
-        channel
-            .confirm_select(ConfirmSelectOptions::default())
-            .await
-            .ok()?;
-        let confirm = channel
-            .basic_publish(
-                ShortString::from(""),
-                ShortString::from(PROBE_ROUTING_KEY),
-                BasicPublishOptions::default(),
-                b"",
-                BasicProperties::default().with_user_id(ShortString::from(user.as_str())),
-            )
-            .await
-            .ok()?;
-        let confirmed = matches!(confirm.await, Ok(Confirmation::Ack(_)));
-        let _ = channel.close(200, ShortString::from("probe done")).await;
-        confirmed.then(|| Arc::from(user.as_str()))
-    };
-    tokio::time::timeout(PROBE_TIMEOUT, probe)
+    let channel = connection.create_channel().await.ok()?;
+    channel
+        .confirm_select(ConfirmSelectOptions::default())
         .await
-        .ok()
-        .flatten()
+        .ok()?;
+    let confirm = channel
+        .basic_publish(
+            ShortString::from(""),
+            ShortString::from(PROBE_ROUTING_KEY),
+            BasicPublishOptions::default(),
+            b"",
+            BasicProperties::default().with_user_id(ShortString::from(user.as_str())),
+        )
+        .await
+        .ok()?;
+    let confirmed = matches!(confirm.await, Ok(Confirmation::Ack(_)));
+    let _ = channel.close(200, ShortString::from("probe done")).await;
+    confirmed.then(|| Arc::from(user.as_str()))
 }
 
 /// The user a connection's broker vouches for as `user_id` on its current link: set by the

@@ -301,7 +301,9 @@ impl Publisher {
         self.metrics.record(exchange, result);
     }
 
-    /// An open channel in confirm mode: the current one, or a new one on the current link.
+    /// An open channel in confirm mode: the current one, or a new one on the current link, by
+    /// `deadline`. A new channel waits for the broker's answer, which a broker that blocked
+    /// the connection (a resource alarm) does not give until the alarm clears.
     async fn channel(
         &self,
         deadline: tokio::time::Instant,
@@ -309,6 +311,13 @@ impl Publisher {
         if let Some(channel) = self.open_channel() {
             return Ok(channel);
         }
+        tokio::time::timeout_at(deadline, self.reopen(deadline))
+            .await
+            .map_err(|_| PublishError::NotConnected(self.timeout))?
+    }
+
+    /// A new channel on the current link, unless another publish opened one meanwhile.
+    async fn reopen(&self, deadline: tokio::time::Instant) -> Result<ConfirmChannel, PublishError> {
         let _reopening = self.channel.reopening.lock().await;
         // Another publish may have reopened it while this one waited.
         if let Some(channel) = self.open_channel() {
@@ -373,9 +382,7 @@ impl Publisher {
         short(ShortField::ExchangeName, exchange)?;
         short(ShortField::RoutingKey, routing_key)?;
         let deadline = crate::connection::deadline_after(self.timeout);
-        let channel = tokio::time::timeout_at(deadline, self.channel(deadline))
-            .await
-            .map_err(|_| PublishError::NotConnected(self.timeout))??;
+        let channel = self.channel(deadline).await?;
         let address = Address {
             exchange,
             routing_key,

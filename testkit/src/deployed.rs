@@ -13,6 +13,9 @@ use warren_runtime::{Connection, Publisher, RpcClient, Topology, Worker};
 
 use crate::{RunningWorker, TestBroker};
 
+/// How long the cleanup of a test that panicked may take.
+const CLEANUP_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// A contract's topology declared under a namespace of the test's own (see
 /// [`TestBroker::deploy`]).
 ///
@@ -298,12 +301,16 @@ impl Drop for Deployed {
             else {
                 return;
             };
-            runtime.block_on(async move {
+            // Bounded: a broker the test left blocked or frozen must not turn a failing test
+            // into one that never ends.
+            let cleanup = async move {
                 if let Ok(connection) = Connection::connect(&url, "warren-testkit-cleanup").await {
                     let _ = warren_runtime::delete(&connection, &topology).await;
                     let _ = connection.close().await;
                 }
-            });
+            };
+            let _ =
+                runtime.block_on(async { tokio::time::timeout(CLEANUP_TIMEOUT, cleanup).await });
         });
         let _ = cleanup.join();
     }

@@ -5,8 +5,8 @@
 use amq_protocol::frame::{AMQPFrame, parse_frame};
 use lapin::types::{AMQPValue, FieldTable};
 
-use super::GuardedStream;
 use super::header::judge;
+use super::{GuardedStream, Severance};
 
 struct G(fastrand::Rng);
 
@@ -272,7 +272,7 @@ fn a_protocol_header_from_the_server_passes_untouched() {
             std::task::Poll::Ready(Ok(n))
         }
     }
-    let mut s = GuardedStream::new(R(data.clone(), 0), 0);
+    let mut s = GuardedStream::new(R(data.clone(), 0), 0, Severance::default());
     let mut out = Vec::new();
     futures_lite::future::block_on(s.read_to_end(&mut out)).unwrap();
     assert_eq!(out, data);
@@ -355,6 +355,7 @@ fn frames_split_anywhere_and_reads_pending_at_random_come_out_the_same() {
                     eof_error_after: false,
                 },
                 0,
+                Severance::default(),
             );
             let mut out = Vec::new();
             let mut buf = vec![0; read];

@@ -23,6 +23,7 @@ mod fields;
 mod header;
 mod method;
 mod reactor;
+mod severance;
 #[cfg(test)]
 mod tests;
 
@@ -38,6 +39,8 @@ pub(crate) use budget::{copy_budget, fit};
 use header::FRAME_OVERHEAD;
 pub(crate) use header::headers_cut;
 pub(crate) use reactor::connect;
+pub(crate) use severance::Severance;
+use severance::Side;
 
 /// The smallest `frame_max` AMQP allows, and what lapin raises a smaller one to.
 const FRAME_MIN_SIZE: u32 = 4096;
@@ -58,13 +61,16 @@ const FRAME_HEADER: u8 = 2;
 pub(crate) struct GuardedStream<S> {
     inner: S,
     inbound: Inbound,
+    severance: Severance,
 }
 
 impl<S> GuardedStream<S> {
-    /// Guards `inner`, a connection that asked for `frame_max` (0: the server's).
-    pub(crate) fn new(inner: S, frame_max: u32) -> Self {
+    /// Guards `inner`, a connection that asked for `frame_max` (0: the server's), to be
+    /// ended by `severance`.
+    pub(crate) fn new(inner: S, frame_max: u32, severance: Severance) -> Self {
         Self {
             inner,
+            severance,
             inbound: Inbound {
                 buf: Vec::new(),
                 start: 0,
@@ -248,6 +254,9 @@ impl<S: AsyncRead + Unpin> AsyncRead for GuardedStream<S> {
         out: &mut [u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
+        if let Some(severed) = this.severance.check() {
+            return Poll::Ready(Err(severed));
+        }
         if out.is_empty() {
             return Poll::Ready(Ok(0));
         }
@@ -271,7 +280,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for GuardedStream<S> {
                 }
                 Poll::Ready(Ok(n)) => inbound.end += n,
                 Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => return this.severance.park(Side::Read, cx),
             }
         }
     }
@@ -283,7 +292,8 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for GuardedStream<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+        let this = self.get_mut();
+        this.writing(cx, |inner, cx| inner.poll_write(cx, buf))
     }
 
     fn poll_write_vectored(
@@ -291,14 +301,33 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for GuardedStream<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        this.writing(cx, |inner, cx| inner.poll_write_vectored(cx, bufs))
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+        let this = self.get_mut();
+        this.writing(cx, |inner, cx| inner.poll_flush(cx))
     }
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().inner).poll_close(cx)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> GuardedStream<S> {
+    /// `write` on the socket unless it was severed; left pending, until it is.
+    fn writing<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        write: impl FnOnce(Pin<&mut S>, &mut Context<'_>) -> Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        if let Some(severed) = self.severance.check() {
+            return Poll::Ready(Err(severed));
+        }
+        match write(Pin::new(&mut self.inner), cx) {
+            Poll::Pending => self.severance.park(Side::Write, cx),
+            ready => ready,
+        }
     }
 }

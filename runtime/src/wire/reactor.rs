@@ -14,14 +14,22 @@ use futures_lite::io::{AsyncRead, AsyncWrite};
 use lapin::tcp::{AMQPUriTcpExt, AsyncTcpStream, OwnedTLSConfig};
 use lapin::uri::AMQPUri;
 
-use super::GuardedStream;
+use super::{GuardedStream, Severance};
 
 /// A plain or TLS connection on tokio, as lapin opens it.
 type Socket = AsyncTcpStream<<Tokio as Reactor>::TcpStream>;
 
-/// Tokio's reactor, its streams guarded.
-#[derive(Debug, Clone)]
-struct GuardedReactor(Tokio);
+/// Tokio's reactor, its streams guarded and ended by one severance.
+#[derive(Clone)]
+struct GuardedReactor(Tokio, Severance);
+
+impl std::fmt::Debug for GuardedReactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("GuardedReactor")
+            .field(&self.0)
+            .finish_non_exhaustive()
+    }
+}
 
 impl Reactor for GuardedReactor {
     type TcpStream = GuardedStream<Socket>;
@@ -50,21 +58,25 @@ impl Reactor for GuardedReactor {
         addr: SocketAddr,
     ) -> impl Future<Output = io::Result<Self::TcpStream>> + Send + 'static {
         let connecting = self.0.tcp_connect_addr(addr);
+        let severance = self.1.clone();
         async move {
             Ok(GuardedStream::new(
                 AsyncTcpStream::Plain(connecting.await?),
                 0,
+                severance,
             ))
         }
     }
 }
 
 /// Opens a lapin connection to `url` whose inbound frames are guarded, with `tls` for an
-/// `amqps://` URL. Must be called within a tokio runtime, which the connection then runs on.
+/// `amqps://` URL, and whose socket `severance` ends. Must be called within a tokio runtime,
+/// which the connection then runs on.
 pub(crate) async fn connect(
     url: &str,
     properties: lapin::ConnectionProperties,
     tls: OwnedTLSConfig,
+    severance: &Severance,
 ) -> Result<lapin::Connection, lapin::Error> {
     let uri: AMQPUri = url
         .parse()
@@ -72,8 +84,9 @@ pub(crate) async fn connect(
     let plain = Runtime::new(Tokio::current());
     let guarded = Runtime::new(RuntimeParts::new(
         Tokio::current(),
-        GuardedReactor(Tokio::current()),
+        GuardedReactor(Tokio::current(), severance.clone()),
     ));
+    let severance = severance.clone();
     lapin::Connection::connector(
         uri,
         guarded,
@@ -83,7 +96,11 @@ pub(crate) async fn connect(
                 .await
                 .map_err(lapin::Error::from)?;
             let frame_max = uri.query.frame_max.unwrap_or(0);
-            Ok(AsyncTcpStream::Plain(GuardedStream::new(socket, frame_max)))
+            Ok(AsyncTcpStream::Plain(GuardedStream::new(
+                socket,
+                frame_max,
+                severance.clone(),
+            )))
         },
         properties,
     )

@@ -7,7 +7,7 @@ use lapin::types::{AMQPValue, FieldTable};
 use proptest::prelude::*;
 
 use super::header::{HEADERS_CUT, headers_cut, judge};
-use super::{GuardedStream, method};
+use super::{GuardedStream, Severance, method};
 use crate::amqp::MAX_DEPTH;
 use crate::model::FailureReason;
 
@@ -233,6 +233,7 @@ fn through_guard(data: &[u8], step: usize, read: usize) -> Vec<u8> {
             step,
         },
         0,
+        Severance::default(),
     );
     let mut out = Vec::new();
     let mut buf = vec![0; read];

@@ -13,7 +13,6 @@
 //! the copies connection reconnects, so a node that leaves costs at most one connection.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use lapin::options::QueueDeclareOptions;
@@ -57,7 +56,7 @@ struct State {
     known: BTreeMap<u64, (bool, Instant)>,
     /// The copies connection's reconnects when `known` was filled.
     reconnects: u64,
-    probe: Option<Arc<lapin::Connection>>,
+    probe: Option<crate::connection::Aside>,
 }
 
 impl ReplyNodes {

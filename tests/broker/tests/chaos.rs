@@ -10,7 +10,11 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex;
 use warren_broker_tests::{Harness, PrivateBroker, headers, job, job_ids, types, until_settled};
-use warren_runtime::PublishError;
+use warren_runtime::{Connection, PublishError};
+use warren_testkit::wait_until;
+
+/// How long a test waits for a state the broker reaches: minutes, for a loaded machine.
+const LONG: Duration = Duration::from_secs(120);
 
 /// Messages published through the kills (the issue asks for at least 20,000).
 const MESSAGES: usize = 20_000;
@@ -304,9 +308,14 @@ async fn a_connection_closed_mid_handler_is_redelivered_and_everything_resumes()
     harness.stop().await.expect("the worker stops cleanly");
 }
 
+/// A resource alarm blocks publishing, and warren neither claims a publish it blocked nor
+/// stops consuming: a publish waits for the alarm up to its timeout and says why it failed
+/// (1, 2); one whose connection is closed under it fails as unknown (3); a link rebuilt while
+/// the alarm lasts consumes and acknowledges, and leaves no connection behind (4).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn publishes_wait_out_a_resource_alarm_and_never_claim_an_unconfirmed_success() {
     let (broker, harness) = private(5793, "alarm", |worker| worker).await;
+    let recorder = &harness.recorder;
     harness
         .submit("none", job("before", types::JobBehaviour::Ok))
         .await;
@@ -314,47 +323,60 @@ async fn publishes_wait_out_a_resource_alarm_and_never_claim_an_unconfirmed_succ
         let fraction = if on { "0.000001" } else { "0.4" };
         tokio::task::block_in_place(|| broker.ctl(&["set_vm_memory_high_watermark", fraction]));
     };
+    let connections = || {
+        let listed = tokio::task::block_in_place(|| broker.ctl(&["list_connections", "name"]));
+        listed.lines().filter(|line| line.contains("->")).count()
+    };
+    let publisher = |connection: &Connection, timeout: u64| {
+        let connection = connection.clone();
+        let topology = harness.topology.clone();
+        async move {
+            warren_broker_tests::Publishers::new(
+                warren_runtime::Publisher::new(&connection, &topology)
+                    .await
+                    .expect("a publisher")
+                    .timeout(Duration::from_secs(timeout)),
+            )
+        }
+    };
+    // Publishers open their channels now: a blocked connection sends nothing, not even the
+    // opening of a channel. Step 3's goes through a connection of its own: the broker blocks
+    // a connection that publishes during an alarm, and step 4 shows that the worker's link,
+    // which does not publish, keeps consuming.
+    let patient = publisher(&harness.connection, 600).await;
+    let short = publisher(&harness.connection, 2).await;
+    let publishing = Connection::connect(&broker.url(), "alarm-publishing")
+        .await
+        .expect("a second connection");
+    let unconfirmed = publisher(&publishing, 600).await;
+    // A job its handler holds: its delivery returns to the queue when the connections are
+    // closed (3), to be handled on the link rebuilt during the alarm (4).
+    harness
+        .submit("none", job("held", types::JobBehaviour::Hold))
+        .await;
+    wait_until("the held job is in its handler", LONG, || {
+        recorder.in_flight().0 == 1
+    })
+    .await;
 
-    // 1. An alarm that clears within the timeout: the publish waits, then succeeds. The
-    // timeout is generous: on a loaded machine `rabbitmqctl` alone can take half a minute,
-    // and what is tested is the order of things, not how long the broker took.
+    // 1. An alarm: a publish waits while the broker blocks the connection. The timeout is
+    // generous: on a loaded machine `rabbitmqctl` alone can take half a minute, and what is
+    // tested is the order of things, not how long the broker took.
     alarm(true);
-    let patient = warren_broker_tests::Publishers::new(
-        warren_runtime::Publisher::new(&harness.connection, &harness.topology)
-            .await
-            .expect("a publisher")
-            .timeout(Duration::from_secs(600)),
-    );
     let waiting = tokio::spawn(async move {
         let result = patient
             .submit("none", &job("waited", types::JobBehaviour::Ok), &headers())
             .await;
         (result, Instant::now())
     });
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while harness.connection.blocked().is_none() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(
-        harness.connection.blocked().is_some(),
-        "the broker blocked the connection"
-    );
+    wait_until("the broker blocked the connection", LONG, || {
+        harness.connection.blocked().is_some()
+    })
+    .await;
     assert!(!waiting.is_finished(), "the publish waits while blocked");
-    let clearing = Instant::now();
-    alarm(false);
-    let (result, finished) = waiting.await.expect("the publish task ends");
-    result.expect("the publish went through once the alarm cleared");
-    assert!(finished > clearing, "it waited for the alarm to clear");
-    let confirmed_after = finished.duration_since(clearing);
 
-    // 2. An alarm that outlasts the timeout: an error that says so, the outcome unknown.
-    alarm(true);
-    let short = warren_broker_tests::Publishers::new(
-        warren_runtime::Publisher::new(&harness.connection, &harness.topology)
-            .await
-            .expect("a publisher")
-            .timeout(Duration::from_secs(2)),
-    );
+    // 2. A publish whose timeout passes while the connection is blocked: an error that says
+    // so, the outcome unknown.
     let blocked = short
         .submit("none", &job("blocked", types::JobBehaviour::Ok), &headers())
         .await
@@ -368,14 +390,29 @@ async fn publishes_wait_out_a_resource_alarm_and_never_claim_an_unconfirmed_succ
         "{blocked}"
     );
 
+    // The alarm clears: the waiting publish goes through.
+    let clearing = Instant::now();
+    alarm(false);
+    let (result, finished) = waiting.await.expect("the publish task ends");
+    result.expect("the publish went through once the alarm cleared");
+    assert!(finished > clearing, "it waited for the alarm to clear");
+    let confirmed_after = finished.duration_since(clearing);
+
     // 3. The connection drops while a publish waits for its confirm: unknown, not success.
-    let publishers = harness.publishers.clone();
+    // The broker blocks the connection once it has read the publish, so a blocked connection
+    // says the publish was sent.
+    alarm(true);
+    let linked = connections();
     let pending = tokio::spawn(async move {
-        publishers
+        unconfirmed
             .submit("none", &job("pending", types::JobBehaviour::Ok), &headers())
             .await
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_until("the broker blocked the publishing connection", LONG, || {
+        publishing.blocked().is_some()
+    })
+    .await;
+    assert!(!pending.is_finished(), "the publish waits for its confirm");
     tokio::task::block_in_place(|| broker.ctl(&["close_all_connections", "chaos test"]));
     let error = pending
         .await
@@ -385,14 +422,53 @@ async fn publishes_wait_out_a_resource_alarm_and_never_claim_an_unconfirmed_succ
         matches!(error, PublishError::Unconfirmed(_)),
         "the outcome is unknown: {error}"
     );
+
+    // 4. The alarm still on, the worker's link is rebuilt (nothing it does to come back
+    // publishes) and consumes: the held job is delivered again and its acknowledgement
+    // taken. Every attempt's connection is gone; only the rebuilt ones are listed.
+    wait_until("the link is rebuilt during the alarm", LONG, || {
+        harness.connection.is_connected()
+    })
+    .await;
+    recorder.wait_attempts("held", 2, LONG).await;
+    recorder.release(2);
+    let queue = harness.deployed.name("none");
+    let messages = || {
+        let listed =
+            tokio::task::block_in_place(|| broker.ctl(&["list_queues", "name", "messages"]));
+        listed
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{queue}\t")).map(str::to_owned))
+    };
+    wait_until(
+        "the held job is acknowledged during the alarm",
+        LONG,
+        || messages().as_deref() == Some("0"),
+    )
+    .await;
+    wait_until("the publishing connection is rebuilt too", LONG, || {
+        publishing.is_connected()
+    })
+    .await;
+    wait_until(
+        "the connections before the close are listed, and no more",
+        LONG,
+        || connections() == linked,
+    )
+    .await;
+    assert!(
+        harness.connection.blocked().is_none(),
+        "the rebuilt link never published"
+    );
     alarm(false);
 
     // The connection recovered: publishing works again.
     handled_once(&harness, "none", "after").await;
     println!(
         "alarm: confirmed {confirmed_after:?} after the alarm was cleared; past the timeout: {blocked}; \
-         connection dropped before the confirm: {error}"
+         connection dropped before the confirm: {error}; the link rebuilt and consuming during the alarm"
     );
+    publishing.close().await.expect("closed");
     harness.stop().await.expect("the worker stops cleanly");
 }
 
