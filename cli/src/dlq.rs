@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use warren_codegen::diagnostics::escape;
 use warren_runtime::dead_letters::{
-    self, Counts, DeadLetterQueue, Filter, Peeked, RedriveOptions, RedriveSummary,
+    self, Counts, DeadLetterQueue, FailureGroup, Filter, Peeked, RedriveOptions, RedriveSummary,
 };
 use warren_runtime::model::{DURATION_UNITS, FailureReason};
 use warren_runtime::{Connection, FailureContext, Topology};
@@ -25,17 +25,22 @@ pub(crate) struct Dlq {
 
 #[derive(Debug, Subcommand)]
 enum DlqCommand {
-    /// Count dead letters, by reason, consumer, failed queue and error
+    /// Count dead letters, by reason, consumer, failed queue and error, or by failure group
     ///
     /// Reads the messages (unacknowledged, then returned: none is lost; they come back
     /// marked `redelivered`, and a classic queue's order may change).
     #[command(after_help = "\
 Examples:
   warren dlq count warren.yaml                          every dead-letter queue of the contract
+  warren dlq count --groups warren.yaml                 by failure: reason, consumer, error
   warren dlq count --queue orders.dead-letters --format json warren.yaml")]
     Count {
         #[command(flatten)]
         target: Target,
+        /// Group by failure instead: reason, consumer, and the error with its ids and
+        /// numbers replaced; each group has an id for `warren dlq redrive --group`.
+        #[arg(long)]
+        groups: bool,
         /// `table` for people, `json` for tools.
         #[arg(long, default_value = "table", value_parser = ["table", "json"])]
         format: String,
@@ -80,22 +85,8 @@ failed (the broker, a copy not confirmed).")]
     Redrive {
         #[command(flatten)]
         target: Target,
-        /// Only those dead-lettered for this reason (`exhausted`, `non-retryable`,
-        /// `validation`, `rejected`, `delivery-limit`…).
-        #[arg(long, value_parser = reason)]
-        reason: Option<FailureReason>,
-        /// Only those the consumer of this name failed on.
-        #[arg(long)]
-        consumer: Option<String>,
-        /// Only those whose last error contains this text.
-        #[arg(long, value_name = "TEXT")]
-        error: Option<String>,
-        /// Only those that last failed longer ago than this (`90s`, `10m`, `48h`).
-        #[arg(long, value_parser = duration, value_name = "AGE")]
-        older_than: Option<Duration>,
-        /// Only those that last failed more recently than this.
-        #[arg(long, value_parser = duration, value_name = "AGE")]
-        newer_than: Option<Duration>,
+        #[command(flatten)]
+        selection: Selection,
         /// Move at most this many (per queue).
         #[arg(long, value_name = "N")]
         limit: Option<u64>,
@@ -123,6 +114,55 @@ Examples:
         #[arg(long)]
         yes: bool,
     },
+}
+
+/// Which dead letters a redrive moves: those that match every option given.
+#[derive(Debug, Args)]
+struct Selection {
+    /// Only those dead-lettered for this reason (`exhausted`, `non-retryable`,
+    /// `validation`, `rejected`, `delivery-limit`…).
+    #[arg(long, value_parser = reason)]
+    reason: Option<FailureReason>,
+    /// Only those the consumer of this name failed on.
+    #[arg(long)]
+    consumer: Option<String>,
+    /// Only those whose last error contains this text.
+    #[arg(long, value_name = "TEXT")]
+    error: Option<String>,
+    /// Only those of this failure group (its id, as `warren dlq count --groups` lists it).
+    #[arg(long, value_name = "ID")]
+    group: Option<String>,
+    /// Only those that last failed longer ago than this (`90s`, `10m`, `48h`).
+    #[arg(long, value_parser = duration, value_name = "AGE")]
+    older_than: Option<Duration>,
+    /// Only those that last failed more recently than this.
+    #[arg(long, value_parser = duration, value_name = "AGE")]
+    newer_than: Option<Duration>,
+}
+
+impl Selection {
+    fn filter(self) -> Filter {
+        let mut filter = Filter::default();
+        if let Some(reason) = self.reason {
+            filter = filter.reason(reason);
+        }
+        if let Some(consumer) = self.consumer {
+            filter = filter.consumer(consumer);
+        }
+        if let Some(error) = self.error {
+            filter = filter.error(error);
+        }
+        if let Some(group) = self.group {
+            filter = filter.group(group);
+        }
+        if let Some(age) = self.older_than {
+            filter = filter.older_than(age);
+        }
+        if let Some(age) = self.newer_than {
+            filter = filter.newer_than(age);
+        }
+        filter
+    }
 }
 
 /// The broker, the contract, and which of its dead-letter queues.
@@ -156,12 +196,15 @@ async fn command(command: DlqCommand, front: Front<'_>) -> Result<(), Failure> {
     match command {
         DlqCommand::Count {
             target,
+            groups,
             format,
             scan,
         } => {
             let all = each(&target, front, async |dlq| dlq.count(scan).await).await?;
             if format == "json" {
                 print_json(&Value::Array(all.iter().map(counts_json).collect()))?;
+            } else if groups {
+                print!("{}", groups_table(&all));
             } else {
                 print!("{}", counts_table(&all));
             }
@@ -187,33 +230,14 @@ async fn command(command: DlqCommand, front: Front<'_>) -> Result<(), Failure> {
         }
         DlqCommand::Redrive {
             target,
-            reason,
-            consumer,
-            error,
-            older_than,
-            newer_than,
+            selection,
             limit,
             rate,
             max_redrives,
             dry_run,
         } => {
             let (connection, topology, queues) = open(&target, front, false).await?;
-            let mut filter = Filter::default();
-            if let Some(reason) = reason {
-                filter = filter.reason(reason);
-            }
-            if let Some(consumer) = consumer {
-                filter = filter.consumer(consumer);
-            }
-            if let Some(error) = error {
-                filter = filter.error(error);
-            }
-            if let Some(age) = older_than {
-                filter = filter.older_than(age);
-            }
-            if let Some(age) = newer_than {
-                filter = filter.newer_than(age);
-            }
+            let filter = selection.filter();
             let mut options = RedriveOptions::default()
                 .max_redrives(max_redrives)
                 .dry_run(dry_run)
@@ -505,7 +529,68 @@ fn counts_json((queue, counts): &(String, Counts)) -> Value {
         "by_consumer": group(&counts.by_consumer),
         "by_queue": group(&counts.by_queue),
         "by_error": group(&counts.by_error),
+        "groups": counts.groups.entries().into_iter().map(failure_group_json).collect::<Vec<_>>(),
+        "other_groups": counts.groups.other(),
     })
+}
+
+fn failure_group_json(group: &FailureGroup) -> Value {
+    let fingerprint = &group.fingerprint;
+    json!({
+        "id": group.id,
+        "count": group.count,
+        "reason": fingerprint.reason.map(|r| r.as_str()),
+        "consumer": fingerprint.consumer,
+        "error": fingerprint.error,
+        "first_seen_ms": millis(group.first_seen),
+        "last_seen_ms": millis(group.last_seen),
+        "examples": group.examples,
+    })
+}
+
+/// Each queue's failure groups, largest first, with the command that redrives one.
+fn groups_table(all: &[(String, Counts)]) -> String {
+    let mut text = String::new();
+    for (queue, counts) in all {
+        let groups = counts.groups.entries();
+        text.push_str(&format!(
+            "{}: {} dead letters in {} groups",
+            escape(queue),
+            counts.total,
+            groups.len()
+        ));
+        if counts.scanned < counts.total {
+            text.push_str(&format!(" (grouped: the first {})", counts.scanned));
+        }
+        text.push('\n');
+        if groups.is_empty() {
+            continue;
+        }
+        text.push_str("  group            count  first     last      reason · consumer · error\n");
+        for group in groups {
+            let fingerprint = &group.fingerprint;
+            let shown = |value: Option<&str>| escape(value.unwrap_or("-")).into_owned();
+            text.push_str(&format!(
+                "  {}  {:>8}  {:<8}  {:<8}  {} · {} · {}\n",
+                group.id,
+                group.count,
+                ago(group.first_seen),
+                ago(group.last_seen),
+                shown(fingerprint.reason.map(|r| r.as_str())),
+                shown(fingerprint.consumer.as_deref()),
+                shown(fingerprint.error.as_deref()),
+            ));
+        }
+        if counts.groups.other() > 0 {
+            text.push_str(&format!(
+                "  (other)       {:>8}  in groups past the first {}\n",
+                counts.groups.other(),
+                dead_letters::MAX_GROUPS
+            ));
+        }
+    }
+    text.push_str("redrive one group: warren dlq redrive --group ID …\n");
+    text
 }
 
 fn counts_table(all: &[(String, Counts)]) -> String {

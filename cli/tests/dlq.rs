@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, SystemTime};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use warren_runtime::lapin::options::{
     BasicGetOptions, BasicPublishOptions, BasicRejectOptions, ConfirmSelectOptions,
     QueueDeclareOptions,
@@ -497,6 +497,105 @@ async fn count_peek_redrive_and_purge() {
     // A queue the contract does not have is refused before anything is read.
     let unknown = broker.run(&["count", "--queue", "nope"]);
     assert_eq!(unknown.status.code(), Some(2));
+    broker.stop().await;
+}
+
+/// Dead letters whose errors differ only in ids and numbers are one failure group: counted
+/// as one, and redriven as one by the id `count --groups` gives it, the other group left.
+#[tokio::test]
+async fn failure_groups_are_counted_and_redriven_by_their_id() {
+    let broker = Broker::start("groups").await;
+    let none = broker.name("none");
+    let orders = [
+        (
+            "o-1",
+            "order 0f8e2a6c-3b1d-4c2e-9a7f-5d6e7f8a9b0c not found after 3 tries",
+        ),
+        (
+            "o-2",
+            "order 5b1e9c3d-7a2f-4e6b-8c1d-2e3f4a5b6c7d not found after 12 tries",
+        ),
+        (
+            "o-3",
+            "order 9d4c8b2a-1e3f-4a5b-9c6d-7e8f9a0b1c2d not found after 3 tries\n  at fetch",
+        ),
+    ];
+    for (id, error) in orders {
+        let failure = Failure {
+            reason: "exhausted",
+            consumer: "run_none",
+            queue: none.clone(),
+            error,
+            redrives: 0,
+        };
+        broker.dead_letter(id, &failure).await;
+    }
+    for (id, card) in [("c-1", "4111111111111111"), ("c-2", "5500000000000004")] {
+        let error = format!("card {card} declined");
+        let failure = Failure {
+            reason: "non-retryable",
+            consumer: "run_none",
+            queue: none.clone(),
+            error: &error,
+            redrives: 0,
+        };
+        broker.dead_letter(id, &failure).await;
+    }
+    assert_eq!(broker.settle("dead", 5).await, 5);
+
+    let counted: Value = serde_json::from_str(
+        &broker.ok(&["count", "--groups", "--queue", "dead", "--format", "json"]),
+    )
+    .expect("JSON");
+    let groups = counted[0]["groups"].as_array().expect("groups");
+    let summary: Vec<(u64, &str, &str)> = groups
+        .iter()
+        .map(|g| {
+            let field = |key: &str| g[key].as_str().unwrap_or_default();
+            (
+                g["count"].as_u64().unwrap_or_default(),
+                field("reason"),
+                field("error"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (3, "exhausted", "order <uuid> not found after <n> tries"),
+            (2, "non-retryable", "card <hex> declined"),
+        ]
+    );
+    assert_eq!(groups[0]["examples"], json!(["o-1", "o-2", "o-3"]));
+    assert!(groups[0]["first_seen_ms"].as_u64() <= groups[0]["last_seen_ms"].as_u64());
+    let id = groups[0]["id"].as_str().expect("an id").to_owned();
+    // Pinned, as docs/operations.md shows it: the same in every version.
+    assert_eq!(id, "34088f4fcf42");
+    let table = broker.ok(&["count", "--groups", "--queue", "dead"]);
+    assert!(table.contains(": 5 dead letters in 2 groups\n"), "{table}");
+    assert!(
+        table.contains(&format!("  {id}         3  ")),
+        "the group's id and count: {table}"
+    );
+    assert!(
+        table.contains("exhausted · run_none · order <uuid> not found after <n> tries"),
+        "{table}"
+    );
+    assert_eq!(broker.settle("dead", 5).await, 5);
+
+    let dry = broker.ok(&["redrive", "--dry-run", "--group", &id]);
+    assert!(dry.contains("would move 3, skipped 2 (filter)"), "{dry}");
+    let moved = broker.ok(&["redrive", "--queue", "dead", "--group", &id]);
+    assert!(moved.contains(": moved 3, skipped 2 (filter)"), "{moved}");
+    assert_eq!(broker.settle("dead", 2).await, 2);
+    let mut back: Vec<String> = broker
+        .drain("none")
+        .await
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    back.sort_unstable();
+    assert_eq!(back, ["o-1", "o-2", "o-3"], "exactly the group went back");
     broker.stop().await;
 }
 

@@ -1,16 +1,21 @@
-//! `count`: how many dead letters, grouped by reason, consumer, failed queue and error.
+//! `count`: how many dead letters, grouped by reason, consumer, failed queue and error, and
+//! by failure fingerprint.
 
 use std::collections::BTreeMap;
+use std::time::SystemTime;
 
 use crate::failure::FailureContext;
 use crate::text::truncate;
 
 use super::scan::Scan;
-use super::{DeadLetterError, DeadLetterQueue};
+use super::{DeadLetterError, DeadLetterQueue, Fingerprint};
 
 /// Distinct values a grouping keeps; the rest are counted under `(other)`, so a queue of
 /// messages that each forged a different error costs no more memory than this.
 pub const MAX_GROUPS: usize = 50;
+
+/// Message ids a failure group keeps as examples.
+pub const MAX_EXAMPLES: usize = 3;
 
 /// How much of an error a grouping keeps: its first line, cut to this many bytes (errors that
 /// differ only in an id further on group together).
@@ -33,6 +38,97 @@ pub struct Counts {
     pub by_queue: Group,
     /// By their last error (first line, cut).
     pub by_error: Group,
+    /// By failure fingerprint: reason, consumer and the error with its ids and numbers
+    /// replaced.
+    pub groups: FailureGroups,
+}
+
+/// Dead letters that share a [`Fingerprint`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FailureGroup {
+    /// The fingerprint's [`Fingerprint::id`], which `Filter::group` selects by.
+    pub id: String,
+    /// What they share.
+    pub fingerprint: Fingerprint,
+    /// How many were read.
+    pub count: u32,
+    /// The earliest failure among them (a message's first failure, else its last).
+    pub first_seen: Option<SystemTime>,
+    /// The latest failure among them (a message's last failure, else its first).
+    pub last_seen: Option<SystemTime>,
+    /// The message ids of the first few read (at most [`MAX_EXAMPLES`]).
+    pub examples: Vec<String>,
+}
+
+/// Dead letters by fingerprint: at most [`MAX_GROUPS`] groups, so that messages forging a
+/// different error each cost no more memory than that; the rest are counted in
+/// [`FailureGroups::other`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FailureGroups {
+    groups: BTreeMap<String, FailureGroup>,
+    other: u32,
+}
+
+impl FailureGroups {
+    fn add(&mut self, context: Option<&FailureContext>, message_id: Option<&str>) {
+        let fingerprint = Fingerprint::of(context);
+        let id = fingerprint.id();
+        if !self.groups.contains_key(&id) && self.groups.len() >= MAX_GROUPS {
+            self.other += 1;
+            return;
+        }
+        let group = self
+            .groups
+            .entry(id.clone())
+            .or_insert_with(|| FailureGroup {
+                id,
+                fingerprint,
+                count: 0,
+                first_seen: None,
+                last_seen: None,
+                examples: Vec::new(),
+            });
+        group.count += 1;
+        let first = context.and_then(|c| c.first_failure.or(c.last_failure));
+        let last = context.and_then(|c| c.last_failure.or(c.first_failure));
+        group.first_seen = either(group.first_seen, first, SystemTime::min);
+        group.last_seen = either(group.last_seen, last, SystemTime::max);
+        if let Some(message_id) = message_id
+            && group.examples.len() < MAX_EXAMPLES
+        {
+            group.examples.push(message_id.to_owned());
+        }
+    }
+
+    /// The groups, largest first, then by id.
+    pub fn entries(&self) -> Vec<&FailureGroup> {
+        let mut entries: Vec<_> = self.groups.values().collect();
+        entries.sort_by(|a, b| b.count.cmp(&a.count).then(a.id.cmp(&b.id)));
+        entries
+    }
+
+    /// The group of this id, if any message read had its fingerprint.
+    pub fn get(&self, id: &str) -> Option<&FailureGroup> {
+        self.groups.get(id)
+    }
+
+    /// Messages read past [`MAX_GROUPS`] groups, in none of them.
+    pub fn other(&self) -> u32 {
+        self.other
+    }
+}
+
+/// `pick` of two times when both are known, else the one that is.
+fn either(
+    a: Option<SystemTime>,
+    b: Option<SystemTime>,
+    pick: fn(SystemTime, SystemTime) -> SystemTime,
+) -> Option<SystemTime> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(pick(a, b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// Counts by value, largest first; `(none)` for messages without the value, `(other)` for
@@ -65,8 +161,9 @@ impl Group {
 }
 
 impl Counts {
-    fn add(&mut self, context: Option<&FailureContext>) {
+    fn add(&mut self, context: Option<&FailureContext>, message_id: Option<&str>) {
         self.scanned += 1;
+        self.groups.add(context, message_id);
         let reason = context.and_then(|c| c.reason).map(|r| r.as_str());
         self.by_reason.add(reason);
         self.by_consumer
@@ -95,7 +192,8 @@ impl DeadLetterQueue {
                     break;
                 };
                 let context = self.context(delivery.properties.headers().as_ref());
-                counts.add(context.as_ref());
+                let message_id = delivery.properties.message_id().as_ref();
+                counts.add(context.as_ref(), message_id.map(|id| id.as_str()));
             }
             Ok(())
         }

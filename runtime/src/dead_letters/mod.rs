@@ -9,6 +9,7 @@
 //! `redelivered`, and on a classic queue may come back in another order.
 
 mod count;
+mod fingerprint;
 mod peek;
 mod read;
 mod redrive;
@@ -26,7 +27,8 @@ use crate::error::PublishError;
 use crate::failure::RetryBudgets;
 use crate::model::{QueueRole, Topology};
 
-pub use count::{Counts, Group, MAX_GROUPS};
+pub use count::{Counts, FailureGroup, FailureGroups, Group, MAX_EXAMPLES, MAX_GROUPS};
+pub use fingerprint::{Fingerprint, normalise};
 pub use peek::{MAX_PEEK, MAX_PEEK_BODY, Peeked};
 pub use redrive::{Filter, MAX_HELD, RedriveOptions, RedriveSummary};
 

@@ -28,7 +28,7 @@ use crate::publisher::Publisher;
 use crate::worker::settle::republished;
 
 use super::scan::Scan;
-use super::{DeadLetterError, DeadLetterQueue};
+use super::{DeadLetterError, DeadLetterQueue, Fingerprint};
 
 /// Messages a redrive holds unacknowledged at once (those that stay in the dead-letter
 /// queue); past it they are moved to its back. A dry run, which moves nothing, reads at most
@@ -44,6 +44,7 @@ pub struct Filter {
     reason: Option<FailureReason>,
     consumer: Option<String>,
     error: Option<String>,
+    group: Option<String>,
     older_than: Option<Duration>,
     newer_than: Option<Duration>,
 }
@@ -64,6 +65,13 @@ impl Filter {
     /// Whose last error contains this text.
     pub fn error(mut self, text: impl Into<String>) -> Self {
         self.error = Some(text.into());
+        self
+    }
+
+    /// Whose failure has the fingerprint of this [`super::Fingerprint::id`] (a group
+    /// [`DeadLetterQueue::count`] found).
+    pub fn group(mut self, id: impl Into<String>) -> Self {
+        self.group = Some(id.into());
         self
     }
 
@@ -91,6 +99,7 @@ impl Filter {
             && (self.error.as_ref()).is_none_or(|text| {
                 (context.last_error.as_ref()).is_some_and(|e| e.contains(text.as_str()))
             })
+            && (self.group.as_ref()).is_none_or(|id| *id == Fingerprint::of(Some(context)).id())
             && self
                 .older_than
                 .is_none_or(|min| age.is_some_and(|age| age > min))
