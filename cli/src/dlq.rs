@@ -534,7 +534,8 @@ fn counts_json((queue, counts): &(String, Counts)) -> Value {
     })
 }
 
-fn failure_group_json(group: &FailureGroup) -> Value {
+/// A failure group as `count --format json` and the console show it.
+pub(crate) fn failure_group_json(group: &FailureGroup) -> Value {
     let fingerprint = &group.fingerprint;
     json!({
         "id": group.id,

@@ -16,6 +16,7 @@ use warren_codegen::{
 };
 use warren_tools::export::{self, asyncapi};
 
+mod console;
 mod dlq;
 
 /// Typed RabbitMQ messaging from a contract: JSON Schema files for payloads plus one
@@ -216,6 +217,16 @@ Examples:
     /// reaches), or one named with `--queue`, in the namespace given with `--namespace`.
     /// Talks AMQP only: the management plugin is not needed.
     Dlq(dlq::Dlq),
+    /// Serve a local web page on the contracts' live queues and dead letters
+    ///
+    /// Each queue's depth and consumers, refreshed every few seconds, and the dead letters of
+    /// every dead-letter queue grouped by failure (as `warren dlq count --groups`). Bound to
+    /// 127.0.0.1 and read-only by default; `--allow-changes` lets the page redrive a group.
+    #[command(after_help = "\
+Examples:
+  warren console warren.yaml                          http://127.0.0.1:7890/, read-only
+  warren console --allow-changes --namespace prod. --url amqp://ops@rabbit/%2f warren.yaml")]
+    Console(console::ConsoleArgs),
     /// Compare a live broker with a contract, and migrate what the broker cannot change
     ///
     /// Probes the broker over AMQP for every exchange and queue of CONTRACT (wait queues
@@ -502,6 +513,7 @@ fn main() -> ExitCode {
             output,
         } => diagram(&contract, project, &format, &output, style),
         Command::Dlq(command) => dlq::run(command, project, style),
+        Command::Console(args) => console::run(args, project, style),
         Command::Plan(args) => plan::run(&args, project, style),
         Command::Outbox(args) => outbox::run(args),
         Command::Import(command) => import::run(command, project, style),

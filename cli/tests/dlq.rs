@@ -204,6 +204,18 @@ impl Broker {
     }
 
     /// `warren dlq ARGS --url … --namespace … CONTRACT`.
+    /// The message ids [`Broker::drain`] takes from `queue`, sorted.
+    async fn drained_ids(&self, queue: &str) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .drain(queue)
+            .await
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
     fn warren(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_warren"));
         command
@@ -242,6 +254,19 @@ struct Failure<'a> {
     queue: String,
     error: &'a str,
     redrives: i64,
+}
+
+impl<'a> Failure<'a> {
+    /// Exhausted in `run_none`, failed in `queue` (the broker's name of `none`) with `error`.
+    fn exhausted(queue: &str, error: &'a str) -> Self {
+        Self {
+            reason: "exhausted",
+            consumer: "run_none",
+            queue: queue.to_owned(),
+            error,
+            redrives: 0,
+        }
+    }
 }
 
 fn header<'a>(table: &'a FieldTable, key: &str) -> Option<&'a AMQPValue> {
@@ -448,13 +473,7 @@ async fn count_peek_redrive_and_purge() {
         "{rest}"
     );
     assert_eq!(broker.settle("dead", 2).await, 2);
-    let mut sibling_ids: Vec<_> = broker
-        .drain("sibling")
-        .await
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
-    sibling_ids.sort_unstable();
+    let sibling_ids = broker.drained_ids("sibling").await;
     assert_eq!(sibling_ids, ["nr-1", "nr-2"]);
     let rejected = broker.drain("none").await;
     let mut rejected_ids: Vec<_> = rejected.iter().map(|(id, _)| id.as_str()).collect();
@@ -521,14 +540,9 @@ async fn failure_groups_are_counted_and_redriven_by_their_id() {
         ),
     ];
     for (id, error) in orders {
-        let failure = Failure {
-            reason: "exhausted",
-            consumer: "run_none",
-            queue: none.clone(),
-            error,
-            redrives: 0,
-        };
-        broker.dead_letter(id, &failure).await;
+        broker
+            .dead_letter(id, &Failure::exhausted(&none, error))
+            .await;
     }
     for (id, card) in [("c-1", "4111111111111111"), ("c-2", "5500000000000004")] {
         let error = format!("card {card} declined");
@@ -588,14 +602,201 @@ async fn failure_groups_are_counted_and_redriven_by_their_id() {
     let moved = broker.ok(&["redrive", "--queue", "dead", "--group", &id]);
     assert!(moved.contains(": moved 3, skipped 2 (filter)"), "{moved}");
     assert_eq!(broker.settle("dead", 2).await, 2);
-    let mut back: Vec<String> = broker
-        .drain("none")
-        .await
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
-    back.sort_unstable();
+    let back = broker.drained_ids("none").await;
     assert_eq!(back, ["o-1", "o-2", "o-3"], "exactly the group went back");
+    broker.stop().await;
+}
+
+/// `warren console` on the broker, spoken to as a browser would: `console ARGS` started, its
+/// address read from its first line.
+struct Console {
+    child: std::process::Child,
+    address: String,
+}
+
+impl Console {
+    fn start(broker: &Broker, args: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_warren"))
+            .arg("console")
+            .args([
+                "--bind",
+                "127.0.0.1:0",
+                "--url",
+                &url(),
+                "--namespace",
+                &broker.namespace,
+            ])
+            .args(args)
+            .arg(contract())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("warren console starts");
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut first)
+            .expect("its first line");
+        let address = first
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or_else(|| panic!("an address in {first:?}"))
+            .to_owned();
+        Self { child, address }
+    }
+
+    /// `method path` with `headers` and `body`: the status and the body of the answer.
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, String) {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&self.address).expect("the console answers");
+        let mut request = format!("{method} {path} HTTP/1.1\r\nhost: {}\r\n", self.address);
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str(&format!("content-length: {}\r\n\r\n{body}", body.len()));
+        stream.write_all(request.as_bytes()).expect("sent");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).expect("answered");
+        let status = answer[9..12].parse().expect("a status");
+        let body = answer
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_owned())
+            .unwrap_or_default();
+        (status, body)
+    }
+
+    /// The token the page carries.
+    fn token(&self) -> String {
+        let (status, page) = self.request("GET", "/", &[], "");
+        assert_eq!(status, 200, "the page: {page}");
+        page.split("name=\"warren-token\" content=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .expect("the page carries its token")
+            .to_owned()
+    }
+
+    fn json(&self, path: &str) -> Value {
+        let (status, body) = self.request("GET", path, &[], "");
+        assert_eq!(status, 200, "{path}: {body}");
+        serde_json::from_str(&body).expect("JSON")
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The console shows the queues with their depths and a poisoned queue's dead letters as one
+/// group of the right count, a hostile error as data; it redrives a group only with its token
+/// and only when allowed, and then exactly that group.
+#[tokio::test]
+async fn the_console_groups_dead_letters_and_redrives_a_group_only_when_allowed() {
+    let broker = Broker::start("console").await;
+    let none = broker.name("none");
+    let hostile = "<script>alert(1)</script> order 7 not found";
+    for (id, error) in [
+        ("p-1", "order 12 not found"),
+        ("p-2", "order 345 not found"),
+        ("p-3", hostile),
+    ] {
+        broker
+            .dead_letter(id, &Failure::exhausted(&none, error))
+            .await;
+    }
+    assert_eq!(broker.settle("dead", 3).await, 3);
+
+    let read_only = Console::start(&broker, &[]);
+    let queues = read_only.json("/api/queues");
+    let dead = broker.name("dead");
+    let listed = queues["queues"].as_array().expect("queues");
+    let of = |name: &str| {
+        listed
+            .iter()
+            .find(|q| q["name"] == name)
+            .expect("listed")
+            .clone()
+    };
+    assert_eq!(of(&dead)["depth"], 3);
+    assert_eq!(of(&dead)["role"], "dead-letter");
+    assert_eq!(of(&none)["depth"], 0);
+    assert_eq!(queues["changes_allowed"], false);
+    let letters = read_only.json("/api/dead-letters");
+    let of_dead = letters["queues"]
+        .as_array()
+        .expect("queues")
+        .iter()
+        .find(|q| q["queue"] == dead.as_str())
+        .expect("the dead-letter queue")
+        .clone();
+    let groups = of_dead["groups"].as_array().expect("groups");
+    assert_eq!(groups.len(), 2, "{groups:?}");
+    assert_eq!(groups[0]["count"], 2);
+    assert_eq!(groups[0]["error"], "order <n> not found");
+    assert_eq!(
+        groups[1]["error"], "<script>alert(<n>)</script> order <n> not found",
+        "data, as it was sent"
+    );
+    let group = groups[0]["id"].as_str().expect("an id").to_owned();
+    let token = read_only.token();
+    let ask = format!(r#"{{"queue":"{dead}","group":"{group}"}}"#);
+    let (status, body) =
+        read_only.request("POST", "/api/redrive", &[("x-warren-token", &token)], &ask);
+    assert_eq!(status, 403, "read-only: {body}");
+    drop(read_only);
+
+    let console = Console::start(&broker, &["--allow-changes"]);
+    let token = console.token();
+    let (status, _) = console.request("POST", "/api/redrive", &[], &ask);
+    assert_eq!(status, 403, "no token, no redrive");
+    let (status, _) = console.request(
+        "POST",
+        "/api/redrive",
+        &[
+            ("x-warren-token", &token),
+            ("origin", "http://evil.example"),
+        ],
+        &ask,
+    );
+    assert_eq!(status, 403, "another site's request");
+    let stream_host = {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&console.address).expect("connected");
+        stream
+            .write_all(b"GET /api/queues HTTP/1.1\r\nhost: rebound.example:80\r\n\r\n")
+            .expect("sent");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).expect("answered");
+        answer
+    };
+    assert!(
+        stream_host.starts_with("HTTP/1.1 421"),
+        "a rebound name: {stream_host}"
+    );
+    assert_eq!(broker.settle("dead", 3).await, 3, "nothing moved");
+
+    let (status, body) =
+        console.request("POST", "/api/redrive", &[("x-warren-token", &token)], &ask);
+    assert_eq!(status, 200, "{body}");
+    let summary: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(
+        (summary["moved"].as_u64(), summary["skipped"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(broker.settle("dead", 1).await, 1);
+    let back = broker.drained_ids("none").await;
+    assert_eq!(back, ["p-1", "p-2"], "exactly the group went back");
+    drop(console);
     broker.stop().await;
 }
 
@@ -605,13 +806,7 @@ async fn a_redrive_killed_half_way_loses_nothing() {
     let broker = Broker::start("kill").await;
     let none = broker.name("none");
     for i in 0..N {
-        let failure = Failure {
-            reason: "exhausted",
-            consumer: "run_none",
-            queue: none.clone(),
-            error: "timeout",
-            redrives: 0,
-        };
+        let failure = Failure::exhausted(&none, "timeout");
         broker.dead_letter(&format!("m{i:03}"), &failure).await;
     }
     assert_eq!(broker.settle("dead", N).await, N);
@@ -716,13 +911,7 @@ async fn past_the_hold_bound_messages_that_stay_go_to_the_back() {
     assert_eq!((summary.moved, summary.skipped), (2, u64::from(stays)));
     assert_eq!(summary.cycled, 5, "those past the bound went to the back");
     assert_eq!(broker.settle("dead", stays).await, stays);
-    let mut ids: Vec<_> = broker
-        .drain("none")
-        .await
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
-    ids.sort_unstable();
+    let ids = broker.drained_ids("none").await;
     assert_eq!(ids, [format!("m{stays:04}"), format!("m{:04}", stays + 1)]);
     let left = broker.drain("dead").await;
     let mut left_ids: Vec<_> = left.iter().map(|(id, _)| id.clone()).collect();

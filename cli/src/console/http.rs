@@ -1,0 +1,196 @@
+//! The console's HTTP/1.1 server: one request per connection, bounded in size and time, a
+//! bounded number of connections at once, and only the requests the console answers. Every
+//! byte a client sends is hostile: a browser on another site, a port scanner, a trickler.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+/// The longest request head read.
+const MAX_HEAD_BYTES: usize = 8 * 1024;
+/// The longest request body read: a redrive request is a few dozen bytes.
+const MAX_BODY_BYTES: usize = 4 * 1024;
+/// How long a client may take to send its request; the answer gets as long again.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
+/// How long an answer may take to compute (a redrive of a large group takes a while).
+const ANSWER_DEADLINE: Duration = Duration::from_secs(600);
+/// Connections served at once; one past it is closed at once.
+const MAX_CONNECTIONS: usize = 32;
+/// The pause after a failed `accept` before the next.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+
+/// One request, as far as the console reads it.
+#[derive(Debug)]
+pub(super) struct Request {
+    pub method: String,
+    /// The path, without its query.
+    pub path: String,
+    /// The `Host` header.
+    pub host: Option<String>,
+    /// The `X-Warren-Token` header.
+    pub token: Option<String>,
+    /// The `Origin` header, which a browser sends with a cross-site request.
+    pub origin: Option<String>,
+    pub body: Vec<u8>,
+}
+
+/// An answer.
+pub(super) struct Response {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// `body` as JSON, with `status`.
+    pub fn json(status: u16, body: &serde_json::Value) -> Self {
+        Self {
+            status,
+            content_type: "application/json",
+            body: body.to_string().into_bytes(),
+        }
+    }
+
+    /// An error the page shows: `{"error": message}`.
+    pub fn error(status: u16, message: &str) -> Self {
+        Self::json(status, &serde_json::json!({ "error": message }))
+    }
+}
+
+/// What answers a request.
+pub(super) type Handler =
+    Arc<dyn Fn(Request) -> Pin<Box<dyn Future<Output = Response> + Send>> + Send + Sync>;
+
+/// Serves `listener` with `handler` until the process ends.
+pub(super) async fn serve(listener: TcpListener, handler: Handler) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(_) => {
+                tokio::time::sleep(ACCEPT_PAUSE).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            continue;
+        };
+        let handler = handler.clone();
+        tokio::spawn(async move {
+            let _ = answer(stream, &handler).await;
+            drop(slot);
+        });
+    }
+}
+
+async fn answer(mut stream: TcpStream, handler: &Handler) -> std::io::Result<()> {
+    let read = tokio::time::timeout(REQUEST_DEADLINE, read_request(&mut stream)).await;
+    let response = match read {
+        Err(_) => return Ok(()),
+        Ok(Err(status)) => Response::error(status, "bad request"),
+        Ok(Ok(request)) => match tokio::time::timeout(ANSWER_DEADLINE, handler(request)).await {
+            Ok(response) => response,
+            Err(_) => Response::error(504, "the answer took too long"),
+        },
+    };
+    let head = format!(
+        "HTTP/1.1 {} {}\r\ncontent-type: {}\r\ncontent-length: {}\r\n\
+         x-content-type-options: nosniff\r\nx-frame-options: DENY\r\n\
+         content-security-policy: default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:\r\n\
+         cache-control: no-store\r\nconnection: close\r\n\r\n",
+        response.status,
+        reason(response.status),
+        response.content_type,
+        response.body.len()
+    );
+    let write = async {
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(&response.body).await?;
+        stream.shutdown().await
+    };
+    tokio::time::timeout(REQUEST_DEADLINE, write)
+        .await
+        .unwrap_or(Ok(()))
+}
+
+/// Reads one request: its head (bounded), then a body of its `content-length` (bounded).
+/// `Err` is the status to answer with.
+async fn read_request(stream: &mut TcpStream) -> Result<Request, u16> {
+    let mut data = Vec::with_capacity(1024);
+    let mut buffer = [0_u8; 2048];
+    let head_end = loop {
+        if let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at;
+        }
+        if data.len() > MAX_HEAD_BYTES {
+            return Err(431);
+        }
+        match stream.read(&mut buffer).await {
+            Ok(0) | Err(_) => return Err(400),
+            Ok(n) => data.extend_from_slice(&buffer[..n]),
+        }
+    };
+    let head = std::str::from_utf8(&data[..head_end]).map_err(|_| 400_u16)?;
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next().unwrap_or_default().split(' ');
+    let (method, target) = (
+        first.next().unwrap_or_default(),
+        first.next().unwrap_or("/"),
+    );
+    let mut request = Request {
+        method: method.to_owned(),
+        path: target.split('?').next().unwrap_or("/").to_owned(),
+        host: None,
+        token: None,
+        origin: None,
+        body: Vec::new(),
+    };
+    let mut length = 0;
+    for line in lines {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        let value = value.trim().to_owned();
+        match name.trim().to_ascii_lowercase().as_str() {
+            "host" => request.host = Some(value),
+            "x-warren-token" => request.token = Some(value),
+            "origin" => request.origin = Some(value),
+            "content-length" => length = value.parse::<usize>().map_err(|_| 400_u16)?,
+            _ => {}
+        }
+    }
+    if length > MAX_BODY_BYTES {
+        return Err(413);
+    }
+    let mut body = data[head_end + 4..].to_vec();
+    while body.len() < length {
+        match stream.read(&mut buffer).await {
+            Ok(0) | Err(_) => return Err(400),
+            Ok(n) => body.extend_from_slice(&buffer[..n]),
+        }
+    }
+    body.truncate(length);
+    request.body = body;
+    Ok(request)
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        413 => "Content Too Large",
+        421 => "Misdirected Request",
+        431 => "Request Header Fields Too Large",
+        502 => "Bad Gateway",
+        504 => "Gateway Timeout",
+        _ => "Error",
+    }
+}

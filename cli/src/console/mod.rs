@@ -1,0 +1,176 @@
+//! `warren console`: a local web page on the contracts' live queues and dead letters: each
+//! queue's depth and consumers, the dead letters of every dead-letter queue grouped by failure
+//! (`dead_letters::Fingerprint`), and, when started with `--allow-changes`, redrive of a
+//! group through the same code as `warren dlq redrive`.
+//!
+//! Safe by default: bound to 127.0.0.1, read-only unless told otherwise, every state-changing
+//! request carrying the process's token (served inside the page, which another site cannot
+//! read), every request naming this server as its `Host` (a rebound DNS name cannot reach
+//! it), and the broker's credentials never in a page or an answer.
+
+mod http;
+mod state;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use tokio::net::TcpListener;
+
+use crate::{Failure, ProjectRoot, RenderStyle};
+use http::{Handler, Request, Response};
+use state::Console;
+
+/// The page, served as it is but for its token.
+const PAGE: &str = include_str!("page.html");
+
+/// `warren console` arguments.
+#[derive(Debug, Args)]
+pub(crate) struct ConsoleArgs {
+    /// The contract files, usually `warren.yaml`.
+    #[arg(required = true)]
+    contracts: Vec<PathBuf>,
+    /// The broker; by default `AMQP_URL`, else amqp://guest:guest@127.0.0.1:5672/%2f.
+    #[arg(long)]
+    url: Option<String>,
+    /// The prefix the deployment's names carry (`Topology::namespaced`).
+    #[arg(long, default_value = "")]
+    namespace: String,
+    /// Where to serve the page. Anything but a loopback address lets other machines read
+    /// the dead letters (and, with `--allow-changes`, redrive them).
+    #[arg(long, default_value = "127.0.0.1:7890", value_name = "ADDRESS")]
+    bind: SocketAddr,
+    /// Let the page redrive dead letters; read-only otherwise.
+    #[arg(long)]
+    allow_changes: bool,
+}
+
+/// Runs `warren console` until interrupted.
+pub(crate) fn run(
+    args: ConsoleArgs,
+    project: &ProjectRoot,
+    style: RenderStyle,
+) -> Result<(), Failure> {
+    let mut topologies = Vec::new();
+    for contract in &args.contracts {
+        let checked = crate::checked(contract, project, style)?;
+        topologies.push(checked.contract.topology.namespaced(&args.namespace));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::usage(format!("error: cannot start the runtime: {e}\n")))?;
+    runtime.block_on(serve(args, topologies))
+}
+
+async fn serve(
+    args: ConsoleArgs,
+    topologies: Vec<warren_runtime::Topology>,
+) -> Result<(), Failure> {
+    let url = crate::broker_url(args.url.as_deref());
+    let connection = warren_runtime::Connection::connect(&url, "warren console")
+        .await
+        .map_err(|e| Failure::usage(format!("error: cannot connect to the broker: {e}\n")))?;
+    let listener = TcpListener::bind(args.bind)
+        .await
+        .map_err(|e| Failure::usage(format!("error: cannot serve on {}: {e}\n", args.bind)))?;
+    let address = listener
+        .local_addr()
+        .map_err(|e| Failure::usage(format!("error: {e}\n")))?;
+    let token = token().map_err(|e| Failure::usage(format!("error: no token: {e}\n")))?;
+    let console = Arc::new(Console::new(connection, topologies, args.allow_changes));
+    let mode = if args.allow_changes {
+        "redrive allowed"
+    } else {
+        "read-only"
+    };
+    println!("warren console: http://{address}/ ({mode}; Ctrl-C to stop)");
+    let site = Arc::new(Site {
+        console,
+        token,
+        address,
+    });
+    let handler: Handler = Arc::new(move |request| {
+        let site = site.clone();
+        Box::pin(async move { site.answer(request).await })
+    });
+    tokio::select! {
+        () = http::serve(listener, handler) => Ok(()),
+        _ = tokio::signal::ctrl_c() => Ok(()),
+    }
+}
+
+/// The console with what guards it.
+struct Site {
+    console: Arc<Console>,
+    /// What every state-changing request carries.
+    token: String,
+    address: SocketAddr,
+}
+
+impl Site {
+    async fn answer(&self, request: Request) -> Response {
+        if !self.is_ours(request.host.as_deref()) {
+            return Response::error(421, "this console answers to its own address only");
+        }
+        match (request.method.as_str(), request.path.as_str()) {
+            ("GET", "/") => Response {
+                status: 200,
+                content_type: "text/html; charset=utf-8",
+                body: PAGE.replace("{{TOKEN}}", &self.token).into_bytes(),
+            },
+            ("GET", "/api/queues") => Response::json(200, &self.console.queues().await),
+            ("GET", "/api/dead-letters") => match self.console.dead_letters().await {
+                Ok(value) => Response::json(200, &value),
+                Err(error) => Response::error(502, &error),
+            },
+            ("POST", "/api/redrive") => self.redrive(&request).await,
+            ("GET" | "POST", _) => Response::error(404, "no such page"),
+            _ => Response::error(405, "GET and POST only"),
+        }
+    }
+
+    /// Whether `host` names this server (by its address, or `localhost` on its port).
+    fn is_ours(&self, host: Option<&str>) -> bool {
+        let Some(host) = host else {
+            return false;
+        };
+        let port = self.address.port();
+        host == self.address.to_string()
+            || host == format!("localhost:{port}")
+            || (self.address.ip().is_unspecified() && host.ends_with(&format!(":{port}")))
+    }
+
+    async fn redrive(&self, request: &Request) -> Response {
+        if !self.console.allows_changes() {
+            return Response::error(
+                403,
+                "the console is read-only: start it with --allow-changes to redrive",
+            );
+        }
+        if request.token.as_deref() != Some(self.token.as_str()) {
+            return Response::error(403, "the request does not carry this console's token");
+        }
+        let same_site = format!("http://{}", request.host.as_deref().unwrap_or_default());
+        if request.origin.as_deref().is_some_and(|o| o != same_site) {
+            return Response::error(403, "a request from another site");
+        }
+        let Some(asked) = state::RedriveRequest::parse(&request.body) else {
+            return Response::error(400, "expected {\"queue\", \"group\", \"dry_run\"}");
+        };
+        match self.console.redrive(&asked).await {
+            Ok(value) => Response::json(200, &value),
+            Err((status, error)) => Response::error(status, &error),
+        }
+    }
+}
+
+/// 128 random bits as hex, from the operating system.
+fn token() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0_u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}

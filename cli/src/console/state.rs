@@ -1,0 +1,202 @@
+//! What the console shows, read from the broker: the queues of its contracts with their depth
+//! and consumers (passive declares: the management API's rates are not read yet), and the dead
+//! letters of each dead-letter queue grouped by failure; and the one change it makes, a
+//! redrive of a group.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+use warren_runtime::dead_letters::{self, DeadLetterQueue, Filter, RedriveOptions};
+use warren_runtime::lapin::options::QueueDeclareOptions;
+use warren_runtime::lapin::types::{FieldTable, ShortString};
+use warren_runtime::model::QueueRole;
+use warren_runtime::{Connection, Topology};
+
+/// Dead letters read per queue to group them.
+const SCAN_LIMIT: u32 = 10_000;
+/// How long grouped dead letters are reused: counting reads every message (returning each,
+/// marked `redelivered`), so a page refreshing every few seconds must not read them each time.
+const DEAD_LETTERS_FRESH: Duration = Duration::from_secs(10);
+/// A redriven message's redrives past which it stays, as `warren dlq redrive` defaults.
+const MAX_REDRIVES: u32 = 3;
+
+/// The console's view of the broker.
+pub(super) struct Console {
+    connection: Connection,
+    topologies: Vec<Topology>,
+    allow_changes: bool,
+    /// The last grouping of the dead letters, and when it was made.
+    dead_letters: Mutex<Option<(Instant, Value)>>,
+}
+
+/// A redrive the page asks for.
+#[derive(Debug)]
+pub(super) struct RedriveRequest {
+    /// The dead-letter queue, as the broker names it.
+    queue: String,
+    /// The failure group's id.
+    group: String,
+    /// Report what would move, moving nothing.
+    dry_run: bool,
+}
+
+impl RedriveRequest {
+    /// From a JSON body `{"queue": …, "group": …, "dry_run": …}`.
+    pub(super) fn parse(body: &[u8]) -> Option<Self> {
+        let value: Value = serde_json::from_slice(body).ok()?;
+        Some(Self {
+            queue: value["queue"].as_str()?.to_owned(),
+            group: value["group"].as_str()?.to_owned(),
+            dry_run: value["dry_run"].as_bool().unwrap_or(false),
+        })
+    }
+}
+
+impl Console {
+    pub(super) fn new(
+        connection: Connection,
+        topologies: Vec<Topology>,
+        allow_changes: bool,
+    ) -> Self {
+        Self {
+            connection,
+            topologies,
+            allow_changes,
+            dead_letters: Mutex::new(None),
+        }
+    }
+
+    pub(super) fn allows_changes(&self) -> bool {
+        self.allow_changes
+    }
+
+    /// Every queue of the contracts with its depth and consumers, or why they are unknown.
+    pub(super) async fn queues(&self) -> Value {
+        let mut channel = None;
+        let mut queues = Vec::new();
+        for topology in &self.topologies {
+            let dead = dead_letters::dead_letter_queues(topology);
+            for queue in &topology.queues {
+                let (role, waits_for) = match &queue.role {
+                    QueueRole::Declared if dead.contains(&queue.name) => ("dead-letter", None),
+                    QueueRole::Declared => ("queue", None),
+                    QueueRole::Wait { queue, .. } => ("wait", Some(queue.as_str())),
+                };
+                let mut entry = json!({
+                    "name": queue.name,
+                    "role": role,
+                    "waits_for": waits_for,
+                    "retry": warren_runtime::metrics::retry_mode(&queue.retry),
+                });
+                match self.declared(&mut channel, &queue.name).await {
+                    Ok((depth, consumers)) => {
+                        entry["depth"] = json!(depth);
+                        entry["consumers"] = json!(consumers);
+                    }
+                    Err(error) => entry["error"] = json!(error),
+                }
+                queues.push(entry);
+            }
+        }
+        json!({
+            "source": "passive declares: depth and consumers",
+            "changes_allowed": self.allow_changes,
+            "queues": queues,
+        })
+    }
+
+    /// `queue`'s ready messages and consumers, by a passive declare on `channel` (opened
+    /// again when a refusal closed it).
+    async fn declared(
+        &self,
+        channel: &mut Option<warren_runtime::lapin::Channel>,
+        queue: &str,
+    ) -> Result<(u32, u32), String> {
+        let open = match channel.take().filter(|c| c.status().connected()) {
+            Some(open) => open,
+            None => self
+                .connection
+                .create_channel()
+                .await
+                .map_err(|e| e.to_string())?,
+        };
+        let passive = QueueDeclareOptions {
+            passive: true,
+            ..QueueDeclareOptions::default()
+        };
+        let declared = open
+            .queue_declare(ShortString::from(queue), passive, FieldTable::default())
+            .await;
+        *channel = Some(open);
+        let declared = declared.map_err(|e| e.to_string())?;
+        Ok((declared.message_count(), declared.consumer_count()))
+    }
+
+    /// The dead letters of every dead-letter queue, grouped by failure: reused for a few
+    /// seconds.
+    pub(super) async fn dead_letters(&self) -> Result<Value, String> {
+        let mut cached = self.dead_letters.lock().await;
+        if let Some((at, value)) = cached.as_ref()
+            && at.elapsed() < DEAD_LETTERS_FRESH
+        {
+            return Ok(value.clone());
+        }
+        let mut all = Vec::new();
+        for topology in &self.topologies {
+            for queue in dead_letters::dead_letter_queues(topology) {
+                let dlq = DeadLetterQueue::new(&self.connection, &queue).judging_by(topology);
+                let counts = dlq.count(SCAN_LIMIT).await.map_err(|e| e.to_string())?;
+                all.push(json!({
+                    "queue": queue,
+                    "total": counts.total,
+                    "scanned": counts.scanned,
+                    "groups": counts.groups.entries().into_iter().map(crate::dlq::failure_group_json).collect::<Vec<_>>(),
+                    "other": counts.groups.other(),
+                }));
+            }
+        }
+        let value = json!({ "queues": all });
+        *cached = Some((Instant::now(), value.clone()));
+        Ok(value)
+    }
+
+    /// Redrives one failure group of one dead-letter queue of the contracts.
+    pub(super) async fn redrive(&self, asked: &RedriveRequest) -> Result<Value, (u16, String)> {
+        let topology = self
+            .topologies
+            .iter()
+            .find(|t| dead_letters::dead_letter_queues(t).contains(&asked.queue))
+            .ok_or_else(|| {
+                (
+                    404,
+                    "no dead-letter queue of the contracts has that name".to_owned(),
+                )
+            })?;
+        let dlq = DeadLetterQueue::new(&self.connection, &asked.queue).judging_by(topology);
+        let filter = Filter::default().group(asked.group.clone());
+        let options = RedriveOptions::default()
+            .max_redrives(MAX_REDRIVES)
+            .dry_run(asked.dry_run)
+            .targets(dead_letters::redrive_targets(topology));
+        let summary = dlq
+            .redrive(&filter, &options, |_| {})
+            .await
+            .map_err(|e| (502, e.to_string()))?;
+        // What was moved is gone from the grouping: read it again next time.
+        if !asked.dry_run {
+            *self.dead_letters.lock().await = None;
+        }
+        Ok(json!({
+            "queue": asked.queue,
+            "group": asked.group,
+            "dry_run": summary.dry_run,
+            "moved": summary.moved,
+            "skipped": summary.skipped,
+            "refused": summary.refused,
+            "no_queue": summary.no_queue,
+            "scanned": summary.scanned,
+            "depth": summary.depth,
+        }))
+    }
+}
