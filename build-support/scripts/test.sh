@@ -9,7 +9,9 @@
 #
 # The diagram tests render `warren diagram --format dot` with Graphviz; when `dot` is missing
 # this installs Debian's `graphviz` package (as rabbitmq-local.sh installs rabbitmq-server:
-# apt-get as root, or through passwordless sudo).
+# apt-get as root, or through passwordless sudo). The console's browser tests drive a headless
+# Chromium through its WebDriver: Debian's `chromium` and `chromium-driver`, installed the same
+# way when missing.
 #
 # The AsyncAPI tests read every export with the AsyncAPI tools themselves (the official
 # parser and modelina, `tests/js/`): Node.js from Debian's `nodejs` and `npm` when `node` is
@@ -42,6 +44,11 @@ apt_install() {
 if ! command -v dot >/dev/null; then
     echo "test.sh: installing graphviz (Graphviz dot, for the diagram tests)" >&2
     apt_install graphviz
+fi
+
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    echo "test.sh: installing Chromium and its driver (for the console's browser tests)" >&2
+    apt_install chromium chromium-driver
 fi
 
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then

@@ -2,6 +2,7 @@
 
 mod common;
 
+use common::browser::Browser;
 use common::{Broker, Console, Failure};
 use serde_json::Value;
 
@@ -39,14 +40,7 @@ async fn the_console_groups_dead_letters_and_redrives_a_group_only_when_allowed(
     assert_eq!(of(&dead)["role"], "dead-letter");
     assert_eq!(of(&none)["depth"], 0);
     assert_eq!(queues["changes_allowed"], false);
-    let letters = read_only.json("/api/dead-letters");
-    let of_dead = letters["queues"]
-        .as_array()
-        .expect("queues")
-        .iter()
-        .find(|q| q["queue"] == dead.as_str())
-        .expect("the dead-letter queue")
-        .clone();
+    let of_dead = read_only.dead_letters_of(&dead);
     let groups = of_dead["groups"].as_array().expect("groups");
     assert_eq!(groups.len(), 2, "{groups:?}");
     assert_eq!(groups[0]["count"], 2);
@@ -104,6 +98,95 @@ async fn the_console_groups_dead_letters_and_redrives_a_group_only_when_allowed(
     assert_eq!(broker.settle("dead", 1).await, 1);
     let back = broker.drained_ids("none").await;
     assert_eq!(back, ["p-1", "p-2"], "exactly the group went back");
+    drop(console);
+    broker.stop().await;
+}
+
+/// In a real browser (headless Chromium): the page shows the dead-letter queue's depth and
+/// the poisoned queue's dead letters as one group of the right count; a hostile consumer name
+/// and error show as text, running nothing; the group's redrive asks first, naming the count,
+/// and moves exactly its messages back to their queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_browser_the_page_shows_the_groups_and_redrives_one() {
+    let broker = Broker::start("browser").await;
+    let none = broker.name("none");
+    for (id, error) in [
+        ("b-1", "order 12 not found"),
+        ("b-2", "order 345 not found"),
+    ] {
+        broker
+            .dead_letter(id, &Failure::exhausted(&none, error))
+            .await;
+    }
+    let hostile = Failure {
+        consumer: "<img src=x onerror=\"window.owned=1\">",
+        error: "<img src=x onerror=\"window.owned=2\"> failed",
+        ..Failure::exhausted(&none, "")
+    };
+    broker.dead_letter("b-3", &hostile).await;
+    assert_eq!(broker.settle("dead", 3).await, 3);
+    let console = Console::start(&broker, &["--allow-changes"]);
+    let dead = broker.name("dead");
+    let group = console.dead_letters_of(&dead)["groups"][0]["id"]
+        .as_str()
+        .expect("a group")
+        .to_owned();
+
+    let address = console.address.clone();
+    let group_for_page = group.clone();
+    let dead_for_page = dead.clone();
+    let (asked, shown) = tokio::task::spawn_blocking(move || {
+        let browser = Browser::start();
+        browser.open(&format!("http://{address}/"));
+        browser.wait(
+            "the dead-letter queue's depth is shown",
+            &format!(
+                "const row = document.querySelector('#queues tr[data-queue=\"{dead_for_page}\"]');\
+                 return row && row.cells[3].textContent === '3'"
+            ),
+        );
+        let row = format!("document.querySelector('tr[data-group=\"{group_for_page}\"]')");
+        browser.wait(
+            "the group of two is shown",
+            &format!("const row = {row}; return row && row.cells[1].textContent === '2'"),
+        );
+        let shown = browser.run(
+            "return { images: document.querySelectorAll('#dead-letters img').length, \
+                      owned: window.owned || 0, \
+                      text: document.querySelector('#dead-letters').innerText }",
+        );
+        browser.run(&format!(
+            "window.confirm = question => {{ window.asked = question; return true; }};\
+             {row}.querySelector('button.redrive').click(); return true"
+        ));
+        browser.wait(
+            "the redrive is reported",
+            "return document.querySelector('#result').textContent.startsWith('moved 2')",
+        );
+        let asked = browser.run("return window.asked");
+        (asked, shown)
+    })
+    .await
+    .expect("the browser ran");
+
+    assert_eq!(shown["images"], 0, "no markup from the broker: {shown}");
+    assert_eq!(shown["owned"], 0, "no script from the broker ran");
+    let text = shown["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("<img src=x onerror=\"window.owned=<n>\"> failed"),
+        "the hostile error shows as text: {text}"
+    );
+    assert!(
+        text.contains("<img src=x onerror=\"window.owned=1\">"),
+        "the hostile consumer shows as text: {text}"
+    );
+    let asked = asked.as_str().unwrap_or_default();
+    assert!(
+        asked.contains("the 2 dead letters of group"),
+        "the confirmation names the count: {asked}"
+    );
+    assert_eq!(broker.settle("dead", 1).await, 1);
+    assert_eq!(broker.drained_ids("none").await, ["b-1", "b-2"]);
     drop(console);
     broker.stop().await;
 }

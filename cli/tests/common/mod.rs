@@ -3,6 +3,8 @@
 //! them, and the console spoken to over HTTP.
 #![allow(dead_code)] // each test binary uses a part
 
+pub mod browser;
+
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, SystemTime};
@@ -342,6 +344,18 @@ impl Console {
             .and_then(|rest| rest.split('"').next())
             .expect("the page carries its token")
             .to_owned()
+    }
+
+    /// What `/api/dead-letters` says of the dead-letter queue `queue`.
+    pub fn dead_letters_of(&self, queue: &str) -> Value {
+        let letters = self.json("/api/dead-letters");
+        letters["queues"]
+            .as_array()
+            .expect("queues")
+            .iter()
+            .find(|q| q["queue"] == queue)
+            .unwrap_or_else(|| panic!("no dead-letter queue {queue} in {letters}"))
+            .clone()
     }
 
     pub fn json(&self, path: &str) -> Value {
