@@ -429,6 +429,25 @@ fn broker_url(url: Option<&str>) -> String {
         .unwrap_or_else(|| DEFAULT_URL.to_owned())
 }
 
+/// The management API at `explicit` (`http://user:password@host:15672`), or by default the
+/// one on the host of the AMQP URL `amqp_url`, port 15672, with its credentials; either way
+/// for the virtual host of `amqp_url`.
+fn management_api(
+    amqp_url: &str,
+    explicit: Option<&str>,
+) -> Result<warren_runtime::management::Management, warren_runtime::management::ManagementError> {
+    use warren_runtime::management::{DEFAULT_PORT, Management};
+    match explicit {
+        Some(url) => {
+            let vhost = Management::for_amqp_url(amqp_url, DEFAULT_PORT)
+                .map(|m| m.vhost().to_owned())
+                .unwrap_or_else(|_| "/".to_owned());
+            Management::new(url, &vhost)
+        }
+        None => Management::for_amqp_url(amqp_url, DEFAULT_PORT),
+    }
+}
+
 /// A command's failure: its exit status and what to print.
 struct Failure {
     status: u8,

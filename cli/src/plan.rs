@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use warren_codegen::diagnostics::escape;
 use warren_codegen::{ProjectRoot, RenderStyle};
-use warren_runtime::management::{DEFAULT_PORT, Management};
+use warren_runtime::management::Management;
 use warren_runtime::plan::Plan;
 use warren_runtime::{Connection, ErrorChain, Topology};
 
@@ -210,16 +210,8 @@ async fn plan_on(
 
 /// The management API `--management` names, or the one beside `--url`.
 fn management_of(args: &PlanArgs) -> Result<Management, Failure> {
-    let management = match &args.management {
-        Some(url) => {
-            let vhost = Management::for_amqp_url(&args.url, DEFAULT_PORT)
-                .map(|m| m.vhost().to_owned())
-                .unwrap_or_else(|_| "/".to_owned());
-            Management::new(url, &vhost)
-        }
-        None => Management::for_amqp_url(&args.url, DEFAULT_PORT),
-    };
-    management.map_err(|e| usage(ErrorChain(&e).to_string()))
+    crate::management_api(&args.url, args.management.as_deref())
+        .map_err(|e| usage(ErrorChain(&e).to_string()))
 }
 
 fn pretty(value: &serde_json::Value) -> String {

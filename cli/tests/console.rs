@@ -40,6 +40,10 @@ async fn the_console_groups_dead_letters_and_redrives_a_group_only_when_allowed(
     assert_eq!(of(&dead)["role"], "dead-letter");
     assert_eq!(of(&none)["depth"], 0);
     assert_eq!(queues["changes_allowed"], false);
+    // test.sh enables the management plugin: the rates and unacknowledged counts are its.
+    let source = queues["source"].as_str().unwrap_or_default();
+    assert!(source.contains("the management API at"), "{source}");
+    assert!(of(&dead)["unacknowledged"].is_u64(), "{:?}", of(&dead));
     let of_dead = read_only.dead_letters_of(&dead);
     let groups = of_dead["groups"].as_array().expect("groups");
     assert_eq!(groups.len(), 2, "{groups:?}");

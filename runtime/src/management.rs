@@ -74,12 +74,20 @@ pub struct LiveBinding {
 }
 
 /// A queue of the virtual host and where it dead-letters, policies applied.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct LiveQueue {
     /// Its name.
     pub name: String,
     /// Messages in it (ready and unacknowledged), as the API last counted them.
     pub messages: u64,
+    /// Of those, delivered and not yet acknowledged.
+    pub unacknowledged: u64,
+    /// Messages published into it per second, over the API's last sample (`None` before
+    /// the broker has sampled any).
+    pub publish_rate: Option<f64>,
+    /// Messages delivered from it (or fetched with `basic.get`) per second.
+    pub deliver_rate: Option<f64>,
     /// Its dead-letter exchange (`""`: the default exchange), from its arguments or its
     /// policy; `None` when it has none.
     pub dead_letter_exchange: Option<String>,
@@ -191,11 +199,15 @@ impl Management {
         Ok(bindings)
     }
 
-    /// Every queue of the virtual host, with where it dead-letters.
+    /// Every queue of the virtual host, with where it dead-letters and its message counts and
+    /// rates as the API last sampled them (every 5 s by default: behind what a passive
+    /// declare says).
     pub async fn queues(&self) -> Result<Vec<LiveQueue>, ManagementError> {
         let what = "the queues of the virtual host".to_owned();
         let path = format!(
-            "/api/queues/{}?columns=name,messages,arguments,effective_policy_definition",
+            "/api/queues/{}?columns=name,messages,messages_unacknowledged,\
+             message_stats.publish_details.rate,message_stats.deliver_get_details.rate,\
+             arguments,effective_policy_definition",
             percent_encode(&self.vhost)
         );
         let listed: Vec<ApiQueue> = self.get_json(&path, &what).await?;
@@ -374,9 +386,27 @@ struct ApiQueue {
     #[serde(default)]
     messages: Option<u64>,
     #[serde(default)]
+    messages_unacknowledged: Option<u64>,
+    #[serde(default)]
+    message_stats: Option<ApiMessageStats>,
+    #[serde(default)]
     arguments: BTreeMap<String, serde_json::Value>,
     #[serde(default)]
     effective_policy_definition: Option<BTreeMap<String, serde_json::Value>>,
+}
+
+/// A queue's message rates, as the API samples them.
+#[derive(Deserialize, Default)]
+struct ApiMessageStats {
+    #[serde(default)]
+    publish_details: Option<ApiRate>,
+    #[serde(default)]
+    deliver_get_details: Option<ApiRate>,
+}
+
+#[derive(Deserialize)]
+struct ApiRate {
+    rate: f64,
 }
 
 impl ApiQueue {
@@ -385,9 +415,13 @@ impl ApiQueue {
         let text =
             |value: Option<&serde_json::Value>| value.and_then(|v| v.as_str()).map(str::to_owned);
         let policy = self.effective_policy_definition.unwrap_or_default();
+        let stats = self.message_stats.unwrap_or_default();
         LiveQueue {
             name: self.name,
             messages: self.messages.unwrap_or_default(),
+            unacknowledged: self.messages_unacknowledged.unwrap_or_default(),
+            publish_rate: stats.publish_details.map(|d| d.rate),
+            deliver_rate: stats.deliver_get_details.map(|d| d.rate),
             dead_letter_exchange: text(self.arguments.get("x-dead-letter-exchange"))
                 .or_else(|| text(policy.get("dead-letter-exchange"))),
             dead_letter_routing_key: text(self.arguments.get("x-dead-letter-routing-key"))

@@ -44,6 +44,11 @@ pub(crate) struct ConsoleArgs {
     /// Let the page redrive dead letters; read-only otherwise.
     #[arg(long)]
     allow_changes: bool,
+    /// The broker's management API (`http://user:password@host:15672`), where the rates and
+    /// unacknowledged counts come from. By default the `--url` host on port 15672, with its
+    /// credentials; without it the page shows what passive declares give.
+    #[arg(long, value_name = "URL")]
+    management: Option<String>,
 }
 
 /// Runs `warren console` until interrupted.
@@ -80,7 +85,15 @@ async fn serve(
         .local_addr()
         .map_err(|e| Failure::usage(format!("error: {e}\n")))?;
     let token = token().map_err(|e| Failure::usage(format!("error: no token: {e}\n")))?;
-    let console = Arc::new(Console::new(connection, topologies, args.allow_changes));
+    // Unusable settings are said at once; an API that does not answer only loses the rates.
+    let management = crate::management_api(&url, args.management.as_deref())
+        .map_err(|e| Failure::usage(format!("error: {e}\n")))?;
+    let console = Arc::new(Console::new(
+        connection,
+        management,
+        topologies,
+        args.allow_changes,
+    ));
     let mode = if args.allow_changes {
         "redrive allowed"
     } else {

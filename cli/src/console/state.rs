@@ -1,6 +1,6 @@
 //! What the console shows, read from the broker: the queues of its contracts with their depth
-//! and consumers (passive declares: the management API's rates are not read yet), and the dead
-//! letters of each dead-letter queue grouped by failure; and the one change it makes, a
+//! and consumers (passive declares) and rates (the management API, when it answers), and the
+//! dead letters of each dead-letter queue grouped by failure; and the one change it makes, a
 //! redrive of a group.
 
 use std::time::{Duration, Instant};
@@ -10,6 +10,7 @@ use tokio::sync::Mutex;
 use warren_runtime::dead_letters::{self, DeadLetterQueue, Filter, RedriveOptions};
 use warren_runtime::lapin::options::QueueDeclareOptions;
 use warren_runtime::lapin::types::{FieldTable, ShortString};
+use warren_runtime::management::Management;
 use warren_runtime::model::QueueRole;
 use warren_runtime::{Connection, Topology};
 
@@ -24,6 +25,8 @@ const MAX_REDRIVES: u32 = 3;
 /// The console's view of the broker.
 pub(super) struct Console {
     connection: Connection,
+    /// Where the rates come from.
+    management: Management,
     topologies: Vec<Topology>,
     allow_changes: bool,
     /// The last grouping of the dead letters, and when it was made.
@@ -56,11 +59,13 @@ impl RedriveRequest {
 impl Console {
     pub(super) fn new(
         connection: Connection,
+        management: Management,
         topologies: Vec<Topology>,
         allow_changes: bool,
     ) -> Self {
         Self {
             connection,
+            management,
             topologies,
             allow_changes,
             dead_letters: Mutex::new(None),
@@ -71,8 +76,24 @@ impl Console {
         self.allow_changes
     }
 
-    /// Every queue of the contracts with its depth and consumers, or why they are unknown.
+    /// Every queue of the contracts with its ready messages and consumers (passive declares:
+    /// exact, now), and its unacknowledged messages and rates when the management API answers
+    /// (sampled every few seconds); or why they are unknown.
     pub(super) async fn queues(&self) -> Value {
+        let live = self.management.queues().await;
+        let (live, source) = match live {
+            Ok(queues) => (
+                queues.into_iter().map(|q| (q.name.clone(), q)).collect(),
+                format!(
+                    "ready and consumers: passive declares; unacknowledged and rates: the management API at {}",
+                    self.management.endpoint()
+                ),
+            ),
+            Err(error) => (
+                std::collections::BTreeMap::new(),
+                format!("ready and consumers: passive declares (no rates: {error})"),
+            ),
+        };
         let mut channel = None;
         let mut queues = Vec::new();
         for topology in &self.topologies {
@@ -96,11 +117,16 @@ impl Console {
                     }
                     Err(error) => entry["error"] = json!(error),
                 }
+                if let Some(sampled) = live.get(&queue.name) {
+                    entry["unacknowledged"] = json!(sampled.unacknowledged);
+                    entry["publish_rate"] = json!(sampled.publish_rate);
+                    entry["deliver_rate"] = json!(sampled.deliver_rate);
+                }
                 queues.push(entry);
             }
         }
         json!({
-            "source": "passive declares: depth and consumers",
+            "source": source,
             "changes_allowed": self.allow_changes,
             "queues": queues,
         })
