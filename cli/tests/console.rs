@@ -4,6 +4,8 @@ mod common;
 
 use common::browser::Browser;
 use common::{Broker, Console, Failure};
+use std::time::Duration;
+
 use serde_json::Value;
 
 /// The console shows the queues with their depths and a poisoned queue's dead letters as one
@@ -193,4 +195,71 @@ async fn in_a_browser_the_page_shows_the_groups_and_redrives_one() {
     assert_eq!(broker.drained_ids("none").await, ["b-1", "b-2"]);
     drop(console);
     broker.stop().await;
+}
+
+/// A worker's health, read from its endpoint, shows beside the queue each of its consumers
+/// reads: in the API, and on the page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_s_health_shows_beside_the_queues_it_consumes() {
+    let harness = warren_broker_tests::Harness::start("console-health").await;
+    let worker = harness.worker();
+    warren_testkit::wait_until("the worker is ready", Duration::from_secs(120), || {
+        worker.health().ready
+    })
+    .await;
+    // The worker's health endpoint, as a service serves it.
+    let health = serde_json::to_vec(&worker.health()).expect("JSON");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let endpoint = listener.local_addr().expect("bound");
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut request = [0_u8; 1024];
+            let _ = stream.read(&mut request).await;
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                health.len()
+            );
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(&health).await;
+        }
+    });
+    let flag = format!("w=http://{endpoint}/health");
+    let console = Console::start_in(harness.deployed.namespace(), &["--health", &flag]);
+
+    let workers = console.json("/api/workers");
+    let reported = &workers["workers"][0];
+    assert_eq!(reported["name"], "w");
+    assert_eq!(reported["ready"], true, "{reported}");
+    let none = harness.deployed.name("none");
+    let consumers = reported["consumers"].as_array().expect("consumers");
+    assert!(
+        consumers.iter().any(|c| c["name"] == "run_none"
+            && c["queue"] == none.as_str()
+            && c["subscribed"] == true),
+        "{consumers:?}"
+    );
+
+    let address = console.address.clone();
+    let beside = tokio::task::spawn_blocking(move || {
+        let browser = Browser::start();
+        browser.open(&format!("http://{address}/"));
+        browser.wait(
+            "the consumer shows beside its queue",
+            &format!(
+                "const row = document.querySelector('#queues tr[data-queue=\"{none}\"]');\
+                 return row && row.cells[8].textContent"
+            ),
+        )
+    })
+    .await
+    .expect("the browser ran");
+    assert!(
+        beside.as_str().unwrap_or_default().contains("w/run_none"),
+        "{beside}"
+    );
+    drop(console);
+    harness.stop().await.expect("the worker stops");
 }

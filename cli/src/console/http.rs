@@ -194,3 +194,52 @@ fn reason(status: u16) -> &'static str {
         _ => "Error",
     }
 }
+
+/// The largest answer a worker's health endpoint may give.
+const MAX_ANSWER_BYTES: usize = 1 << 20;
+/// How long a health endpoint may take to answer.
+const GET_DEADLINE: Duration = Duration::from_secs(5);
+
+/// `GET url` (`http://host:port/path` only): the status and body, bounded in size and time,
+/// for a worker's health endpoint, which is as likely to stall or answer without end as any
+/// other server.
+pub(super) async fn get(url: &str) -> Result<(u16, Vec<u8>), String> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or("only http:// URLs are read")?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let path = if path.is_empty() { "/" } else { path };
+    let fetch = async {
+        let mut stream = TcpStream::connect(authority)
+            .await
+            .map_err(|e| e.to_string())?;
+        let request =
+            format!("GET {path} HTTP/1.1\r\nhost: {authority}\r\nconnection: close\r\n\r\n");
+        stream
+            .write_all(request.as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut answer = Vec::new();
+        let mut limited = (&mut stream).take(MAX_ANSWER_BYTES as u64 + 1);
+        limited
+            .read_to_end(&mut answer)
+            .await
+            .map_err(|e| e.to_string())?;
+        if answer.len() > MAX_ANSWER_BYTES {
+            return Err(format!("the answer is over {MAX_ANSWER_BYTES} bytes"));
+        }
+        let at = answer
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .ok_or("not an HTTP answer")?;
+        let status = std::str::from_utf8(&answer[..at])
+            .ok()
+            .and_then(|head| head.split(' ').nth(1))
+            .and_then(|code| code.parse().ok())
+            .ok_or("not an HTTP answer")?;
+        Ok((status, answer[at + 4..].to_vec()))
+    };
+    tokio::time::timeout(GET_DEADLINE, fetch)
+        .await
+        .unwrap_or_else(|_| Err(format!("no answer within {GET_DEADLINE:?}")))
+}

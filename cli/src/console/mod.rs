@@ -49,6 +49,21 @@ pub(crate) struct ConsoleArgs {
     /// credentials; without it the page shows what passive declares give.
     #[arg(long, value_name = "URL")]
     management: Option<String>,
+    /// A worker's health endpoint, shown beside the queues it consumes (`orders=http://
+    /// 10.0.0.7:9464/health`: warren's `WorkerHealth` as JSON); repeat for each worker.
+    #[arg(long = "health", value_name = "NAME=URL", value_parser = health_endpoint)]
+    health: Vec<(String, String)>,
+}
+
+/// `NAME=http://…`.
+fn health_endpoint(text: &str) -> Result<(String, String), String> {
+    let (name, url) = text
+        .split_once('=')
+        .ok_or("expected NAME=URL, as orders=http://127.0.0.1:9464/health")?;
+    if !url.starts_with("http://") {
+        return Err(format!("`{url}`: only http:// health endpoints are read"));
+    }
+    Ok((name.to_owned(), url.to_owned()))
 }
 
 /// Runs `warren console` until interrupted.
@@ -92,6 +107,7 @@ async fn serve(
         connection,
         management,
         topologies,
+        args.health,
         args.allow_changes,
     ));
     let mode = if args.allow_changes {
@@ -135,6 +151,7 @@ impl Site {
                 body: PAGE.replace("{{TOKEN}}", &self.token).into_bytes(),
             },
             ("GET", "/api/queues") => Response::json(200, &self.console.queues().await),
+            ("GET", "/api/workers") => Response::json(200, &self.console.workers().await),
             ("GET", "/api/dead-letters") => match self.console.dead_letters().await {
                 Ok(value) => Response::json(200, &value),
                 Err(error) => Response::error(502, &error),

@@ -28,6 +28,8 @@ pub(super) struct Console {
     /// Where the rates come from.
     management: Management,
     topologies: Vec<Topology>,
+    /// Workers' health endpoints, by name.
+    health: Vec<(String, String)>,
     allow_changes: bool,
     /// The last grouping of the dead letters, and when it was made.
     dead_letters: Mutex<Option<(Instant, Value)>>,
@@ -61,12 +63,14 @@ impl Console {
         connection: Connection,
         management: Management,
         topologies: Vec<Topology>,
+        health: Vec<(String, String)>,
         allow_changes: bool,
     ) -> Self {
         Self {
             connection,
             management,
             topologies,
+            health,
             allow_changes,
             dead_letters: Mutex::new(None),
         }
@@ -157,6 +161,39 @@ impl Console {
         *channel = Some(open);
         let declared = declared.map_err(|e| e.to_string())?;
         Ok((declared.message_count(), declared.consumer_count()))
+    }
+
+    /// Each worker's health, as its endpoint gives it (503 is an answer: not ready), or why it
+    /// could not be read. Only what the page shows is passed on.
+    pub(super) async fn workers(&self) -> Value {
+        let mut workers = Vec::new();
+        for (name, url) in &self.health {
+            let mut entry = json!({ "name": name, "url": url });
+            match super::http::get(url).await {
+                Ok((200 | 503, body)) => match serde_json::from_slice::<Value>(&body) {
+                    Ok(health) => {
+                        for key in ["ready", "live", "phase", "last_error"] {
+                            entry[key] = health[key].clone();
+                        }
+                        let consumers = health["consumers"].as_array().cloned().unwrap_or_default();
+                        entry["consumers"] = consumers
+                            .iter()
+                            .map(|c| {
+                                json!({
+                                    "name": c["name"], "queue": c["queue"], "subscribed": c["subscribed"],
+                                    "breaker": c["breaker"], "last_error": c["last_error"],
+                                })
+                            })
+                            .collect();
+                    }
+                    Err(error) => entry["error"] = json!(format!("not a worker's health: {error}")),
+                },
+                Ok((status, _)) => entry["error"] = json!(format!("answered {status}")),
+                Err(error) => entry["error"] = json!(error),
+            }
+            workers.push(entry);
+        }
+        json!({ "workers": workers })
     }
 
     /// The dead letters of every dead-letter queue, grouped by failure: reused for a few

@@ -279,6 +279,11 @@ pub struct Console {
 
 impl Console {
     pub fn start(broker: &Broker, args: &[&str]) -> Self {
+        Self::start_in(&broker.namespace, args)
+    }
+
+    /// `console ARGS` on the contract deployed under `namespace`.
+    pub fn start_in(namespace: &str, args: &[&str]) -> Self {
         use std::io::BufRead;
         let mut child = Command::new(env!("CARGO_BIN_EXE_warren"))
             .arg("console")
@@ -288,7 +293,7 @@ impl Console {
                 "--url",
                 &url(),
                 "--namespace",
-                &broker.namespace,
+                namespace,
             ])
             .args(args)
             .arg(contract())
