@@ -108,7 +108,8 @@ async fn the_console_groups_dead_letters_and_redrives_a_group_only_when_allowed(
     broker.stop().await;
 }
 
-/// In a real browser (headless Chromium): the page shows the dead-letter queue's depth and
+/// In a real browser (headless Chromium): the page shows the dead-letter queue's depth, in
+/// the list and on the contract's diagram, and
 /// the poisoned queue's dead letters as one group of the right count; a hostile consumer name
 /// and error show as text, running nothing; the group's redrive asks first, naming the count,
 /// and moves exactly its messages back to their queue.
@@ -149,6 +150,13 @@ async fn in_a_browser_the_page_shows_the_groups_and_redrives_one() {
             &format!(
                 "const row = document.querySelector('#queues tr[data-queue=\"{dead_for_page}\"]');\
                  return row && row.cells[3].textContent === '3'"
+            ),
+        );
+        browser.wait(
+            "the diagram shows the dead-letter queue's depth",
+            &format!(
+                "const live = document.querySelector('#diagrams g.node[data-queue=\"{dead_for_page}\"] text.live');\
+                 return live && live.textContent.startsWith('ready 3')"
             ),
         );
         let row = format!("document.querySelector('tr[data-group=\"{group_for_page}\"]')");

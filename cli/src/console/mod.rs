@@ -8,6 +8,7 @@
 //! read), every request naming this server as its `Host` (a rebound DNS name cannot reach
 //! it), and the broker's credentials never in a page or an answer.
 
+mod diagram;
 mod http;
 mod state;
 
@@ -73,21 +74,28 @@ pub(crate) fn run(
     style: RenderStyle,
 ) -> Result<(), Failure> {
     let mut topologies = Vec::new();
+    let mut diagrams = Vec::new();
     for contract in &args.contracts {
         let checked = crate::checked(contract, project, style)?;
-        topologies.push(checked.contract.topology.namespaced(&args.namespace));
+        let topology = checked.contract.topology.namespaced(&args.namespace);
+        let mut drawn = diagram::diagram(&checked.contract, &topology);
+        drawn["contract"] = serde_json::json!(crate::shown(contract));
+        diagrams.push(drawn);
+        topologies.push(topology);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| Failure::usage(format!("error: cannot start the runtime: {e}\n")))?;
-    runtime.block_on(serve(args, topologies))
+    let diagrams = serde_json::json!({ "diagrams": diagrams });
+    runtime.block_on(serve(args, topologies, diagrams))
 }
 
 async fn serve(
     args: ConsoleArgs,
     topologies: Vec<warren_runtime::Topology>,
+    diagrams: serde_json::Value,
 ) -> Result<(), Failure> {
     let url = crate::broker_url(args.url.as_deref());
     let connection = warren_runtime::Connection::connect(&url, "warren console")
@@ -118,6 +126,7 @@ async fn serve(
     println!("warren console: http://{address}/ ({mode}; Ctrl-C to stop)");
     let site = Arc::new(Site {
         console,
+        diagrams,
         token,
         address,
     });
@@ -134,6 +143,8 @@ async fn serve(
 /// The console with what guards it.
 struct Site {
     console: Arc<Console>,
+    /// Each contract's diagram, drawn at start.
+    diagrams: serde_json::Value,
     /// What every state-changing request carries.
     token: String,
     address: SocketAddr,
@@ -152,6 +163,7 @@ impl Site {
             },
             ("GET", "/api/queues") => Response::json(200, &self.console.queues().await),
             ("GET", "/api/workers") => Response::json(200, &self.console.workers().await),
+            ("GET", "/api/diagrams") => Response::json(200, &self.diagrams),
             ("GET", "/api/dead-letters") => match self.console.dead_letters().await {
                 Ok(value) => Response::json(200, &value),
                 Err(error) => Response::error(502, &error),

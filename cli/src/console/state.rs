@@ -159,7 +159,14 @@ impl Console {
             .queue_declare(ShortString::from(queue), passive, FieldTable::default())
             .await;
         *channel = Some(open);
-        let declared = declared.map_err(|e| e.to_string())?;
+        let declared = declared.map_err(|e| {
+            // Said plainly: the likely cause is a contract not deployed, or another namespace.
+            if e.to_string().contains("NOT_FOUND") {
+                "not declared on the broker".to_owned()
+            } else {
+                e.to_string()
+            }
+        })?;
         Ok((declared.message_count(), declared.consumer_count()))
     }
 
