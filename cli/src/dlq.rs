@@ -641,7 +641,8 @@ fn failure_json(context: &FailureContext) -> Value {
     })
 }
 
-fn peeked_json(queue: &str, p: &Peeked) -> Value {
+/// A peeked dead letter as `peek --format json` and the console show it.
+pub(crate) fn peeked_json(queue: &str, p: &Peeked) -> Value {
     json!({
         "queue": queue,
         "routing_key": p.routing_key,

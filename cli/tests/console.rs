@@ -57,6 +57,11 @@ async fn the_console_groups_dead_letters_and_redrives_a_group_only_when_allowed(
     );
     let group = groups[0]["id"].as_str().expect("an id").to_owned();
     let token = read_only.token();
+    let (status, _) = read_only.request("GET", "/api/dead-letters", &[], "");
+    assert_eq!(
+        status, 403,
+        "an API request without the token: another site's page"
+    );
     let ask = format!(r#"{{"queue":"{dead}","group":"{group}"}}"#);
     let (status, body) =
         read_only.request("POST", "/api/redrive", &[("x-warren-token", &token)], &ask);
@@ -164,10 +169,22 @@ async fn in_a_browser_the_page_shows_the_groups_and_redrives_one() {
             "the group of two is shown",
             &format!("const row = {row}; return row && row.cells[1].textContent === '2'"),
         );
+        // The hostile dead letter's group, peeked at: its fields as text.
+        browser.run(
+            "const rows = [...document.querySelectorAll('#dead-letters tr[data-group]')];\
+             rows.find(row => row.cells[1].textContent === '1').querySelector('button.peek').click();\
+             return true",
+        );
+        browser.wait(
+            "the peeked dead letter is shown",
+            "const block = document.querySelector('#peeked pre');\
+             return block && block.textContent.includes('message id b-3')",
+        );
         let shown = browser.run(
-            "return { images: document.querySelectorAll('#dead-letters img').length, \
+            "return { images: document.querySelectorAll('img').length, \
                       owned: window.owned || 0, \
-                      text: document.querySelector('#dead-letters').innerText }",
+                      text: document.querySelector('#dead-letters').innerText, \
+                      peeked: document.querySelector('#peeked').innerText }",
         );
         browser.run(&format!(
             "window.confirm = question => {{ window.asked = question; return true; }};\
@@ -193,6 +210,11 @@ async fn in_a_browser_the_page_shows_the_groups_and_redrives_one() {
     assert!(
         text.contains("<img src=x onerror=\"window.owned=1\">"),
         "the hostile consumer shows as text: {text}"
+    );
+    let peeked = shown["peeked"].as_str().unwrap_or_default();
+    assert!(
+        peeked.contains("error: <img src=x onerror=\"window.owned=2\"> failed"),
+        "the peeked error shows as text: {peeked}"
     );
     let asked = asked.as_str().unwrap_or_default();
     assert!(

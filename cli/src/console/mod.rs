@@ -155,6 +155,11 @@ impl Site {
         if !self.is_ours(request.host.as_deref()) {
             return Response::error(421, "this console answers to its own address only");
         }
+        // Every API request carries the token: another site's page can make the browser send
+        // a request here, but not with a header of its own, nor read the token.
+        if request.path.starts_with("/api/") && request.token.as_deref() != Some(&self.token) {
+            return Response::error(403, "the request does not carry this console's token");
+        }
         match (request.method.as_str(), request.path.as_str()) {
             ("GET", "/") => Response {
                 status: 200,
@@ -169,6 +174,13 @@ impl Site {
                 Err(error) => Response::error(502, &error),
             },
             ("POST", "/api/redrive") => self.redrive(&request).await,
+            ("POST", "/api/peek") => match state::RedriveRequest::parse(&request.body) {
+                Some(asked) => match self.console.peek(&asked).await {
+                    Ok(value) => Response::json(200, &value),
+                    Err((status, error)) => Response::error(status, &error),
+                },
+                None => Response::error(400, "expected {\"queue\", \"group\"}"),
+            },
             ("GET" | "POST", _) => Response::error(404, "no such page"),
             _ => Response::error(405, "GET and POST only"),
         }
@@ -191,9 +203,6 @@ impl Site {
                 403,
                 "the console is read-only: start it with --allow-changes to redrive",
             );
-        }
-        if request.token.as_deref() != Some(self.token.as_str()) {
-            return Response::error(403, "the request does not carry this console's token");
         }
         let same_site = format!("http://{}", request.host.as_deref().unwrap_or_default());
         if request.origin.as_deref().is_some_and(|o| o != same_site) {

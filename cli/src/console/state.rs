@@ -35,7 +35,10 @@ pub(super) struct Console {
     dead_letters: Mutex<Option<(Instant, Value)>>,
 }
 
-/// A redrive the page asks for.
+/// Dead letters of a group the page shows at once.
+const PEEK_COUNT: usize = 5;
+
+/// A redrive (or a peek) the page asks for.
 #[derive(Debug)]
 pub(super) struct RedriveRequest {
     /// The dead-letter queue, as the broker names it.
@@ -231,19 +234,46 @@ impl Console {
         Ok(value)
     }
 
-    /// Redrives one failure group of one dead-letter queue of the contracts.
-    pub(super) async fn redrive(&self, asked: &RedriveRequest) -> Result<Value, (u16, String)> {
+    /// The dead-letter queue `queue` of the contracts, judged by its contract.
+    fn dead_letter_queue(
+        &self,
+        queue: &str,
+    ) -> Result<(DeadLetterQueue, &Topology), (u16, String)> {
         let topology = self
             .topologies
             .iter()
-            .find(|t| dead_letters::dead_letter_queues(t).contains(&asked.queue))
+            .find(|t| {
+                dead_letters::dead_letter_queues(t)
+                    .iter()
+                    .any(|q| q == queue)
+            })
             .ok_or_else(|| {
                 (
                     404,
                     "no dead-letter queue of the contracts has that name".to_owned(),
                 )
             })?;
-        let dlq = DeadLetterQueue::new(&self.connection, &asked.queue).judging_by(topology);
+        let dlq = DeadLetterQueue::new(&self.connection, queue).judging_by(topology);
+        Ok((dlq, topology))
+    }
+
+    /// The first few dead letters of one failure group: headers, failure context and body.
+    pub(super) async fn peek(&self, asked: &RedriveRequest) -> Result<Value, (u16, String)> {
+        let (dlq, _) = self.dead_letter_queue(&asked.queue)?;
+        let peeked = dlq
+            .peek_group(&asked.group, PEEK_COUNT, SCAN_LIMIT)
+            .await
+            .map_err(|e| (502, e.to_string()))?;
+        let shown: Vec<Value> = peeked
+            .iter()
+            .map(|p| crate::dlq::peeked_json(&asked.queue, p))
+            .collect();
+        Ok(json!({ "queue": asked.queue, "group": asked.group, "messages": shown }))
+    }
+
+    /// Redrives one failure group of one dead-letter queue of the contracts.
+    pub(super) async fn redrive(&self, asked: &RedriveRequest) -> Result<Value, (u16, String)> {
+        let (dlq, topology) = self.dead_letter_queue(&asked.queue)?;
         let filter = Filter::default().group(asked.group.clone());
         let options = RedriveOptions::default()
             .max_redrives(MAX_REDRIVES)

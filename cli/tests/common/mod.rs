@@ -363,8 +363,10 @@ impl Console {
             .clone()
     }
 
+    /// `GET path` as the page asks it (with its token): the JSON answer.
     pub fn json(&self, path: &str) -> Value {
-        let (status, body) = self.request("GET", path, &[], "");
+        let token = self.token();
+        let (status, body) = self.request("GET", path, &[("x-warren-token", &token)], "");
         assert_eq!(status, 200, "{path}: {body}");
         serde_json::from_str(&body).expect("JSON")
     }

@@ -7,7 +7,8 @@ use serde_json::{Map, Value};
 use crate::amqp::amqp_to_json;
 use crate::failure::FailureContext;
 
-use super::{DeadLetterError, DeadLetterQueue};
+use super::scan::Scan;
+use super::{DeadLetterError, DeadLetterQueue, Fingerprint};
 
 /// Messages one peek reads at most: each is held whole in memory until the peek ends.
 pub const MAX_PEEK: usize = 100;
@@ -49,6 +50,41 @@ impl DeadLetterQueue {
             .iter()
             .map(|delivery| Peeked::of(delivery, self))
             .collect())
+    }
+}
+
+impl DeadLetterQueue {
+    /// The first `n` dead letters (at most [`MAX_PEEK`]) of the failure group `group` (a
+    /// [`Fingerprint::id`]), among the first `scan_limit` of the queue, left in the queue as
+    /// [`read`](Self::read) leaves them. Only the matching ones are kept in memory.
+    pub async fn peek_group(
+        &self,
+        group: &str,
+        n: usize,
+        scan_limit: u32,
+    ) -> Result<Vec<Peeked>, DeadLetterError> {
+        let scan = Scan::open(self).await?;
+        let wanted = n.min(MAX_PEEK);
+        let limit = scan.depth().min(scan_limit);
+        let mut found = Vec::new();
+        let read = async {
+            for _ in 0..limit {
+                if found.len() >= wanted {
+                    break;
+                }
+                let Some(delivery) = scan.next().await? else {
+                    break;
+                };
+                let context = self.context(delivery.properties.headers().as_ref());
+                if Fingerprint::of(context.as_ref()).id() == group {
+                    found.push(Peeked::of(&delivery, self));
+                }
+            }
+            Ok(())
+        }
+        .await;
+        let released = scan.release().await;
+        read.and(released).map(|()| found)
     }
 }
 
