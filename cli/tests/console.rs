@@ -7,6 +7,7 @@ use common::{Broker, Console, Failure};
 use std::time::Duration;
 
 use serde_json::Value;
+use warren_runtime::model::QueueRole;
 
 /// The console shows the queues with their depths and a poisoned queue's dead letters as one
 /// group of the right count, a hostile error as data; it redrives a group only with its token
@@ -228,7 +229,8 @@ async fn in_a_browser_the_page_shows_the_groups_and_redrives_one() {
 }
 
 /// A worker's health, read from its endpoint, shows beside the queue each of its consumers
-/// reads: in the API, and on the page.
+/// reads, in the API and on the page; a wait queue it reports holding overdue retries is
+/// marked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_s_health_shows_beside_the_queues_it_consumes() {
     let harness = warren_broker_tests::Harness::start("console-health").await;
@@ -237,8 +239,24 @@ async fn a_worker_s_health_shows_beside_the_queues_it_consumes() {
         worker.health().ready
     })
     .await;
-    // The worker's health endpoint, as a service serves it.
-    let health = serde_json::to_vec(&worker.health()).expect("JSON");
+    // The worker's health endpoint, as a service serves it; with a wait queue of `backoff`
+    // reported holding overdue retries, as a worker reports one that stopped dead-lettering.
+    let backoff = harness.deployed.name("backoff");
+    let wait_queue = harness
+        .topology
+        .queues
+        .iter()
+        .find(|q| matches!(&q.role, QueueRole::Wait { queue, .. } if *queue == backoff))
+        .expect("a wait queue of backoff")
+        .name
+        .clone();
+    let mut health = serde_json::to_value(worker.health()).expect("JSON");
+    for consumer in health["consumers"].as_array_mut().expect("consumers") {
+        if consumer["queue"] == backoff.as_str() {
+            consumer["overdue_retries"] = serde_json::json!([{ "wait_queue": wait_queue, "messages": 4, "overdue_ms": 90_000 }]);
+        }
+    }
+    let health = serde_json::to_vec(&health).expect("JSON");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("a port");
@@ -273,22 +291,31 @@ async fn a_worker_s_health_shows_beside_the_queues_it_consumes() {
     );
 
     let address = console.address.clone();
-    let beside = tokio::task::spawn_blocking(move || {
+    let (beside, marked) = tokio::task::spawn_blocking(move || {
         let browser = Browser::start();
         browser.open(&format!("http://{address}/"));
-        browser.wait(
-            "the consumer shows beside its queue",
-            &format!(
-                "const row = document.querySelector('#queues tr[data-queue=\"{none}\"]');\
-                 return row && row.cells[8].textContent"
-            ),
-        )
+        let cell = |queue: &str, index: usize| {
+            format!(
+                "const row = document.querySelector('#queues tr[data-queue=\"{queue}\"]');\
+                 return row && row.cells[{index}].textContent"
+            )
+        };
+        let beside = browser.wait("the consumer shows beside its queue", &cell(&none, 8));
+        let marked = browser.wait("the wait queue is marked", &cell(&wait_queue, 9));
+        (beside, marked)
     })
     .await
     .expect("the browser ran");
     assert!(
         beside.as_str().unwrap_or_default().contains("w/run_none"),
         "{beside}"
+    );
+    assert!(
+        marked
+            .as_str()
+            .unwrap_or_default()
+            .contains("4 retries overdue by 90 s"),
+        "{marked}"
     );
     drop(console);
     harness.stop().await.expect("the worker stops");

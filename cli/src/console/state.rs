@@ -192,6 +192,7 @@ impl Console {
                                 json!({
                                     "name": c["name"], "queue": c["queue"], "subscribed": c["subscribed"],
                                     "breaker": c["breaker"], "last_error": c["last_error"],
+                                    "overdue_retries": c["overdue_retries"],
                                 })
                             })
                             .collect();
