@@ -320,3 +320,66 @@ async fn a_worker_s_health_shows_beside_the_queues_it_consumes() {
     drop(console);
     harness.stop().await.expect("the worker stops");
 }
+
+/// The operator's whole round, in a browser: a downstream outage dead-letters three jobs; the
+/// page shows them as one group of three; once the downstream is back, the group's redrive
+/// from the page sends them back, and the worker handles each one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_redriven_from_the_page_is_handled_once_its_cause_is_fixed() {
+    use warren_broker_tests::{job, types};
+    let harness = warren_broker_tests::Harness::start("console-outage").await;
+    let recorder = &harness.recorder;
+    recorder.set_outage(true);
+    let ids = ["o-1", "o-2", "o-3"];
+    for id in ids {
+        harness
+            .submit("outage", job(id, types::JobBehaviour::Ok))
+            .await;
+    }
+    let long = Duration::from_secs(120);
+    assert_eq!(harness.deployed.wait_until_ready("dead", 3, long).await, 3);
+    recorder.set_outage(false);
+
+    let console = Console::start_in(harness.deployed.namespace(), &["--allow-changes"]);
+    let address = console.address.clone();
+    let asked = tokio::task::spawn_blocking(move || {
+        let browser = Browser::start();
+        browser.open(&format!("http://{address}/"));
+        browser.wait(
+            "the outage's dead letters show as one group of three",
+            "return [...document.querySelectorAll('#dead-letters tr[data-group]')]\
+                 .some(row => row.cells[1].textContent === '3' \
+                      && row.cells[4].textContent === 'the downstream service is down')",
+        );
+        browser.run(
+            "window.confirm = question => { window.asked = question; return true; };\
+             [...document.querySelectorAll('#dead-letters tr[data-group]')]\
+                 .find(row => row.cells[1].textContent === '3')\
+                 .querySelector('button.redrive').click();\
+             return true",
+        );
+        browser.wait(
+            "the redrive is reported",
+            "return document.querySelector('#result').textContent.startsWith('moved 3')",
+        );
+        browser.run("return window.asked")
+    })
+    .await
+    .expect("the browser ran");
+    assert!(
+        asked
+            .as_str()
+            .unwrap_or_default()
+            .contains("Send the 3 dead letters"),
+        "{asked}"
+    );
+    for id in ids {
+        let attempts = recorder.wait_attempts(id, 2, long).await;
+        assert_eq!(attempts.len(), 2, "{id}: failed once, then handled");
+        let redriven = attempts[1].failure.as_ref().map_or(0, |f| f.redrive_count);
+        assert_eq!(redriven, 1, "{id}: the second attempt is the redriven copy");
+    }
+    assert_eq!(harness.deployed.wait_until_ready("dead", 0, long).await, 0);
+    drop(console);
+    harness.stop().await.expect("the worker stops");
+}
