@@ -480,10 +480,12 @@ impl ConnectionBuilder {
         }
         let mut last_error = None;
         for (index, url) in self.urls.iter().enumerate() {
-            let severance = Severance::default();
-            let attempt = tokio::time::timeout(ATTEMPT_TIMEOUT, open_link(url, &self, &severance));
+            let mut pending = Pending::default();
+            let opening = open_link(url, &self, &pending.severance);
+            let attempt = tokio::time::timeout(ATTEMPT_TIMEOUT, opening);
             match attempt.await.unwrap_or_else(|_| Err(timed_out())) {
                 Ok(opened) => {
+                    pending.handed_over = true;
                     let shared = Arc::new(Shared {
                         link: watch::Sender::new(opened.link()),
                         settings: self,
@@ -495,10 +497,7 @@ impl ConnectionBuilder {
                     tokio::spawn(supervise(Arc::downgrade(&shared), opened, index));
                     return Ok(Connection { shared });
                 }
-                Err(error) => {
-                    severance.sever();
-                    last_error = Some(error);
-                }
+                Err(error) => last_error = Some(error),
             }
         }
         Err(last_error.unwrap_or_else(|| Unavailable::Closed.into_lapin()))
@@ -539,17 +538,32 @@ impl Aside {
     ) -> Result<Self, lapin::Error> {
         let mut aside = settings.clone();
         aside.name = format!("{} ({purpose})", settings.name);
-        let severance = Severance::default();
-        let opened = tokio::time::timeout(ATTEMPT_TIMEOUT, open(url, &aside, &severance)).await;
-        match opened.unwrap_or_else(|_| Err(timed_out())) {
-            Ok(connection) => Ok(Self {
-                connection: Some(connection),
-                severance,
-            }),
-            Err(error) => {
-                severance.sever();
-                Err(error)
-            }
+        // Ends the socket unless the connection is handed over: when the open fails, times
+        // out, or is itself given up by a caller's timeout half way through the handshake.
+        let mut pending = Pending::default();
+        let opening = open(url, &aside, &pending.severance);
+        let opened = tokio::time::timeout(ATTEMPT_TIMEOUT, opening).await;
+        let connection = opened.unwrap_or_else(|_| Err(timed_out()))?;
+        pending.handed_over = true;
+        Ok(Self {
+            connection: Some(connection),
+            severance: pending.severance.clone(),
+        })
+    }
+}
+
+/// The severance of a connection being opened: it ends the socket when dropped before the
+/// connection was handed over (the open failed, timed out, or was given up half way).
+#[derive(Default)]
+struct Pending {
+    severance: Severance,
+    handed_over: bool,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if !self.handed_over {
+            self.severance.sever();
         }
     }
 }
@@ -799,15 +813,16 @@ async fn attempts(
 }
 
 /// One reconnect attempt, to URL `index`, re-declaring `topologies`, within
-/// [`ATTEMPT_TIMEOUT`]: a failed attempt ends what it opened.
+/// [`ATTEMPT_TIMEOUT`]: an attempt that fails, or is given up, ends what it opened.
 async fn attempt_link(
     settings: &ConnectionBuilder,
     index: usize,
     topologies: &[Topology],
 ) -> Result<Opened, AttemptFailed> {
-    let severance = Severance::default();
+    let mut pending = Pending::default();
+    let severance = &pending.severance;
     let attempt = tokio::time::timeout(ATTEMPT_TIMEOUT, async {
-        let opened = open_link(&settings.urls[index], settings, &severance)
+        let opened = open_link(&settings.urls[index], settings, severance)
             .await
             .map_err(AttemptFailed::Open)?;
         match redeclare(&opened.connection, topologies).await {
@@ -815,15 +830,13 @@ async fn attempt_link(
             Err(error) => {
                 // A broker still starting can refuse declarations; a topology that no
                 // longer matches never will, and says so in the log.
-                abandon(&opened.connection, &severance, "re-declare failed").await;
+                abandon(&opened.connection, severance, "re-declare failed").await;
                 Err(AttemptFailed::Redeclare(error))
             }
         }
     });
     let attempted = attempt.await.unwrap_or(Err(AttemptFailed::Silent));
-    if attempted.is_err() {
-        severance.sever();
-    }
+    pending.handed_over = attempted.is_ok();
     attempted
 }
 
