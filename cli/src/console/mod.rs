@@ -152,7 +152,7 @@ struct Site {
 
 impl Site {
     async fn answer(&self, request: Request) -> Response {
-        if !self.is_ours(request.host.as_deref()) {
+        if !names_this_server(request.host.as_deref(), self.address) {
             return Response::error(421, "this console answers to its own address only");
         }
         // Every API request carries the token: another site's page can make the browser send
@@ -186,17 +186,6 @@ impl Site {
         }
     }
 
-    /// Whether `host` names this server (by its address, or `localhost` on its port).
-    fn is_ours(&self, host: Option<&str>) -> bool {
-        let Some(host) = host else {
-            return false;
-        };
-        let port = self.address.port();
-        host == self.address.to_string()
-            || host == format!("localhost:{port}")
-            || (self.address.ip().is_unspecified() && host.ends_with(&format!(":{port}")))
-    }
-
     async fn redrive(&self, request: &Request) -> Response {
         if !self.console.allows_changes() {
             return Response::error(
@@ -218,10 +207,61 @@ impl Site {
     }
 }
 
+/// Whether `host` names this server: its port, and as its name `localhost` or an IP
+/// address (the bound one, unless it is bound to every address). A DNS name is refused:
+/// a name an attacker's DNS rebinds to this address would let their page read this one.
+fn names_this_server(host: Option<&str>, address: SocketAddr) -> bool {
+    let Some((name, port)) = host.and_then(|h| h.rsplit_once(':')) else {
+        return false;
+    };
+    if port.parse::<u16>().ok() != Some(address.port()) {
+        return false;
+    }
+    let bound = address.ip();
+    if name == "localhost" {
+        return bound.is_loopback() || bound.is_unspecified();
+    }
+    let ip = name.trim_start_matches('[').trim_end_matches(']');
+    match ip.parse::<std::net::IpAddr>() {
+        Ok(ip) => bound.is_unspecified() || ip == bound,
+        Err(_) => false,
+    }
+}
+
 /// 128 random bits as hex, from the operating system.
 fn token() -> std::io::Result<String> {
     use std::io::Read;
     let mut bytes = [0_u8; 16];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_this_server;
+
+    #[test]
+    fn only_this_server_s_address_or_localhost_is_a_host_of_ours() {
+        let loopback = "127.0.0.1:7890".parse().expect("an address");
+        for host in ["127.0.0.1:7890", "localhost:7890"] {
+            assert!(names_this_server(Some(host), loopback), "{host}");
+        }
+        for host in [
+            "127.0.0.1:80",
+            "evil.example:7890",
+            "10.0.0.7:7890",
+            "7890",
+            "",
+        ] {
+            assert!(!names_this_server(Some(host), loopback), "{host}");
+        }
+        assert!(!names_this_server(None, loopback));
+        let everywhere = "0.0.0.0:7890".parse().expect("an address");
+        assert!(names_this_server(Some("10.0.0.7:7890"), everywhere));
+        assert!(names_this_server(Some("[::1]:7890"), everywhere));
+        assert!(
+            !names_this_server(Some("rebound.example:7890"), everywhere),
+            "a DNS name never: it may be rebound"
+        );
+    }
 }
