@@ -99,13 +99,25 @@ async fn the_console_groups_dead_letters_and_redrives_a_group_only_when_allowed(
     );
     assert_eq!(broker.settle("dead", 3).await, 3, "nothing moved");
 
+    // The redrive runs in the background; its progress is followed until it is done.
     let (status, body) =
         console.request("POST", "/api/redrive", &[("x-warren-token", &token)], &ask);
     assert_eq!(status, 200, "{body}");
-    let summary: Value = serde_json::from_str(&body).expect("JSON");
+    let started: Value = serde_json::from_str(&body).expect("JSON");
+    let number = started["redrive"].as_u64().expect("a redrive number") as usize;
+    let mut summary = Value::Null;
+    for _ in 0..6000 {
+        summary = console.json("/api/redrives")["redrives"][number].clone();
+        if summary["done"] == true {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(summary["done"], true, "{summary}");
     assert_eq!(
         (summary["moved"].as_u64(), summary["skipped"].as_u64()),
-        (Some(2), Some(1))
+        (Some(2), Some(1)),
+        "{summary}"
     );
     assert_eq!(broker.settle("dead", 1).await, 1);
     let back = broker.drained_ids("none").await;

@@ -169,6 +169,7 @@ impl Site {
             ("GET", "/api/queues") => Response::json(200, &self.console.queues().await),
             ("GET", "/api/workers") => Response::json(200, &self.console.workers().await),
             ("GET", "/api/diagrams") => Response::json(200, &self.diagrams),
+            ("GET", "/api/redrives") => Response::json(200, &self.console.redrives()),
             ("GET", "/api/dead-letters") => match self.console.dead_letters().await {
                 Ok(value) => Response::json(200, &value),
                 Err(error) => Response::error(502, &error),
@@ -200,7 +201,14 @@ impl Site {
         let Some(asked) = state::RedriveRequest::parse(&request.body) else {
             return Response::error(400, "expected {\"queue\", \"group\", \"dry_run\"}");
         };
-        match self.console.redrive(&asked).await {
+        let answer = if asked.dry_run {
+            self.console.dry_run(&asked).await
+        } else {
+            self.console
+                .start_redrive(asked)
+                .map(|number| serde_json::json!({ "redrive": number }))
+        };
+        match answer {
             Ok(value) => Response::json(200, &value),
             Err((status, error)) => Response::error(status, &error),
         }

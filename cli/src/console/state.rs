@@ -3,11 +3,13 @@
 //! dead letters of each dead-letter queue grouped by failure; and the one change it makes, a
 //! redrive of a group.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
-use warren_runtime::dead_letters::{self, DeadLetterQueue, Filter, RedriveOptions};
+
+use warren_runtime::dead_letters::{self, DeadLetterQueue, Filter, RedriveOptions, RedriveSummary};
 use warren_runtime::lapin::options::QueueDeclareOptions;
 use warren_runtime::lapin::types::{FieldTable, ShortString};
 use warren_runtime::management::Management;
@@ -33,6 +35,8 @@ pub(super) struct Console {
     allow_changes: bool,
     /// The last grouping of the dead letters, and when it was made.
     dead_letters: Mutex<Option<(Instant, Value)>>,
+    /// The redrives started from the page, each with its latest progress.
+    redrives: std::sync::Mutex<Vec<Value>>,
 }
 
 /// Dead letters of a group the page shows at once.
@@ -46,7 +50,7 @@ pub(super) struct RedriveRequest {
     /// The failure group's id.
     group: String,
     /// Report what would move, moving nothing.
-    dry_run: bool,
+    pub(super) dry_run: bool,
 }
 
 impl RedriveRequest {
@@ -76,6 +80,7 @@ impl Console {
             health,
             allow_changes,
             dead_letters: Mutex::new(None),
+            redrives: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -272,32 +277,96 @@ impl Console {
         Ok(json!({ "queue": asked.queue, "group": asked.group, "messages": shown }))
     }
 
-    /// Redrives one failure group of one dead-letter queue of the contracts.
-    pub(super) async fn redrive(&self, asked: &RedriveRequest) -> Result<Value, (u16, String)> {
+    /// A dry run of the redrive of one failure group: what would move, moving nothing.
+    pub(super) async fn dry_run(&self, asked: &RedriveRequest) -> Result<Value, (u16, String)> {
         let (dlq, topology) = self.dead_letter_queue(&asked.queue)?;
+        let options = redrive_options(topology).dry_run(true);
         let filter = Filter::default().group(asked.group.clone());
-        let options = RedriveOptions::default()
-            .max_redrives(MAX_REDRIVES)
-            .dry_run(asked.dry_run)
-            .targets(dead_letters::redrive_targets(topology));
         let summary = dlq
             .redrive(&filter, &options, |_| {})
             .await
             .map_err(|e| (502, e.to_string()))?;
-        // What was moved is gone from the grouping: read it again next time.
-        if !asked.dry_run {
-            *self.dead_letters.lock().await = None;
-        }
-        Ok(json!({
-            "queue": asked.queue,
-            "group": asked.group,
-            "dry_run": summary.dry_run,
-            "moved": summary.moved,
-            "skipped": summary.skipped,
-            "refused": summary.refused,
-            "no_queue": summary.no_queue,
-            "scanned": summary.scanned,
-            "depth": summary.depth,
-        }))
+        Ok(summary_json(asked, &summary, true))
     }
+
+    /// Starts the redrive of one failure group in the background: its number among
+    /// [`Console::redrives`], whose progress the page follows until it is done.
+    pub(super) fn start_redrive(
+        self: &Arc<Self>,
+        asked: RedriveRequest,
+    ) -> Result<usize, (u16, String)> {
+        self.dead_letter_queue(&asked.queue)?;
+        let number = {
+            let mut redrives = lock(&self.redrives);
+            redrives.push(json!({ "queue": asked.queue, "group": asked.group, "done": false }));
+            redrives.len() - 1
+        };
+        let console = self.clone();
+        tokio::spawn(async move {
+            let ended = console.redrive(&asked, number).await;
+            let mut redrives = lock(&console.redrives);
+            match ended {
+                Ok(summary) => redrives[number] = summary_json(&asked, &summary, true),
+                Err(error) => redrives[number]["error"] = json!(error),
+            }
+            redrives[number]["done"] = json!(true);
+        });
+        Ok(number)
+    }
+
+    /// Every redrive started from the page, with its progress.
+    pub(super) fn redrives(&self) -> Value {
+        json!({ "redrives": *lock(&self.redrives) })
+    }
+
+    /// Redrives one failure group, its progress written into redrive `number`.
+    async fn redrive(
+        &self,
+        asked: &RedriveRequest,
+        number: usize,
+    ) -> Result<RedriveSummary, String> {
+        let (dlq, topology) = self.dead_letter_queue(&asked.queue).map_err(|(_, e)| e)?;
+        let filter = Filter::default().group(asked.group.clone());
+        let progress = |summary: &RedriveSummary| {
+            lock(&self.redrives)[number] = summary_json(asked, summary, false);
+        };
+        let summary = dlq
+            .redrive(&filter, &redrive_options(topology), progress)
+            .await
+            .map_err(|e| e.to_string());
+        // What was moved is gone from the grouping: read it again next time.
+        *self.dead_letters.lock().await = None;
+        summary
+    }
+}
+
+/// `mutex`, locked: a panic elsewhere while it was held leaves what it guards readable.
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// How the console redrives the dead letters of `topology`: as `warren dlq redrive` does by
+/// default.
+fn redrive_options(topology: &Topology) -> RedriveOptions {
+    RedriveOptions::default()
+        .max_redrives(MAX_REDRIVES)
+        .targets(dead_letters::redrive_targets(topology))
+}
+
+/// A redrive's summary as the page reads it.
+fn summary_json(asked: &RedriveRequest, summary: &RedriveSummary, done: bool) -> Value {
+    json!({
+        "queue": asked.queue,
+        "group": asked.group,
+        "dry_run": summary.dry_run,
+        "moved": summary.moved,
+        "skipped": summary.skipped,
+        "refused": summary.refused,
+        "no_queue": summary.no_queue,
+        "scanned": summary.scanned,
+        "to_scan": summary.to_scan,
+        "done": done,
+    })
 }
