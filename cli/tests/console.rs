@@ -83,20 +83,51 @@ async fn the_console_groups_dead_letters_and_redrives_a_group_only_when_allowed(
         &ask,
     );
     assert_eq!(status, 403, "another site's request");
-    let stream_host = {
-        use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(&console.address).expect("connected");
-        stream
-            .write_all(b"GET /api/queues HTTP/1.1\r\nhost: rebound.example:80\r\n\r\n")
-            .expect("sent");
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).expect("answered");
-        answer
-    };
-    assert!(
-        stream_host.starts_with("HTTP/1.1 421"),
-        "a rebound name: {stream_host}"
-    );
+    // A DNS name an attacker rebound to 127.0.0.1, on the console's own port: neither the
+    // page (which carries the token) nor the API answers it.
+    let port = console
+        .address
+        .rsplit(':')
+        .next()
+        .expect("a port")
+        .to_owned();
+    for path in ["/", "/api/queues"] {
+        let answer = console.raw(&format!(
+            "GET {path} HTTP/1.1\r\nhost: rebound.example:{port}\r\n\r\n"
+        ));
+        assert!(
+            answer.starts_with("HTTP/1.1 421"),
+            "a rebound name, {path}: {answer}"
+        );
+    }
+    // Requests the guards could misread are refused, not guessed at.
+    let host = &console.address;
+    for (request, status) in [
+        (
+            format!("GET / HTTP/1.1\r\nhost: {host}\r\nhost: rebound.example\r\n\r\n"),
+            "400",
+        ),
+        (
+            format!("GET / HTTP/1.1\r\nx-a: b\r\n host: {host}\r\n\r\n"),
+            "400",
+        ),
+        (
+            format!(
+                "POST /api/peek HTTP/1.1\r\nhost: {host}\r\ntransfer-encoding: chunked\r\n\r\n"
+            ),
+            "501",
+        ),
+        (
+            format!("POST /api/peek HTTP/1.1\r\nhost: {host}\r\ncontent-length: +5\r\n\r\n"),
+            "400",
+        ),
+    ] {
+        let answer = console.raw(&request);
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status}")),
+            "{request:?}: {answer}"
+        );
+    }
     assert_eq!(broker.settle("dead", 3).await, 3, "nothing moved");
 
     // The redrive runs in the background; its progress is followed until it is done.
@@ -104,10 +135,13 @@ async fn the_console_groups_dead_letters_and_redrives_a_group_only_when_allowed(
         console.request("POST", "/api/redrive", &[("x-warren-token", &token)], &ask);
     assert_eq!(status, 200, "{body}");
     let started: Value = serde_json::from_str(&body).expect("JSON");
-    let number = started["redrive"].as_u64().expect("a redrive number") as usize;
+    let number = started["redrive"]
+        .as_u64()
+        .expect("a redrive number")
+        .to_string();
     let mut summary = Value::Null;
     for _ in 0..6000 {
-        summary = console.json("/api/redrives")["redrives"][number].clone();
+        summary = console.json("/api/redrives")["redrives"][&number].clone();
         if summary["done"] == true {
             break;
         }

@@ -215,22 +215,24 @@ impl Site {
     }
 }
 
-/// Whether `host` names this server: its port, and as its name `localhost` or an IP
-/// address (the bound one, unless it is bound to every address). A DNS name is refused:
-/// a name an attacker's DNS rebinds to this address would let their page read this one.
+/// Whether `host` names this server: `localhost` or an IP address (the bound one, unless it is
+/// bound to every address), with any port or none (an SSH tunnel or a proxy forwards from
+/// ports of its own). A DNS name is refused: a name an attacker's DNS rebinds to this address
+/// would let their page read this one and its token.
 fn names_this_server(host: Option<&str>, address: SocketAddr) -> bool {
-    let Some((name, port)) = host.and_then(|h| h.rsplit_once(':')) else {
+    let Some(host) = host else {
         return false;
     };
-    if port.parse::<u16>().ok() != Some(address.port()) {
-        return false;
-    }
+    // `name`, `name:port`, `[v6]` or `[v6]:port`.
+    let name = match host.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
+        None => host.split(':').next().unwrap_or_default(),
+    };
     let bound = address.ip();
     if name == "localhost" {
         return bound.is_loopback() || bound.is_unspecified();
     }
-    let ip = name.trim_start_matches('[').trim_end_matches(']');
-    match ip.parse::<std::net::IpAddr>() {
+    match name.parse::<std::net::IpAddr>() {
         Ok(ip) => bound.is_unspecified() || ip == bound,
         Err(_) => false,
     }
@@ -249,16 +251,21 @@ mod tests {
     use super::names_this_server;
 
     #[test]
-    fn only_this_server_s_address_or_localhost_is_a_host_of_ours() {
+    fn only_localhost_or_this_server_s_address_is_a_host_of_ours() {
         let loopback = "127.0.0.1:7890".parse().expect("an address");
-        for host in ["127.0.0.1:7890", "localhost:7890"] {
+        for host in [
+            "127.0.0.1:7890",
+            "localhost:7890",
+            "localhost:8080",
+            "localhost",
+            "127.0.0.1",
+        ] {
             assert!(names_this_server(Some(host), loopback), "{host}");
         }
         for host in [
-            "127.0.0.1:80",
             "evil.example:7890",
             "10.0.0.7:7890",
-            "7890",
+            "127.0.0.1.evil.example",
             "",
         ] {
             assert!(!names_this_server(Some(host), loopback), "{host}");

@@ -3,6 +3,7 @@
 //! dead letters of each dead-letter queue grouped by failure; and the one change it makes, a
 //! redrive of a group.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,9 +36,17 @@ pub(super) struct Console {
     allow_changes: bool,
     /// The last grouping of the dead letters, and when it was made.
     dead_letters: Mutex<Option<(Instant, Value)>>,
-    /// The redrives started from the page, each with its latest progress.
-    redrives: std::sync::Mutex<Vec<Value>>,
+    /// The redrives started from the page, each with its latest progress, by number: the
+    /// last [`KEPT_REDRIVES`].
+    redrives: std::sync::Mutex<BTreeMap<u64, Value>>,
+    /// One reader at a time per dead-letter queue: a count, peek, dry run or redrive holds
+    /// the messages it reads, and another reading meanwhile would find them gone (a redrive
+    /// would end early, a count would miss them).
+    readers: BTreeMap<String, Arc<Mutex<()>>>,
 }
+
+/// Redrives whose progress is kept.
+const KEPT_REDRIVES: usize = 50;
 
 /// Dead letters of a group the page shows at once.
 const PEEK_COUNT: usize = 5;
@@ -51,6 +60,8 @@ pub(super) struct RedriveRequest {
     group: String,
     /// Report what would move, moving nothing.
     pub(super) dry_run: bool,
+    /// Move at most this many: what the confirmed dry run found.
+    limit: Option<u64>,
 }
 
 impl RedriveRequest {
@@ -61,6 +72,7 @@ impl RedriveRequest {
             queue: value["queue"].as_str()?.to_owned(),
             group: value["group"].as_str()?.to_owned(),
             dry_run: value["dry_run"].as_bool().unwrap_or(false),
+            limit: value["limit"].as_u64(),
         })
     }
 }
@@ -73,6 +85,11 @@ impl Console {
         health: Vec<(String, String)>,
         allow_changes: bool,
     ) -> Self {
+        let readers = topologies
+            .iter()
+            .flat_map(dead_letters::dead_letter_queues)
+            .map(|queue| (queue, Arc::default()))
+            .collect();
         Self {
             connection,
             management,
@@ -80,7 +97,8 @@ impl Console {
             health,
             allow_changes,
             dead_letters: Mutex::new(None),
-            redrives: std::sync::Mutex::new(Vec::new()),
+            redrives: std::sync::Mutex::new(BTreeMap::new()),
+            readers,
         }
     }
 
@@ -179,35 +197,17 @@ impl Console {
     }
 
     /// Each worker's health, as its endpoint gives it (503 is an answer: not ready), or why it
-    /// could not be read. Only what the page shows is passed on.
+    /// could not be read; every endpoint asked at once, so one that stalls costs its bound
+    /// once, not once per worker behind it.
     pub(super) async fn workers(&self) -> Value {
-        let mut workers = Vec::new();
-        for (name, url) in &self.health {
-            let mut entry = json!({ "name": name, "url": url });
-            match super::http::get(url).await {
-                Ok((200 | 503, body)) => match serde_json::from_slice::<Value>(&body) {
-                    Ok(health) => {
-                        for key in ["ready", "live", "phase", "last_error"] {
-                            entry[key] = health[key].clone();
-                        }
-                        let consumers = health["consumers"].as_array().cloned().unwrap_or_default();
-                        entry["consumers"] = consumers
-                            .iter()
-                            .map(|c| {
-                                json!({
-                                    "name": c["name"], "queue": c["queue"], "subscribed": c["subscribed"],
-                                    "breaker": c["breaker"], "last_error": c["last_error"],
-                                    "overdue_retries": c["overdue_retries"],
-                                })
-                            })
-                            .collect();
-                    }
-                    Err(error) => entry["error"] = json!(format!("not a worker's health: {error}")),
-                },
-                Ok((status, _)) => entry["error"] = json!(format!("answered {status}")),
-                Err(error) => entry["error"] = json!(error),
-            }
-            workers.push(entry);
+        let mut asked = tokio::task::JoinSet::new();
+        for (index, (name, url)) in self.health.iter().enumerate() {
+            let (name, url) = (name.clone(), url.clone());
+            asked.spawn(async move { (index, worker_health(&name, &url).await) });
+        }
+        let mut workers = vec![Value::Null; self.health.len()];
+        while let Some(Ok((index, health))) = asked.join_next().await {
+            workers[index] = health;
         }
         json!({ "workers": workers })
     }
@@ -224,6 +224,12 @@ impl Console {
         let mut all = Vec::new();
         for topology in &self.topologies {
             for queue in dead_letters::dead_letter_queues(topology) {
+                let Ok(_reading) = self.reader(&queue).try_lock_owned() else {
+                    all.push(
+                        json!({ "queue": queue, "busy": "a redrive of this queue is running" }),
+                    );
+                    continue;
+                };
                 let dlq = DeadLetterQueue::new(&self.connection, &queue).judging_by(topology);
                 let counts = dlq.count(SCAN_LIMIT).await.map_err(|e| e.to_string())?;
                 all.push(json!({
@@ -263,9 +269,26 @@ impl Console {
         Ok((dlq, topology))
     }
 
+    /// The lock of dead-letter queue `queue` (one of the contracts').
+    fn reader(&self, queue: &str) -> Arc<Mutex<()>> {
+        self.readers.get(queue).cloned().unwrap_or_default()
+    }
+
+    /// Queue `queue`'s lock, unless another reader holds it.
+    fn read_alone(&self, queue: &str) -> Result<tokio::sync::OwnedMutexGuard<()>, (u16, String)> {
+        self.reader(queue).try_lock_owned().map_err(|_| {
+            (
+                409,
+                "this queue is being read (a redrive, a count or a peek): try again when it is done"
+                    .to_owned(),
+            )
+        })
+    }
+
     /// The first few dead letters of one failure group: headers, failure context and body.
     pub(super) async fn peek(&self, asked: &RedriveRequest) -> Result<Value, (u16, String)> {
         let (dlq, _) = self.dead_letter_queue(&asked.queue)?;
+        let _reading = self.read_alone(&asked.queue)?;
         let peeked = dlq
             .peek_group(&asked.group, PEEK_COUNT, SCAN_LIMIT)
             .await
@@ -280,6 +303,7 @@ impl Console {
     /// A dry run of the redrive of one failure group: what would move, moving nothing.
     pub(super) async fn dry_run(&self, asked: &RedriveRequest) -> Result<Value, (u16, String)> {
         let (dlq, topology) = self.dead_letter_queue(&asked.queue)?;
+        let _reading = self.read_alone(&asked.queue)?;
         let options = redrive_options(topology).dry_run(true);
         let filter = Filter::default().group(asked.group.clone());
         let summary = dlq
@@ -289,55 +313,132 @@ impl Console {
         Ok(summary_json(asked, &summary, true))
     }
 
-    /// Starts the redrive of one failure group in the background: its number among
+    /// Starts the redrive of one failure group in the background: its number in
     /// [`Console::redrives`], whose progress the page follows until it is done.
     pub(super) fn start_redrive(
         self: &Arc<Self>,
         asked: RedriveRequest,
-    ) -> Result<usize, (u16, String)> {
+    ) -> Result<u64, (u16, String)> {
         self.dead_letter_queue(&asked.queue)?;
+        let reading = self.read_alone(&asked.queue)?;
         let number = {
             let mut redrives = lock(&self.redrives);
-            redrives.push(json!({ "queue": asked.queue, "group": asked.group, "done": false }));
-            redrives.len() - 1
+            let number = redrives.last_key_value().map_or(0, |(n, _)| n + 1);
+            redrives.insert(
+                number,
+                json!({ "queue": asked.queue, "group": asked.group, "done": false }),
+            );
+            while redrives.len() > KEPT_REDRIVES {
+                redrives.pop_first();
+            }
+            number
         };
         let console = self.clone();
         tokio::spawn(async move {
             let ended = console.redrive(&asked, number).await;
-            let mut redrives = lock(&console.redrives);
-            match ended {
-                Ok(summary) => redrives[number] = summary_json(&asked, &summary, true),
-                Err(error) => redrives[number]["error"] = json!(error),
-            }
-            redrives[number]["done"] = json!(true);
+            drop(reading);
+            let entry = match ended {
+                Ok(summary) => summary_json(&asked, &summary, true),
+                Err(error) => {
+                    json!({ "queue": asked.queue, "group": asked.group, "error": error, "done": true })
+                }
+            };
+            lock(&console.redrives).insert(number, entry);
         });
         Ok(number)
     }
 
-    /// Every redrive started from the page, with its progress.
+    /// The redrives started from the page, with their progress, by number.
     pub(super) fn redrives(&self) -> Value {
-        json!({ "redrives": *lock(&self.redrives) })
+        let redrives = lock(&self.redrives);
+        let by_number: serde_json::Map<String, Value> = redrives
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.clone()))
+            .collect();
+        json!({ "redrives": by_number })
     }
 
-    /// Redrives one failure group, its progress written into redrive `number`.
-    async fn redrive(
-        &self,
-        asked: &RedriveRequest,
-        number: usize,
-    ) -> Result<RedriveSummary, String> {
+    /// Redrives one failure group (at most its confirmed count), its progress written into
+    /// redrive `number`.
+    async fn redrive(&self, asked: &RedriveRequest, number: u64) -> Result<RedriveSummary, String> {
         let (dlq, topology) = self.dead_letter_queue(&asked.queue).map_err(|(_, e)| e)?;
         let filter = Filter::default().group(asked.group.clone());
+        let mut options = redrive_options(topology);
+        if let Some(limit) = asked.limit {
+            options = options.limit(limit);
+        }
         let progress = |summary: &RedriveSummary| {
-            lock(&self.redrives)[number] = summary_json(asked, summary, false);
+            lock(&self.redrives).insert(number, summary_json(asked, summary, false));
         };
         let summary = dlq
-            .redrive(&filter, &redrive_options(topology), progress)
+            .redrive(&filter, &options, progress)
             .await
             .map_err(|e| e.to_string());
         // What was moved is gone from the grouping: read it again next time.
         *self.dead_letters.lock().await = None;
         summary
     }
+}
+
+/// Worker `name`'s health from its endpoint `url`: only what the page shows, each value of
+/// the shape the page expects (an endpoint's answer is as hostile as any other input).
+async fn worker_health(name: &str, url: &str) -> Value {
+    let mut entry = json!({ "name": name, "url": url });
+    let health = match super::http::get(url).await {
+        Ok((200 | 503, body)) => match serde_json::from_slice::<Value>(&body) {
+            Ok(health) => health,
+            Err(error) => {
+                entry["error"] = json!(format!("not a worker's health: {error}"));
+                return entry;
+            }
+        },
+        Ok((status, _)) => {
+            entry["error"] = json!(format!("answered {status}"));
+            return entry;
+        }
+        Err(error) => {
+            entry["error"] = json!(error);
+            return entry;
+        }
+    };
+    let text = |value: &Value| value.as_str().map_or(Value::Null, |s| json!(s));
+    let flag = |value: &Value| value.as_bool().map_or(Value::Null, |b| json!(b));
+    let last_error = |value: &Value| text(&value["message"]);
+    entry["ready"] = flag(&health["ready"]);
+    entry["live"] = flag(&health["live"]);
+    entry["phase"] = text(&health["phase"]);
+    entry["last_error"] = last_error(&health["last_error"]);
+    let consumers = health["consumers"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    entry["consumers"] = consumers
+        .iter()
+        .map(|c| {
+            let overdue: Vec<Value> = c["overdue_retries"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|held| {
+                    Some(json!({
+                        "wait_queue": held["wait_queue"].as_str()?,
+                        "messages": held["messages"].as_u64()?,
+                        "overdue_ms": held["overdue_ms"].as_u64()?,
+                    }))
+                })
+                .collect();
+            json!({
+                "name": text(&c["name"]),
+                "queue": text(&c["queue"]),
+                "subscribed": flag(&c["subscribed"]),
+                "breaker": text(&c["breaker"]),
+                "last_error": last_error(&c["last_error"]),
+                "overdue_retries": overdue,
+            })
+        })
+        .collect();
+    entry
 }
 
 /// `mutex`, locked: a panic elsewhere while it was held leaves what it guards readable.
@@ -367,6 +468,7 @@ fn summary_json(asked: &RedriveRequest, summary: &RedriveSummary, done: bool) ->
         "no_queue": summary.no_queue,
         "scanned": summary.scanned,
         "to_scan": summary.to_scan,
+        "depth": summary.depth,
         "done": done,
     })
 }

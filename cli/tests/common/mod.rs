@@ -340,6 +340,16 @@ impl Console {
         (status, body)
     }
 
+    /// `request` sent as it is: the whole answer.
+    pub fn raw(&self, request: &str) -> String {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&self.address).expect("the console answers");
+        stream.write_all(request.as_bytes()).expect("sent");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).expect("answered");
+        answer
+    }
+
     /// The token the page carries.
     pub fn token(&self) -> String {
         let (status, page) = self.request("GET", "/", &[], "");
