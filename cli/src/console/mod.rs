@@ -161,10 +161,17 @@ impl Site {
             return Response::error(403, "the request does not carry this console's token");
         }
         match (request.method.as_str(), request.path.as_str()) {
-            ("GET", "/") => Response {
-                status: 200,
-                content_type: "text/html; charset=utf-8",
-                body: PAGE.replace("{{TOKEN}}", &self.token).into_bytes(),
+            ("GET", "/") => match token() {
+                Ok(nonce) => Response {
+                    status: 200,
+                    content_type: "text/html; charset=utf-8",
+                    body: PAGE
+                        .replace("{{TOKEN}}", &self.token)
+                        .replace("{{NONCE}}", &nonce)
+                        .into_bytes(),
+                    nonce: Some(nonce),
+                },
+                Err(error) => Response::error(500, &format!("no nonce: {error}")),
             },
             ("GET", "/api/queues") => Response::json(200, &self.console.queues().await),
             ("GET", "/api/workers") => Response::json(200, &self.console.workers().await),

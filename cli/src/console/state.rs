@@ -13,7 +13,7 @@ use tokio::sync::Mutex;
 use warren_runtime::dead_letters::{self, DeadLetterQueue, Filter, RedriveOptions, RedriveSummary};
 use warren_runtime::lapin::options::QueueDeclareOptions;
 use warren_runtime::lapin::types::{FieldTable, ShortString};
-use warren_runtime::management::Management;
+use warren_runtime::management::{LiveQueue, Management};
 use warren_runtime::model::QueueRole;
 use warren_runtime::{Connection, Topology};
 
@@ -34,6 +34,8 @@ pub(super) struct Console {
     /// Workers' health endpoints, by name.
     health: Vec<(String, String)>,
     allow_changes: bool,
+    /// The management API's last answer, when it came, and what the page says of it.
+    sampled: Mutex<Option<Sampled>>,
     /// The last grouping of the dead letters, and when it was made.
     dead_letters: Mutex<Option<(Instant, Value)>>,
     /// The redrives started from the page, each with its latest progress, by number: the
@@ -44,6 +46,13 @@ pub(super) struct Console {
     /// would end early, a count would miss them).
     readers: BTreeMap<String, Arc<Mutex<()>>>,
 }
+
+/// The management API's queues by name, when they were asked for, and where the numbers come
+/// from.
+type Sampled = (Instant, Arc<BTreeMap<String, LiveQueue>>, String);
+
+/// How long the management API's answer is reused.
+const SAMPLED_FRESH: Duration = Duration::from_secs(5);
 
 /// Redrives whose progress is kept.
 const KEPT_REDRIVES: usize = 50;
@@ -96,6 +105,7 @@ impl Console {
             topologies,
             health,
             allow_changes,
+            sampled: Mutex::new(None),
             dead_letters: Mutex::new(None),
             redrives: std::sync::Mutex::new(BTreeMap::new()),
             readers,
@@ -110,20 +120,7 @@ impl Console {
     /// exact, now), and its unacknowledged messages and rates when the management API answers
     /// (sampled every few seconds); or why they are unknown.
     pub(super) async fn queues(&self) -> Value {
-        let live = self.management.queues().await;
-        let (live, source) = match live {
-            Ok(queues) => (
-                queues.into_iter().map(|q| (q.name.clone(), q)).collect(),
-                format!(
-                    "ready and consumers: passive declares; unacknowledged and rates: the management API at {}",
-                    self.management.endpoint()
-                ),
-            ),
-            Err(error) => (
-                std::collections::BTreeMap::new(),
-                format!("ready and consumers: passive declares (no rates: {error})"),
-            ),
-        };
+        let (live, source) = self.sampled().await;
         let mut channel = None;
         let mut queues = Vec::new();
         for topology in &self.topologies {
@@ -160,6 +157,34 @@ impl Console {
             "changes_allowed": self.allow_changes,
             "queues": queues,
         })
+    }
+
+    /// The management API's queues of the virtual host by name, and where the page's numbers
+    /// come from: asked at most every few seconds (the API samples no more often, and its
+    /// answer is as large as the virtual host), one request shared by every page.
+    async fn sampled(&self) -> (Arc<BTreeMap<String, LiveQueue>>, String) {
+        let mut sampled = self.sampled.lock().await;
+        if let Some((at, live, source)) = sampled.as_ref()
+            && at.elapsed() < SAMPLED_FRESH
+        {
+            return (live.clone(), source.clone());
+        }
+        let (live, source) = match self.management.queues().await {
+            Ok(queues) => (
+                queues.into_iter().map(|q| (q.name.clone(), q)).collect(),
+                format!(
+                    "ready and consumers: passive declares; unacknowledged and rates: the management API at {}",
+                    self.management.endpoint()
+                ),
+            ),
+            Err(error) => (
+                BTreeMap::new(),
+                format!("ready and consumers: passive declares (no rates: {error})"),
+            ),
+        };
+        let live = Arc::new(live);
+        *sampled = Some((Instant::now(), live.clone(), source.clone()));
+        (live, source)
     }
 
     /// `queue`'s ready messages and consumers, by a passive declare on `channel` (opened
