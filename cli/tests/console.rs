@@ -156,6 +156,25 @@ async fn the_console_groups_dead_letters_and_redrives_a_group_only_when_allowed(
     assert_eq!(broker.settle("dead", 1).await, 1);
     let back = broker.drained_ids("none").await;
     assert_eq!(back, ["p-1", "p-2"], "exactly the group went back");
+
+    // A purge deletes the queue's messages only when the count confirmed is the count there.
+    let purge = |depth: u32| format!(r#"{{"queue":"{dead}","depth":{depth}}}"#);
+    let (status, body) = console.request(
+        "POST",
+        "/api/purge",
+        &[("x-warren-token", &token)],
+        &purge(5),
+    );
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(broker.settle("dead", 1).await, 1, "nothing purged");
+    let (status, body) = console.request(
+        "POST",
+        "/api/purge",
+        &[("x-warren-token", &token)],
+        &purge(1),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(broker.settle("dead", 0).await, 0, "purged");
     drop(console);
     broker.stop().await;
 }

@@ -45,6 +45,10 @@ pub(crate) struct ConsoleArgs {
     /// Let the page redrive dead letters; read-only otherwise.
     #[arg(long)]
     allow_changes: bool,
+    /// Leave a message redriven this many times already in the dead-letter queue, as
+    /// `warren dlq redrive --max-redrives` does.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    max_redrives: u32,
     /// The broker's management API (`http://user:password@host:15672`), where the rates and
     /// unacknowledged counts come from. By default the `--url` host on port 15672, with its
     /// credentials; without it the page shows what passive declares give.
@@ -116,7 +120,10 @@ async fn serve(
         management,
         topologies,
         args.health,
-        args.allow_changes,
+        state::Changes {
+            allowed: args.allow_changes,
+            max_redrives: args.max_redrives,
+        },
     ));
     let mode = if args.allow_changes {
         "redrive allowed"
@@ -182,6 +189,7 @@ impl Site {
                 Err(error) => Response::error(502, &error),
             },
             ("POST", "/api/redrive") => self.redrive(&request).await,
+            ("POST", "/api/purge") => self.purge(&request).await,
             ("POST", "/api/peek") => match state::RedriveRequest::parse(&request.body) {
                 Some(asked) => match self.console.peek(&asked).await {
                     Ok(value) => Response::json(200, &value),
@@ -194,16 +202,39 @@ impl Site {
         }
     }
 
-    async fn redrive(&self, request: &Request) -> Response {
+    /// Why `request` may not change anything, if it may not: the console is read-only, or
+    /// the request comes from another site's page.
+    fn refusal(&self, request: &Request) -> Option<Response> {
         if !self.console.allows_changes() {
-            return Response::error(
+            return Some(Response::error(
                 403,
-                "the console is read-only: start it with --allow-changes to redrive",
-            );
+                "the console is read-only: start it with --allow-changes to redrive or purge",
+            ));
         }
         let same_site = format!("http://{}", request.host.as_deref().unwrap_or_default());
         if request.origin.as_deref().is_some_and(|o| o != same_site) {
-            return Response::error(403, "a request from another site");
+            return Some(Response::error(403, "a request from another site"));
+        }
+        None
+    }
+
+    async fn purge(&self, request: &Request) -> Response {
+        if let Some(refused) = self.refusal(request) {
+            return refused;
+        }
+        let asked: serde_json::Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let (Some(queue), Some(depth)) = (asked["queue"].as_str(), asked["depth"].as_u64()) else {
+            return Response::error(400, "expected {\"queue\", \"depth\"}");
+        };
+        match self.console.purge(queue, depth).await {
+            Ok(value) => Response::json(200, &value),
+            Err((status, error)) => Response::error(status, &error),
+        }
+    }
+
+    async fn redrive(&self, request: &Request) -> Response {
+        if let Some(refused) = self.refusal(request) {
+            return refused;
         }
         let Some(asked) = state::RedriveRequest::parse(&request.body) else {
             return Response::error(400, "expected {\"queue\", \"group\", \"dry_run\"}");

@@ -22,8 +22,14 @@ const SCAN_LIMIT: u32 = 10_000;
 /// How long grouped dead letters are reused: counting reads every message (returning each,
 /// marked `redelivered`), so a page refreshing every few seconds must not read them each time.
 const DEAD_LETTERS_FRESH: Duration = Duration::from_secs(10);
-/// A redriven message's redrives past which it stays, as `warren dlq redrive` defaults.
-const MAX_REDRIVES: u32 = 3;
+/// What the console may change on the broker.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Changes {
+    /// Whether it may change anything (`--allow-changes`).
+    pub allowed: bool,
+    /// The redrives past which a message stays in its dead-letter queue.
+    pub max_redrives: u32,
+}
 
 /// The console's view of the broker.
 pub(super) struct Console {
@@ -33,7 +39,7 @@ pub(super) struct Console {
     topologies: Vec<Topology>,
     /// Workers' health endpoints, by name.
     health: Vec<(String, String)>,
-    allow_changes: bool,
+    changes: Changes,
     /// The management API's last answer, when it came, and what the page says of it.
     sampled: Mutex<Option<Sampled>>,
     /// The last grouping of the dead letters, and when it was made.
@@ -92,7 +98,7 @@ impl Console {
         management: Management,
         topologies: Vec<Topology>,
         health: Vec<(String, String)>,
-        allow_changes: bool,
+        changes: Changes,
     ) -> Self {
         let readers = topologies
             .iter()
@@ -104,7 +110,7 @@ impl Console {
             management,
             topologies,
             health,
-            allow_changes,
+            changes,
             sampled: Mutex::new(None),
             dead_letters: Mutex::new(None),
             redrives: std::sync::Mutex::new(BTreeMap::new()),
@@ -113,7 +119,7 @@ impl Console {
     }
 
     pub(super) fn allows_changes(&self) -> bool {
-        self.allow_changes
+        self.changes.allowed
     }
 
     /// Every queue of the contracts with its ready messages and consumers (passive declares:
@@ -154,7 +160,7 @@ impl Console {
         }
         json!({
             "source": source,
-            "changes_allowed": self.allow_changes,
+            "changes_allowed": self.changes.allowed,
             "queues": queues,
         })
     }
@@ -329,13 +335,33 @@ impl Console {
     pub(super) async fn dry_run(&self, asked: &RedriveRequest) -> Result<Value, (u16, String)> {
         let (dlq, topology) = self.dead_letter_queue(&asked.queue)?;
         let _reading = self.read_alone(&asked.queue)?;
-        let options = redrive_options(topology).dry_run(true);
+        let options = redrive_options(topology, self.changes).dry_run(true);
         let filter = Filter::default().group(asked.group.clone());
         let summary = dlq
             .redrive(&filter, &options, |_| {})
             .await
             .map_err(|e| (502, e.to_string()))?;
         Ok(summary_json(asked, &summary, true))
+    }
+
+    /// Deletes every message of dead-letter queue `queue`, if it holds the `depth` the
+    /// operator confirmed (else nothing, and why). What arrives between that check and the
+    /// purge goes too: AMQP purges a whole queue.
+    pub(super) async fn purge(&self, queue: &str, depth: u64) -> Result<Value, (u16, String)> {
+        let (dlq, _) = self.dead_letter_queue(queue)?;
+        let _reading = self.read_alone(queue)?;
+        let now = dlq.depth().await.map_err(|e| (502, e.to_string()))?;
+        if u64::from(now) != depth {
+            return Err((
+                409,
+                format!(
+                    "the queue holds {now} dead letters now, not the {depth} confirmed: look again"
+                ),
+            ));
+        }
+        let purged = dlq.purge().await.map_err(|e| (502, e.to_string()))?;
+        *self.dead_letters.lock().await = None;
+        Ok(json!({ "queue": queue, "purged": purged }))
     }
 
     /// Starts the redrive of one failure group in the background: its number in
@@ -388,7 +414,7 @@ impl Console {
     async fn redrive(&self, asked: &RedriveRequest, number: u64) -> Result<RedriveSummary, String> {
         let (dlq, topology) = self.dead_letter_queue(&asked.queue).map_err(|(_, e)| e)?;
         let filter = Filter::default().group(asked.group.clone());
-        let mut options = redrive_options(topology);
+        let mut options = redrive_options(topology, self.changes);
         if let Some(limit) = asked.limit {
             options = options.limit(limit);
         }
@@ -473,11 +499,11 @@ fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// How the console redrives the dead letters of `topology`: as `warren dlq redrive` does by
-/// default.
-fn redrive_options(topology: &Topology) -> RedriveOptions {
+/// How the console redrives the dead letters of `topology`: as `warren dlq redrive` does, with
+/// its `--max-redrives`.
+fn redrive_options(topology: &Topology, changes: Changes) -> RedriveOptions {
     RedriveOptions::default()
-        .max_redrives(MAX_REDRIVES)
+        .max_redrives(changes.max_redrives)
         .targets(dead_letters::redrive_targets(topology))
 }
 
