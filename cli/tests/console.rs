@@ -58,6 +58,27 @@ async fn the_console_groups_dead_letters_and_redrives_a_group_only_when_allowed(
     );
     let group = groups[0]["id"].as_str().expect("an id").to_owned();
     let token = read_only.token();
+    // The broker's URL and its credentials reach no page and no answer.
+    let (_, page) = read_only.request("GET", "/", &[], "");
+    let mut seen = page;
+    for path in [
+        "/api/queues",
+        "/api/dead-letters",
+        "/api/workers",
+        "/api/diagrams",
+    ] {
+        seen.push_str(&read_only.json(path).to_string());
+    }
+    let url = common::url();
+    let credentials = url
+        .split("://")
+        .nth(1)
+        .and_then(|rest| rest.split('@').next())
+        .unwrap_or_default();
+    assert!(
+        !seen.contains(credentials) && !seen.contains("amqp://"),
+        "credentials shown"
+    );
     let (status, _) = read_only.request("GET", "/api/dead-letters", &[], "");
     assert_eq!(
         status, 403,
