@@ -222,7 +222,8 @@ async fn in_a_browser_the_page_shows_the_groups_and_redrives_one() {
         error: "<img src=x onerror=\"window.owned=2\"> failed",
         ..Failure::exhausted(&none, "")
     };
-    broker.dead_letter("b-3", &hostile).await;
+    let hostile_body = r#"{"id":"<script>window.owned=3</script>"}"#;
+    broker.dead_letter_of("b-3", &hostile, hostile_body).await;
     assert_eq!(broker.settle("dead", 3).await, 3);
     let console = Console::start(&broker, &["--allow-changes"]);
     let dead = broker.name("dead");
@@ -302,6 +303,10 @@ async fn in_a_browser_the_page_shows_the_groups_and_redrives_one() {
     assert!(
         peeked.contains("error: <img src=x onerror=\"window.owned=2\"> failed"),
         "the peeked error shows as text: {peeked}"
+    );
+    assert!(
+        peeked.contains(hostile_body),
+        "the peeked body shows as text: {peeked}"
     );
     let asked = asked.as_str().unwrap_or_default();
     assert!(

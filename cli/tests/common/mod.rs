@@ -96,6 +96,12 @@ impl Broker {
 
     /// A dead letter as warren's worker writes it, straight into the dead-letter queue.
     pub async fn dead_letter(&self, id: &str, failure: &Failure<'_>) {
+        let body = format!(r#"{{"id":"{id}"}}"#);
+        self.dead_letter_of(id, failure, &body).await;
+    }
+
+    /// A dead letter as warren's worker writes it, with `body`.
+    pub async fn dead_letter_of(&self, id: &str, failure: &Failure<'_>, body: &str) {
         let now = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .expect("after 1970")
@@ -125,7 +131,6 @@ impl Broker {
             .with_content_type(ShortString::from("application/json"))
             .with_delivery_mode(2)
             .with_headers(table);
-        let body = format!(r#"{{"id":"{id}"}}"#);
         self.publish("", &self.name("dead"), body.as_bytes(), props)
             .await;
     }
