@@ -235,6 +235,7 @@ async fn in_a_browser_the_page_shows_the_groups_and_redrives_one() {
     let address = console.address.clone();
     let group_for_page = group.clone();
     let dead_for_page = dead.clone();
+    let none_for_page = none.clone();
     let (asked, shown) = tokio::task::spawn_blocking(move || {
         let browser = Browser::start();
         browser.open(&format!("http://{address}/"));
@@ -250,6 +251,14 @@ async fn in_a_browser_the_page_shows_the_groups_and_redrives_one() {
             &format!(
                 "const live = document.querySelector('#diagrams g.node[data-queue=\"{dead_for_page}\"] text.live');\
                  return live && live.textContent.startsWith('ready 3')"
+            ),
+        );
+        // Nothing consumes the work queue in this test: marked so.
+        browser.wait(
+            "a work queue without a consumer is marked",
+            &format!(
+                "const row = document.querySelector('#queues tr[data-queue=\"{none_for_page}\"]');\
+                 return row && row.cells[9].textContent.includes('no consumer')"
             ),
         );
         let row = format!("document.querySelector('tr[data-group=\"{group_for_page}\"]')");
@@ -473,4 +482,31 @@ async fn a_group_redriven_from_the_page_is_handled_once_its_cause_is_fixed() {
     assert_eq!(harness.deployed.wait_until_ready("dead", 0, long).await, 0);
     drop(console);
     harness.stop().await.expect("the worker stops");
+}
+
+/// Without the management API the console says so and shows what passive declares give: the
+/// depths, and no rates.
+#[tokio::test]
+async fn without_the_management_api_the_depths_come_from_passive_declares() {
+    let broker = Broker::start("console-no-api").await;
+    let none = broker.name("none");
+    broker
+        .dead_letter("n-1", &Failure::exhausted(&none, "order 1 not found"))
+        .await;
+    assert_eq!(broker.settle("dead", 1).await, 1);
+    // Nothing listens on port 9 of this machine.
+    let console = Console::start(&broker, &["--management", "http://127.0.0.1:9"]);
+    let queues = console.json("/api/queues");
+    let source = queues["source"].as_str().unwrap_or_default();
+    assert!(source.contains("passive declares (no rates:"), "{source}");
+    let dead = broker.name("dead");
+    let listed = queues["queues"].as_array().expect("queues");
+    let entry = listed
+        .iter()
+        .find(|q| q["name"] == dead.as_str())
+        .expect("listed");
+    assert_eq!(entry["depth"], 1);
+    assert!(entry.get("publish_rate").is_none(), "{entry}");
+    drop(console);
+    broker.stop().await;
 }
