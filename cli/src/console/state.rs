@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
-
 use warren_runtime::dead_letters::{self, DeadLetterQueue, Filter, RedriveOptions, RedriveSummary};
 use warren_runtime::lapin::options::QueueDeclareOptions;
 use warren_runtime::lapin::types::{FieldTable, ShortString};
@@ -22,6 +21,7 @@ const SCAN_LIMIT: u32 = 10_000;
 /// How long grouped dead letters are reused: counting reads every message (returning each,
 /// marked `redelivered`), so a page refreshing every few seconds must not read them each time.
 const DEAD_LETTERS_FRESH: Duration = Duration::from_secs(10);
+
 /// What the console may change on the broker.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Changes {
@@ -93,6 +93,8 @@ impl RedriveRequest {
 }
 
 impl Console {
+    /// The console of `topologies` on `connection`, its rates from `management`, its
+    /// workers' health from `health` (name, URL), allowed `changes`.
     pub(super) fn new(
         connection: Connection,
         management: Management,
@@ -118,6 +120,7 @@ impl Console {
         }
     }
 
+    /// Whether it may redrive and purge.
     pub(super) fn allows_changes(&self) -> bool {
         self.changes.allowed
     }
