@@ -126,7 +126,7 @@ async fn serve(
         },
     ));
     let mode = if args.allow_changes {
-        "redrive allowed"
+        "redrive and purge allowed"
     } else {
         "read-only"
     };
