@@ -330,7 +330,7 @@ async fn in_a_browser_the_page_shows_the_groups_and_redrives_one() {
 
 /// A worker's health, read from its endpoint, shows beside the queue each of its consumers
 /// reads, in the API and on the page; a wait queue it reports holding overdue retries is
-/// marked.
+/// marked, in the list and on its queue's retry note in the diagram.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_s_health_shows_beside_the_queues_it_consumes() {
     let harness = warren_broker_tests::Harness::start("console-health").await;
@@ -402,6 +402,11 @@ async fn a_worker_s_health_shows_beside_the_queues_it_consumes() {
         };
         let beside = browser.wait("the consumer shows beside its queue", &cell(&none, 8));
         let marked = browser.wait("the wait queue is marked", &cell(&wait_queue, 9));
+        browser.wait(
+            "the queue's retry note on the diagram says a wait queue is overdue",
+            "return [...document.querySelectorAll('#diagrams text.live')]\
+                 .some(live => /held in \\d+ wait queues: \\d+ · 1 overdue/.test(live.textContent))",
+        );
         (beside, marked)
     })
     .await

@@ -9,22 +9,32 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 use warren_codegen::contract::Contract;
 use warren_runtime::Topology;
-use warren_tools::export::graph::{NodeKind, graph};
+use warren_tools::export::graph::{EdgeStyle, NodeKind, graph};
 
-/// The diagram of `contract` (deployed as `topology`): its SVG and its queue nodes' ids with
-/// the queue each stands for, as the broker names it; or why there is none (no Graphviz).
+/// The diagram of `contract` (deployed as `topology`): its SVG, its queue nodes' ids with the
+/// queue each stands for (as the broker names it), and its retry notes' ids with the queue
+/// whose schedule each draws; or why there is none (no Graphviz).
 pub(super) fn diagram(contract: &Contract, topology: &Topology) -> Value {
-    let queues: BTreeMap<String, String> = graph(contract)
+    let graph = graph(contract);
+    let queues: BTreeMap<String, String> = graph
         .nodes
-        .into_iter()
+        .iter()
         .filter(|node| node.kind == NodeKind::Queue)
         .filter_map(|node| {
             let name = node.lines.first()?;
-            Some((node.id, topology.qualified(name)))
+            Some((node.id.clone(), topology.qualified(name)))
         })
         .collect();
+    // A retry schedule is one note, tied to its queue by a note edge: the page writes there
+    // what the queue's wait queues hold.
+    let retry_notes: BTreeMap<String, String> = graph
+        .edges
+        .iter()
+        .filter(|edge| edge.style == EdgeStyle::Note)
+        .filter_map(|edge| Some((edge.to.clone(), queues.get(&edge.from)?.clone())))
+        .collect();
     match render(&warren_tools::export::dot::dot(contract)) {
-        Ok(svg) => json!({ "svg": svg, "queues": queues }),
+        Ok(svg) => json!({ "svg": svg, "queues": queues, "retry_notes": retry_notes }),
         Err(reason) => json!({ "missing": reason }),
     }
 }
