@@ -615,7 +615,7 @@ async fn open_link(
 ) -> Result<Opened, lapin::Error> {
     let connection = open(url, settings, severance).await?;
     let events = Box::pin(connection.events_listener());
-    let vouched_user = vouched_user(url, settings).await;
+    let vouched_user = probed_user(url, settings).await;
     Ok(Opened {
         connection: Arc::new(connection),
         severance: severance.clone(),
@@ -629,7 +629,7 @@ async fn open_link(
 /// that publishes, reading nothing more from it (not the declarations of a link being
 /// rebuilt, not a consumer's acknowledgements) until the alarm clears. `None` when it cannot
 /// tell within [`PROBE_TIMEOUT`].
-async fn vouched_user(url: &str, settings: &ConnectionBuilder) -> Option<Arc<str>> {
+async fn probed_user(url: &str, settings: &ConnectionBuilder) -> Option<Arc<str>> {
     let probed = async {
         let aside = Aside::open(url, settings, "user-id probe").await.ok()?;
         probe(&aside, url).await

@@ -190,7 +190,7 @@ impl Site {
             },
             ("POST", "/api/redrive") => self.redrive(&request).await,
             ("POST", "/api/purge") => self.purge(&request).await,
-            ("POST", "/api/peek") => match state::RedriveRequest::parse(&request.body) {
+            ("POST", "/api/peek") => match state::GroupRequest::parse(&request.body) {
                 Some(asked) => match self.console.peek(&asked).await {
                     Ok(value) => Response::json(200, &value),
                     Err((status, error)) => Response::error(status, &error),
@@ -236,7 +236,7 @@ impl Site {
         if let Some(refused) = self.refusal(request) {
             return refused;
         }
-        let Some(asked) = state::RedriveRequest::parse(&request.body) else {
+        let Some(asked) = state::GroupRequest::parse(&request.body) else {
             return Response::error(400, "expected {\"queue\", \"group\", \"dry_run\"}");
         };
         let answer = if asked.dry_run {

@@ -66,9 +66,9 @@ const KEPT_REDRIVES: usize = 50;
 /// Dead letters of a group the page shows at once.
 const PEEK_COUNT: usize = 5;
 
-/// A redrive (or a peek) the page asks for.
+/// A failure group of a dead-letter queue the page asks to peek at, redrive or dry-run.
 #[derive(Debug)]
-pub(super) struct RedriveRequest {
+pub(super) struct GroupRequest {
     /// The dead-letter queue, as the broker names it.
     queue: String,
     /// The failure group's id.
@@ -79,7 +79,7 @@ pub(super) struct RedriveRequest {
     limit: Option<u64>,
 }
 
-impl RedriveRequest {
+impl GroupRequest {
     /// From a JSON body `{"queue": …, "group": …, "dry_run": …}`.
     pub(super) fn parse(body: &[u8]) -> Option<Self> {
         let value: Value = serde_json::from_slice(body).ok()?;
@@ -320,7 +320,7 @@ impl Console {
     }
 
     /// The first few dead letters of one failure group: headers, failure context and body.
-    pub(super) async fn peek(&self, asked: &RedriveRequest) -> Result<Value, (u16, String)> {
+    pub(super) async fn peek(&self, asked: &GroupRequest) -> Result<Value, (u16, String)> {
         let (dlq, _) = self.dead_letter_queue(&asked.queue)?;
         let _reading = self.read_alone(&asked.queue)?;
         let peeked = dlq
@@ -335,7 +335,7 @@ impl Console {
     }
 
     /// A dry run of the redrive of one failure group: what would move, moving nothing.
-    pub(super) async fn dry_run(&self, asked: &RedriveRequest) -> Result<Value, (u16, String)> {
+    pub(super) async fn dry_run(&self, asked: &GroupRequest) -> Result<Value, (u16, String)> {
         let (dlq, topology) = self.dead_letter_queue(&asked.queue)?;
         let _reading = self.read_alone(&asked.queue)?;
         let options = redrive_options(topology, self.changes).dry_run(true);
@@ -371,7 +371,7 @@ impl Console {
     /// [`Console::redrives`], whose progress the page follows until it is done.
     pub(super) fn start_redrive(
         self: &Arc<Self>,
-        asked: RedriveRequest,
+        asked: GroupRequest,
     ) -> Result<u64, (u16, String)> {
         self.dead_letter_queue(&asked.queue)?;
         let reading = self.read_alone(&asked.queue)?;
@@ -414,7 +414,7 @@ impl Console {
 
     /// Redrives one failure group (at most its confirmed count), its progress written into
     /// redrive `number`.
-    async fn redrive(&self, asked: &RedriveRequest, number: u64) -> Result<RedriveSummary, String> {
+    async fn redrive(&self, asked: &GroupRequest, number: u64) -> Result<RedriveSummary, String> {
         let (dlq, topology) = self.dead_letter_queue(&asked.queue).map_err(|(_, e)| e)?;
         let filter = Filter::default().group(asked.group.clone());
         let mut options = redrive_options(topology, self.changes);
@@ -511,7 +511,7 @@ fn redrive_options(topology: &Topology, changes: Changes) -> RedriveOptions {
 }
 
 /// A redrive's summary as the page reads it.
-fn summary_json(asked: &RedriveRequest, summary: &RedriveSummary, done: bool) -> Value {
+fn summary_json(asked: &GroupRequest, summary: &RedriveSummary, done: bool) -> Value {
     json!({
         "queue": asked.queue,
         "group": asked.group,

@@ -38,12 +38,14 @@ impl Browser {
             endpoint: format!("127.0.0.1:{port}"),
             session: String::new(),
         };
-        let deadline = Instant::now() + PATIENCE;
+        // Ready, or gone: a driver that cannot start exits, and says how.
         while !browser
             .try_call("GET", "/status", None)
             .is_some_and(|v| v["ready"] == true)
         {
-            assert!(Instant::now() < deadline, "chromedriver did not get ready");
+            if let Ok(Some(status)) = browser.driver.try_wait() {
+                panic!("chromedriver exited before it was ready: {status}");
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
         let capabilities = json!({ "capabilities": { "alwaysMatch": {
@@ -88,19 +90,14 @@ impl Browser {
             if truthy {
                 return value;
             }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting until {what}: the page shows {}",
-                self.run("return document.body.innerText")
-            );
+            if Instant::now() >= deadline {
+                panic!(
+                    "timed out waiting until {what}: the page shows {}",
+                    self.run("return document.body.innerText")
+                );
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
-    }
-
-    /// A PNG of the window.
-    pub fn screenshot(&self) -> Vec<u8> {
-        let encoded = self.call("GET", &self.path("/screenshot"), None);
-        decode_base64(encoded.as_str().expect("base64"))
     }
 
     fn path(&self, rest: &str) -> String {
@@ -119,7 +116,7 @@ impl Browser {
 
     fn try_call(&self, method: &str, path: &str, body: Option<Value>) -> Option<Value> {
         let mut stream = TcpStream::connect(&self.endpoint).ok()?;
-        // Generous: a page's script or a screenshot takes a while on a loaded machine.
+        // Generous: a page's script takes a while on a loaded machine.
         stream.set_read_timeout(Some(PATIENCE)).ok()?;
         let body = body.map(|b| b.to_string()).unwrap_or_default();
         let request = format!(
@@ -170,27 +167,4 @@ impl Drop for Browser {
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
-}
-
-/// Standard base64, as WebDriver sends screenshots.
-fn decode_base64(text: &str) -> Vec<u8> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        _ => 63,
-    };
-    let digits: Vec<u8> = text.bytes().filter(|c| *c != b'=').map(value).collect();
-    digits
-        .chunks(4)
-        .flat_map(|chunk| {
-            let n = chunk
-                .iter()
-                .enumerate()
-                .fold(0_u32, |n, (i, d)| n | u32::from(*d) << (18 - 6 * i));
-            let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-            bytes.into_iter().take(chunk.len().saturating_sub(1))
-        })
-        .collect()
 }
