@@ -204,7 +204,7 @@ async fn the_console_groups_dead_letters_and_redrives_a_group_only_when_allowed(
 /// the list and on the contract's diagram, and
 /// the poisoned queue's dead letters as one group of the right count; a hostile consumer name
 /// and error show as text, running nothing; the group's redrive asks first, naming the count,
-/// and moves exactly its messages back to their queue.
+/// and moves exactly its messages back to their queue, which the list then marks as growing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_a_browser_the_page_shows_the_groups_and_redrives_one() {
     let broker = Broker::start("browser").await;
@@ -290,6 +290,14 @@ async fn in_a_browser_the_page_shows_the_groups_and_redrives_one() {
         browser.wait(
             "the redrive is reported",
             "return document.querySelector('#result').textContent.startsWith('moved 2')",
+        );
+        // The work queue, unconsumed, holds the two it was given and keeps them: growing.
+        browser.wait(
+            "the work queue the redrive filled is marked growing",
+            &format!(
+                "const row = document.querySelector('#queues tr[data-queue=\"{none_for_page}\"]');\
+                 return row && row.cells[9].textContent.includes('grew by 2 in')"
+            ),
         );
         let asked = browser.run("return window.asked");
         (asked, shown)
@@ -405,7 +413,7 @@ async fn a_worker_s_health_shows_beside_the_queues_it_consumes() {
         browser.wait(
             "the queue's retry note on the diagram says a wait queue is overdue",
             "return [...document.querySelectorAll('#diagrams text.live')]\
-                 .some(live => /held in \\d+ wait queues: \\d+ · 1 overdue/.test(live.textContent))",
+                 .some(live => /^\\d+ wait queues: (empty|[\\d.]+ (ms|s|min|h): \\d+( · [\\d.]+ (ms|s|min|h): \\d+)*) · 1 overdue$/.test(live.textContent))",
         );
         (beside, marked)
     })

@@ -135,15 +135,20 @@ impl Console {
         for topology in &self.topologies {
             let dead = dead_letters::dead_letter_queues(topology);
             for queue in &topology.queues {
-                let (role, waits_for) = match &queue.role {
-                    QueueRole::Declared if dead.contains(&queue.name) => ("dead-letter", None),
-                    QueueRole::Declared => ("queue", None),
-                    QueueRole::Wait { queue, .. } => ("wait", Some(queue.as_str())),
+                let (role, waits_for, delay) = match &queue.role {
+                    QueueRole::Declared if dead.contains(&queue.name) => {
+                        ("dead-letter", None, None)
+                    }
+                    QueueRole::Declared => ("queue", None, None),
+                    QueueRole::Wait { queue, delay } => {
+                        ("wait", Some(queue.as_str()), Some(delay.as_millis()))
+                    }
                 };
                 let mut entry = json!({
                     "name": queue.name,
                     "role": role,
                     "waits_for": waits_for,
+                    "delay_ms": delay,
                     "retry": warren_runtime::metrics::retry_mode(&queue.retry),
                 });
                 match self.declared(&mut channel, &queue.name).await {
