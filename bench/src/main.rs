@@ -9,6 +9,7 @@
 //! cargo run --release -p warren-bench -- rpc [calls]   # `all` makes a twentieth as many
 //! cargo run --release -p warren-bench -- effects [messages]   # PostgreSQL; `all`: a tenth
 //! cargo run --release -p warren-bench -- build-cost [5,200,1000]   # cargo only, not in `all`
+//! cargo run --release -p warren-bench -- decode [messages]   # in process, no broker; not in `all`
 //! cargo run --release -p warren-bench -- --observe <scenario> [n]   # spans and metrics on
 //! ```
 //!
@@ -16,7 +17,8 @@
 //! from many), `consume`, `latency` (p50/p99/max at a steady rate), `backlog` (prefetch 1,000,
 //! peak memory), `cpu` (a CPU-bound handler at concurrency 1, 2 and 4), `retry`, `rpc`,
 //! `effects` (the inbox and the outbox on PostgreSQL, against a plain handler and publishing
-//! directly), `codegen`, `build-cost` (what the generated code costs a crate's `cargo build`
+//! directly), `codegen`, `decode` (the worker's decode path against `serde_json::from_slice` into
+//! the same type, in process), `build-cost` (what the generated code costs a crate's `cargo build`
 //! and `cargo check`, against typify's output and a bare tokio binary). Rows show msg/s and this process's CPU per message, with ratios against
 //! hand-written lapin in the same run.
 //!
@@ -29,6 +31,7 @@ mod backlog;
 mod build_cost;
 mod codegen;
 mod cpu;
+mod decode;
 mod effects;
 mod latency;
 mod observe;
@@ -477,6 +480,14 @@ async fn main() -> Result<()> {
     }
     if scenario == "build-cost" {
         return bench_build_cost(args.next());
+    }
+    if scenario == "decode" {
+        let n = args
+            .next()
+            .map(|a| a.parse())
+            .transpose()?
+            .unwrap_or(200_000);
+        return decode::bench(n);
     }
     let n: usize = args
         .next()

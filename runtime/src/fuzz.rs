@@ -106,6 +106,37 @@ pub fn compress(compression: Compression, body: &[u8]) -> Vec<u8> {
     crate::codec::compress(compression, body).unwrap_or_default()
 }
 
+/// The worker's decode path for message `M` on a plain queue, its validators compiled once:
+/// what a delivery costs to decode, measured without a broker (`warren-bench decode`).
+pub struct Decoder<M> {
+    validators: std::sync::Arc<Validators>,
+    queue: Queue,
+    message: std::marker::PhantomData<M>,
+}
+
+impl<M: Message> Decoder<M> {
+    /// Compiles `M`'s schemas.
+    pub fn new() -> Result<Self, String> {
+        Ok(Self {
+            validators: Validators::of::<M>().map_err(|e| e.to_string())?,
+            queue: Queue::new("bench", QueueKind::Quorum),
+            message: std::marker::PhantomData,
+        })
+    }
+
+    /// `raw` decoded as the worker decodes it, validated (unless `validate` is false) and
+    /// typed; the poison reason and detail when it is refused.
+    pub fn decode(
+        &self,
+        raw: &lapin::message::Delivery,
+        validate: bool,
+    ) -> Result<crate::Delivery<M::Payload, M::Headers>, String> {
+        let validators = validate.then_some(&*self.validators);
+        decode_delivery::<M>(raw, &self.queue, validators, 1 << 20)
+            .map_err(|poison| format!("{}: {}", poison.reason, poison.detail))
+    }
+}
+
 /// Decodes a delivery of `body` with `properties` (content type and encoding, headers,
 /// message id…) as the fixed message type, with `max_body_bytes` as the worker's cap.
 /// Returns the poison reason and detail when the message is refused. Must never panic.

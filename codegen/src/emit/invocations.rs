@@ -82,9 +82,17 @@ const INVOCATIONS: &[&str] = &[
     "::warren_runtime::codegen::adapters! {",
     "::warren_runtime::codegen::builder! {",
     "::warren_runtime::codegen::declared_errors! {",
+    "::warren_runtime::codegen::deserialize_struct! {",
     "::warren_runtime::codegen::string_enum! {",
     "::warren_runtime::codegen::string_newtype! {",
 ];
+
+/// The invocation whose body is written on one line when it fits: a struct's fields, named
+/// and no more, read best as the struct's list of them.
+const ONE_LINE: &str = "::warren_runtime::codegen::deserialize_struct! {";
+
+/// The widest line prettyplease writes.
+const MARGIN: usize = 100;
 
 /// `text` (prettyplease's) with the body of every invocation of [`INVOCATIONS`] laid out.
 pub(super) fn lay_out(text: &str) -> String {
@@ -107,7 +115,10 @@ pub(super) fn lay_out(text: &str) -> String {
             body.push(' ');
         }
         if let Ok(parsed) = syn::parse_str::<Body>(&body) {
-            out.push_str(&parsed.lay_out(indent));
+            let one_line = (line.trim_start() == ONE_LINE)
+                .then(|| parsed.on_one_line(indent))
+                .flatten();
+            out.push_str(&one_line.unwrap_or_else(|| parsed.lay_out(indent)));
         } else if let Ok(parsed) = syn::parse_str::<Checks>(&body) {
             out.push_str(&parsed.lay_out(indent));
         } else {
@@ -156,9 +167,11 @@ impl Checks {
     }
 }
 
-/// What an invocation holds: `Name { entry, … }`, or its entries alone.
+/// What an invocation holds: `Name { entry, … }` (with a flag after the name:
+/// `Name deny_unknown_fields { … }`), or its entries alone.
 struct Body {
     name: Option<Ident>,
+    flag: Option<Ident>,
     entries: Punctuated<Entry, Token![,]>,
 }
 
@@ -188,19 +201,23 @@ impl Parse for Arm {
 
 impl Parse for Body {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
-        if !input.peek2(syn::token::Brace) {
+        let flagged = input.peek2(syn::Ident) && input.peek3(syn::token::Brace);
+        if !input.peek2(syn::token::Brace) && !flagged {
             let entries = input.parse_terminated(Entry::parse, Token![,])?;
             return Ok(Self {
                 name: None,
+                flag: None,
                 entries,
             });
         }
         let name = input.parse()?;
+        let flag = flagged.then(|| input.parse()).transpose()?;
         let entries;
         syn::braced!(entries in input);
         let entries = entries.parse_terminated(Entry::parse, Token![,])?;
         Ok(Self {
             name: Some(name),
+            flag,
             entries,
         })
     }
@@ -235,12 +252,44 @@ impl Parse for Entry {
 }
 
 impl Body {
+    /// The body on one line under an invocation indented by `indent`, when it fits within
+    /// [`MARGIN`] and its entries are names with at most an identifier and a literal.
+    fn on_one_line(&self, indent: &str) -> Option<String> {
+        let mut entries = Vec::with_capacity(self.entries.len());
+        for entry in &self.entries {
+            let mut text = entry.name.to_string();
+            if entry.arms.is_some() {
+                return None;
+            }
+            if let Some(ty) = &entry.ty {
+                text.push_str(&format!(": {}", ty.to_token_stream()));
+            }
+            if let Some(value) = &entry.value {
+                text.push_str(&format!(" = {}", value.to_token_stream()));
+            }
+            entries.push(text);
+        }
+        let name = self.name.as_ref()?;
+        let flag = self
+            .flag
+            .iter()
+            .map(|flag| format!(" {flag}"))
+            .collect::<String>();
+        let line = format!("{indent}    {name}{flag} {{ {} }}\n", entries.join(", "));
+        (line.len() <= MARGIN + 1).then_some(line)
+    }
+
     /// The body's lines, under an invocation indented by `indent`.
     fn lay_out(&self, indent: &str) -> String {
         // Named, the entries are a level deeper, inside the name's braces.
+        let flag = self
+            .flag
+            .iter()
+            .map(|flag| format!(" {flag}"))
+            .collect::<String>();
         let (mut text, entry_indent) = match &self.name {
             Some(name) => (
-                format!("{indent}    {name} {{\n"),
+                format!("{indent}    {name}{flag} {{\n"),
                 format!("{indent}        "),
             ),
             None => (String::new(), format!("{indent}    ")),

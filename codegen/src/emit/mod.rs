@@ -38,6 +38,7 @@ mod schemas;
 mod shared_types;
 mod string_enums;
 mod string_newtypes;
+mod struct_deserialize;
 mod topology;
 mod type_docs;
 mod types;

@@ -130,8 +130,8 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
         ));
         quote! { #docs pub type #alias = #rust_type; }
     });
-    let mut items =
-        super::type_docs::rewrite(reroute(quote! { #stream #( #aliases )* }), contract)?;
+    let items = super::type_docs::rewrite(reroute(quote! { #stream #( #aliases )* }), contract)?;
+    let mut items = super::struct_deserialize::compact(items);
     items.iter_mut().for_each(tidy_attributes);
     let items = super::constructors::add(items);
     let items = super::builders::compact(items);

@@ -1,0 +1,351 @@
+//! A payload struct's `Deserialize`, with what serde's derive writes into every struct written
+//! once here.
+//!
+//! serde's derive writes ~19 KB of code for a struct of six fields: an enum of its fields with a
+//! visitor of strings, bytes and indices, and a visitor of the struct as a map and as a
+//! sequence. Every line of it is type-checked and borrow-checked in the user's crate, and on a
+//! contract of a thousand payloads it was two thirds of what checking the generated file cost
+//! (1.0 GB of the compiler's 1.6 GB for the types, and 14 of their 28 s). The generator writes
+//! [`deserialize_struct!`](crate::__warren_deserialize_struct) instead, for a struct whose serde
+//! attributes it knows; the field names are found by [`Fields`], compiled once, so what the
+//! macro expands to is the struct's own: a slot per field, filled in a loop, and the struct
+//! built from them. It reads what the derive reads, with its errors and its handling of a
+//! missing field ([`missing_field`]), with one difference: a struct is read from a map only,
+//! not also from a sequence of its fields in order (which no JSON Schema object is).
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+
+/// The field names of a struct, in order, and whether a key that names none of them is an
+/// error (`deny_unknown_fields`) or skipped: finds which field a map's key is.
+#[derive(Clone, Copy)]
+pub struct Fields {
+    /// The names as the serialized form spells them (serde's `rename`d ones renamed).
+    pub names: &'static [&'static str],
+    /// Whether a key naming no field is an error.
+    pub deny_unknown: bool,
+}
+
+impl Fields {
+    /// The index in [`Fields::names`] of the field `map`'s next key names, `Some(None)` for a key
+    /// naming none (whose value is then skipped), `None` after the last key.
+    pub fn next<'de, A: MapAccess<'de>>(
+        self,
+        map: &mut A,
+    ) -> Result<Option<Option<usize>>, A::Error> {
+        let key = map.next_key_seed(self)?;
+        if let Some(None) = key {
+            map.next_value::<IgnoredAny>()?;
+        }
+        Ok(key)
+    }
+
+    fn unknown<E: de::Error>(self, key: &str) -> Result<Option<usize>, E> {
+        match self.deny_unknown {
+            true => Err(E::unknown_field(key, self.names)),
+            false => Ok(None),
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Fields {
+    type Value = Option<usize>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_identifier(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Fields {
+    type Value = Option<usize>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("field identifier")
+    }
+
+    // Formats that name fields by their index (as the derive reads them).
+    fn visit_u64<E: de::Error>(self, index: u64) -> Result<Self::Value, E> {
+        match usize::try_from(index) {
+            Ok(index) if index < self.names.len() => Ok(Some(index)),
+            _ if self.deny_unknown => Err(E::invalid_value(
+                de::Unexpected::Unsigned(index),
+                &IndexBelow(self.names.len()),
+            )),
+            _ => Ok(None),
+        }
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
+        match self.names.iter().position(|name| *name == key) {
+            Some(index) => Ok(Some(index)),
+            None => self.unknown(key),
+        }
+    }
+
+    fn visit_bytes<E: de::Error>(self, key: &[u8]) -> Result<Self::Value, E> {
+        match self.names.iter().position(|name| name.as_bytes() == key) {
+            Some(index) => Ok(Some(index)),
+            None => self.unknown(&String::from_utf8_lossy(key)),
+        }
+    }
+}
+
+/// What an index naming no field was expected to be.
+struct IndexBelow(usize);
+
+impl de::Expected for IndexBelow {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "field index 0 <= i < {}", self.0)
+    }
+}
+
+/// `map`'s next value into `slot`, the field named `name`: an error if it was given already.
+pub fn next_value<'de, T: de::Deserialize<'de>, A: MapAccess<'de>>(
+    slot: &mut Option<T>,
+    map: &mut A,
+    name: &'static str,
+) -> Result<(), A::Error> {
+    if slot.is_some() {
+        return Err(<A::Error as de::Error>::duplicate_field(name));
+    }
+    *slot = Some(map.next_value()?);
+    Ok(())
+}
+
+/// The value of field `name`, given (`slot`) or missing: as serde's derive has it, a missing
+/// field is `None` when its type reads an absent value as one (an `Option`), and an error
+/// otherwise.
+pub fn given_or_missing<'de, T: de::Deserialize<'de>, E: de::Error>(
+    slot: Option<T>,
+    name: &'static str,
+) -> Result<T, E> {
+    match slot {
+        Some(value) => Ok(value),
+        None => T::deserialize(Missing(name, PhantomData)),
+    }
+}
+
+/// A missing field, read as serde's derive reads one: `None` to a type asking for an option,
+/// `missing field` to any other.
+struct Missing<E>(&'static str, PhantomData<E>);
+
+impl<'de, E: de::Error> Deserializer<'de> for Missing<E> {
+    type Error = E;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, E> {
+        Err(E::missing_field(self.0))
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        visitor.visit_none()
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        unit unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier
+        ignored_any
+    }
+}
+
+/// `Deserialize` for struct `$name` of named fields, as serde's derive writes it for the
+/// same attributes, compiled into a few lines: `deny_unknown_fields` before the braces when
+/// the struct has it, then each field as `field`, with `= "name"` when its serialized name
+/// differs (serde's `rename`) and `: default` when a missing field takes its type's default
+/// (serde's `default`).
+///
+/// Only for generated code (`warren_runtime::codegen`): paths resolve where it is invoked.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __warren_deserialize_struct {
+    ($name:ident $($deny:ident)? {
+        $( $field:ident $(: $default:ident)? $(= $json:literal)? ),* $(,)?
+    }) => {
+        impl<'de> $crate::codegen::serde::Deserialize<'de> for $name {
+            fn deserialize<D>(deserializer: D) -> ::core::result::Result<Self, D::Error>
+            where
+                D: $crate::codegen::serde::Deserializer<'de>,
+            {
+                use $crate::codegen::struct_fields as fields;
+                #[allow(non_camel_case_types)]
+                #[derive(Clone, Copy)]
+                enum Field { $( $field, )* }
+                const ORDER: &[Field] = &[$( Field::$field, )*];
+                const FIELDS: fields::Fields = fields::Fields {
+                    names: &[$( $crate::__warren_deserialize_struct!(@name $field $($json)?), )*],
+                    deny_unknown: $crate::__warren_deserialize_struct!(@deny $($deny)?),
+                };
+                struct Struct;
+                impl<'de> $crate::codegen::serde::de::Visitor<'de> for Struct {
+                    type Value = $name;
+                    fn expecting(
+                        &self,
+                        formatter: &mut ::core::fmt::Formatter<'_>,
+                    ) -> ::core::fmt::Result {
+                        formatter.write_str(::core::concat!("struct ", ::core::stringify!($name)))
+                    }
+                    fn visit_map<A>(self, mut map: A) -> ::core::result::Result<$name, A::Error>
+                    where
+                        A: $crate::codegen::serde::de::MapAccess<'de>,
+                    {
+                        $( let mut $field = ::core::option::Option::None; )*
+                        while let ::core::option::Option::Some(index) = FIELDS.next(&mut map)? {
+                            let ::core::option::Option::Some(index) = index else { continue };
+                            match ORDER[index] {
+                                $( Field::$field => fields::next_value(
+                                    &mut $field,
+                                    &mut map,
+                                    $crate::__warren_deserialize_struct!(@name $field $($json)?),
+                                )?, )*
+                            }
+                        }
+                        ::core::result::Result::Ok($name {
+                            $( $field: $crate::__warren_deserialize_struct!(
+                                @value $field $($json)? $(: $default)?
+                            ), )*
+                        })
+                    }
+                }
+                deserializer.deserialize_struct(::core::stringify!($name), FIELDS.names, Struct)
+            }
+        }
+    };
+    (@deny deny_unknown_fields) => { true };
+    (@deny) => { false };
+    (@name $field:ident $json:literal) => { $json };
+    (@name $field:ident) => { ::core::stringify!($field) };
+    (@value $field:ident $($json:literal)? : default) => {
+        $field.unwrap_or_default()
+    };
+    (@value $field:ident $($json:literal)?) => {
+        fields::given_or_missing(
+            $field,
+            $crate::__warren_deserialize_struct!(@name $field $($json)?),
+        )?
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    //! The macro's `Deserialize` against serde's derive on the same struct: the same values and
+    //! the same errors, from text and from a JSON value, for every way a document can fit or
+    //! break it.
+
+    // The fields are read through `Debug` only.
+    #[allow(dead_code)]
+    mod derived {
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub(super) struct Strict {
+            pub(super) id: String,
+            #[serde(rename = "the-count")]
+            pub(super) count: Option<u32>,
+            #[serde(default)]
+            pub(super) tags: Vec<String>,
+            pub(super) note: Option<String>,
+            pub(super) value: serde_json::Value,
+        }
+
+        #[derive(Debug, serde::Deserialize)]
+        pub(super) struct Loose {
+            pub(super) id: u64,
+            #[serde(rename = "type")]
+            pub(super) r#type: Option<String>,
+        }
+    }
+
+    // The fields are read through `Debug` only.
+    #[allow(dead_code)]
+    mod lean {
+        #[derive(Debug)]
+        pub(super) struct Strict {
+            pub(super) id: String,
+            pub(super) count: Option<u32>,
+            pub(super) tags: Vec<String>,
+            pub(super) note: Option<String>,
+            pub(super) value: serde_json::Value,
+        }
+        crate::__warren_deserialize_struct! {
+            Strict deny_unknown_fields { id, count = "the-count", tags: default, note, value }
+        }
+
+        #[derive(Debug)]
+        pub(super) struct Loose {
+            pub(super) id: u64,
+            pub(super) r#type: Option<String>,
+        }
+        crate::__warren_deserialize_struct! { Loose { id, r#type = "type" } }
+    }
+
+    /// Both structs read from `text`, and from it parsed into a JSON value first (the worker's
+    /// way), as their `Debug` text or their error's.
+    fn both<D, L>(text: &str) -> [(String, String); 2]
+    where
+        D: serde::de::DeserializeOwned + std::fmt::Debug,
+        L: serde::de::DeserializeOwned + std::fmt::Debug,
+    {
+        fn shown<T: std::fmt::Debug>(result: Result<T, serde_json::Error>) -> String {
+            match result {
+                Ok(value) => format!("{value:?}"),
+                Err(error) => format!("error: {error}"),
+            }
+        }
+        let value: serde_json::Value = serde_json::from_str(text).expect("JSON");
+        [
+            (
+                shown(serde_json::from_str::<D>(text)),
+                shown(serde_json::from_str::<L>(text)),
+            ),
+            (
+                shown(serde_json::from_value::<D>(value.clone())),
+                shown(serde_json::from_value::<L>(value)),
+            ),
+        ]
+    }
+
+    #[test]
+    fn reads_what_the_derive_reads_with_its_errors() {
+        for text in [
+            r#"{"id":"a","the-count":3,"tags":["x"],"note":"n","value":[1]}"#,
+            r#"{"value":null,"id":"a"}"#,
+            r#"{"id":"a","value":1,"the-count":null,"note":null}"#,
+            r#"{"value":1}"#,
+            r#"{"id":"a"}"#,
+            r#"{"id":"a","value":1,"other":2}"#,
+            r#"{"id":"a","value":1,"count":2}"#,
+            r#"{"id":"a","id":"b","value":1}"#,
+            r#"{"id":7,"value":1}"#,
+            r#"{"id":"a","value":1,"the-count":-1}"#,
+            r#"{"id":"a","value":1,"tags":null}"#,
+            r#""text""#,
+            "null",
+            "{}",
+        ] {
+            for (derived, lean) in both::<derived::Strict, lean::Strict>(text) {
+                assert_eq!(derived, lean, "{text}");
+            }
+        }
+        for text in [
+            r#"{"id":1,"type":"t","more":{"a":[1,2]}}"#,
+            r#"{"id":1}"#,
+            r#"{"type":"t"}"#,
+            r#"{"id":1,"type":"t","type":"u"}"#,
+        ] {
+            for (derived, lean) in both::<derived::Loose, lean::Loose>(text) {
+                assert_eq!(derived, lean, "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_struct_is_a_map_never_a_sequence() {
+        let text = r#"[1, "t"]"#;
+        assert!(serde_json::from_str::<derived::Loose>(text).is_ok());
+        let refused = serde_json::from_str::<lean::Loose>(text).expect_err("a sequence");
+        assert_eq!(
+            refused.to_string(),
+            "invalid type: sequence, expected struct Loose at line 1 column 1"
+        );
+    }
+}
