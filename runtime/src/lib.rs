@@ -88,8 +88,8 @@
 // `pub(crate)`, so `pub` there would be a promise nobody can see.
 #![warn(unreachable_pub)]
 
-// Only in builds for fuzzing (the `fuzz/` workspace) and the property test standing in for it:
-// a user's build of the runtime does not contain it.
+// Only in builds for fuzzing (the `fuzz/` workspace), the property test standing in for it and
+// the decode benchmark: a user's build of the runtime does not contain it.
 #[cfg(any(test, feature = "fuzzing"))]
 #[path = "fuzz.rs"]
 #[doc(hidden)]
