@@ -50,6 +50,7 @@ pub fn broker_since(before: Option<Duration>) -> Option<Duration> {
 /// The user plus system CPU time this process's children have used, each counted once it
 /// ended and was waited for, with their own waited-for children (a `cargo` run and every
 /// compiler it ran); `None` where `/proc` is missing.
+#[cfg(feature = "codegen")] // build-cost's alone
 pub fn children_used() -> Option<Duration> {
     times("self", 2)
 }

@@ -3,12 +3,13 @@
 //!
 //! ```sh
 //! cargo run --release -p warren-bench -- all [messages]   # default 100000
-//! cargo run --release -p warren-bench -- publish|consume|latency|retry|codegen [messages]
+//! cargo run --release -p warren-bench -- publish|consume|latency|retry [messages]
+//! cargo run --release -p warren-bench --features codegen -- codegen   # also in `all` with it
 //! cargo run --release -p warren-bench -- backlog [messages]   # the queue filled first
 //! cargo run --release -p warren-bench -- cpu [messages]   # a tenth as many per case
 //! cargo run --release -p warren-bench -- rpc [calls]   # `all` makes a twentieth as many
 //! cargo run --release -p warren-bench -- effects [messages]   # PostgreSQL; `all`: a tenth
-//! cargo run --release -p warren-bench -- build-cost [5,200,1000]   # cargo only, not in `all`
+//! cargo run --release -p warren-bench --features codegen -- build-cost [5,200,1000]   # cargo only
 //! cargo run --release -p warren-bench -- decode [messages]   # in process, no broker; not in `all`
 //! cargo run --release -p warren-bench -- --observe <scenario> [n]   # spans and metrics on
 //! ```
@@ -28,7 +29,9 @@
 //! Everything is declared under a `bench.<pid>.` namespace and deleted afterwards.
 
 mod backlog;
+#[cfg(feature = "codegen")]
 mod build_cost;
+#[cfg(feature = "codegen")]
 mod codegen;
 mod cpu;
 mod decode;
@@ -467,19 +470,8 @@ async fn main() -> Result<()> {
     let observe = observe::wanted(&args);
     let mut args = args.into_iter().filter(|arg| arg != observe::ARG);
     let scenario = args.next().unwrap_or_else(|| "all".to_owned());
-    for stage in [
-        codegen::Stage::Validate,
-        codegen::Stage::Generate,
-        codegen::Stage::Typify,
-        codegen::Stage::TypifyFormatted,
-    ] {
-        if scenario == stage.command() {
-            let contract = args.next().ok_or("a child command needs a contract path")?;
-            return codegen::child(std::path::Path::new(&contract), stage);
-        }
-    }
-    if scenario == "build-cost" {
-        return bench_build_cost(args.next());
+    if let Some(outcome) = generator_scenario(&scenario, &mut args) {
+        return outcome;
     }
     if scenario == "decode" {
         let n = args
@@ -693,8 +685,49 @@ async fn bench_retry(connection: &Connection, t: &Topology, n: usize) -> Result<
     Ok(())
 }
 
+/// The scenarios and child commands of the generator (`build-cost`, and the stages `codegen`
+/// runs in a child process), run when `scenario` is one: `None` for the others.
+#[cfg(feature = "codegen")]
+fn generator_scenario(
+    scenario: &str,
+    args: &mut impl Iterator<Item = String>,
+) -> Option<Result<()>> {
+    for stage in [
+        codegen::Stage::Validate,
+        codegen::Stage::Generate,
+        codegen::Stage::Typify,
+        codegen::Stage::TypifyFormatted,
+    ] {
+        if scenario == stage.command() {
+            return Some(match args.next() {
+                Some(contract) => codegen::child(std::path::Path::new(&contract), stage),
+                None => Err("a child command needs a contract path".into()),
+            });
+        }
+    }
+    (scenario == "build-cost").then(|| bench_build_cost(args.next()))
+}
+
+/// Without the generator: `build-cost` refused, saying how to build it in.
+#[cfg(not(feature = "codegen"))]
+fn generator_scenario(scenario: &str, _: &mut impl Iterator<Item = String>) -> Option<Result<()>> {
+    (scenario == "build-cost").then(|| Err(WITHOUT_GENERATOR.into()))
+}
+
+/// Why the generator's scenarios are missing from this build.
+#[cfg(not(feature = "codegen"))]
+const WITHOUT_GENERATOR: &str = "built without the generator: `cargo run --release -p warren-bench --features codegen -- codegen` (or `build-cost`). It is a feature because it turns on serde_json's `preserve_order`, which a service's build does not have and which makes every JSON object the worker parses dearer";
+
+/// The `codegen` scenario, missing from this build: said so.
+#[cfg(not(feature = "codegen"))]
+fn bench_codegen() -> Result<()> {
+    println!("codegen: skipped, {WITHOUT_GENERATOR}\n");
+    Ok(())
+}
+
 /// The `build-cost` scenario on the shapes of `sizes` (messages, comma-separated; by
 /// default 5, 200 and 1,000): no broker, only `cargo`.
+#[cfg(feature = "codegen")]
 fn bench_build_cost(sizes: Option<String>) -> Result<()> {
     let shapes = match sizes {
         None => build_cost::SHAPES.to_vec(),
@@ -708,6 +741,7 @@ fn bench_build_cost(sizes: Option<String>) -> Result<()> {
     build_cost::bench(workspace, &shapes)
 }
 
+#[cfg(feature = "codegen")]
 fn bench_codegen() -> Result<()> {
     let dir = std::env::temp_dir().join(format!("warren-bench-codegen-{}", std::process::id()));
     let shape = codegen::CLASSIC;

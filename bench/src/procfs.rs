@@ -12,6 +12,7 @@ pub fn stat_fields(pid: &str) -> Option<Vec<String>> {
 }
 
 /// The peak resident memory of process `pid` (or `self`) so far, in KiB (`VmHWM`).
+#[cfg(feature = "codegen")] // build-cost's alone
 pub fn high_water_kib(pid: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;

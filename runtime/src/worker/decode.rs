@@ -123,7 +123,17 @@ pub(crate) fn decode<M: Message>(
     validators: Option<&Validators>,
     max_body_bytes: usize,
 ) -> Result<Delivery<M::Payload, M::Headers>, Poison> {
-    let Parts { payload, headers } = parts(raw, M::CONTENT_TYPE, validators, max_body_bytes)?;
+    // A message without headers of its own reads none: its delivery's headers (warren's
+    // publish time, a trace context) are neither validated nor typed into `NoHeaders`.
+    let typed_headers = M::HEADERS_SCHEMA.is_some()
+        || std::any::TypeId::of::<M::Headers>() != std::any::TypeId::of::<crate::NoHeaders>();
+    let Parts { payload, headers } = parts(
+        raw,
+        M::CONTENT_TYPE,
+        validators,
+        max_body_bytes,
+        typed_headers,
+    )?;
     let payload: M::Payload = typed(payload)?;
     let headers: M::Headers = serde_json::from_value(headers).map_err(|e| {
         poison(
@@ -141,12 +151,14 @@ struct Parts {
 }
 
 /// The payload and headers of `raw`, a message of `content_type`: admitted, decompressed
-/// within the cap, parsed and, with `validators`, validated.
+/// within the cap, parsed and, with `validators`, validated. The headers are read only when
+/// `typed_headers` (else an empty object).
 fn parts(
     raw: &lapin::message::Delivery,
     content_type: &str,
     validators: Option<&Validators>,
     max_body_bytes: usize,
+    typed_headers: bool,
 ) -> Result<Parts, Poison> {
     admit(raw, content_type, max_body_bytes)?;
     let properties = &raw.properties;
@@ -158,6 +170,7 @@ fn parts(
     bounded(&body, max_body_bytes)?;
     let headers = Value::Object(
         (properties.headers().as_ref())
+            .filter(|_| typed_headers)
             .map(table_to_json)
             .unwrap_or_default(),
     );
