@@ -140,7 +140,8 @@ fn entry(field: &syn::Field) -> Option<TokenStream> {
             _ => return None,
         }
     }
-    // Named in full unless the field's name is its serialized name (raw or not).
+    // Named in full unless the field's name is its serialized name: a raw one (`r#type`) is
+    // always named, as the macro would write it `"r#type"`.
     let renamed = (*ident != serialized).then(|| quote! { = #serialized });
     Some(quote! { #ident #default #renamed })
 }
@@ -166,4 +167,75 @@ fn is_option(ty: &syn::Type) -> bool {
                 .as_slice(),
             ["Option"] | ["std" | "core", "option", "Option"]
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use quote::ToTokens;
+    use syn::Item;
+
+    use super::compact;
+
+    /// The items `compact` makes of `item`, as text.
+    fn compacted(item: Item) -> Vec<String> {
+        compact(vec![item])
+            .iter()
+            .map(|item| item.to_token_stream().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_struct_of_known_attributes_reads_itself_through_the_macro() {
+        let items = compacted(syn::parse_quote! {
+            #[derive(serde::Deserialize, serde::Serialize, Clone)]
+            #[serde(crate = "::warren_runtime::codegen::serde", deny_unknown_fields)]
+            pub struct Order {
+                pub id: String,
+                #[serde(rename = "type")]
+                pub r#type: Option<String>,
+                #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+                pub lines: Vec<u32>,
+                #[serde(rename = "order-note", skip_serializing_if = "::std::option::Option::is_none")]
+                pub note: ::std::option::Option<String>,
+            }
+        });
+        assert_eq!(items.len(), 2, "{items:?}");
+        assert!(
+            items[0].starts_with("# [derive (serde :: Serialize , Clone)]"),
+            "{}",
+            items[0]
+        );
+        assert_eq!(
+            items[1],
+            ":: warren_runtime :: codegen :: deserialize_struct ! { Order deny_unknown_fields { \
+             id , r#type : default = \"type\" , lines : default , note : default = \"order-note\" } }"
+        );
+    }
+
+    #[test]
+    fn a_struct_with_an_attribute_the_macro_does_not_read_keeps_the_derive() {
+        let unread: [Item; 4] = [
+            syn::parse_quote! {
+                #[derive(serde::Deserialize)]
+                pub struct A { #[serde(flatten)] pub extra: std::collections::BTreeMap<String, u8> }
+            },
+            syn::parse_quote! {
+                #[derive(serde::Deserialize)]
+                pub struct B { #[serde(default = "defaults::b_count")] pub count: u64 }
+            },
+            syn::parse_quote! {
+                #[derive(serde::Deserialize)]
+                #[serde(rename_all = "camelCase")]
+                pub struct C { pub first_name: String }
+            },
+            syn::parse_quote! {
+                #[derive(serde::Deserialize)]
+                pub struct D(pub String);
+            },
+        ];
+        for item in unread {
+            let before = item.to_token_stream().to_string();
+            assert_eq!(compacted(item), [before]);
+        }
+    }
 }
