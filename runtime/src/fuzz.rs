@@ -124,15 +124,16 @@ impl<M: Message> Decoder<M> {
         })
     }
 
-    /// `raw` decoded as the worker decodes it, validated (unless `validate` is false) and
-    /// typed; the poison reason and detail when it is refused.
+    /// `raw` decoded as the worker decodes it (with its default cap on bodies), validated
+    /// (unless `validate` is false) and typed; the poison reason and detail when it is refused.
     pub fn decode(
         &self,
         raw: &lapin::message::Delivery,
         validate: bool,
     ) -> Result<crate::Delivery<M::Payload, M::Headers>, String> {
         let validators = validate.then_some(&*self.validators);
-        decode_delivery::<M>(raw, &self.queue, validators, 1 << 20)
+        let cap = crate::worker::DEFAULT_MAX_BODY_BYTES;
+        decode_delivery::<M>(raw, &self.queue, validators, cap)
             .map_err(|poison| format!("{}: {}", poison.reason, poison.detail))
     }
 }

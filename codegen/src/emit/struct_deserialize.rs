@@ -3,7 +3,7 @@
 //!
 //! serde's derive expands to ~19 KB of code for a struct of six fields, which the user's crate
 //! type-checks and borrow-checks for every payload: on a contract of a thousand messages,
-//! 1.0 GB of the 1.6 GB the compiler took to check the types, and half their time. The
+//! 1.0 GB of the 1.6 GB the compiler took to check the types, and three quarters of their time. The
 //! runtime's macro reads the same documents with the same errors (its tests compare the two)
 //! and expands to the struct's own part only. A struct carrying any serde attribute the macro
 //! does not read (`flatten`, `default = "path"`, a container `default`, …) keeps the derive.
