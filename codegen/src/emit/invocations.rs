@@ -55,11 +55,54 @@ pub(super) fn shapes(template: TokenStream) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The [`shapes`] of the items a template writes for a type, parsed once: the same for
+/// every type but for its name, which is put into their text. Parsing a template for each of
+/// a large contract's thousands of types was a fifth of the generator's work.
+pub(super) struct NamedShapes {
+    template: fn(&Ident) -> TokenStream,
+    parsed: std::sync::OnceLock<Vec<String>>,
+}
+
+/// The name the templates are parsed with, replaced by each type's: no generated type is
+/// named so (typify's names are a schema's title or place in `UpperCamelCase`).
+const PLACEHOLDER: &str = "__WarrenShapeOf";
+
+impl NamedShapes {
+    /// The shapes of what `template` writes for a type of the name it is given.
+    pub(super) const fn new(template: fn(&Ident) -> TokenStream) -> Self {
+        Self {
+            template,
+            parsed: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The shapes for `name`: a token's text does not depend on its neighbours' lengths, so
+    /// the placeholder's text replaced by the name's is what parsing the template for the name
+    /// gives.
+    pub(super) fn of(&self, name: &Ident) -> Vec<String> {
+        let parsed = self.parsed.get_or_init(|| {
+            shapes((self.template)(&Ident::new(
+                PLACEHOLDER,
+                proc_macro2::Span::call_site(),
+            )))
+        });
+        let name = name.to_string();
+        (parsed.iter())
+            .map(|shape| shape.replace(PLACEHOLDER, &name))
+            .collect()
+    }
+}
+
 /// typify's `TryFrom<&str>` and `TryFrom<String>` of `name`, which parse the value with its
 /// `FromStr` (a string enum's and a constrained string's alike; the runtime's
 /// `__warren_parsed_from_text!`), as [`shapes`].
 pub(super) fn parsed_from_text(name: &Ident) -> Vec<String> {
-    shapes(quote! {
+    static PARSED_FROM_TEXT: NamedShapes = NamedShapes::new(parsed_from_text_template);
+    PARSED_FROM_TEXT.of(name)
+}
+
+fn parsed_from_text_template(name: &Ident) -> TokenStream {
+    quote! {
         impl ::std::convert::TryFrom<&str> for #name {
             type Error = self::error::ConversionError;
             fn try_from(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
@@ -74,7 +117,7 @@ pub(super) fn parsed_from_text(name: &Ident) -> Vec<String> {
                 value.parse()
             }
         }
-    })
+    }
 }
 
 /// The first lines of the invocations laid out, as prettyplease writes them.

@@ -13,7 +13,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{ToTokens, quote};
 use syn::{Item, ItemImpl};
 
-use super::invocations::{parsed_from_text, shape, shapes};
+use super::invocations::{NamedShapes, parsed_from_text, shape};
 
 /// `items` of the `types` module with each constrained string's impls as one invocation.
 pub(super) fn compact(items: Vec<Item>) -> Vec<Item> {
@@ -92,9 +92,16 @@ fn is_string_newtype(item: &syn::ItemStruct) -> bool {
 }
 
 /// The five impls of `name` whose text never changes, as typify writes them (its crate paths
-/// rerouted), as [`shapes`].
+/// rerouted), as [`shapes`](super::invocations::shapes).
 fn fixed_impls(name: &Ident) -> Vec<String> {
-    let mut fixed = shapes(quote! {
+    static FIXED: NamedShapes = NamedShapes::new(fixed_template);
+    let mut fixed = FIXED.of(name);
+    fixed.extend(parsed_from_text(name));
+    fixed
+}
+
+fn fixed_template(name: &Ident) -> TokenStream {
+    quote! {
         impl ::std::ops::Deref for #name {
             type Target = ::std::string::String;
             fn deref(&self) -> &::std::string::String { &self.0 }
@@ -116,9 +123,7 @@ fn fixed_impls(name: &Ident) -> Vec<String> {
                     })
             }
         }
-    });
-    fixed.extend(parsed_from_text(name));
-    fixed
+    }
 }
 
 /// The checks of `item` when it is typify's `FromStr` of `name`: its statements but the
@@ -135,15 +140,20 @@ fn from_str_checks(item: &ItemImpl, name: &Ident) -> Option<TokenStream> {
         }
         shape(&item)
     };
-    let expected = shapes(quote! {
+    static UNCHECKED: NamedShapes = NamedShapes::new(unchecked_from_str);
+    (UNCHECKED.of(name) == [without_checks]).then(|| quote! { #( #checks )* })
+}
+
+/// typify's `FromStr` of `name` without its checks.
+fn unchecked_from_str(name: &Ident) -> TokenStream {
+    quote! {
         impl ::std::str::FromStr for #name {
             type Err = self::error::ConversionError;
             fn from_str(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
                 Ok(Self(value.to_string()))
             }
         }
-    });
-    (expected == [without_checks]).then(|| quote! { #( #checks )* })
+    }
 }
 
 /// `string_newtype! { T |value| { checks } }` for `name`, when its six impls were found.
