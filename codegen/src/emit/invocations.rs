@@ -101,6 +101,7 @@ pub(super) fn parsed_from_text(name: &Ident) -> Vec<String> {
     PARSED_FROM_TEXT.of(name)
 }
 
+/// What [`parsed_from_text`] compares with, for `name`.
 fn parsed_from_text_template(name: &Ident) -> TokenStream {
     quote! {
         impl ::std::convert::TryFrom<&str> for #name {
@@ -295,6 +296,11 @@ impl Parse for Entry {
 }
 
 impl Body {
+    /// The flag after the name, with the space before it; empty without one.
+    fn flag_text(&self) -> String {
+        self.flag.iter().map(|flag| format!(" {flag}")).collect()
+    }
+
     /// The body on one line under an invocation indented by `indent`, when it fits within
     /// [`MARGIN`] and its entries are names with at most an identifier and a literal.
     fn on_one_line(&self, indent: &str) -> Option<String> {
@@ -313,11 +319,7 @@ impl Body {
             entries.push(text);
         }
         let name = self.name.as_ref()?;
-        let flag = self
-            .flag
-            .iter()
-            .map(|flag| format!(" {flag}"))
-            .collect::<String>();
+        let flag = self.flag_text();
         let line = format!("{indent}    {name}{flag} {{ {} }}\n", entries.join(", "));
         (line.len() <= MARGIN + 1).then_some(line)
     }
@@ -325,11 +327,7 @@ impl Body {
     /// The body's lines, under an invocation indented by `indent`.
     fn lay_out(&self, indent: &str) -> String {
         // Named, the entries are a level deeper, inside the name's braces.
-        let flag = self
-            .flag
-            .iter()
-            .map(|flag| format!(" {flag}"))
-            .collect::<String>();
+        let flag = self.flag_text();
         let (mut text, entry_indent) = match &self.name {
             Some(name) => (
                 format!("{indent}    {name}{flag} {{\n"),

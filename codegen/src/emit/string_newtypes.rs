@@ -100,6 +100,7 @@ fn fixed_impls(name: &Ident) -> Vec<String> {
     fixed
 }
 
+/// What [`fixed_impls`] compares with, for `name`.
 fn fixed_template(name: &Ident) -> TokenStream {
     quote! {
         impl ::std::ops::Deref for #name {
