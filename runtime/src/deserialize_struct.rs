@@ -167,17 +167,19 @@ macro_rules! __warren_deserialize_struct {
             where
                 D: $crate::codegen::serde::Deserializer<'de>,
             {
+                // The items below are named as no generated type is (`__`), so that a struct
+                // named `Field` or `Struct` is still itself inside.
                 use $crate::codegen::struct_fields as fields;
                 #[allow(non_camel_case_types)]
                 #[derive(Clone, Copy)]
-                enum Field { $( $field, )* }
-                const ORDER: &[Field] = &[$( Field::$field, )*];
-                const FIELDS: fields::Fields = fields::Fields {
+                enum __Field { $( $field, )* }
+                const __ORDER: &[__Field] = &[$( __Field::$field, )*];
+                const __FIELDS: fields::Fields = fields::Fields {
                     names: &[$( $crate::__warren_deserialize_struct!(@name $field $($json)?), )*],
                     deny_unknown: $crate::__warren_deserialize_struct!(@deny $($deny)?),
                 };
-                struct Struct;
-                impl<'de> $crate::codegen::serde::de::Visitor<'de> for Struct {
+                struct __Struct;
+                impl<'de> $crate::codegen::serde::de::Visitor<'de> for __Struct {
                     type Value = $name;
                     fn expecting(
                         &self,
@@ -190,10 +192,10 @@ macro_rules! __warren_deserialize_struct {
                         A: $crate::codegen::serde::de::MapAccess<'de>,
                     {
                         $( let mut $field = ::core::option::Option::None; )*
-                        while let ::core::option::Option::Some(index) = FIELDS.next(&mut map)? {
+                        while let ::core::option::Option::Some(index) = __FIELDS.next(&mut map)? {
                             let ::core::option::Option::Some(index) = index else { continue };
-                            match ORDER[index] {
-                                $( Field::$field => fields::next_value(
+                            match __ORDER[index] {
+                                $( __Field::$field => fields::next_value(
                                     &mut $field,
                                     &mut map,
                                     $crate::__warren_deserialize_struct!(@name $field $($json)?),
@@ -207,7 +209,7 @@ macro_rules! __warren_deserialize_struct {
                         })
                     }
                 }
-                deserializer.deserialize_struct(::core::stringify!($name), FIELDS.names, Struct)
+                deserializer.deserialize_struct(::core::stringify!($name), __FIELDS.names, __Struct)
             }
         }
     };
@@ -268,6 +270,24 @@ mod tests {
         }
         crate::__warren_deserialize_struct! {
             Strict deny_unknown_fields { id, count = "the-count", tags: default, note, value }
+        }
+
+        /// Named as the macro's own items would be without their `__`.
+        #[derive(Debug, PartialEq)]
+        pub(super) struct Field {
+            pub(super) r#struct: u8,
+        }
+        crate::__warren_deserialize_struct! { Field { r#struct = "struct" } }
+
+        /// With fields named as the macro's own variables and module.
+        #[derive(Debug, PartialEq)]
+        pub(super) struct Struct {
+            pub(super) field: Field,
+            pub(super) map: Option<u8>,
+            pub(super) fields: Vec<u8>,
+        }
+        crate::__warren_deserialize_struct! {
+            Struct deny_unknown_fields { field, map: default, fields: default }
         }
 
         #[derive(Debug)]
@@ -336,6 +356,19 @@ mod tests {
                 assert_eq!(derived, lean, "{text}");
             }
         }
+    }
+
+    #[test]
+    fn a_struct_may_bear_the_name_of_what_the_macro_writes() {
+        let text = r#"{"field":{"struct":7},"map":1,"fields":[2]}"#;
+        let read: lean::Struct = serde_json::from_str(text).expect("read");
+        let field = lean::Field { r#struct: 7 };
+        let expected = lean::Struct {
+            field,
+            map: Some(1),
+            fields: vec![2],
+        };
+        assert_eq!(read, expected);
     }
 
     #[test]
