@@ -131,8 +131,6 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
         quote! { #docs pub type #alias = #rust_type; }
     });
     let items = super::type_docs::rewrite(reroute(quote! { #stream #( #aliases )* }), contract)?;
-    let mut items = super::struct_deserialize::compact(items);
-    items.iter_mut().for_each(tidy_attributes);
     let items = super::builders::compact(items);
     let items = super::string_enums::compact(shared_error(items));
     // A builder module names each type's builder after it: its types are left as they are.
@@ -140,11 +138,14 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
         true => items,
         false => super::shared_types::share(items, contract),
     };
-    // After sharing: a type made an alias needs no constructor and no invocation, and two of
-    // every three of a large contract's types can be (a constructor is parsed as it is made,
-    // and a constrained string's impls compared as text). Sharing compares typify's impls of a
-    // constrained string as it would their invocation: one is made of the other.
-    let mut items = super::constructors::add(super::string_newtypes::compact(items));
+    // After sharing: a type made an alias needs no constructor, no invocation and no tidying,
+    // and two of every three of a large contract's types can be (a constructor is parsed as it
+    // is made, a constrained string's impls compared as text, a struct's serde attributes
+    // read). Sharing compares typify's items as it would what these make of them: each is
+    // made of the items alone.
+    let items = super::struct_deserialize::compact(super::string_newtypes::compact(items));
+    let mut items = super::constructors::add(items);
+    items.iter_mut().for_each(tidy_attributes);
     items.insert(0, serde_in_scope());
     // typify's output is not written for every lint a user's crate may enable (it unwraps
     // its pattern regexes, for one), hence the allows on this module only. A field named as
