@@ -159,14 +159,9 @@ fn is_option(ty: &syn::Type) -> bool {
         .map(|s| s.ident.to_string())
         .collect();
     ty.qself.is_none()
-        && matches!(
-            names
-                .iter()
-                .map(String::as_str)
-                .collect::<Vec<_>>()
-                .as_slice(),
-            ["Option"] | ["std" | "core", "option", "Option"]
-        )
+        && (names == ["Option"]
+            || names == ["std", "option", "Option"]
+            || names == ["core", "option", "Option"])
 }
 
 #[cfg(test)]
