@@ -488,7 +488,7 @@ pub(crate) fn outgoing<M: Message>(
         source,
     };
     let validators = Validators::of::<M>()?;
-    let payload = validated_payload::<M>(&validators, payload)?;
+    let mut body = validated_payload::<M>(&validators, payload)?;
     let headers = serde_json::to_value(headers).map_err(|e| serialize(MessagePart::Headers, e))?;
     let headers = match headers {
         serde_json::Value::Object(map) => serde_json::Value::Object(map),
@@ -502,7 +502,6 @@ pub(crate) fn outgoing<M: Message>(
             errors,
         });
     }
-    let mut body = serde_json::to_vec(&payload).map_err(|e| serialize(MessagePart::Payload, e))?;
     let message_id = options
         .message_id
         .clone()

@@ -1,8 +1,7 @@
 //! A message body as JSON, both ways: bounded before it is parsed, validated against its
 //! message's schema, turned into its type, and, publishing, validated before it is sent.
 
-use serde_json::Value;
-
+use super::document::Document;
 use crate::error::MessagePart;
 use crate::model::FailureReason;
 use crate::schema::Validators;
@@ -33,7 +32,7 @@ pub(crate) fn payload<M: Message>(
     max_body_bytes: usize,
 ) -> Result<M::Payload, Poison> {
     bounded(body, max_body_bytes)?;
-    typed(validated(body, validators)?)
+    typed(&validated(body, validators)?)
 }
 
 /// Refuses a body holding more JSON values than `max_body_bytes` allows (see
@@ -52,14 +51,17 @@ pub(crate) fn bounded(body: &[u8], max_body_bytes: usize) -> Result<(), Poison> 
     Ok(())
 }
 
-/// `body` parsed as JSON.
-pub(crate) fn parsed(body: &[u8]) -> Result<Value, Poison> {
-    serde_json::from_slice(body)
+/// `body` parsed as JSON, once, in place: what the payload is validated and typed from.
+pub(crate) fn parsed(body: &[u8]) -> Result<Document<'_>, Poison> {
+    Document::parse(body)
         .map_err(|e| poison(FailureReason::Decode, format!("body is not JSON: {e}")))
 }
 
 /// `body` parsed as JSON and valid against the payload schema of `validators`.
-pub(crate) fn validated(body: &[u8], validators: &Validators) -> Result<Value, Poison> {
+pub(crate) fn validated<'a>(
+    body: &'a [u8],
+    validators: &Validators,
+) -> Result<Document<'a>, Poison> {
     let payload = parsed(body)?;
     if let Some(errors) = validators.payload_errors(&payload) {
         return Err(poison(FailureReason::Validation, errors));
@@ -67,9 +69,9 @@ pub(crate) fn validated(body: &[u8], validators: &Validators) -> Result<Value, P
     Ok(payload)
 }
 
-/// A validated payload as its type.
-pub(crate) fn typed<P: serde::de::DeserializeOwned>(payload: Value) -> Result<P, Poison> {
-    serde_json::from_value(payload).map_err(|e| {
+/// A parsed (and validated) payload as its type.
+pub(crate) fn typed<P: serde::de::DeserializeOwned>(payload: &Document<'_>) -> Result<P, Poison> {
+    P::deserialize(payload.root()).map_err(|e| {
         poison(
             FailureReason::Decode,
             format!("payload does not fit its type: {e}"),
@@ -78,13 +80,15 @@ pub(crate) fn typed<P: serde::de::DeserializeOwned>(payload: Value) -> Result<P,
 }
 
 /// A body of the worker's cap holds at most one JSON value (or object member) per this many
-/// bytes of the cap. Parsed, a value takes 32 bytes (72 where serde_json's `preserve_order` is
-/// on, as any crate of the build may turn it on), and `[1,1,…]` spends 2 bytes on each: parsing
-/// 8 MB of it took 290 MB. With this budget a parsed body takes at most 4.5 times the cap, however
-/// small it was as sent: a body may be as dense as it likes as long as it is small.
+/// bytes of the cap. Parsed into a [`Document`], a value takes 24 bytes in its arena and as
+/// many again while its container is open (an object's member 48, and a member costs two of
+/// the budget, its `:` and its `,`), each arena up to twice that as it grows; and `[1,1,…]`
+/// spends 2 bytes on each (as a `serde_json::Value`, 8 MB of it took 290 MB). With this budget
+/// a parsed body takes at most 6 times the cap, however small it was as sent: a body may be as
+/// dense as it likes as long as it is small.
 const BYTES_PER_ITEM: usize = 16;
 
-/// However small the cap, this many values are allowed (4.5 MiB parsed at most), so a body
+/// However small the cap, this many values are allowed (6 MiB parsed at most), so a body
 /// under a small cap is never refused for its density.
 const MIN_ITEMS: usize = 64 * 1024;
 
@@ -125,24 +129,27 @@ fn more_items_than(body: &[u8], max: usize) -> bool {
     false
 }
 
-/// `payload` of message `M` as JSON, validated against its schema.
+/// `payload` of message `M` as its JSON body, validated against its schema: read back as a
+/// worker reads it, so that what is sent is what was validated.
 pub(crate) fn validated_payload<M: Message>(
     validators: &Validators,
     payload: &M::Payload,
-) -> Result<serde_json::Value, PublishError> {
-    let payload = serde_json::to_value(payload).map_err(|source| PublishError::Serialize {
+) -> Result<Vec<u8>, PublishError> {
+    let serialize = |source| PublishError::Serialize {
         message: M::NAME,
         part: MessagePart::Payload,
         source,
-    })?;
-    if let Some(errors) = validators.payload_errors(&payload) {
+    };
+    let body = serde_json::to_vec(payload).map_err(serialize)?;
+    let document = Document::parse(&body).map_err(serialize)?;
+    if let Some(errors) = validators.payload_errors(&document) {
         return Err(PublishError::Invalid {
             message: M::NAME,
             part: MessagePart::Payload,
             errors,
         });
     }
-    Ok(payload)
+    Ok(body)
 }
 
 #[cfg(test)]

@@ -392,12 +392,7 @@ pub async fn call<O: Operation>(
 /// declared error (generated [`DeclaredErrors::encode`]); not a stable API.
 pub fn encode_payload<M: Message>(payload: &M::Payload) -> Result<Vec<u8>, PublishError> {
     let validators = Validators::of::<M>()?;
-    let value = crate::codec::validated_payload::<M>(&validators, payload)?;
-    serde_json::to_vec(&value).map_err(|source| PublishError::Serialize {
-        message: M::NAME,
-        part: crate::MessagePart::Payload,
-        source,
-    })
+    crate::codec::validated_payload::<M>(&validators, payload)
 }
 
 /// `body` decoded as a payload of message `M` and validated against its schema (generated

@@ -2,13 +2,14 @@
 //! size cap), check the content type, parse, validate against the JSON Schema, deserialize.
 //! A message that fails any step is poison: deterministic, so it is never retried.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::policy::broker_counts;
 use crate::amqp::{header_int, header_str, table_to_json};
-use crate::codec::{Poison, bounded, decompress, parsed, poison, typed, validated};
+use crate::codec::{Document, Poison, bounded, decompress, parsed, poison, typed, validated};
 use crate::model::limits::{MAX_EXPIRATION_MILLIS, MAX_SHORT_STRING};
 use crate::model::{FailureReason, Queue, headers};
 use crate::schema::Validators;
@@ -110,13 +111,13 @@ pub(crate) fn original_route(
 }
 
 /// Decodes `raw` as message `M`, validating it against its JSON Schemas unless `validators`
-/// is `None` (validation turned off): the envelope admitted, the body read and parsed (once,
-/// into JSON values, which are validated), the payload and headers typed, then the
-/// delivery's route, history and properties attached.
+/// is `None` (validation turned off): the envelope admitted, the body read and parsed once, in
+/// place (a [`Document`], which the payload is validated against and typed from), the headers
+/// validated and typed, then the delivery's route, history and properties attached.
 ///
 /// Only the typing depends on `M`: the rest is compiled once, not for every message of a
-/// contract ([`super::erased`]). And only one way of deserializing (from a JSON value) is
-/// compiled for each payload type, validated or not.
+/// contract ([`super::erased`]). And only one way of deserializing is compiled for each
+/// payload type, validated or not.
 pub(crate) fn decode<M: Message>(
     raw: &lapin::message::Delivery,
     queue: &Queue,
@@ -127,14 +128,9 @@ pub(crate) fn decode<M: Message>(
     // publish time, a trace context) are neither validated nor typed into `NoHeaders`.
     let typed_headers = M::HEADERS_SCHEMA.is_some()
         || std::any::TypeId::of::<M::Headers>() != std::any::TypeId::of::<crate::NoHeaders>();
-    let Parts { payload, headers } = parts(
-        raw,
-        M::CONTENT_TYPE,
-        validators,
-        max_body_bytes,
-        typed_headers,
-    )?;
-    let payload: M::Payload = typed(payload)?;
+    let body = body(raw, M::CONTENT_TYPE, max_body_bytes)?;
+    let Parts { payload, headers } = parts(raw, &body, validators, typed_headers)?;
+    let payload: M::Payload = typed(&payload)?;
     let headers: M::Headers = serde_json::from_value(headers).map_err(|e| {
         poison(
             FailureReason::Decode,
@@ -144,41 +140,45 @@ pub(crate) fn decode<M: Message>(
     Ok(delivery_of(raw, queue).carrying(payload, headers))
 }
 
-/// A delivery's payload and headers as JSON, validated when they were to be.
-struct Parts {
-    payload: Value,
+/// A delivery's payload and headers, validated when they were to be.
+struct Parts<'a> {
+    payload: Document<'a>,
     headers: Value,
 }
 
-/// The payload and headers of `raw`, a message of `content_type`: admitted, decompressed
-/// within the cap, parsed and, with `validators`, validated. The headers are read only when
-/// `typed_headers` (else an empty object).
-fn parts(
-    raw: &lapin::message::Delivery,
+/// The body of `raw`, a message of `content_type`: admitted, decompressed within the cap, and
+/// of no more JSON values than the cap allows.
+fn body<'a>(
+    raw: &'a lapin::message::Delivery,
     content_type: &str,
-    validators: Option<&Validators>,
     max_body_bytes: usize,
-    typed_headers: bool,
-) -> Result<Parts, Poison> {
+) -> Result<Cow<'a, [u8]>, Poison> {
     admit(raw, content_type, max_body_bytes)?;
-    let properties = &raw.properties;
-    let encoding = properties
-        .content_encoding()
-        .as_ref()
-        .map(|e| e.to_string());
+    let encoding = (raw.properties.content_encoding().as_ref()).map(|e| e.to_string());
     let body = decompress(&raw.data, encoding.as_deref(), max_body_bytes)?;
     bounded(&body, max_body_bytes)?;
+    Ok(body)
+}
+
+/// The payload of `body` and the headers of `raw`: parsed and, with `validators`, validated.
+/// The headers are read only when `typed_headers` (else an empty object).
+fn parts<'a>(
+    raw: &lapin::message::Delivery,
+    body: &'a [u8],
+    validators: Option<&Validators>,
+    typed_headers: bool,
+) -> Result<Parts<'a>, Poison> {
     let headers = Value::Object(
-        (properties.headers().as_ref())
+        (raw.properties.headers().as_ref())
             .filter(|_| typed_headers)
             .map(table_to_json)
             .unwrap_or_default(),
     );
     let Some(validators) = validators else {
-        let payload = parsed(&body)?;
+        let payload = parsed(body)?;
         return Ok(Parts { payload, headers });
     };
-    let payload = validated(&body, validators)?;
+    let payload = validated(body, validators)?;
     if let Some(errors) = validators.headers_errors(&headers) {
         return Err(poison(
             FailureReason::Validation,
