@@ -685,8 +685,9 @@ async fn bench_retry(connection: &Connection, t: &Topology, n: usize) -> Result<
     Ok(())
 }
 
-/// The scenarios and child commands of the generator (`build-cost`, and the stages `codegen`
-/// runs in a child process), run when `scenario` is one: `None` for the others.
+/// The scenarios and child commands of the generator (`build-cost`, the stages `codegen` runs
+/// in a child process, and `write-contract`), run when `scenario` is one: `None` for the
+/// others.
 #[cfg(feature = "codegen")]
 fn generator_scenario(
     scenario: &str,
@@ -705,7 +706,17 @@ fn generator_scenario(
             });
         }
     }
-    (scenario == "build-cost").then(|| bench_build_cost(args.next()))
+    match scenario {
+        "build-cost" => Some(bench_build_cost(args.next())),
+        // The classic contract written where a profiler can be pointed at it:
+        // `valgrind --tool=callgrind warren-bench generate-child "$(warren-bench write-contract DIR)"`.
+        "write-contract" => Some(match args.next() {
+            Some(dir) => codegen::write_contract(std::path::Path::new(&dir), codegen::CLASSIC)
+                .map(|contract| println!("{}", contract.display())),
+            None => Err("write-contract needs a directory".into()),
+        }),
+        _ => None,
+    }
 }
 
 /// Without the generator: `build-cost` refused, saying how to build it in.

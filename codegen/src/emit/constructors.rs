@@ -13,8 +13,12 @@
 //! may be absent from the JSON; every other field is an argument, in field order (the
 //! properties' names, sorted), so reordering a schema's properties changes nothing.
 
-use quote::quote;
-use syn::{Expr, Field, Fields, Item, ItemStruct, Lit, Meta, Path, Token};
+use proc_macro2::Ident;
+use syn::punctuated::Punctuated;
+use syn::{
+    Expr, ExprPath, Field, FieldValue, Fields, FnArg, ImplItem, Item, ItemImpl, ItemStruct, Lit,
+    Member, Meta, Pat, PatIdent, PatType, Path, Stmt, Token, Type,
+};
 
 use super::docs::{code, compose};
 
@@ -46,19 +50,18 @@ fn constructor(item: &ItemStruct) -> Option<Item> {
         return None;
     };
     let name = &item.ident;
-    let mut arguments = Vec::new();
+    let mut arguments: Punctuated<FnArg, Token![,]> = Punctuated::new();
     let mut required = Vec::new();
-    let mut inits = Vec::new();
+    let mut inits: Punctuated<FieldValue, Token![,]> = Punctuated::new();
     for field in &fields.named {
         let ident = field.ident.as_ref()?;
         match filled(field) {
             Filled::Argument => {
-                let ty = &field.ty;
-                arguments.push(quote! { #ident: #ty });
+                arguments.push(argument(ident, &field.ty));
                 required.push(code(&ident.to_string()));
-                inits.push(quote! { #ident });
+                inits.push(init(ident, None));
             }
-            Filled::Default(value) => inits.push(quote! { #ident: #value }),
+            Filled::Default(value) => inits.push(init(ident, Some(value))),
         }
     }
     let required = if required.is_empty() {
@@ -72,14 +75,63 @@ fn constructor(item: &ItemStruct) -> Option<Item> {
         None,
         "",
     );
-    Some(syn::parse_quote! {
+    let mut constructor: ItemImpl = syn::parse_quote! {
         impl #name {
             #docs
-            pub fn new(#( #arguments ),*) -> Self {
-                Self { #( #inits ),* }
+            pub fn new() -> Self {
+                Self {}
             }
         }
+    };
+    // The arguments and the fields are put in as syntax, not printed and parsed again: a
+    // large contract has a thousand constructors, and their types are most of their text.
+    let ImplItem::Fn(new) = constructor.items.first_mut()? else {
+        return None;
+    };
+    new.sig.inputs = arguments;
+    let Some(Stmt::Expr(Expr::Struct(body), None)) = new.block.stmts.first_mut() else {
+        return None;
+    };
+    body.fields = inits;
+    Some(Item::Impl(constructor))
+}
+
+/// `ident: ty`, an argument of `new`.
+fn argument(ident: &Ident, ty: &Type) -> FnArg {
+    FnArg::Typed(PatType {
+        attrs: Vec::new(),
+        pat: Box::new(Pat::Ident(PatIdent {
+            attrs: Vec::new(),
+            by_ref: None,
+            mutability: None,
+            ident: ident.clone(),
+            subpat: None,
+        })),
+        colon_token: Default::default(),
+        ty: Box::new(ty.clone()),
     })
+}
+
+/// The field `ident` of the struct `new` makes: `ident: value`, or `ident` from the argument
+/// of its name.
+fn init(ident: &Ident, value: Option<Expr>) -> FieldValue {
+    let (colon_token, expr) = match value {
+        Some(value) => (Some(Default::default()), value),
+        None => (
+            None,
+            Expr::Path(ExprPath {
+                attrs: Vec::new(),
+                qself: None,
+                path: ident.clone().into(),
+            }),
+        ),
+    };
+    FieldValue {
+        attrs: Vec::new(),
+        member: Member::Named(ident.clone()),
+        colon_token,
+        expr,
+    }
 }
 
 /// Whether `field` is an argument of `new`, or else its default: typify's serde attributes

@@ -17,7 +17,9 @@
 //! trait of another type's impl (`impl From<Note> for Text`) is left alone: two of those,
 //! made one, would conflict.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 
 use proc_macro2::{TokenStream, TokenTree};
 use quote::ToTokens;
@@ -85,88 +87,108 @@ fn aliases(
     owners: &[Option<String>],
     candidates: &BTreeSet<String>,
 ) -> BTreeMap<String, String> {
-    // Each candidate's items as tokens, made once for every round.
-    let streams: Vec<(&str, TokenStream)> = (items.iter().zip(owners))
-        .filter_map(|(item, owner)| {
-            let owner = owner
-                .as_deref()
-                .filter(|owner| candidates.contains(*owner))?;
-            Some((owner, item.to_token_stream()))
-        })
-        .collect();
+    // Each candidate's items as compared, made once for every round: a round only puts the
+    // names found shared in their places.
+    let mut shapes: BTreeMap<&str, Shape<'_>> = BTreeMap::new();
+    for (item, owner) in items.iter().zip(owners) {
+        let Some(owner) = owner.as_deref().and_then(|owner| candidates.get(owner)) else {
+            continue;
+        };
+        let shape = shapes.entry(owner).or_default();
+        shape.add(item.to_token_stream(), owner, candidates);
+        shape.text.push('\n');
+    }
     let mut aliases: BTreeMap<String, String> = BTreeMap::new();
     loop {
-        let mut texts: BTreeMap<&str, String> = BTreeMap::new();
-        for (owner, stream) in &streams {
-            if !aliases.contains_key(*owner) {
-                let text = texts.entry(owner).or_default();
-                compared(stream.clone(), owner, &aliases, text);
-                text.push('\n');
+        let mut first_of: BTreeMap<(&str, Vec<&str>), &str> = BTreeMap::new();
+        let mut found = Vec::new();
+        for (owner, shape) in &shapes {
+            if aliases.contains_key(*owner) {
+                continue;
             }
-        }
-        let mut first_of: BTreeMap<String, &str> = BTreeMap::new();
-        let mut found = false;
-        for (name, text) in texts {
-            match first_of.get(&text) {
-                Some(first) => {
-                    aliases.insert(name.to_owned(), (*first).to_owned());
-                    found = true;
-                }
-                None => {
-                    first_of.insert(text, name);
+            let named = (shape.named.iter())
+                .map(|name| aliases.get(*name).map_or(*name, String::as_str))
+                .collect();
+            match first_of.entry((&shape.text, named)) {
+                Entry::Occupied(first) => found.push((*owner, *first.get())),
+                Entry::Vacant(place) => {
+                    place.insert(owner);
                 }
             }
         }
-        if !found {
+        if found.is_empty() {
             return aliases;
+        }
+        for (owner, first) in found {
+            aliases.insert(owner.to_owned(), first.to_owned());
         }
     }
 }
 
-/// Appends to `text` the tokens of `stream` as compared: docs left out, `owner` as `Self`, and
-/// each type found shared as the one it is shared with.
-fn compared(
-    stream: TokenStream,
-    owner: &str,
-    aliases: &BTreeMap<String, String>,
-    text: &mut String,
-) {
-    let mut trees = stream.into_iter().peekable();
-    while let Some(tree) = trees.next() {
-        match tree {
-            TokenTree::Punct(punct)
-                if punct.as_char() == '#'
-                    && matches!(trees.peek(), Some(TokenTree::Group(group)) if is_doc(group)) =>
-            {
-                trees.next();
-            }
-            TokenTree::Group(group) => {
-                text.push_str(match group.delimiter() {
-                    proc_macro2::Delimiter::Parenthesis => "(",
-                    proc_macro2::Delimiter::Brace => "{",
-                    proc_macro2::Delimiter::Bracket => "[",
-                    proc_macro2::Delimiter::None => "«",
-                });
-                compared(group.stream(), owner, aliases, text);
-                text.push_str(match group.delimiter() {
-                    proc_macro2::Delimiter::Parenthesis => ")",
-                    proc_macro2::Delimiter::Brace => "}",
-                    proc_macro2::Delimiter::Bracket => "]",
-                    proc_macro2::Delimiter::None => "»",
-                });
-            }
-            TokenTree::Ident(ident) => {
-                let name = ident.to_string();
-                match aliases.get(&name) {
-                    _ if name == owner => text.push_str("Self"),
-                    Some(shared) => text.push_str(shared),
-                    None => text.push_str(&name),
+/// A candidate's items as compared: their tokens as text, docs left out and the candidate
+/// itself as `Self`, with [`NAMED`] wherever another candidate is named, and those candidates
+/// in order. Two candidates whose texts are equal and whose named candidates are shared with
+/// the same types are the same type.
+#[derive(Default)]
+struct Shape<'a> {
+    text: String,
+    named: Vec<&'a str>,
+}
+
+/// Where a [`Shape`]'s text names another candidate: a character no token's text holds
+/// (a literal's control characters are escaped).
+const NAMED: char = '\u{1}';
+
+impl<'a> Shape<'a> {
+    /// Appends the tokens of `stream`, an item of candidate `owner`.
+    fn add(&mut self, stream: TokenStream, owner: &str, candidates: &'a BTreeSet<String>) {
+        let mut trees = stream.into_iter().peekable();
+        while let Some(tree) = trees.next() {
+            match tree {
+                TokenTree::Punct(punct)
+                    if punct.as_char() == '#'
+                        && matches!(trees.peek(), Some(TokenTree::Group(group)) if is_doc(group)) =>
+                {
+                    trees.next();
                 }
-                text.push(' ');
-            }
-            other => {
-                text.push_str(&other.to_string());
-                text.push(' ');
+                TokenTree::Group(group) => {
+                    self.text.push_str(match group.delimiter() {
+                        proc_macro2::Delimiter::Parenthesis => "(",
+                        proc_macro2::Delimiter::Brace => "{",
+                        proc_macro2::Delimiter::Bracket => "[",
+                        proc_macro2::Delimiter::None => "«",
+                    });
+                    self.add(group.stream(), owner, candidates);
+                    self.text.push_str(match group.delimiter() {
+                        proc_macro2::Delimiter::Parenthesis => ")",
+                        proc_macro2::Delimiter::Brace => "}",
+                        proc_macro2::Delimiter::Bracket => "]",
+                        proc_macro2::Delimiter::None => "»",
+                    });
+                }
+                // Written straight into the text, then looked at there: a large contract's
+                // types hold millions of tokens, and a `String` for each cost more than the rest.
+                TokenTree::Ident(ident) => {
+                    let start = self.text.len();
+                    let _ = write!(self.text, "{ident}");
+                    let name = &self.text[start..];
+                    // A type's name begins with a capital; a field's or a keyword does not.
+                    let candidate = (name.starts_with(|c: char| c.is_ascii_uppercase()))
+                        .then(|| candidates.get(name))
+                        .flatten();
+                    if name == owner {
+                        self.text.truncate(start);
+                        self.text.push_str("Self");
+                    } else if let Some(candidate) = candidate {
+                        self.text.truncate(start);
+                        self.text.push(NAMED);
+                        self.named.push(candidate);
+                    }
+                    self.text.push(' ');
+                }
+                other => {
+                    let _ = write!(self.text, "{other} ");
+                }
             }
         }
     }
@@ -220,33 +242,43 @@ fn alias(item: &Item, shared: &str) -> Option<Item> {
     let note = super::docs::doc(&format!(
         "The same schema as [`{shared}`], so the same type."
     ));
-    Some(syn::parse_quote! {
-        #( #docs )*
+    let mut alias: syn::ItemType = syn::parse_quote! {
         #note
         pub type #ident = #shared;
-    })
+    };
+    // The type's own docs put in as syntax, not printed and parsed again.
+    alias.attrs.splice(0..0, docs.cloned());
+    Some(Item::Type(alias))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use quote::quote;
 
+    use super::Shape;
+
     #[test]
-    fn docs_are_left_out_and_the_owner_and_shared_types_renamed() {
-        let mut aliases = std::collections::BTreeMap::new();
-        aliases.insert("BNote".to_owned(), "ANote".to_owned());
-        let compare = |tokens| {
-            let mut text = String::new();
-            super::compared(tokens, "BItem", &aliases, &mut text);
-            text
+    fn docs_are_left_out_the_owner_is_self_and_other_candidates_are_named() {
+        let candidates: BTreeSet<String> = ["BItem", "BNote", "ANote"].map(String::from).into();
+        let shape = |tokens| {
+            let mut shape = Shape::default();
+            shape.add(tokens, "BItem", &candidates);
+            (shape.text, shape.named)
         };
-        let first = compare(quote! {
+        let first = shape(quote! {
             /// Item of B.
             pub struct BItem { /// The note.
-                pub note: BNote }
+                pub note: BNote, pub size: u8 }
         });
-        let second = compare(quote! { pub struct BItem { pub note: ANote } });
-        assert_eq!(first, second);
-        assert_eq!(first, "pub struct Self {pub note : ANote }");
+        assert_eq!(
+            first.0,
+            "pub struct Self {pub note : \u{1} , pub size : u8 }"
+        );
+        assert_eq!(first.1, ["BNote"]);
+        let second = shape(quote! { pub struct BItem { pub note: ANote, pub size: u8 } });
+        assert_eq!(second.0, first.0);
+        assert_eq!(second.1, ["ANote"]);
     }
 }

@@ -19,7 +19,8 @@ fn definitions(
 ) -> Result<Vec<(String, schemars::schema::Schema)>, GenerateError> {
     let mut definitions = Vec::new();
     for (name, body) in &contract.schemas.definitions {
-        let schema: schemars::schema::Schema = serde_json::from_value(body.clone())
+        // Read from the value in place, not from a copy of it.
+        let schema = <schemars::schema::Schema as serde::Deserialize>::deserialize(body)
             .map_err(|e| GenerateError::Types(format!("definition `{name}`: {e}")))?;
         definitions.push((name.clone(), schema));
     }
