@@ -7,8 +7,9 @@
 //! return in a doc comment is a compile error, and bidirectional overrides trip rustc's
 //! deny-by-default `text_direction_codepoint_in_comment` lint, so neither may reach it.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
+use syn::{AttrStyle, Attribute, Expr, ExprLit, Lit, LitStr, Meta, MetaNameValue, parse_quote};
 
 use crate::diagnostics::escape_source;
 use warren_model::DurationLabel;
@@ -24,19 +25,45 @@ use crate::contract::{Consumer, Contract, Exhausted, Retry};
 /// The test is on the lines as written, so it holds for generated prose around contract
 /// text too (a name in a `code` span), not only for descriptions.
 pub(super) fn doc(text: &str) -> TokenStream {
+    let attrs = doc_attrs(text);
+    quote! { #( #attrs )* }
+}
+
+/// [`doc`]'s attributes as syntax, for an item already parsed: made, not printed and parsed
+/// again (the types' docs are a large contract's most numerous items).
+pub(super) fn doc_attrs(text: &str) -> Vec<Attribute> {
     let text = escape_source(text);
     let hidden_from_doctests = may_hold_code_block(&text);
     let lines = text.lines().map(|line| {
-        if line.is_empty() {
-            String::new()
-        } else {
-            format!(" {line}")
-        }
+        let line = match line {
+            "" => String::new(),
+            line => format!(" {line}"),
+        };
+        LitStr::new(&line, Span::call_site())
     });
     if hidden_from_doctests {
-        quote! { #( #[cfg_attr(not(doctest), doc = #lines)] )* }
+        lines
+            .map(|line| parse_quote! { #[cfg_attr(not(doctest), doc = #line)] })
+            .collect()
     } else {
-        quote! { #( #[doc = #lines] )* }
+        lines.map(doc_line).collect()
+    }
+}
+
+/// `#[doc = line]`.
+fn doc_line(line: LitStr) -> Attribute {
+    Attribute {
+        pound_token: Default::default(),
+        style: AttrStyle::Outer,
+        bracket_token: Default::default(),
+        meta: Meta::NameValue(MetaNameValue {
+            path: Ident::new("doc", Span::call_site()).into(),
+            eq_token: Default::default(),
+            value: Expr::Lit(ExprLit {
+                attrs: Vec::new(),
+                lit: Lit::Str(line),
+            }),
+        }),
     }
 }
 
@@ -79,6 +106,12 @@ const WIDTH: usize = 88;
 /// empty parts are left out. The whole is one [`doc`]: a code block opened in one part
 /// runs on into the next, so the parts are kept out of doctests together.
 pub(super) fn compose(head: &str, description: Option<&str>, tail: &str) -> TokenStream {
+    let attrs = compose_attrs(head, description, tail);
+    quote! { #( #attrs )* }
+}
+
+/// [`compose`]'s attributes as syntax ([`doc_attrs`]).
+pub(super) fn compose_attrs(head: &str, description: Option<&str>, tail: &str) -> Vec<Attribute> {
     let parts = [
         wrap(head),
         description.unwrap_or_default().to_owned(),
@@ -89,7 +122,7 @@ pub(super) fn compose(head: &str, description: Option<&str>, tail: &str) -> Toke
         .filter(|p| !p.trim().is_empty())
         .map(|p| p.trim_matches('\n'))
         .collect();
-    doc(&parts.join("\n\n"))
+    doc_attrs(&parts.join("\n\n"))
 }
 
 /// `text` with each line broken at spaces to fit [`WIDTH`], never inside a `code` span (a

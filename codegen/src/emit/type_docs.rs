@@ -16,11 +16,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use proc_macro2::TokenStream;
 use quote::ToTokens;
-use syn::parse::Parser;
 use syn::{Attribute, Expr, ExprLit, Fields, Item, Lit, Meta};
 
 use super::GenerateError;
-use super::docs::{code, compose, doc};
+use super::docs::{code, compose_attrs, doc_attrs};
 use crate::contract::Contract;
 
 /// The items of typify's `stream` with their doc comments rewritten. Parsed once, here, and
@@ -55,39 +54,39 @@ pub(super) fn rewrite(
     // A generated type's doc: its schema's words, then where it came from and who carries it.
     let type_docs = |name: &str, attrs: &mut Vec<Attribute>| {
         let docs = type_doc(contract, &users, &carried, name, attrs);
-        replace_docs(attrs, docs)
+        replace_docs(attrs, docs);
     };
     for item in &mut file.items {
         match item {
             Item::Struct(item) => {
                 let name = item.ident.to_string();
-                type_docs(&name, &mut item.attrs)?;
+                type_docs(&name, &mut item.attrs);
                 let place = property_place(contract, &name);
-                fields_docs(&mut item.fields, &place)?;
+                fields_docs(&mut item.fields, &place);
             }
             Item::Enum(item) => {
                 let name = item.ident.to_string();
-                type_docs(&name, &mut item.attrs)?;
+                type_docs(&name, &mut item.attrs);
                 let tagging = Tagging::of(&item.attrs);
                 for variant in &mut item.variants {
                     let value =
                         serde_rename(&variant.attrs).unwrap_or_else(|| variant.ident.to_string());
                     let own = doc_text(&variant.attrs);
                     let docs = if own.trim().is_empty() {
-                        compose(
+                        compose_attrs(
                             &variant_origin(&tagging, &name, &value, &variant.fields),
                             None,
                             "",
                         )
                     } else {
-                        doc(&own)
+                        doc_attrs(&own)
                     };
-                    replace_docs(&mut variant.attrs, docs)?;
+                    replace_docs(&mut variant.attrs, docs);
                     let place = format!("variant {}", code(&value));
-                    fields_docs(&mut variant.fields, &place)?;
+                    fields_docs(&mut variant.fields, &place);
                 }
             }
-            Item::Type(item) => type_docs(&item.ident.to_string(), &mut item.attrs)?,
+            Item::Type(item) => type_docs(&item.ident.to_string(), &mut item.attrs),
             Item::Impl(item) if item.trait_.is_none() => {
                 let owner = item.self_ty.to_token_stream().to_string();
                 methods_docs(item, |method| match method {
@@ -101,7 +100,7 @@ pub(super) fn rewrite(
             Item::Mod(item) => {
                 let module = item.ident.to_string();
                 if let Some(text) = module_doc(&module) {
-                    replace_docs(&mut item.attrs, compose(text, None, ""))?;
+                    replace_docs(&mut item.attrs, compose_attrs(text, None, ""));
                 }
                 if let Some((_, content)) = &mut item.content {
                     module_items_docs(&module, content, &properties)?;
@@ -128,7 +127,7 @@ fn module_items_docs(
                      convert it with `try_into()`.",
                     item.ident
                 );
-                replace_docs(&mut item.attrs, compose(&text, None, ""))?;
+                replace_docs(&mut item.attrs, compose_attrs(&text, None, ""));
             }
             ("builder", Item::Impl(item)) if item.trait_.is_none() => {
                 let owner = item.self_ty.to_token_stream().to_string();
@@ -148,7 +147,7 @@ fn module_items_docs(
             ("defaults", Item::Fn(item)) => {
                 // The field it serves names it in its `#[serde(default = "defaults::…")]`.
                 let text = "A default value a schema gives a field, for serde's `default`.";
-                replace_docs(&mut item.attrs, compose(text, None, ""))?;
+                replace_docs(&mut item.attrs, compose_attrs(text, None, ""));
             }
             _ => {}
         }
@@ -168,7 +167,7 @@ fn methods_docs(
         if doc_text(&method.attrs).trim().is_empty() {
             let name = method.sig.ident.to_string();
             let name = name.trim_start_matches("r#");
-            replace_docs(&mut method.attrs, compose(&text(name)?, None, ""))?;
+            replace_docs(&mut method.attrs, compose_attrs(&text(name)?, None, ""));
         }
     }
     Ok(())
@@ -292,7 +291,7 @@ fn type_doc(
     carried: &BTreeMap<&str, Vec<String>>,
     name: &str,
     attrs: &[Attribute],
-) -> TokenStream {
+) -> Vec<Attribute> {
     let schemas = &contract.schemas;
     let Some(body) = schemas.definitions.get(name) else {
         // A type typify made for part of a schema: its description, if typify found one, and
@@ -302,7 +301,7 @@ fn type_doc(
         let origin = users.get(name).map_or_else(String::new, |(owner, field)| {
             format!("The type of field {} of [`{owner}`].", code(field))
         });
-        return compose("", own.as_deref(), &origin);
+        return compose_attrs("", own.as_deref(), &origin);
     };
     let text = |key: &str| body.get(key).and_then(|v| v.as_str()).map(str::trim);
     // A file's root is named by its title, so a title is often the name itself.
@@ -324,7 +323,7 @@ fn type_doc(
         first[..1].make_ascii_uppercase();
         origin.push_str(&format!(" {}.", carries.join("; ")));
     }
-    compose("", Some(&own.join("\n\n")), &origin)
+    compose_attrs("", Some(&own.join("\n\n")), &origin)
 }
 
 /// For each generated type used by a field of another, the first such type and field (by
@@ -393,26 +392,25 @@ fn serde_rename(attrs: &[Attribute]) -> Option<String> {
 /// another name says which property of `place` it is. A field named as its property gets no
 /// doc of its own: its type's doc says which schema it is from, and a line per field saying
 /// so again was a sixth of a large contract's generated file.
-fn fields_docs(fields: &mut Fields, place: &str) -> Result<(), GenerateError> {
+fn fields_docs(fields: &mut Fields, place: &str) {
     for field in fields.iter_mut() {
         let own = doc_text(&field.attrs);
         let docs = match &field.ident {
             Some(ident) if own.trim().is_empty() => {
                 let rust = ident.to_string().trim_start_matches("r#").to_owned();
                 match serde_rename(&field.attrs).filter(|json| *json != rust) {
-                    Some(json) => compose(
+                    Some(json) => compose_attrs(
                         &format!("JSON property {} of {place}.", code(&json)),
                         None,
                         "",
                     ),
-                    None => TokenStream::new(),
+                    None => Vec::new(),
                 }
             }
-            _ => doc(&own),
+            _ => doc_attrs(&own),
         };
-        replace_docs(&mut field.attrs, docs)?;
+        replace_docs(&mut field.attrs, docs);
     }
-    Ok(())
 }
 
 /// The text of the doc attributes of `attrs`, one per line.
@@ -438,39 +436,30 @@ fn doc_text(attrs: &[Attribute]) -> String {
 }
 
 /// Replaces the doc attributes of `attrs` by `docs`, before the others.
-fn replace_docs(attrs: &mut Vec<Attribute>, docs: TokenStream) -> Result<(), GenerateError> {
-    let mut new = Attribute::parse_outer
-        .parse2(docs)
-        .map_err(|e| GenerateError::Internal(format!("a generated doc does not parse ({e})")))?;
+fn replace_docs(attrs: &mut Vec<Attribute>, mut docs: Vec<Attribute>) {
     // Only `#[doc = "…"]` lines: a `#[doc(alias = …)]` or `#[doc(hidden)]` a user asked
     // for in the generator settings stays.
     attrs.retain(|attr| !matches!(&attr.meta, Meta::NameValue(nv) if nv.path.is_ident("doc")));
-    new.append(attrs);
-    *attrs = new;
-    Ok(())
+    docs.append(attrs);
+    *attrs = docs;
 }
 
 #[cfg(test)]
 mod tests {
     use quote::quote;
+
     use syn::parse::Parser;
 
     use super::{doc_text, replace_docs, serde_rename};
-    use crate::emit::GenerateError;
 
     #[test]
-    fn docs_that_do_not_parse_are_an_internal_error_and_keep_the_old_ones() {
+    fn docs_are_replaced_and_other_attributes_kept() {
         let mut attrs = syn::Attribute::parse_outer
-            .parse2(quote! { #[doc = "old"] #[serde(default)] })
+            .parse2(quote! { #[doc = "old"] #[serde(default)] #[doc(alias = "kept")] })
             .expect("attributes");
-        let result = replace_docs(&mut attrs, quote! { not an attribute });
-        assert!(
-            matches!(result, Err(GenerateError::Internal(_))),
-            "{result:?}"
-        );
-        assert_eq!(doc_text(&attrs), "old");
-        replace_docs(&mut attrs, quote! { #[doc = "new"] }).expect("parses");
-        assert_eq!((doc_text(&attrs).as_str(), attrs.len()), ("new", 2));
+        replace_docs(&mut attrs, crate::emit::docs::doc_attrs("new"));
+        assert_eq!(doc_text(&attrs), "new");
+        assert_eq!(attrs.len(), 3);
     }
 
     #[test]
