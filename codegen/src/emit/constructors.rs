@@ -16,18 +16,19 @@
 use proc_macro2::Ident;
 use syn::punctuated::Punctuated;
 use syn::{
-    Expr, ExprPath, Field, FieldValue, Fields, FnArg, ImplItem, Item, ItemImpl, ItemStruct, Lit,
-    Member, Meta, Pat, PatIdent, PatType, Path, Stmt, Token, Type,
+    Expr, ExprLit, ExprPath, Field, FieldValue, Fields, FnArg, ImplItem, Item, ItemImpl,
+    ItemStruct, Lit, Member, Meta, Pat, PatIdent, PatType, Path, Stmt, Token, Type,
 };
 
-use super::docs::{code, compose};
+use super::docs::{code, compose_attrs};
 
 /// `items` with an `impl … { pub fn new(…) }` after each struct of named fields.
 pub(super) fn add(items: Vec<Item>) -> Vec<Item> {
+    let unset: Expr = syn::parse_quote! { ::std::default::Default::default() };
     let mut out = Vec::with_capacity(items.len() * 2);
     for item in items {
         let constructor = match &item {
-            Item::Struct(item) => constructor(item),
+            Item::Struct(item) => constructor(item, &unset),
             _ => None,
         };
         out.push(item);
@@ -40,12 +41,15 @@ pub(super) fn add(items: Vec<Item>) -> Vec<Item> {
 enum Filled {
     /// From the argument of its name.
     Argument,
+    /// With its type's default.
+    Unset,
     /// With this expression.
     Default(Expr),
 }
 
-/// The `impl` holding `new` for `item`, when its fields are named.
-fn constructor(item: &ItemStruct) -> Option<Item> {
+/// The `impl` holding `new` for `item`, when its fields are named; `unset` is a field's
+/// type's default.
+fn constructor(item: &ItemStruct, unset: &Expr) -> Option<Item> {
     let Fields::Named(fields) = &item.fields else {
         return None;
     };
@@ -61,6 +65,7 @@ fn constructor(item: &ItemStruct) -> Option<Item> {
                 required.push(code(&ident.to_string()));
                 inits.push(init(ident, None));
             }
+            Filled::Unset => inits.push(init(ident, Some(unset.clone()))),
             Filled::Default(value) => inits.push(init(ident, Some(value))),
         }
     }
@@ -70,24 +75,25 @@ fn constructor(item: &ItemStruct) -> Option<Item> {
         required.join(", ")
     };
     // Why it is there, and what "unset" is, the `types` module's docs say once.
-    let docs = compose(
+    let docs = compose_attrs(
         &format!("A [`{name}`] of its required properties ({required}), the others unset."),
         None,
         "",
     );
     let mut constructor: ItemImpl = syn::parse_quote! {
         impl #name {
-            #docs
             pub fn new() -> Self {
                 Self {}
             }
         }
     };
-    // The arguments and the fields are put in as syntax, not printed and parsed again: a
-    // large contract has a thousand constructors, and their types are most of their text.
+    // The docs, the arguments and the fields are put in as syntax, not printed and parsed
+    // again: a large contract has a thousand constructors, and their types are most of their
+    // text.
     let ImplItem::Fn(new) = constructor.items.first_mut()? else {
         return None;
     };
+    new.attrs = docs;
     new.sig.inputs = arguments;
     let Some(Stmt::Expr(Expr::Struct(body), None)) = new.block.stmts.first_mut() else {
         return None;
@@ -137,7 +143,6 @@ fn init(ident: &Ident, value: Option<Expr>) -> FieldValue {
 /// Whether `field` is an argument of `new`, or else its default: typify's serde attributes
 /// say whether the JSON may leave it out, and with what it is then filled.
 fn filled(field: &Field) -> Filled {
-    let default = || Filled::Default(syn::parse_quote! { ::std::default::Default::default() });
     for attr in field.attrs.iter().filter(|a| a.path().is_ident("serde")) {
         let Ok(options) =
             attr.parse_args_with(syn::punctuated::Punctuated::<Meta, Token![,]>::parse_terminated)
@@ -146,7 +151,7 @@ fn filled(field: &Field) -> Filled {
         };
         for option in options {
             match option {
-                Meta::Path(path) if path.is_ident("default") => return default(),
+                Meta::Path(path) if path.is_ident("default") => return Filled::Unset,
                 Meta::NameValue(pair) if pair.path.is_ident("default") => {
                     if let Some(function) = string_path(&pair.value) {
                         return Filled::Default(syn::parse_quote! { #function() });
@@ -154,9 +159,9 @@ fn filled(field: &Field) -> Filled {
                 }
                 Meta::NameValue(pair)
                     if pair.path.is_ident("skip_serializing_if")
-                        && string_path(&pair.value).is_some_and(|p| is_option_is_none(&p)) =>
+                        && string(&pair.value).is_some_and(|p| is_option_is_none(&p)) =>
                 {
-                    return default();
+                    return Filled::Unset;
                 }
                 _ => {}
             }
@@ -167,17 +172,23 @@ fn filled(field: &Field) -> Filled {
 
 /// The path a serde attribute's string names (`"defaults::job_priority"`).
 fn string_path(value: &Expr) -> Option<Path> {
+    syn::parse_str(&string(value)?).ok()
+}
+
+/// The string a serde attribute gives.
+fn string(value: &Expr) -> Option<String> {
     match value {
-        Expr::Lit(lit) => match &lit.lit {
-            Lit::Str(text) => text.parse().ok(),
-            _ => None,
-        },
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(text),
+            ..
+        }) => Some(text.value()),
         _ => None,
     }
 }
 
-/// Whether `path` is `Option::is_none`, typify's mark of an optional `Option` field.
-fn is_option_is_none(path: &Path) -> bool {
-    let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-    segments.ends_with(&["Option".to_owned(), "is_none".to_owned()])
+/// Whether the path written `text` is `Option::is_none`, typify's mark of an optional
+/// `Option` field. Read as words between `::`, not parsed: every optional field has one.
+fn is_option_is_none(text: &str) -> bool {
+    let segments: Vec<&str> = text.split("::").map(str::trim).collect();
+    segments.ends_with(&["Option", "is_none"])
 }
