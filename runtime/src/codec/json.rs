@@ -154,7 +154,42 @@ pub(crate) fn validated_payload<M: Message>(
 
 #[cfg(test)]
 mod tests {
-    use super::more_items_than;
+    use super::{more_items_than, validated_payload};
+    use crate::schema::Validators;
+    use crate::{Message, NoHeaders, PublishError};
+
+    /// A message of any JSON.
+    struct Anything;
+
+    impl Message for Anything {
+        type Payload = serde_json::Value;
+        type Headers = NoHeaders;
+        const NAME: &'static str = "anything";
+        const PAYLOAD_SCHEMA: &'static str = r#"{"type": ["object", "array"]}"#;
+    }
+
+    /// What is sent is what was validated, read as a worker reads it: a body a worker would
+    /// refuse as not JSON (nested 128 levels deep, past serde_json's limit) is not sent either.
+    #[test]
+    fn a_publisher_validates_the_body_it_sends() {
+        let validators = Validators::of::<Anything>().expect("compiles");
+        // Arrays in arrays, `depth` levels.
+        let nested = |depth: usize| {
+            (1..depth).fold(serde_json::json!([]), |inner, _| serde_json::json!([inner]))
+        };
+        let body = validated_payload::<Anything>(&validators, &nested(127)).expect("sent");
+        assert_eq!(body, ("[".repeat(127) + &"]".repeat(127)).into_bytes());
+        let refused = validated_payload::<Anything>(&validators, &nested(128));
+        assert!(
+            matches!(&refused, Err(PublishError::Serialize { source, .. }) if source.to_string().contains("recursion limit")),
+            "{refused:?}"
+        );
+        let invalid = validated_payload::<Anything>(&validators, &serde_json::json!("text"));
+        assert!(
+            matches!(invalid, Err(PublishError::Invalid { .. })),
+            "{invalid:?}"
+        );
+    }
 
     #[test]
     fn items_are_counted_outside_strings_and_only_in_long_bodies() {
