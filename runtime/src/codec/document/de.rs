@@ -99,7 +99,7 @@ impl<'d> Deserializer<'d> for Node<'d> {
         match self.entry {
             Entry::Null => visitor.visit_unit(),
             Entry::Bool(boolean) => visitor.visit_bool(*boolean),
-            Entry::Number(number) => number.clone().deserialize_any(visitor),
+            Entry::Number(_) => self.number(visitor),
             Entry::String(string) => visitor.visit_borrowed_str(string),
             Entry::Array { .. } => self.visit_items(visitor),
             Entry::Object { .. } => self.visit_members(visitor),
@@ -322,14 +322,15 @@ impl<'d> MapAccess<'d> for Members<'d> {
 /// boolean written as one (`{"1": …}` for a map keyed by integers).
 struct Name<'d>(&'d str);
 
-impl Name<'_> {
+impl<'d> Name<'d> {
     /// The name read as a number by `read`, refused unless it is exactly one JSON number.
-    fn number<'d, V>(
-        name: &'d str,
+    fn number<V>(
+        self,
         read: impl FnOnce(
             &mut serde_json::Deserializer<serde_json::de::StrRead<'d>>,
         ) -> Result<V, Error>,
     ) -> Result<V, Error> {
+        let Name(name) = self;
         // serde_json's own words for a name that is not one number.
         let not_numeric =
             || de::Error::custom("invalid value: expected key to be a number in quotes");
@@ -348,7 +349,7 @@ impl Name<'_> {
 macro_rules! numeric_name {
     ($($method:ident)*) => {$(
         fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-            Name::number(self.0, |deserializer| deserializer.$method(visitor))
+            self.number(|deserializer| deserializer.$method(visitor))
         }
     )*};
 }
