@@ -140,9 +140,9 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
         false => super::shared_types::share(items, contract),
     };
     // After sharing: a type made an alias needs no constructor, no invocation and no tidying,
-    // and two of every three of a large contract's types can be (a constructor is parsed as it
-    // is made, a constrained string's impls compared as text, a struct's serde attributes
-    // read). Sharing compares typify's items as it would what these make of them: each is
+    // and two of every three of a large contract's types can be (a constructor's serde
+    // attributes read and its skeleton parsed, a constrained string's impls compared as text,
+    // a struct's serde attributes read). Sharing compares typify's items as it would what these make of them: each is
     // made of the items alone.
     let items = super::struct_deserialize::compact(super::string_newtypes::compact(items));
     let mut items = super::constructors::add(items);
