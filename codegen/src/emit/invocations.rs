@@ -339,11 +339,11 @@ impl Body {
             let mut line = entry.name.to_string();
             if let Some(ty) = &entry.ty {
                 line.push_str(": ");
-                line.push_str(&written(quote! { type T = #ty; }, "type T = "));
+                line.push_str(&written_type(ty));
             }
             if let Some(value) = &entry.value {
                 line.push_str(" = ");
-                line.push_str(&written(quote! { const C: () = #value; }, "const C: () = "));
+                line.push_str(&written_value(value));
             }
             if let Some(arms) = &entry.arms {
                 line.push_str(" {");
@@ -362,6 +362,27 @@ impl Body {
             text.push_str(&format!("{indent}    }}\n"));
         }
         text
+    }
+}
+
+/// `ty` as prettyplease writes it in code. A lone name (a flag such as `default`, most of
+/// what entries hold) is its own text: printing each through prettyplease was a tenth of
+/// generating a large contract's types.
+fn written_type(ty: &Type) -> String {
+    match ty {
+        Type::Path(path) if path.qself.is_none() => match path.path.get_ident() {
+            Some(name) => name.to_string(),
+            None => written(quote! { type T = #ty; }, "type T = "),
+        },
+        _ => written(quote! { type T = #ty; }, "type T = "),
+    }
+}
+
+/// `value` as prettyplease writes it in code; a literal (a field's JSON name) as written.
+fn written_value(value: &Expr) -> String {
+    match value {
+        Expr::Lit(literal) if literal.attrs.is_empty() => literal.lit.to_token_stream().to_string(),
+        _ => written(quote! { const C: () = #value; }, "const C: () = "),
     }
 }
 

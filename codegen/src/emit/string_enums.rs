@@ -17,10 +17,19 @@ use super::invocations::{parsed_from_text, shape};
 
 /// `items` of the `types` module with each string enum's conversions as one invocation.
 pub(super) fn compact(items: Vec<Item>) -> Vec<Item> {
+    // Only an enum's impls can be its conversions: a constrained string's `TryFrom`s are
+    // not compared with the templates (a large contract has a thousand of them).
+    let enum_names: BTreeSet<String> = items
+        .iter()
+        .filter_map(|item| match item {
+            Item::Enum(item) => Some(item.ident.to_string()),
+            _ => None,
+        })
+        .collect();
     let mut enums: BTreeMap<String, Conversions> = BTreeMap::new();
     for (index, item) in items.iter().enumerate() {
         if let Item::Impl(item) = item
-            && let Some((name, part)) = part(item)
+            && let Some((name, part)) = part(item, &enum_names)
         {
             let conversions = enums.entry(name).or_default();
             conversions.indices.push(index);
@@ -59,14 +68,16 @@ enum Part {
     TryFrom,
 }
 
-/// The enum `item` converts, and which conversion it is; `None` for any other `impl`.
-fn part(item: &ItemImpl) -> Option<(String, Part)> {
+/// The enum `item` converts, one of `enums`, and which conversion it is; `None` for any
+/// other `impl`.
+fn part(item: &ItemImpl, enums: &BTreeSet<String>) -> Option<(String, Part)> {
     let (trait_path, _) = item.trait_.as_ref()?;
     let syn::Type::Path(self_ty) = &*item.self_ty else {
         return None;
     };
-    let name = self_ty.path.get_ident()?;
-    if !item.generics.params.is_empty() {
+    let ident = self_ty.path.get_ident()?;
+    let name = ident.to_string();
+    if !item.generics.params.is_empty() || !enums.contains(&name) {
         return None;
     }
     use syn::ImplItem::{Fn, Type};
@@ -77,10 +88,10 @@ fn part(item: &ItemImpl) -> Option<(String, Part)> {
         ("Display", [Fn(method)]) => Part::Display(display_arms(method)?),
         // `FromStr` and `TryFrom` hold their error type besides the function.
         ("FromStr", [Type(_), Fn(method)]) => Part::FromStr(from_str_arms(method)?),
-        ("TryFrom", _) if parsed_from_text(name).contains(&shape(item)) => Part::TryFrom,
+        ("TryFrom", _) if parsed_from_text(ident).contains(&shape(item)) => Part::TryFrom,
         _ => return None,
     };
-    Some((name.to_string(), part))
+    Some((name, part))
 }
 
 /// The `match *self` of typify's `Display`: `Self::V => f.write_str("value")` each.

@@ -92,7 +92,7 @@ fn is_string_newtype(item: &syn::ItemStruct) -> bool {
 }
 
 /// The five impls of `name` whose text never changes, as typify writes them (its crate paths
-/// rerouted), as [`shapes`](super::invocations::shapes).
+/// rerouted to the `use` heading the `types` module), as [`shapes`](super::invocations::shapes).
 fn fixed_impls(name: &Ident) -> Vec<String> {
     static FIXED: NamedShapes = NamedShapes::new(fixed_template);
     let mut fixed = FIXED.of(name);
@@ -110,15 +110,15 @@ fn fixed_template(name: &Ident) -> TokenStream {
         impl ::std::convert::From<#name> for ::std::string::String {
             fn from(value: #name) -> Self { value.0 }
         }
-        impl<'de> ::warren_runtime::codegen::serde::Deserialize<'de> for #name {
+        impl<'de> serde::Deserialize<'de> for #name {
             fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
             where
-                D: ::warren_runtime::codegen::serde::Deserializer<'de>,
+                D: serde::Deserializer<'de>,
             {
                 ::std::string::String::deserialize(deserializer)?
                     .parse()
                     .map_err(|e: self::error::ConversionError| {
-                        <D::Error as ::warren_runtime::codegen::serde::de::Error>::custom(
+                        <D::Error as serde::de::Error>::custom(
                             e.to_string(),
                         )
                     })

@@ -2,7 +2,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use proc_macro2::{Delimiter, Group, Punct, Spacing, TokenStream, TokenTree};
+use proc_macro2::{Delimiter, Group, Ident, Punct, Spacing, Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote};
 use typify::{TypeSpace, TypeSpaceSettings};
 
@@ -147,7 +147,7 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
     let items = super::struct_deserialize::compact(super::string_newtypes::compact(items));
     let mut items = super::constructors::add(items);
     items.iter_mut().for_each(tidy_attributes);
-    items.insert(0, serde_in_scope());
+    items.insert(0, crates_in_scope());
     // typify's output is not written for every lint a user's crate may enable (it unwraps
     // its pattern regexes, for one), hence the allows on this module only. A field named as
     // its JSON property has no doc (`type_docs::fields_docs`), hence `missing_docs`.
@@ -283,25 +283,31 @@ fn without_docs(item: &syn::Item) -> String {
 
 /// Points typify's `::serde::…`, `::uuid::…` (and the other crates it names) at the
 /// runtime's re-exports, and tells serde's derives where serde is, so the generated code
-/// needs no dependency but `warren-runtime`. In a `#[derive(…)]` the path is `serde::…`, the
-/// `use` of the runtime's re-export that heads the module ([`serde_in_scope`]): a derive list
-/// then fits a line instead of taking one per trait.
+/// needs no dependency but `warren-runtime`. In the `types` module itself a path is
+/// `uuid::…`, the `use` of the runtime's re-export that heads the module
+/// ([`crates_in_scope`]): a derive list then fits a line instead of taking one per trait,
+/// and a field's type is written without `::warren_runtime::codegen::` before each crate.
+/// In a module typify nests in it (`builder`, `defaults`) a path is the re-export's whole.
 fn reroute(stream: TokenStream) -> TokenStream {
     let mut out = Vec::new();
     reroute_into(stream, &mut out, false);
     out.into_iter().collect()
 }
 
-/// The `use` that puts the runtime's serde in scope of the `types` module, for its derives.
-/// No type is named `serde`: type names are upper camel case.
-fn serde_in_scope() -> syn::Item {
-    syn::parse_quote! { use ::warren_runtime::codegen::serde; }
+/// The `use` that puts the runtime's re-exports of the crates typify names in scope of the
+/// `types` module, for its derives and its types. No type is named after one of them: type
+/// names are upper camel case, and typify nests no module of those names.
+fn crates_in_scope() -> syn::Item {
+    let crates = REROUTED_CRATES
+        .iter()
+        .map(|krate| Ident::new(krate, Span::call_site()));
+    syn::parse_quote! { use ::warren_runtime::codegen::{ #( #crates ),* }; }
 }
 
-/// [`reroute`] of `stream`, its trees pushed onto `out`; `in_derive` inside a derive list.
-/// Every tree is moved, not copied, and each stream built once: typify's output is a large
-/// share of a contract's code.
-fn reroute_into(stream: TokenStream, out: &mut Vec<TokenTree>, in_derive: bool) {
+/// [`reroute`] of `stream`, its trees pushed onto `out`; `nested` in a module typify nests
+/// in `types`, where [`crates_in_scope`] does not name the crates. Every tree is moved, not
+/// copied, and each stream built once: typify's output is a large share of a contract's code.
+fn reroute_into(stream: TokenStream, out: &mut Vec<TokenTree>, nested: bool) {
     let mut trees = stream.into_iter().collect::<Vec<_>>().into_iter();
     while let Some(tree) = trees.next() {
         let ahead = trees.as_slice();
@@ -316,8 +322,9 @@ fn reroute_into(stream: TokenStream, out: &mut Vec<TokenTree>, in_derive: bool) 
                 let stream = group.stream();
                 drop(group);
                 let derive_attribute = is_derive(previous, delimiter, &stream);
+                let module = delimiter == Delimiter::Brace && is_module(out);
                 let mut inner = Vec::new();
-                reroute_into(stream, &mut inner, in_derive || derive_attribute);
+                reroute_into(stream, &mut inner, nested || module);
                 let derives_serde = derive_attribute && lists_serde_traits(&inner);
                 let mut rerouted = Group::new(delimiter, inner.into_iter().collect());
                 rerouted.set_span(span);
@@ -330,15 +337,12 @@ fn reroute_into(stream: TokenStream, out: &mut Vec<TokenTree>, in_derive: bool) 
                 if is_path_sep(&first, ahead.first()) && starts_path(previous) =>
             {
                 match ahead.get(1) {
-                    Some(TokenTree::Ident(krate)) if in_derive && krate == "serde" => {
-                        // `serde::…`: the second `:` dropped, then the crate's name.
-                        trees.next();
-                        out.extend(trees.next());
-                    }
                     Some(TokenTree::Ident(krate))
                         if REROUTED_CRATES.iter().any(|rerouted| krate == rerouted) =>
                     {
-                        out.extend(quote! { ::warren_runtime::codegen:: });
+                        if nested {
+                            out.extend(quote! { ::warren_runtime::codegen:: });
+                        }
                         // The second `:`, then the crate's name.
                         trees.next();
                         out.extend(trees.next());
@@ -349,6 +353,14 @@ fn reroute_into(stream: TokenStream, out: &mut Vec<TokenTree>, in_derive: bool) 
             other => out.push(other),
         }
     }
+}
+
+/// Whether the trees written last are `mod name`, before the braces of a module's items.
+fn is_module(written: &[TokenTree]) -> bool {
+    matches!(
+        written,
+        [.., TokenTree::Ident(keyword), TokenTree::Ident(_)] if keyword == "mod"
+    )
 }
 
 /// Keywords after which `::x` is a path from the crate root (`<D::Error as ::serde::…>`).
@@ -408,26 +420,35 @@ mod tests {
                 fn f<D>() where D: ::serde::Deserializer<'de> { <D::Error as ::serde::de::Error>::custom("") }
             }
             fn g() -> ::std::string::String { x::serde::y() }
+            pub mod defaults {
+                pub(super) fn at() -> ::chrono::DateTime<::chrono::offset::Utc> { todo!() }
+            }
         };
         let output = reroute(input).to_string();
+        let (types, nested) = output.split_once("pub mod defaults").expect(&output);
         assert!(
-            output.contains("# [derive (serde :: Deserialize , Clone)]"),
+            types.contains("# [derive (serde :: Deserialize , Clone)]"),
             "{output}"
         );
         assert!(
-            output.contains("# [serde (crate = \"::warren_runtime::codegen::serde\")]"),
+            types.contains("# [serde (crate = \"::warren_runtime::codegen::serde\")]"),
             "{output}"
         );
+        assert!(types.contains("id : uuid :: Uuid"), "{output}");
         assert!(
-            output.contains(":: warren_runtime :: codegen :: uuid :: Uuid"),
+            types.contains("at : chrono :: DateTime < chrono :: offset :: Utc >"),
             "{output}"
         );
+        assert!(types.contains("as serde :: de :: Error"), "{output}");
+        assert!(types.contains(":: std :: string :: String"), "{output}");
+        assert!(types.contains("x :: serde :: y"), "{output}");
+        // A nested module does not see the `use` heading `types`.
         assert!(
-            output.contains("as :: warren_runtime :: codegen :: serde :: de :: Error"),
+            nested.contains(
+                ":: warren_runtime :: codegen :: chrono :: DateTime < :: warren_runtime :: codegen :: chrono :: offset :: Utc >"
+            ),
             "{output}"
         );
-        assert!(output.contains(":: std :: string :: String"), "{output}");
-        assert!(output.contains("x :: serde :: y"), "{output}");
-        assert_eq!(output.matches("codegen").count(), 7, "{output}");
+        assert_eq!(output.matches("codegen").count(), 3, "{output}");
     }
 }
