@@ -308,9 +308,8 @@ fn crates_in_scope() -> syn::Item {
 /// in `types`, where [`crates_in_scope`] does not name the crates. Every tree is moved, not
 /// copied, and each stream built once: typify's output is a large share of a contract's code.
 fn reroute_into(stream: TokenStream, out: &mut Vec<TokenTree>, nested: bool) {
-    let mut trees = stream.into_iter().collect::<Vec<_>>().into_iter();
+    let mut trees = stream.into_iter().peekable();
     while let Some(tree) = trees.next() {
-        let ahead = trees.as_slice();
         // The tree before this one, for what it makes of this one: the last written is it
         // (or the crate's name after a reroute, or the attribute added after a derive, which
         // count the same).
@@ -333,21 +332,21 @@ fn reroute_into(stream: TokenStream, out: &mut Vec<TokenTree>, nested: bool) {
                     out.extend(quote! { #[serde(crate = "::warren_runtime::codegen::serde")] });
                 }
             }
-            TokenTree::Punct(first)
-                if is_path_sep(&first, ahead.first()) && starts_path(previous) =>
-            {
-                match ahead.get(1) {
+            TokenTree::Punct(first) if is_path_sep(&first, trees.peek()) => {
+                let second = trees.next();
+                match trees.peek() {
+                    // The crate's name asked first: most paths are `::std::…`, or continue one.
                     Some(TokenTree::Ident(krate))
-                        if REROUTED_CRATES.iter().any(|rerouted| krate == rerouted) =>
+                        if REROUTED_CRATES.iter().any(|rerouted| krate == rerouted)
+                            && starts_path(out.last()) =>
                     {
+                        // `::` dropped, or the re-export's path in its place; then the
+                        // crate's name, next.
                         if nested {
                             out.extend(quote! { ::warren_runtime::codegen:: });
                         }
-                        // The second `:`, then the crate's name.
-                        trees.next();
-                        out.extend(trees.next());
                     }
-                    _ => out.push(TokenTree::Punct(first)),
+                    _ => out.extend([TokenTree::Punct(first)].into_iter().chain(second)),
                 }
             }
             other => out.push(other),
