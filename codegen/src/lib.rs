@@ -200,14 +200,19 @@ pub fn check_sources(sources: &Sources) -> Result<Checked, Error> {
 
 /// Resolves the imports of `loaded`, bundles its schemas and runs every check.
 fn check_loaded(loaded: load::LoadedContract) -> Result<Checked, Error> {
-    check_in(&loaded, check::Scope::Alone)
+    check_scoped(loaded, check::Scope::Alone)
 }
 
 /// Resolves the imports of `loaded`, bundles its schemas and runs the checks of `scope`.
 fn check_in(loaded: &load::LoadedContract, scope: check::Scope) -> Result<Checked, Error> {
+    check_scoped(loaded.clone(), scope)
+}
+
+/// [`check_in`] of a contract given, not lent: a large contract is not copied.
+fn check_scoped(loaded: load::LoadedContract, scope: check::Scope) -> Result<Checked, Error> {
     let mut stack = imports::ImportStack::default();
-    stack.enter(loaded);
-    check_loaded_in(loaded.clone(), &mut stack, scope)
+    stack.enter(&loaded);
+    check_loaded_in(loaded, &mut stack, scope)
 }
 
 /// [`check_in`] for a contract imported by those on `stack`.

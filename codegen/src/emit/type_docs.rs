@@ -50,7 +50,13 @@ pub(super) fn rewrite(
                 ));
         }
     }
-    let properties = properties(&file.items);
+    // Only a builder's setters are documented by their property (settings' `builders`).
+    let has_builders =
+        (file.items.iter()).any(|item| matches!(item, Item::Mod(m) if m.ident == "builder"));
+    let properties = match has_builders {
+        true => properties(&file.items),
+        false => BTreeMap::new(),
+    };
     // A generated type's doc: its schema's words, then where it came from and who carries it.
     let type_docs = |name: &str, attrs: &mut Vec<Attribute>| {
         let docs = type_doc(contract, &users, &carried, name, attrs);
