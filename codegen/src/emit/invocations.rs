@@ -366,8 +366,8 @@ impl Body {
 }
 
 /// `ty` as prettyplease writes it in code. A lone name (a flag such as `default`, most of
-/// what entries hold) is its own text: printing each through prettyplease was a tenth of
-/// generating a large contract's types.
+/// what entries hold) is its own text: printing each through prettyplease was a third of
+/// laying out a large contract's invocations.
 fn written_type(ty: &Type) -> String {
     match ty {
         Type::Path(path) if path.qself.is_none() => match path.path.get_ident() {
