@@ -5,7 +5,7 @@
 //! and records the span of every key and value under the same typed [`YamlPath`] the checks
 //! build, so a key with a dot in it is one segment, never two.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use saphyr_parser::{Event, Parser};
 
@@ -18,10 +18,12 @@ use crate::diagnostics::{Segment, Span, YamlPath};
 /// collection or an alias (`? [a, b] : value`) is skipped, value included.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct YamlSpans {
-    values: BTreeMap<YamlPath, Span>,
-    keys: BTreeMap<YamlPath, Span>,
+    // Hashed, not ordered: only looked up, never listed, and a lookup in order compared
+    // long paths sharing their first segments (a quarter of loading a large contract).
+    values: HashMap<YamlPath, Span>,
+    keys: HashMap<YamlPath, Span>,
     /// Values written over several lines, where the key is the better place to point at.
-    multiline: BTreeSet<YamlPath>,
+    multiline: HashSet<YamlPath>,
     /// Keys written twice in one mapping.
     duplicates: Vec<Duplicate>,
     /// Where nesting first went deeper than [`MAX_DEPTH`], if it did.
