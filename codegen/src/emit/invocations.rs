@@ -369,12 +369,13 @@ impl Body {
 /// what entries hold) is its own text: printing each through prettyplease was a third of
 /// laying out a large contract's invocations.
 fn written_type(ty: &Type) -> String {
-    match ty {
-        Type::Path(path) if path.qself.is_none() => match path.path.get_ident() {
-            Some(name) => name.to_string(),
-            None => written(quote! { type T = #ty; }, "type T = "),
-        },
-        _ => written(quote! { type T = #ty; }, "type T = "),
+    let name = match ty {
+        Type::Path(path) if path.qself.is_none() => path.path.get_ident(),
+        _ => None,
+    };
+    match name {
+        Some(name) => name.to_string(),
+        None => written(quote! { type T = #ty; }, "type T = "),
     }
 }
 

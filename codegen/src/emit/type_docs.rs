@@ -453,7 +453,6 @@ fn replace_docs(attrs: &mut Vec<Attribute>, mut docs: Vec<Attribute>) {
 #[cfg(test)]
 mod tests {
     use quote::quote;
-
     use syn::parse::Parser;
 
     use super::{doc_text, replace_docs, serde_rename};

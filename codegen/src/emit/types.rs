@@ -310,17 +310,16 @@ fn crates_in_scope() -> syn::Item {
 fn reroute_into(stream: TokenStream, out: &mut Vec<TokenTree>, nested: bool) {
     let mut trees = stream.into_iter().peekable();
     while let Some(tree) = trees.next() {
-        // The tree before this one, for what it makes of this one: the last written is it
-        // (or the crate's name after a reroute, or the attribute added after a derive, which
-        // count the same).
-        let previous = out.last();
         match tree {
             TokenTree::Group(group) => {
                 let (delimiter, span) = (group.delimiter(), group.span());
                 // The group dropped first, its stream is this one's alone: not copied.
                 let stream = group.stream();
                 drop(group);
-                let derive_attribute = is_derive(previous, delimiter, &stream);
+                // The tree before this one, for what it makes of this one: the last written is
+                // it (or the crate's name after a reroute, or the attribute added after a
+                // derive, which count the same).
+                let derive_attribute = is_derive(out.last(), delimiter, &stream);
                 let module = delimiter == Delimiter::Brace && is_module(out);
                 let mut inner = Vec::new();
                 reroute_into(stream, &mut inner, nested || module);
