@@ -106,4 +106,6 @@ if [ -z "${DATABASE_URL:-}" ]; then
     export DATABASE_URL
 fi
 
-cargo test --workspace --locked --no-fail-fast "$@"
+# The starter as `warren init` writes it, with the feature its comments tell a developer to
+# use: its binary and tests link warren-runtime from warren-dylib's shared library.
+cargo test --workspace --locked --no-fail-fast --features warren-starter/dynamic-linking "$@"

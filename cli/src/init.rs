@@ -110,14 +110,17 @@ fn adapted(text: &str, name: &str, source: &Source) -> String {
             )
         }
         Source::Registry => {
-            ["runtime", "build-support", "testkit"]
+            let version = format!("version = \"{}\"", env!("CARGO_PKG_VERSION"));
+            let text = ["runtime", "dylib", "build-support", "testkit"]
                 .iter()
                 .fold(text, |text, folder| {
-                    text.replace(
-                        &format!("{{ path = \"{STARTER_ROOT}{folder}\" }}"),
-                        &format!("\"{}\"", env!("CARGO_PKG_VERSION")),
-                    )
-                })
+                    text.replace(&format!("path = \"{STARTER_ROOT}{folder}\""), &version)
+                });
+            // A dependency given by its version alone is written as the version.
+            text.replace(
+                &format!("{{ {version} }}"),
+                &format!("\"{}\"", env!("CARGO_PKG_VERSION")),
+            )
         }
     }
 }
@@ -204,7 +207,9 @@ fn next_steps(folder: &Path, name: &str, source: &Source) -> String {
   warren.yaml, schemas/   the contract: `warren validate warren.yaml`, `warren diagram warren.yaml`
   build.rs                turns it into Rust on each build (src/lib.rs includes it)
   src/lib.rs              the handler of consumer `run_tasks`
-  src/main.rs             runs it: `cargo run`, with a RabbitMQ at AMQP_URL
+  src/main.rs             runs it: `cargo run`, with a RabbitMQ at AMQP_URL (while you
+                          edit handlers, `--features dynamic-linking` relinks in a fraction
+                          of the time)
   tests/run_tasks.rs      the handler's tests, without a broker: `cargo test`",
         name = escape(name),
         folder = shown(folder),
@@ -229,7 +234,8 @@ mod tests {
     /// the checkout given, or crates.io.
     #[test]
     fn the_starter_is_renamed_and_pointed_at_its_dependencies() {
-        let manifest = "name = \"warren-starter\"\nwarren-runtime = { path = \"../../runtime\" }\n";
+        let manifest = "name = \"warren-starter\"\nwarren-runtime = { path = \"../../runtime\" }\n\
+                        warren-dylib = { path = \"../../dylib\", optional = true }\n";
         let checkout = adapted(
             manifest,
             "billing",
@@ -237,13 +243,17 @@ mod tests {
         );
         assert_eq!(
             checkout,
-            "name = \"billing\"\nwarren-runtime = { path = \"/src/warren/runtime\" }\n"
+            "name = \"billing\"\nwarren-runtime = { path = \"/src/warren/runtime\" }\n\
+             warren-dylib = { path = \"/src/warren/dylib\", optional = true }\n"
         );
         let registry = adapted(manifest, "billing", &Source::Registry);
         let version = env!("CARGO_PKG_VERSION");
         assert_eq!(
             registry,
-            format!("name = \"billing\"\nwarren-runtime = \"{version}\"\n")
+            format!(
+                "name = \"billing\"\nwarren-runtime = \"{version}\"\n\
+                 warren-dylib = {{ version = \"{version}\", optional = true }}\n"
+            )
         );
         assert_eq!(
             adapted("use warren_starter::Tasks;", "my-svc", &Source::Registry),

@@ -4,6 +4,11 @@
 
 warren_runtime::include_generated!("tasks");
 
+// `--features dynamic-linking`: the binary and the tests take warren-runtime from its shared
+// library (see Cargo.toml).
+#[cfg(feature = "dynamic-linking")]
+use warren_dylib as _;
+
 use types::{TaskCreated, TaskCreatedKind};
 use warren_runtime::{Delivery, HandlerError};
 
