@@ -6,7 +6,9 @@
 //!
 //! Each crate is built and checked cold (its own units; the dependencies are built once,
 //! beforehand, in a target directory every crate shares), then rebuilt after editing one
-//! schema (the file regenerated) and after editing one handler. Each step is one `cargo`
+//! schema (the file regenerated) and after editing one handler. The steps that link a binary
+//! are measured a third time on warren's crate linked to `warren-dylib` (warren-runtime as a
+//! shared library, as a developer turns it on). Each step is one `cargo`
 //! run, measured from outside: wall time, the CPU time of cargo and every compiler it ran
 //! (`/proc/self/stat`'s waited-for children), and the largest resident memory any of them
 //! reached (sampled from `/proc` every 50 ms: a peak shorter than that can be missed).
@@ -70,7 +72,24 @@ struct Crate {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Side {
     Warren,
+    /// Warren's crate, its lib using `warren-dylib`: every binary of it links warren-runtime
+    /// and the crates below it from one shared library.
+    WarrenDylib,
     Baseline,
+}
+
+impl Side {
+    const ALL: [Side; 3] = [Side::Warren, Side::WarrenDylib, Side::Baseline];
+
+    /// The crate's name, afresh each run.
+    fn crate_name(self, messages: usize) -> String {
+        let run = std::process::id();
+        match self {
+            Self::Warren => format!("warren-{messages}-{run}"),
+            Self::WarrenDylib => format!("warren-dylib-{messages}-{run}"),
+            Self::Baseline => format!("baseline-{messages}-{run}"),
+        }
+    }
 }
 
 /// Runs the benchmark for each of `shapes` in the workspace at `workspace`, printing a
@@ -102,7 +121,7 @@ pub fn bench(workspace: &Path, shapes: &[Shape]) -> Result<()> {
 /// compiles the crate's own units alone.
 fn warm_up(workspace: &Path, root: &Path, target: &Path) -> Result<()> {
     let dir = root.join("warm");
-    write_manifest(workspace, &dir, "warm")?;
+    write_manifest(workspace, &dir, "warm", true)?;
     std::fs::write(dir.join("src/lib.rs"), "//! Nothing.\n")?;
     std::fs::write(dir.join("src/main.rs"), "fn main() {}\n")?;
     for command in ["build", "check"] {
@@ -123,31 +142,32 @@ fn measure_shape(workspace: &Path, root: &Path, target: &Path, shape: Shape) -> 
         "  {:<34} {:>9} {:>9} {:>9}   {:>9} {:>9} {:>9}   ratio (wall, CPU)",
         "step", "wall s", "CPU s", "peak MiB", "base wall", "base CPU", "base MiB"
     );
-    let mut sides = Vec::new();
-    for side in [Side::Warren, Side::Baseline] {
+    let mut crates = Vec::new();
+    for side in Side::ALL {
         // Named afresh each run: nothing the shared target holds of an earlier run's crate
         // (its incremental cache) can make a cold build warm.
-        let run = std::process::id();
-        let name = match side {
-            Side::Warren => format!("warren-{}-{run}", shape.messages),
-            Side::Baseline => format!("baseline-{}-{run}", shape.messages),
-        };
+        let name = side.crate_name(shape.messages);
         let dir = root.join(&name);
-        write_manifest(workspace, &dir, &name)?;
+        write_manifest(workspace, &dir, &name, side == Side::WarrenDylib)?;
         let bytes = write_lib(&dir, &contract, side)?;
         std::fs::write(dir.join("src/main.rs"), main_rs(&name, shape, side, 0))?;
-        sides.push(Crate { dir, bytes });
+        crates.push(Crate { dir, bytes });
     }
+    let [warren, dylib, baseline] = &crates[..] else {
+        unreachable!("a crate per side");
+    };
     println!(
         "  {:<34} {:>9.2} MiB of Rust; typify alone {:.2} MiB ({:.2}x)",
         "generated",
-        mib(sides[0].bytes),
-        mib(sides[1].bytes),
-        sides[0].bytes as f64 / sides[1].bytes.max(1) as f64
+        mib(warren.bytes),
+        mib(baseline.bytes),
+        warren.bytes as f64 / baseline.bytes.max(1) as f64
     );
-    let steps: [(&str, Step); 5] = [
+    let lib_steps: [(&str, Step); 2] = [
         ("cargo check (lib), cold", Step::Cargo(&["check", "--lib"])),
         ("cargo build (lib), cold", Step::Cargo(&["build", "--lib"])),
+    ];
+    let linking_steps: [(&str, Step); 3] = [
         (
             "cargo build (binary, lib built)",
             Step::Cargo(&["build", "--bins"]),
@@ -155,12 +175,20 @@ fn measure_shape(workspace: &Path, root: &Path, target: &Path, shape: Shape) -> 
         ("rebuild after editing a schema", Step::EditSchema),
         ("rebuild after editing a handler", Step::EditHandler),
     ];
-    for (label, step) in steps {
-        let mut costs = Vec::new();
-        for (side, krate) in [Side::Warren, Side::Baseline].into_iter().zip(&sides) {
-            costs.push(step.run(krate, target, &contract, shape, side)?);
-        }
-        row(label, costs[0], costs[1]);
+    let run =
+        |step: Step, krate: &Crate, side: Side| step.run(krate, target, &contract, shape, side);
+    for (label, step) in lib_steps {
+        let cost = run(step, warren, Side::Warren)?;
+        row(label, cost, run(step, baseline, Side::Baseline)?);
+    }
+    // The lib linked dynamically is the same lib: built, not measured again.
+    cargo(&dylib.dir, target, &["build", "--lib"])?;
+    for (label, step) in linking_steps {
+        let cost = run(step, warren, Side::Warren)?;
+        let linked_dynamically = run(step, dylib, Side::WarrenDylib)?;
+        let base = run(step, baseline, Side::Baseline)?;
+        row(label, cost, base);
+        row("  the same with warren-dylib", linked_dynamically, base);
     }
     Ok(())
 }
@@ -212,6 +240,7 @@ fn edit_schema(contract: &Path, side: Side) -> Result<()> {
     let text = std::fs::read_to_string(&schema)?;
     let property = match side {
         Side::Warren => "edited_by_warren",
+        Side::WarrenDylib => "edited_by_warren_dylib",
         Side::Baseline => "edited_by_baseline",
     };
     let edited = text.replacen(
@@ -223,12 +252,19 @@ fn edit_schema(contract: &Path, side: Side) -> Result<()> {
     Ok(())
 }
 
-/// A crate's manifest: both sides take the same dependencies, so they share what the
+/// A crate's manifest: every side takes the same dependencies, so they share what the
 /// warm-up built (typify's output needs serde, serde_json, regress, chrono and uuid;
-/// warren's code needs warren-runtime alone).
-fn write_manifest(workspace: &Path, dir: &Path, name: &str) -> Result<()> {
+/// warren's code needs warren-runtime alone), and `dylib` adds `warren-dylib`.
+fn write_manifest(workspace: &Path, dir: &Path, name: &str, dylib: bool) -> Result<()> {
     std::fs::create_dir_all(dir.join("src"))?;
     let runtime = workspace.join("runtime");
+    let dylib = match dylib {
+        true => format!(
+            "warren-dylib = {{ path = \"{}\" }}\n",
+            workspace.join("dylib").display()
+        ),
+        false => String::new(),
+    };
     let manifest = format!(
         r#"[package]
 name = "{name}"
@@ -247,7 +283,7 @@ serde_json = "1"
 regress = "0.12"
 chrono = {{ version = "0.4", default-features = false, features = ["std", "serde"] }}
 uuid = {{ version = "1", features = ["serde", "v7"] }}
-
+{dylib}
 [[bin]]
 name = "run"
 path = "src/main.rs"
@@ -264,7 +300,7 @@ path = "src/main.rs"
 /// Returns its size in bytes.
 fn write_lib(dir: &Path, contract: &Path, side: Side) -> Result<usize> {
     let code = match side {
-        Side::Warren => {
+        Side::Warren | Side::WarrenDylib => {
             warren_codegen::generate(contract)
                 .map_err(|e| e.to_string())?
                 .code
@@ -280,6 +316,9 @@ fn write_lib(dir: &Path, contract: &Path, side: Side) -> Result<usize> {
     std::fs::write(dir.join("src/generated.rs"), &code)?;
     let lib = match side {
         Side::Warren => "//! Generated by warren.\ninclude!(\"generated.rs\");\n",
+        Side::WarrenDylib => {
+            "//! Generated by warren, linked to warren-runtime's shared library.\ninclude!(\"generated.rs\");\n#[allow(unused_imports)]\nuse warren_dylib as _;\n"
+        }
         Side::Baseline => {
             "//! typify's output alone.\n#![allow(clippy::all, dead_code)]\n/// The types.\npub mod types {\n    include!(\"generated.rs\");\n}\n"
         }
@@ -297,7 +336,7 @@ fn main_rs(name: &str, shape: Shape, side: Side, edit: u32) -> String {
     let work = |q: usize| if q == 0 { edit } else { 0 };
     let mut text = String::from("//! The binary.\n");
     match side {
-        Side::Warren => {
+        Side::Warren | Side::WarrenDylib => {
             let _ = writeln!(
                 text,
                 "use {krate}::{{Handlers, consumers, topology, types}};\nuse warren_runtime::{{Delivery, HandlerError}};\n\n/// Every consumer's handler.\nstruct Handler;\n"
