@@ -36,4 +36,7 @@
 //! (`$(rustc --print sysroot)/lib/rustlib/<target>/lib`). So keep it out of release builds: a release binary
 //! should stand alone.
 
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
 pub use warren_runtime;

@@ -107,7 +107,6 @@ pub mod database;
 pub mod dead_letters;
 mod declare;
 mod delivery;
-mod deserialize_struct;
 mod error;
 mod failure;
 pub mod health;
@@ -128,6 +127,7 @@ mod rooted;
 mod routing_key;
 pub mod rpc;
 mod schema;
+mod serde_struct;
 mod sink;
 mod sync;
 mod text;
@@ -181,15 +181,18 @@ pub mod codegen {
     pub use crate::__warren_adapters as adapters;
     pub use crate::__warren_builder as builder;
     pub use crate::__warren_declared_errors as declared_errors;
-    pub use crate::__warren_deserialize_struct as deserialize_struct;
     pub use crate::__warren_publishers as publishers;
     pub use crate::__warren_rpc_clients as rpc_clients;
+    pub use crate::__warren_serde_struct as serde_struct;
     pub use crate::__warren_string_enum as string_enum;
     pub use crate::__warren_string_newtype as string_newtype;
     pub use crate::adapters::DeliveryOf;
-    /// What [`deserialize_struct!`] expands to calls: the field names found, a field read.
+    /// What [`serde_struct!`] expands to calls: the field names found, a field read, the
+    /// fields written.
     pub mod struct_fields {
-        pub use crate::deserialize_struct::{Fields, given_or_missing, next_value};
+        pub use crate::serde_struct::{
+            Entry, Field, Fields, given_or_missing, next_value, serialize,
+        };
     }
     #[cfg(any(feature = "postgres", feature = "sqlite"))]
     pub use crate::inbox::{InboxBatchHandler, InboxHandler, add_inbox, add_inbox_batch};

@@ -126,14 +126,14 @@ const INVOCATIONS: &[&str] = &[
     "::warren_runtime::codegen::adapters! {",
     "::warren_runtime::codegen::builder! {",
     "::warren_runtime::codegen::declared_errors! {",
-    "::warren_runtime::codegen::deserialize_struct! {",
+    "::warren_runtime::codegen::serde_struct! {",
     "::warren_runtime::codegen::string_enum! {",
     "::warren_runtime::codegen::string_newtype! {",
 ];
 
 /// The invocation whose body is written on one line when it fits: a struct's fields, named
 /// and no more, read best as the struct's list of them.
-const ONE_LINE: &str = "::warren_runtime::codegen::deserialize_struct! {";
+const ONE_LINE: &str = "::warren_runtime::codegen::serde_struct! {";
 
 /// The widest line prettyplease writes.
 const MARGIN: usize = 100;
@@ -219,12 +219,14 @@ struct Body {
     entries: Punctuated<Entry, Token![,]>,
 }
 
-/// One entry of a [`Body`]: `name`, then `: Type`, `= value` and `{ A => a, … }` (the
-/// adapters' methods of a consumer of several), each when it has one.
+/// One entry of a [`Body`]: `name`, then `: Type`, `= value`, `if path` (a field's
+/// `skip_serializing_if`) and `{ A => a, … }` (the adapters' methods of a consumer of
+/// several), each when it has one.
 struct Entry {
     name: Ident,
     ty: Option<Type>,
     value: Option<Expr>,
+    skip: Option<syn::Path>,
     arms: Option<Punctuated<Arm, Token![,]>>,
 }
 
@@ -278,6 +280,10 @@ impl Parse for Entry {
             Some(_) => Some(input.parse()?),
             None => None,
         };
+        let skip = match input.parse::<Option<Token![if]>>()? {
+            Some(_) => Some(input.parse()?),
+            None => None,
+        };
         let arms = match input.peek(syn::token::Brace) {
             true => {
                 let arms;
@@ -290,6 +296,7 @@ impl Parse for Entry {
             name,
             ty,
             value,
+            skip,
             arms,
         })
     }
@@ -315,6 +322,9 @@ impl Body {
             }
             if let Some(value) = &entry.value {
                 text.push_str(&format!(" = {}", value.to_token_stream()));
+            }
+            if let Some(skip) = &entry.skip {
+                text.push_str(&format!(" if {}", written_path(skip)));
             }
             entries.push(text);
         }
@@ -345,6 +355,10 @@ impl Body {
                 line.push_str(" = ");
                 line.push_str(&written_value(value));
             }
+            if let Some(skip) = &entry.skip {
+                line.push_str(" if ");
+                line.push_str(&written_path(skip));
+            }
             if let Some(arms) = &entry.arms {
                 line.push_str(" {");
                 for arm in arms {
@@ -363,6 +377,22 @@ impl Body {
         }
         text
     }
+}
+
+/// `path` as prettyplease writes it in code: its segments joined by `::`, when none has
+/// arguments (a function's path, as a `skip_serializing_if` names one).
+fn written_path(path: &syn::Path) -> String {
+    if path.segments.iter().any(|s| !s.arguments.is_none()) {
+        return written(quote! { type T = #path; }, "type T = ");
+    }
+    let mut text = String::new();
+    for (i, segment) in path.segments.iter().enumerate() {
+        if i > 0 || path.leading_colon.is_some() {
+            text.push_str("::");
+        }
+        text.push_str(&segment.ident.to_string());
+    }
+    text
 }
 
 /// `ty` as prettyplease writes it in code. A lone name (a flag such as `default`, most of

@@ -38,7 +38,7 @@ mod schemas;
 mod shared_types;
 mod string_enums;
 mod string_newtypes;
-mod struct_deserialize;
+mod struct_serde;
 mod topology;
 mod type_docs;
 mod types;

@@ -144,8 +144,10 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
     // attributes read and its skeleton parsed, a constrained string's impls compared as text,
     // a struct's serde attributes read). Sharing compares typify's items as it would what these make of them: each is
     // made of the items alone.
-    let items = super::struct_deserialize::compact(super::string_newtypes::compact(items));
-    let mut items = super::constructors::add(items);
+    // The constructors first: they read which fields are optional from serde's attributes,
+    // which a struct written through `serde_struct!` no longer carries.
+    let items = super::constructors::add(super::string_newtypes::compact(items));
+    let mut items = super::struct_serde::compact(items);
     items.iter_mut().for_each(tidy_attributes);
     items.insert(0, crates_in_scope());
     // typify's output is not written for every lint a user's crate may enable (it unwraps

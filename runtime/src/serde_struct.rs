@@ -1,22 +1,32 @@
-//! A payload struct's `Deserialize`, with what serde's derive writes into every struct written
-//! once here.
+//! A payload struct's `Serialize` and `Deserialize`, with what serde's derives write into every
+//! struct written once here.
 //!
-//! serde's derive writes ~19 KB of code for a struct of six fields: an enum of its fields with a
-//! visitor of strings, bytes and indices, and a visitor of the struct as a map and as a
-//! sequence. Every line of it is type-checked and borrow-checked in the user's crate: on a
+//! serde's `Deserialize` derive writes ~19 KB of code for a struct of six fields: an enum of its
+//! fields with a visitor of strings, bytes and indices, and a visitor of the struct as a map and
+//! as a sequence. Every line of it is type-checked and borrow-checked in the user's crate: on a
 //! contract of a thousand payloads, 1.0 GB of the 1.6 GB the compiler took to check the
-//! types, and 21 of their 28 s of CPU. The generator writes
-//! [`deserialize_struct!`](crate::__warren_deserialize_struct) instead, for a struct whose serde
-//! attributes it knows; the field names are found by [`Fields`], compiled once, so what the
-//! macro expands to is the struct's own: a slot per field, filled in a loop, and the struct
-//! built from them. It reads what the derive reads, with its errors and its handling of a
-//! missing field ([`given_or_missing`]), with one difference: a struct is read from a map only,
-//! not also from a sequence of its fields in order (which no JSON Schema object is).
+//! types, and 21 of their 28 s of CPU. Its `Serialize` derive is smaller, a call and a `?` per
+//! field, and still cost that contract 230 MB and 10 s of CPU to check. The generator writes
+//! [`serde_struct!`](crate::__warren_serde_struct) instead, for a struct whose serde attributes
+//! it knows.
+//!
+//! Reading, the field names are found by [`Fields`], compiled once, so what the macro expands
+//! to is the struct's own: a slot per field, filled in a loop, and the struct built from them.
+//! It reads what the derive reads, with its errors and its handling of a missing field
+//! ([`given_or_missing`]), with one difference: a struct is read from a map only, not also from
+//! a sequence of its fields in order (which no JSON Schema object is).
+//!
+//! Writing, the struct's fields are handed to [`serialize`] as a list of [`Entry`]s, each a
+//! field behind a reference to [`Field`] (one call through a vtable per field, next to the
+//! text it writes), and [`serialize`], compiled once per serializer, writes what the derive
+//! writes: the same `serialize_struct` with the count of fields written, each field or its
+//! `skip_field`, then `end`.
 
 use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 /// The field names of a struct, in order, and whether a key that names none of them is an
 /// error (`deny_unknown_fields`) or skipped: finds which field a map's key is.
@@ -149,19 +159,91 @@ impl<'de, E: de::Error> Deserializer<'de> for Missing<E> {
     }
 }
 
-/// `Deserialize` for struct `$name` of named fields, as serde's derive writes it for the
-/// same attributes, compiled into a few lines: `deny_unknown_fields` before the braces when
-/// the struct has it, then each field as `field`, with `= "name"` when its serialized name
-/// differs (serde's `rename`) and `: default` when a missing field takes its type's default
-/// (serde's `default`).
+/// One field of a struct [`serialize`] writes: its serialized name, its value, and whether it
+/// is skipped (serde's `skip_serializing_if` said so).
+pub struct Entry<'a, S: Serializer> {
+    name: &'static str,
+    value: &'a dyn Field<S::SerializeStruct>,
+    skipped: bool,
+}
+
+impl<'a, S: Serializer> Entry<'a, S> {
+    /// Field `name` of value `value`, written unless `skipped`.
+    pub fn new(
+        name: &'static str,
+        value: &'a dyn Field<S::SerializeStruct>,
+        skipped: bool,
+    ) -> Self {
+        Self {
+            name,
+            value,
+            skipped,
+        }
+    }
+}
+
+/// A field's value, written into a struct being serialized (`St`): any `Serialize` value, behind
+/// a reference that does not name its type, so that [`serialize`] is compiled once per
+/// serializer rather than once per struct.
+pub trait Field<St: SerializeStruct> {
+    /// Writes the value as field `name` of `state`.
+    fn write(&self, state: &mut St, name: &'static str) -> Result<(), St::Error>;
+}
+
+impl<St: SerializeStruct, T: Serialize + ?Sized> Field<St> for T {
+    fn write(&self, state: &mut St, name: &'static str) -> Result<(), St::Error> {
+        state.serialize_field(name, self)
+    }
+}
+
+/// Writes struct `name` of fields `entries` into `serializer`, as serde's derive writes it:
+/// `serialize_struct` told how many fields are written (a serializer may rely on it: JSON
+/// closes an object announced empty at once), each field or its `skip_field`, then `end`.
+pub fn serialize<S: Serializer>(
+    serializer: S,
+    name: &'static str,
+    entries: &[Entry<'_, S>],
+) -> Result<S::Ok, S::Error> {
+    let written = entries.iter().filter(|entry| !entry.skipped).count();
+    let mut state = serializer.serialize_struct(name, written)?;
+    for entry in entries {
+        match entry.skipped {
+            true => state.skip_field(entry.name)?,
+            false => entry.value.write(&mut state, entry.name)?,
+        }
+    }
+    state.end()
+}
+
+/// `Serialize` and `Deserialize` for struct `$name` of named fields, as serde's derives write
+/// them for the same attributes, compiled into a few lines: `deny_unknown_fields` before the
+/// braces when the struct has it, then each field as `field`, with `: default` when a missing
+/// field takes its type's default (serde's `default`), `= "name"` when its serialized name
+/// differs (serde's `rename`) and `if path` when it is not written where `path(&field)` holds
+/// (serde's `skip_serializing_if`).
 ///
 /// Only for generated code (`warren_runtime::codegen`): paths resolve where it is invoked.
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __warren_deserialize_struct {
+macro_rules! __warren_serde_struct {
     ($name:ident $($deny:ident)? {
-        $( $field:ident $(: $default:ident)? $(= $json:literal)? ),* $(,)?
+        $( $field:ident $(: $default:ident)? $(= $json:literal)? $(if $skip:path)? ),* $(,)?
     }) => {
+        impl $crate::codegen::serde::Serialize for $name {
+            fn serialize<S>(&self, serializer: S) -> ::core::result::Result<S::Ok, S::Error>
+            where
+                S: $crate::codegen::serde::Serializer,
+            {
+                use $crate::codegen::struct_fields as fields;
+                fields::serialize(serializer, ::core::stringify!($name), &[$(
+                    fields::Entry::<S>::new(
+                        $crate::__warren_serde_struct!(@name $field $($json)?),
+                        &self.$field,
+                        false $(|| $skip(&self.$field))?,
+                    ),
+                )*])
+            }
+        }
         impl<'de> $crate::codegen::serde::Deserialize<'de> for $name {
             fn deserialize<D>(deserializer: D) -> ::core::result::Result<Self, D::Error>
             where
@@ -175,8 +257,8 @@ macro_rules! __warren_deserialize_struct {
                 enum __Field { $( $field, )* }
                 const __ORDER: &[__Field] = &[$( __Field::$field, )*];
                 const __FIELDS: fields::Fields = fields::Fields {
-                    names: &[$( $crate::__warren_deserialize_struct!(@name $field $($json)?), )*],
-                    deny_unknown: $crate::__warren_deserialize_struct!(@deny $($deny)?),
+                    names: &[$( $crate::__warren_serde_struct!(@name $field $($json)?), )*],
+                    deny_unknown: $crate::__warren_serde_struct!(@deny $($deny)?),
                 };
                 struct __Struct;
                 impl<'de> $crate::codegen::serde::de::Visitor<'de> for __Struct {
@@ -198,12 +280,12 @@ macro_rules! __warren_deserialize_struct {
                                 $( __Field::$field => fields::next_value(
                                     &mut $field,
                                     &mut map,
-                                    $crate::__warren_deserialize_struct!(@name $field $($json)?),
+                                    $crate::__warren_serde_struct!(@name $field $($json)?),
                                 )?, )*
                             }
                         }
                         ::core::result::Result::Ok($name {
-                            $( $field: $crate::__warren_deserialize_struct!(
+                            $( $field: $crate::__warren_serde_struct!(
                                 @value $field $($json)? $(: $default)?
                             ), )*
                         })
@@ -223,37 +305,46 @@ macro_rules! __warren_deserialize_struct {
     (@value $field:ident $($json:literal)?) => {
         fields::given_or_missing(
             $field,
-            $crate::__warren_deserialize_struct!(@name $field $($json)?),
+            $crate::__warren_serde_struct!(@name $field $($json)?),
         )?
     };
 }
 
 #[cfg(test)]
 mod tests {
-    //! The macro's `Deserialize` against serde's derive on the same struct: the same values and
-    //! the same errors, from text and from a JSON value, for every way a document can fit or
-    //! break it.
+    //! The macro's `Deserialize` and `Serialize` against serde's derives on the same struct: the
+    //! same values and the same errors, from text and from a JSON value, for every way a
+    //! document can fit or break it; the same text and the same value written.
 
     // The fields are read through `Debug` only.
     #[allow(dead_code)]
     mod derived {
-        #[derive(Debug, serde::Deserialize)]
+        #[derive(Debug, serde::Deserialize, serde::Serialize)]
         #[serde(deny_unknown_fields)]
         pub(super) struct Strict {
             pub(super) id: String,
-            #[serde(rename = "the-count")]
+            #[serde(
+                rename = "the-count",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
             pub(super) count: Option<u32>,
-            #[serde(default)]
+            #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
             pub(super) tags: Vec<String>,
             pub(super) note: Option<String>,
             pub(super) value: serde_json::Value,
         }
 
-        #[derive(Debug, serde::Deserialize)]
+        #[derive(Debug, serde::Deserialize, serde::Serialize)]
         pub(super) struct Loose {
             pub(super) id: u64,
             #[serde(rename = "type")]
             pub(super) r#type: Option<String>,
+        }
+
+        #[derive(Debug, serde::Deserialize, serde::Serialize)]
+        pub(super) struct Sparse {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            pub(super) only: Option<u8>,
         }
     }
 
@@ -268,8 +359,14 @@ mod tests {
             pub(super) note: Option<String>,
             pub(super) value: serde_json::Value,
         }
-        crate::__warren_deserialize_struct! {
-            Strict deny_unknown_fields { id, count = "the-count", tags: default, note, value }
+        crate::__warren_serde_struct! {
+            Strict deny_unknown_fields {
+                id,
+                count = "the-count" if ::std::option::Option::is_none,
+                tags: default if ::std::vec::Vec::is_empty,
+                note,
+                value,
+            }
         }
 
         /// Named as the macro's own items would be without their `__`.
@@ -277,7 +374,7 @@ mod tests {
         pub(super) struct Field {
             pub(super) r#struct: u8,
         }
-        crate::__warren_deserialize_struct! { Field { r#struct = "struct" } }
+        crate::__warren_serde_struct! { Field { r#struct = "struct" } }
 
         /// With fields named as the macro's own variables and module.
         #[derive(Debug, PartialEq)]
@@ -286,7 +383,7 @@ mod tests {
             pub(super) map: Option<u8>,
             pub(super) fields: Vec<u8>,
         }
-        crate::__warren_deserialize_struct! {
+        crate::__warren_serde_struct! {
             Struct deny_unknown_fields { field, map: default, fields: default }
         }
 
@@ -295,7 +392,13 @@ mod tests {
             pub(super) id: u64,
             pub(super) r#type: Option<String>,
         }
-        crate::__warren_deserialize_struct! { Loose { id, r#type = "type" } }
+        crate::__warren_serde_struct! { Loose { id, r#type = "type" } }
+
+        #[derive(Debug)]
+        pub(super) struct Sparse {
+            pub(super) only: Option<u8>,
+        }
+        crate::__warren_serde_struct! { Sparse { only: default if ::std::option::Option::is_none } }
     }
 
     /// Both structs read from `text`, and from it parsed into a JSON value first (the worker's
@@ -358,6 +461,58 @@ mod tests {
         }
     }
 
+    /// `text` read by both structs, then written by each: as text, and as a JSON value.
+    fn written<D, L>(text: &str) -> [(String, String); 2]
+    where
+        D: serde::de::DeserializeOwned + serde::Serialize,
+        L: serde::de::DeserializeOwned + serde::Serialize,
+    {
+        let derived: D = serde_json::from_str(text).expect("read by the derive");
+        let lean: L = serde_json::from_str(text).expect("read by the macro");
+        let value = |written: Result<serde_json::Value, serde_json::Error>| {
+            written.expect("written").to_string()
+        };
+        [
+            (
+                serde_json::to_string(&derived).expect("written"),
+                serde_json::to_string(&lean).expect("written"),
+            ),
+            (
+                value(serde_json::to_value(&derived)),
+                value(serde_json::to_value(&lean)),
+            ),
+        ]
+    }
+
+    #[test]
+    fn writes_what_the_derive_writes() {
+        for text in [
+            r#"{"id":"a","the-count":3,"tags":["x","y"],"note":"n","value":[1,{"b":null}]}"#,
+            r#"{"value":null,"id":"a"}"#,
+            r#"{"id":"a","value":1,"the-count":null,"note":null,"tags":[]}"#,
+            r#"{"id":"\u00e9\n","value":"\"","the-count":0}"#,
+        ] {
+            for (derived, lean) in written::<derived::Strict, lean::Strict>(text) {
+                assert_eq!(derived, lean, "{text}");
+            }
+        }
+        for text in [r#"{"id":1,"type":"t"}"#, r#"{"id":1}"#] {
+            for (derived, lean) in written::<derived::Loose, lean::Loose>(text) {
+                assert_eq!(derived, lean, "{text}");
+            }
+        }
+        // Every field skipped: an object announced empty, closed at once.
+        for text in [r#"{}"#, r#"{"only":4}"#] {
+            for (derived, lean) in written::<derived::Sparse, lean::Sparse>(text) {
+                assert_eq!(derived, lean, "{text}");
+            }
+        }
+        assert_eq!(
+            serde_json::to_string(&lean::Sparse { only: None }).expect("written"),
+            "{}"
+        );
+    }
+
     #[test]
     fn a_struct_may_bear_the_name_of_what_the_macro_writes() {
         let text = r#"{"field":{"struct":7},"map":1,"fields":[2]}"#;
@@ -369,6 +524,7 @@ mod tests {
             fields: vec![2],
         };
         assert_eq!(read, expected);
+        assert_eq!(serde_json::to_string(&read).expect("written"), text);
     }
 
     #[test]
