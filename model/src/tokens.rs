@@ -377,6 +377,18 @@ impl ToTokens for Binding {
             routing_key,
             arguments,
         } = self;
+        // Most bindings have no arguments: one call each, where a struct literal was five
+        // (a thousand of them made `topology()` the largest function a crate compiles).
+        if arguments.is_empty() {
+            return tokens.extend(match destination {
+                Destination::Queue(queue) => {
+                    quote! { Binding::to_queue(#exchange, #queue, #routing_key) }
+                }
+                Destination::Exchange(to) => {
+                    quote! { Binding::to_exchange(#exchange, #to, #routing_key) }
+                }
+            });
+        }
         let arguments = ArgumentsTokens(arguments);
         tokens.extend(quote! {
             Binding {

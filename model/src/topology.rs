@@ -839,6 +839,39 @@ pub struct Binding {
     pub arguments: Arguments,
 }
 
+impl Binding {
+    /// `exchange` routing to queue `queue` what `routing_key` matches, with no arguments.
+    pub fn to_queue(
+        exchange: impl Into<String>,
+        queue: impl Into<String>,
+        routing_key: impl Into<String>,
+    ) -> Self {
+        Self::new(exchange, Destination::Queue(queue.into()), routing_key)
+    }
+
+    /// `exchange` routing to exchange `to` what `routing_key` matches, with no arguments.
+    pub fn to_exchange(
+        exchange: impl Into<String>,
+        to: impl Into<String>,
+        routing_key: impl Into<String>,
+    ) -> Self {
+        Self::new(exchange, Destination::Exchange(to.into()), routing_key)
+    }
+
+    fn new(
+        exchange: impl Into<String>,
+        destination: Destination,
+        routing_key: impl Into<String>,
+    ) -> Self {
+        Self {
+            exchange: exchange.into(),
+            destination,
+            routing_key: routing_key.into(),
+            arguments: Arguments::new(),
+        }
+    }
+}
+
 /// A binding's destination.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Destination {
