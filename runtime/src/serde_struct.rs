@@ -220,14 +220,16 @@ pub fn serialize<S: Serializer>(
 /// braces when the struct has it, then each field as `field`, with `: default` when a missing
 /// field takes its type's default (serde's `default`), `= "name"` when its serialized name
 /// differs (serde's `rename`) and `if path` when it is not written where `path(&field)` holds
-/// (serde's `skip_serializing_if`).
+/// (serde's `skip_serializing_if`). Two shorthands stand for what typify writes on most
+/// optional fields: `: skip_none` is `: default if Option::is_none`, `: skip_empty` is
+/// `: default if Vec::is_empty`.
 ///
 /// Only for generated code (`warren_runtime::codegen`): paths resolve where it is invoked.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __warren_serde_struct {
     ($name:ident $($deny:ident)? {
-        $( $field:ident $(: $default:ident)? $(= $json:literal)? $(if $skip:path)? ),* $(,)?
+        $( $field:ident $(: $flag:ident)? $(= $json:literal)? $(if $skip:path)? ),* $(,)?
     }) => {
         impl $crate::codegen::serde::Serialize for $name {
             fn serialize<S>(&self, serializer: S) -> ::core::result::Result<S::Ok, S::Error>
@@ -239,7 +241,9 @@ macro_rules! __warren_serde_struct {
                     fields::Entry::<S>::new(
                         $crate::__warren_serde_struct!(@name $field $($json)?),
                         &self.$field,
-                        false $(|| $skip(&self.$field))?,
+                        false
+                            $(|| $crate::__warren_serde_struct!(@skip $flag, &self.$field))?
+                            $(|| $skip(&self.$field))?,
                     ),
                 )*])
             }
@@ -286,7 +290,7 @@ macro_rules! __warren_serde_struct {
                         }
                         ::core::result::Result::Ok($name {
                             $( $field: $crate::__warren_serde_struct!(
-                                @value $field $($json)? $(: $default)?
+                                @value $field $($json)? $(: $flag)?
                             ), )*
                         })
                     }
@@ -299,7 +303,11 @@ macro_rules! __warren_serde_struct {
     (@deny) => { false };
     (@name $field:ident $json:literal) => { $json };
     (@name $field:ident) => { ::core::stringify!($field) };
-    (@value $field:ident $($json:literal)? : default) => {
+    (@skip default, $value:expr) => { false };
+    (@skip skip_none, $value:expr) => { ::core::option::Option::is_none($value) };
+    (@skip skip_empty, $value:expr) => { ::std::vec::Vec::is_empty($value) };
+    // Each flag reads a missing field as its type's default.
+    (@value $field:ident $($json:literal)? : $flag:ident) => {
         $field.unwrap_or_default()
     };
     (@value $field:ident $($json:literal)?) => {
@@ -362,8 +370,8 @@ mod tests {
         crate::__warren_serde_struct! {
             Strict deny_unknown_fields {
                 id,
-                count = "the-count" if ::std::option::Option::is_none,
-                tags: default if ::std::vec::Vec::is_empty,
+                count: skip_none = "the-count",
+                tags: skip_empty,
                 note,
                 value,
             }

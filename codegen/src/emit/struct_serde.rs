@@ -21,11 +21,12 @@ use syn::{Attribute, Item, ItemStruct, Meta, Token};
 /// `serde_struct!` after it, and serde's derives and attributes taken off it.
 pub(super) fn compact(items: Vec<Item>) -> Vec<Item> {
     let mut out = Vec::with_capacity(items.len() * 2);
+    let mut skips = Skips::default();
     let mut items = items.into_iter().peekable();
     while let Some(mut item) = items.next() {
         let invocation = match &mut item {
             Item::Struct(item) => {
-                invocation(item).map(|invocation| (item.ident.clone(), invocation))
+                invocation(item, &mut skips).map(|invocation| (item.ident.clone(), invocation))
             }
             _ => None,
         };
@@ -53,7 +54,7 @@ fn is_impl_of(item: &Item, name: &syn::Ident) -> bool {
 
 /// The invocation for `item`, with serde's derives and attributes taken off it; `None`, and
 /// `item` untouched, when the macro cannot stand for the derives.
-fn invocation(item: &mut ItemStruct) -> Option<Item> {
+fn invocation(item: &mut ItemStruct, skips: &mut Skips) -> Option<Item> {
     let syn::Fields::Named(fields) = &mut item.fields else {
         return None;
     };
@@ -64,7 +65,7 @@ fn invocation(item: &mut ItemStruct) -> Option<Item> {
     let entries = fields
         .named
         .iter()
-        .map(entry)
+        .map(|field| entry(field, skips))
         .collect::<Option<Vec<TokenStream>>>()?;
     // The attributes are the derives' helpers: with the derives gone, they would name nothing.
     for field in &mut fields.named {
@@ -180,29 +181,58 @@ fn container_deny_unknown(attrs: &[Attribute]) -> Option<bool> {
 /// A field's entry: `name`, `: default` when a missing one takes its type's default (serde's
 /// `default`, or an `Option`, which serde reads as `None` when missing: the same value, without
 /// the macro asking the type), `= "serialized"` when its serialized name differs, `if path`
-/// when it is not written where `path(&field)` holds; `None` for a field the macro cannot read.
-fn entry(field: &syn::Field) -> Option<TokenStream> {
+/// when it is not written where `path(&field)` holds, or the macro's shorthands for the two
+/// typify writes on most optional fields (`: skip_none`, `: skip_empty`); `None` for a field
+/// the macro cannot read.
+fn entry(field: &syn::Field, skips: &mut Skips) -> Option<TokenStream> {
     let ident = field.ident.as_ref()?;
     let mut serialized = ident.unraw().to_string();
-    let mut default = is_option(&field.ty).then(|| quote! { : default });
+    let mut default = is_option(&field.ty);
     let mut skip = None;
     for meta in serde_metas(&field.attrs)? {
         match &meta {
-            Meta::Path(path) if path.is_ident("default") => default = Some(quote! { : default }),
+            Meta::Path(path) if path.is_ident("default") => default = true,
             Meta::NameValue(value) if value.path.is_ident("rename") => {
                 serialized = string_value(value)?.value();
             }
             Meta::NameValue(value) if value.path.is_ident("skip_serializing_if") => {
-                let path: syn::Path = string_value(value)?.parse().ok()?;
-                skip = Some(quote! { if #path });
+                skip = Some(string_value(value)?.value());
             }
             _ => return None,
         }
     }
+    let (flag, skip) = match (default, skip.as_deref()) {
+        (true, Some("::std::option::Option::is_none")) => (Some(quote! { : skip_none }), None),
+        (true, Some("::std::vec::Vec::is_empty")) => (Some(quote! { : skip_empty }), None),
+        (default, None) => (default.then(|| quote! { : default }), None),
+        (default, Some(path)) => (
+            default.then(|| quote! { : default }),
+            Some(skips.tokens(path)?),
+        ),
+    };
     // Named in full unless the field's name is its serialized name: a raw one (`r#type`) is
     // always named, as the macro would write it `"r#type"`.
     let renamed = (*ident != serialized).then(|| quote! { = #serialized });
-    Some(quote! { #ident #default #renamed #skip })
+    Some(quote! { #ident #flag #renamed #skip })
+}
+
+/// The `if path` of each `skip_serializing_if = "path"` met, parsed once: typify names a few
+/// paths (`::std::option::Option::is_none`) for thousands of fields.
+#[derive(Default)]
+struct Skips(std::collections::HashMap<String, Option<TokenStream>>);
+
+impl Skips {
+    /// `if path` for the path `text`; `None` when it is not a path.
+    fn tokens(&mut self, text: &str) -> Option<TokenStream> {
+        if let Some(tokens) = self.0.get(text) {
+            return tokens.clone();
+        }
+        let tokens = syn::parse_str::<syn::Path>(text)
+            .ok()
+            .map(|path| quote! { if #path });
+        self.0.insert(text.to_owned(), tokens.clone());
+        tokens
+    }
 }
 
 /// The string an attribute's `name = "value"` gives; `None` for a value of another kind.
@@ -262,19 +292,22 @@ mod tests {
                 pub lines: Vec<u32>,
                 #[serde(rename = "order-note", skip_serializing_if = "::std::option::Option::is_none")]
                 pub note: ::std::option::Option<String>,
+                #[serde(default, skip_serializing_if = "crate::tags::none")]
+                pub tags: Tags,
             }
         });
         assert_eq!(items.len(), 2, "{items:?}");
         assert_eq!(
             items[0],
             "# [derive (Clone)] pub struct Order { pub id : String , pub r#type : Option < String > , \
-             pub lines : Vec < u32 > , pub note : :: std :: option :: Option < String > , }"
+             pub lines : Vec < u32 > , pub note : :: std :: option :: Option < String > , \
+             pub tags : Tags , }"
         );
         assert_eq!(
             items[1],
             ":: warren_runtime :: codegen :: serde_struct ! { Order deny_unknown_fields { \
-             id , r#type : default = \"type\" , lines : default if :: std :: vec :: Vec :: is_empty , \
-             note : default = \"order-note\" if :: std :: option :: Option :: is_none } }"
+             id , r#type : default = \"type\" , lines : skip_empty , \
+             note : skip_none = \"order-note\" , tags : default if crate :: tags :: none } }"
         );
     }
 
