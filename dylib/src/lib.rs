@@ -33,8 +33,15 @@
 //! What it costs: the binary needs the library and Rust's standard library as shared
 //! objects at run time. `cargo run` and `cargo test` find both; a binary started by hand
 //! needs `LD_LIBRARY_PATH` set to `target/debug/deps` and the toolchain's library folder
-//! (`$(rustc --print sysroot)/lib/rustlib/<target>/lib`). So keep it out of release builds: a release binary
-//! should stand alone.
+//! (`$(rustc --print sysroot)/lib/rustlib/<target>/lib`). So keep it out of release builds:
+//! a release binary should stand alone.
+//!
+//! Taken by path (a checkout of warren's repository, not crates.io), the library is named
+//! `libwarren_dylib.so` with no hash: two builds of one target folder with different features
+//! (`cargo test -p one-crate`, then `cargo test --workspace`) overwrite each other's, and
+//! cargo does not notice. A link error then ("cannot satisfy dependencies so `std` only shows
+//! up once", or a crate missing) is cured by `cargo clean -p warren-dylib`. A crates.io
+//! dependency's library is named with a hash, and has no such trap.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
