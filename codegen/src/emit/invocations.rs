@@ -379,20 +379,10 @@ impl Body {
     }
 }
 
-/// `path` as prettyplease writes it in code: its segments joined by `::`, when none has
-/// arguments (a function's path, as a `skip_serializing_if` names one).
+/// `path` as prettyplease writes it in code (a field's `skip_serializing_if` other than the
+/// shorthands typify's own come as: rare, so printed the long way).
 fn written_path(path: &syn::Path) -> String {
-    if path.segments.iter().any(|s| !s.arguments.is_none()) {
-        return written(quote! { type T = #path; }, "type T = ");
-    }
-    let mut text = String::new();
-    for (i, segment) in path.segments.iter().enumerate() {
-        if i > 0 || path.leading_colon.is_some() {
-            text.push_str("::");
-        }
-        text.push_str(&segment.ident.to_string());
-    }
-    text
+    written(quote! { type T = #path; }, "type T = ")
 }
 
 /// `ty` as prettyplease writes it in code. A lone name (a flag such as `default`, most of

@@ -21,12 +21,11 @@ use syn::{Attribute, Item, ItemStruct, Meta, Token};
 /// `serde_struct!` after it, and serde's derives and attributes taken off it.
 pub(super) fn compact(items: Vec<Item>) -> Vec<Item> {
     let mut out = Vec::with_capacity(items.len() * 2);
-    let mut skips = Skips::default();
     let mut items = items.into_iter().peekable();
     while let Some(mut item) = items.next() {
         let invocation = match &mut item {
             Item::Struct(item) => {
-                invocation(item, &mut skips).map(|invocation| (item.ident.clone(), invocation))
+                invocation(item).map(|invocation| (item.ident.clone(), invocation))
             }
             _ => None,
         };
@@ -54,7 +53,7 @@ fn is_impl_of(item: &Item, name: &syn::Ident) -> bool {
 
 /// The invocation for `item`, with serde's derives and attributes taken off it; `None`, and
 /// `item` untouched, when the macro cannot stand for the derives.
-fn invocation(item: &mut ItemStruct, skips: &mut Skips) -> Option<Item> {
+fn invocation(item: &mut ItemStruct) -> Option<Item> {
     let syn::Fields::Named(fields) = &mut item.fields else {
         return None;
     };
@@ -65,7 +64,7 @@ fn invocation(item: &mut ItemStruct, skips: &mut Skips) -> Option<Item> {
     let entries = fields
         .named
         .iter()
-        .map(|field| entry(field, skips))
+        .map(entry)
         .collect::<Option<Vec<TokenStream>>>()?;
     // The attributes are the derives' helpers: with the derives gone, they would name nothing.
     for field in &mut fields.named {
@@ -184,7 +183,7 @@ fn container_deny_unknown(attrs: &[Attribute]) -> Option<bool> {
 /// when it is not written where `path(&field)` holds, or the macro's shorthands for the two
 /// typify writes on most optional fields (`: skip_none`, `: skip_empty`); `None` for a field
 /// the macro cannot read.
-fn entry(field: &syn::Field, skips: &mut Skips) -> Option<TokenStream> {
+fn entry(field: &syn::Field) -> Option<TokenStream> {
     let ident = field.ident.as_ref()?;
     let mut serialized = ident.unraw().to_string();
     let mut default = is_option(&field.ty);
@@ -205,34 +204,19 @@ fn entry(field: &syn::Field, skips: &mut Skips) -> Option<TokenStream> {
         (true, Some("::std::option::Option::is_none")) => (Some(quote! { : skip_none }), None),
         (true, Some("::std::vec::Vec::is_empty")) => (Some(quote! { : skip_empty }), None),
         (default, None) => (default.then(|| quote! { : default }), None),
-        (default, Some(path)) => (
-            default.then(|| quote! { : default }),
-            Some(skips.tokens(path)?),
-        ),
+        // Not what typify writes: parsed, for the few fields that have one.
+        (default, Some(path)) => {
+            let path: syn::Path = syn::parse_str(path).ok()?;
+            (
+                default.then(|| quote! { : default }),
+                Some(quote! { if #path }),
+            )
+        }
     };
     // Named in full unless the field's name is its serialized name: a raw one (`r#type`) is
     // always named, as the macro would write it `"r#type"`.
     let renamed = (*ident != serialized).then(|| quote! { = #serialized });
     Some(quote! { #ident #flag #renamed #skip })
-}
-
-/// The `if path` of each `skip_serializing_if = "path"` met, parsed once: typify names a few
-/// paths (`::std::option::Option::is_none`) for thousands of fields.
-#[derive(Default)]
-struct Skips(std::collections::HashMap<String, Option<TokenStream>>);
-
-impl Skips {
-    /// `if path` for the path `text`; `None` when it is not a path.
-    fn tokens(&mut self, text: &str) -> Option<TokenStream> {
-        if let Some(tokens) = self.0.get(text) {
-            return tokens.clone();
-        }
-        let tokens = syn::parse_str::<syn::Path>(text)
-            .ok()
-            .map(|path| quote! { if #path });
-        self.0.insert(text.to_owned(), tokens.clone());
-        tokens
-    }
 }
 
 /// The string an attribute's `name = "value"` gives; `None` for a value of another kind.
