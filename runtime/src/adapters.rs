@@ -157,6 +157,37 @@ macro_rules! __warren_adapters {
     };
 }
 
+/// `consumers::register::$function`, registering the handler of a consumer that takes one
+/// delivery at a time, alone: `function: Trait, Marker = spec`, its docs before. The
+/// handler is wrapped in its adapter (`__adapters::Trait`, [`adapters!`](crate::__warren_adapters))
+/// and erased (`Erased`) here, so that the consumer's code for its message is compiled with
+/// the contract, once, through a non-generic function, rather than in each binary with the
+/// handler's type.
+///
+/// For generated code alone (`warren_runtime::codegen::register`): it is invoked in the
+/// generated `consumers::register` module, and names its siblings from there.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __warren_register {
+    ($(#[$attr:meta])* $function:ident : $handler_trait:ident, $marker:ident = $spec:expr) => {
+        $(#[$attr])*
+        pub fn $function(worker: &mut $crate::Worker, handler: impl super::$handler_trait) {
+            // The model's tokens name its items unqualified.
+            use $crate::model::*;
+            fn erased(
+                worker: &mut $crate::Worker,
+                handler: $crate::codegen::Erased<super::super::messages::$marker>,
+            ) {
+                $crate::codegen::add(worker, super::super::messages::$marker, $spec, handler);
+            }
+            erased(
+                worker,
+                $crate::codegen::Erased::new(super::super::__adapters::$handler_trait(handler)),
+            );
+        }
+    };
+}
+
 /// The delivery of message `M`: its payload and headers types.
 pub type DeliveryOf<M> =
     crate::Delivery<<M as crate::Message>::Payload, <M as crate::Message>::Headers>;

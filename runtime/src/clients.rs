@@ -2,7 +2,8 @@
 //! written once here: how one is made, given options, and (for publishers) pointed at another
 //! sink. The generator declares the struct, documented for its contract, and invokes
 //! [`publishers!`](crate::__warren_publishers) or [`rpc_clients!`](crate::__warren_rpc_clients)
-//! beside it.
+//! beside it. Each publisher's method is one [`publisher!`](crate::__warren_publisher): the
+//! same signature and body for every publisher but for its names, types and publication.
 
 /// `new`, `with` and `through` of a generated `pub struct $name<S = Publisher> { sink: S,
 /// options: PublishOptions }`. For generated code alone
@@ -42,6 +43,49 @@ macro_rules! __warren_publishers {
             }
         }
     };
+}
+
+/// One publisher's method of a generated `Publishers<S>`, invoked inside its `impl<S: Sink>`:
+/// `name(placeholders): marker, Payload = publication`, with `, Headers` after the payload
+/// type when the message has a headers schema, and its docs before. The method takes a value
+/// for each routing key placeholder, the payload (and headers), and returns the publish's
+/// future, which waits for the broker's confirm. For generated code alone
+/// (`warren_runtime::codegen::publisher`): paths resolve where it is invoked.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __warren_publisher {
+    (
+        $(#[$attr:meta])*
+        $name:ident ( $($placeholder:ident),* ) : $marker:path, $payload:ty $(, $headers:ty)?
+            = $publication:expr
+    ) => {
+        $(#[$attr])*
+        // Not an `async fn`: the runtime's `publish` is the one state machine of every method.
+        // The lifetime is named, as a crate of edition 2021 captures no other in the future.
+        pub fn $name<'a>(
+            &'a self,
+            $( $placeholder: &'a str, )*
+            payload: &'a $payload,
+            $( headers: &'a $headers, )?
+        ) -> impl ::core::future::Future<
+            Output = ::core::result::Result<(), $crate::PublishError>,
+        > + 'a {
+            // The model's tokens name its items unqualified.
+            use $crate::model::*;
+            $crate::codegen::publish(
+                &self.sink,
+                $marker,
+                $publication,
+                [$( $placeholder ),*],
+                payload,
+                $crate::__warren_publisher!(@headers $( headers $headers )?),
+                &self.options,
+            )
+        }
+    };
+    // The parameter's name comes from the caller's expansion, as a local's must.
+    (@headers $parameter:ident $headers:ty) => { $parameter };
+    (@headers) => { &$crate::NoHeaders {} };
 }
 
 /// `new`, `with` and `client` of a generated `pub struct $name { client: RpcClient, options:

@@ -181,7 +181,10 @@ pub mod codegen {
     pub use crate::__warren_adapters as adapters;
     pub use crate::__warren_builder as builder;
     pub use crate::__warren_declared_errors as declared_errors;
+    pub use crate::__warren_message as message;
+    pub use crate::__warren_publisher as publisher;
     pub use crate::__warren_publishers as publishers;
+    pub use crate::__warren_register as register;
     pub use crate::__warren_rpc_clients as rpc_clients;
     pub use crate::__warren_serde_struct as serde_struct;
     pub use crate::__warren_string_enum as string_enum;

@@ -1,9 +1,9 @@
 //! One handler trait per consumer, a function registering each consumer's handler alone, and
 //! `Handlers`, which needs all of them.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Ident, TokenStream};
 use quote::quote;
-use warren_model::{ConsumerSpec, DurationLabel, OrderingKey};
+use warren_model::{DurationLabel, OrderingKey};
 
 use super::docs::{allow_contract_markdown, compose, retry_line};
 use super::rpcs::{self, Resolved};
@@ -764,8 +764,8 @@ fn register(served: &Served<'_>) -> TokenStream {
         Some(Some(pointer)) => quote! { ::core::option::Option::Some(#pointer), },
         _ => quote! { ::core::option::Option::None, },
     };
-    if matches!(kind, Kind::OneAtATime) {
-        return registration(served, erased(&marker, spec, &adapter));
+    if let (Kind::OneAtATime, Served::Consumer(_, message)) = (kind, served) {
+        return erased(served, &ident(&message.name, Role::Message));
     }
     let call = quote! {
         ::warren_runtime::codegen::#add(worker, #marker, #spec, #batch #key #adapter);
@@ -773,19 +773,20 @@ fn register(served: &Served<'_>) -> TokenStream {
     registration(served, call)
 }
 
-/// A one-at-a-time consumer's registration through a non-generic function, so that the
-/// consumer's code for its message (decoding it, the work of each delivery) is compiled
-/// with the contract, once, rather than in each binary with its handler's type
-/// (`warren_runtime::codegen::Erased`).
-fn erased(marker: &TokenStream, spec: &ConsumerSpec<String>, adapter: &TokenStream) -> TokenStream {
+/// A one-at-a-time consumer's register function, through the runtime's `register!`: the
+/// consumer's code for its message (decoding it, the work of each delivery) is compiled with
+/// the contract, once, rather than in each binary with its handler's type.
+fn erased(served: &Served<'_>, marker: &Ident) -> TokenStream {
+    let consumer = served.consumer();
+    let function = ident(&consumer.spec.name, Role::ConsumerField);
+    let handler_trait = ident(&consumer.spec.name, Role::ConsumerTrait);
+    let docs = registration_doc(served, &handler_trait);
+    let spec = &consumer.spec;
     quote! {
-        fn erased(
-            worker: &mut ::warren_runtime::Worker,
-            handler: ::warren_runtime::codegen::Erased<#marker>,
-        ) {
-            ::warren_runtime::codegen::add(worker, #marker, #spec, handler);
+        ::warren_runtime::codegen::register! {
+            #docs
+            #function: #handler_trait, #marker = #spec
         }
-        erased(worker, ::warren_runtime::codegen::Erased::new(#adapter));
     }
 }
 
@@ -811,12 +812,9 @@ fn members(consumer: &Consumer, messages: &[&Message]) -> Vec<TokenStream> {
         .collect()
 }
 
-/// The register function of `served`, whose body is `call`.
-fn registration(served: &Served<'_>, call: TokenStream) -> TokenStream {
-    let consumer = served.consumer();
-    let function = ident(&consumer.spec.name, Role::ConsumerField);
-    let handler_trait = ident(&consumer.spec.name, Role::ConsumerTrait);
-    let docs = compose(
+/// The doc of the register function of `served`, whose handler implements `handler_trait`.
+fn registration_doc(served: &Served<'_>, handler_trait: &Ident) -> TokenStream {
+    compose(
         &format!(
             "Registers `handler`, a [`{handler_trait}`](super::{handler_trait}), as the handler \
              of {} on `worker`, alone.",
@@ -824,7 +822,15 @@ fn registration(served: &Served<'_>, call: TokenStream) -> TokenStream {
         ),
         None,
         "",
-    );
+    )
+}
+
+/// The register function of `served`, whose body is `call`.
+fn registration(served: &Served<'_>, call: TokenStream) -> TokenStream {
+    let consumer = served.consumer();
+    let function = ident(&consumer.spec.name, Role::ConsumerField);
+    let handler_trait = ident(&consumer.spec.name, Role::ConsumerTrait);
+    let docs = registration_doc(served, &handler_trait);
     quote! {
         #docs
         pub fn #function(

@@ -59,6 +59,9 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
         /// content type and JSON Schemas.
         #allow
         pub mod messages {
+            // The payloads' and headers' types: no marker is named so (theirs are
+            // `UpperCamelCase`).
+            use super::types;
             #shared_definitions
             #( #markers )*
         }
@@ -83,41 +86,23 @@ fn marker(
     let name = ident(&message.name, Role::Message);
     let docs = marker_doc(contract, message, users);
     let payload = type_ident(&message.payload.type_name);
-    let headers = match &message.headers {
-        Some(headers) => {
-            let headers = type_ident(&headers.type_name);
-            quote! { super::types::#headers }
-        }
-        None => quote! { ::warren_runtime::NoHeaders },
-    };
     let message_name = &message.name;
-    // The trait's defaults (`application/json`, no headers schema) are left to it.
+    // The trait's default (`application/json`) is left to it.
     let content_type = (message.content_type != crate::contract::DEFAULT_CONTENT_TYPE).then(|| {
         let content_type = &message.content_type;
-        quote! { const CONTENT_TYPE: &'static str = #content_type; }
+        quote! { as #content_type }
     });
-    let payload_schema = shared.expression(&message.payload.schema);
-    let headers_schema = message.headers.as_ref().map(|headers| {
-        let text = shared.expression(&headers.schema);
-        quote! {
-            const HEADERS_SCHEMA: ::core::option::Option<&'static str> =
-                ::core::option::Option::Some(#text);
-        }
+    let payload_schema = shared.pieces_for_message(&message.payload.schema);
+    let headers = message.headers.as_ref().map(|headers| {
+        let name = type_ident(&headers.type_name);
+        let schema = shared.pieces_for_message(&headers.schema);
+        quote! { , types::#name [#schema] }
     });
     quote! {
         #docs
-        // A marker is named, passed and copied, never compared or hashed: each derive more
-        // is an impl per message to compile.
-        #[derive(Debug, Clone, Copy)]
         pub struct #name;
-
-        impl ::warren_runtime::Message for #name {
-            type Payload = super::types::#payload;
-            type Headers = #headers;
-            const NAME: &'static str = #message_name;
-            #content_type
-            const PAYLOAD_SCHEMA: &'static str = #payload_schema;
-            #headers_schema
+        ::warren_runtime::codegen::message! {
+            #name = #message_name #content_type: types::#payload [#payload_schema] #headers
         }
     }
 }

@@ -128,32 +128,17 @@ fn method(contract: &Contract, publisher: &Publisher) -> Result<TokenStream, Gen
         .placeholders()
         .map(|p| ident(p, Role::Placeholder))
         .collect();
-    let (headers_param, headers_arg) = headers_parameter(message, quote! { 'a });
+    let headers = message.headers.as_ref().map(|headers| {
+        let headers = super::type_ident(&headers.type_name);
+        quote! { , types::#headers }
+    });
     let publication = &publisher.publication;
     let docs = method_doc(publisher, &marker, &payload, message.headers.is_some());
-    // Not an `async fn`: the runtime's `publish` is the one state machine of every method.
-    // The lifetime is named, as a crate of edition 2021 captures no other in the future.
     Ok(quote! {
-        #docs
-        pub fn #name<'a>(
-            &'a self,
-            #( #placeholders: &'a str, )*
-            payload: &'a types::#payload,
-            #headers_param
-        ) -> impl ::core::future::Future<
-            Output = ::core::result::Result<(), ::warren_runtime::PublishError>,
-        > + 'a {
-            // The model's tokens name its items unqualified.
-            use ::warren_runtime::model::*;
-            ::warren_runtime::codegen::publish(
-                &self.sink,
-                messages::#marker,
-                #publication,
-                [#( #placeholders ),*],
-                payload,
-                #headers_arg,
-                &self.options,
-            )
+        ::warren_runtime::codegen::publisher! {
+            #docs
+            #name(#( #placeholders ),*): messages::#marker, types::#payload #headers
+                = #publication
         }
     })
 }

@@ -95,10 +95,19 @@ impl<'a> SharedDefinitions<'a> {
         quote! { #( #macros )* }
     }
 
-    /// `schema` as a `&'static str` expression: one literal, or the `concat!` of its own
-    /// text and the macros of the definitions it shares.
-    pub(super) fn expression(&self, schema: &Value) -> TokenStream {
-        let pieces = self.pieces(schema);
+    /// `schema` as the runtime's `message!` takes it: the pieces of its text for `concat!`,
+    /// its own text and the macros of the definitions it shares, after `bundled` (and without
+    /// the head that stands for) when it starts as every bundled schema does.
+    pub(super) fn pieces_for_message(&self, schema: &Value) -> TokenStream {
+        let mut pieces = self.pieces(schema);
+        let head = bundled_head();
+        let bundled = match pieces.first_mut() {
+            Some(Piece::Text(text)) if text.starts_with(&head) => {
+                text.drain(..head.len());
+                Some(quote! { bundled })
+            }
+            _ => None,
+        };
         let parts = pieces.iter().map(|piece| match piece {
             Piece::Text(text) => {
                 let literal = text_literal(text);
@@ -106,11 +115,7 @@ impl<'a> SharedDefinitions<'a> {
             }
             Piece::Shared(name) => quote! { #name!() },
         });
-        if let [Piece::Text(_)] = pieces.as_slice() {
-            quote! { #( #parts )* }
-        } else {
-            quote! { ::core::concat!( #( #parts ),* ) }
-        }
+        quote! { #bundled #( #parts ),* }
     }
 
     /// `schema`'s compact text, cut around the shared definitions it holds: the pieces'
@@ -154,6 +159,17 @@ impl<'a> SharedDefinitions<'a> {
         pieces.push(Piece::Text(text));
         pieces
     }
+}
+
+/// The text every schema the bundler writes starts with, up to its definition's name: what
+/// the runtime's `message!` writes after `bundled` (the compile-fixtures' tests compare each
+/// message's schema with the bundler's text).
+fn bundled_head() -> String {
+    format!(
+        r##"{{"{}":{},"$ref":"#/{DEFS}/"##,
+        "$schema",
+        json_string(crate::schema::DIALECT)
+    )
 }
 
 /// A run of a schema's text: written out, or a shared definition's macro.

@@ -34,7 +34,7 @@ use crate::naming::{Case, ident};
 /// limit for JSON ones.
 const MAX_SCHEMA_DEPTH: usize = 128;
 /// The JSON Schema dialect of bundled schemas.
-pub(super) const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
+pub(crate) const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
 /// What every `$ref` of a bundle starts with: `#/$defs/<Name>`.
 pub(super) const DEFINITION_REF: &str = "#/$defs/";
 

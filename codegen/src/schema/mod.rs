@@ -6,6 +6,6 @@ pub(crate) mod expansion;
 pub mod keywords;
 pub(crate) mod reference;
 
-pub(crate) use bundle::{Bundler, EntryError};
+pub(crate) use bundle::{Bundler, DIALECT, EntryError};
 pub use bundle::{SchemaBundle, schema_refs};
 pub(crate) use reference::NodeKey;
