@@ -224,13 +224,24 @@ pub fn serialize<S: Serializer>(
 /// optional fields: `: skip_none` is `: default if Option::is_none`, `: skip_empty` is
 /// `: default if Vec::is_empty`.
 ///
+/// After the braces, `new(field: Type, …) unset(field, …)` adds the struct's constructor: the
+/// fields given as its arguments (the required properties, in field order), every field of
+/// `unset` at its type's default.
+///
 /// Only for generated code (`warren_runtime::codegen`): paths resolve where it is invoked.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __warren_serde_struct {
     ($name:ident $($deny:ident)? {
         $( $field:ident $(: $flag:ident)? $(= $json:literal)? $(if $skip:path)? ),* $(,)?
-    }) => {
+    } $(
+        new( $($argument:ident : $ty:ty),* $(,)? ) $(unset( $($unset:ident),* $(,)? ))?
+    )?) => {
+        $(
+            $crate::__warren_serde_struct!(
+                @new $name [$( $argument: $ty ),*] [$($( $unset ),*)?]
+            );
+        )?
         impl $crate::codegen::serde::Serialize for $name {
             fn serialize<S>(&self, serializer: S) -> ::core::result::Result<S::Ok, S::Error>
             where
@@ -299,6 +310,36 @@ macro_rules! __warren_serde_struct {
             }
         }
     };
+    // The constructor, its doc naming its arguments (the first apart, to put commas between).
+    (@new $name:ident [] [$( $unset:ident ),*]) => {
+        $crate::__warren_serde_struct!(@new_fn $name "none", [] [$( $unset ),*]);
+    };
+    (@new $name:ident [$first:ident : $first_ty:ty $(, $argument:ident : $ty:ty)*]
+        [$( $unset:ident ),*]) => {
+        $crate::__warren_serde_struct!(
+            @new_fn $name
+            ::core::concat!(
+                "`", ::core::stringify!($first), "`"
+                $(, ", `", ::core::stringify!($argument), "`")*
+            ),
+            [$first: $first_ty $(, $argument: $ty)*] [$( $unset ),*]
+        );
+    };
+    (@new_fn $name:ident $required:expr, [$( $argument:ident : $ty:ty ),*]
+        [$( $unset:ident ),*]) => {
+        impl $name {
+            #[doc = ::core::concat!(
+                "A [`", ::core::stringify!($name), "`] of its required properties (", $required,
+                "), the others unset."
+            )]
+            pub fn new($( $argument: $ty ),*) -> Self {
+                Self {
+                    $( $argument, )*
+                    $( $unset: ::core::default::Default::default(), )*
+                }
+            }
+        }
+    };
     (@deny deny_unknown_fields) => { true };
     (@deny) => { false };
     (@name $field:ident $json:literal) => { $json };
@@ -356,8 +397,9 @@ mod tests {
         }
     }
 
-    // The fields are read through `Debug` only.
-    #[allow(dead_code)]
+    // The fields are read through `Debug` only; the constructors are `pub`, as in the
+    // generated `types` module.
+    #[allow(dead_code, unreachable_pub)]
     mod lean {
         #[derive(Debug)]
         pub(super) struct Strict {
@@ -382,7 +424,7 @@ mod tests {
         pub(super) struct Field {
             pub(super) r#struct: u8,
         }
-        crate::__warren_serde_struct! { Field { r#struct = "struct" } }
+        crate::__warren_serde_struct! { Field { r#struct = "struct" } new(r#struct: u8) }
 
         /// With fields named as the macro's own variables and module.
         #[derive(Debug, PartialEq)]
@@ -393,6 +435,7 @@ mod tests {
         }
         crate::__warren_serde_struct! {
             Struct deny_unknown_fields { field, map: default, fields: default }
+            new(field: Field) unset(map, fields)
         }
 
         #[derive(Debug)]
@@ -533,6 +576,21 @@ mod tests {
         };
         assert_eq!(read, expected);
         assert_eq!(serde_json::to_string(&read).expect("written"), text);
+    }
+
+    /// `new(…) unset(…)`: its arguments given, the others at their defaults; named as the
+    /// macro's own items (`field`, `fields`) and raw (`r#struct`) alike.
+    #[test]
+    fn the_constructor_takes_the_required_fields_and_unsets_the_others() {
+        let field = lean::Field::new(7);
+        assert_eq!(field, lean::Field { r#struct: 7 });
+        let made = lean::Struct::new(field);
+        let expected = lean::Struct {
+            field: lean::Field { r#struct: 7 },
+            map: None,
+            fields: vec![],
+        };
+        assert_eq!(made, expected);
     }
 
     #[test]

@@ -25,6 +25,7 @@ use super::docs::{code, compose_attrs};
 /// `items` with an `impl … { pub fn new(…) }` after each struct of named fields.
 pub(super) fn add(items: Vec<Item>) -> Vec<Item> {
     let unset: Expr = syn::parse_quote! { ::std::default::Default::default() };
+    debug_assert!(is_unset(&unset));
     let mut out = Vec::with_capacity(items.len() * 2);
     for item in items {
         let constructor = match &item {
@@ -138,6 +139,21 @@ fn init(ident: &Ident, value: Option<Expr>) -> FieldValue {
         colon_token,
         expr,
     }
+}
+
+/// Whether `value` is what `new` fills a field with its type's default with:
+/// `::std::default::Default::default()`.
+pub(super) fn is_unset(value: &Expr) -> bool {
+    let Expr::Call(call) = value else {
+        return false;
+    };
+    let Expr::Path(function) = &*call.func else {
+        return false;
+    };
+    let names: Vec<String> = (function.path.segments.iter())
+        .map(|segment| segment.ident.to_string())
+        .collect();
+    call.args.is_empty() && names == ["std", "default", "Default", "default"]
 }
 
 /// Whether `field` is an argument of `new`, or else its default: typify's serde attributes

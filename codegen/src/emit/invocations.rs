@@ -142,8 +142,8 @@ const MESSAGE: &str = "::warren_runtime::codegen::message! {";
 const PUBLISHER: &str = "::warren_runtime::codegen::publisher! {";
 const REGISTER: &str = "::warren_runtime::codegen::register! {";
 
-/// The invocation whose body is written on one line when it fits: a struct's fields, named
-/// and no more, read best as the struct's list of them.
+/// The invocation whose body is written on one line when it fits, else its entries filling
+/// the lines: a struct's fields, named and no more, read best as the struct's list of them.
 const ONE_LINE: &str = "::warren_runtime::codegen::serde_struct! {";
 
 /// The widest line prettyplease writes.
@@ -179,7 +179,7 @@ pub(super) fn lay_out(text: &str) -> String {
             out.push_str(&parsed.lay_out(indent));
         } else if let Ok(parsed) = syn::parse_str::<Body>(&body) {
             let one_line = (line.trim_start() == ONE_LINE)
-                .then(|| parsed.on_one_line(indent))
+                .then(|| parsed.filled_entries(indent))
                 .flatten();
             out.push_str(&one_line.unwrap_or_else(|| parsed.lay_out(indent)));
         } else if let Ok(parsed) = syn::parse_str::<Checks>(&body) {
@@ -338,30 +338,7 @@ impl MessageImpls {
 /// `lead [pieces]` on one line under `indent` when it fits within [`MARGIN`], else the pieces
 /// filling the lines between `lead [` and `]`.
 fn schema_lines(indent: &str, lead: &str, pieces: &[String]) -> String {
-    let line = format!("{indent}{lead} [{}]\n", pieces.join(", "));
-    if line.len() <= MARGIN + 1 {
-        return line;
-    }
-    let piece_indent = format!("{indent}    ");
-    let mut text = format!("{indent}{lead} [\n");
-    let mut current = String::new();
-    for piece in pieces {
-        let next = match current.is_empty() {
-            true => format!("{piece_indent}{piece},"),
-            false => format!("{current} {piece},"),
-        };
-        if next.len() > MARGIN && !current.is_empty() {
-            text.push_str(&current);
-            text.push('\n');
-            current = format!("{piece_indent}{piece},");
-        } else {
-            current = next;
-        }
-    }
-    text.push_str(&current);
-    text.push('\n');
-    text.push_str(&format!("{indent}]\n"));
-    text
+    filled(indent, &format!("{lead} ["), pieces, "]")
 }
 
 /// `attrs` as prettyplease writes them before an item, each line indented by `indent`: a doc
@@ -435,6 +412,99 @@ struct Body {
     name: Option<Ident>,
     flag: Option<Ident>,
     entries: Punctuated<Entry, Token![,]>,
+    /// `serde_struct!`'s constructor after the braces.
+    constructor: Option<Constructor>,
+}
+
+/// `new(field: Type, …) unset(field, …)`: a struct's constructor, its arguments' types
+/// written as prettyplease writes them.
+struct Constructor {
+    arguments: Vec<String>,
+    unset: Vec<String>,
+}
+
+impl Parse for Constructor {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let new: Ident = input.parse()?;
+        if new != "new" {
+            return Err(syn::Error::new(new.span(), "expected `new`"));
+        }
+        let content;
+        syn::parenthesized!(content in input);
+        let mut arguments = Vec::new();
+        while !content.is_empty() {
+            let name: Ident = content.parse()?;
+            content.parse::<Token![:]>()?;
+            let ty: Type = content.parse()?;
+            arguments.push(format!("{name}: {}", written_type(&ty)));
+            if content.parse::<Option<Token![,]>>()?.is_none() {
+                break;
+            }
+        }
+        let mut unset = Vec::new();
+        if input.peek(syn::Ident) {
+            input.parse::<Ident>()?;
+            let content;
+            syn::parenthesized!(content in input);
+            let names = content.parse_terminated(Ident::parse, Token![,])?;
+            unset.extend(names.iter().map(Ident::to_string));
+        }
+        Ok(Self { arguments, unset })
+    }
+}
+
+impl Constructor {
+    /// Its lines under an invocation indented by `indent`: `new(…)` on one line when it fits,
+    /// else an argument a line; `unset(…)` on the next, filling lines.
+    fn lay_out(&self, indent: &str) -> String {
+        let inner = format!("{indent}    ");
+        let line = format!("{inner}new({})", self.arguments.join(", "));
+        let mut text = if line.len() <= MARGIN {
+            format!("{line}\n")
+        } else {
+            let mut text = format!("{inner}new(\n");
+            for argument in &self.arguments {
+                text.push_str(&format!("{inner}    {argument},\n"));
+            }
+            text.push_str(&format!("{inner})\n"));
+            text
+        };
+        if !self.unset.is_empty() {
+            text.push_str(&filled(&inner, "unset(", &self.unset, ")"));
+        }
+        text
+    }
+}
+
+/// `open`, the `items` separated by `, ` and `close` on one line under `indent` when they fit
+/// within [`MARGIN`], else the items filling the lines between `open` and `close` (each
+/// without the spaces it has inside a line).
+fn filled(indent: &str, open: &str, items: &[String], close: &str) -> String {
+    let line = format!("{indent}{open}{}{close}\n", items.join(", "));
+    if line.len() <= MARGIN + 1 {
+        return line;
+    }
+    let (open, close) = (open.trim_end(), close.trim_start());
+    let item_indent = format!("{indent}    ");
+    let mut text = format!("{indent}{open}\n");
+    let mut current = String::new();
+    for item in items {
+        let next = match current.is_empty() {
+            true => format!("{item_indent}{item},"),
+            false => format!("{current} {item},"),
+        };
+        if next.len() > MARGIN && !current.is_empty() {
+            text.push_str(&current);
+            text.push('\n');
+            current = format!("{item_indent}{item},");
+        } else {
+            current = next;
+        }
+    }
+    text.push_str(&current);
+    text.push('\n');
+    text.push_str(&format!("{indent}{close}\n"));
+    text
 }
 
 /// One entry of a [`Body`]: `name`, then `: Type`, `= value`, `if path` (a field's
@@ -472,6 +542,7 @@ impl Parse for Body {
                 name: None,
                 flag: None,
                 entries,
+                constructor: None,
             });
         }
         let name = input.parse()?;
@@ -479,10 +550,12 @@ impl Parse for Body {
         let entries;
         syn::braced!(entries in input);
         let entries = entries.parse_terminated(Entry::parse, Token![,])?;
+        let constructor = (!input.is_empty()).then(|| input.parse()).transpose()?;
         Ok(Self {
             name: Some(name),
             flag,
             entries,
+            constructor,
         })
     }
 }
@@ -526,9 +599,10 @@ impl Body {
         self.flag.iter().map(|flag| format!(" {flag}")).collect()
     }
 
-    /// The body on one line under an invocation indented by `indent`, when it fits within
-    /// [`MARGIN`] and its entries are names with at most an identifier and a literal.
-    fn on_one_line(&self, indent: &str) -> Option<String> {
+    /// The body under an invocation indented by `indent`, on one line when it fits within
+    /// [`MARGIN`], else its entries filling the lines, when its entries are names with at most
+    /// an identifier and a literal.
+    fn filled_entries(&self, indent: &str) -> Option<String> {
         let mut entries = Vec::with_capacity(self.entries.len());
         for entry in &self.entries {
             let mut text = entry.name.to_string();
@@ -548,8 +622,9 @@ impl Body {
         }
         let name = self.name.as_ref()?;
         let flag = self.flag_text();
-        let line = format!("{indent}    {name}{flag} {{ {} }}\n", entries.join(", "));
-        (line.len() <= MARGIN + 1).then_some(line)
+        let open = format!("{name}{flag} {{ ");
+        let entries = filled(&format!("{indent}    "), &open, &entries, " }");
+        Some(entries + &self.constructor_text(indent))
     }
 
     /// The body's lines, under an invocation indented by `indent`.
@@ -593,7 +668,14 @@ impl Body {
         if self.name.is_some() {
             text.push_str(&format!("{indent}    }}\n"));
         }
-        text
+        text + &self.constructor_text(indent)
+    }
+
+    /// The constructor's lines, when there is one.
+    fn constructor_text(&self, indent: &str) -> String {
+        (self.constructor.as_ref())
+            .map(|constructor| constructor.lay_out(indent))
+            .unwrap_or_default()
     }
 }
 

@@ -10,6 +10,10 @@
 //! serde attribute the macro does not read (`flatten`, `default = "path"`, a container
 //! `default`, …), or a derive that might read serde's attributes (a settings' extra derive,
 //! such as schemars' `JsonSchema`), keeps serde's derives.
+//!
+//! The struct's constructor ([`super::constructors`]) goes into the same invocation when it
+//! fills each field from its argument or with its type's default (`new(…) unset(…)`): on a
+//! large contract the constructors' `impl`s were a sixth of the file.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -30,14 +34,58 @@ pub(super) fn compact(items: Vec<Item>) -> Vec<Item> {
             _ => None,
         };
         out.push(item);
-        if let Some((name, invocation)) = invocation {
-            // After the struct's constructor, which follows it: what it is, how it is made,
-            // then how it is read and written.
-            out.extend(items.next_if(|next| is_impl_of(next, &name)));
-            out.push(invocation);
+        if let Some((name, mut invocation)) = invocation {
+            // The struct's constructor, which follows it, is made by the macro too when it
+            // fills every field from its argument or with its type's default; otherwise it
+            // stays before the invocation: what the struct is, how it is made, then how it is
+            // read and written.
+            let constructor = items.next_if(|next| is_impl_of(next, &name));
+            match constructor.as_ref().and_then(constructor_entry) {
+                Some(entry) => invocation.mac.tokens.extend(entry),
+                None => out.extend(constructor),
+            }
+            out.push(Item::Macro(invocation));
         }
     }
     out
+}
+
+/// The constructor `item` (an `impl` holding `new` alone) as the macro's `new(field: Type, …)
+/// unset(field, …)`; `None` when a field is filled with anything else than its argument or its
+/// type's default.
+fn constructor_entry(item: &Item) -> Option<TokenStream> {
+    let Item::Impl(item) = item else {
+        return None;
+    };
+    let [syn::ImplItem::Fn(new)] = item.items.as_slice() else {
+        return None;
+    };
+    let [syn::Stmt::Expr(syn::Expr::Struct(body), None)] = new.block.stmts.as_slice() else {
+        return None;
+    };
+    let arguments = new.sig.inputs.iter().map(|input| match input {
+        syn::FnArg::Typed(argument) => Some(argument),
+        syn::FnArg::Receiver(_) => None,
+    });
+    let arguments = arguments.collect::<Option<Vec<_>>>()?;
+    let mut unset = Vec::new();
+    for field in &body.fields {
+        let syn::Member::Named(name) = &field.member else {
+            return None;
+        };
+        match &field.expr {
+            // From the argument of its name.
+            syn::Expr::Path(path) if field.colon_token.is_none() && path.path.is_ident(name) => {}
+            value if super::constructors::is_unset(value) => unset.push(name),
+            _ => return None,
+        }
+    }
+    let arguments = arguments.iter().map(|argument| {
+        let (name, ty) = (&argument.pat, &argument.ty);
+        quote! { #name: #ty }
+    });
+    let unset = (!unset.is_empty()).then(|| quote! { unset(#( #unset ),*) });
+    Some(quote! { new(#( #arguments ),*) #unset })
 }
 
 /// Whether `item` is an inherent impl of the type `name`.
@@ -53,7 +101,7 @@ fn is_impl_of(item: &Item, name: &syn::Ident) -> bool {
 
 /// The invocation for `item`, with serde's derives and attributes taken off it; `None`, and
 /// `item` untouched, when the macro cannot stand for the derives.
-fn invocation(item: &mut ItemStruct) -> Option<Item> {
+fn invocation(item: &mut ItemStruct) -> Option<syn::ItemMacro> {
     let syn::Fields::Named(fields) = &mut item.fields else {
         return None;
     };
