@@ -64,6 +64,9 @@ pub(super) fn emit(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let registrations = served.iter().map(register);
+    // The runtime's `register!`, named where the one-at-a-time consumers' functions use it.
+    let register_macro = (served.iter().any(|s| s.one_at_a_time().is_some()))
+        .then(|| quote! { use ::warren_runtime::codegen::register; });
     let adapters = served.iter().map(adapter);
     // Which consumers the code holds, said once for the module and `Handlers`.
     let which = if selection.chooses_consumers() {
@@ -112,6 +115,7 @@ pub(super) fn emit(
             /// same decoding and validation, prefetch, concurrency and retry policy. A worker
             /// refuses to start with one consumer registered twice.
             pub mod register {
+                #register_macro
                 #( #registrations )*
             }
         }
@@ -175,6 +179,15 @@ impl Served<'_> {
 
     /// The type the runtime types it by, under `root` (the generated file's module): the
     /// rpc's marker, its message's, or a consumer of several's enum.
+    /// The message of a consumer that handles one delivery at a time, registered through
+    /// the runtime's `register!`; `None` for every other kind.
+    fn one_at_a_time(&self) -> Option<&Message> {
+        match (self.kind(), self) {
+            (Kind::OneAtATime, Self::Consumer(_, message)) => Some(message),
+            _ => None,
+        }
+    }
+
     fn marker(&self, root: &TokenStream) -> TokenStream {
         let name = &self.consumer().spec.name;
         match self {
@@ -764,7 +777,7 @@ fn register(served: &Served<'_>) -> TokenStream {
         Some(Some(pointer)) => quote! { ::core::option::Option::Some(#pointer), },
         _ => quote! { ::core::option::Option::None, },
     };
-    if let (Kind::OneAtATime, Served::Consumer(_, message)) = (kind, served) {
+    if let Some(message) = served.one_at_a_time() {
         return erased(served, &ident(&message.name, Role::Message));
     }
     let call = quote! {
@@ -783,7 +796,7 @@ fn erased(served: &Served<'_>, marker: &Ident) -> TokenStream {
     let docs = registration_doc(served, &handler_trait);
     let spec = &consumer.spec;
     quote! {
-        ::warren_runtime::codegen::register! {
+        register! {
             #docs
             #function: #handler_trait, #marker = #spec
         }

@@ -129,22 +129,22 @@ const INVOCATIONS: &[&str] = &[
     MESSAGE,
     PUBLISHER,
     REGISTER,
-    "::warren_runtime::codegen::serde_struct! {",
-    "::warren_runtime::codegen::string_enum! {",
-    "::warren_runtime::codegen::string_newtype! {",
+    "serde_struct! {",
+    "string_enum! {",
+    "string_newtype! {",
 ];
 
 /// The invocation of one message marker's impls ([`MessageImpls`]).
-const MESSAGE: &str = "::warren_runtime::codegen::message! {";
+const MESSAGE: &str = "message! {";
 
 /// The invocations of one generated function: a publisher's method, a consumer's register
 /// function; each its docs and one [`Function`].
-const PUBLISHER: &str = "::warren_runtime::codegen::publisher! {";
-const REGISTER: &str = "::warren_runtime::codegen::register! {";
+const PUBLISHER: &str = "publisher! {";
+const REGISTER: &str = "register! {";
 
 /// The invocation whose body is written on one line when it fits, else its entries filling
 /// the lines: a struct's fields, named and no more, read best as the struct's list of them.
-const ONE_LINE: &str = "::warren_runtime::codegen::serde_struct! {";
+const ONE_LINE: &str = "serde_struct! {";
 
 /// The widest line prettyplease writes.
 const MARGIN: usize = 100;
@@ -689,14 +689,55 @@ fn written_path(path: &syn::Path) -> String {
 /// what entries hold) is its own text: printing each through prettyplease was a third of
 /// laying out a large contract's invocations.
 fn written_type(ty: &Type) -> String {
-    let name = match ty {
-        Type::Path(path) if path.qself.is_none() => path.path.get_ident(),
-        _ => None,
-    };
-    match name {
-        Some(name) => name.to_string(),
-        None => written(quote! { type T = #ty; }, "type T = "),
+    let mut text = String::new();
+    match written_path_type(ty, &mut text) {
+        // Short enough that prettyplease would keep it on one line.
+        Some(()) if text.len() <= SHORT_TYPE => text,
+        _ => written(quote! { type T = #ty; }, "type T = "),
     }
+}
+
+/// The longest type [`written_type`] writes itself: prettyplease keeps it on a line.
+const SHORT_TYPE: usize = 60;
+
+/// `ty` pushed onto `text` as prettyplease writes a path type with type arguments
+/// (`chrono::DateTime<chrono::offset::Utc>`), the common case of a constructor's argument:
+/// one prettyplease call per argument was most of laying out a large contract's types.
+/// `None` for any other type.
+fn written_path_type(ty: &Type, text: &mut String) -> Option<()> {
+    let Type::Path(path) = ty else {
+        return None;
+    };
+    if path.qself.is_some() {
+        return None;
+    }
+    if path.path.leading_colon.is_some() {
+        text.push_str("::");
+    }
+    for (i, segment) in path.path.segments.iter().enumerate() {
+        if i > 0 {
+            text.push_str("::");
+        }
+        text.push_str(&segment.ident.to_string());
+        match &segment.arguments {
+            syn::PathArguments::None => {}
+            syn::PathArguments::AngleBracketed(arguments) if arguments.colon2_token.is_none() => {
+                text.push('<');
+                for (j, argument) in arguments.args.iter().enumerate() {
+                    if j > 0 {
+                        text.push_str(", ");
+                    }
+                    let syn::GenericArgument::Type(argument) = argument else {
+                        return None;
+                    };
+                    written_path_type(argument, text)?;
+                }
+                text.push('>');
+            }
+            _ => return None,
+        }
+    }
+    Some(())
 }
 
 /// `value` as prettyplease writes it in code; a literal (a field's JSON name) as written.

@@ -53,15 +53,21 @@ pub(super) fn emit(contract: &Contract) -> TokenStream {
         marker(contract, message, users, &shared)
     });
     let shared_definitions = shared.macros();
+    // The payloads' and headers' types, and the runtime's macro of a marker's impls, where
+    // markers use them: no marker is named so (theirs are `UpperCamelCase`).
+    let uses = (!contract.messages.is_empty()).then(|| {
+        quote! {
+            use super::types;
+            use ::warren_runtime::codegen::message;
+        }
+    });
     let allow = allow_contract_markdown();
     quote! {
         /// One marker type per message of the contract, naming its payload and headers types,
         /// content type and JSON Schemas.
         #allow
         pub mod messages {
-            // The payloads' and headers' types: no marker is named so (theirs are
-            // `UpperCamelCase`).
-            use super::types;
+            #uses
             #shared_definitions
             #( #markers )*
         }
@@ -101,7 +107,7 @@ fn marker(
     quote! {
         #docs
         pub struct #name;
-        ::warren_runtime::codegen::message! {
+        message! {
             #name = #message_name #content_type: types::#payload [#payload_schema] #headers
         }
     }
@@ -122,7 +128,7 @@ fn marker_doc(contract: &Contract, message: &Message, users: &Users) -> TokenStr
     let sources = &contract.schemas.sources;
     let typed = |what: &str, schema: &SchemaType| {
         let name = &schema.type_name;
-        let mut line = format!("\n- {what}: [`{name}`](super::types::{name})");
+        let mut line = format!("\n- {what}: [`types::{name}`]");
         if let Some(source) = sources.get(name) {
             line.push_str(&format!(", from {}", code(source)));
         }
@@ -132,10 +138,13 @@ fn marker_doc(contract: &Contract, message: &Message, users: &Users) -> TokenStr
     if let Some(headers) = &message.headers {
         text.push_str(&typed("headers", headers));
     }
-    text.push_str(&format!(
-        "\n- content type: {}",
-        code(&message.content_type)
-    ));
+    // JSON goes without saying: the content type is told when it is another.
+    if message.content_type != crate::contract::DEFAULT_CONTENT_TYPE {
+        text.push_str(&format!(
+            "\n- content type: {}",
+            code(&message.content_type)
+        ));
+    }
     if !users.publishers.is_empty() {
         text.push_str(&format!("\n- published by {}", users.publishers.join(", ")));
     }

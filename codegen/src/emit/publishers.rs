@@ -61,21 +61,22 @@ pub(super) fn emit(
         // `new`, `with` and `through`, the same for every contract.
         ::warren_runtime::codegen::publishers!(Publishers);
 
-        // Placeholders name parameters, and a contract may well call one `foo`.
-        #[allow(clippy::disallowed_names)]
-        impl<S: ::warren_runtime::Sink> Publishers<S> {
-            #( #methods )*
+        /// The publishers' methods, in a module of their own to name what they use briefly
+        /// (an `impl` holds no `use`): rustdoc shows them on `Publishers`.
+        mod __publishers {
+            use super::{messages, types};
+            use ::warren_runtime::codegen::publisher;
+            // Placeholders name parameters, and a contract may well call one `foo`.
+            #[allow(clippy::disallowed_names)]
+            impl<S: ::warren_runtime::Sink> super::Publishers<S> {
+                #( #methods )*
+            }
         }
     })
 }
 
 /// The method's doc: where the message goes, and what each parameter is.
-fn method_doc(
-    publisher: &Publisher,
-    marker: &Ident,
-    payload: &Ident,
-    headers: bool,
-) -> TokenStream {
+fn method_doc(publisher: &Publisher, marker: &Ident, headers: bool) -> TokenStream {
     let exchange = if publisher.publication.exchange.is_empty() {
         "the default exchange".to_owned()
     } else {
@@ -87,7 +88,7 @@ fn method_doc(
         format!("routing key {}", code(&publisher.publication.routing_key))
     };
     let mut head = format!(
-        "Publisher {}: publishes message {} to {exchange} with {key}",
+        "Publisher {}: publishes message {} ([`messages::{marker}`]) to {exchange} with {key}",
         code(&publisher.name),
         code(&publisher.message),
     );
@@ -95,19 +96,19 @@ fn method_doc(
         head.push_str(&format!(", compressed with {}", compression.as_str()));
     }
     head.push('.');
-    let mut text = format!("- message: [`messages::{marker}`]");
+    // The parameters the signature does not explain: the payload's type says what it is.
+    let mut lines = Vec::new();
     for placeholder in publisher.routing_key.placeholders() {
         let parameter = ident(placeholder, Role::Placeholder);
-        text.push_str(&format!(
-            "\n- `{parameter}`: the value of {} in the routing key; not empty",
+        lines.push(format!(
+            "- `{parameter}`: {} in the routing key, not empty",
             code(&format!("{{{placeholder}}}"))
         ));
     }
-    text.push_str(&format!("\n- `payload`: the body, [`types::{payload}`]"));
     if headers {
-        text.push_str("\n- `headers`: the message's application headers");
+        lines.push("- `headers`: the message's application headers".to_owned());
     }
-    compose(&head, None, &text)
+    compose(&head, None, &lines.join("\n"))
 }
 
 fn method(contract: &Contract, publisher: &Publisher) -> Result<TokenStream, GenerateError> {
@@ -133,9 +134,9 @@ fn method(contract: &Contract, publisher: &Publisher) -> Result<TokenStream, Gen
         quote! { , types::#headers }
     });
     let publication = &publisher.publication;
-    let docs = method_doc(publisher, &marker, &payload, message.headers.is_some());
+    let docs = method_doc(publisher, &marker, message.headers.is_some());
     Ok(quote! {
-        ::warren_runtime::codegen::publisher! {
+        publisher! {
             #docs
             #name(#( #placeholders ),*): messages::#marker, types::#payload #headers
                 = #publication

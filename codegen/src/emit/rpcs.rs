@@ -400,7 +400,7 @@ fn method_doc(
     let mut text = format!("- rpc: [`rpcs::{marker}`]");
     for (placeholder, parameter) in rpc.routing_key.placeholders().zip(placeholders) {
         text.push_str(&format!(
-            "\n- `{parameter}`: the value of {} in the routing key; not empty",
+            "\n- `{parameter}`: {} in the routing key, not empty",
             code(&format!("{{{placeholder}}}"))
         ));
     }

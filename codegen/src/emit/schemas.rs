@@ -3,7 +3,8 @@
 //! Every message's schema is self-contained (its `$ref` plus every definition it reaches),
 //! so a definition many messages reach (`Money`, `Currency`) was copied into each of their
 //! schemas. A definition that two or more schemas hold is written once, as a
-//! `macro_rules!` macro expanding to its text, and each schema that holds it is the
+//! `macro_rules!` macro expanding to its member of `$defs` (its name and body), and each
+//! schema that holds it is the
 //! `concat!` of its own text and those macros. `concat!` runs in the compiler, so
 //! `Message::PAYLOAD_SCHEMA` is one `&'static str`, the schema's compact JSON text, with no
 //! work at run time. The text is compact (`serde_json::to_string`) rather than pretty
@@ -78,13 +79,14 @@ impl<'a> SharedDefinitions<'a> {
             let docs = compose(
                 &format!(
                     "Definition {} of the bundled JSON Schemas, which {holders} of the \
-                     messages' schemas hold: written once, for `concat!` to put into each.",
+                     messages' schemas hold: written once, its name and body, for `concat!` to \
+                     put into each.",
                     code(definition)
                 ),
                 None,
                 "",
             );
-            let text = text_literal(&compact(body));
+            let text = text_literal(&member(definition, body));
             quote! {
                 #docs
                 macro_rules! #name {
@@ -140,14 +142,12 @@ impl<'a> SharedDefinitions<'a> {
                         if j > 0 {
                             text.push(',');
                         }
-                        text.push_str(&json_string(name));
-                        text.push(':');
                         match self.shared.get(name.as_str()) {
                             Some(shared) if shared.body == body => {
                                 pieces.push(Piece::Text(std::mem::take(&mut text)));
                                 pieces.push(Piece::Shared(&shared.name));
                             }
-                            _ => text.push_str(&compact(body)),
+                            _ => text.push_str(&member(name, body)),
                         }
                     }
                     text.push('}');
@@ -192,6 +192,12 @@ fn definitions(schema: &Value) -> impl Iterator<Item = (&String, &Value)> {
 /// `_`, which no name derived from a contract does.
 fn macro_name(name: &str) -> Ident {
     format_ident!("__schema_{}", super::type_ident(name))
+}
+
+/// Definition `name` as a member of `$defs`: its name, then its `body`. A shared
+/// definition's macro holds both, so that a schema's pieces do not name it again.
+fn member(name: &str, body: &Value) -> String {
+    format!("{}:{}", json_string(name), compact(body))
 }
 
 /// `text` as a JSON string, quoted and escaped.
@@ -335,7 +341,14 @@ mod tests {
                         } else {
                             &currency
                         };
-                        compact(body)
+                        super::member(
+                            if *name == "__schema_Money" {
+                                "Money"
+                            } else {
+                                "Currency"
+                            },
+                            body,
+                        )
                     }
                 })
                 .collect();

@@ -239,9 +239,7 @@ fn alias(item: &Item, shared: &str) -> Option<Item> {
     let docs = attrs.iter().filter(|attr| attr.path().is_ident("doc"));
     let shared = type_ident(shared);
     // No blank line: rustdoc makes one paragraph of the type's own doc and this.
-    let note = super::docs::doc_attrs(&format!(
-        "The same schema as [`{shared}`], so the same type."
-    ));
+    let note = super::docs::doc_attrs(&format!("An alias: the same schema as [`{shared}`]."));
     let mut alias: syn::ItemType = syn::parse_quote! { pub type #ident = #shared; };
     // The docs put in as syntax, not printed and parsed again.
     alias.attrs = docs.cloned().chain(note).collect();

@@ -194,6 +194,6 @@ fn invocation(name: &str, conversions: &Conversions) -> Option<Item> {
         quote::quote! { #variant = #value }
     });
     Some(syn::parse_quote! {
-        ::warren_runtime::codegen::string_enum! { #name { #( #variants ),* } }
+        string_enum! { #name { #( #variants ),* } }
     })
 }

@@ -165,6 +165,6 @@ fn invocation(name: &str, impls: &Impls) -> Option<Item> {
     }
     let name = syn::parse_str::<Ident>(name).ok()?;
     Some(syn::parse_quote! {
-        ::warren_runtime::codegen::string_newtype! { #name |value| { #checks } }
+        string_newtype! { #name |value| { #checks } }
     })
 }

@@ -122,7 +122,7 @@ fn invocation(item: &mut ItemStruct) -> Option<syn::ItemMacro> {
     let name = &item.ident;
     let deny = deny.then(|| quote! { deny_unknown_fields });
     Some(syn::parse_quote! {
-        ::warren_runtime::codegen::serde_struct! { #name #deny { #( #entries ),* } }
+        serde_struct! { #name #deny { #( #entries ),* } }
     })
 }
 
@@ -337,7 +337,7 @@ mod tests {
         );
         assert_eq!(
             items[1],
-            ":: warren_runtime :: codegen :: serde_struct ! { Order deny_unknown_fields { \
+            "serde_struct ! { Order deny_unknown_fields { \
              id , r#type : default = \"type\" , lines : skip_empty , \
              note : skip_none = \"order-note\" , tags : default if crate :: tags :: none } }"
         );

@@ -45,7 +45,7 @@ pub(super) fn rewrite(
                 .entry(schema.type_name.as_str())
                 .or_default()
                 .push(format!(
-                    "the {what} of message {} ([`messages::{marker}`](super::messages::{marker}))",
+                    "the {what} of message {} ([`messages::{marker}`])",
                     code(&message.name)
                 ));
         }

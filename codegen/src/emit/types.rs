@@ -150,6 +150,10 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
     let mut items = super::struct_serde::compact(items);
     items.iter_mut().for_each(tidy_attributes);
     items.insert(0, crates_in_scope());
+    // The markers the payload and headers types' docs link to (`[`messages::Order`]`).
+    if !contract.messages.is_empty() {
+        items.insert(1, syn::parse_quote! { use super::messages; });
+    }
     // typify's output is not written for every lint a user's crate may enable (it unwraps
     // its pattern regexes, for one), hence the allows on this module only. A field named as
     // its JSON property has no doc (`type_docs::fields_docs`), hence `missing_docs`.
@@ -297,14 +301,23 @@ fn reroute(stream: TokenStream) -> TokenStream {
 }
 
 /// The `use` that puts the runtime's re-exports of the crates typify names in scope of the
-/// `types` module, for its derives and its types. No type is named after one of them: type
-/// names are upper camel case, and typify nests no module of those names.
+/// `types` module, for its derives and its types, and the runtime's macros its invocations
+/// name. No type is named after one of them: type names are upper camel case, and typify
+/// nests no module of those names (and a macro's name is apart from a type's).
 fn crates_in_scope() -> syn::Item {
-    let crates = REROUTED_CRATES
+    let mut names: Vec<&str> = REROUTED_CRATES
         .iter()
-        .map(|krate| Ident::new(krate, Span::call_site()));
-    syn::parse_quote! { use ::warren_runtime::codegen::{ #( #crates ),* }; }
+        .chain(TYPES_MACROS)
+        .copied()
+        .collect();
+    names.sort_unstable();
+    let names = names.iter().map(|name| Ident::new(name, Span::call_site()));
+    syn::parse_quote! { use ::warren_runtime::codegen::{ #( #names ),* }; }
 }
+
+/// The runtime's macros invoked in the `types` module itself, named there by the `use` of
+/// [`crates_in_scope`]; a module typify nests (`builder`) names them in full.
+const TYPES_MACROS: &[&str] = &["serde_struct", "string_enum", "string_newtype"];
 
 /// [`reroute`] of `stream`, its trees pushed onto `out`; `nested` in a module typify nests
 /// in `types`, where [`crates_in_scope`] does not name the crates. Every tree is moved, not
