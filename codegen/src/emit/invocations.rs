@@ -560,11 +560,32 @@ impl Parse for Body {
     }
 }
 
+/// What follows an entry's `:`: a lone name (a `serde_struct!` field's flag, most entries of
+/// a large contract) taken as it is, without the trials of a type's grammar; else a type.
+fn flag_or_type(input: ParseStream<'_>) -> syn::Result<Type> {
+    let fork = input.fork();
+    if let Ok(flag) = fork.parse::<Ident>()
+        && (fork.is_empty()
+            || fork.peek(Token![,])
+            || fork.peek(Token![=])
+            || fork.peek(Token![if]))
+    {
+        use syn::parse::discouraged::Speculative;
+        input.advance_to(&fork);
+        return Ok(Type::Path(syn::TypePath {
+            attrs: Vec::new(),
+            qself: None,
+            path: flag.into(),
+        }));
+    }
+    input.parse()
+}
+
 impl Parse for Entry {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let name = input.parse()?;
         let ty = match input.parse::<Option<Token![:]>>()? {
-            Some(_) => Some(input.parse()?),
+            Some(_) => Some(flag_or_type(input)?),
             None => None,
         };
         let value = match input.parse::<Option<Token![=]>>()? {
