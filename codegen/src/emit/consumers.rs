@@ -177,8 +177,6 @@ impl Served<'_> {
         }
     }
 
-    /// The type the runtime types it by, under `root` (the generated file's module): the
-    /// rpc's marker, its message's, or a consumer of several's enum.
     /// The message of a consumer that handles one delivery at a time, registered through
     /// the runtime's `register!`; `None` for every other kind.
     fn one_at_a_time(&self) -> Option<&Message> {
@@ -188,6 +186,8 @@ impl Served<'_> {
         }
     }
 
+    /// The type the runtime types it by, under `root` (the generated file's module): the
+    /// rpc's marker, its message's, or a consumer of several's enum.
     fn marker(&self, root: &TokenStream) -> TokenStream {
         let name = &self.consumer().spec.name;
         match self {

@@ -4,12 +4,13 @@
 //! so a definition many messages reach (`Money`, `Currency`) was copied into each of their
 //! schemas. A definition that two or more schemas hold is written once, as a
 //! `macro_rules!` macro expanding to its member of `$defs` (its name and body), and each
-//! schema that holds it is the
-//! `concat!` of its own text and those macros. `concat!` runs in the compiler, so
-//! `Message::PAYLOAD_SCHEMA` is one `&'static str`, the schema's compact JSON text, with no
-//! work at run time. The text is compact (`serde_json::to_string`) rather than pretty
-//! printed: the runtime only parses it, and a pretty schema was a tenth of the lines of a
-//! generated file (the types' docs name each schema's file, which is where a reader goes).
+//! schema that holds it is the `concat!` of its own text and those macros (the runtime's
+//! `message!` writes the `concat!`, and the head every bundled schema starts with). `concat!`
+//! runs in the compiler, so `Message::PAYLOAD_SCHEMA` is one `&'static str`, the schema's
+//! compact JSON text, with no work at run time. The text is compact (`serde_json::to_string`)
+//! rather than pretty printed: the runtime only parses it, and a pretty schema was a tenth of
+//! the lines of a generated file (the types' docs name each schema's file, which is where a
+//! reader goes).
 
 use std::collections::BTreeMap;
 
