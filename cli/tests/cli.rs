@@ -755,7 +755,8 @@ fn generate_and_check_take_the_chosen_consumers_and_publishers() {
         "pub trait BillOrders",
         "pub struct Handlers<BillOrdersImpl, FulfilOrderImpl> {",
         "pub fn fulfil_order(",
-        "pub fn place_order<'a>(",
+        // A publisher's method, as the runtime's `publisher!` takes it.
+        "place_order(region): messages::OrderPlaced",
         // The whole contract's topology, whatever the choice.
         "Queue::new(\"orders.notifications\", QueueKind::Quorum)",
     ] {

@@ -5,9 +5,9 @@
 //!
 //! For each payload and headers type: built with its `new` (arguments of the declared
 //! types), every field read as its declared type, every enum matched exhaustively, every
-//! other type named; each message marker named; every method of `Publishers` and
-//! `RpcClients` called with arguments of its declared types and its result kept as its
-//! declared type; every consumer and rpc server trait implemented with `async fn`, as the
+//! other type named; each message marker named; every method of `RpcClients` called with
+//! arguments of its declared types and its result kept as its declared type (not yet
+//! `Publishers`', generic over their sink and written by the runtime's `publisher!`); every consumer and rpc server trait implemented with `async fn`, as the
 //! README writes handlers; every rpc's error enum matched. `Handlers` is left out: it has a
 //! field per consumer by design, so every consumer added to a contract changes it.
 
@@ -99,7 +99,8 @@ fn structure(s: &ItemStruct, items: &[Item]) -> TokenStream {
     }
 }
 
-/// The argument types of `name::new` among `items`.
+/// The argument types of `name::new` among `items`: an `impl`'s, or the constructor the
+/// runtime's `serde_struct!` writes for `name` (`new(field: Type, …)` after the fields).
 fn constructor(name: &Ident, items: &[Item]) -> Option<Vec<Type>> {
     items.iter().find_map(|item| match item {
         Item::Impl(block) if self_ident(block).is_some_and(|i| i == name) => {
@@ -108,8 +109,32 @@ fn constructor(name: &Ident, items: &[Item]) -> Option<Vec<Type>> {
                 _ => None,
             })
         }
+        Item::Macro(invocation) if invocation.mac.path.is_ident("serde_struct") => {
+            serde_struct_constructor(name, invocation.mac.tokens.clone())
+        }
         _ => None,
     })
+}
+
+/// The argument types of the `new(…)` a `serde_struct!` invocation holds, when it is `name`'s.
+fn serde_struct_constructor(name: &Ident, tokens: TokenStream) -> Option<Vec<Type>> {
+    let mut trees = tokens.into_iter();
+    match trees.next() {
+        Some(TokenTree::Ident(first)) if first == *name => {}
+        _ => return None,
+    }
+    let mut trees = trees.skip_while(|tree| !matches!(tree, TokenTree::Ident(i) if i == "new"));
+    trees.next()?;
+    let Some(TokenTree::Group(arguments)) = trees.next() else {
+        return None;
+    };
+    let parser = syn::punctuated::Punctuated::<syn::Field, syn::Token![,]>::parse_terminated_with;
+    let fields = syn::parse::Parser::parse2(
+        |input: syn::parse::ParseStream<'_>| parser(input, syn::Field::parse_named),
+        arguments.stream(),
+    )
+    .expect("a constructor's arguments parse");
+    Some(fields.into_iter().map(|field| field.ty).collect())
 }
 
 /// The types of `inputs`, the receiver left out.
