@@ -13,7 +13,8 @@
 //! may be absent from the JSON; every other field is an argument, in field order (the
 //! properties' names, sorted), so reordering a schema's properties changes nothing.
 
-use proc_macro2::Ident;
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
 use syn::punctuated::Punctuated;
 use syn::{
     Expr, ExprLit, ExprPath, Field, FieldValue, Fields, FnArg, ImplItem, Item, ItemImpl,
@@ -22,20 +23,10 @@ use syn::{
 
 use super::docs::{code, compose_attrs};
 
-/// `items` with an `impl … { pub fn new(…) }` after each struct of named fields.
-pub(super) fn add(items: Vec<Item>) -> Vec<Item> {
-    let unset: Expr = syn::parse_quote! { ::std::default::Default::default() };
-    debug_assert!(is_unset(&unset));
-    let mut out = Vec::with_capacity(items.len() * 2);
-    for item in items {
-        let constructor = match &item {
-            Item::Struct(item) => constructor(item, &unset),
-            _ => None,
-        };
-        out.push(item);
-        out.extend(constructor);
-    }
-    out
+/// A struct's constructor: how `new` fills each of its named fields, in field order.
+pub(super) struct Constructor {
+    name: Ident,
+    fields: Vec<(Ident, Type, Filled)>,
 }
 
 /// How a field is filled by `new`.
@@ -48,74 +39,107 @@ enum Filled {
     Default(Expr),
 }
 
-/// The `impl` holding `new` for `item`, when its fields are named; `unset` is a field's
-/// type's default.
-fn constructor(item: &ItemStruct, unset: &Expr) -> Option<Item> {
-    let Fields::Named(fields) = &item.fields else {
-        return None;
-    };
-    let name = &item.ident;
-    let mut arguments: Punctuated<FnArg, Token![,]> = Punctuated::new();
-    let mut required = Vec::new();
-    let mut inits: Punctuated<FieldValue, Token![,]> = Punctuated::new();
-    for field in &fields.named {
-        let ident = field.ident.as_ref()?;
-        match filled(field) {
-            Filled::Argument => {
-                arguments.push(argument(ident, &field.ty));
-                required.push(code(&ident.to_string()));
-                inits.push(init(ident, None));
-            }
-            Filled::Unset => inits.push(init(ident, Some(unset.clone()))),
-            Filled::Default(value) => inits.push(init(ident, Some(value))),
-        }
+/// What `new` fills a field with its type's default with, for [`Constructor::into_impl`]:
+/// made once for a module's constructors.
+pub(super) fn unset() -> Expr {
+    syn::parse_quote! { ::std::default::Default::default() }
+}
+
+impl Constructor {
+    /// `item`'s constructor, when its fields are named: read from typify's serde attributes,
+    /// so before they come off the struct.
+    pub(super) fn of(item: &ItemStruct) -> Option<Self> {
+        let Fields::Named(fields) = &item.fields else {
+            return None;
+        };
+        let fields = (fields.named.iter())
+            .map(|field| Some((field.ident.clone()?, field.ty.clone(), filled(field))))
+            .collect::<Option<_>>()?;
+        Some(Self {
+            name: item.ident.clone(),
+            fields,
+        })
     }
-    let required = if required.is_empty() {
-        "none".to_owned()
-    } else {
-        required.join(", ")
-    };
-    // Why it is there, and what "unset" is, the `types` module's docs say once.
-    let docs = compose_attrs(
-        &format!("A [`{name}`] of its required properties ({required}), the others unset."),
-        None,
-        "",
-    );
-    let mut constructor: ItemImpl = syn::parse_quote! {
-        impl #name {
-            pub fn new() -> Self {
-                Self {}
+
+    /// The constructor as the runtime's `serde_struct!` takes it after a struct's fields,
+    /// `new(field: Type, …) unset(field, …)`; `None` when a field is filled with an expression
+    /// of its own, which only an `impl` writes.
+    pub(super) fn macro_entry(&self) -> Option<TokenStream> {
+        let mut arguments = Vec::new();
+        let mut unset = Vec::new();
+        for (ident, ty, filled) in &self.fields {
+            match filled {
+                Filled::Argument => arguments.push(quote! { #ident: #ty }),
+                Filled::Unset => unset.push(ident),
+                Filled::Default(_) => return None,
             }
         }
-    };
-    // The docs, the arguments and the fields are put in as syntax, not printed and parsed
-    // again: a large contract has a thousand constructors, and their types are most of their
-    // text.
-    let ImplItem::Fn(new) = constructor.items.first_mut()? else {
-        return None;
-    };
-    new.attrs = docs;
-    new.sig.inputs = arguments;
-    let Some(Stmt::Expr(Expr::Struct(body), None)) = new.block.stmts.first_mut() else {
-        return None;
-    };
-    body.fields = inits;
-    Some(Item::Impl(constructor))
+        let unset = (!unset.is_empty()).then(|| quote! { unset(#( #unset ),*) });
+        Some(quote! { new(#( #arguments ),*) #unset })
+    }
+
+    /// The `impl` holding `new`; `unset` is a field's type's default ([`unset`]).
+    pub(super) fn into_impl(self, unset: &Expr) -> Item {
+        let name = &self.name;
+        let mut arguments: Punctuated<FnArg, Token![,]> = Punctuated::new();
+        let mut required = Vec::new();
+        let mut inits: Punctuated<FieldValue, Token![,]> = Punctuated::new();
+        for (ident, ty, filled) in self.fields {
+            match filled {
+                Filled::Argument => {
+                    required.push(code(&ident.to_string()));
+                    inits.push(init(&ident, None));
+                    arguments.push(argument(ident, ty));
+                }
+                Filled::Unset => inits.push(init(&ident, Some(unset.clone()))),
+                Filled::Default(value) => inits.push(init(&ident, Some(value))),
+            }
+        }
+        let required = if required.is_empty() {
+            "none".to_owned()
+        } else {
+            required.join(", ")
+        };
+        // Why it is there, and what "unset" is, the `types` module's docs say once.
+        let docs = compose_attrs(
+            &format!("A [`{name}`] of its required properties ({required}), the others unset."),
+            None,
+            "",
+        );
+        let mut constructor: ItemImpl = syn::parse_quote! {
+            impl #name {
+                pub fn new() -> Self {
+                    Self {}
+                }
+            }
+        };
+        // The docs, the arguments and the fields are put in as syntax, not printed and parsed
+        // again: a large contract has a thousand constructors, and their types are most of
+        // their text.
+        if let Some(ImplItem::Fn(new)) = constructor.items.first_mut() {
+            new.attrs = docs;
+            new.sig.inputs = arguments;
+            if let Some(Stmt::Expr(Expr::Struct(body), None)) = new.block.stmts.first_mut() {
+                body.fields = inits;
+            }
+        }
+        Item::Impl(constructor)
+    }
 }
 
 /// `ident: ty`, an argument of `new`.
-fn argument(ident: &Ident, ty: &Type) -> FnArg {
+fn argument(ident: Ident, ty: Type) -> FnArg {
     FnArg::Typed(PatType {
         attrs: Vec::new(),
         pat: Box::new(Pat::Ident(PatIdent {
             attrs: Vec::new(),
             by_ref: None,
             mutability: None,
-            ident: ident.clone(),
+            ident,
             subpat: None,
         })),
         colon_token: Default::default(),
-        ty: Box::new(ty.clone()),
+        ty: Box::new(ty),
     })
 }
 
@@ -139,21 +163,6 @@ fn init(ident: &Ident, value: Option<Expr>) -> FieldValue {
         colon_token,
         expr,
     }
-}
-
-/// Whether `value` is what `new` fills a field with its type's default with:
-/// `::std::default::Default::default()`.
-pub(super) fn is_unset(value: &Expr) -> bool {
-    let Expr::Call(call) = value else {
-        return false;
-    };
-    let Expr::Path(function) = &*call.func else {
-        return false;
-    };
-    let names: Vec<String> = (function.path.segments.iter())
-        .map(|segment| segment.ident.to_string())
-        .collect();
-    call.args.is_empty() && names == ["std", "default", "Default", "default"]
 }
 
 /// Whether `field` is an argument of `new`, or else its default: typify's serde attributes

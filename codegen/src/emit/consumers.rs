@@ -778,7 +778,7 @@ fn register(served: &Served<'_>) -> TokenStream {
         _ => quote! { ::core::option::Option::None, },
     };
     if let Some(message) = served.one_at_a_time() {
-        return erased(served, &ident(&message.name, Role::Message));
+        return register_invocation(served, &ident(&message.name, Role::Message));
     }
     let call = quote! {
         ::warren_runtime::codegen::#add(worker, #marker, #spec, #batch #key #adapter);
@@ -789,7 +789,7 @@ fn register(served: &Served<'_>) -> TokenStream {
 /// A one-at-a-time consumer's register function, through the runtime's `register!`: the
 /// consumer's code for its message (decoding it, the work of each delivery) is compiled with
 /// the contract, once, rather than in each binary with its handler's type.
-fn erased(served: &Served<'_>, marker: &Ident) -> TokenStream {
+fn register_invocation(served: &Served<'_>, marker: &Ident) -> TokenStream {
     let consumer = served.consumer();
     let function = ident(&consumer.spec.name, Role::ConsumerField);
     let handler_trait = ident(&consumer.spec.name, Role::ConsumerTrait);

@@ -27,6 +27,8 @@ const DEFS: &str = "$defs";
 /// The definitions two or more of a contract's schemas hold, each with its macro.
 pub(super) struct SharedDefinitions<'a> {
     shared: BTreeMap<&'a str, Shared<'a>>,
+    /// [`bundled_head`], made once for every schema.
+    head: String,
 }
 
 /// One shared definition.
@@ -65,7 +67,10 @@ impl<'a> SharedDefinitions<'a> {
                 (name, shared)
             })
             .collect();
-        Self { shared }
+        Self {
+            shared,
+            head: bundled_head(),
+        }
     }
 
     /// One `macro_rules!` per shared definition, to come before the schemas that use them
@@ -103,10 +108,9 @@ impl<'a> SharedDefinitions<'a> {
     /// the head that stands for) when it starts as every bundled schema does.
     pub(super) fn pieces_for_message(&self, schema: &Value) -> TokenStream {
         let mut pieces = self.pieces(schema);
-        let head = bundled_head();
         let bundled = match pieces.first_mut() {
-            Some(Piece::Text(text)) if text.starts_with(&head) => {
-                text.drain(..head.len());
+            Some(Piece::Text(text)) if text.starts_with(&self.head) => {
+                text.drain(..self.head.len());
                 Some(quote! { bundled })
             }
             _ => None,
@@ -319,6 +323,7 @@ mod tests {
         ];
         let mut shared = SharedDefinitions {
             shared: Default::default(),
+            head: super::bundled_head(),
         };
         for (name, body) in [("Currency", &currency), ("Money", &money)] {
             shared.shared.insert(

@@ -17,86 +17,39 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
+
+use super::constructors::Constructor;
 use syn::ext::IdentExt;
 use syn::punctuated::Punctuated;
 use syn::{Attribute, Item, ItemStruct, Meta, Token};
 
-/// `items` of the `types` module with each struct the macro can stand for given its
-/// `serde_struct!` after it, and serde's derives and attributes taken off it.
+/// `items` of the `types` module with each struct of named fields given its constructor after
+/// it ([`super::constructors`]), and each the macro can stand for its `serde_struct!` after
+/// that, serde's derives and attributes taken off it. The invocation makes the constructor
+/// too when it fills each field from its argument or with its type's default.
 pub(super) fn compact(items: Vec<Item>) -> Vec<Item> {
+    let unset = super::constructors::unset();
     let mut out = Vec::with_capacity(items.len() * 2);
-    let mut items = items.into_iter().peekable();
-    while let Some(mut item) = items.next() {
-        let invocation = match &mut item {
-            Item::Struct(item) => {
-                invocation(item).map(|invocation| (item.ident.clone(), invocation))
-            }
-            _ => None,
+    for mut item in items {
+        let Item::Struct(structure) = &mut item else {
+            out.push(item);
+            continue;
         };
+        // Read before the serde attributes it reads from come off.
+        let constructor = Constructor::of(structure);
+        let mut invocation = invocation(structure);
         out.push(item);
-        if let Some((name, mut invocation)) = invocation {
-            // The struct's constructor, which follows it, is made by the macro too when it
-            // fills every field from its argument or with its type's default; otherwise it
-            // stays before the invocation: what the struct is, how it is made, then how it is
-            // read and written.
-            let constructor = items.next_if(|next| is_impl_of(next, &name));
-            match constructor.as_ref().and_then(constructor_entry) {
-                Some(entry) => invocation.mac.tokens.extend(entry),
-                None => out.extend(constructor),
-            }
-            out.push(Item::Macro(invocation));
+        let entry = (invocation.as_ref())
+            .and(constructor.as_ref())
+            .and_then(Constructor::macro_entry);
+        match (entry, &mut invocation) {
+            (Some(entry), Some(invocation)) => invocation.mac.tokens.extend(entry),
+            // What the struct is, how it is made, then how it is read and written.
+            _ => out.extend(constructor.map(|constructor| constructor.into_impl(&unset))),
         }
+        out.extend(invocation.map(Item::Macro));
     }
     out
-}
-
-/// The constructor `item` (an `impl` holding `new` alone) as the macro's `new(field: Type, …)
-/// unset(field, …)`; `None` when a field is filled with anything else than its argument or its
-/// type's default.
-fn constructor_entry(item: &Item) -> Option<TokenStream> {
-    let Item::Impl(item) = item else {
-        return None;
-    };
-    let [syn::ImplItem::Fn(new)] = item.items.as_slice() else {
-        return None;
-    };
-    let [syn::Stmt::Expr(syn::Expr::Struct(body), None)] = new.block.stmts.as_slice() else {
-        return None;
-    };
-    let arguments = new.sig.inputs.iter().map(|input| match input {
-        syn::FnArg::Typed(argument) => Some(argument),
-        syn::FnArg::Receiver(_) => None,
-    });
-    let arguments = arguments.collect::<Option<Vec<_>>>()?;
-    let mut unset = Vec::new();
-    for field in &body.fields {
-        let syn::Member::Named(name) = &field.member else {
-            return None;
-        };
-        match &field.expr {
-            // From the argument of its name.
-            syn::Expr::Path(path) if field.colon_token.is_none() && path.path.is_ident(name) => {}
-            value if super::constructors::is_unset(value) => unset.push(name),
-            _ => return None,
-        }
-    }
-    let arguments = arguments.iter().map(|argument| {
-        let (name, ty) = (&argument.pat, &argument.ty);
-        quote! { #name: #ty }
-    });
-    let unset = (!unset.is_empty()).then(|| quote! { unset(#( #unset ),*) });
-    Some(quote! { new(#( #arguments ),*) #unset })
-}
-
-/// Whether `item` is an inherent impl of the type `name`.
-fn is_impl_of(item: &Item, name: &syn::Ident) -> bool {
-    let Item::Impl(item) = item else {
-        return false;
-    };
-    let syn::Type::Path(ty) = &*item.self_ty else {
-        return false;
-    };
-    item.trait_.is_none() && ty.qself.is_none() && ty.path.is_ident(name)
 }
 
 /// The invocation for `item`, with serde's derives and attributes taken off it; `None`, and
@@ -301,13 +254,17 @@ mod tests {
     use quote::ToTokens;
     use syn::Item;
 
-    use super::compact;
+    use super::invocation;
 
-    /// The items `compact` makes of `item`, as text.
+    /// The struct `item` and the invocation made of it (serde's derives and attributes taken
+    /// off the struct when there is one), as text.
     fn compacted(item: Item) -> Vec<String> {
-        compact(vec![item])
-            .iter()
-            .map(|item| item.to_token_stream().to_string())
+        let Item::Struct(mut structure) = item else {
+            panic!("a struct");
+        };
+        let invocation = invocation(&mut structure).map(|i| i.to_token_stream());
+        (std::iter::once(structure.to_token_stream()).chain(invocation))
+            .map(|tokens| tokens.to_string())
             .collect()
     }
 

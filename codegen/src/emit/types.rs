@@ -144,10 +144,9 @@ pub(super) fn emit(contract: &Contract, options: &TypeOptions) -> Result<syn::Fi
     // attributes read and its skeleton parsed, a constrained string's impls compared as text,
     // a struct's serde attributes read). Sharing compares typify's items as it would what these make of them: each is
     // made of the items alone.
-    // The constructors first: they read which fields are optional from serde's attributes,
-    // which a struct written through `serde_struct!` no longer carries.
-    let items = super::constructors::add(super::string_newtypes::compact(items));
-    let mut items = super::struct_serde::compact(items);
+    // Each struct's constructor and its `serde_struct!` together: the constructor reads which
+    // fields are optional from serde's attributes, which the invocation takes off the struct.
+    let mut items = super::struct_serde::compact(super::string_newtypes::compact(items));
     items.iter_mut().for_each(tidy_attributes);
     items.insert(0, crates_in_scope());
     // The markers the payload and headers types' docs link to (`[`messages::Order`]`).

@@ -272,7 +272,10 @@ impl Parse for Constructor {
         }
         let mut unset = Vec::new();
         if input.peek(syn::Ident) {
-            input.parse::<Ident>()?;
+            let keyword: Ident = input.parse()?;
+            if keyword != "unset" {
+                return Err(syn::Error::new(keyword.span(), "expected `unset`"));
+            }
             let content;
             syn::parenthesized!(content in input);
             let names = content.parse_terminated(Ident::parse, Token![,])?;
