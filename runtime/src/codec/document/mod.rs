@@ -2,9 +2,10 @@
 //! with and types it from, without building a `serde_json::Value` for either.
 //!
 //! A [`Document`] keeps its strings borrowed from the body where they hold no escape, and
-//! its arrays' items and its objects' members each in one arena. It is parsed by serde_json
-//! ([`parse`]): the same grammar, numbers, nesting limit and errors as
-//! `serde_json::from_slice`. An object's members are kept in the order of their names, one
+//! its arrays' items and its objects' members each in one arena. It is read by a scanner of its
+//! own ([`scan`]) where that reads the body exactly as serde_json would, which is every common
+//! body, and by serde_json otherwise ([`parse`]): the same grammar, numbers, nesting limit and
+//! errors as `serde_json::from_slice`. An object's members are kept in the order of their names, one
 //! per name, the last one given when a name repeats, as `serde_json::Value`'s map keeps them:
 //! what the validator reads of a body and what the payload is typed from are one and the same,
 //! and they are what they were when both read a `Value`. The validator reads it as a JSON
@@ -17,6 +18,7 @@ use serde_json::{Number, Value};
 
 mod de;
 mod parse;
+mod scan;
 mod schema;
 
 pub(crate) use schema::Tree;

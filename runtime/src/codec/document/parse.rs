@@ -11,8 +11,16 @@ use super::{Arenas, Document, Entry, Member};
 
 impl<'a> Document<'a> {
     /// `body` parsed as one JSON value, with `serde_json::from_slice`'s grammar, nesting limit
-    /// and errors.
+    /// and errors: by the scanner when it reads the body ([`super::scan`]), else by serde_json.
     pub(crate) fn parse(body: &'a [u8]) -> Result<Self, serde_json::Error> {
+        match super::scan::scan(body) {
+            Some(document) => Ok(document),
+            None => Self::parse_with_serde(body),
+        }
+    }
+
+    /// `body` parsed by serde_json's own parser, through a visitor filling the arenas.
+    pub(super) fn parse_with_serde(body: &'a [u8]) -> Result<Self, serde_json::Error> {
         let mut builder = Builder::for_body(body.len());
         let mut deserializer = serde_json::Deserializer::from_slice(body);
         let root = Value(&mut builder).deserialize(&mut deserializer)?;
@@ -27,10 +35,10 @@ impl<'a> Document<'a> {
 /// The arenas being filled, and the children of the containers still open, innermost last:
 /// a container's children are moved into their arena together when it closes, so that they
 /// lie in one run.
-struct Builder<'a> {
-    arenas: Arenas<'a>,
-    open_items: Vec<Entry<'a>>,
-    open_members: Vec<Member<'a>>,
+pub(super) struct Builder<'a> {
+    pub(super) arenas: Arenas<'a>,
+    pub(super) open_items: Vec<Entry<'a>>,
+    pub(super) open_members: Vec<Member<'a>>,
 }
 
 /// A body holds about one value per this many bytes, sizing the arenas up front: growing
@@ -42,7 +50,7 @@ const MAX_SIZED: usize = 4096;
 
 impl<'a> Builder<'a> {
     /// A builder for a body of `len` bytes.
-    fn for_body(len: usize) -> Self {
+    pub(super) fn for_body(len: usize) -> Self {
         let values = (len / BYTES_PER_VALUE).clamp(4, MAX_SIZED);
         Builder {
             arenas: Arenas {
@@ -55,7 +63,7 @@ impl<'a> Builder<'a> {
     }
 
     /// Closes the array whose items are `open_items[first..]`.
-    fn close_array(&mut self, first: usize) -> Entry<'a> {
+    pub(super) fn close_array(&mut self, first: usize) -> Entry<'a> {
         let start = self.arenas.items.len();
         self.arenas.items.extend(self.open_items.drain(first..));
         Entry::Array {
@@ -67,7 +75,7 @@ impl<'a> Builder<'a> {
     /// Closes the object whose members are `open_members[first..]`: sorted by name (stably, so
     /// a repeated name's members stay in their order) and stored once per name, the last one
     /// given, as `serde_json::Value` keeps an object.
-    fn close_object(&mut self, first: usize) -> Entry<'a> {
+    pub(super) fn close_object(&mut self, first: usize) -> Entry<'a> {
         let start = self.arenas.members.len();
         let open = &mut self.open_members[first..];
         // Most bodies come from serializing a struct whose fields are in the order of their

@@ -76,7 +76,7 @@ fn a_repeated_name_is_read_once_with_its_last_value() {
 }
 
 /// Any JSON value: strings with escapes and any character, every kind of number.
-fn any_value() -> impl Strategy<Value = Value> {
+pub(super) fn any_value() -> impl Strategy<Value = Value> {
     let number = prop_oneof![
         any::<u64>().prop_map(Value::from),
         any::<i64>().prop_map(Value::from),
