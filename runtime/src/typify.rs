@@ -168,12 +168,17 @@ macro_rules! __warren_string_newtype {
                 value.0
             }
         }
+        impl $name {
+            /// The error of the first check the text fails, if any.
+            fn __check($value: &str) -> ::core::result::Result<(), self::error::ConversionError> {
+                $checks::core::result::Result::Ok(())
+            }
+        }
         impl ::core::str::FromStr for $name {
             type Err = self::error::ConversionError;
-            fn from_str(
-                $value: &str,
-            ) -> ::core::result::Result<Self, self::error::ConversionError> {
-                $checks::core::result::Result::Ok(Self($value.to_string()))
+            fn from_str(value: &str) -> ::core::result::Result<Self, self::error::ConversionError> {
+                Self::__check(value)?;
+                ::core::result::Result::Ok(Self(value.to_string()))
             }
         }
         $crate::__warren_parsed_from_text!($name);
@@ -182,13 +187,17 @@ macro_rules! __warren_string_newtype {
             where
                 D: $crate::codegen::serde::Deserializer<'de>,
             {
-                <::std::string::String as $crate::codegen::serde::Deserialize>::deserialize(
-                    deserializer,
-                )?
-                .parse()
-                .map_err(|e: self::error::ConversionError| {
-                    <D::Error as $crate::codegen::serde::de::Error>::custom(e.to_string())
-                })
+                // The string read is the one kept: checked in place, not copied by `parse`.
+                let text =
+                    <::std::string::String as $crate::codegen::serde::Deserialize>::deserialize(
+                        deserializer,
+                    )?;
+                match Self::__check(&text) {
+                    ::core::result::Result::Ok(()) => ::core::result::Result::Ok(Self(text)),
+                    ::core::result::Result::Err(e) => ::core::result::Result::Err(
+                        <D::Error as $crate::codegen::serde::de::Error>::custom(e.to_string()),
+                    ),
+                }
             }
         }
     };
