@@ -131,7 +131,7 @@ pub async fn bench(
         for (side, measured) in rounds.iter_mut().enumerate() {
             fill(plain, &queue, n).await?;
             measured.push(if side == 0 {
-                measure(lapin_consume_with(plain, &queue, n, 50, PREFETCH)).await?
+                measure(lapin_consume_with(plain, &queue, n, 50, PREFETCH, false)).await?
             } else {
                 measure(warren(connection, topology, n)).await?
             });

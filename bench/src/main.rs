@@ -298,16 +298,19 @@ async fn lapin_consume(
     n: usize,
     batch: u64,
 ) -> Result<Duration> {
-    lapin_consume_with(connection, queue, n, batch, 200).await
+    lapin_consume_with(connection, queue, n, batch, 200, false).await
 }
 
-/// [`lapin_consume`] with a prefetch of `prefetch`.
+/// [`lapin_consume`] with a prefetch of `prefetch`, reading each body into the payload type
+/// with `serde_json::from_slice` when `typed` (as a hand-written consumer of JSON does, without
+/// validating it).
 async fn lapin_consume_with(
     connection: &lapin::Connection,
     queue: &str,
     n: usize,
     batch: u64,
     prefetch: u16,
+    typed: bool,
 ) -> Result<Duration> {
     let (channel, mut consumer) = lapin_consumer(connection, queue, prefetch, "bench").await?;
     // From the first delivery, as the warren worker's clock runs from its first message.
@@ -320,6 +323,9 @@ async fn lapin_consume_with(
         started.get_or_insert_with(Instant::now);
         let delivery = delivery?;
         seen += 1;
+        if typed {
+            std::hint::black_box(serde_json::from_slice::<types::BenchOrder>(&delivery.data)?);
+        }
         if batch == 1 {
             delivery.ack(BasicAckOptions::default()).await?;
         } else if (seen as u64).is_multiple_of(batch) || seen == n {
@@ -615,6 +621,10 @@ async fn bench_consume(
             "lapin-multiple-guarded",
         ),
         (
+            "lapin, hand-tuned, payload typed by serde_json",
+            "lapin-multiple-typed",
+        ),
+        (
             "warren worker, full validation, no-op handler",
             "warren-consume",
         ),
@@ -651,6 +661,9 @@ async fn bench_consume(
                         // The same consumer through the guard (`warren_runtime` reads hostile
                         // frames through it): what the guard alone costs.
                         "lapin-multiple-guarded" => lapin_consume(&guarded, &queue, n, 50).await,
+                        "lapin-multiple-typed" => {
+                            lapin_consume_with(plain, &queue, n, 50, 200, true).await
+                        }
                         "warren-consume" => warren_consume(connection, t, n, true).await,
                         _ => warren_consume(connection, t, n, false).await,
                     }

@@ -46,6 +46,10 @@ const IN_PLACE_LIMIT: Duration = Duration::from_micros(50);
 /// time in thousands.
 const SPAWNED_MIN: u32 = 16;
 const SPAWNED_DOUBLINGS: u32 = 8;
+/// One poll in place in this many is timed while they are quick (every one after a slow one):
+/// two clock readings per delivery were a few percent of a fast consumer's CPU. A handler that
+/// turns slow runs in place at most this many more times before it is seen.
+const TIMED_EVERY: u32 = 8;
 
 /// One `basic.consume` on one channel. Delivery tags belong to the channel: a delivery is
 /// only ever settled through its own acker, so nothing of a dead channel is sent on a new one.
@@ -71,6 +75,8 @@ pub(super) struct Runner {
     spawn_next: u32,
     /// Polls in place in a row that took longer than [`IN_PLACE_LIMIT`].
     slow_polls: u32,
+    /// Quick polls in place still to run untimed (see [`TIMED_EVERY`]).
+    untimed: u32,
     subscription: Option<Subscription>,
     /// Set while a probe runs: resolves when it is done.
     probe: Option<oneshot::Receiver<()>>,
@@ -150,6 +156,7 @@ impl Runner {
             permits: Arc::new(Semaphore::new(usize::from(spec.concurrency.max(1)))),
             spawn_next: 0,
             slow_polls: 0,
+            untimed: 0,
             subscription: None,
             probe: None,
             spec,
@@ -444,7 +451,7 @@ impl Runner {
     /// handler. But the consume loop takes nothing new while it polls, so work polled here runs
     /// one at a time: two polls in a row that take longer than [`IN_PLACE_LIMIT`] (a handler
     /// busy without awaiting, large bodies to decode) make the next [`SPAWNED_MIN`] or more
-    /// units spawned unpolled. With `concurrency` 1 there is nothing to run beside the work, so
+    /// units spawned unpolled (polls are timed one in [`TIMED_EVERY`] while they are quick). With `concurrency` 1 there is nothing to run beside the work, so
     /// it is always polled here first.
     pub(super) fn begin(&mut self, mut work: Rooted<'static, ()>) {
         let in_place_only = self.spec.concurrency <= 1;
@@ -454,21 +461,25 @@ impl Runner {
             return;
         }
         let mut context = std::task::Context::from_waker(std::task::Waker::noop());
-        let started = std::time::Instant::now();
+        let timed = !in_place_only && (self.untimed == 0 || self.slow_polls > 0);
+        let started = timed.then(std::time::Instant::now);
         // A future that returns `Pending` has registered the no-op waker only; the runtime
         // polls the spawned task at once, which registers the real one.
         let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             work.as_mut().poll(&mut context)
         }));
-        if !in_place_only {
-            if started.elapsed() >= IN_PLACE_LIMIT {
+        match started {
+            Some(started) if started.elapsed() >= IN_PLACE_LIMIT => {
                 self.slow_polls = self.slow_polls.saturating_add(1);
                 if let Some(doublings) = self.slow_polls.checked_sub(2) {
                     self.spawn_next = SPAWNED_MIN << doublings.min(SPAWNED_DOUBLINGS);
                 }
-            } else {
-                self.slow_polls = 0;
             }
+            Some(_) => {
+                self.slow_polls = 0;
+                self.untimed = TIMED_EVERY - 1;
+            }
+            None => self.untimed = self.untimed.saturating_sub(1),
         }
         match polled {
             Ok(std::task::Poll::Ready(())) => {}
