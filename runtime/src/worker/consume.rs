@@ -249,8 +249,10 @@ pub(super) fn one_at_a_time(runner: Runner, each: Each<'_>) -> Rooted<'_, Result
 }
 
 /// What a consumer does with each delivery it takes: its work (decode, handler, settle),
-/// boxed.
-pub(super) type Each<'a> = Box<dyn FnMut(&Runner, Taken) -> Rooted<'static, ()> + Send + 'a>;
+/// boxed, and run in the span given (instrumented inside the box: a second box around it, to
+/// instrument it, was an allocation per delivery).
+pub(super) type Each<'a> =
+    Box<dyn FnMut(&Runner, Taken, tracing::Span) -> Rooted<'static, ()> + Send + 'a>;
 
 /// [`one_at_a_time`]'s loop.
 async fn consume_each(mut runner: Runner, mut each: Each<'_>) -> Result<(), WorkerError> {
@@ -279,8 +281,8 @@ async fn consume_each(mut runner: Runner, mut each: Each<'_>) -> Result<(), Work
         match lanes.as_mut().and_then(|lanes| lanes.enter(&raw)) {
             None => {
                 raw.hold(Some(work), in_flight);
-                let delivery = each(&runner, raw);
-                runner.begin(Box::pin(delivery.instrument(span)));
+                let delivery = each(&runner, raw, span);
+                runner.begin(delivery);
             }
             Some(turn) => {
                 // Waiting for its turn, it gives its permit back (unless it is the breaker's
@@ -290,7 +292,8 @@ async fn consume_each(mut runner: Runner, mut each: Each<'_>) -> Result<(), Work
                     false => (Some(work), None),
                 };
                 raw.hold(work, in_flight);
-                let delivery = in_turn(turn, waits, each(&runner, raw));
+                // The span covers the wait for its turn too.
+                let delivery = in_turn(turn, waits, each(&runner, raw, tracing::Span::none()));
                 runner.begin(Box::pin(delivery.instrument(span)));
             }
         }
@@ -335,7 +338,9 @@ impl Registered for Single {
             };
             one_at_a_time(
                 runner,
-                Box::new(|runner, raw| each_delivery(runner, raw, self.handler.clone())),
+                Box::new(|runner, raw, span| {
+                    each_delivery(runner, raw, self.handler.clone(), span)
+                }),
             )
             .await
         })
@@ -344,25 +349,34 @@ impl Registered for Single {
 
 /// The work of a one-at-a-time consumer on `raw`: decoded and handled by `handler`, then
 /// settled (poison at once), a panic of warren's on the way settled too.
-fn each_delivery(runner: &Runner, raw: Taken, handler: Arc<dyn Dispatch>) -> Rooted<'static, ()> {
+fn each_delivery(
+    runner: &Runner,
+    raw: Taken,
+    handler: Arc<dyn Dispatch>,
+    span: tracing::Span,
+) -> Rooted<'static, ()> {
     let settler = runner.settler.clone();
     let validators = runner.validators.clone();
     let breaker = runner.breaker.clone();
     let max_body_bytes = runner.context.settings.max_body_bytes;
-    Box::pin(async move {
-        let handled = || async {
-            let decoded =
-                handler.dispatch(&raw, &settler.queue, validators.as_deref(), max_body_bytes);
-            let Dispatched { retries, handling } = match decoded {
-                Ok(dispatched) => dispatched,
-                Err(poison) => return settle_poison(&raw, &settler, poison).await,
+    Box::pin(
+        async move {
+            let handled = || async {
+                let decoded =
+                    handler.dispatch(&raw, &settler.queue, validators.as_deref(), max_body_bytes);
+                let Dispatched { retries, handling } = match decoded {
+                    Ok(dispatched) => dispatched,
+                    Err(poison) => return settle_poison(&raw, &settler, poison).await,
+                };
+                let properties = [&raw.properties];
+                let result =
+                    run_handler(&settler, breaker.as_deref(), properties, || handling).await;
+                settler.settle(&raw, &result, retries).await;
             };
-            let properties = [&raw.properties];
-            let result = run_handler(&settler, breaker.as_deref(), properties, || handling).await;
-            settler.settle(&raw, &result, retries).await;
-        };
-        let _ = settled_even_on_panic(&raw, &settler, handled).await;
-    })
+            let _ = settled_even_on_panic(&raw, &settler, handled).await;
+        }
+        .instrument(span),
+    )
 }
 
 impl<M: Message, H: BatchHandler<M>> Registered for Batched<M, H> {

@@ -12,6 +12,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures_lite::FutureExt;
+use tracing::Instrument as _;
 
 use super::acks::Taken;
 use super::consume::{one_at_a_time, panic_text, run_handler};
@@ -254,39 +255,43 @@ where
     let handle = Arc::new(handle);
     one_at_a_time(
         runner,
-        Box::new(move |runner, raw| {
+        Box::new(move |runner, raw, span| {
             let settler = runner.settler.clone();
             let breaker = runner.breaker.clone();
             let letter = letter.clone();
             let handle = handle.clone();
-            Box::pin(async move {
-                let handled = async {
-                    let letter = letter(&raw, &settler.queue);
-                    let handling = || handle(letter);
-                    let properties = [&raw.properties];
-                    match run_handler(&settler, breaker.as_deref(), properties, handling).await {
-                        Ok(()) => {
-                            settler.observer.handled(Settled::Ack);
-                            settler.ack(&raw);
+            Box::pin(
+                async move {
+                    let handled = async {
+                        let letter = letter(&raw, &settler.queue);
+                        let handling = || handle(letter);
+                        let properties = [&raw.properties];
+                        match run_handler(&settler, breaker.as_deref(), properties, handling).await
+                        {
+                            Ok(()) => {
+                                settler.observer.handled(Settled::Ack);
+                                settler.ack(&raw);
+                            }
+                            Err((failure, error)) => {
+                                settle_by_broker(&settler, &raw, failure, &error).await;
+                            }
                         }
-                        Err((failure, error)) => {
-                            settle_by_broker(&settler, &raw, failure, &error).await;
-                        }
+                    };
+                    // Warren's own panic: settled by the same rule, never discarded.
+                    if let Err(panic) = AssertUnwindSafe(handled).catch_unwind().await
+                        && raw.acks.unsettled(raw.delivery_tag)
+                    {
+                        let error = format!("warren panicked: {}", panic_text(&*panic));
+                        tracing::error!(
+                            consumer = settler.consumer,
+                            error,
+                            "warren panicked on a dead letter"
+                        );
+                        settle_by_broker(&settler, &raw, Failure::Internal, &error).await;
                     }
-                };
-                // Warren's own panic: settled by the same rule, never discarded.
-                if let Err(panic) = AssertUnwindSafe(handled).catch_unwind().await
-                    && raw.acks.unsettled(raw.delivery_tag)
-                {
-                    let error = format!("warren panicked: {}", panic_text(&*panic));
-                    tracing::error!(
-                        consumer = settler.consumer,
-                        error,
-                        "warren panicked on a dead letter"
-                    );
-                    settle_by_broker(&settler, &raw, Failure::Internal, &error).await;
                 }
-            })
+                .instrument(span),
+            )
         }),
     )
     .await

@@ -572,7 +572,7 @@ impl<O: Operation, H: RpcHandler<O>> Registered for Server<O, H> {
             };
             one_at_a_time(
                 runner,
-                Box::new(|runner, raw| {
+                Box::new(|runner, raw, span| {
                     let serving = Serving {
                         settler: runner.settler.clone(),
                         validators: runner.validators.clone(),
@@ -582,20 +582,25 @@ impl<O: Operation, H: RpcHandler<O>> Registered for Server<O, H> {
                         replies: replies.clone(),
                         reply_nodes: reply_nodes.clone(),
                     };
-                    Box::pin(async move {
-                        let served = || serving.serve::<O>(&raw);
-                        let panicked = settled_even_on_panic(&raw, &serving.settler, served).await;
-                        // Dead-lettered after a panic of warren's own: its caller is told, as
-                        // after any dead-lettering, rather than left to time out.
-                        if let (Err(Panicked { settled_here: true }), Ok(reply_to)) =
-                            (panicked, ReplyTo::of(&raw.properties))
-                            && serving.reachable(&reply_to).await.is_ok()
-                        {
-                            let detail = "the server could not handle the request (internal-error)";
-                            let reason = FailureReason::InternalError;
-                            serving.fail_caller(&raw, &reply_to, reason, detail).await;
+                    Box::pin(
+                        async move {
+                            let served = || serving.serve::<O>(&raw);
+                            let panicked =
+                                settled_even_on_panic(&raw, &serving.settler, served).await;
+                            // Dead-lettered after a panic of warren's own: its caller is told, as
+                            // after any dead-lettering, rather than left to time out.
+                            if let (Err(Panicked { settled_here: true }), Ok(reply_to)) =
+                                (panicked, ReplyTo::of(&raw.properties))
+                                && serving.reachable(&reply_to).await.is_ok()
+                            {
+                                let detail =
+                                    "the server could not handle the request (internal-error)";
+                                let reason = FailureReason::InternalError;
+                                serving.fail_caller(&raw, &reply_to, reason, detail).await;
+                            }
                         }
-                    })
+                        .instrument(span),
+                    )
                 }),
             )
             .await

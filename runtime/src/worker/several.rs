@@ -10,6 +10,8 @@
 
 use std::sync::Arc;
 
+use tracing::Instrument as _;
+
 use super::consume::{one_at_a_time, run_handler, settle_poison, settled_even_on_panic};
 use super::dead_letter_consumer::{consume_dead_letters, names, raw_message};
 use super::decode::{decode, original_route, retries_so_far};
@@ -231,26 +233,32 @@ impl<D: Send + 'static, H: SeveralHandler<D>> Registered for Several<D, H> {
             };
             one_at_a_time(
                 runner,
-                Box::new(|runner, raw| {
+                Box::new(|runner, raw, span| {
                     let settler = runner.settler.clone();
                     let breaker = runner.breaker.clone();
                     let handler = self.handler.clone();
                     let decoders = decoders.clone();
-                    Box::pin(async move {
-                        let handled = || async {
-                            let message = match decoders.decode(&raw, &settler.queue) {
-                                Ok(message) => message,
-                                Err(poison) => return settle_poison(&raw, &settler, poison).await,
+                    Box::pin(
+                        async move {
+                            let handled = || async {
+                                let message = match decoders.decode(&raw, &settler.queue) {
+                                    Ok(message) => message,
+                                    Err(poison) => {
+                                        return settle_poison(&raw, &settler, poison).await;
+                                    }
+                                };
+                                let retries = retries_so_far(&raw, &settler.queue);
+                                let properties = [&raw.properties];
+                                let handle = || handler.handle(message);
+                                let result =
+                                    run_handler(&settler, breaker.as_deref(), properties, handle)
+                                        .await;
+                                settler.settle(&raw, &result, retries).await;
                             };
-                            let retries = retries_so_far(&raw, &settler.queue);
-                            let properties = [&raw.properties];
-                            let handle = || handler.handle(message);
-                            let result =
-                                run_handler(&settler, breaker.as_deref(), properties, handle).await;
-                            settler.settle(&raw, &result, retries).await;
-                        };
-                        let _ = settled_even_on_panic(&raw, &settler, handled).await;
-                    })
+                            let _ = settled_even_on_panic(&raw, &settler, handled).await;
+                        }
+                        .instrument(span),
+                    )
                 }),
             )
             .await
