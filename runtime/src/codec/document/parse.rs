@@ -1,5 +1,7 @@
-//! A body parsed into a [`Document`] by serde_json's own parser, through a visitor that
-//! stores each value in the document's arenas instead of building a `serde_json::Value`.
+//! A body parsed into a [`Document`]: by the scanner wherever it reads the body as serde_json
+//! would ([`super::scan`]), else by serde_json's own parser, through a visitor that stores each
+//! value in the document's arenas instead of building a `serde_json::Value`. Both fill the
+//! arenas through one [`Builder`].
 
 use std::borrow::Cow;
 use std::fmt;
