@@ -451,8 +451,9 @@ impl Runner {
     /// handler. But the consume loop takes nothing new while it polls, so work polled here runs
     /// one at a time: two polls in a row that take longer than [`IN_PLACE_LIMIT`] (a handler
     /// busy without awaiting, large bodies to decode) make the next [`SPAWNED_MIN`] or more
-    /// units spawned unpolled (polls are timed one in [`TIMED_EVERY`] while they are quick). With `concurrency` 1 there is nothing to run beside the work, so
-    /// it is always polled here first.
+    /// units spawned unpolled (polls are timed one in [`TIMED_EVERY`] while they are quick).
+    /// With `concurrency` 1 there is nothing to run beside the work, so it is always polled
+    /// here first.
     pub(super) fn begin(&mut self, mut work: Rooted<'static, ()>) {
         let in_place_only = self.spec.concurrency <= 1;
         if !in_place_only && self.spawn_next > 0 {

@@ -5,12 +5,12 @@
 //! its arrays' items and its objects' members each in one arena. It is read by a scanner of its
 //! own ([`scan`]) where that reads the body exactly as serde_json would, which is every common
 //! body, and by serde_json otherwise ([`parse`]): the same grammar, numbers, nesting limit and
-//! errors as `serde_json::from_slice`. An object's members are kept in the order of their names, one
-//! per name, the last one given when a name repeats, as `serde_json::Value`'s map keeps them:
-//! what the validator reads of a body and what the payload is typed from are one and the same,
-//! and they are what they were when both read a `Value`. The validator reads it as a JSON
-//! representation of its own ([`Tree`]) and serde deserializes a payload from any of its nodes
-//! ([`de`]), with `serde_json::from_value`'s errors.
+//! errors as `serde_json::from_slice`. An object's members are kept in the order of their
+//! names, one per name, the last one given when a name repeats, as `serde_json::Value`'s map
+//! keeps them: what the validator reads of a body and what the payload is typed from are one
+//! and the same, and they are what they were when both read a `Value`. The validator reads it
+//! as a JSON representation of its own ([`Tree`]) and serde deserializes a payload from any of
+//! its nodes ([`de`]), with `serde_json::from_value`'s errors.
 
 use std::borrow::Cow;
 
