@@ -163,7 +163,7 @@ impl<'a> Scanner<'a> {
     ///
     /// Inlined, as [`Scanner::value`] is: a string or a value handed back through memory, in
     /// pieces, and read back whole stalls the processor (its store cannot be forwarded to the
-    /// load), which cost most of a parse.
+    /// load), which cost a sixth of a parse (500 ns against 414).
     #[inline(always)]
     fn string(&mut self) -> Option<Cow<'a, str>> {
         self.at += 1;
