@@ -17,11 +17,11 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
-
-use super::constructors::Constructor;
 use syn::ext::IdentExt;
 use syn::punctuated::Punctuated;
 use syn::{Attribute, Item, ItemStruct, Meta, Token};
+
+use super::constructors::Constructor;
 
 /// `items` of the `types` module with each struct of named fields given its constructor after
 /// it ([`super::constructors`]), and each the macro can stand for its `serde_struct!` after
