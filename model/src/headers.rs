@@ -75,11 +75,14 @@ pub const WARREN: [&str; 10] = [
     REDRIVE_COUNT,
 ];
 
+/// RabbitMQ's record of a message's dead-letterings, the most recent first.
+pub const DEATH: &str = "x-death";
+
 /// The headers RabbitMQ writes: the delivery count of a quorum queue, and the record of a
 /// dead-lettering (`x-death` and its summaries).
 pub const BROKER: [&str; 8] = [
     DELIVERY_COUNT,
-    "x-death",
+    DEATH,
     "x-first-death-exchange",
     "x-first-death-queue",
     "x-first-death-reason",

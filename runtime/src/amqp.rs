@@ -160,7 +160,17 @@ pub(crate) fn amqp_to_json(value: &AMQPValue, depth: usize) -> Value {
 /// An integer header (`x-retry-count`, `x-delivery-count`), whatever integer type the
 /// broker or a client used.
 pub(crate) fn header_int(table: Option<&FieldTable>, key: &str) -> Option<i64> {
-    match table?.inner().get(key)? {
+    int_value(table?.inner().get(key)?)
+}
+
+/// A string header.
+pub(crate) fn header_str(table: Option<&FieldTable>, key: &str) -> Option<String> {
+    str_value(table?.inner().get(key)?)
+}
+
+/// A header's value as an integer ([`header_int`]).
+pub(crate) fn int_value(value: &AMQPValue) -> Option<i64> {
+    match value {
         AMQPValue::ShortShortInt(i) => Some(i64::from(*i)),
         AMQPValue::ShortShortUInt(i) => Some(i64::from(*i)),
         AMQPValue::ShortInt(i) => Some(i64::from(*i)),
@@ -173,9 +183,9 @@ pub(crate) fn header_int(table: Option<&FieldTable>, key: &str) -> Option<i64> {
     }
 }
 
-/// A string header.
-pub(crate) fn header_str(table: Option<&FieldTable>, key: &str) -> Option<String> {
-    match table?.inner().get(key)? {
+/// A header's value as a string ([`header_str`]).
+pub(crate) fn str_value(value: &AMQPValue) -> Option<String> {
+    match value {
         AMQPValue::ShortString(s) => Some(s.to_string()),
         AMQPValue::LongString(s) => Some(String::from_utf8_lossy(s.as_bytes()).into_owned()),
         _ => None,
