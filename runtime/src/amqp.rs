@@ -111,7 +111,7 @@ pub(crate) fn table_to_json(table: &FieldTable) -> Map<String, Value> {
         .filter(|(key, _)| {
             !key.as_str().starts_with("x-") && !headers::TRACE.contains(&key.as_str())
         })
-        .map(|(key, value)| (key.to_string(), amqp_to_json(value, 1)))
+        .map(|(key, value)| (key.as_str().to_owned(), amqp_to_json(value, 1)))
         .collect()
 }
 
@@ -138,7 +138,7 @@ pub(crate) fn amqp_to_json(value: &AMQPValue, depth: usize) -> Value {
         AMQPValue::DecimalValue(d) => {
             Value::from(f64::from(d.value) / 10f64.powi(i32::from(d.scale)))
         }
-        AMQPValue::ShortString(s) => Value::String(s.to_string()),
+        AMQPValue::ShortString(s) => Value::String(s.as_str().to_owned()),
         AMQPValue::LongString(s) => {
             Value::String(String::from_utf8_lossy(s.as_bytes()).into_owned())
         }
@@ -150,7 +150,7 @@ pub(crate) fn amqp_to_json(value: &AMQPValue, depth: usize) -> Value {
             table
                 .inner()
                 .iter()
-                .map(|(k, v)| (k.to_string(), nested(v)))
+                .map(|(k, v)| (k.as_str().to_owned(), nested(v)))
                 .collect(),
         ),
         AMQPValue::Void => Value::Null,
@@ -186,7 +186,7 @@ pub(crate) fn int_value(value: &AMQPValue) -> Option<i64> {
 /// A header's value as a string ([`header_str`]).
 pub(crate) fn str_value(value: &AMQPValue) -> Option<String> {
     match value {
-        AMQPValue::ShortString(s) => Some(s.to_string()),
+        AMQPValue::ShortString(s) => Some(s.as_str().to_owned()),
         AMQPValue::LongString(s) => Some(String::from_utf8_lossy(s.as_bytes()).into_owned()),
         _ => None,
     }

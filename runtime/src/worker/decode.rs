@@ -103,8 +103,8 @@ pub(crate) fn original_route(
     // recorded alone (a copy of one, which warren carries on): the other is unknown.
     if exchange.is_none() && routing_key.is_none() && !foreign {
         return (
-            Some(raw.exchange.to_string()),
-            Some(raw.routing_key.to_string()),
+            Some(raw.exchange.as_str().to_owned()),
+            Some(raw.routing_key.as_str().to_owned()),
         );
     }
     (exchange, routing_key)
@@ -154,8 +154,8 @@ fn body<'a>(
     max_body_bytes: usize,
 ) -> Result<Cow<'a, [u8]>, Poison> {
     admit(raw, content_type, max_body_bytes)?;
-    let encoding = (raw.properties.content_encoding().as_ref()).map(|e| e.to_string());
-    let body = decompress(&raw.data, encoding.as_deref(), max_body_bytes)?;
+    let encoding = (raw.properties.content_encoding().as_ref()).map(|e| e.as_str());
+    let body = decompress(&raw.data, encoding, max_body_bytes)?;
     bounded(&body, max_body_bytes)?;
     Ok(body)
 }
