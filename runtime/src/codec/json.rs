@@ -253,8 +253,8 @@ mod tests {
 
     /// A constrained string is checked once: by the schema when a worker validated the body,
     /// by the type otherwise. Validation vouches for no other reading: an unvalidated
-    /// document, serde_json, and serde's buffer for an untagged enum still check, before and
-    /// after a validated body was typed on the same thread.
+    /// document, serde_json, and serde's buffer for an untagged enum still check, after a
+    /// validated body was typed on the same thread.
     #[test]
     fn constrained_strings_are_checked_once() {
         let validators = Validators::of::<Coded>().expect("compiles");
