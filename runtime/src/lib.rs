@@ -203,7 +203,7 @@ pub mod codegen {
         DeclaredErrors, NoErrors, Operation, RpcHandler, call, decode_payload, encode_payload,
     };
     pub use crate::sink::publish;
-    pub use crate::typify::{ConversionError, checked_text};
+    pub use crate::typify::ConversionError;
     pub use crate::worker::{
         BatchHandler, DeadLetterHandler, Erased, Handler, Member, Running,
         SeveralDeadLetterHandler, SeveralHandler, add, add_batch, add_dead_letters, add_server,

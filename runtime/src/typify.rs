@@ -13,8 +13,6 @@
 
 use std::borrow::Cow;
 
-use serde::de::{self, Deserializer, Unexpected, Visitor};
-
 /// Why a generated type's `TryFrom` or `FromStr` refused a value (a string outside its enum,
 /// or breaking its length or pattern), or why a builder could not build: the field unset or
 /// its value not converted. A generated file's `types::error::ConversionError` is this type.
@@ -43,69 +41,6 @@ impl From<&'static str> for ConversionError {
 impl From<String> for ConversionError {
     fn from(value: String) -> Self {
         Self(value.into())
-    }
-}
-
-/// The text of a constrained string (`string_newtype!`) read from `deserializer`, as a
-/// `String` reads, and checked by `check`: its error is the deserializer's custom error.
-///
-/// Unchecked when it comes from a body a worker validated against the schema the type was
-/// generated from, which holds the same `pattern` and lengths: the check would be the second
-/// run of the same rule (`crate::codec`'s `vouched`).
-pub fn checked_text<'de, D: Deserializer<'de>>(
-    deserializer: D,
-    check: fn(&str) -> Result<(), ConversionError>,
-) -> Result<String, D::Error> {
-    deserializer.deserialize_newtype_struct(crate::codec::CHECKED_TEXT, CheckedText(check))
-}
-
-/// [`checked_text`]'s visitor: a string, as serde reads a `String`, checked unless vouched for.
-struct CheckedText(fn(&str) -> Result<(), ConversionError>);
-
-impl CheckedText {
-    fn checked<E: de::Error>(self, text: String) -> Result<String, E> {
-        if crate::codec::take_vouched() {
-            return Ok(text);
-        }
-        match (self.0)(&text) {
-            Ok(()) => Ok(text),
-            Err(error) => Err(E::custom(error)),
-        }
-    }
-}
-
-impl<'de> Visitor<'de> for CheckedText {
-    type Value = String;
-
-    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
-        formatter.write_str("a string")
-    }
-
-    fn visit_str<E: de::Error>(self, text: &str) -> Result<String, E> {
-        self.checked(text.to_owned())
-    }
-
-    fn visit_string<E: de::Error>(self, text: String) -> Result<String, E> {
-        self.checked(text)
-    }
-
-    fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<String, E> {
-        match std::str::from_utf8(bytes) {
-            Ok(text) => self.visit_str(text),
-            Err(_) => Err(E::invalid_value(Unexpected::Bytes(bytes), &self)),
-        }
-    }
-
-    fn visit_byte_buf<E: de::Error>(self, bytes: Vec<u8>) -> Result<String, E> {
-        match String::from_utf8(bytes) {
-            Ok(text) => self.checked(text),
-            Err(error) => Err(E::invalid_value(Unexpected::Bytes(error.as_bytes()), &self)),
-        }
-    }
-
-    /// Any deserializer that does not know [`crate::codec::CHECKED_TEXT`]: the text inside.
-    fn visit_newtype_struct<D: Deserializer<'de>>(self, inner: D) -> Result<String, D::Error> {
-        inner.deserialize_string(self)
     }
 }
 
@@ -216,8 +151,7 @@ macro_rules! __warren_string_enum {
 /// The impls of a generated string newtype `$name` (`pub struct $name(String)`, a string with
 /// a length or a pattern): `Deref` and `From` to its `String`, `FromStr` and the `TryFrom`s
 /// running `$checks` on `$value` (each returns the error of the check it fails), and a
-/// `Deserialize` that runs them too ([`checked_text`]) unless a worker validated the payload
-/// against the schema the type came from: what typify writes out for every such type. As
+/// `Deserialize` that runs them too: what typify writes out for every such type. As
 /// [`__warren_builder`], for generated code alone.
 #[doc(hidden)]
 #[macro_export]
@@ -253,7 +187,17 @@ macro_rules! __warren_string_newtype {
             where
                 D: $crate::codegen::serde::Deserializer<'de>,
             {
-                $crate::codegen::checked_text(deserializer, Self::__check).map(Self)
+                // The string read is the one kept: checked in place, not copied by `parse`.
+                let text =
+                    <::std::string::String as $crate::codegen::serde::Deserialize>::deserialize(
+                        deserializer,
+                    )?;
+                match Self::__check(&text) {
+                    ::core::result::Result::Ok(()) => ::core::result::Result::Ok(Self(text)),
+                    ::core::result::Result::Err(e) => ::core::result::Result::Err(
+                        <D::Error as $crate::codegen::serde::de::Error>::custom(e.to_string()),
+                    ),
+                }
             }
         }
     };

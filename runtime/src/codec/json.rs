@@ -62,11 +62,10 @@ pub(crate) fn validated<'a>(
     body: &'a [u8],
     validators: &Validators,
 ) -> Result<Document<'a>, Poison> {
-    let mut payload = parsed(body)?;
+    let payload = parsed(body)?;
     if let Some(errors) = validators.payload_errors(&payload) {
         return Err(poison(FailureReason::Validation, errors));
     }
-    payload.vouch();
     Ok(payload)
 }
 
@@ -155,9 +154,7 @@ pub(crate) fn validated_payload<M: Message>(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use super::{Document, more_items_than, payload, typed, validated_payload};
+    use super::{more_items_than, validated_payload};
     use crate::schema::Validators;
     use crate::{Message, NoHeaders, PublishError};
 
@@ -192,103 +189,6 @@ mod tests {
             matches!(invalid, Err(PublishError::Invalid { .. })),
             "{invalid:?}"
         );
-    }
-
-    /// The checks a constrained string of [`Coded`] has run, on any thread.
-    static CHECKS: AtomicUsize = AtomicUsize::new(0);
-
-    /// What a generated file's `types` module holds for a constrained string.
-    mod error {
-        pub(super) use crate::typify::ConversionError;
-    }
-
-    /// A constrained string as generated: three capitals, counted when checked.
-    #[derive(Debug, PartialEq)]
-    struct Code(String);
-
-    crate::__warren_string_newtype! {
-        Code |value| {
-            CHECKS.fetch_add(1, Ordering::Relaxed);
-            if value.len() != 3 || !value.bytes().all(|b| b.is_ascii_uppercase()) {
-                return Err("not three capitals".into());
-            }
-        }
-    }
-
-    /// A message whose payload holds constrained strings, one of them in an untagged enum
-    /// (which serde reads through a buffer of its own).
-    struct Coded;
-
-    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-    struct CodedPayload {
-        code: Code,
-        either: Either,
-    }
-
-    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-    #[serde(untagged)]
-    enum Either {
-        Code(Code),
-        Number(u32),
-    }
-
-    impl serde::Serialize for Code {
-        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-            serializer.serialize_str(&self.0)
-        }
-    }
-
-    impl Message for Coded {
-        type Payload = CodedPayload;
-        type Headers = NoHeaders;
-        const NAME: &'static str = "coded";
-        const PAYLOAD_SCHEMA: &'static str = r#"{
-            "type": "object",
-            "properties": {
-                "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
-                "either": {"anyOf": [{"type": "string", "pattern": "^[A-Z]{3}$"}, {"type": "integer"}]}
-            }
-        }"#;
-    }
-
-    /// A constrained string is checked once: by the schema when a worker validated the body,
-    /// by the type otherwise. Validation vouches for no other reading: an unvalidated
-    /// document, serde_json, and serde's buffer for an untagged enum still check, after a
-    /// validated body was typed on the same thread.
-    #[test]
-    fn constrained_strings_are_checked_once() {
-        let validators = Validators::of::<Coded>().expect("compiles");
-        let checks = || CHECKS.load(Ordering::Relaxed);
-        let body = br#"{"code":"ABC","either":"XYZ"}"#;
-        let before = checks();
-        let typed_payload = payload::<Coded>(body, &validators, 1 << 20).expect("valid");
-        assert_eq!(typed_payload.code, Code("ABC".into()));
-        assert_eq!(
-            checks() - before,
-            1,
-            "only the untagged enum's buffered text"
-        );
-
-        let invalid = br#"{"code":"abc","either":1}"#;
-        let refused = payload::<Coded>(invalid, &validators, 1 << 20).expect_err("invalid");
-        assert!(refused.detail.contains("^[A-Z]{3}$"), "{}", refused.detail);
-        let unvalidated = Document::parse(invalid).expect("parses");
-        let refused = typed::<CodedPayload>(&unvalidated).expect_err("checked by the type");
-        assert!(
-            refused.detail.contains("not three capitals"),
-            "{}",
-            refused.detail
-        );
-        let refused = serde_json::from_slice::<CodedPayload>(invalid).expect_err("checked");
-        assert!(
-            refused.to_string().contains("not three capitals"),
-            "{refused}"
-        );
-        let refused = serde_json::from_value::<Code>(serde_json::json!("abc"));
-        assert!(refused.is_err(), "{refused:?}");
-        let buffered = br#"{"code":"ABC","either":"xyz"}"#;
-        let unvalidated = Document::parse(buffered).expect("parses");
-        assert!(typed::<CodedPayload>(&unvalidated).is_err());
     }
 
     #[test]

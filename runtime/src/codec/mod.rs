@@ -9,7 +9,7 @@ mod document;
 mod json;
 
 pub(crate) use compression::{compress, decompress};
-pub(crate) use document::{CHECKED_TEXT, Document, Tree, take_vouched};
+pub(crate) use document::{Document, Tree};
 pub(crate) use json::{
     Poison, bounded, parsed, payload, poison, typed, validated, validated_payload,
 };

@@ -9,7 +9,6 @@ use serde::de::{
 use serde::forward_to_deserialize_any;
 use serde_json::Error;
 
-use super::vouched::{CHECKED_TEXT, vouching};
 use super::{Entry, Member, Node};
 
 impl<'d> Node<'d> {
@@ -148,15 +147,9 @@ impl<'d> Deserializer<'d> for Node<'d> {
 
     fn deserialize_newtype_struct<V: Visitor<'d>>(
         self,
-        name: &'static str,
+        _name: &'static str,
         visitor: V,
     ) -> Result<V::Value, Error> {
-        if let Entry::String(text) = self.entry
-            && self.arenas.validated
-            && name == CHECKED_TEXT
-        {
-            return vouching(|| visitor.visit_borrowed_str(text));
-        }
         visitor.visit_newtype_struct(self)
     }
 

@@ -20,10 +20,8 @@ mod de;
 mod parse;
 mod scan;
 mod schema;
-mod vouched;
 
 pub(crate) use schema::Tree;
-pub(crate) use vouched::{CHECKED_TEXT, take_vouched};
 
 /// A JSON document read from a body of lifetime `'a`.
 pub(crate) struct Document<'a> {
@@ -36,16 +34,12 @@ pub(crate) struct Document<'a> {
 struct Arenas<'a> {
     items: Vec<Entry<'a>>,
     members: Vec<Member<'a>>,
-    /// Whether the document was validated against its payload schema: then it vouches for
-    /// its constrained strings ([`vouched`]).
-    validated: bool,
 }
 
 /// The arenas of no document: what a node made of a lone string points to.
 static NO_ARENAS: Arenas<'static> = Arenas {
     items: Vec::new(),
     members: Vec::new(),
-    validated: false,
 };
 
 /// One JSON value: a scalar, or where a container's children are in their arena.
@@ -89,12 +83,6 @@ impl<'a> Document<'a> {
             arenas: &self.arenas,
             entry: &self.root,
         }
-    }
-
-    /// Marks the document as valid against the schema of the payload it is typed as: its
-    /// constrained strings are not checked again ([`vouched`]).
-    pub(crate) fn vouch(&mut self) {
-        self.arenas.validated = true;
     }
 
     /// How many JSON values the document holds, its root and every object member included.

@@ -58,7 +58,6 @@ impl<'a> Builder<'a> {
             arenas: Arenas {
                 items: Vec::with_capacity(values),
                 members: Vec::with_capacity(values),
-                validated: false,
             },
             open_items: Vec::with_capacity(16),
             open_members: Vec::with_capacity(16),
