@@ -118,6 +118,7 @@ mod message;
 pub mod metrics;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 pub mod outbox;
+mod pattern;
 pub mod plan;
 mod publish_all;
 mod publish_time;
@@ -211,7 +212,11 @@ pub mod codegen {
     };
 
     pub use chrono;
-    pub use regress;
+    /// What typify's output names `regress`: its `Regex` ([`crate::pattern`]), matching a
+    /// constrained string's `pattern` as `regress` does.
+    pub mod regress {
+        pub use crate::pattern::Regex;
+    }
     pub use serde;
     pub use serde_json;
     pub use uuid;
