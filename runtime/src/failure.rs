@@ -62,8 +62,8 @@ pub struct FailureContext {
 
 impl FailureContext {
     /// The failure context in a message's headers; `None` when they hold none (a message
-    /// that never failed). Read in one pass over the table: most messages never failed, and
-    /// a dozen lookups each were a tenth of a worker's decode.
+    /// that never failed). Read in one pass over the table: most messages never failed, and a
+    /// dozen lookups of them on each were a twentieth of a worker's decode.
     pub fn from_headers(table: Option<&FieldTable>) -> Option<Self> {
         let text = |value| str_value(value).map(|value| bounded(&value));
         let count =

@@ -212,8 +212,8 @@ pub mod codegen {
     };
 
     pub use chrono;
-    /// What typify's output names `regress`: its `Regex` ([`crate::pattern`]), matching a
-    /// constrained string's `pattern` as `regress` does.
+    /// What typify's output names `regress`: a `Regex` matching a constrained string's
+    /// `pattern` as `regress` does, without `regress` where it is a plain anchored sequence.
     pub mod regress {
         pub use crate::pattern::Regex;
     }
