@@ -290,15 +290,19 @@ async fn lapin_consumer(
     Ok((channel, consumer))
 }
 
-/// Hand-written lapin consumer with a prefetch of 200; acks each message, or every `batch`
-/// with `multiple`.
+/// The prefetch of the hand-written lapin consumers, the contract's consumers' (`prefetch: 200`
+/// in `contract/warren.yaml`).
+const PREFETCH: u16 = 200;
+
+/// Hand-written lapin consumer with a prefetch of [`PREFETCH`]; acks each message, or every
+/// `batch` with `multiple`.
 async fn lapin_consume(
     connection: &lapin::Connection,
     queue: &str,
     n: usize,
     batch: u64,
 ) -> Result<Duration> {
-    lapin_consume_with(connection, queue, n, batch, 200, false).await
+    lapin_consume_with(connection, queue, n, batch, PREFETCH, false).await
 }
 
 /// [`lapin_consume`] with a prefetch of `prefetch`, reading each body into the payload type
@@ -541,7 +545,7 @@ async fn main() -> Result<()> {
     let base = topology().namespaced(&namespace);
     let body_len = serde_json::to_vec(&order(0))?.len();
     println!(
-        "\nwarren-bench: {n} messages of {body_len} bytes, quorum queues, confirms, prefetch 200\n{}\n",
+        "\nwarren-bench: {n} messages of {body_len} bytes, quorum queues, confirms, prefetch {PREFETCH}\n{}\n",
         observe::describe(observe)
     );
     warren_runtime::declare(&connection, &base).await?;
@@ -662,7 +666,7 @@ async fn bench_consume(
                         // frames through it): what the guard alone costs.
                         "lapin-multiple-guarded" => lapin_consume(&guarded, &queue, n, 50).await,
                         "lapin-multiple-typed" => {
-                            lapin_consume_with(plain, &queue, n, 50, 200, true).await
+                            lapin_consume_with(plain, &queue, n, 50, PREFETCH, true).await
                         }
                         "warren-consume" => warren_consume(connection, t, n, true).await,
                         _ => warren_consume(connection, t, n, false).await,

@@ -105,20 +105,24 @@ fn atom(bytes: &[u8], at: usize) -> Option<(u128, usize)> {
     }
 }
 
-/// The set an escape `\byte` stands for outside a class: a digit, or a syntax character
-/// taken literally.
+/// The characters that are syntax in a pattern outside a class: each stands for itself only
+/// escaped.
+const SYNTAX: &[u8] = b"\\^$.|?*+()[]{}";
+
+/// The set an escape `\byte` stands for outside a class: a digit, or a syntax character (or
+/// `/`, `-`) taken literally.
 fn escape(byte: u8) -> Option<u128> {
     match byte {
         b'd' => Some(range(b'0', b'9')),
-        b'\\' | b'^' | b'$' | b'.' | b'|' | b'?' | b'*' | b'+' | b'(' | b')' | b'[' | b']'
-        | b'{' | b'}' | b'/' | b'-' => Some(1 << byte),
+        b'/' | b'-' => Some(1 << byte),
+        byte if SYNTAX.contains(&byte) => Some(1 << byte),
         _ => None,
     }
 }
 
 /// A printable ASCII character that stands for itself in a pattern.
 fn is_plain(byte: u8) -> bool {
-    (b' '..=b'~').contains(&byte) && !b"\\^$.|?*+()[]{}".contains(&byte)
+    (b' '..=b'~').contains(&byte) && !SYNTAX.contains(&byte)
 }
 
 /// A bracket class whose items start at `at` (after its `[`): plain characters, ranges of
@@ -184,7 +188,7 @@ fn braces(bytes: &[u8], at: usize) -> Option<(usize, usize, usize)> {
         all_digits.then(|| digits.parse::<usize>().ok()).flatten()
     };
     let (min, max) = match text.split_once(',') {
-        None => (count(text)?, count(text)?),
+        None => count(text).map(|exactly| (exactly, exactly))?,
         Some((min, "")) => (count(min)?, usize::MAX),
         Some((min, max)) => (count(min)?, count(max)?),
     };
